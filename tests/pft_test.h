@@ -1,0 +1,74 @@
+/* pft_test: a minimal test harness; each tests/test_<module>.c is one executable registered with ctest. */
+#ifndef PFT_TEST_H
+#define PFT_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Exit code ctest treats as "skipped" (SKIP_RETURN_CODE). */
+#define PFT_TEST_SKIP 77
+
+static int pft_t_failed_checks;
+static int pft_t_passed;
+static int pft_t_failed;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);        \
+            pft_t_failed_checks++;                                                   \
+        }                                                                            \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                         \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);        \
+            fprintf(stderr, __VA_ARGS__);                                            \
+            fprintf(stderr, "\n");                                                   \
+            pft_t_failed_checks++;                                                   \
+        }                                                                            \
+    } while (0)
+
+/* |a - b| <= tol */
+#define CHECK_NEAR(a, b, tol)                                                        \
+    do {                                                                             \
+        double pft_t_a = (double)(a), pft_t_b = (double)(b);                         \
+        if (!(fabs(pft_t_a - pft_t_b) <= (tol))) {                                   \
+            fprintf(stderr, "  FAIL %s:%d: %s = %.9g, %s = %.9g, tol %.3g\n",        \
+                    __FILE__, __LINE__, #a, pft_t_a, #b, pft_t_b, (double)(tol));    \
+            pft_t_failed_checks++;                                                   \
+        }                                                                            \
+    } while (0)
+
+/* Call a test function; it passes when it adds no failed check. */
+#define RUN(fn)                                                                      \
+    do {                                                                             \
+        int pft_t_before = pft_t_failed_checks;                                      \
+        fprintf(stderr, "- %s\n", #fn);                                              \
+        fn();                                                                        \
+        if (pft_t_failed_checks == pft_t_before)                                     \
+            pft_t_passed++;                                                          \
+        else                                                                         \
+            pft_t_failed++;                                                          \
+    } while (0)
+
+/* Print the closing line and return the exit status for main(). */
+static inline int pft_test_done(void)
+{
+    printf("%d passed, %d failed\n", pft_t_passed, pft_t_failed);
+    return pft_t_failed ? 1 : 0;
+}
+
+/* Path to ../shared/data/<sub> if it exists, else NULL (the caller skips, saying so). */
+static inline const char *pft_test_shared_data(const char *sub)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s/%s", PFT_SHARED_DATA_DIR, sub);
+    return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+#endif
