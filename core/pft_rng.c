@@ -118,3 +118,35 @@ void pft_rng_normal_fill_d(pft_rng_t *self, double *out, size_t n)
     for (size_t i = 0; i < n; i++)
         out[i] = pft_rng_normal(self);
 }
+
+double pft_rng_gamma(pft_rng_t *self, double shape)
+{
+    if (shape < 1.0) {
+        double u = 1.0 - pft_rng_uniform(self); /* (0, 1] */
+        return pft_rng_gamma(self, shape + 1.0) * pow(u, 1.0 / shape);
+    }
+    double d = shape - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
+    for (;;) {
+        double x, v;
+        do {
+            x = pft_rng_normal(self);
+            v = 1.0 + c * x;
+        } while (v <= 0.0);
+        v = v * v * v;
+        double u = 1.0 - pft_rng_uniform(self);
+        if (u < 1.0 - 0.0331 * x * x * x * x)
+            return d * v;
+        if (log(u) < 0.5 * x * x + d * (1.0 - v + log(v)))
+            return d * v;
+    }
+}
+
+void pft_rng_shuffle(pft_rng_t *self, int32_t *idx, size_t n)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)pft_rng_below(self, i);
+        int32_t t = idx[i - 1];
+        idx[i - 1] = idx[j];
+        idx[j] = t;
+    }
+}

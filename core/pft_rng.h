@@ -25,6 +25,10 @@ uint64_t pft_rng_below(pft_rng_t *self, uint64_t n);
 double pft_rng_normal(pft_rng_t *self);
 /* Fills out[0..n) with standard normal draws (float / double). */
 void pft_rng_normal_fill(pft_rng_t *self, float *out, size_t n);
+/* Gamma(shape, 1) draw, shape > 0 (Marsaglia-Tsang; shape < 1 by the boost u^(1/shape)). */
+double pft_rng_gamma(pft_rng_t *self, double shape);
+/* Fisher-Yates shuffle of idx[0..n). */
+void pft_rng_shuffle(pft_rng_t *self, int32_t *idx, size_t n);
 void pft_rng_normal_fill_d(pft_rng_t *self, double *out, size_t n);
 
 #endif

@@ -59,6 +59,42 @@ static void test_derive_distinct(void)
     CHECK(pft_rng_derive(0, 1, 2) != pft_rng_derive(1, 1, 2));
 }
 
+static void test_gamma_and_shuffle(void)
+{
+    pft_rng_t *r = pft_rng_new(3);
+    const double shapes[] = {0.1, 0.5, 1.0, 2.5, 10.0};
+    for (int s = 0; s < 5; s++) {
+        double m = 0, v = 0;
+        const int n = 200000;
+        for (int i = 0; i < n; i++) {
+            double g = pft_rng_gamma(r, shapes[s]);
+            CHECK(g >= 0 && isfinite(g));
+            m += g;
+            v += g * g;
+        }
+        m /= n;
+        v = v / n - m * m;
+        CHECK_NEAR(m, shapes[s], 0.03 * shapes[s] + 0.005); /* mean = shape */
+        CHECK_NEAR(v, shapes[s], 0.06 * shapes[s] + 0.01); /* variance = shape */
+    }
+    int32_t idx[100];
+    int sum = 0, moved = 0;
+    for (int i = 0; i < 100; i++)
+        idx[i] = i;
+    pft_rng_shuffle(r, idx, 100);
+    int seen[100] = {0};
+    for (int i = 0; i < 100; i++) {
+        seen[idx[i]]++;
+        sum += idx[i];
+        moved += idx[i] != i;
+    }
+    for (int i = 0; i < 100; i++)
+        CHECK(seen[i] == 1);
+    CHECK(sum == 4950);
+    CHECK(moved > 80);
+    pft_rng_destroy(&r);
+}
+
 static void test_error_messages(void)
 {
     CHECK(strcmp(pft_strerror(PFT_EFORMAT), "malformed input") == 0);
@@ -79,6 +115,7 @@ int main(void)
     RUN(test_normal_moments);
     RUN(test_uniform_and_below);
     RUN(test_derive_distinct);
+    RUN(test_gamma_and_shuffle);
     RUN(test_error_messages);
     return pft_test_done();
 }

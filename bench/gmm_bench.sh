@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# GMM benchmark: pftnet gmm vs scikit-learn GaussianMixture vs VLFeat vl_gmm on the same features, K, iterations.
+#
+# usage: bench/gmm_bench.sh [--data pacs|fmnist|DIR] [--k 10] [--cov diag|full|spher] [--iters 100] [--seed 0]
+#                           [--prep l2|none] [--repeat 1] [--threads natural|1|both] [--pftnet PATH]
+#                           [--sk-kmeans] [--no-extra] [--out FILE]
+#
+#   --data      pacs (default) = /work/shared/data/pacs-mobilenetv2, fmnist = .../fashionmnist-mobilenetv2,
+#               or any directory holding train_x.npy (float32 n×d) and train_y.npy (int labels)
+#   --k --cov --iters --seed   the main comparison (default diag K=10, 100 iterations, tol 0, seed 0);
+#               VLFeat only runs when cov is diag (it has no other family)
+#   --prep      feature preprocessing applied identically for every tool (default l2: L2 row normalisation).
+#               sklearn and VLFeat read a preprocessed copy written once; pftnet gets the raw file + --prep.
+#   --repeat    run every tool R times and keep the fastest (machine is shared: timings are noisy)
+#   --threads   natural: each tool's own default threading; 1: OMP/OPENBLAS/MKL_NUM_THREADS=1; both
+#   --sk-kmeans also run sklearn with init_params='kmeans' (full k-means init; default row uses 'k-means++')
+#   --no-extra  skip the extra comparisons vs sklearn: cov full K=1 and cov spher K=k (VLFeat has neither)
+#   --out       JSON-lines results file (default build-bench/gmm_bench_<data>_<date>.jsonl)
+#
+# Build products go to /work/main/build-bench (the VLFeat program, preprocessed features, results).
+# pftnet is expected at build/node/pftnet (Release build); its rows are skipped with a notice if it is missing.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+bdir="$root/build-bench"
+py=/usr/bin/python3
+
+data=pacs k=10 cov=diag iters=100 seed=0 prep=l2 repeat=1 threads=natural sk_kmeans=0 extra=1 out=""
+pftnet="$root/build/node/pftnet"
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --data) data="$2"; shift 2 ;;
+    --k) k="$2"; shift 2 ;;
+    --cov) cov="$2"; shift 2 ;;
+    --iters) iters="$2"; shift 2 ;;
+    --seed) seed="$2"; shift 2 ;;
+    --prep) prep="$2"; shift 2 ;;
+    --repeat) repeat="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --pftnet) pftnet="$2"; shift 2 ;;
+    --sk-kmeans) sk_kmeans=1; shift ;;
+    --no-extra) extra=0; shift ;;
+    --out) out="$2"; shift 2 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "gmm_bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+case "$data" in
+pacs) ddir=/work/shared/data/pacs-mobilenetv2 ;;
+fmnist | fashionmnist) ddir=/work/shared/data/fashionmnist-mobilenetv2 ;;
+*) ddir="$data" ;;
+esac
+X="$ddir/train_x.npy" Y="$ddir/train_y.npy"
+[ -f "$X" ] && [ -f "$Y" ] || { echo "gmm_bench: $ddir has no train_x.npy/train_y.npy" >&2; exit 1; }
+case "$cov" in full | diag | spher) ;; *) echo "gmm_bench: --cov must be full, diag or spher" >&2; exit 2 ;; esac
+case "$prep" in l2 | none) ;; *) echo "gmm_bench: --prep must be l2 or none" >&2; exit 2 ;; esac
+case "$threads" in natural) tmodes="natural" ;; 1) tmodes="1" ;; both) tmodes="natural 1" ;;
+*) echo "gmm_bench: --threads must be natural, 1 or both" >&2; exit 2 ;; esac
+[ -x "$py" ] || { echo "gmm_bench: $py (Debian python3 with numpy/sklearn) not found" >&2; exit 1; }
+
+mkdir -p "$bdir/prep"
+dname="$(basename "$ddir")"
+[ -n "$out" ] || out="$bdir/gmm_bench_${dname}_$(date +%Y%m%d-%H%M%S).jsonl"
+: >"$out"
+
+# 1. the VLFeat program (rebuilt when its source changes)
+vlbin="$bdir/gmm_vlfeat"
+if [ ! -x "$vlbin" ] || [ "$here/gmm_vlfeat.c" -nt "$vlbin" ]; then
+    cc -O2 -std=c11 -Wall -Wextra -o "$vlbin" "$here/gmm_vlfeat.c" -lvl -lm
+fi
+
+# 2. the preprocessed copy for sklearn and VLFeat (written once per data set and prep)
+PX="$bdir/prep/${dname}_${prep}_train_x.npy"
+if [ ! -f "$PX" ] || [ "$X" -nt "$PX" ]; then
+    "$py" "$here/gmm_sklearn.py" --features "$X" --prep "$prep" --write-prep "$PX"
+fi
+
+have_pftnet=1
+if [ ! -x "$pftnet" ]; then
+    have_pftnet=0
+    echo "gmm_bench: NOTE: $pftnet not found; pftnet rows skipped (build it: cmake -S $root -B $root/build" \
+        "-DCMAKE_BUILD_TYPE=Release && cmake --build $root/build --target pftnet)" >&2
+fi
+
+# record <config> <threads> <row> <rep> <json>: one line of the results file
+record() {
+    local json="$5"
+    if [ -z "$json" ] || [ "${json:0:1}" != "{" ]; then
+        echo "gmm_bench: $3 produced no JSON result" >&2
+        return 1
+    fi
+    printf '{"config":"%s","threads":"%s","row":"%s","rep":%s,"result":%s}\n' "$1" "$2" "$3" "$4" "$json" >>"$out"
+}
+
+# run_config <cov> <k> <with_vlfeat> for every threading mode and repetition
+run_config() {
+    local c="$1" kk="$2" with_vl="$3" tm rep j cfg
+    cfg="$dname prep=$prep cov=$c K=$kk iters=$iters tol=0 seed=$seed"
+    for tm in $tmodes; do
+        local envs=()
+        [ "$tm" = 1 ] && envs=(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1)
+        for rep in $(seq 1 "$repeat"); do
+            echo "gmm_bench: [$cfg, threads $tm, run $rep/$repeat] load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+            if [ "$have_pftnet" = 1 ]; then
+                j="$(env "${envs[@]}" "$pftnet" gmm --features "$X" --labels "$Y" --k "$kk" --cov "$c" \
+                    --max-iter "$iters" --tol 0 --seed "$seed" --prep "$prep" --json)"
+                record "$cfg" "$tm" "pftnet" "$rep" "$j"
+            fi
+            j="$(env "${envs[@]}" "$py" "$here/gmm_sklearn.py" --features "$PX" --labels "$Y" --k "$kk" \
+                --cov "$c" --max-iter "$iters" --tol 0 --seed "$seed" --prep none --init k-means++ --json)"
+            record "$cfg" "$tm" "sklearn (init k-means++)" "$rep" "$j"
+            if [ "$sk_kmeans" = 1 ]; then
+                j="$(env "${envs[@]}" "$py" "$here/gmm_sklearn.py" --features "$PX" --labels "$Y" --k "$kk" \
+                    --cov "$c" --max-iter "$iters" --tol 0 --seed "$seed" --prep none --init kmeans --json)"
+                record "$cfg" "$tm" "sklearn (init kmeans)" "$rep" "$j"
+            fi
+            if [ "$with_vl" = 1 ]; then
+                j="$(env "${envs[@]}" "$vlbin" --features "$PX" --labels "$Y" --k "$kk" --max-iter "$iters" \
+                    --seed "$seed" --lower-bound 1e-6 --force-iters --json)"
+                record "$cfg" "$tm" "vlfeat (forced N)" "$rep" "$j"
+                j="$(env "${envs[@]}" "$vlbin" --features "$PX" --labels "$Y" --k "$kk" --max-iter "$iters" \
+                    --seed "$seed" --lower-bound 1e-6 --json)"
+                record "$cfg" "$tm" "vlfeat (own 1e-5 stop)" "$rep" "$j"
+            fi
+        done
+    done
+}
+
+echo "gmm_bench: $(date -Iseconds) $(nproc) cores; results -> $out" >&2
+vl=0
+[ "$cov" = diag ] && vl=1
+run_config "$cov" "$k" "$vl"
+if [ "$extra" = 1 ]; then
+    [ "$cov" = full ] && [ "$k" = 1 ] || run_config full 1 0
+    [ "$cov" = spher ] || run_config spher "$k" 0
+fi
+
+echo "# GMM benchmark $(date -Iseconds), $(nproc) cores, load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# command: $0 --data $data --k $k --cov $cov --iters $iters --seed $seed --prep $prep --repeat $repeat" \
+    "--threads $threads$([ "$sk_kmeans" = 1 ] && echo ' --sk-kmeans')$([ "$extra" = 0 ] && echo ' --no-extra')"
+echo "# seconds: fit time (wall clock) summed over classes; vlfeat (forced N) shows seconds minus the estimated"
+echo "# cost of the E-steps repeated by resuming vl_gmm_em (see notes); t/pftnet > 1 means pftnet is faster;"
+echo "# Δll-pftnet < 0 means pftnet's avg log-likelihood is higher."
+"$py" "$here/gmm_table.py" "$out"

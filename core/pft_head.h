@@ -1,0 +1,69 @@
+/* pft_head: linear softmax classifier (multinomial logistic regression) trained by full-batch L-BFGS. */
+#ifndef PFT_HEAD_H
+#define PFT_HEAD_H
+
+#include <stdint.h>
+
+typedef struct pft_head_t pft_head_t;
+
+/* opts.l2 value meaning "1/n": scikit-learn's LogisticRegression(C=1.0) objective. */
+#define PFT_HEAD_L2_AUTO (-1.0)
+
+/* Training options; pft_head_opts_default() gives the documented defaults. The objective is
+ *     f(W, b) = mean_i CE(softmax(W x_i + b), y_i) + (l2/2)·‖W‖²_F    (no penalty on b),
+ * i.e. scikit-learn's LogisticRegression objective divided by n, with l2 = 1/(C·n). */
+typedef struct {
+    double l2;    /* L2 strength; ≥ 0, or PFT_HEAD_L2_AUTO (default): 1/n, as sklearn C = 1 */
+    int max_iter; /* L-BFGS iterations at most; default 1000 */
+    double tol; /* converged when max |∂f/∂W, ∂f/∂b| ≤ tol (sklearn's lbfgs criterion); default 1e-4 */
+    int history;     /* L-BFGS correction pairs kept; default 10 */
+    int standardize; /* 1 (default): optimise in centred, per-feature-scaled coordinates. Only a
+                        preconditioner: the objective, its optimum and the exported weights (which act
+                        on raw input) are those above; it just converges in far fewer iterations. */
+} pft_head_opts_t;
+
+/* What a fit did. */
+typedef struct {
+    int iters;       /* L-BFGS iterations */
+    int evals;       /* objective/gradient evaluations (each is two passes of GEMM over the data) */
+    int converged;   /* 1 if the gradient tolerance was reached */
+    double l2;       /* the L2 strength used (resolved from PFT_HEAD_L2_AUTO) */
+    double loss;     /* final objective f */
+    double grad_max; /* final max |gradient| */
+} pft_head_info_t;
+
+void pft_head_opts_default(pft_head_opts_t *opts);
+
+/* Fits a head to x (n×d row-major float32) with labels y[i] in [0, n_classes). Deterministic: the
+ * same inputs give the same weights (no random state; BLAS with a fixed thread count).
+ * Classes without rows are allowed: their probability is driven towards 0 until the gradient tolerance
+ * holds. On success *out is a new head (caller destroys) and info, if not NULL, is filled.
+ * Errors: PFT_EINVAL (n < 1, d < 1, n_classes < 1, a label out of range, non-finite data, bad options),
+ * PFT_ENOMEM, PFT_ENUMERIC (the objective became non-finite). *out is NULL on error. */
+int pft_head_fit(const float *x, const int32_t *y, int n, int d, int n_classes, const pft_head_opts_t *opts,
+                 pft_head_t **out, pft_head_info_t *info);
+
+/* A head with the given weights wb: n_classes rows of d+1 floats [W_k | b_k] (the layout of
+ * pft_head_weights, i.e. of head.npy). Errors: PFT_EINVAL (sizes, non-finite weights), PFT_ENOMEM. */
+int pft_head_from_weights(int n_classes, int d, const float *wb, pft_head_t **out);
+
+/* Frees *self_p and sets it to NULL; safe on NULL and twice. */
+void pft_head_destroy(pft_head_t **self_p);
+
+int pft_head_n_classes(const pft_head_t *self);
+int pft_head_dim(const pft_head_t *self);
+/* Borrowed n_classes×(d+1) row-major matrix [W | b] acting on raw input: logits = W x + b. */
+const float *pft_head_weights(const pft_head_t *self);
+
+/* out[i] = argmax_k logit_k(x_i) (the lowest k on ties) for the n×d rows of x. PFT_ENOMEM on failure. */
+int pft_head_predict(const pft_head_t *self, const float *x, int n, int32_t *out);
+/* proba[i·C + k] = softmax probabilities (computed in double). PFT_ENOMEM on failure. */
+int pft_head_predict_proba(const pft_head_t *self, const float *x, int n, float *proba);
+/* Fraction of rows predicted correctly (0 for n = 0). PFT_ENOMEM on failure. */
+int pft_head_accuracy(const pft_head_t *self, const float *x, const int32_t *y, int n, double *acc);
+/* Per-class accuracy: acc[k] = correct / rows of true class k (NaN for a class without rows);
+ * counts[k] = rows of class k, if counts is not NULL. Labels outside [0, C) → PFT_EINVAL. */
+int pft_head_class_accuracy(const pft_head_t *self, const float *x, const int32_t *y, int n, double *acc,
+                            int *counts);
+
+#endif

@@ -1,0 +1,22 @@
+/* pft_kmeans: k-means++ seeding and Lloyd iterations on row-major float32 data (GMM initialisation). */
+#ifndef PFT_KMEANS_H
+#define PFT_KMEANS_H
+
+#include "pft_rng.h"
+
+/* What a k-means run did. */
+typedef struct {
+    int iters;      /* Lloyd iterations run */
+    int reseeded;   /* empty clusters re-seeded at a far point */
+    double inertia; /* Σ_i min_k ‖x_i - c_k‖² of the final assignment */
+} pft_kmeans_info_t;
+
+/* Clusters x (n×d row-major float32) into k ≤ n clusters: greedy k-means++ seeding (2 + ln k local
+ * trials per centre, drawn from rng), then up to max_iter Lloyd iterations (0: seeding only; stops
+ * early when no label changes). centers (k×d, double) and labels (n) receive the result; info may be
+ * NULL. Empty clusters are re-seeded at the point farthest from its centre. Deterministic for a given
+ * rng state. Errors: PFT_EINVAL (bad sizes, k > n), PFT_ENOMEM. */
+int pft_kmeans(const float *x, int n, int d, int k, int max_iter, pft_rng_t *rng, double *centers, int *labels,
+               pft_kmeans_info_t *info);
+
+#endif

@@ -1,0 +1,299 @@
+/* cmd_check: `pftnet check TOPO.dot [--json]` validates a topology and prints kind, roles, settings and
+ * hand-offs. */
+#include "pft_cli.h"
+#include "pft_cmd.h"
+#include "pft_error.h"
+#include "pft_topo.h"
+#include "pft_topo_attr.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const s_cov_names[] = {"full", "diag", "spher"};
+static const char *const s_dtype_names[] = {"fp16", "fp32"};
+static const char *const s_prep_names[] = {"none", "l2", "sqrt-l2"};
+static const char *const s_missing_names[] = {"proceed", "fail"};
+
+static const char *cov_name(pft_cov_t c)
+{
+    return (unsigned)c < 3 ? s_cov_names[c] : "?";
+}
+
+/* "b, c" or "-" */
+static void id_list(const pft_topo_t *t, const size_t *v, size_t n, char *buf, size_t cap)
+{
+    size_t used = 0;
+    snprintf(buf, cap, "-");
+    for (size_t i = 0; i < n && used < cap; i++) {
+        int w = snprintf(buf + used, cap - used, "%s%s", i ? "," : "", pft_topo_node(t, v[i])->id);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+static void print_attributes(void)
+{
+    size_t n;
+    const pft_topo_attr_t *tab = pft_topo_attr_table(&n);
+    printf("Topology attributes (Graphviz layout attributes such as label, shape, color are also "
+           "accepted):\n\n");
+    printf("%-14s %-17s %-9s %-28s %s\n", "name", "scope", "default", "values", "meaning");
+    for (size_t i = 0; i < n; i++) {
+        char vals[128];
+        pft_topo_attr_values_text(&tab[i], vals, sizeof vals);
+        printf("%-14s %-17s %-9s %-28s %s\n", tab[i].name, pft_topo_attr_scope_name(tab[i].scopes),
+               tab[i].def ? tab[i].def : "-", vals, tab[i].help);
+    }
+}
+
+static void print_text(const pft_topo_t *t)
+{
+    const pft_topo_run_t *r = pft_topo_run(t);
+    const pft_handoff_t *h;
+    size_t nh = pft_topo_handoffs(t, &h), n = pft_topo_node_count(t);
+    printf("%s: valid %s, %zu nodes, %zu hand-offs, run '%s'\n", pft_topo_path(t),
+           pft_kind_name(pft_topo_kind(t)), n, nh, r->run);
+    if (r->start_id)
+        printf("start: %s\n", r->start_id);
+    printf("settings: k=%d cov=%s dtype=%s prep=%s seed=%llu deadline=%gs send_deadline=%gs on_missing=%s\n"
+           "          max_iter=%d tol=%g reg_covar=%g n_init=%d head_c=%g max_bundle_mb=%d\n",
+           r->k, cov_name(r->cov), s_dtype_names[r->dtype], s_prep_names[r->prep],
+           (unsigned long long)r->seed, r->deadline, r->send_deadline, s_missing_names[r->on_missing],
+           r->max_iter, r->tol, r->reg_covar, r->n_init, r->head_c, r->max_bundle_mb);
+    if (r->dataset)
+        printf("simulation: dataset=%s partition=%s samples=%d%s\n", r->dataset, r->partition, r->samples,
+               r->samples ? " per node" : " (all of each share)");
+    printf("\n%-12s %-9s %-26s %4s %-6s %-14s %-14s %s\n", "node", "role", "endpoint", "k", "cov", "preds",
+           "succs", "fallback");
+    for (size_t v = 0; v < n; v++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, v);
+        char p[256], s[256], f[256];
+        id_list(t, nd->preds, nd->n_preds, p, sizeof p);
+        id_list(t, nd->succs, nd->n_succs, s, sizeof s);
+        id_list(t, nd->fallbacks, nd->n_fallbacks, f, sizeof f);
+        printf("%-12s %-9s %-26s %4d %-6s %-14s %-14s %s\n", nd->id, pft_role_name(nd->role),
+               nd->endpoint ? nd->endpoint : "(launcher)", nd->k, cov_name(nd->cov), p, s, f);
+    }
+    printf("\ndata:\n");
+    for (size_t v = 0; v < n; v++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, v);
+        printf("  %-12s", nd->id);
+        if (nd->train)
+            printf(" train=%s labels=%s", nd->train, nd->labels);
+        if (nd->test)
+            printf(" test=%s test_labels=%s", nd->test, nd->test_labels);
+        if (r->dataset) {
+            printf(" share=%s", r->partition);
+            if (nd->samples)
+                printf(" samples=%d", nd->samples);
+            if (nd->domain >= 0)
+                printf(" domain=%d", nd->domain);
+            if (nd->classes)
+                printf(" classes=%s", nd->classes);
+        }
+        printf("\n");
+    }
+    printf("\nhand-offs:\n");
+    for (size_t i = 0; i < nh; i++)
+        printf("  %3zu. %s -> %s  lap %d  %s%s\n", h[i].seq, pft_topo_node(t, h[i].from)->id,
+               pft_topo_node(t, h[i].to)->id, h[i].lap, pft_what_name(h[i].what),
+               h[i].complete && h[i].what == PFT_WHAT_REFIT ? " (the complete bundle)" : "");
+    printf("\nper node (wait -> act -> send):\n");
+    for (size_t v = 0; v < n; v++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, v);
+        for (size_t s = 0; s < nd->n_stages; s++) {
+            const pft_stage_t *st = &nd->stages[s];
+            printf("  %-12s lap %d: ", s == 0 ? nd->id : "", st->lap);
+            if (!st->n_recv)
+                printf("start at once");
+            for (size_t i = 0; i < st->n_recv; i++)
+                printf("%s#%zu from %s", i ? ", " : "wait ", h[st->recv[i]].seq,
+                       pft_topo_node(t, h[st->recv[i]].from)->id);
+            printf(" -> %s", pft_what_name(st->action));
+            for (size_t i = 0; i < st->n_send; i++)
+                printf("%s#%zu to %s", i ? ", " : " -> send ", h[st->send[i]].seq,
+                       pft_topo_node(t, h[st->send[i]].to)->id);
+            printf("%s\n", st->final ? " -> head" : "");
+        }
+    }
+}
+
+static json_t *json_ids(const pft_topo_t *t, const size_t *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_string(pft_topo_node(t, v[i])->id));
+    return a;
+}
+
+static json_t *json_str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *json_seqs(const pft_handoff_t *h, const size_t *idx, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_integer((json_int_t)h[idx[i]].seq));
+    return a;
+}
+
+static json_t *build_json(const pft_topo_t *t)
+{
+    const pft_topo_run_t *r = pft_topo_run(t);
+    const pft_handoff_t *h;
+    size_t nh = pft_topo_handoffs(t, &h), n = pft_topo_node_count(t);
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->seed);
+    json_t *root = json_object();
+    json_object_set_new(root, "file", json_string(pft_topo_path(t)));
+    json_object_set_new(root, "valid", json_true());
+    json_object_set_new(root, "kind", json_string(pft_kind_name(pft_topo_kind(t))));
+    json_object_set_new(root, "run", json_string(r->run));
+    json_object_set_new(root, "start", json_str_or_null(r->start_id));
+    json_t *s = json_object();
+    json_object_set_new(s, "k", json_integer(r->k));
+    json_object_set_new(s, "cov", json_string(cov_name(r->cov)));
+    json_object_set_new(s, "seed", json_string(seed)); /* a string: JSON numbers lose 64-bit precision */
+    json_object_set_new(s, "dtype", json_string(s_dtype_names[r->dtype]));
+    json_object_set_new(s, "prep", json_string(s_prep_names[r->prep]));
+    json_object_set_new(s, "deadline", json_real(r->deadline));
+    json_object_set_new(s, "send_deadline", json_real(r->send_deadline));
+    json_object_set_new(s, "on_missing", json_string(s_missing_names[r->on_missing]));
+    json_object_set_new(s, "max_iter", json_integer(r->max_iter));
+    json_object_set_new(s, "tol", json_real(r->tol));
+    json_object_set_new(s, "reg_covar", json_real(r->reg_covar));
+    json_object_set_new(s, "n_init", json_integer(r->n_init));
+    json_object_set_new(s, "head_c", json_real(r->head_c));
+    json_object_set_new(s, "max_bundle_mb", json_integer(r->max_bundle_mb));
+    json_object_set_new(s, "dataset", json_str_or_null(r->dataset));
+    json_object_set_new(s, "partition", r->dataset ? json_string(r->partition) : json_null());
+    json_object_set_new(s, "samples", json_integer(r->samples));
+    json_object_set_new(s, "port_base", r->port_base ? json_integer(r->port_base) : json_null());
+    json_object_set_new(root, "settings", s);
+    json_t *nodes = json_array();
+    for (size_t v = 0; v < n; v++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, v);
+        json_t *o = json_object();
+        json_object_set_new(o, "id", json_string(nd->id));
+        json_object_set_new(o, "line", json_integer(nd->line));
+        json_object_set_new(o, "role", json_string(pft_role_name(nd->role)));
+        json_object_set_new(o, "endpoint", json_str_or_null(nd->endpoint));
+        json_object_set_new(o, "k", json_integer(nd->k));
+        json_object_set_new(o, "cov", json_string(cov_name(nd->cov)));
+        json_object_set_new(o, "samples", json_integer(nd->samples));
+        json_object_set_new(o, "domain", nd->domain >= 0 ? json_integer(nd->domain) : json_null());
+        json_object_set_new(o, "classes", json_str_or_null(nd->classes));
+        json_object_set_new(o, "train", json_str_or_null(nd->train));
+        json_object_set_new(o, "labels", json_str_or_null(nd->labels));
+        json_object_set_new(o, "test", json_str_or_null(nd->test));
+        json_object_set_new(o, "test_labels", json_str_or_null(nd->test_labels));
+        json_object_set_new(o, "preds", json_ids(t, nd->preds, nd->n_preds));
+        json_object_set_new(o, "succs", json_ids(t, nd->succs, nd->n_succs));
+        json_object_set_new(o, "fallback_succs", json_ids(t, nd->fallbacks, nd->n_fallbacks));
+        json_object_set_new(o, "fallback_preds", json_ids(t, nd->fallback_preds, nd->n_fallback_preds));
+        json_t *stages = json_array();
+        for (size_t i = 0; i < nd->n_stages; i++) {
+            const pft_stage_t *st = &nd->stages[i];
+            json_t *so = json_object();
+            json_object_set_new(so, "lap", json_integer(st->lap));
+            json_object_set_new(so, "receive", json_seqs(h, st->recv, st->n_recv));
+            json_object_set_new(so, "action", json_string(pft_what_name(st->action)));
+            json_object_set_new(so, "send", json_seqs(h, st->send, st->n_send));
+            json_object_set_new(so, "final", json_boolean(st->final));
+            json_array_append_new(stages, so);
+        }
+        json_object_set_new(o, "stages", stages);
+        json_array_append_new(nodes, o);
+    }
+    json_object_set_new(root, "nodes", nodes);
+    json_t *hs = json_array();
+    for (size_t i = 0; i < nh; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "seq", json_integer((json_int_t)h[i].seq));
+        json_object_set_new(o, "from", json_string(pft_topo_node(t, h[i].from)->id));
+        json_object_set_new(o, "to", json_string(pft_topo_node(t, h[i].to)->id));
+        json_object_set_new(o, "lap", json_integer(h[i].lap));
+        json_object_set_new(o, "what", json_string(pft_what_name(h[i].what)));
+        json_object_set_new(o, "complete", json_boolean(h[i].complete));
+        json_array_append_new(hs, o);
+    }
+    json_object_set_new(root, "handoffs", hs);
+    return root;
+}
+
+static int emit_json(json_t *root)
+{
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(root);
+    if (!text) {
+        fprintf(stderr, "pftnet check: out of memory\n");
+        return 2;
+    }
+    printf("%s\n", text);
+    free(text);
+    return 0;
+}
+
+int pft_cmd_check(int argc, char **argv)
+{
+    int json = 0, no_data = 0, resolved = 0, attributes = 0;
+    const pft_opt_t opts[] = {
+        {"json", PFT_OPT_FLAG, &json, NULL, 1, 0, 0, NULL, "print the result as JSON on stdout"},
+        {"no-data-check", PFT_OPT_FLAG, &no_data, NULL, 1, 0, 0, NULL,
+         "do not check that the dataset and data files exist"},
+        {"resolved", PFT_OPT_FLAG, &resolved, NULL, 1, 0, 0, NULL,
+         "require an endpoint and train/labels on every node (what pftnode needs)"},
+        {"attributes", PFT_OPT_FLAG, &attributes, NULL, 1, 0, 0, NULL,
+         "list the topology attributes (name, scope, default, values) and exit"},
+        {NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL},
+    };
+    const pft_cli_t cli = {
+        .prog = "pftnet check",
+        .positional = "TOPO.dot",
+        .min_pos = 0,
+        .max_pos = 1,
+        .summary =
+            "Validates a topology file (Graphviz DOT digraph) and prints its kind (chain, ring, dag), each\n"
+            "node's role, predecessors, successors and effective settings, and the numbered order of\n"
+            "hand-offs. Exit status 0 if valid, 2 with the reason on stderr if not.",
+        .opts = opts,
+    };
+    const char *pos[1] = {NULL};
+    int n_pos = 0;
+    int rc = pft_cli_parse(&cli, argc, argv, pos, &n_pos);
+    if (rc == 1)
+        return 0;
+    if (rc)
+        return 2;
+    if (attributes) {
+        print_attributes();
+        return 0;
+    }
+    if (n_pos < 1) {
+        fprintf(stderr, "pftnet check: missing TOPO.dot (see --help)\n");
+        return 2;
+    }
+    unsigned flags = (no_data ? PFT_TOPO_SKIP_DATA_CHECK : 0) | (resolved ? PFT_TOPO_REQUIRE_RESOLVED : 0);
+    pft_topo_t *t = NULL;
+    rc = pft_topo_load(pos[0], flags, &t);
+    if (rc) {
+        fprintf(stderr, "pftnet check: %s\n", pft_errmsg());
+        if (json) {
+            json_t *o = json_object();
+            json_object_set_new(o, "file", json_string(pos[0]));
+            json_object_set_new(o, "valid", json_false());
+            json_t *msg = json_string(pft_errmsg()); /* NULL if the message is not UTF-8 */
+            json_object_set_new(o, "error", msg ? msg : json_string("(message is not UTF-8; see stderr)"));
+            emit_json(o);
+        }
+        return 2;
+    }
+    if (json)
+        rc = emit_json(build_json(t));
+    else
+        print_text(t);
+    pft_topo_destroy(&t);
+    return rc;
+}

@@ -1,0 +1,618 @@
+/* pftnet launch: the local multi-process simulation: partition, start one pftnode per node, watch, collect. */
+#include "pft_alloc.h"
+#include "pft_baseline.h"
+#include "pft_cli.h"
+#include "pft_cmd.h"
+#include "pft_dataset.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+#include "pft_npy.h"
+#include "pft_partition.h"
+#include "pft_topo.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t s_interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    s_interrupted = 1;
+}
+
+typedef struct {
+    const char *topo_path, *out_dir, *pftnode, *log_level, *order;
+    double timeout;
+    int json, quiet, no_baselines;
+} launch_args_t;
+
+typedef struct {
+    const char *id;
+    char *dir;
+    pid_t pid;
+    int exited, status;
+    char state[128];
+    pft_dataset_t *train, *test; /* raw (unpreprocessed) copies for baselines */
+} child_t;
+
+/* A free TCP port on 127.0.0.1 (bound then released; racy by nature, fine for local simulations). */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static int load_optional_i32(const char *dir, const char *name, int32_t **out, int64_t *n)
+{
+    char *p = pft_fsio_join(dir, name);
+    if (!p)
+        return PFT_ENOMEM;
+    int rc = 0;
+    *out = NULL;
+    if (pft_fsio_exists(p))
+        rc = pft_npy_read_i32(p, out, n);
+    pft_free(p);
+    return rc;
+}
+
+static int write_share(const pft_dataset_t *ds, const int32_t *idx, int n, const char *dir, const char *xname,
+                       const char *yname, pft_dataset_t **copy)
+{
+    pft_dataset_t *sub = NULL;
+    int rc = pft_dataset_subset(ds, (const int *)idx, n, &sub);
+    char *xp = pft_fsio_join(dir, xname), *yp = pft_fsio_join(dir, yname);
+    if (rc == 0 && (!xp || !yp))
+        rc = pft_err(PFT_ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = pft_npy_write_f32(xp, pft_dataset_x(sub), pft_dataset_n(sub), pft_dataset_d(sub));
+    if (rc == 0)
+        rc = pft_npy_write_i32(yp, pft_dataset_y(sub), pft_dataset_n(sub));
+    pft_free(xp);
+    pft_free(yp);
+    if (rc == 0 && copy)
+        *copy = sub;
+    else
+        pft_dataset_destroy(&sub);
+    return rc;
+}
+
+/* Simulation: partitions the dataset, writes each node's share and points the topology at it. */
+static int partition_dataset(pft_topo_t *topo, const char *out_dir, child_t *ch, int quiet)
+{
+    const pft_topo_run_t *run = pft_topo_run(topo);
+    size_t nn = pft_topo_node_count(topo);
+    char *p[4] = {pft_fsio_join(run->dataset, "train_x.npy"), pft_fsio_join(run->dataset, "train_y.npy"),
+                  pft_fsio_join(run->dataset, "test_x.npy"), pft_fsio_join(run->dataset, "test_y.npy")};
+    pft_dataset_t *train = NULL, *test = NULL;
+    int32_t *dtr = NULL, *dte = NULL;
+    int64_t ndtr = 0, ndte = 0;
+    pft_partition_t *part = NULL;
+    pft_part_node_t *pn = pft_calloc(nn, sizeof *pn);
+    char **snap = pft_calloc(nn * 4, sizeof *snap);
+    int rc = p[0] && p[1] && p[2] && p[3] && pn && snap ? 0 : PFT_ENOMEM;
+    if (rc == 0)
+        rc = pft_dataset_load(p[0], p[1], 0, &train);
+    if (rc == 0)
+        rc = pft_dataset_load(p[2], p[3], pft_dataset_n_classes(train), &test);
+    if (rc == 0)
+        rc = load_optional_i32(run->dataset, "train_domain.npy", &dtr, &ndtr);
+    if (rc == 0)
+        rc = load_optional_i32(run->dataset, "test_domain.npy", &dte, &ndte);
+    if (rc == 0 && ((dtr && ndtr != pft_dataset_n(train)) || (dte && ndte != pft_dataset_n(test))))
+        rc = pft_err(PFT_EINVAL, "%s: domain files do not match the number of rows", run->dataset);
+    if (rc)
+        goto done;
+    if (!quiet)
+        fprintf(stderr, "dataset %s: %d train / %d test rows, d=%d, %d classes; partition %s\n", run->dataset,
+                pft_dataset_n(train), pft_dataset_n(test), pft_dataset_d(train), pft_dataset_n_classes(train),
+                run->partition ? run->partition : "iid");
+    pft_part_spec_t spec;
+    if ((rc = pft_partition_parse(run->partition ? run->partition : "iid", &spec)))
+        goto done;
+    for (size_t i = 0; i < nn; i++) {
+        const pft_topo_node_t *n = pft_topo_node(topo, i);
+        pn[i].classes = n->classes;
+        pn[i].domain = n->domain;
+        pn[i].size = n->samples;
+    }
+    rc = pft_partition_split(&spec, pn, (int)nn, pft_dataset_n_classes(train), pft_dataset_y(train), dtr,
+                             pft_dataset_n(train), pft_dataset_y(test), dte, pft_dataset_n(test), run->seed, &part);
+    if (rc)
+        goto done;
+    for (size_t i = 0; i < nn && rc == 0; i++) {
+        int ntr, nte;
+        const int32_t *itr = pft_partition_train(part, (int)i, &ntr), *ite = pft_partition_test(part, (int)i, &nte);
+        if (ntr == 0) {
+            rc = pft_err(PFT_EINVAL, "partition gives node '%s' no training rows", ch[i].id);
+            break;
+        }
+        char *dd = pft_fsio_join(ch[i].dir, "data");
+        rc = dd ? pft_fsio_mkdirs(dd) : PFT_ENOMEM;
+        if (rc == 0)
+            rc = write_share(train, itr, ntr, dd, "train_x.npy", "train_y.npy", &ch[i].train);
+        if (rc == 0 && nte > 0)
+            rc = write_share(test, ite, nte, dd, "test_x.npy", "test_y.npy", &ch[i].test);
+        for (int k = 0; rc == 0 && k < 4; k++) {
+            static const char *files[4] = {"train_x.npy", "train_y.npy", "test_x.npy", "test_y.npy"};
+            snap[i * 4 + (size_t)k] = (k < 2 || nte > 0) ? pft_fsio_join(dd, files[k]) : NULL;
+        }
+        pft_free(dd);
+        if (rc == 0 && !quiet)
+            fprintf(stderr, "  %-12s %5d train rows, %5d test rows\n", ch[i].id, ntr, nte);
+    }
+    /* set attributes after all files exist (each set re-validates the topology) */
+    static const char *attrs[4] = {"train", "labels", "test", "test_labels"};
+    for (size_t i = 0; i < nn && rc == 0; i++)
+        for (int k = 0; k < 4 && rc == 0; k++)
+            if (snap[i * 4 + (size_t)k])
+                rc = pft_topo_set_node_attr(topo, ch[i].id, attrs[k], snap[i * 4 + (size_t)k]);
+    (void)out_dir;
+done:
+    for (int k = 0; k < 4; k++)
+        pft_free(p[k]);
+    for (size_t i = 0; snap && i < nn * 4; i++)
+        pft_free(snap[i]);
+    pft_free(snap);
+    pft_free(pn);
+    pft_free(dtr);
+    pft_free(dte);
+    pft_partition_destroy(&part);
+    pft_dataset_destroy(&train);
+    pft_dataset_destroy(&test);
+    return rc;
+}
+
+/* Not a simulation: loads each node's own files for the baselines and the global test set. */
+static int load_own_data(const pft_topo_t *topo, child_t *ch)
+{
+    for (size_t i = 0; i < pft_topo_node_count(topo); i++) {
+        const pft_topo_node_t *n = pft_topo_node(topo, i);
+        int rc = pft_dataset_load(n->train, n->labels, 0, &ch[i].train);
+        if (rc == 0 && n->test)
+            rc = pft_dataset_load(n->test, n->test_labels, 0, &ch[i].test);
+        if (rc)
+            return pft_err_wrap(rc, "node %s", n->id);
+    }
+    return 0;
+}
+
+/* A copy of d (all rows). */
+static int dataset_dup(const pft_dataset_t *d, pft_dataset_t **out)
+{
+    int n = pft_dataset_n(d);
+    int *idx = pft_alloc_array((size_t)n + 1, sizeof *idx);
+    if (!idx)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (int r = 0; r < n; r++)
+        idx[r] = r;
+    int rc = pft_dataset_subset(d, idx, n, out);
+    pft_free(idx);
+    return rc;
+}
+
+/* Concatenation of every node's training (test = 0) or test (test = 1) share; *out NULL if none. */
+static int concat_all(child_t *ch, size_t nn, int test, pft_dataset_t **out)
+{
+    pft_dataset_t *acc = NULL;
+    *out = NULL;
+    for (size_t i = 0; i < nn; i++) {
+        const pft_dataset_t *d = test ? ch[i].test : ch[i].train;
+        if (!d)
+            continue;
+        pft_dataset_t *next = NULL;
+        int rc = acc ? pft_dataset_concat(acc, d, &next) : dataset_dup(d, &next);
+        pft_dataset_destroy(&acc);
+        if (rc)
+            return rc;
+        acc = next;
+    }
+    *out = acc;
+    return 0;
+}
+
+static int assign_endpoints(pft_topo_t *topo)
+{
+    const pft_topo_run_t *run = pft_topo_run(topo);
+    int port_base = run->port_base;
+    size_t nn = pft_topo_node_count(topo);
+    for (size_t i = 0; i < nn; i++) {
+        const pft_topo_node_t *n = pft_topo_node(topo, i);
+        if (n->endpoint)
+            continue;
+        int port = port_base ? port_base + (int)i : free_port();
+        if (port <= 0)
+            return pft_err(PFT_ENET, "no free TCP port for node %s", n->id);
+        char ep[64];
+        snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+        char id[128];
+        snprintf(id, sizeof id, "%s", n->id);
+        int rc = pft_topo_set_node_attr(topo, id, "endpoint", ep);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static void pftnode_path(const char *given, char *buf, size_t len)
+{
+    if (given) {
+        snprintf(buf, len, "%s", given);
+        return;
+    }
+    const char *env = getenv("PFTNODE");
+    if (env && *env) {
+        snprintf(buf, len, "%s", env);
+        return;
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        snprintf(buf, len, "%s/pftnode", dirname(self));
+        if (access(buf, X_OK) == 0)
+            return;
+    }
+    snprintf(buf, len, "pftnode");
+}
+
+static pid_t spawn(const char *pftnode, const char *topo, child_t *c, const char *level, const char *eval_x,
+                   const char *eval_y)
+{
+    char *log = pft_fsio_join(c->dir, "node.log");
+    if (!log)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        const char *argv[16];
+        int a = 0;
+        argv[a++] = pftnode;
+        argv[a++] = "--topology";
+        argv[a++] = topo;
+        argv[a++] = "--id";
+        argv[a++] = c->id;
+        argv[a++] = "--out";
+        argv[a++] = c->dir;
+        argv[a++] = "--log-level";
+        argv[a++] = level;
+        if (eval_x) {
+            argv[a++] = "--eval-features";
+            argv[a++] = eval_x;
+            argv[a++] = "--eval-labels";
+            argv[a++] = eval_y;
+        }
+        argv[a] = NULL;
+        execvp(pftnode, (char *const *)argv);
+        fprintf(stderr, "cannot run %s: %s\n", pftnode, strerror(errno));
+        _exit(127);
+    }
+    pft_free(log);
+    return pid;
+}
+
+static void read_status(child_t *c)
+{
+    char *p = pft_fsio_join(c->dir, "status");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (p && pft_fsio_read(p, 4096, &buf, &len) == 0) {
+        char *nl = strchr((char *)buf, '\n');
+        if (nl)
+            *nl = '\0';
+        char *sp = strchr((char *)buf, ' ');
+        if (sp && (sp[1] == '\0'))
+            *sp = '\0';
+        snprintf(c->state, sizeof c->state, "%s", (char *)buf);
+    }
+    pft_free(buf);
+    pft_free(p);
+}
+
+/* Starts every node, shows progress, waits for all; returns the number that failed. */
+static int run_children(const launch_args_t *a, const char *topo_path, child_t *ch, size_t nn, const char *eval_x,
+                        const char *eval_y, double *wall)
+{
+    char node_bin[PATH_MAX];
+    pftnode_path(a->pftnode, node_bin, sizeof node_bin);
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    double t0 = pft_fsio_now();
+    int reverse = a->order && strcmp(a->order, "reverse") == 0;
+    for (size_t k = 0; k < nn; k++) {
+        size_t i = reverse ? nn - 1 - k : k;
+        ch[i].pid = spawn(node_bin, topo_path, &ch[i], a->log_level, eval_x, eval_y);
+        snprintf(ch[i].state, sizeof ch[i].state, "started");
+        if (ch[i].pid < 0)
+            ch[i].exited = 1, ch[i].status = 127 << 8;
+    }
+    if (!a->quiet)
+        fprintf(stderr, "started %zu pftnode processes (%s); logs in %s/<id>/node.log\n", nn, node_bin, a->out_dir);
+    size_t left = nn;
+    char last[4096] = "";
+    int killed = 0;
+    while (left > 0) {
+        for (size_t i = 0; i < nn; i++) {
+            if (ch[i].exited)
+                continue;
+            int st;
+            pid_t r = waitpid(ch[i].pid, &st, WNOHANG);
+            if (r == ch[i].pid) {
+                ch[i].exited = 1;
+                ch[i].status = st;
+                left--;
+            }
+            read_status(&ch[i]);
+        }
+        char line[4096];
+        int n = 0;
+        for (size_t i = 0; i < nn && n < (int)sizeof line - 200; i++)
+            n += snprintf(line + n, sizeof line - (size_t)n, "%s%s:%s", i ? "  " : "", ch[i].id, ch[i].state);
+        if (!a->quiet && strcmp(line, last) != 0) {
+            fprintf(stderr, "[%6.1fs] %s\n", pft_fsio_now() - t0, line);
+            snprintf(last, sizeof last, "%s", line);
+        }
+        double el = pft_fsio_now() - t0;
+        if (!killed && (s_interrupted || (a->timeout > 0 && el > a->timeout))) {
+            fprintf(stderr, "%s: stopping every node\n", s_interrupted ? "interrupted" : "timeout");
+            for (size_t i = 0; i < nn; i++)
+                if (!ch[i].exited && ch[i].pid > 0)
+                    kill(ch[i].pid, SIGTERM);
+            killed = 1;
+        } else if (killed && el > a->timeout + 10 && a->timeout > 0) {
+            for (size_t i = 0; i < nn; i++)
+                if (!ch[i].exited && ch[i].pid > 0)
+                    kill(ch[i].pid, SIGKILL);
+        }
+        if (left)
+            usleep(100000);
+    }
+    *wall = pft_fsio_now() - t0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    int failed = 0;
+    for (size_t i = 0; i < nn; i++) {
+        int ok = WIFEXITED(ch[i].status) && WEXITSTATUS(ch[i].status) == 0;
+        if (!ok) {
+            failed++;
+            if (WIFEXITED(ch[i].status))
+                fprintf(stderr, "node %s failed with exit code %d (see %s/node.log)\n", ch[i].id,
+                        WEXITSTATUS(ch[i].status), ch[i].dir);
+            else
+                fprintf(stderr, "node %s was killed by signal %d (see %s/node.log)\n", ch[i].id,
+                        WTERMSIG(ch[i].status), ch[i].dir);
+        }
+    }
+    return failed;
+}
+
+static double jnum(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void print_table(json_t *nodes, json_t *baselines)
+{
+    printf("%-12s %-9s %9s %9s %7s %7s %11s %11s %6s %7s\n", "node", "role", "acc_local", "acc_glob", "n_real",
+           "n_synth", "bytes_sent", "bytes_recv", "em_it", "em_s");
+    size_t i;
+    json_t *n;
+    json_array_foreach(nodes, i, n)
+    {
+        json_t *id = json_object_get(n, "id"), *role = json_object_get(n, "role");
+        printf("%-12s %-9s %9.4f %9.4f %7.0f %7.0f %11.0f %11.0f %6.1f %7.2f\n", json_string_value(id),
+               role ? json_string_value(role) : "?", jnum(n, "accuracy_local"), jnum(n, "accuracy_global"),
+               jnum(n, "n_real"), jnum(n, "n_synthetic"), jnum(n, "bytes_sent"), jnum(n, "bytes_received"),
+               jnum(n, "em_iters_mean"), jnum(n, "em_seconds"));
+    }
+    if (baselines && json_object_size(baselines))
+        printf("baselines on the union of test splits: centralized %.4f, local-only mean %.4f\n",
+               jnum(baselines, "centralized"), jnum(baselines, "local_only_mean"));
+}
+
+int pft_cmd_launch(int argc, char **argv)
+{
+    launch_args_t a;
+    const pft_opt_t opts[] = {
+        {"out", PFT_OPT_STRING, &a.out_dir, NULL, 0, -1, 1, "DIR", "output folder (one sub-folder per node)"},
+        {"pftnode", PFT_OPT_STRING, &a.pftnode, NULL, 0, -1, 0, "PATH",
+         "pftnode binary (default: beside pftnet, or $PFTNODE)"},
+        {"order", PFT_OPT_STRING, &a.order, "forward", 0, -1, 0, "ORDER",
+         "start nodes in file order (forward) or reverse"},
+        {"timeout", PFT_OPT_DOUBLE, &a.timeout, "3600", 0, 1e7, 0, "S", "stop every node after this many seconds"},
+        {"log-level", PFT_OPT_STRING, &a.log_level, "info", 0, -1, 0, "L", "nodes' log level"},
+        {"no-baselines", PFT_OPT_FLAG, &a.no_baselines, NULL, 0, -1, 0, NULL,
+         "skip the centralized and local-only baselines"},
+        {"json", PFT_OPT_FLAG, &a.json, NULL, 0, -1, 0, NULL, "print results.json on stdout instead of the table"},
+        {"quiet", PFT_OPT_FLAG, &a.quiet, NULL, 0, -1, 0, NULL, "no progress lines"},
+        {0},
+    };
+    a.pftnode = NULL;
+    const pft_cli_t cli = {
+        "pftnet launch", "TOPO.dot", 1, 1,
+        "Starts every node of a topology as a local pftnode process. In a simulation (graph attribute\n"
+        "dataset) it first partitions the dataset across the nodes as the topology asks and writes each\n"
+        "node's share to DIR/<id>/data. It shows which node is waiting, fitting, training or done, then\n"
+        "writes DIR/results.json (every node's result.json, plus the centralized and local-only baselines on\n"
+        "the union of all test splits) and prints a table. Exits 1 if any node failed, naming it.",
+        opts};
+    const char *pos[1];
+    int np = 0, rc = pft_cli_parse(&cli, argc, argv, pos, &np);
+    if (rc)
+        return rc == 1 ? 0 : 2;
+    a.topo_path = pos[0];
+    if (strcmp(a.order, "forward") != 0 && strcmp(a.order, "reverse") != 0) {
+        fprintf(stderr, "pftnet launch: --order '%s': expected forward or reverse\n", a.order);
+        return 2;
+    }
+
+    pft_topo_t *topo = NULL;
+    child_t *ch = NULL;
+    pft_dataset_t *eval = NULL, *all_train = NULL;
+    char *resolved = NULL, *eval_x = NULL, *eval_y = NULL;
+    json_t *nodes = json_array(), *baselines = json_object();
+    int exit_code = 1;
+    size_t nn = 0;
+    double wall = 0;
+
+    rc = pft_topo_load(a.topo_path, PFT_TOPO_SKIP_DATA_CHECK, &topo);
+    if (rc)
+        goto fail;
+    nn = pft_topo_node_count(topo);
+    if ((rc = pft_fsio_mkdirs(a.out_dir)))
+        goto fail;
+    ch = pft_calloc(nn, sizeof *ch);
+    if (!ch) {
+        rc = pft_err(PFT_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        ch[i].id = pft_topo_node(topo, i)->id;
+        ch[i].dir = pft_fsio_join(a.out_dir, ch[i].id);
+        if (!ch[i].dir || (rc = pft_fsio_mkdirs(ch[i].dir)))
+            goto fail;
+    }
+    rc = pft_topo_is_simulation(topo) ? partition_dataset(topo, a.out_dir, ch, a.quiet || a.json)
+                                      : load_own_data(topo, ch);
+    if (rc)
+        goto fail;
+    for (size_t i = 0; i < nn; i++) /* pointers are stale after set_attr */
+        ch[i].id = pft_topo_node(topo, i)->id;
+    if ((rc = assign_endpoints(topo)))
+        goto fail;
+    for (size_t i = 0; i < nn; i++)
+        ch[i].id = pft_topo_node(topo, i)->id;
+    resolved = pft_fsio_join(a.out_dir, "topology.dot");
+    if (!resolved || (rc = pft_topo_write(topo, resolved)))
+        goto fail;
+    if ((rc = concat_all(ch, nn, 1, &eval)))
+        goto fail;
+    if (eval) {
+        eval_x = pft_fsio_join(a.out_dir, "eval_x.npy");
+        eval_y = pft_fsio_join(a.out_dir, "eval_y.npy");
+        if (!eval_x || !eval_y)
+            goto fail;
+        if ((rc = pft_npy_write_f32(eval_x, pft_dataset_x(eval), pft_dataset_n(eval), pft_dataset_d(eval))) ||
+            (rc = pft_npy_write_i32(eval_y, pft_dataset_y(eval), pft_dataset_n(eval))))
+            goto fail;
+    }
+
+    int failed = run_children(&a, resolved, ch, nn, eval_x, eval_y, &wall);
+    for (size_t i = 0; i < nn; i++) {
+        char *p = pft_fsio_join(ch[i].dir, "result.json");
+        json_error_t err;
+        json_t *r = p ? json_load_file(p, 0, &err) : NULL;
+        if (!r)
+            r = json_pack("{s:s,s:s}", "id", ch[i].id, "status", "no result.json");
+        json_array_append_new(nodes, r);
+        pft_free(p);
+    }
+    json_object_set_new(baselines, "handoffs", json_integer((json_int_t)pft_topo_handoffs(topo, &(const pft_handoff_t *){0})));
+
+    /* baselines on the union of all test splits, after the nodes so they do not compete for the CPU */
+    if (!a.no_baselines && eval && failed < (int)nn) {
+        pft_prep_t prep = (pft_prep_t)pft_topo_run(topo)->prep;
+        double head_c = pft_topo_run(topo)->head_c, acc, sum = 0;
+        int nc = pft_dataset_n_classes(eval);
+        for (size_t i = 0; i < nn; i++)
+            if (pft_dataset_n_classes(ch[i].train) > nc)
+                nc = pft_dataset_n_classes(ch[i].train);
+        if (!a.quiet && !a.json)
+            fprintf(stderr, "computing baselines (centralized, local-only)...\n");
+        rc = pft_dataset_apply_prep(eval, prep);
+        if (rc == 0)
+            rc = concat_all(ch, nn, 0, &all_train);
+        if (rc == 0)
+            rc = pft_dataset_apply_prep(all_train, prep);
+        if (rc == 0)
+            rc = pft_baseline_accuracy(all_train, eval, nc, head_c, &acc, NULL);
+        if (rc)
+            goto fail;
+        json_object_set_new(baselines, "centralized", json_real(acc));
+        json_object_set_new(baselines, "centralized_n_train", json_integer(pft_dataset_n(all_train)));
+        json_t *locals = json_array();
+        for (size_t i = 0; i < nn && rc == 0; i++) {
+            rc = pft_dataset_apply_prep(ch[i].train, prep);
+            if (rc == 0)
+                rc = pft_baseline_accuracy(ch[i].train, eval, nc, head_c, &acc, NULL);
+            if (rc == 0) {
+                sum += acc;
+                json_array_append_new(locals, json_pack("{s:s,s:f}", "id", ch[i].id, "accuracy_global", acc));
+            }
+        }
+        json_object_set_new(baselines, "local_only", locals);
+        if (rc)
+            goto fail;
+        json_object_set_new(baselines, "local_only_mean", json_real(sum / (double)nn));
+    }
+    json_t *res = json_pack("{s:s,s:s,s:i,s:f,s:O,s:O}", "topology", a.topo_path, "kind",
+                            pft_kind_name(pft_topo_kind(topo)), "n_nodes", (int)nn, "wall_seconds", wall, "nodes",
+                            nodes, "baselines", baselines);
+    char *rp = pft_fsio_join(a.out_dir, "results.json");
+    char *text = json_dumps(res, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
+    if (rp && text)
+        pft_fsio_write_atomic(rp, text, strlen(text));
+    if (a.json)
+        printf("%s\n", text ? text : "{}");
+    else
+        print_table(nodes, baselines);
+    if (!a.quiet && !a.json)
+        fprintf(stderr, "results: %s (%.1fs)\n", rp ? rp : "?", wall);
+    free(text);
+    pft_free(rp);
+    json_decref(res);
+    exit_code = failed ? 1 : 0;
+    if (failed)
+        fprintf(stderr, "pftnet launch: %d of %zu nodes failed\n", failed, nn);
+    goto cleanup;
+fail:
+    fprintf(stderr, "pftnet launch: %s\n", pft_errmsg());
+    exit_code = rc == PFT_ETOPO || rc == PFT_EINVAL ? 2 : 1;
+cleanup:
+    for (size_t i = 0; ch && i < nn; i++) {
+        pft_free(ch[i].dir);
+        pft_dataset_destroy(&ch[i].train);
+        pft_dataset_destroy(&ch[i].test);
+    }
+    pft_free(ch);
+    pft_free(resolved);
+    pft_free(eval_x);
+    pft_free(eval_y);
+    pft_dataset_destroy(&eval);
+    pft_dataset_destroy(&all_train);
+    pft_topo_destroy(&topo);
+    json_decref(nodes);
+    json_decref(baselines);
+    return exit_code;
+}

@@ -1,0 +1,1020 @@
+/* pft_node: one peer's run, stage by stage as the topology's plan says (DESIGN.md §2, §6).
+ *
+ * A stage waits for its inbound hand-offs (until their deadlines), then either refits (EM per class on the
+ * node's real features ∪ samples of every received bundle) or adopts a received complete bundle (ring
+ * lap 2), sends the result to its successors, and, in the node's last stage, trains and evaluates the head.
+ * Inbound bundles are validated, written durably to out/inbox/ and only then acknowledged. Sample counts
+ * come from provenance: a (node, class) already counted, by the node's own data or an earlier bundle, is
+ * not counted again, so paths that rejoin (a diamond) add each node's data once. */
+#include "pft_node.h"
+
+#include "pft_alloc.h"
+#include "pft_bundle.h"
+#include "pft_dataset.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+#include "pft_gmm.h"
+#include "pft_head.h"
+#include "pft_log.h"
+#include "pft_npy.h"
+#include "pft_topo.h"
+#include "pft_transport.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t s_stop;
+
+void pft_node_request_stop(void)
+{
+    s_stop = 1;
+}
+
+const char *pft_node_exit_text(int code)
+{
+    switch (code) {
+#define PFT_X_TEXT(name, value, text) \
+    case value:                       \
+        return text;
+        PFT_NODE_EXIT_TABLE(PFT_X_TEXT)
+#undef PFT_X_TEXT
+    default:
+        return "unknown exit code";
+    }
+}
+
+/* One inbound hand-off addressed to this node. */
+typedef struct {
+    size_t handoff;            /* index in the run's hand-off list */
+    const char *from;          /* sender id */
+    const char *producer;      /* expected producer id of the bundle */
+    int complete;              /* 1: the ring's complete bundle */
+    double deadline;           /* absolute pft_fsio_now() time */
+    pft_bundle_t *bundle;      /* decoded and validated; NULL until it arrives */
+    uint8_t *bytes;            /* the message as received (forwarded unchanged for FORWARD) */
+    size_t len;
+    uint8_t id[PFT_BUNDLE_ID_LEN];
+    int missing;               /* 1: its deadline passed without it */
+} inbound_t;
+
+/* One send this node made. */
+typedef struct {
+    const char *to;
+    int handle;
+    int lap;
+    size_t bytes;
+    char id_hex[2 * PFT_BUNDLE_ID_LEN + 1];
+} outbound_t;
+
+/* Rows for EM or the head, grown as classes are added. */
+typedef struct {
+    float *x;
+    int32_t *y;
+    int n, cap, d;
+} rows_t;
+
+typedef struct {
+    const pft_node_args_t *args;
+    pft_topo_t *topo;
+    const pft_topo_run_t *run;
+    const pft_topo_node_t *me;
+    size_t my_index;
+    const char *ring_producer;   /* id of the ring's producer, NULL unless a ring */
+    pft_dataset_t *train, *test, *eval;
+    int n_classes;
+    int *own_counts;             /* real training rows per class (n_classes) */
+    pft_transport_t *tp;
+    inbound_t *in;
+    size_t n_in;
+    outbound_t *out;
+    size_t n_out;
+    double t_start;
+    char *inbox_dir;
+    /* results */
+    rows_t head_rows;            /* what the head trains on */
+    int n_real, n_synthetic;
+    double em_seconds, head_seconds;
+    long em_iters;
+    int em_fits;
+    pft_bundle_t *knowledge;     /* provenance the node ended with */
+    json_t *drift;               /* per received bundle: mean log-lik of own features under it */
+    int rejected;                /* inbound bundles refused by validation */
+} node_t;
+
+/* ---------------------------------------------------------------------------------------------- */
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static void set_status(node_t *nd, const char *state, const char *detail)
+{
+    char *path = pft_fsio_join(nd->args->out_dir, "status");
+    if (!path)
+        return;
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "%s %s\n", state, detail ? detail : "");
+    pft_fsio_write_atomic(path, buf, (size_t)n);
+    pft_free(path);
+}
+
+static int rows_reserve(rows_t *r, int extra)
+{
+    if (r->n + extra <= r->cap)
+        return 0;
+    int cap = r->cap ? r->cap : 1024;
+    while (cap < r->n + extra)
+        cap *= 2;
+    float *x = pft_realloc(r->x, (size_t)cap * (size_t)r->d * sizeof *x);
+    if (!x)
+        return PFT_ENOMEM;
+    r->x = x;
+    int32_t *y = pft_realloc(r->y, (size_t)cap * sizeof *y);
+    if (!y)
+        return PFT_ENOMEM;
+    r->y = y;
+    r->cap = cap;
+    return 0;
+}
+
+static int rows_append(rows_t *r, const float *x, int n, int label)
+{
+    if (n <= 0)
+        return 0;
+    if (rows_reserve(r, n) != 0)
+        return pft_err(PFT_ENOMEM, "out of memory for %d more rows", n);
+    memcpy(r->x + (size_t)r->n * r->d, x, (size_t)n * r->d * sizeof(float));
+    for (int i = 0; i < n; i++)
+        r->y[r->n + i] = label;
+    r->n += n;
+    return 0;
+}
+
+static void rows_free(rows_t *r)
+{
+    PFT_FREE(r->x);
+    PFT_FREE(r->y);
+    r->n = r->cap = 0;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Inbound: validation, durable storage, matching to a hand-off. */
+
+/* Checks a decoded bundle against this node and finds its hand-off slot. Returns the slot or NULL with
+ * a reason in buf. */
+static inbound_t *match_bundle(node_t *nd, const pft_bundle_t *b, char *reason, size_t rlen)
+{
+    if (strcmp(pft_bundle_run_id(b), nd->run->run) != 0) {
+        snprintf(reason, rlen, "run id '%s' is not this run's ('%s')", pft_bundle_run_id(b), nd->run->run);
+        return NULL;
+    }
+    if (pft_bundle_dim(b) != pft_dataset_d(nd->train)) {
+        snprintf(reason, rlen, "dimension %d does not match this node's features (%d)", pft_bundle_dim(b),
+                 pft_dataset_d(nd->train));
+        return NULL;
+    }
+    int complete = (pft_bundle_flags(b) & PFT_BUNDLE_COMPLETE) != 0;
+    const char *producer = pft_bundle_producer(b);
+    for (size_t i = 0; i < nd->n_in; i++) {
+        inbound_t *s = &nd->in[i];
+        if (s->complete != complete || strcmp(s->producer, producer) != 0)
+            continue;
+        if (s->bundle) {
+            snprintf(reason, rlen, "already holds a different bundle from %s for this hand-off", producer);
+            return NULL;
+        }
+        return s;
+    }
+    snprintf(reason, rlen, "%s bundle from '%s' is not expected by node '%s'", complete ? "complete" : "partial",
+             producer, nd->me->id);
+    return NULL;
+}
+
+static char *inbox_path(node_t *nd, const inbound_t *s)
+{
+    char name[64];
+    snprintf(name, sizeof name, "h%zu.pftb", s->handoff + 1);
+    return pft_fsio_join(nd->inbox_dir, name);
+}
+
+/* Validates, stores durably and records one inbound message. store = 0 when it comes from our own disk. */
+static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store, char *reason, size_t rlen)
+{
+    pft_bundle_limits_t lim;
+    pft_bundle_limits_default(&lim);
+    lim.max_bytes = (size_t)nd->run->max_bundle_mb << 20;
+    pft_bundle_t *b = NULL;
+    int rc = pft_bundle_decode(buf, len, &lim, &b);
+    if (rc) {
+        snprintf(reason, rlen, "%s", pft_errmsg());
+        return rc;
+    }
+    inbound_t *s = match_bundle(nd, b, reason, rlen);
+    if (!s) {
+        pft_bundle_destroy(&b);
+        return PFT_EREJECT;
+    }
+    uint8_t *copy = pft_alloc(len);
+    if (!copy) {
+        pft_bundle_destroy(&b);
+        snprintf(reason, rlen, "out of memory");
+        return PFT_ENOMEM;
+    }
+    memcpy(copy, buf, len);
+    if (store) {
+        char *path = inbox_path(nd, s);
+        rc = path ? pft_fsio_write_atomic(path, buf, len) : PFT_ENOMEM;
+        pft_free(path);
+        if (rc) {
+            snprintf(reason, rlen, "cannot store: %s", pft_errmsg());
+            pft_free(copy);
+            pft_bundle_destroy(&b);
+            return PFT_EIO; /* transient: the sender retries */
+        }
+    }
+    pft_bundle_id(b, s->id);
+    s->bundle = b;
+    s->bytes = copy;
+    s->len = len;
+    char hex[2 * PFT_BUNDLE_ID_LEN + 1];
+    pft_info("%s bundle %.12s from %s (producer %s, %d classes, %d contributing nodes, %zu bytes)%s",
+             s->complete ? "complete" : "received", pft_bundle_id_hex(s->id, hex), s->from, pft_bundle_producer(b),
+             pft_bundle_n_classes(b), pft_bundle_prov_n_nodes(b), len, store ? "" : " [from disk]");
+    return 0;
+}
+
+static int on_message(void *ctx, const uint8_t *buf, size_t len, char *reason, size_t rlen)
+{
+    node_t *nd = ctx;
+    int rc = accept_message(nd, buf, len, 1, reason, rlen);
+    if (rc && rc != PFT_EIO && rc != PFT_ENOMEM) {
+        nd->rejected++;
+        pft_warn("rejected an inbound bundle (%zu bytes): %s", len, reason);
+    }
+    return rc;
+}
+
+/* Loads inbound bundles stored by an earlier run of this node (restart after a crash). */
+static void load_stored_inbox(node_t *nd)
+{
+    for (size_t i = 0; i < nd->n_in; i++) {
+        char *path = inbox_path(nd, &nd->in[i]);
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        if (path && pft_fsio_exists(path) &&
+            pft_fsio_read(path, (size_t)nd->run->max_bundle_mb << 20, &buf, &len) == 0) {
+            char reason[256];
+            if (accept_message(nd, buf, len, 0, reason, sizeof reason) != 0)
+                pft_warn("ignoring stored %s: %s", path, reason);
+        }
+        pft_free(buf);
+        pft_free(path);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Setup. */
+
+static int load_data(node_t *nd)
+{
+    pft_prep_t prep = (pft_prep_t)nd->run->prep;
+    int rc = pft_dataset_load(nd->me->train, nd->me->labels, 0, &nd->train);
+    if (rc == 0 && nd->me->test)
+        rc = pft_dataset_load(nd->me->test, nd->me->test_labels, 0, &nd->test);
+    if (rc == 0 && nd->args->eval_features)
+        rc = pft_dataset_load(nd->args->eval_features, nd->args->eval_labels, 0, &nd->eval);
+    if (rc)
+        return rc;
+    int d = pft_dataset_d(nd->train);
+    if (nd->test && pft_dataset_d(nd->test) != d)
+        return pft_err(PFT_EINVAL, "%s has %d columns but %s has %d", nd->me->test, pft_dataset_d(nd->test),
+                       nd->me->train, d);
+    if (nd->eval && pft_dataset_d(nd->eval) != d)
+        return pft_err(PFT_EINVAL, "%s has %d columns but %s has %d", nd->args->eval_features,
+                       pft_dataset_d(nd->eval), nd->me->train, d);
+    rc = pft_dataset_apply_prep(nd->train, prep);
+    if (rc == 0 && nd->test)
+        rc = pft_dataset_apply_prep(nd->test, prep);
+    if (rc == 0 && nd->eval)
+        rc = pft_dataset_apply_prep(nd->eval, prep);
+    if (rc)
+        return rc;
+    nd->n_classes = pft_dataset_n_classes(nd->train);
+    if (nd->test && pft_dataset_n_classes(nd->test) > nd->n_classes)
+        nd->n_classes = pft_dataset_n_classes(nd->test);
+    if (nd->eval && pft_dataset_n_classes(nd->eval) > nd->n_classes)
+        nd->n_classes = pft_dataset_n_classes(nd->eval);
+    nd->own_counts = pft_calloc((size_t)nd->n_classes, sizeof *nd->own_counts);
+    if (!nd->own_counts)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    int *tmp = pft_calloc((size_t)pft_dataset_n_classes(nd->train), sizeof *tmp);
+    if (!tmp)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    pft_dataset_class_counts(nd->train, tmp);
+    for (int c = 0; c < pft_dataset_n_classes(nd->train); c++)
+        nd->own_counts[c] = tmp[c];
+    pft_free(tmp);
+    nd->head_rows.d = d;
+    pft_info("data: %d training rows, %d classes, d=%d, prep %s%s%s", pft_dataset_n(nd->train),
+             pft_dataset_n_classes(nd->train), d, pft_prep_name(prep), nd->test ? ", own test split" : "",
+             nd->eval ? ", global test set" : "");
+    return 0;
+}
+
+/* Inbound slots (one per hand-off to this node) and outbound peers. */
+static int plan_io(node_t *nd)
+{
+    const pft_handoff_t *h;
+    size_t nh = pft_topo_handoffs(nd->topo, &h);
+    for (size_t i = 0; i < pft_topo_node_count(nd->topo); i++)
+        if (pft_topo_node(nd->topo, i)->role == PFT_ROLE_PRODUCER)
+            nd->ring_producer = pft_topo_node(nd->topo, i)->id;
+    nd->in = pft_calloc(nh + 1, sizeof *nd->in);
+    nd->out = pft_calloc(nh + 1, sizeof *nd->out);
+    if (!nd->in || !nd->out)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nh; i++) {
+        if (h[i].to != nd->my_index)
+            continue;
+        inbound_t *s = &nd->in[nd->n_in++];
+        s->handoff = i;
+        s->from = pft_topo_node(nd->topo, h[i].from)->id;
+        s->complete = h[i].complete;
+        s->producer = h[i].complete && nd->ring_producer ? nd->ring_producer : s->from;
+        const pft_topo_edge_t *e = pft_topo_edge_find(nd->topo, h[i].from, h[i].to);
+        s->deadline = nd->t_start + (e ? e->deadline : nd->run->deadline);
+    }
+    for (size_t i = 0; i < nh; i++) {
+        if (h[i].from != nd->my_index)
+            continue;
+        const pft_topo_node_t *peer = pft_topo_node(nd->topo, h[i].to);
+        int rc = pft_transport_add_peer(nd->tp, peer->id, peer->endpoint, NULL);
+        if (rc && rc != PFT_EINVAL) /* EINVAL: already added (a ring sends twice to one successor) */
+            return pft_err_wrap(rc, "connecting to %s at %s", peer->id, peer->endpoint);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Stages. */
+
+/* Waits until every inbound hand-off of the stage has arrived or passed its deadline. */
+static int wait_for(node_t *nd, const pft_stage_t *st)
+{
+    char detail[256];
+    for (;;) {
+        size_t missing = 0, waiting = 0;
+        double now = pft_fsio_now();
+        const char *who = NULL;
+        for (size_t j = 0; j < st->n_recv; j++)
+            for (size_t i = 0; i < nd->n_in; i++) {
+                inbound_t *s = &nd->in[i];
+                if (s->handoff != st->recv[j] || s->bundle)
+                    continue;
+                if (now > s->deadline) {
+                    if (!s->missing)
+                        pft_warn("no bundle from %s by its deadline", s->from);
+                    s->missing = 1;
+                    missing++;
+                } else {
+                    waiting++;
+                    who = s->from;
+                }
+            }
+        if (waiting == 0) {
+            if (missing && nd->run->on_missing == PFT_TOPO_MISSING_FAIL)
+                return pft_err(PFT_ETIMEOUT, "%zu predecessor bundle(s) missing at the deadline (on_missing=fail)",
+                               missing);
+            if (missing)
+                pft_warn("going on without %zu missing bundle(s) (on_missing=proceed)", missing);
+            return 0;
+        }
+        snprintf(detail, sizeof detail, "lap %d: %zu bundle(s), e.g. from %s", st->lap, waiting, who);
+        set_status(nd, "waiting", detail);
+        if (s_stop)
+            return pft_err(PFT_EINTR, "interrupted while waiting");
+        int rc = pft_transport_poll(nd->tp, 200);
+        if (rc == PFT_EINTR && s_stop)
+            return pft_err(PFT_EINTR, "interrupted while waiting");
+        if (rc && rc != PFT_EINTR)
+            return pft_err_wrap(rc, "transport");
+    }
+}
+
+/* Received bundles of a stage, largest knowledge first (so counts from big bundles win ties). */
+static size_t stage_bundles(node_t *nd, const pft_stage_t *st, inbound_t **list)
+{
+    size_t n = 0;
+    for (size_t j = 0; j < st->n_recv; j++)
+        for (size_t i = 0; i < nd->n_in; i++)
+            if (nd->in[i].handoff == st->recv[j] && nd->in[i].bundle)
+                list[n++] = &nd->in[i];
+    for (size_t a = 1; a < n; a++) /* insertion sort by provenance size, descending; stable */
+        for (size_t b = a; b > 0; b--) {
+            int pa = pft_bundle_prov_n_nodes(list[b - 1]->bundle), pb = pft_bundle_prov_n_nodes(list[b]->bundle);
+            if (pb <= pa)
+                break;
+            inbound_t *t = list[b];
+            list[b] = list[b - 1];
+            list[b - 1] = t;
+        }
+    return n;
+}
+
+/* Rows of knowledge in bundle b for class label that `counted` does not hold yet. */
+static uint64_t new_count(const pft_bundle_t *b, int ci, const pft_bundle_t *counted)
+{
+    int label = pft_bundle_class_label(b, ci);
+    uint64_t n = 0, in_prov = 0;
+    for (int p = 0; p < pft_bundle_prov_n_nodes(b); p++) {
+        const char *node = pft_bundle_prov_node(b, p);
+        uint64_t c = pft_bundle_prov_count(b, node, label);
+        in_prov += c;
+        if (pft_bundle_prov_count(counted, node, label) == 0)
+            n += c;
+    }
+    if (pft_bundle_prov_n_nodes(b) == 0 || in_prov == 0)
+        return pft_bundle_class_count(b, ci); /* no provenance for the class: trust the count */
+    return n;
+}
+
+/* Draws n samples of class ci of b into out (n×d). */
+static int sample_class(node_t *nd, const pft_bundle_t *b, int ci, int n, float *out, uint64_t salt)
+{
+    pft_rng_t *rng = pft_rng_new(pft_rng_derive(nd->run->seed, fnv1a(nd->me->id) ^ salt,
+                                                (uint64_t)pft_bundle_class_label(b, ci)));
+    if (!rng)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    int rc = pft_gmm_sample(pft_bundle_class_gmm(b, ci), rng, n, out);
+    pft_rng_destroy(&rng);
+    return rc;
+}
+
+/* Mean log-likelihood of this node's real features of each class under bundle b (the drift meter). */
+static void record_drift(node_t *nd, const char *what, const pft_bundle_t *b)
+{
+    double total = 0;
+    long n_total = 0;
+    for (int ci = 0; ci < pft_bundle_n_classes(b); ci++) {
+        int label = pft_bundle_class_label(b, ci), n;
+        float *xc = NULL;
+        if (label >= pft_dataset_n_classes(nd->train) || pft_dataset_gather_class(nd->train, label, &xc, &n) || !n) {
+            pft_free(xc);
+            continue;
+        }
+        double ll;
+        if (pft_gmm_score(pft_bundle_class_gmm(b, ci), xc, n, &ll) == 0 && isfinite(ll)) {
+            total += ll * n;
+            n_total += n;
+        }
+        pft_free(xc);
+    }
+    if (n_total)
+        json_array_append_new(nd->drift, json_pack("{s:s,s:s,s:f,s:i}", "bundle", what, "producer",
+                                                   pft_bundle_producer(b), "own_avg_loglik", total / n_total,
+                                                   "own_rows", (int)n_total));
+}
+
+/* EM on own rows ∪ samples of the received bundles, per class; builds the outbound bundle. */
+static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
+{
+    int d = pft_dataset_d(nd->train), rc = PFT_ENOMEM;
+    inbound_t **recv = pft_calloc(st->n_recv + 1, sizeof *recv);
+    size_t nr = recv ? stage_bundles(nd, st, recv) : 0;
+    pft_bundle_t *b = pft_bundle_new(nd->run->run, nd->me->id, (pft_dtype_t)nd->run->dtype, d);
+    pft_bundle_t *counted = pft_bundle_new(nd->run->run, nd->me->id, PFT_DTYPE_F32, d);
+    uint64_t *take = pft_calloc(nr * (size_t)nd->n_classes + 1, sizeof *take);
+    rows_t cls = {.d = d};
+    float *xc = NULL;
+    pft_gmm_t *g = NULL;
+    if (!recv || !b || !counted || !take)
+        goto done;
+    /* counts: own data first, then each bundle's not-yet-counted contributors */
+    for (int c = 0; c < nd->n_classes; c++)
+        if (nd->own_counts[c] && (rc = pft_bundle_prov_add(counted, nd->me->id, c, (uint64_t)nd->own_counts[c])))
+            goto done;
+    for (size_t r = 0; r < nr; r++) {
+        const pft_bundle_t *rb = recv[r]->bundle;
+        for (int ci = 0; ci < pft_bundle_n_classes(rb); ci++) {
+            int label = pft_bundle_class_label(rb, ci);
+            if (label >= nd->n_classes) {
+                rc = pft_err(PFT_EINVAL, "bundle from %s has class %d; this run has %d classes",
+                             pft_bundle_producer(rb), label, nd->n_classes);
+                goto done;
+            }
+            take[r * (size_t)nd->n_classes + (size_t)label] = new_count(rb, ci, counted);
+        }
+        if ((rc = pft_bundle_prov_merge(counted, rb)))
+            goto done;
+        record_drift(nd, "received", rb);
+        pft_bundle_add_parent(b, recv[r]->id);
+    }
+    pft_gmm_opts_t go;
+    pft_gmm_opts_default(&go);
+    go.k = nd->me->k;
+    go.cov = nd->me->cov;
+    go.max_iter = nd->run->max_iter;
+    go.tol = nd->run->tol;
+    go.reg_covar = nd->run->reg_covar;
+    go.n_init = nd->run->n_init;
+    for (int c = 0; c < nd->n_classes; c++) {
+        cls.n = 0;
+        int n_own = 0;
+        if (c < pft_dataset_n_classes(nd->train) && (rc = pft_dataset_gather_class(nd->train, c, &xc, &n_own)))
+            goto done;
+        if ((rc = rows_append(&cls, xc, n_own, c)))
+            goto done;
+        PFT_FREE(xc);
+        for (size_t r = 0; r < nr; r++) {
+            uint64_t m = take[r * (size_t)nd->n_classes + (size_t)c];
+            int ci = pft_bundle_find_class(recv[r]->bundle, c);
+            if (!m || ci < 0)
+                continue;
+            if (m > INT32_MAX / 2 || (rc = rows_reserve(&cls, (int)m))) {
+                rc = pft_err(PFT_ENOMEM, "class %d: cannot hold %llu samples", c, (unsigned long long)m);
+                goto done;
+            }
+            if ((rc = sample_class(nd, recv[r]->bundle, ci, (int)m, cls.x + (size_t)cls.n * d, (uint64_t)r)))
+                goto done;
+            for (uint64_t j = 0; j < m; j++)
+                cls.y[cls.n + (int)j] = c;
+            cls.n += (int)m;
+            nd->n_synthetic += (int)m;
+        }
+        nd->n_real += n_own;
+        if (cls.n == 0)
+            continue;
+        set_status(nd, "fitting", NULL);
+        go.seed = pft_rng_derive(nd->run->seed, fnv1a(nd->me->id), (uint64_t)c);
+        pft_gmm_info_t info;
+        double t0 = pft_fsio_now();
+        rc = pft_gmm_fit(cls.x, cls.n, d, &go, &g, &info);
+        double dt = pft_fsio_now() - t0;
+        if (rc) {
+            pft_err_wrap(rc, "EM for class %d (%d rows)", c, cls.n);
+            goto done;
+        }
+        nd->em_seconds += dt;
+        nd->em_iters += info.iters;
+        nd->em_fits++;
+        pft_debug("class %d: %d real + %d synthetic rows, K=%d, %d EM iterations, %.2fs", c, n_own, cls.n - n_own,
+                  info.k_used, info.iters, dt);
+        if ((rc = pft_bundle_add_class(b, c, (uint64_t)cls.n, &g)))
+            goto done;
+        if (st->final && (rc = rows_append(&nd->head_rows, cls.x, cls.n, c)))
+            goto done;
+    }
+    if ((rc = pft_bundle_prov_merge(b, counted)))
+        goto done;
+    if (complete && (rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE)))
+        goto done;
+    record_drift(nd, "sent", b);
+    *out = b;
+    b = NULL;
+    rc = 0;
+done:
+    if (rc == PFT_ENOMEM && !strstr(pft_errmsg(), "memory"))
+        pft_err(rc, "out of memory while refitting");
+    pft_free(xc);
+    pft_free(take);
+    pft_free(recv);
+    rows_free(&cls);
+    pft_gmm_destroy(&g);
+    pft_bundle_destroy(&counted);
+    pft_bundle_destroy(&b);
+    return rc;
+}
+
+/* Head rows for an adopted complete bundle: own rows ∪ samples standing for everyone else's data. */
+static int adopt(node_t *nd, const inbound_t *s)
+{
+    int d = pft_dataset_d(nd->train), rc = 0;
+    const pft_bundle_t *b = s->bundle;
+    float *xc = NULL;
+    if (b)
+        record_drift(nd, "received", b);
+    for (int c = 0; c < nd->n_classes && rc == 0; c++) {
+        int n_own = 0;
+        if (c < pft_dataset_n_classes(nd->train) && (rc = pft_dataset_gather_class(nd->train, c, &xc, &n_own)))
+            break;
+        rc = rows_append(&nd->head_rows, xc, n_own, c);
+        PFT_FREE(xc);
+        nd->n_real += n_own;
+        int ci = b ? pft_bundle_find_class(b, c) : -1;
+        if (rc || ci < 0)
+            continue;
+        uint64_t total = pft_bundle_class_count(b, ci), mine = pft_bundle_prov_count(b, nd->me->id, c);
+        uint64_t m = total > mine ? total - mine : 0;
+        if (!m)
+            continue;
+        if (m > INT32_MAX / 2 || rows_reserve(&nd->head_rows, (int)m) != 0)
+            return pft_err(PFT_ENOMEM, "class %d: cannot hold %llu samples", c, (unsigned long long)m);
+        rc = sample_class(nd, b, ci, (int)m, nd->head_rows.x + (size_t)nd->head_rows.n * d, 0xc0);
+        for (uint64_t j = 0; rc == 0 && j < m; j++)
+            nd->head_rows.y[nd->head_rows.n + (int)j] = c;
+        if (rc == 0) {
+            nd->head_rows.n += (int)m;
+            nd->n_synthetic += (int)m;
+        }
+    }
+    return rc;
+}
+
+static int send_bundle(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, size_t len)
+{
+    const pft_handoff_t *h;
+    pft_topo_handoffs(nd->topo, &h);
+    for (size_t j = 0; j < st->n_send; j++) {
+        const pft_handoff_t *ho = &h[st->send[j]];
+        const pft_topo_node_t *peer = pft_topo_node(nd->topo, ho->to);
+        const pft_topo_edge_t *e = pft_topo_edge_find(nd->topo, ho->from, ho->to);
+        double dl = e ? e->send_deadline : nd->run->send_deadline;
+        uint8_t id[PFT_BUNDLE_ID_LEN];
+        int rc = pft_bundle_message_id(bytes, len, id);
+        if (rc)
+            return rc;
+        int handle = pft_transport_send(nd->tp, peer->id, bytes, len, id,
+                                        pft_transport_now_ms() + (int64_t)(dl * 1000));
+        if (handle < 0)
+            return pft_err_wrap(handle, "sending to %s", peer->id);
+        outbound_t *o = &nd->out[nd->n_out++];
+        o->to = peer->id;
+        o->handle = handle;
+        o->lap = ho->lap;
+        o->bytes = len;
+        pft_bundle_id_hex(id, o->id_hex);
+        pft_info("sending %s bundle %.12s to %s (hand-off %zu, lap %d, %zu bytes)",
+                 ho->what == PFT_WHAT_FORWARD ? "complete" : "refit", o->id_hex, peer->id, ho->seq, ho->lap, len);
+    }
+    return 0;
+}
+
+static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
+{
+    int rc = wait_for(nd, st);
+    if (rc)
+        return rc;
+    if (st->action == PFT_WHAT_REFIT) {
+        const pft_handoff_t *h;
+        pft_topo_handoffs(nd->topo, &h);
+        int complete = 0;
+        for (size_t j = 0; j < st->n_send; j++)
+            complete |= h[st->send[j]].complete;
+        pft_bundle_t *b = NULL;
+        pft_info("stage %zu: refitting on own data and %zu received bundle(s)", k + 1, st->n_recv);
+        rc = refit(nd, st, complete, &b);
+        if (rc)
+            return rc;
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        rc = pft_bundle_encode(b, &buf, &len);
+        char *path = rc ? NULL : pft_fsio_join(nd->args->out_dir, "bundle.pftb");
+        if (rc == 0)
+            rc = path ? pft_fsio_write_atomic(path, buf, len) : PFT_ENOMEM;
+        pft_free(path);
+        if (rc == 0) {
+            set_status(nd, "sending", NULL);
+            rc = send_bundle(nd, st, buf, len);
+        }
+        pft_free(buf);
+        pft_bundle_destroy(&nd->knowledge);
+        nd->knowledge = b;
+        return rc;
+    }
+    /* FORWARD: the ring's complete bundle, passed on unchanged */
+    inbound_t *s = NULL;
+    for (size_t i = 0; i < nd->n_in; i++)
+        if (st->n_recv && nd->in[i].handoff == st->recv[0] && nd->in[i].bundle)
+            s = &nd->in[i];
+    if (!s) {
+        pft_warn("stage %zu: no complete bundle arrived; the head uses own data only", k + 1);
+        if (st->final)
+            return adopt(nd, &(inbound_t){.bundle = NULL});
+        return 0;
+    }
+    char *path = pft_fsio_join(nd->args->out_dir, "complete.pftb");
+    rc = path ? pft_fsio_write_atomic(path, s->bytes, s->len) : PFT_ENOMEM;
+    pft_free(path);
+    if (rc == 0 && st->n_send)
+        rc = send_bundle(nd, st, s->bytes, s->len);
+    if (rc == 0 && st->final)
+        rc = adopt(nd, s);
+    if (rc == 0) {
+        pft_bundle_destroy(&nd->knowledge);
+        nd->knowledge = pft_bundle_new(nd->run->run, nd->me->id, PFT_DTYPE_F32, pft_dataset_d(nd->train));
+        rc = nd->knowledge ? pft_bundle_prov_merge(nd->knowledge, s->bundle) : PFT_ENOMEM;
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Head, results. */
+
+static json_t *class_acc_json(const double *acc, int n)
+{
+    json_t *a = json_array();
+    for (int c = 0; c < n; c++)
+        json_array_append_new(a, isnan(acc[c]) ? json_null() : json_real(acc[c]));
+    return a;
+}
+
+/* Trains the head on head_rows, evaluates it, writes head.npy; fills result fields. */
+static int train_head(node_t *nd, json_t *res)
+{
+    set_status(nd, "training", NULL);
+    int d = pft_dataset_d(nd->train);
+    if (nd->head_rows.n == 0)
+        return pft_err(PFT_EINVAL, "no training rows for the head");
+    pft_head_opts_t ho;
+    pft_head_opts_default(&ho);
+    ho.l2 = 1.0 / (nd->run->head_c * nd->head_rows.n);
+    pft_head_t *head = NULL;
+    pft_head_info_t info;
+    double t0 = pft_fsio_now();
+    int rc = pft_head_fit(nd->head_rows.x, nd->head_rows.y, nd->head_rows.n, d, nd->n_classes, &ho, &head, &info);
+    nd->head_seconds = pft_fsio_now() - t0;
+    if (rc)
+        return pft_err_wrap(rc, "training the head on %d rows", nd->head_rows.n);
+    pft_info("head trained on %d rows (%d real, %d synthetic) in %.2fs, %d L-BFGS iterations", nd->head_rows.n,
+             nd->n_real, nd->n_synthetic, nd->head_seconds, info.iters);
+    double *acc = pft_calloc((size_t)nd->n_classes, sizeof *acc);
+    char *path = pft_fsio_join(nd->args->out_dir, "head.npy");
+    if (!acc || !path) {
+        rc = pft_err(PFT_ENOMEM, "out of memory");
+        goto done;
+    }
+    rc = pft_npy_write_f32(path, pft_head_weights(head), nd->n_classes, d + 1);
+    if (rc)
+        goto done;
+    const pft_dataset_t *sets[2] = {nd->test, nd->eval};
+    const char *names[2] = {"accuracy_local", "accuracy_global"};
+    const char *pc_names[2] = {"per_class_accuracy_local", "per_class_accuracy_global"};
+    for (int k = 0; k < 2; k++) {
+        if (!sets[k]) {
+            json_object_set_new(res, names[k], json_null());
+            continue;
+        }
+        double a;
+        rc = pft_head_accuracy(head, pft_dataset_x(sets[k]), pft_dataset_y(sets[k]), pft_dataset_n(sets[k]), &a);
+        if (rc == 0)
+            rc = pft_head_class_accuracy(head, pft_dataset_x(sets[k]), pft_dataset_y(sets[k]),
+                                         pft_dataset_n(sets[k]), acc, NULL);
+        if (rc)
+            goto done;
+        json_object_set_new(res, names[k], json_real(a));
+        json_object_set_new(res, pc_names[k], class_acc_json(acc, nd->n_classes));
+        pft_info("%s %.4f on %d test rows", names[k], a, pft_dataset_n(sets[k]));
+    }
+    json_object_set_new(res, "head_iters", json_integer(info.iters));
+done:
+    pft_free(acc);
+    pft_free(path);
+    pft_head_destroy(&head);
+    return rc;
+}
+
+static json_t *provenance_json(const pft_bundle_t *b)
+{
+    json_t *arr = json_array();
+    for (int i = 0; b && i < pft_bundle_prov_n_nodes(b); i++) {
+        json_t *counts = json_object();
+        for (int j = 0; j < pft_bundle_prov_n_labels(b, i); j++) {
+            int label;
+            uint64_t count;
+            char key[16];
+            pft_bundle_prov_entry(b, i, j, &label, &count);
+            snprintf(key, sizeof key, "%d", label);
+            json_object_set_new(counts, key, json_integer((json_int_t)count));
+        }
+        json_array_append_new(arr, json_pack("{s:s,s:o}", "node", pft_bundle_prov_node(b, i), "counts", counts));
+    }
+    return arr;
+}
+
+/* Waits for every send to end (acked, rejected or failed); returns how many did not succeed. */
+static int finish_sends(node_t *nd, int *interrupted)
+{
+    while (pft_transport_pending(nd->tp) > 0) {
+        if (s_stop) {
+            *interrupted = 1;
+            break;
+        }
+        set_status(nd, "sending", "waiting for acknowledgements");
+        int rc = pft_transport_poll(nd->tp, 200);
+        if (rc && rc != PFT_EINTR)
+            break;
+    }
+    int bad = 0;
+    for (size_t i = 0; i < nd->n_out; i++) {
+        int rc;
+        const char *reason;
+        int st = pft_transport_send_state(nd->tp, nd->out[i].handle, &rc, &reason);
+        if (st == PFT_SEND_ACKED)
+            pft_info("hand-off to %s acknowledged", nd->out[i].to);
+        else {
+            bad++;
+            pft_error("hand-off to %s %s: %s", nd->out[i].to, pft_send_state_name((pft_send_state_t)st),
+                      reason && *reason ? reason : pft_strerror(rc));
+        }
+    }
+    return bad;
+}
+
+static int write_result(node_t *nd, json_t *res, int exit_code)
+{
+    pft_transport_stats_t ts = {0};
+    if (nd->tp)
+        pft_transport_stats(nd->tp, &ts);
+    json_t *sends = json_array(), *recv = json_array(), *missing = json_array();
+    for (size_t i = 0; i < nd->n_out; i++) {
+        int rc = 0;
+        const char *reason = NULL;
+        int st = pft_transport_send_state(nd->tp, nd->out[i].handle, &rc, &reason);
+        json_array_append_new(sends, json_pack("{s:s,s:i,s:s,s:I,s:s,s:s}", "to", nd->out[i].to, "lap",
+                                               nd->out[i].lap, "bundle_id", nd->out[i].id_hex, "bytes",
+                                               (json_int_t)nd->out[i].bytes, "state",
+                                               st >= 0 ? pft_send_state_name((pft_send_state_t)st) : "unknown",
+                                               "reason", reason ? reason : ""));
+    }
+    for (size_t i = 0; i < nd->n_in; i++) {
+        inbound_t *s = &nd->in[i];
+        if (s->bundle) {
+            char hex[2 * PFT_BUNDLE_ID_LEN + 1];
+            json_array_append_new(recv, json_pack("{s:s,s:s,s:b,s:s,s:I}", "from", s->from, "producer", s->producer,
+                                                  "complete", s->complete, "bundle_id",
+                                                  pft_bundle_id_hex(s->id, hex), "bytes", (json_int_t)s->len));
+        } else if (s->missing) {
+            json_array_append_new(missing, json_string(s->from));
+        }
+    }
+    json_object_set_new(res, "id", json_string(nd->me->id));
+    json_object_set_new(res, "role", json_string(pft_role_name(nd->me->role)));
+    json_object_set_new(res, "kind", json_string(pft_kind_name(pft_topo_kind(nd->topo))));
+    json_object_set_new(res, "run", json_string(nd->run->run));
+    json_object_set_new(res, "exit_code", json_integer(exit_code));
+    json_object_set_new(res, "status", json_string(exit_code == 0 ? "ok" : pft_node_exit_text(exit_code)));
+    json_object_set_new(res, "k", json_integer(nd->me->k));
+    json_object_set_new(res, "cov", json_string(pft_cov_name(nd->me->cov)));
+    json_object_set_new(res, "n_classes", json_integer(nd->n_classes));
+    json_object_set_new(res, "n_real", json_integer(nd->n_real));
+    json_object_set_new(res, "n_synthetic", json_integer(nd->n_synthetic));
+    json_object_set_new(res, "bytes_sent", json_integer((json_int_t)ts.bytes_sent));
+    json_object_set_new(res, "bytes_received", json_integer((json_int_t)ts.bytes_received));
+    json_object_set_new(res, "retries", json_integer((json_int_t)ts.retries));
+    json_object_set_new(res, "duplicates_dropped", json_integer((json_int_t)ts.duplicates));
+    json_object_set_new(res, "rejected", json_integer((json_int_t)ts.rejected));
+    json_object_set_new(res, "em_iters_mean", json_real(nd->em_fits ? (double)nd->em_iters / nd->em_fits : 0));
+    json_object_set_new(res, "em_seconds", json_real(nd->em_seconds));
+    json_object_set_new(res, "head_seconds", json_real(nd->head_seconds));
+    json_object_set_new(res, "wall_seconds", json_real(pft_fsio_now() - nd->t_start));
+    json_object_set_new(res, "provenance", provenance_json(nd->knowledge));
+    json_object_set_new(res, "sent", sends);
+    json_object_set_new(res, "received", recv);
+    json_object_set_new(res, "missing", missing);
+    json_object_set_new(res, "drift", json_incref(nd->drift));
+    char *text = json_dumps(res, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
+    char *path = pft_fsio_join(nd->args->out_dir, "result.json");
+    int rc = text && path ? pft_fsio_write_atomic(path, text, strlen(text)) : PFT_ENOMEM;
+    free(text);
+    pft_free(path);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+
+static int exit_for(int rc)
+{
+    switch (rc) {
+    case PFT_ETOPO:
+        return PFT_EXIT_TOPOLOGY;
+    case PFT_ETIMEOUT:
+        return PFT_EXIT_MISSING;
+    case PFT_EINTR:
+        return PFT_EXIT_INTERRUPTED;
+    case PFT_ENUMERIC:
+        return PFT_EXIT_NUMERIC;
+    case PFT_ENET:
+        return PFT_EXIT_NETWORK;
+    case PFT_EIO:
+        return PFT_EXIT_IO;
+    default:
+        return PFT_EXIT_NUMERIC;
+    }
+}
+
+static void node_free(node_t *nd)
+{
+    pft_transport_destroy(&nd->tp);
+    for (size_t i = 0; nd->in && i < nd->n_in; i++) {
+        pft_bundle_destroy(&nd->in[i].bundle);
+        pft_free(nd->in[i].bytes);
+    }
+    pft_free(nd->in);
+    pft_free(nd->out);
+    pft_free(nd->own_counts);
+    pft_free(nd->inbox_dir);
+    rows_free(&nd->head_rows);
+    pft_bundle_destroy(&nd->knowledge);
+    pft_dataset_destroy(&nd->train);
+    pft_dataset_destroy(&nd->test);
+    pft_dataset_destroy(&nd->eval);
+    pft_topo_destroy(&nd->topo);
+    json_decref(nd->drift);
+}
+
+int pft_node_run(const pft_node_args_t *args)
+{
+    node_t nd = {.args = args, .t_start = pft_fsio_now()};
+    nd.drift = json_array();
+    json_t *res = json_object();
+    int code = PFT_EXIT_OK, rc;
+
+    if ((rc = pft_fsio_mkdirs(args->out_dir)) != 0) {
+        pft_error("%s", pft_errmsg());
+        code = PFT_EXIT_IO;
+        goto out;
+    }
+    set_status(&nd, "starting", NULL);
+    rc = pft_topo_load(args->topology, PFT_TOPO_REQUIRE_RESOLVED, &nd.topo);
+    if (rc == 0 && !(nd.me = pft_topo_find(nd.topo, args->id)))
+        rc = pft_err(PFT_ETOPO, "%s: no node '%s'", args->topology, args->id);
+    if (rc) {
+        pft_error("%s", pft_errmsg());
+        code = rc == PFT_ETOPO || rc == PFT_EFORMAT || rc == PFT_EIO ? PFT_EXIT_TOPOLOGY : exit_for(rc);
+        goto out;
+    }
+    nd.run = pft_topo_run(nd.topo);
+    nd.my_index = nd.me->index;
+    pft_info("node %s: %s of a %s of %zu nodes, run '%s', K=%d %s", nd.me->id, pft_role_name(nd.me->role),
+             pft_kind_name(pft_topo_kind(nd.topo)), pft_topo_node_count(nd.topo), nd.run->run, nd.me->k,
+             pft_cov_name(nd.me->cov));
+    if ((rc = load_data(&nd)) != 0) {
+        pft_error("%s", pft_errmsg());
+        code = rc == PFT_ENOMEM ? PFT_EXIT_NUMERIC : PFT_EXIT_DATA;
+        goto out;
+    }
+    nd.inbox_dir = pft_fsio_join(args->out_dir, "inbox");
+    if (!nd.inbox_dir || pft_fsio_mkdirs(nd.inbox_dir) != 0) {
+        pft_error("%s", pft_errmsg());
+        code = PFT_EXIT_IO;
+        goto out;
+    }
+    pft_transport_opts_t to;
+    pft_transport_opts_default(&to);
+    to.max_msg_size = (int64_t)nd.run->max_bundle_mb << 20;
+    nd.tp = pft_transport_new(nd.me->endpoint, &to, on_message, &nd);
+    if (!nd.tp) {
+        pft_error("binding %s: %s", nd.me->endpoint, pft_errmsg());
+        code = PFT_EXIT_NETWORK;
+        goto out;
+    }
+    if ((rc = plan_io(&nd)) != 0) {
+        pft_error("%s", pft_errmsg());
+        code = exit_for(rc);
+        goto out;
+    }
+    pft_info("listening on %s", pft_transport_endpoint(nd.tp));
+    load_stored_inbox(&nd);
+
+    for (size_t k = 0; k < nd.me->n_stages; k++) {
+        const pft_stage_t *st = &nd.me->stages[k];
+        rc = run_stage(&nd, k, st);
+        if (rc == 0 && st->final)
+            rc = train_head(&nd, res);
+        if (rc) {
+            pft_error("%s", pft_errmsg());
+            code = exit_for(rc);
+            goto out;
+        }
+    }
+    int interrupted = 0;
+    if (finish_sends(&nd, &interrupted) > 0)
+        code = PFT_EXIT_SEND;
+    if (interrupted)
+        code = PFT_EXIT_INTERRUPTED;
+out:
+    if (nd.me && write_result(&nd, res, code) != 0) {
+        pft_error("writing result.json: %s", pft_errmsg());
+        if (code == PFT_EXIT_OK)
+            code = PFT_EXIT_IO;
+    }
+    set_status(&nd, code == PFT_EXIT_OK ? "done" : "failed", pft_node_exit_text(code));
+    /* keep answering late duplicate deliveries (a lost ACK) for a little while */
+    for (double end = pft_fsio_now() + args->linger_ms / 1000.0; nd.tp && code == PFT_EXIT_OK && !s_stop &&
+                                                                  pft_fsio_now() < end;)
+        pft_transport_poll(nd.tp, 100);
+    if (code == PFT_EXIT_OK)
+        pft_info("done in %.1fs", pft_fsio_now() - nd.t_start);
+    json_decref(res);
+    node_free(&nd);
+    return code;
+}

@@ -1,0 +1,43 @@
+/* pft_node: one peer of decentralized FedPFT: receive GMM bundles, sample, refit, forward, train and evaluate a head. */
+#ifndef PFT_NODE_H
+#define PFT_NODE_H
+
+/* Exit codes of pftnode (documented in the README); one per failure kind. */
+#define PFT_NODE_EXIT_TABLE(X)                                                              \
+    X(PFT_EXIT_OK, 0, "the node completed its part of the run")                             \
+    X(PFT_EXIT_USAGE, 2, "bad command line")                                                \
+    X(PFT_EXIT_TOPOLOGY, 3, "the topology file is invalid or does not name this node")      \
+    X(PFT_EXIT_DATA, 4, "the node's data files are missing or malformed")                   \
+    X(PFT_EXIT_NETWORK, 5, "the inbound endpoint cannot be bound or a socket failed")       \
+    X(PFT_EXIT_MISSING, 6, "a predecessor's bundle did not arrive by the deadline (on_missing=fail)") \
+    X(PFT_EXIT_SEND, 7, "a successor never acknowledged (or rejected) the node's bundle")   \
+    X(PFT_EXIT_NUMERIC, 8, "EM or head training failed numerically")                        \
+    X(PFT_EXIT_IO, 9, "the output folder cannot be written")                                \
+    X(PFT_EXIT_INTERRUPTED, 10, "stopped by SIGINT/SIGTERM")
+
+typedef enum {
+#define PFT_X_EXIT(name, value, text) name = value,
+    PFT_NODE_EXIT_TABLE(PFT_X_EXIT)
+#undef PFT_X_EXIT
+} pft_node_exit_t;
+
+/* What one run of a node needs besides the topology file. */
+typedef struct {
+    const char *topology;      /* topology file (a resolved copy in a simulation) */
+    const char *id;            /* this node's id in it */
+    const char *out_dir;       /* output and state folder (created) */
+    const char *eval_features; /* optional: features of the union of all test splits (accuracy_global) */
+    const char *eval_labels;   /* their labels */
+    int linger_ms;             /* after finishing, keep answering duplicate deliveries this long */
+} pft_node_args_t;
+
+/* Runs the node to completion; logs through pft_log; returns a pft_node_exit_t. */
+int pft_node_run(const pft_node_args_t *args);
+
+/* Text of an exit code. */
+const char *pft_node_exit_text(int code);
+
+/* Asks a running pft_node_run to stop (async-signal-safe); it returns PFT_EXIT_INTERRUPTED. */
+void pft_node_request_stop(void);
+
+#endif

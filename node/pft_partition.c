@@ -1,0 +1,324 @@
+/* pft_partition: deterministic dataset splits for the local multi-process simulation. */
+#include "pft_partition.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_rng.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pft_partition_t {
+    int n_nodes;
+    int32_t **train; /* per node, ascending */
+    int32_t **test;
+    int *n_train;
+    int *n_test;
+};
+
+int pft_partition_parse(const char *text, pft_part_spec_t *spec)
+{
+    memset(spec, 0, sizeof *spec);
+    if (!text || !*text || strcmp(text, "iid") == 0) {
+        spec->kind = PFT_PART_IID;
+        return 0;
+    }
+    if (strcmp(text, "domain") == 0) {
+        spec->kind = PFT_PART_DOMAIN;
+        return 0;
+    }
+    if (strncmp(text, "dirichlet:", 10) == 0) {
+        char *end = NULL;
+        double b = strtod(text + 10, &end);
+        if (!end || *end || end == text + 10 || !(b > 0) || !isfinite(b))
+            return pft_err(PFT_EINVAL, "partition '%s': Dirichlet beta must be a positive number", text);
+        spec->kind = PFT_PART_DIRICHLET;
+        spec->beta = b;
+        return 0;
+    }
+    if (strncmp(text, "labels", 6) == 0 && (text[6] == '\0' || text[6] == ':')) {
+        spec->kind = PFT_PART_LABELS;
+        if (text[6] == ':') {
+            const char *r = text + 7;
+            if (strlen(r) >= sizeof spec->ranges || !*r)
+                return pft_err(PFT_EINVAL, "partition '%s': label ranges missing or too long", text);
+            strcpy(spec->ranges, r);
+            spec->n_ranges = 1;
+            for (const char *p = r; *p; p++)
+                spec->n_ranges += *p == '|';
+        }
+        return 0;
+    }
+    return pft_err(PFT_EINVAL,
+                   "partition '%s': expected iid, dirichlet:<beta>, labels:<ranges>|<ranges>... or domain", text);
+}
+
+int pft_partition_parse_classes(const char *text, int n_classes, uint8_t *flags)
+{
+    memset(flags, 0, (size_t)n_classes);
+    const char *p = text;
+    int any = 0;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            return pft_err(PFT_EINVAL, "class set '%s': expected a class number at '%s'", text, p);
+        char *end;
+        long a = strtol(p, &end, 10), b = a;
+        p = end;
+        if (*p == '-') {
+            p++;
+            if (!isdigit((unsigned char)*p))
+                return pft_err(PFT_EINVAL, "class set '%s': range without an end", text);
+            b = strtol(p, &end, 10);
+            p = end;
+        }
+        if (a > b || a < 0 || b >= n_classes)
+            return pft_err(PFT_EINVAL, "class set '%s': %ld-%ld is not within 0-%d", text, a, b, n_classes - 1);
+        for (long c = a; c <= b; c++)
+            flags[c] = 1;
+        any = 1;
+        while (*p == ' ')
+            p++;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return pft_err(PFT_EINVAL, "class set '%s': unexpected '%c'", text, *p);
+    }
+    if (!any)
+        return pft_err(PFT_EINVAL, "class set '%s' is empty", text);
+    return 0;
+}
+
+/* The i-th '|'-separated range of the spec, copied into buf. */
+static int nth_range(const pft_part_spec_t *spec, int i, char *buf, size_t len)
+{
+    const char *p = spec->ranges;
+    for (int k = 0; k < i; k++) {
+        p = strchr(p, '|');
+        if (!p)
+            return PFT_EINVAL;
+        p++;
+    }
+    const char *e = strchr(p, '|');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n >= len)
+        return PFT_EINVAL;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return 0;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+void pft_partition_destroy(pft_partition_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    pft_partition_t *self = *self_p;
+    for (int i = 0; i < self->n_nodes; i++) {
+        if (self->train)
+            pft_free(self->train[i]);
+        if (self->test)
+            pft_free(self->test[i]);
+    }
+    pft_free(self->train);
+    pft_free(self->test);
+    pft_free(self->n_train);
+    pft_free(self->n_test);
+    pft_free(self);
+    *self_p = NULL;
+}
+
+/* Appends row r to node i's list (lists are preallocated to n rows). */
+static void put(int32_t **lists, int *counts, int i, int32_t r)
+{
+    lists[i][counts[i]++] = r;
+}
+
+/* Eligibility of a row for node i under the labels/domain filters (NULL filters accept all). */
+static int eligible(const pft_part_spec_t *spec, uint8_t *const *cls, const pft_part_node_t *nodes, int i, int y,
+                    int dom)
+{
+    if (spec->kind == PFT_PART_LABELS && !cls[i][y])
+        return 0;
+    if (spec->kind == PFT_PART_DOMAIN && nodes[i].domain != dom)
+        return 0;
+    return 1;
+}
+
+/* Splits one set of rows (train or test) into lists. props: Dirichlet proportions n_classes × n_nodes. */
+static int split_rows(const pft_part_spec_t *spec, uint8_t *const *cls, const pft_part_node_t *nodes, int n_nodes,
+                      int n_classes, const double *props, const int32_t *y, const int32_t *dom, int n,
+                      pft_rng_t *rng, int32_t **lists, int *counts)
+{
+    int rc = PFT_ENOMEM;
+    int32_t *rows = pft_alloc_array((size_t)n + 1, sizeof *rows);
+    int *elig = pft_alloc_array((size_t)n_nodes + 1, sizeof *elig);
+    if (!rows || !elig)
+        goto done;
+    for (int c = 0; c < n_classes; c++) {
+        int m = 0;
+        for (int r = 0; r < n; r++)
+            if (y[r] == c)
+                rows[m++] = r;
+        pft_rng_shuffle(rng, rows, (size_t)m);
+        if (spec->kind == PFT_PART_IID) {
+            /* stratified equal shares, rotating the start so remainders spread over nodes */
+            for (int j = 0; j < m; j++)
+                put(lists, counts, (j + c) % n_nodes, rows[j]);
+        } else if (spec->kind == PFT_PART_DIRICHLET) {
+            double cum = 0;
+            int j = 0;
+            for (int i = 0; i < n_nodes; i++) {
+                cum += props[(size_t)c * n_nodes + i];
+                int end = i == n_nodes - 1 ? m : (int)lround(cum * m);
+                for (; j < end && j < m; j++)
+                    put(lists, counts, i, rows[j]);
+            }
+        } else {
+            /* labels/domain: rows of the class, grouped by domain, round robin over eligible nodes */
+            int next = 0;
+            for (int j = 0; j < m; j++) {
+                int r = rows[j], ne = 0;
+                for (int i = 0; i < n_nodes; i++)
+                    if (eligible(spec, cls, nodes, i, c, dom ? dom[r] : -1))
+                        elig[ne++] = i;
+                if (ne)
+                    put(lists, counts, elig[(next++) % ne], r);
+            }
+        }
+    }
+    rc = 0;
+done:
+    pft_free(rows);
+    pft_free(elig);
+    return rc;
+}
+
+int pft_partition_split(const pft_part_spec_t *spec, const pft_part_node_t *nodes, int n_nodes, int n_classes,
+                        const int32_t *ytr, const int32_t *dtr, int ntr, const int32_t *yte, const int32_t *dte,
+                        int nte, uint64_t seed, pft_partition_t **out)
+{
+    if (n_nodes < 1 || n_classes < 1 || ntr < 0 || nte < 0)
+        return pft_err(PFT_EINVAL, "partition: %d nodes, %d classes", n_nodes, n_classes);
+    if (spec->kind == PFT_PART_DOMAIN && (!dtr || (nte > 0 && !dte)))
+        return pft_err(PFT_EINVAL, "partition 'domain' needs train_domain.npy and test_domain.npy in the dataset");
+    for (int r = 0; r < ntr; r++)
+        if (ytr[r] < 0 || ytr[r] >= n_classes)
+            return pft_err(PFT_EINVAL, "partition: training label %d at row %d is not in 0..%d", ytr[r], r,
+                           n_classes - 1);
+    for (int r = 0; r < nte; r++)
+        if (yte[r] < 0 || yte[r] >= n_classes)
+            return pft_err(PFT_EINVAL, "partition: test label %d at row %d is not in 0..%d", yte[r], r,
+                           n_classes - 1);
+
+    int rc = PFT_ENOMEM;
+    pft_rng_t *rng = pft_rng_new(pft_rng_derive(seed, 0x7061727469ULL, 0));
+    pft_partition_t *self = pft_calloc(1, sizeof *self);
+    uint8_t **cls = pft_calloc((size_t)n_nodes, sizeof *cls);
+    double *props = NULL;
+    if (!rng || !self || !cls)
+        goto fail;
+    self->n_nodes = n_nodes;
+    self->train = pft_calloc((size_t)n_nodes, sizeof *self->train);
+    self->test = pft_calloc((size_t)n_nodes, sizeof *self->test);
+    self->n_train = pft_calloc((size_t)n_nodes, sizeof *self->n_train);
+    self->n_test = pft_calloc((size_t)n_nodes, sizeof *self->n_test);
+    if (!self->train || !self->test || !self->n_train || !self->n_test)
+        goto fail;
+    for (int i = 0; i < n_nodes; i++) {
+        self->train[i] = pft_alloc_array((size_t)ntr + 1, sizeof(int32_t));
+        self->test[i] = pft_alloc_array((size_t)nte + 1, sizeof(int32_t));
+        if (!self->train[i] || !self->test[i])
+            goto fail;
+    }
+    if (spec->kind == PFT_PART_LABELS) {
+        for (int i = 0; i < n_nodes; i++) {
+            char buf[1024];
+            const char *set = nodes[i].classes;
+            if (!set) {
+                if (spec->n_ranges != n_nodes) {
+                    rc = pft_err(PFT_EINVAL,
+                                 "partition labels: %d ranges given for %d nodes (or set 'classes' on each node)",
+                                 spec->n_ranges, n_nodes);
+                    goto fail;
+                }
+                if (nth_range(spec, i, buf, sizeof buf) != 0) {
+                    rc = pft_err(PFT_EINVAL, "partition labels: range %d is malformed", i);
+                    goto fail;
+                }
+                set = buf;
+            }
+            cls[i] = pft_alloc((size_t)n_classes);
+            if (!cls[i])
+                goto fail;
+            rc = pft_partition_parse_classes(set, n_classes, cls[i]);
+            if (rc)
+                goto fail;
+        }
+    }
+    if (spec->kind == PFT_PART_DOMAIN)
+        for (int i = 0; i < n_nodes; i++)
+            if (nodes[i].domain < 0) {
+                rc = pft_err(PFT_EINVAL, "partition domain: node %d has no 'domain' attribute", i);
+                goto fail;
+            }
+    if (spec->kind == PFT_PART_DIRICHLET) {
+        props = pft_alloc_array((size_t)n_classes * n_nodes, sizeof *props);
+        if (!props)
+            goto fail;
+        for (int c = 0; c < n_classes; c++) {
+            double s = 0;
+            for (int i = 0; i < n_nodes; i++)
+                s += props[(size_t)c * n_nodes + i] = pft_rng_gamma(rng, spec->beta);
+            for (int i = 0; i < n_nodes; i++)
+                props[(size_t)c * n_nodes + i] = s > 0 ? props[(size_t)c * n_nodes + i] / s : 1.0 / n_nodes;
+        }
+    }
+    rc = split_rows(spec, cls, nodes, n_nodes, n_classes, props, ytr, dtr, ntr, rng, self->train, self->n_train);
+    if (rc == 0)
+        rc = split_rows(spec, cls, nodes, n_nodes, n_classes, props, yte, dte, nte, rng, self->test, self->n_test);
+    if (rc)
+        goto fail;
+    for (int i = 0; i < n_nodes; i++) {
+        if (nodes[i].size > 0 && nodes[i].size < self->n_train[i]) {
+            pft_rng_shuffle(rng, self->train[i], (size_t)self->n_train[i]);
+            self->n_train[i] = nodes[i].size;
+        }
+        qsort(self->train[i], (size_t)self->n_train[i], sizeof(int32_t), cmp_i32);
+        qsort(self->test[i], (size_t)self->n_test[i], sizeof(int32_t), cmp_i32);
+    }
+    *out = self;
+    self = NULL;
+    rc = 0;
+fail:
+    if (rc == PFT_ENOMEM)
+        pft_err(rc, "partition: out of memory");
+    if (cls)
+        for (int i = 0; i < n_nodes; i++)
+            pft_free(cls[i]);
+    pft_free(cls);
+    pft_free(props);
+    pft_rng_destroy(&rng);
+    pft_partition_destroy(&self);
+    return rc;
+}
+
+const int32_t *pft_partition_train(const pft_partition_t *self, int node, int *count)
+{
+    *count = self->n_train[node];
+    return self->train[node];
+}
+
+const int32_t *pft_partition_test(const pft_partition_t *self, int node, int *count)
+{
+    *count = self->n_test[node];
+    return self->test[node];
+}

@@ -1,0 +1,70 @@
+/* pftnode: runs one peer of a pftnet topology (see pft_node.h for what it does, README for exit codes). */
+#include "pft_cli.h"
+#include "pft_log.h"
+#include "pft_node.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    pft_node_request_stop();
+}
+
+int main(int argc, char **argv)
+{
+    const char *topology, *id, *out, *level, *eval_x, *eval_y;
+    int linger;
+    const pft_opt_t opts[] = {
+        {"topology", PFT_OPT_STRING, &topology, NULL, 0, -1, 1, "T.dot", "topology file"},
+        {"id", PFT_OPT_STRING, &id, NULL, 0, -1, 1, "NAME", "this node's id in the topology"},
+        {"out", PFT_OPT_STRING, &out, NULL, 0, -1, 0, "DIR", "output and state folder (default out/<id>)"},
+        {"eval-features", PFT_OPT_STRING, &eval_x, NULL, 0, -1, 0, "X.npy",
+         "features of the union of all nodes' test splits (accuracy_global)"},
+        {"eval-labels", PFT_OPT_STRING, &eval_y, NULL, 0, -1, 0, "Y.npy", "labels for --eval-features"},
+        {"linger-ms", PFT_OPT_INT, &linger, "1500", 0, 600000, 0, "MS",
+         "after finishing, keep answering duplicate deliveries this long"},
+        {"log-level", PFT_OPT_STRING, &level, "info", 0, -1, 0, "L", "debug, info, warn or error"},
+        {0},
+    };
+    static char summary[2048];
+    int n = snprintf(summary, sizeof summary,
+                     "Runs one peer of decentralized FedPFT: waits for its predecessors' GMM bundles, samples from\n"
+                     "them, refits per-class GMMs by EM on the union with its own features, forwards the new bundle\n"
+                     "to its successors, trains and evaluates its softmax head, and writes result.json, head.npy\n"
+                     "and the bundle it sent to its output folder.\n\nexit codes:");
+#define PFT_X_HELP(name, value, text) \
+    n += snprintf(summary + n, sizeof summary - (size_t)n, "\n  %2d  %s", value, text);
+    PFT_NODE_EXIT_TABLE(PFT_X_HELP)
+#undef PFT_X_HELP
+    const pft_cli_t cli = {"pftnode", NULL, 0, 0, summary, opts};
+    eval_x = eval_y = out = NULL;
+    int rc = pft_cli_parse(&cli, argc, argv, NULL, NULL);
+    if (rc)
+        return rc == 1 ? 0 : PFT_EXIT_USAGE;
+    pft_log_level_t lv;
+    if (pft_log_parse_level(level, &lv) != 0) {
+        fprintf(stderr, "pftnode: --log-level '%s': expected debug, info, warn or error\n", level);
+        return PFT_EXIT_USAGE;
+    }
+    if ((eval_x == NULL) != (eval_y == NULL)) {
+        fprintf(stderr, "pftnode: --eval-features and --eval-labels go together\n");
+        return PFT_EXIT_USAGE;
+    }
+    char def_out[512];
+    if (!out) {
+        snprintf(def_out, sizeof def_out, "out/%s", id);
+        out = def_out;
+    }
+    pft_log_init(id, lv);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    pft_node_args_t args = {topology, id, out, eval_x, eval_y, linger};
+    return pft_node_run(&args);
+}

@@ -1,0 +1,184 @@
+/* Tests of pft_partition: iid, Dirichlet, label ranges, domains, size caps, determinism, bad specs. */
+#include "pft_error.h"
+#include "pft_partition.h"
+#include "pft_test.h"
+
+#define NTR 700
+#define NTE 210
+
+static int32_t ytr[NTR], dtr[NTR], yte[NTE], dte[NTE];
+
+static void make_labels(void)
+{
+    for (int i = 0; i < NTR; i++) {
+        ytr[i] = i % 7;
+        dtr[i] = (i / 7) % 4;
+    }
+    for (int i = 0; i < NTE; i++) {
+        yte[i] = i % 7;
+        dte[i] = (i / 7) % 4;
+    }
+}
+
+/* Every row appears at most once across nodes; returns the number of distinct rows used. */
+static int check_disjoint(const pft_partition_t *p, int n_nodes, int test, int n)
+{
+    static int seen[NTR];
+    memset(seen, 0, sizeof seen);
+    int used = 0;
+    for (int i = 0; i < n_nodes; i++) {
+        int c;
+        const int32_t *idx = test ? pft_partition_test(p, i, &c) : pft_partition_train(p, i, &c);
+        for (int j = 0; j < c; j++) {
+            CHECK(idx[j] >= 0 && idx[j] < n);
+            CHECK(seen[idx[j]] == 0);
+            seen[idx[j]]++;
+            used++;
+            if (j)
+                CHECK(idx[j] > idx[j - 1]);
+        }
+    }
+    return used;
+}
+
+static void test_iid_equal_and_capped(void)
+{
+    pft_part_spec_t spec;
+    CHECK(pft_partition_parse("iid", &spec) == 0);
+    pft_part_node_t nodes[5] = {{NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}};
+    pft_partition_t *p = NULL;
+    CHECK(pft_partition_split(&spec, nodes, 5, 7, ytr, NULL, NTR, yte, NULL, NTE, 1, &p) == 0);
+    CHECK(check_disjoint(p, 5, 0, NTR) == NTR);
+    CHECK(check_disjoint(p, 5, 1, NTE) == NTE);
+    for (int i = 0; i < 5; i++) {
+        int c;
+        pft_partition_train(p, i, &c);
+        CHECK(c == NTR / 5);
+    }
+    pft_partition_destroy(&p);
+    for (int i = 0; i < 5; i++)
+        nodes[i].size = 30;
+    CHECK(pft_partition_split(&spec, nodes, 5, 7, ytr, NULL, NTR, yte, NULL, NTE, 1, &p) == 0);
+    CHECK(check_disjoint(p, 5, 0, NTR) == 150);
+    CHECK(check_disjoint(p, 5, 1, NTE) == NTE); /* test shares are never capped */
+    pft_partition_destroy(&p);
+    CHECK(p == NULL);
+}
+
+static void test_deterministic(void)
+{
+    pft_part_spec_t spec;
+    CHECK(pft_partition_parse("dirichlet:0.5", &spec) == 0);
+    pft_part_node_t nodes[4] = {{NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}};
+    pft_partition_t *a = NULL, *b = NULL, *c = NULL;
+    CHECK(pft_partition_split(&spec, nodes, 4, 7, ytr, NULL, NTR, yte, NULL, NTE, 9, &a) == 0);
+    CHECK(pft_partition_split(&spec, nodes, 4, 7, ytr, NULL, NTR, yte, NULL, NTE, 9, &b) == 0);
+    CHECK(pft_partition_split(&spec, nodes, 4, 7, ytr, NULL, NTR, yte, NULL, NTE, 10, &c) == 0);
+    int differ = 0;
+    for (int i = 0; i < 4; i++) {
+        int na, nb, nc;
+        const int32_t *ia = pft_partition_train(a, i, &na), *ib = pft_partition_train(b, i, &nb);
+        pft_partition_train(c, i, &nc);
+        CHECK(na == nb && memcmp(ia, ib, (size_t)na * 4) == 0);
+        differ |= na != nc;
+    }
+    CHECK(differ);
+    CHECK(check_disjoint(a, 4, 0, NTR) == NTR);
+    pft_partition_destroy(&a);
+    pft_partition_destroy(&b);
+    pft_partition_destroy(&c);
+}
+
+static void test_dirichlet_skew(void)
+{
+    /* Small beta: most classes concentrate on one node. */
+    pft_part_spec_t spec;
+    CHECK(pft_partition_parse("dirichlet:0.05", &spec) == 0);
+    CHECK_NEAR(spec.beta, 0.05, 1e-12);
+    pft_part_node_t nodes[5] = {{NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}};
+    pft_partition_t *p = NULL;
+    CHECK(pft_partition_split(&spec, nodes, 5, 7, ytr, NULL, NTR, yte, NULL, NTE, 3, &p) == 0);
+    int dominated = 0;
+    for (int c = 0; c < 7; c++) {
+        int best = 0;
+        for (int i = 0; i < 5; i++) {
+            int n, k = 0;
+            const int32_t *idx = pft_partition_train(p, i, &n);
+            for (int j = 0; j < n; j++)
+                k += ytr[idx[j]] == c;
+            if (k > best)
+                best = k;
+        }
+        dominated += best > 0.8 * (NTR / 7);
+    }
+    CHECK(dominated >= 5);
+    pft_partition_destroy(&p);
+}
+
+static void test_labels_and_domain(void)
+{
+    pft_part_spec_t spec;
+    CHECK(pft_partition_parse("labels:0-3|4-6", &spec) == 0);
+    CHECK(spec.n_ranges == 2);
+    pft_part_node_t nodes[2] = {{NULL, -1, 0}, {NULL, -1, 0}};
+    pft_partition_t *p = NULL;
+    CHECK(pft_partition_split(&spec, nodes, 2, 7, ytr, NULL, NTR, yte, NULL, NTE, 0, &p) == 0);
+    int n;
+    const int32_t *idx = pft_partition_train(p, 0, &n);
+    CHECK(n == 400);
+    for (int j = 0; j < n; j++)
+        CHECK(ytr[idx[j]] <= 3);
+    idx = pft_partition_test(p, 1, &n);
+    CHECK(n == 90);
+    for (int j = 0; j < n; j++)
+        CHECK(ytr[idx[j]] >= 4);
+    pft_partition_destroy(&p);
+
+    CHECK(pft_partition_parse("domain", &spec) == 0);
+    pft_part_node_t dn[2] = {{NULL, 2, 0}, {NULL, 3, 0}};
+    CHECK(pft_partition_split(&spec, dn, 2, 7, ytr, dtr, NTR, yte, dte, NTE, 0, &p) == 0);
+    idx = pft_partition_train(p, 1, &n);
+    CHECK(n == NTR / 4);
+    for (int j = 0; j < n; j++)
+        CHECK(dtr[idx[j]] == 3);
+    pft_partition_destroy(&p);
+    /* domain without domain columns */
+    CHECK(pft_partition_split(&spec, dn, 2, 7, ytr, NULL, NTR, yte, NULL, NTE, 0, &p) == PFT_EINVAL);
+    CHECK(p == NULL);
+}
+
+static void test_bad_specs(void)
+{
+    pft_part_spec_t spec;
+    CHECK(pft_partition_parse("dirichlet:", &spec) == PFT_EINVAL);
+    CHECK(pft_partition_parse("dirichlet:-1", &spec) == PFT_EINVAL);
+    CHECK(pft_partition_parse("dirichlet:abc", &spec) == PFT_EINVAL);
+    CHECK(pft_partition_parse("random", &spec) == PFT_EINVAL);
+    CHECK(strstr(pft_errmsg(), "random") != NULL);
+    uint8_t flags[7];
+    CHECK(pft_partition_parse_classes("0-3", 7, flags) == 0 && flags[3] && !flags[4]);
+    CHECK(pft_partition_parse_classes("1,5-6", 7, flags) == 0 && flags[1] && !flags[2] && flags[6]);
+    CHECK(pft_partition_parse_classes("0-7", 7, flags) == PFT_EINVAL);
+    CHECK(pft_partition_parse_classes("3-1", 7, flags) == PFT_EINVAL);
+    CHECK(pft_partition_parse_classes("x", 7, flags) == PFT_EINVAL);
+    CHECK(pft_partition_parse_classes("", 7, flags) == PFT_EINVAL);
+    /* three ranges for two nodes */
+    CHECK(pft_partition_parse("labels:0|1|2", &spec) == 0);
+    pft_part_node_t nodes[2] = {{NULL, -1, 0}, {NULL, -1, 0}};
+    pft_partition_t *p = NULL;
+    CHECK(pft_partition_split(&spec, nodes, 2, 7, ytr, NULL, NTR, yte, NULL, NTE, 0, &p) == PFT_EINVAL);
+    int32_t bad[3] = {0, 9, 1};
+    CHECK(pft_partition_parse("iid", &spec) == 0);
+    CHECK(pft_partition_split(&spec, nodes, 2, 7, bad, NULL, 3, yte, NULL, 0, 0, &p) == PFT_EINVAL);
+}
+
+int main(void)
+{
+    make_labels();
+    RUN(test_iid_equal_and_capped);
+    RUN(test_deterministic);
+    RUN(test_dirichlet_skew);
+    RUN(test_labels_and_domain);
+    RUN(test_bad_specs);
+    return pft_test_done();
+}

@@ -1,0 +1,360 @@
+/* Tests of pft_transport: two transports in one process over tcp://127.0.0.1 (free ports), ACK/NACK,
+ * retries, duplicates, oversized and malformed input, deadlines, counters. */
+#include <string.h>
+#include <zmq.h>
+
+#include "pft_alloc.h"
+#include "pft_bundle.h"
+#include "pft_error.h"
+#include "pft_test.h"
+#include "pft_transport.h"
+
+#define ANY "tcp://127.0.0.1:*"
+
+typedef struct {
+    int calls;
+    int rc;             /* what the callback returns */
+    int transient_left; /* return PFT_EIO this many times first */
+    char reason[64];
+    uint8_t last[256];
+    size_t last_len;
+} sink_t;
+
+static int on_message(void *ctx, const uint8_t *buf, size_t len, char *reason, size_t reason_len)
+{
+    sink_t *s = ctx;
+    s->calls++;
+    s->last_len = len;
+    memcpy(s->last, buf, len < sizeof s->last ? len : sizeof s->last);
+    if (s->transient_left > 0) {
+        s->transient_left--;
+        snprintf(reason, reason_len, "busy, try later");
+        return PFT_EIO;
+    }
+    if (s->rc)
+        snprintf(reason, reason_len, "%s", s->reason);
+    return s->rc;
+}
+
+/* An envelope around `size` payload bytes derived from seed (the default id function wants envelopes). */
+static void message(int seed, size_t size, uint8_t **buf, size_t *len)
+{
+    uint8_t *p = pft_alloc(size);
+    for (size_t i = 0; i < size; i++)
+        p[i] = (uint8_t)(seed * 31 + i * 7);
+    CHECK(pft_envelope_pack(p, size, NULL, 0, buf, len) == 0);
+    pft_free(p);
+}
+
+/* Polls both (either may be NULL) until the send leaves "pending" or ms pass; returns its state. */
+static int pump(pft_transport_t *a, pft_transport_t *b, pft_transport_t *sender, int handle, int ms)
+{
+    int64_t end = pft_transport_now_ms() + ms;
+    while (pft_transport_now_ms() < end) {
+        if (a)
+            CHECK(pft_transport_poll(a, 10) == 0);
+        if (b)
+            CHECK(pft_transport_poll(b, 10) == 0);
+        if (handle >= 0 && pft_transport_send_state(sender, handle, NULL, NULL) != PFT_SEND_PENDING)
+            break;
+    }
+    return handle >= 0 ? pft_transport_send_state(sender, handle, NULL, NULL) : 0;
+}
+
+/* An endpoint nobody listens on (bound then released). */
+static void free_endpoint(char *out, size_t n)
+{
+    pft_transport_t *t = pft_transport_new(ANY, NULL, NULL, NULL);
+    snprintf(out, n, "%s", pft_transport_endpoint(t));
+    pft_transport_destroy(&t);
+}
+
+static void test_delivery_and_ack(void)
+{
+    sink_t sink = {0};
+    pft_transport_t *r = pft_transport_new(ANY, NULL, on_message, &sink);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(r && s);
+    CHECK(strncmp(pft_transport_endpoint(r), "tcp://127.0.0.1:", 16) == 0);
+    CHECK(pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
+    CHECK(pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == PFT_EINVAL);
+    uint8_t *msg;
+    size_t len;
+    message(1, 100, &msg, &len);
+    CHECK(pft_transport_send(s, "nobody", msg, len, NULL, 0) == PFT_EINVAL);
+    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
+    CHECK(h >= 0);
+    CHECK(pft_transport_pending(s) == 1);
+    CHECK(pump(r, s, s, h, 5000) == PFT_SEND_ACKED);
+    CHECK(pft_transport_pending(s) == 0);
+    CHECK(sink.calls == 1 && sink.last_len == len && memcmp(sink.last, msg, len) == 0);
+    pft_transport_stats_t ss, rs;
+    pft_transport_stats(s, &ss);
+    pft_transport_stats(r, &rs);
+    CHECK(ss.bytes_sent == len && ss.transmissions == 1 && ss.retries == 0 && ss.acked == 1);
+    CHECK(rs.bytes_received == len && rs.received == 1 && rs.accepted == 1 && rs.duplicates == 0);
+    int rc = -1;
+    const char *reason = NULL;
+    CHECK(pft_transport_send_state(s, h, &rc, &reason) == PFT_SEND_ACKED && rc == 0 && reason && !reason[0]);
+    CHECK(pft_transport_send_state(s, 99, NULL, NULL) == PFT_EINVAL);
+    pft_free(msg);
+    pft_transport_destroy(&s);
+    pft_transport_destroy(&r);
+    pft_transport_destroy(&r);
+}
+
+/* The sender queues before the receiver exists; it binds later and still gets it. */
+static void test_receiver_starts_later(void)
+{
+    char ep[256];
+    free_endpoint(ep, sizeof ep);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(pft_transport_add_peer(s, "late", ep, NULL) == 0);
+    uint8_t *msg;
+    size_t len;
+    message(2, 1000, &msg, &len);
+    int h = pft_transport_send(s, "late", msg, len, NULL, pft_transport_now_ms() + 8000);
+    CHECK(pump(s, NULL, s, h, 700) == PFT_SEND_PENDING);
+    sink_t sink = {0};
+    pft_transport_t *r = pft_transport_new(ep, NULL, on_message, &sink);
+    CHECK_MSG(r != NULL, "%s", pft_errmsg());
+    CHECK(pump(r, s, s, h, 6000) == PFT_SEND_ACKED);
+    CHECK(sink.calls == 1);
+    pft_transport_stats_t ss;
+    pft_transport_stats(s, &ss);
+    CHECK(ss.bytes_sent == (uint64_t)ss.transmissions * len && ss.transmissions >= 1);
+    pft_free(msg);
+    pft_transport_destroy(&s);
+    pft_transport_destroy(&r);
+}
+
+/* A transient refusal is retried after backoff; byte counters count the retransmission. */
+static void test_transient_retry(void)
+{
+    sink_t sink = {.transient_left = 1};
+    pft_transport_t *r = pft_transport_new(ANY, NULL, on_message, &sink);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
+    uint8_t *msg;
+    size_t len;
+    message(3, 500, &msg, &len);
+    int64_t t0 = pft_transport_now_ms();
+    int h = pft_transport_send(s, "r", msg, len, NULL, t0 + 5000);
+    CHECK(pump(r, s, s, h, 5000) == PFT_SEND_ACKED);
+    CHECK(pft_transport_now_ms() - t0 >= 190); /* waited for the first backoff step */
+    CHECK(sink.calls == 2);
+    pft_transport_stats_t ss, rs;
+    pft_transport_stats(s, &ss);
+    pft_transport_stats(r, &rs);
+    CHECK(ss.transmissions == 2 && ss.retries == 1 && ss.bytes_sent == 2 * len);
+    CHECK(rs.received == 2 && rs.rejected == 1 && rs.accepted == 1 && rs.bytes_received == 2 * len);
+    pft_free(msg);
+    pft_transport_destroy(&s);
+    pft_transport_destroy(&r);
+}
+
+/* The same bundle twice (a retry, or two paths): the callback runs once, both are ACKed. */
+static void test_duplicates(void)
+{
+    sink_t sink = {0};
+    pft_transport_t *r = pft_transport_new(ANY, NULL, on_message, &sink);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
+    uint8_t *msg;
+    size_t len;
+    message(4, 300, &msg, &len);
+    int h1 = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
+    int h2 = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
+    CHECK(pump(r, s, s, h1, 5000) == PFT_SEND_ACKED);
+    CHECK(pump(r, s, s, h2, 5000) == PFT_SEND_ACKED);
+    int h3 = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
+    CHECK(pump(r, s, s, h3, 5000) == PFT_SEND_ACKED);
+    CHECK(sink.calls == 1);
+    pft_transport_stats_t rs;
+    pft_transport_stats(r, &rs);
+    CHECK(rs.accepted == 1 && rs.duplicates >= 1 && rs.received == rs.accepted + rs.duplicates);
+    pft_free(msg);
+    pft_transport_destroy(&s);
+    pft_transport_destroy(&r);
+}
+
+static void test_nack_reason(void)
+{
+    sink_t sink = {.rc = PFT_EFORMAT};
+    snprintf(sink.reason, sizeof sink.reason, "class 3: variance[17] = -0 is not positive");
+    pft_transport_t *r = pft_transport_new(ANY, NULL, on_message, &sink);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
+    uint8_t *msg;
+    size_t len;
+    message(5, 64, &msg, &len);
+    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
+    CHECK(pump(r, s, s, h, 5000) == PFT_SEND_REJECTED);
+    int rc = 0;
+    const char *reason = NULL;
+    pft_transport_send_state(s, h, &rc, &reason);
+    CHECK(rc == PFT_EFORMAT);
+    CHECK_MSG(reason && strcmp(reason, sink.reason) == 0, "reason '%s'", reason ? reason : "(null)");
+    pump(r, s, NULL, -1, 600); /* not retried */
+    pft_transport_stats_t ss;
+    pft_transport_stats(s, &ss);
+    CHECK(ss.transmissions == 1 && ss.rejected_by_peer == 1 && sink.calls == 1);
+    /* an id that does not match the body is refused before the callback */
+    uint8_t wrong[32] = {1};
+    h = pft_transport_send(s, "r", msg, len, wrong, pft_transport_now_ms() + 5000);
+    CHECK(pump(r, s, s, h, 5000) == PFT_SEND_REJECTED);
+    pft_transport_send_state(s, h, &rc, &reason);
+    CHECK(rc == PFT_EFORMAT && strstr(reason, "does not match") != NULL && sink.calls == 1);
+    /* not an envelope: the default id function refuses it */
+    const uint8_t junk[] = "not a bundle";
+    CHECK(pft_transport_send(s, "r", junk, sizeof junk, NULL, 0) == PFT_EFORMAT);
+    pft_free(msg);
+    pft_transport_destroy(&s);
+    pft_transport_destroy(&r);
+}
+
+/* A message beyond the receiver's ZMQ_MAXMSGSIZE never reaches the callback; the next good one does. */
+static void test_oversized(void)
+{
+    sink_t sink = {0};
+    pft_transport_opts_t ro;
+    pft_transport_opts_default(&ro);
+    ro.max_msg_size = 64 * 1024;
+    pft_transport_t *r = pft_transport_new(ANY, &ro, on_message, &sink);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
+    uint8_t *big, *small;
+    size_t blen, slen;
+    message(6, 200 * 1024, &big, &blen);
+    message(7, 100, &small, &slen);
+    int hb = pft_transport_send(s, "r", big, blen, NULL, pft_transport_now_ms() + 1500);
+    CHECK(pump(r, s, s, hb, 4000) == PFT_SEND_FAILED);
+    CHECK(sink.calls == 0);
+    int rc = 0;
+    const char *reason = NULL;
+    pft_transport_send_state(s, hb, &rc, &reason);
+    CHECK(rc == PFT_ETIMEOUT && strstr(reason, "deadline") != NULL);
+    int hs = pft_transport_send(s, "r", small, slen, NULL, pft_transport_now_ms() + 5000);
+    CHECK(pump(r, s, s, hs, 5000) == PFT_SEND_ACKED);
+    CHECK(sink.calls == 1 && sink.last_len == slen);
+    /* the sender refuses what its own limit forbids */
+    pft_transport_t *s2 = pft_transport_new(ANY, &ro, NULL, NULL);
+    CHECK(pft_transport_add_peer(s2, "r", pft_transport_endpoint(r), NULL) == 0);
+    CHECK(pft_transport_send(s2, "r", big, blen, NULL, 0) == PFT_ERANGE);
+    pft_transport_destroy(&s2);
+    pft_free(big);
+    pft_free(small);
+    pft_transport_destroy(&s);
+    pft_transport_destroy(&r);
+}
+
+static void test_deadline(void)
+{
+    char ep[256];
+    free_endpoint(ep, sizeof ep);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(pft_transport_add_peer(s, "ghost", ep, NULL) == 0);
+    uint8_t *msg;
+    size_t len;
+    message(8, 50, &msg, &len);
+    int64_t t0 = pft_transport_now_ms();
+    int h = pft_transport_send(s, "ghost", msg, len, NULL, t0 + 600);
+    CHECK(pump(s, NULL, s, h, 3000) == PFT_SEND_FAILED);
+    int64_t dt = pft_transport_now_ms() - t0;
+    CHECK_MSG(dt >= 600 && dt < 1200, "failed after %lld ms", (long long)dt);
+    int rc = 0;
+    const char *reason = NULL;
+    CHECK(pft_transport_send_state(s, h, &rc, &reason) == PFT_SEND_FAILED && rc == PFT_ETIMEOUT);
+    CHECK(strstr(reason, "ghost") != NULL);
+    CHECK(pft_transport_pending(s) == 0);
+    pft_transport_stats_t ss;
+    pft_transport_stats(s, &ss);
+    CHECK(ss.failed == 1 && ss.bytes_sent == 0); /* never connected: nothing left */
+    pft_free(msg);
+    pft_transport_destroy(&s);
+}
+
+/* A raw DEALER sends garbage; the receiver drops it and keeps serving; duplicates are re-ACKed. */
+static void test_malformed_frames(void)
+{
+    sink_t sink = {0};
+    pft_transport_t *r = pft_transport_new(ANY, NULL, on_message, &sink);
+    void *ctx = zmq_ctx_new();
+    void *d = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0, tmo = 3000;
+    zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(d, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
+    CHECK(zmq_connect(d, pft_transport_endpoint(r)) == 0);
+    zmq_send(d, "garbage", 7, 0);     /* one frame */
+    zmq_send(d, "a", 1, ZMQ_SNDMORE); /* bad header */
+    zmq_send(d, "b", 1, 0);
+    for (int i = 0; i < 4; i++) /* five frames */
+        zmq_send(d, "c", 1, ZMQ_SNDMORE);
+    zmq_send(d, "c", 1, 0);
+    uint8_t *msg;
+    size_t len;
+    message(9, 80, &msg, &len);
+    uint8_t hdr[38] = {'P', 'F', 'T', 'M', 1, 'B'};
+    CHECK(pft_bundle_message_id(msg, len, hdr + 6) == 0);
+    for (int i = 0; i < 2; i++) { /* a good message, twice */
+        zmq_send(d, hdr, sizeof hdr, ZMQ_SNDMORE);
+        zmq_send(d, msg, len, 0);
+    }
+    int acks = 0;
+    for (int i = 0; i < 2; i++) {
+        uint8_t reply[64];
+        int n = -1;
+        int64_t end = pft_transport_now_ms() + 3000;
+        while (n < 0 && pft_transport_now_ms() < end) {
+            pft_transport_poll(r, 20);
+            n = zmq_recv(d, reply, sizeof reply, ZMQ_DONTWAIT);
+        }
+        if (n == 38 && reply[5] == 'A' && memcmp(reply + 6, hdr + 6, 32) == 0)
+            acks++;
+    }
+    CHECK(acks == 2);
+    CHECK(sink.calls == 1);
+    pft_transport_stats_t rs;
+    pft_transport_stats(r, &rs);
+    CHECK_MSG(rs.malformed == 3 && rs.duplicates == 1 && rs.accepted == 1, "malformed %llu duplicates %llu",
+              (unsigned long long)rs.malformed, (unsigned long long)rs.duplicates);
+    zmq_close(d);
+    zmq_ctx_term(ctx);
+    pft_free(msg);
+    pft_transport_destroy(&r);
+}
+
+static void test_options(void)
+{
+    pft_transport_opts_t o;
+    pft_transport_opts_default(&o);
+    uint8_t key[32] = {0};
+    o.curve_public_key = key;
+    o.curve_secret_key = key;
+    CHECK(pft_transport_new(ANY, &o, NULL, NULL) == NULL);
+    CHECK(strstr(pft_errmsg(), "CURVE") != NULL);
+    pft_transport_opts_default(&o);
+    o.retry_max_ms = 10;
+    CHECK(pft_transport_new(ANY, &o, NULL, NULL) == NULL);
+    pft_transport_t *a = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(pft_transport_new(pft_transport_endpoint(a), NULL, NULL, NULL) == NULL); /* address in use */
+    CHECK(strstr(pft_errmsg(), "cannot bind") != NULL);
+    CHECK(pft_transport_add_peer(a, "x", "bogus://endpoint", NULL) < 0);
+    CHECK(pft_transport_add_peer(a, "y", "tcp://127.0.0.1:1", key) == PFT_EUNSUPPORTED);
+    CHECK(pft_transport_add_peer(a, "x", "tcp://127.0.0.1:1", NULL) == 0); /* the failed "x" left no trace */
+    pft_transport_destroy(&a);
+}
+
+int main(void)
+{
+    RUN(test_delivery_and_ack);
+    RUN(test_receiver_starts_later);
+    RUN(test_transient_retry);
+    RUN(test_duplicates);
+    RUN(test_nack_reason);
+    RUN(test_oversized);
+    RUN(test_deadline);
+    RUN(test_malformed_frames);
+    RUN(test_options);
+    return pft_test_done();
+}

@@ -1,0 +1,663 @@
+/* pft_dotscan: a tolerant DOT pre-scanner recording the lines of nodes, edges and attributes. */
+#include "pft_dotscan.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_DEPTH 64 /* subgraph nesting the scanner follows; deeper text is not scanned */
+
+typedef struct {
+    const char *tail, *head;
+    int line;
+} edge_rec_t;
+
+typedef struct {
+    const char *id;
+    int line;
+} node_rec_t;
+
+struct pft_dotscan_t {
+    node_rec_t *nodes; /* unique ids, first appearance */
+    size_t n_nodes, cap_nodes;
+    edge_rec_t *edges; /* every edge written, file order */
+    size_t n_edges, cap_edges;
+    pft_dotscan_attr_t *attrs;
+    size_t n_attrs, cap_attrs;
+    char **pool; /* owned strings */
+    size_t n_pool, cap_pool;
+    const char **occ; /* node occurrences in order, to expand subgraph edge operands */
+    size_t n_occ, cap_occ;
+    int header_line, second_line;
+    size_t n_graphs;
+};
+
+typedef enum {
+    T_EOF,
+    T_ID,
+    T_LBRACE,
+    T_RBRACE,
+    T_LBRACK,
+    T_RBRACK,
+    T_SEMI,
+    T_COMMA,
+    T_EQ,
+    T_COLON,
+    T_EDGEOP,
+    T_ERR,
+} tok_kind_t;
+
+typedef struct {
+    tok_kind_t kind;
+    const char *text; /* T_ID: pooled, unescaped */
+    int quoted;       /* T_ID from a quoted or HTML string (never a keyword) */
+    int line;
+} tok_t;
+
+typedef struct {
+    pft_dotscan_t *s;
+    const char *p, *end;
+    int line;
+    tok_t la[2]; /* lookahead */
+    int n_la;
+    int oom;
+    char *buf; /* ID assembly */
+    size_t len, cap;
+} lexer_t;
+
+/* ---- growable arrays ---- */
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap * 2 : 16;
+    while (n < need)
+        n *= 2;
+    void *p = pft_realloc(*arr, n * elem);
+    if (!p)
+        return PFT_ENOMEM;
+    *arr = p;
+    *cap = n;
+    return 0;
+}
+
+static const char *pool_add(lexer_t *lx, const char *text, size_t len)
+{
+    pft_dotscan_t *s = lx->s;
+    if (grow((void **)&s->pool, &s->cap_pool, s->n_pool + 1, sizeof *s->pool)) {
+        lx->oom = 1;
+        return NULL;
+    }
+    char *c = pft_alloc(len + 1);
+    if (!c) {
+        lx->oom = 1;
+        return NULL;
+    }
+    memcpy(c, text, len);
+    c[len] = '\0';
+    s->pool[s->n_pool++] = c;
+    return c;
+}
+
+static int buf_put(lexer_t *lx, char c)
+{
+    if (grow((void **)&lx->buf, &lx->cap, lx->len + 2, 1)) {
+        lx->oom = 1;
+        return -1;
+    }
+    lx->buf[lx->len++] = c;
+    return 0;
+}
+
+/* ---- lexer ---- */
+
+static int is_id_start(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
+}
+
+static int is_id_char(unsigned char c)
+{
+    return is_id_start(c) || (c >= '0' && c <= '9');
+}
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Skips blanks, comments and '#' lines; counts newlines. */
+static void skip_space(lexer_t *lx)
+{
+    while (lx->p < lx->end) {
+        char c = *lx->p;
+        if (c == '\n') {
+            lx->line++;
+            lx->p++;
+            if (lx->p < lx->end && *lx->p == '#')
+                while (lx->p < lx->end && *lx->p != '\n')
+                    lx->p++;
+        } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+            lx->p++;
+        } else if (c == '/' && lx->p + 1 < lx->end && lx->p[1] == '/') {
+            while (lx->p < lx->end && *lx->p != '\n')
+                lx->p++;
+        } else if (c == '/' && lx->p + 1 < lx->end && lx->p[1] == '*') {
+            lx->p += 2;
+            while (lx->p < lx->end && !(*lx->p == '*' && lx->p + 1 < lx->end && lx->p[1] == '/')) {
+                if (*lx->p == '\n')
+                    lx->line++;
+                lx->p++;
+            }
+            lx->p = lx->p < lx->end ? lx->p + 2 : lx->end;
+        } else {
+            return;
+        }
+    }
+}
+
+/* Appends a quoted string's contents (after the opening quote) to buf; cgraph's rules:
+ * \" is a quote, backslash-newline is dropped, every other byte is kept. */
+static int lex_quoted(lexer_t *lx)
+{
+    while (lx->p < lx->end && *lx->p != '"') {
+        if (*lx->p == '\\' && lx->p + 1 < lx->end && (lx->p[1] == '"' || lx->p[1] == '\n')) {
+            if (lx->p[1] == '"' && buf_put(lx, '"'))
+                return -1;
+            if (lx->p[1] == '\n')
+                lx->line++;
+            lx->p += 2;
+            continue;
+        }
+        if (*lx->p == '\n')
+            lx->line++;
+        if (buf_put(lx, *lx->p++))
+            return -1;
+    }
+    if (lx->p >= lx->end)
+        return -1; /* unterminated */
+    lx->p++;
+    return 0;
+}
+
+static int lex_html(lexer_t *lx)
+{
+    int depth = 1;
+    while (lx->p < lx->end) {
+        char c = *lx->p++;
+        if (c == '<')
+            depth++;
+        else if (c == '>' && --depth == 0)
+            return 0;
+        if (c == '\n')
+            lx->line++;
+        if (buf_put(lx, c))
+            return -1;
+    }
+    return -1;
+}
+
+static tok_t lex(lexer_t *lx)
+{
+    tok_t t = {T_ERR, NULL, 0, 0};
+    skip_space(lx);
+    t.line = lx->line;
+    if (lx->p >= lx->end) {
+        t.kind = T_EOF;
+        return t;
+    }
+    char c = *lx->p;
+    static const char punct[] = "{}[];,=:";
+    static const tok_kind_t pkind[] = {T_LBRACE, T_RBRACE, T_LBRACK, T_RBRACK,
+                                       T_SEMI,   T_COMMA,  T_EQ,     T_COLON};
+    const char *pc = c ? strchr(punct, c) : NULL;
+    if (pc) {
+        lx->p++;
+        t.kind = pkind[pc - punct];
+        return t;
+    }
+    if (c == '-' && lx->p + 1 < lx->end && (lx->p[1] == '>' || lx->p[1] == '-')) {
+        lx->p += 2;
+        t.kind = T_EDGEOP;
+        return t;
+    }
+    lx->len = 0;
+    if (c == '"') {
+        /* "a" + "b" concatenates */
+        lx->p++;
+        if (lex_quoted(lx))
+            return t;
+        for (;;) {
+            const char *save = lx->p;
+            int save_line = lx->line;
+            skip_space(lx);
+            if (lx->p < lx->end && *lx->p == '+') {
+                lx->p++;
+                skip_space(lx);
+                if (lx->p < lx->end && *lx->p == '"') {
+                    lx->p++;
+                    if (lex_quoted(lx))
+                        return t;
+                    continue;
+                }
+            }
+            lx->p = save;
+            lx->line = save_line;
+            break;
+        }
+        t.quoted = 1;
+    } else if (c == '<') {
+        lx->p++;
+        if (lex_html(lx))
+            return t;
+        t.quoted = 1;
+    } else if (is_id_start((unsigned char)c)) {
+        while (lx->p < lx->end && is_id_char((unsigned char)*lx->p))
+            if (buf_put(lx, *lx->p++))
+                return t;
+    } else if (c == '-' || c == '.' || is_digit(c)) {
+        const char *q = lx->p;
+        if (*q == '-')
+            q++;
+        int digits = 0;
+        while (q < lx->end && is_digit(*q))
+            q++, digits++;
+        if (q < lx->end && *q == '.') {
+            q++;
+            while (q < lx->end && is_digit(*q))
+                q++, digits++;
+        }
+        if (!digits)
+            return t;
+        while (lx->p < q)
+            if (buf_put(lx, *lx->p++))
+                return t;
+    } else {
+        return t;
+    }
+    t.text = pool_add(lx, lx->buf ? lx->buf : "", lx->len);
+    if (t.text)
+        t.kind = T_ID;
+    return t;
+}
+
+static tok_t *peek_n(lexer_t *lx, int n)
+{
+    while (lx->n_la <= n)
+        lx->la[lx->n_la++] = lex(lx);
+    return &lx->la[n];
+}
+
+static tok_t *peek(lexer_t *lx)
+{
+    return peek_n(lx, 0);
+}
+
+static tok_t next(lexer_t *lx)
+{
+    tok_t t = *peek(lx);
+    lx->la[0] = lx->la[1];
+    lx->n_la--;
+    return t;
+}
+
+static int is_kw(const tok_t *t, const char *kw)
+{
+    return t->kind == T_ID && !t->quoted && strcasecmp(t->text, kw) == 0;
+}
+
+/* ---- records ---- */
+
+static void note_node(lexer_t *lx, const char *id, int line)
+{
+    pft_dotscan_t *s = lx->s;
+    if (grow((void **)&s->occ, &s->cap_occ, s->n_occ + 1, sizeof *s->occ)) {
+        lx->oom = 1;
+        return;
+    }
+    s->occ[s->n_occ++] = id;
+    for (size_t i = 0; i < s->n_nodes; i++)
+        if (strcmp(s->nodes[i].id, id) == 0)
+            return;
+    if (grow((void **)&s->nodes, &s->cap_nodes, s->n_nodes + 1, sizeof *s->nodes)) {
+        lx->oom = 1;
+        return;
+    }
+    s->nodes[s->n_nodes++] = (node_rec_t){id, line};
+}
+
+static void note_edge(lexer_t *lx, const char *tail, const char *head, int line)
+{
+    pft_dotscan_t *s = lx->s;
+    if (grow((void **)&s->edges, &s->cap_edges, s->n_edges + 1, sizeof *s->edges)) {
+        lx->oom = 1;
+        return;
+    }
+    s->edges[s->n_edges++] = (edge_rec_t){tail, head, line};
+}
+
+static void note_attr(lexer_t *lx, const pft_dotscan_attr_t *a)
+{
+    pft_dotscan_t *s = lx->s;
+    if (grow((void **)&s->attrs, &s->cap_attrs, s->n_attrs + 1, sizeof *s->attrs)) {
+        lx->oom = 1;
+        return;
+    }
+    s->attrs[s->n_attrs++] = *a;
+}
+
+/* ---- parser: returns 0 to go on, -1 where the text cannot be followed ---- */
+
+static int parse_stmt_list(lexer_t *lx, int depth);
+
+/* attr_list: ( '[' [ ID ['=' ID] [;,] ]* ']' )+ ; every assignment is recorded from tmpl. */
+static int parse_attr_list(lexer_t *lx, const pft_dotscan_attr_t *tmpl)
+{
+    while (peek(lx)->kind == T_LBRACK) {
+        next(lx);
+        for (;;) {
+            tok_t t = next(lx);
+            if (t.kind == T_RBRACK)
+                break;
+            if (t.kind == T_SEMI || t.kind == T_COMMA)
+                continue;
+            if (t.kind != T_ID)
+                return -1;
+            pft_dotscan_attr_t a = *tmpl;
+            a.name = t.text;
+            a.value = "true";
+            a.line = t.line;
+            if (peek(lx)->kind == T_EQ) {
+                next(lx);
+                tok_t v = next(lx);
+                if (v.kind != T_ID)
+                    return -1;
+                a.value = v.text;
+            }
+            note_attr(lx, &a);
+        }
+    }
+    return 0;
+}
+
+/* An edge operand: node_id [':' port [':' compass]] or a subgraph; its nodes are occ[*first..n_occ). */
+static int parse_operand(lexer_t *lx, int depth, size_t *first)
+{
+    *first = lx->s->n_occ;
+    tok_t *t = peek(lx);
+    if (t->kind == T_LBRACE || is_kw(t, "subgraph")) {
+        if (depth >= MAX_DEPTH)
+            return -1;
+        if (is_kw(t, "subgraph")) {
+            next(lx);
+            if (peek(lx)->kind == T_ID)
+                next(lx);
+            if (peek(lx)->kind != T_LBRACE)
+                return 0; /* `subgraph name` refers to an existing one; its nodes are unknown here */
+        }
+        next(lx);
+        if (parse_stmt_list(lx, depth + 1))
+            return -1;
+        return next(lx).kind == T_RBRACE ? 0 : -1;
+    }
+    if (t->kind != T_ID)
+        return -1;
+    tok_t id = next(lx);
+    note_node(lx, id.text, id.line);
+    for (int i = 0; i < 2 && peek(lx)->kind == T_COLON; i++) {
+        next(lx);
+        if (next(lx).kind != T_ID)
+            return -1;
+    }
+    return 0;
+}
+
+static int seen_before(const char **occ, size_t from, size_t i)
+{
+    for (size_t j = from; j < i; j++)
+        if (strcmp(occ[j], occ[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int parse_stmt(lexer_t *lx, int depth)
+{
+    tok_t *t = peek(lx);
+    tok_t *t2 = peek_n(lx, 1);
+    pft_dotscan_attr_t tmpl = {0};
+    tmpl.in_subgraph = depth > 0;
+    if ((is_kw(t, "graph") || is_kw(t, "node") || is_kw(t, "edge")) && t2->kind == T_LBRACK) {
+        tmpl.scope = is_kw(t, "graph") ? PFT_DOT_GRAPH : is_kw(t, "node") ? PFT_DOT_NODE : PFT_DOT_EDGE;
+        tmpl.is_default = 1;
+        next(lx);
+        return parse_attr_list(lx, &tmpl);
+    }
+    if (t->kind == T_ID && t2->kind == T_EQ) {
+        tok_t name = next(lx);
+        next(lx);
+        tok_t v = next(lx);
+        if (v.kind != T_ID)
+            return -1;
+        tmpl.scope = PFT_DOT_GRAPH;
+        tmpl.is_default = 1;
+        tmpl.name = name.text;
+        tmpl.value = v.text;
+        tmpl.line = name.line;
+        note_attr(lx, &tmpl);
+        return 0;
+    }
+    size_t a0;
+    if (parse_operand(lx, depth, &a0))
+        return -1;
+    size_t a1 = lx->s->n_occ;
+    int single_node = a1 == a0 + 1 && peek(lx)->kind != T_EDGEOP;
+    const char *node_id = single_node ? lx->s->occ[a0] : NULL;
+    size_t e0 = lx->s->n_edges;
+    while (peek(lx)->kind == T_EDGEOP) {
+        int line = next(lx).line;
+        size_t b0;
+        if (parse_operand(lx, depth, &b0))
+            return -1;
+        size_t b1 = lx->s->n_occ;
+        for (size_t i = a0; i < a1; i++) {
+            if (seen_before(lx->s->occ, a0, i))
+                continue;
+            for (size_t j = b0; j < b1; j++)
+                if (!seen_before(lx->s->occ, b0, j))
+                    note_edge(lx, lx->s->occ[i], lx->s->occ[j], line);
+        }
+        a0 = b0;
+        a1 = b1;
+    }
+    if (peek(lx)->kind == T_LBRACK) {
+        if (lx->s->n_edges > e0) {
+            tmpl.scope = PFT_DOT_EDGE;
+            tmpl.edge_first = e0;
+            tmpl.edge_count = lx->s->n_edges - e0;
+        } else {
+            tmpl.scope = PFT_DOT_NODE;
+            tmpl.node = node_id;
+        }
+        return parse_attr_list(lx, &tmpl);
+    }
+    return 0;
+}
+
+static int parse_stmt_list(lexer_t *lx, int depth)
+{
+    for (;;) {
+        if (lx->oom)
+            return -1;
+        tok_t *t = peek(lx);
+        if (t->kind == T_RBRACE || t->kind == T_EOF)
+            return 0;
+        if (t->kind == T_SEMI || t->kind == T_COMMA) {
+            next(lx);
+            continue;
+        }
+        if (parse_stmt(lx, depth))
+            return -1;
+    }
+}
+
+static int parse_graphs(lexer_t *lx)
+{
+    pft_dotscan_t *s = lx->s;
+    while (peek(lx)->kind != T_EOF) {
+        if (is_kw(peek(lx), "strict"))
+            next(lx);
+        tok_t kw = next(lx);
+        if (!is_kw(&kw, "graph") && !is_kw(&kw, "digraph"))
+            return -1;
+        s->n_graphs++;
+        if (s->n_graphs == 1)
+            s->header_line = kw.line;
+        else if (s->n_graphs == 2)
+            s->second_line = kw.line;
+        if (s->n_graphs > 1)
+            return 0; /* only the first graph is scanned */
+        if (peek(lx)->kind == T_ID)
+            next(lx);
+        if (next(lx).kind != T_LBRACE)
+            return -1;
+        if (parse_stmt_list(lx, 0))
+            return -1;
+        if (next(lx).kind != T_RBRACE)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- public ---- */
+
+int pft_dotscan_new(const char *text, size_t len, pft_dotscan_t **out)
+{
+    *out = NULL;
+    pft_dotscan_t *s = pft_calloc(1, sizeof *s);
+    if (!s)
+        return pft_err(PFT_ENOMEM, "scanning topology text: out of memory");
+    lexer_t lx = {.s = s, .p = text, .end = text + len, .line = 1};
+    if (lx.p < lx.end && *lx.p == '#')
+        while (lx.p < lx.end && *lx.p != '\n')
+            lx.p++;
+    (void)parse_graphs(&lx); /* where it stops, the records so far stand */
+    pft_free(lx.buf);
+    if (lx.oom) {
+        pft_dotscan_destroy(&s);
+        return pft_err(PFT_ENOMEM, "scanning topology text: out of memory");
+    }
+    *out = s;
+    return 0;
+}
+
+void pft_dotscan_destroy(pft_dotscan_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    pft_dotscan_t *s = *self_p;
+    for (size_t i = 0; i < s->n_pool; i++)
+        pft_free(s->pool[i]);
+    pft_free(s->pool);
+    pft_free(s->nodes);
+    pft_free(s->edges);
+    pft_free(s->attrs);
+    pft_free(s->occ);
+    pft_free(s);
+    *self_p = NULL;
+}
+
+int pft_dotscan_header_line(const pft_dotscan_t *self)
+{
+    return self->header_line;
+}
+
+size_t pft_dotscan_graph_count(const pft_dotscan_t *self)
+{
+    return self->n_graphs;
+}
+
+int pft_dotscan_second_graph_line(const pft_dotscan_t *self)
+{
+    return self->second_line;
+}
+
+int pft_dotscan_node_line(const pft_dotscan_t *self, const char *id)
+{
+    for (size_t i = 0; i < self->n_nodes; i++)
+        if (strcmp(self->nodes[i].id, id) == 0)
+            return self->nodes[i].line;
+    return 0;
+}
+
+int pft_dotscan_edge_line(const pft_dotscan_t *self, const char *tail, const char *head, size_t nth)
+{
+    for (size_t i = 0; i < self->n_edges; i++)
+        if (strcmp(self->edges[i].tail, tail) == 0 && strcmp(self->edges[i].head, head) == 0 && nth-- == 0)
+            return self->edges[i].line;
+    return 0;
+}
+
+int pft_dotscan_edge(const pft_dotscan_t *self, size_t i, const char **tail, const char **head)
+{
+    if (i >= self->n_edges)
+        return 0;
+    *tail = self->edges[i].tail;
+    *head = self->edges[i].head;
+    return self->edges[i].line;
+}
+
+size_t pft_dotscan_attr_count(const pft_dotscan_t *self)
+{
+    return self->n_attrs;
+}
+
+const pft_dotscan_attr_t *pft_dotscan_attr(const pft_dotscan_t *self, size_t i)
+{
+    return i < self->n_attrs ? &self->attrs[i] : NULL;
+}
+
+int pft_dotscan_node_attr_line(const pft_dotscan_t *self, const char *id, const char *name)
+{
+    int def = 0;
+    for (size_t i = 0; i < self->n_attrs; i++) {
+        const pft_dotscan_attr_t *a = &self->attrs[i];
+        if (a->scope != PFT_DOT_NODE || strcmp(a->name, name) != 0)
+            continue;
+        if (a->node && strcmp(a->node, id) == 0)
+            return a->line;
+        if (a->is_default && !def)
+            def = a->line;
+    }
+    return def;
+}
+
+int pft_dotscan_edge_attr_line(const pft_dotscan_t *self, const char *tail, const char *head,
+                               const char *name)
+{
+    int def = 0;
+    for (size_t i = 0; i < self->n_attrs; i++) {
+        const pft_dotscan_attr_t *a = &self->attrs[i];
+        if (a->scope != PFT_DOT_EDGE || strcmp(a->name, name) != 0)
+            continue;
+        for (size_t e = a->edge_first; e < a->edge_first + a->edge_count && e < self->n_edges; e++)
+            if (strcmp(self->edges[e].tail, tail) == 0 && strcmp(self->edges[e].head, head) == 0)
+                return a->line;
+        if (a->is_default && !def)
+            def = a->line;
+    }
+    return def;
+}
+
+int pft_dotscan_graph_attr_line(const pft_dotscan_t *self, const char *name)
+{
+    for (size_t i = 0; i < self->n_attrs; i++) {
+        const pft_dotscan_attr_t *a = &self->attrs[i];
+        if (a->scope == PFT_DOT_GRAPH && !a->in_subgraph && strcmp(a->name, name) == 0)
+            return a->line;
+    }
+    return 0;
+}

@@ -1,0 +1,161 @@
+/* pft_topo: a topology file (Graphviz DOT) -> validated graph, effective per-node settings and the run's
+ * plan. */
+#ifndef PFT_TOPO_H
+#define PFT_TOPO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pft_gmm.h"  /* pft_cov_t */
+#include "pft_plan.h" /* kinds, roles, hand-offs, stages */
+
+/* A topology is a `digraph` parsed with libcgraph. Graph attributes are run-wide settings, node
+ * attributes a node's endpoint, data and overrides, each edge a hand-off (DESIGN.md §6). The
+ * attributes are a table (pft_topo_attr.h; `pftnet check --attributes` prints it). Graphviz layout
+ * attributes (label, shape, color, …) are accepted and ignored, so the file renders with `dot -Tsvg`.
+ * Relative paths resolve against the topology file's folder; after loading every path is absolute.
+ * Errors name the file, the line (found by a pre-scan of the text), the node or edge and the fault.
+ * libcgraph keeps global state: load, set and write topologies from one thread at a time. */
+
+typedef struct pft_topo_t pft_topo_t;
+
+/* Load flags. */
+enum {
+    /* Do not check that data files exist (the dataset folder, node train/labels/test files);
+     * for a launcher that creates them after validating, or a check without the data. */
+    PFT_TOPO_SKIP_DATA_CHECK = 1u << 0,
+    /* Require what a node process needs of every node: an endpoint and train/labels files,
+     * also in a simulation (pftnode loads the launcher's resolved copy with this flag). */
+    PFT_TOPO_REQUIRE_RESOLVED = 1u << 1,
+};
+
+typedef enum { PFT_TOPO_FP16 = 0, PFT_TOPO_FP32 = 1 } pft_topo_dtype_t;
+typedef enum { PFT_TOPO_PREP_NONE = 0, PFT_TOPO_PREP_L2 = 1, PFT_TOPO_PREP_SQRT_L2 = 2 } pft_topo_prep_t;
+/* What a node does when a predecessor's bundle has not arrived by the deadline. */
+typedef enum { PFT_TOPO_MISSING_PROCEED = 0, PFT_TOPO_MISSING_FAIL = 1 } pft_topo_missing_t;
+/* Simulation partitions; the values equal node/pft_partition.h's pft_part_kind_t. */
+typedef enum {
+    PFT_TOPO_PART_IID = 0,
+    PFT_TOPO_PART_DIRICHLET = 1,
+    PFT_TOPO_PART_LABELS = 2,
+    PFT_TOPO_PART_DOMAIN = 3,
+} pft_topo_part_t;
+
+/* Run-wide settings (graph attributes), defaults applied. Strings are owned by the topology. */
+typedef struct {
+    const char *name;              /* graph name; NULL for an anonymous graph */
+    const char *run;               /* run id: attribute run, else the graph name, else the file name stem */
+    int k;                         /* GMM components per class, default for nodes */
+    pft_cov_t cov;                 /* covariance family, default for nodes */
+    int samples;                   /* simulation: training rows per node (0: all of its share), default */
+    uint64_t seed;                 /* run seed */
+    pft_topo_dtype_t dtype;        /* parameter encoding on the wire */
+    pft_topo_prep_t prep;          /* feature preprocessing, identical on every node */
+    double deadline;               /* seconds a node waits for all its predecessors (edges may override) */
+    double send_deadline;          /* seconds a sender retries one hand-off (edges may override) */
+    pft_topo_missing_t on_missing; /* policy when a predecessor never arrives */
+    int max_iter;                  /* EM iterations at most */
+    double tol;                    /* EM convergence tolerance */
+    double reg_covar;              /* added to covariance diagonals */
+    int n_init;                    /* EM restarts */
+    double head_c;                 /* head: inverse L2 strength (scikit-learn's C) */
+    int max_bundle_mb;             /* largest bundle a node accepts, MiB */
+    const char *dataset;           /* simulation: absolute dataset folder; NULL: every node brings its data */
+    const char *partition;         /* simulation: partition text as written ("iid" by default) */
+    pft_topo_part_t part_kind;     /* parsed partition */
+    double part_beta;              /* dirichlet:<beta> */
+    int part_ranges;               /* labels:<r>|<r>|…: number of ranges (0: nodes give classes) */
+    int port_base;                 /* first TCP port of auto-assigned endpoints; 0: none */
+    const char *start_id;          /* ring start node id; NULL unless a ring */
+    size_t start;                  /* its node index; SIZE_MAX unless a ring */
+} pft_topo_run_t;
+
+/* One node: identity, effective settings (graph defaults + node overrides) and its place in the plan. */
+typedef struct {
+    const char *id;  /* node id: letters, digits, '_', '-', '.' (not first), at most 64 */
+    size_t index;    /* position in file order (order of first appearance) */
+    int line;        /* line of first appearance; 0 if unknown */
+    pft_role_t role; /* role in the plan */
+    const char
+        *endpoint;      /* ZeroMQ endpoint (tcp://host:port, ipc://path, inproc://name); NULL: not yet set */
+    const char *train;  /* absolute path of the training features .npy; NULL: not given */
+    const char *labels; /* training labels .npy */
+    const char *test;   /* test features .npy; NULL: not given (test and test_labels go together) */
+    const char *test_labels; /* test labels .npy */
+    int k;                   /* effective GMM components per class */
+    pft_cov_t cov;           /* effective covariance family */
+    int samples;             /* simulation: effective rows for this node (0: all of its share) */
+    int domain;              /* simulation, partition=domain: domain id; -1: none */
+    const char *classes;     /* simulation, partition=labels: class set ("0-3", "0,2,5"); NULL: none */
+    size_t n_preds;          /* primary predecessors (node indices, ascending) */
+    const size_t *preds;
+    size_t n_succs; /* primary successors */
+    const size_t *succs;
+    size_t n_fallbacks; /* fallback successors: used only when the primary stays unreachable */
+    const size_t *fallbacks;
+    size_t n_fallback_preds; /* nodes that name this one as their fallback */
+    const size_t *fallback_preds;
+    size_t n_stages; /* what the node does, in order (pft_plan.h) */
+    const pft_stage_t *stages;
+} pft_topo_node_t;
+
+/* One edge (primary or fallback). */
+typedef struct {
+    size_t tail, head;    /* node indices */
+    int line;             /* line where written; 0 if unknown */
+    int fallback;         /* 1: used only if tail's primary successor stays unreachable past send_deadline */
+    double deadline;      /* effective: seconds head waits for this bundle (edge, else graph deadline) */
+    double send_deadline; /* effective: seconds tail retries this hand-off */
+} pft_topo_edge_t;
+
+/* Reads and validates the topology at path (flags: PFT_TOPO_*). On success *out is new.
+ * Errors: PFT_EIO (cannot read), PFT_EFORMAT (not DOT / not text), PFT_ETOPO (invalid topology:
+ * the message names file, line, node or edge and the fault), PFT_ENOMEM. *out stays NULL on error. */
+int pft_topo_load(const char *path, unsigned flags, pft_topo_t **out);
+
+/* Frees *self_p and sets it to NULL; safe on NULL and twice. */
+void pft_topo_destroy(pft_topo_t **self_p);
+
+/* The path as given to pft_topo_load, and the absolute folder relative paths resolve against. */
+const char *pft_topo_path(const pft_topo_t *self);
+const char *pft_topo_dir(const pft_topo_t *self);
+
+pft_kind_t pft_topo_kind(const pft_topo_t *self);
+const pft_topo_run_t *pft_topo_run(const pft_topo_t *self);
+/* 1 if the topology is a simulation (graph attribute dataset). */
+int pft_topo_is_simulation(const pft_topo_t *self);
+
+size_t pft_topo_node_count(const pft_topo_t *self);
+/* Node i in file order (i < count), or NULL. */
+const pft_topo_node_t *pft_topo_node(const pft_topo_t *self, size_t i);
+/* Node by id, or NULL. */
+const pft_topo_node_t *pft_topo_find(const pft_topo_t *self, const char *id);
+
+/* Primary predecessors / successors of node i as node indices; returns the count. */
+size_t pft_topo_preds(const pft_topo_t *self, size_t i, const size_t **out);
+size_t pft_topo_succs(const pft_topo_t *self, size_t i, const size_t **out);
+
+/* Edges in file order (primary and fallback), and the edge tail -> head (either kind) or NULL. */
+size_t pft_topo_edge_count(const pft_topo_t *self);
+const pft_topo_edge_t *pft_topo_edge(const pft_topo_t *self, size_t i);
+const pft_topo_edge_t *pft_topo_edge_find(const pft_topo_t *self, size_t tail, size_t head);
+
+/* Processing order (topological for chain/dag; start, … for a ring); returns n. */
+size_t pft_topo_order(const pft_topo_t *self, const size_t **out);
+/* The run's hand-offs in order; returns their number (2n-2 for a ring). */
+size_t pft_topo_handoffs(const pft_topo_t *self, const pft_handoff_t **out);
+
+/* Sets (value non-empty) or clears (value NULL or "") attribute name on node id or on the graph,
+ * then validates the whole topology again. The attribute must be in the table for that scope, or a
+ * Graphviz layout attribute. Relative paths resolve against pft_topo_dir(). On error the topology
+ * is unchanged and PFT_EINVAL / PFT_ETOPO / PFT_ENOMEM is returned with a message.
+ * On success every pointer obtained from this topology before (nodes, edges, run, hand-offs) is stale. */
+int pft_topo_set_node_attr(pft_topo_t *self, const char *id, const char *name, const char *value);
+int pft_topo_set_graph_attr(pft_topo_t *self, const char *name, const char *value);
+
+/* Writes the resolved topology as DOT to path (atomically: a temporary file, then rename): data paths
+ * absolute, auto-assigned endpoints written out, layout attributes kept, comments dropped.
+ * It loads back to the same settings. PFT_EIO with a message on failure. */
+int pft_topo_write(const pft_topo_t *self, const char *path);
+
+#endif

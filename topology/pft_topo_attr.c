@@ -1,0 +1,589 @@
+/* pft_topo_attr: the declarative table of topology attributes, Graphviz layout names, and value parsers. */
+#include "pft_topo_attr.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define G PFT_SCOPE_GRAPH
+#define N PFT_SCOPE_NODE
+#define E PFT_SCOPE_EDGE
+#define GO(f) ((long)offsetof(pft_topo_run_t, f))
+#define NO(f) ((long)offsetof(pft_topo_node_t, f))
+#define EO(f) ((long)offsetof(pft_topo_edge_t, f))
+#define NONE (-1L)
+
+#define MAX_TEXT 4096 /* longest attribute value accepted (paths included) */
+
+/* Enum names; the index is the stored value. */
+static const char *const s_cov[] = {"full", "diag", "spher", NULL};
+static const char *const s_dtype[] = {"fp16", "fp32", NULL};
+static const char *const s_prep[] = {"none", "l2", "sqrt-l2", NULL};
+static const char *const s_missing[] = {"proceed", "fail", NULL};
+
+_Static_assert(PFT_COV_FULL == 0 && PFT_COV_DIAG == 1 && PFT_COV_SPHER == 2, "s_cov order");
+_Static_assert(PFT_TOPO_FP16 == 0 && PFT_TOPO_FP32 == 1, "s_dtype order");
+_Static_assert(PFT_TOPO_PREP_NONE == 0 && PFT_TOPO_PREP_L2 == 1 && PFT_TOPO_PREP_SQRT_L2 == 2,
+               "s_prep order");
+_Static_assert(PFT_TOPO_MISSING_PROCEED == 0 && PFT_TOPO_MISSING_FAIL == 1, "s_missing order");
+_Static_assert(sizeof(pft_cov_t) == sizeof(int) && sizeof(pft_topo_dtype_t) == sizeof(int) &&
+                   sizeof(pft_topo_prep_t) == sizeof(int) && sizeof(pft_topo_missing_t) == sizeof(int),
+               "enums are stored as int");
+
+/* clang-format off */
+static const pft_topo_attr_t s_table[] = {
+    /* run-wide */
+    {"run", G, PFT_ATTR_NAME, NULL, 0, 0, NULL,
+     "run id carried in every bundle (default: the graph name, else the file name)", GO(run), NONE, NONE},
+    {"k", G | N, PFT_ATTR_INT, "10", 1, 1024, NULL,
+     "GMM components per class", GO(k), NO(k), NONE},
+    {"cov", G | N, PFT_ATTR_ENUM, "diag", 0, 0, s_cov,
+     "covariance family of the GMMs", GO(cov), NO(cov), NONE},
+    {"seed", G, PFT_ATTR_U64, "0", 0, 0, NULL,
+     "run seed (k-means++ initialisation, sampling, partitions)", GO(seed), NONE, NONE},
+    {"dtype", G, PFT_ATTR_ENUM, "fp16", 0, 0, s_dtype,
+     "encoding of GMM parameters on the wire", GO(dtype), NONE, NONE},
+    {"prep", G, PFT_ATTR_ENUM, "l2", 0, 0, s_prep,
+     "feature preprocessing, applied identically on every node before anything else", GO(prep), NONE, NONE},
+    {"start", G, PFT_ATTR_NAME, NULL, 0, 0, NULL,
+     "ring only: id of the node that begins the first lap", GO(start_id), NONE, NONE},
+    {"deadline", G | E, PFT_ATTR_REAL, "600", 0.001, 1e7, NULL,
+     "seconds a node waits for its predecessors' bundles (on an edge: for that one)", GO(deadline), NONE,
+     EO(deadline)},
+    {"send_deadline", G | E, PFT_ATTR_REAL, "300", 0.001, 1e7, NULL,
+     "seconds a sender retries one hand-off until it is acknowledged", GO(send_deadline), NONE,
+     EO(send_deadline)},
+    {"on_missing", G, PFT_ATTR_ENUM, "proceed", 0, 0, s_missing,
+     "a predecessor missing at the deadline: proceed with what arrived (recorded) or fail", GO(on_missing),
+     NONE, NONE},
+    {"max_iter", G, PFT_ATTR_INT, "100", 1, 100000, NULL,
+     "EM iterations at most", GO(max_iter), NONE, NONE},
+    {"tol", G, PFT_ATTR_REAL, "1e-3", 0, 1, NULL,
+     "EM stops when the mean log-likelihood changes less than this (0: always max_iter)", GO(tol), NONE, NONE},
+    {"reg_covar", G, PFT_ATTR_REAL, "1e-6", 0, 1, NULL,
+     "added to every covariance diagonal", GO(reg_covar), NONE, NONE},
+    {"n_init", G, PFT_ATTR_INT, "1", 1, 1000, NULL,
+     "EM restarts, the best is kept", GO(n_init), NONE, NONE},
+    {"head_c", G, PFT_ATTR_REAL, "1", 1e-12, 1e12, NULL,
+     "head: inverse L2 regularisation strength (scikit-learn's C)", GO(head_c), NONE, NONE},
+    {"max_bundle_mb", G, PFT_ATTR_INT, "512", 1, 65536, NULL,
+     "largest bundle a node accepts, MiB", GO(max_bundle_mb), NONE, NONE},
+    {"port_base", G, PFT_ATTR_INT, NULL, 1024, 65535, NULL,
+     "nodes without endpoint get tcp://127.0.0.1:<port_base + node index>", GO(port_base), NONE, NONE},
+    /* simulation */
+    {"dataset", G, PFT_ATTR_PATH, NULL, 0, 0, NULL,
+     "simulation: folder with train_x/train_y/test_x/test_y.npy (and train_domain/test_domain.npy)",
+     GO(dataset), NONE, NONE},
+    {"partition", G, PFT_ATTR_PARTITION, "iid", 0, 0, NULL,
+     "simulation: iid | dirichlet:<beta> | labels:<classes>|<classes>|... (i-th for node i) | labels | domain",
+     GO(partition), NONE, NONE},
+    {"samples", G | N, PFT_ATTR_INT, "0", 0, 1000000000, NULL,
+     "simulation: training rows drawn for a node from its share (0: all of it)", GO(samples), NO(samples),
+     NONE},
+    {"domain", N, PFT_ATTR_INT, NULL, 0, 65535, NULL,
+     "simulation, partition=domain: the node's domain id", NONE, NO(domain), NONE},
+    {"classes", N, PFT_ATTR_CLASSES, NULL, 0, 0, NULL,
+     "simulation, partition=labels: the node's classes, e.g. 0-3 or 0,2,5", NONE, NO(classes), NONE},
+    /* node */
+    {"endpoint", N, PFT_ATTR_ENDPOINT, NULL, 0, 0, NULL,
+     "ZeroMQ endpoint the node binds and its predecessors connect to", NONE, NO(endpoint), NONE},
+    {"train", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
+     "training features .npy (float32, n x d)", NONE, NO(train), NONE},
+    {"labels", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
+     "training labels .npy (int32, n)", NONE, NO(labels), NONE},
+    {"test", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
+     "test features .npy (optional; with test_labels)", NONE, NO(test), NONE},
+    {"test_labels", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
+     "test labels .npy (with test)", NONE, NO(test_labels), NONE},
+    /* edge */
+    {"fallback", E, PFT_ATTR_BOOL, "false", 0, 0, NULL,
+     "true: used only when the tail's primary successor stays unreachable past send_deadline", NONE, NONE,
+     EO(fallback)},
+};
+
+/* Graphviz attributes that only affect drawing; accepted and ignored where Graphviz allows them. */
+static const struct {
+    const char *name;
+    unsigned scopes;
+} s_layout[] = {
+    {"label", G | N | E}, {"xlabel", N | E}, {"shape", N}, {"color", G | N | E}, {"fillcolor", G | N | E},
+    {"fontcolor", G | N | E}, {"fontname", G | N | E}, {"fontsize", G | N | E}, {"style", G | N | E},
+    {"pos", N | E}, {"rankdir", G}, {"width", N}, {"height", N}, {"penwidth", G | N | E}, {"splines", G},
+    {"layout", G}, {"tooltip", G | N | E}, {"URL", G | N | E}, {"href", G | N | E}, {"target", G | N | E},
+    {"id", G | N | E}, {"class", G | N | E}, {"comment", G | N | E}, {"bgcolor", G}, {"margin", G | N},
+    {"pad", G}, {"nodesep", G}, {"ranksep", G}, {"rank", G}, {"size", G}, {"ratio", G}, {"dpi", G},
+    {"concentrate", G}, {"compound", G}, {"newrank", G}, {"ordering", G | N}, {"center", G},
+    {"labelloc", G | N}, {"labeljust", G}, {"pencolor", G}, {"peripheries", G | N}, {"outputorder", G},
+    {"forcelabels", G}, {"overlap", G}, {"sep", G}, {"esep", G}, {"landscape", G}, {"rotate", G},
+    {"pack", G}, {"packmode", G}, {"charset", G}, {"stylesheet", G}, {"bb", G}, {"lp", G | E},
+    {"lwidth", G}, {"lheight", G}, {"fixedsize", N}, {"group", N}, {"image", N}, {"imagescale", N},
+    {"orientation", G | N}, {"regular", N}, {"sides", N}, {"skew", N}, {"distortion", N},
+    {"gradientangle", G | N}, {"nojustify", G | N}, {"xlp", N | E}, {"pin", N}, {"sortv", G | N},
+    {"layer", N | E}, {"layers", G}, {"arrowhead", E}, {"arrowtail", E}, {"arrowsize", E}, {"dir", E},
+    {"constraint", E}, {"weight", E}, {"minlen", E}, {"len", E}, {"headlabel", E}, {"taillabel", E},
+    {"labelfontsize", E}, {"labelfontcolor", E}, {"labelfontname", E}, {"labelangle", E},
+    {"labeldistance", E}, {"labelfloat", E}, {"headport", E}, {"tailport", E}, {"head_lp", E},
+    {"tail_lp", E}, {"decorate", E}, {"samehead", E}, {"sametail", E}, {"lhead", E}, {"ltail", E},
+    {"headclip", E}, {"tailclip", E}, {"headURL", E}, {"tailURL", E}, {"edgeURL", E}, {"labelURL", E},
+    {"headtooltip", E}, {"tailtooltip", E}, {"edgetooltip", E}, {"labeltooltip", E},
+};
+/* clang-format on */
+
+#define COUNT(a) (sizeof(a) / sizeof *(a))
+
+const pft_topo_attr_t *pft_topo_attr_table(size_t *n)
+{
+    *n = COUNT(s_table);
+    return s_table;
+}
+
+const pft_topo_attr_t *pft_topo_attr_find(const char *name)
+{
+    for (size_t i = 0; i < COUNT(s_table); i++)
+        if (strcmp(s_table[i].name, name) == 0)
+            return &s_table[i];
+    return NULL;
+}
+
+int pft_topo_attr_is_layout(const char *name, unsigned scope)
+{
+    if (name[0] == '_') /* xdot drawing operations (_draw_, _ldraw_, …) written by `dot -Txdot` */
+        return 1;
+    for (size_t i = 0; i < COUNT(s_layout); i++)
+        if (strcmp(s_layout[i].name, name) == 0)
+            return (s_layout[i].scopes & scope) != 0;
+    return 0;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 62 || lb > 62)
+        return SIZE_MAX;
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t sub = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            size_t best = sub < up + 1 ? sub : up + 1;
+            row[j] = best < row[j - 1] + 1 ? best : row[j - 1] + 1;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *pft_topo_attr_suggest(const char *name)
+{
+    const char *best = NULL;
+    size_t best_d = 3, len = strlen(name);
+    for (size_t i = 0; i < COUNT(s_table) + COUNT(s_layout); i++) {
+        const char *c = i < COUNT(s_table) ? s_table[i].name : s_layout[i - COUNT(s_table)].name;
+        size_t d = edit_distance(name, c);
+        if (d < best_d && d < len) {
+            best_d = d;
+            best = c;
+        }
+    }
+    return best;
+}
+
+const char *pft_topo_attr_scope_name(unsigned scopes)
+{
+    static const char *const names[8] = {"none", "graph",       "node",       "graph, node",
+                                         "edge", "graph, edge", "node, edge", "graph, node, edge"};
+    return names[scopes & 7u];
+}
+
+const char *pft_topo_attr_type_name(pft_attr_type_t type)
+{
+    static const char *const names[] = {"string", "name", "int",      "uint64",    "real",   "enum",
+                                        "bool",   "path", "endpoint", "partition", "classes"};
+    return (unsigned)type < COUNT(names) ? names[type] : "?";
+}
+
+void pft_topo_attr_values_text(const pft_topo_attr_t *a, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    switch (a->type) {
+    case PFT_ATTR_INT:
+        snprintf(buf, cap, "%.0f..%.0f", a->min, a->max);
+        break;
+    case PFT_ATTR_REAL:
+        snprintf(buf, cap, "%g..%g", a->min, a->max);
+        break;
+    case PFT_ATTR_ENUM:
+        for (const char *const *c = a->choices; *c && used < cap; c++) {
+            int w = snprintf(buf + used, cap - used, "%s%s", c == a->choices ? "" : "|", *c);
+            used += w > 0 ? (size_t)w : 0;
+        }
+        break;
+    case PFT_ATTR_BOOL:
+        snprintf(buf, cap, "true|false");
+        break;
+    case PFT_ATTR_U64:
+        snprintf(buf, cap, "0..18446744073709551615");
+        break;
+    case PFT_ATTR_NAME:
+        snprintf(buf, cap, "[A-Za-z0-9_.-]{1,64}");
+        break;
+    case PFT_ATTR_PATH:
+        snprintf(buf, cap, "path");
+        break;
+    case PFT_ATTR_ENDPOINT:
+        snprintf(buf, cap, "tcp://HOST:PORT|ipc://PATH|inproc://NAME");
+        break;
+    case PFT_ATTR_PARTITION:
+        snprintf(buf, cap, "iid|dirichlet:B|labels[:C|C|...]|domain");
+        break;
+    case PFT_ATTR_CLASSES:
+        snprintf(buf, cap, "e.g. 0-3 or 0,2,5");
+        break;
+    case PFT_ATTR_STRING:
+        snprintf(buf, cap, "text");
+        break;
+    }
+}
+
+/* ---- value checks ---- */
+
+int pft_topo_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 64 || s[0] == '.' || s[0] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-' && s[i] != '.')
+            return 0;
+    return 1;
+}
+
+int pft_topo_classes_check(const char *text)
+{
+    const char *p = text;
+    int any = 0;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            return pft_err(PFT_EINVAL, "class set '%s': expected a class number at '%s'", text, p);
+        char *end;
+        long a = strtol(p, &end, 10), b = a;
+        p = end;
+        if (*p == '-') {
+            p++;
+            if (!isdigit((unsigned char)*p))
+                return pft_err(PFT_EINVAL, "class set '%s': a range without an end", text);
+            b = strtol(p, &end, 10);
+            p = end;
+        }
+        if (a > 65535 || b > 65535)
+            return pft_err(PFT_EINVAL, "class set '%s': class numbers go up to 65535", text);
+        if (a > b)
+            return pft_err(PFT_EINVAL, "class set '%s': range %ld-%ld runs backwards", text, a, b);
+        any = 1;
+        while (*p == ' ')
+            p++;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return pft_err(PFT_EINVAL, "class set '%s': unexpected '%c' (use 0-3 or 0,2,5)", text, *p);
+    }
+    if (!any)
+        return pft_err(PFT_EINVAL, "class set '%s' is empty", text);
+    return 0;
+}
+
+int pft_topo_partition_range(const char *text, int i, char *buf, size_t cap)
+{
+    if (strncmp(text, "labels:", 7) != 0)
+        return PFT_EINVAL;
+    const char *p = text + 7;
+    for (int k = 0; k < i; k++) {
+        p = strchr(p, '|');
+        if (!p)
+            return PFT_EINVAL;
+        p++;
+    }
+    const char *e = strchr(p, '|');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n >= cap)
+        return PFT_EINVAL;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return 0;
+}
+
+int pft_topo_partition_parse(const char *text, pft_topo_part_t *kind, double *beta, int *n_ranges)
+{
+    *beta = 0;
+    *n_ranges = 0;
+    if (strcmp(text, "iid") == 0) {
+        *kind = PFT_TOPO_PART_IID;
+        return 0;
+    }
+    if (strcmp(text, "domain") == 0) {
+        *kind = PFT_TOPO_PART_DOMAIN;
+        return 0;
+    }
+    if (strncmp(text, "dirichlet:", 10) == 0) {
+        char *end = NULL;
+        errno = 0;
+        double b = strtod(text + 10, &end);
+        if (errno || end == text + 10 || *end || !isfinite(b) || !(b > 0))
+            return pft_err(PFT_EINVAL, "partition '%s': the Dirichlet beta must be a positive number", text);
+        *kind = PFT_TOPO_PART_DIRICHLET;
+        *beta = b;
+        return 0;
+    }
+    if (strcmp(text, "labels") == 0) {
+        *kind = PFT_TOPO_PART_LABELS;
+        return 0;
+    }
+    if (strncmp(text, "labels:", 7) == 0) {
+        char range[256];
+        int n = 1;
+        for (const char *p = text + 7; *p; p++)
+            n += *p == '|';
+        for (int i = 0; i < n; i++) {
+            if (pft_topo_partition_range(text, i, range, sizeof range))
+                return pft_err(PFT_EINVAL, "partition '%s': range %d is too long", text, i + 1);
+            int rc = pft_topo_classes_check(range);
+            if (rc)
+                return pft_err_wrap(rc, "partition '%s', range %d", text, i + 1);
+        }
+        *kind = PFT_TOPO_PART_LABELS;
+        *n_ranges = n;
+        return 0;
+    }
+    return pft_err(
+        PFT_EINVAL,
+        "partition '%s': expected iid, dirichlet:<beta>, labels:<classes>|<classes>|..., labels or "
+        "domain",
+        text);
+}
+
+int pft_topo_endpoint_check(const char *s)
+{
+    if (strncmp(s, "tcp://", 6) == 0) {
+        const char *host = s + 6, *colon = strrchr(host, ':');
+        if (!colon || colon == host)
+            return pft_err(PFT_EINVAL, "endpoint '%s': expected tcp://HOST:PORT", s);
+        if (colon - host == 1 && host[0] == '*')
+            return pft_err(PFT_EINVAL,
+                           "endpoint '%s': '*' is for binding only; peers connect to it, so name a host", s);
+        char *end;
+        errno = 0;
+        long port = strtol(colon + 1, &end, 10);
+        if (errno || end == colon + 1 || *end || port < 1 || port > 65535)
+            return pft_err(PFT_EINVAL, "endpoint '%s': the port must be 1..65535", s);
+        for (const char *p = host; p < colon; p++)
+            if (isspace((unsigned char)*p) || *p == '/')
+                return pft_err(PFT_EINVAL, "endpoint '%s': bad host name", s);
+        return 0;
+    }
+    if (strncmp(s, "ipc://", 6) == 0) {
+        size_t n = strlen(s + 6);
+        if (n == 0 || n > 107) /* sun_path holds 108 bytes */
+            return pft_err(PFT_EINVAL, "endpoint '%s': an ipc path needs 1..107 characters", s);
+        return 0;
+    }
+    if (strncmp(s, "inproc://", 9) == 0) {
+        if (!s[9])
+            return pft_err(PFT_EINVAL, "endpoint '%s': an inproc name is empty", s);
+        return 0;
+    }
+    return pft_err(PFT_EINVAL, "endpoint '%s': expected tcp://HOST:PORT, ipc://PATH or inproc://NAME", s);
+}
+
+/* Joins base and rel ("/a/b" + "../c/./d" -> "/a/c/d"), folding "." and ".." lexically. */
+static char *path_resolve(const char *base, const char *rel)
+{
+    size_t lb = rel[0] == '/' || !base ? 0 : strlen(base), lr = strlen(rel);
+    char *out = pft_alloc(lb + lr + 3);
+    if (!out)
+        return NULL;
+    size_t n = 0;
+    /* split the joined text into components and fold */
+    char *tmp = pft_alloc(lb + lr + 2);
+    if (!tmp) {
+        pft_free(out);
+        return NULL;
+    }
+    snprintf(tmp, lb + lr + 2, "%s%s%s", lb ? base : "", lb ? "/" : "", rel);
+    int absolute = tmp[0] == '/';
+    size_t depth = 0; /* components kept that ".." may remove */
+    char *save = NULL;
+    for (char *c = strtok_r(tmp, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (strcmp(c, ".") == 0)
+            continue;
+        if (strcmp(c, "..") == 0 && depth > 0) {
+            while (n > 0 && out[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--; /* the separator */
+            depth--;
+            continue;
+        }
+        if (strcmp(c, "..") == 0 && absolute)
+            continue; /* "/.." is "/" */
+        if (n > 0 || absolute)
+            out[n++] = '/';
+        size_t lc = strlen(c);
+        memcpy(out + n, c, lc);
+        n += lc;
+        if (strcmp(c, "..") != 0)
+            depth++;
+    }
+    if (n == 0)
+        out[n++] = absolute ? '/' : '.';
+    out[n] = '\0';
+    pft_free(tmp);
+    return out;
+}
+
+static int bool_parse(const char *s, int *out)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0)
+            return *out = 1, 0;
+        if (strcasecmp(s, no[i]) == 0)
+            return *out = 0, 0;
+    }
+    return -1;
+}
+
+static int store_text(void *dst, const char *text)
+{
+    char *c = pft_strdup(text);
+    if (!c)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    char **slot = dst;
+    pft_free(*slot);
+    *slot = c;
+    return 0;
+}
+
+int pft_topo_attr_parse(const pft_topo_attr_t *a, const char *text, const char *base_dir, void *dst)
+{
+    char vals[128];
+    char *end = NULL;
+    if (strlen(text) > MAX_TEXT)
+        return pft_err(PFT_EINVAL, "%s=%.32s...: longer than %d characters", a->name, text, MAX_TEXT);
+    switch (a->type) {
+    case PFT_ATTR_STRING:
+        return store_text(dst, text);
+    case PFT_ATTR_NAME:
+        if (!pft_topo_name_ok(text))
+            return pft_err(PFT_EINVAL,
+                           "%s=%s: expected 1..64 letters, digits, '_', '-' or '.' (not first '-' or '.')",
+                           a->name, text);
+        return store_text(dst, text);
+    case PFT_ATTR_INT: {
+        errno = 0;
+        long v = strtol(text, &end, 10);
+        if (errno == ERANGE || end == text || *end || isspace((unsigned char)text[0]))
+            return pft_err(PFT_EINVAL, "%s=%s: expected an integer in %.0f..%.0f", a->name, text, a->min,
+                           a->max);
+        if ((double)v < a->min || (double)v > a->max)
+            return pft_err(PFT_ERANGE, "%s=%s: out of range %.0f..%.0f", a->name, text, a->min, a->max);
+        *(int *)dst = (int)v;
+        return 0;
+    }
+    case PFT_ATTR_U64: {
+        errno = 0;
+        unsigned long long v = strtoull(text, &end, 10);
+        if (!isdigit((unsigned char)text[0]) || errno == ERANGE || *end)
+            return pft_err(PFT_EINVAL, "%s=%s: expected an unsigned integer below 2^64", a->name, text);
+        *(uint64_t *)dst = (uint64_t)v;
+        return 0;
+    }
+    case PFT_ATTR_REAL: {
+        errno = 0;
+        double v = strtod(text, &end);
+        if (errno == ERANGE || end == text || *end || !isfinite(v) || isspace((unsigned char)text[0]))
+            return pft_err(PFT_EINVAL, "%s=%s: expected a number in %g..%g", a->name, text, a->min, a->max);
+        if (v < a->min || v > a->max)
+            return pft_err(PFT_ERANGE, "%s=%s: out of range %g..%g", a->name, text, a->min, a->max);
+        *(double *)dst = v;
+        return 0;
+    }
+    case PFT_ATTR_ENUM:
+        for (int i = 0; a->choices[i]; i++)
+            if (strcmp(a->choices[i], text) == 0) {
+                *(int *)dst = i;
+                return 0;
+            }
+        pft_topo_attr_values_text(a, vals, sizeof vals);
+        return pft_err(PFT_EINVAL, "%s=%s: expected one of %s", a->name, text, vals);
+    case PFT_ATTR_BOOL:
+        if (bool_parse(text, dst))
+            return pft_err(PFT_EINVAL, "%s=%s: expected true or false", a->name, text);
+        return 0;
+    case PFT_ATTR_PATH: {
+        if (!text[0])
+            return pft_err(PFT_EINVAL, "%s: empty path", a->name);
+        char *p = path_resolve(base_dir, text);
+        if (!p)
+            return pft_err(PFT_ENOMEM, "out of memory");
+        if (strlen(p) >= PATH_MAX) {
+            pft_free(p);
+            return pft_err(PFT_EINVAL, "%s=%.32s...: path longer than %d", a->name, text, PATH_MAX);
+        }
+        char **slot = dst;
+        pft_free(*slot);
+        *slot = p;
+        return 0;
+    }
+    case PFT_ATTR_ENDPOINT: {
+        int rc = pft_topo_endpoint_check(text);
+        return rc ? rc : store_text(dst, text);
+    }
+    case PFT_ATTR_PARTITION: {
+        pft_topo_part_t kind;
+        double beta;
+        int n;
+        int rc = pft_topo_partition_parse(text, &kind, &beta, &n);
+        return rc ? rc : store_text(dst, text);
+    }
+    case PFT_ATTR_CLASSES: {
+        int rc = pft_topo_classes_check(text);
+        return rc ? pft_err_wrap(rc, "%s", a->name) : store_text(dst, text);
+    }
+    }
+    return pft_err(PFT_EINVAL, "%s: unknown attribute type", a->name);
+}
+
+void pft_topo_attr_free_value(const pft_topo_attr_t *a, void *dst)
+{
+    switch (a->type) {
+    case PFT_ATTR_STRING:
+    case PFT_ATTR_NAME:
+    case PFT_ATTR_PATH:
+    case PFT_ATTR_ENDPOINT:
+    case PFT_ATTR_PARTITION:
+    case PFT_ATTR_CLASSES: {
+        char **slot = dst;
+        PFT_FREE(*slot);
+        break;
+    }
+    default:
+        break;
+    }
+}

@@ -1,0 +1,154 @@
+/* pft_bundle: one node's outbound knowledge (per-class GMMs, counts, provenance) and its msgpack wire codec.
+ */
+#ifndef PFT_BUNDLE_H
+#define PFT_BUNDLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pft_gmm.h"
+
+/* Wire format: an envelope msgpack [ "PFTB", 1, payload: bin, signature: bin | nil ] whose payload is
+ * itself canonical msgpack (docs/WIRE.md gives the schema). The bundle id is BLAKE2b-256 of the payload
+ * bytes, and a signature covers exactly those bytes, so both survive forwarding unchanged. */
+#define PFT_BUNDLE_MAGIC "PFTB"
+#define PFT_BUNDLE_VERSION 1
+#define PFT_BUNDLE_ID_LEN 32                     /* bytes of a bundle id (BLAKE2b-256) */
+#define PFT_BUNDLE_MAX_NAME 64                   /* bytes of a run id or node id, at most */
+#define PFT_BUNDLE_MAX_SIG 256                   /* bytes of a signature, at most (Ed25519 uses 64) */
+#define PFT_BUNDLE_MAX_COUNT (UINT64_C(1) << 48) /* a sample count, at most */
+
+/* Parameter encoding on the wire (values are part of the wire format). Weights always travel as fp64. */
+typedef enum {
+    PFT_DTYPE_F16 = 0, /* IEEE binary16, the paper's encoding (default) */
+    PFT_DTYPE_F32 = 1, /* IEEE binary32 */
+} pft_dtype_t;
+
+/* Bundle flags (bits; values are part of the wire format; unknown bits are rejected on decode). */
+enum {
+    PFT_BUNDLE_COMPLETE = 1u << 0, /* holds every node's knowledge: forwarded unchanged, never refit */
+};
+#define PFT_BUNDLE_FLAGS_KNOWN 0x1u
+
+/* Decoder maxima, checked before anything is allocated. pft_bundle_limits_default() gives the values
+ * in brackets. */
+typedef struct {
+    size_t max_bytes;       /* whole message [256 MiB] */
+    uint32_t max_classes;   /* classes in a bundle [65536] */
+    uint32_t max_k;         /* components per class [1024] */
+    uint32_t max_d;         /* feature dimension [65536] */
+    uint32_t max_nodes;     /* provenance entries [4096] */
+    uint32_t max_parents;   /* parent bundle ids [4096] */
+    size_t max_objects;     /* msgpack objects in the payload (bounds the unpacker's memory) [2^21] */
+    size_t max_model_bytes; /* decoded GMM memory, estimated, summed over classes [4 GiB] */
+} pft_bundle_limits_t;
+
+void pft_bundle_limits_default(pft_bundle_limits_t *limits);
+
+typedef struct pft_bundle_t pft_bundle_t;
+
+/* A bundle with no classes. run_id and producer: 1..64 bytes, no control characters; d ≥ 1.
+ * NULL on failure (bad argument or out of memory; pft_errmsg() says which). */
+pft_bundle_t *pft_bundle_new(const char *run_id, const char *producer, pft_dtype_t dtype, int d);
+/* Frees *self_p (and the GMMs it owns) and sets it to NULL; safe on NULL and twice. */
+void pft_bundle_destroy(pft_bundle_t **self_p);
+
+/* Adds class `label` (≥ 0, not yet present) standing for n (1..PFT_BUNDLE_MAX_COUNT) real features,
+ * modelled by *gmm_p (dimension must be d). Takes ownership: on success *gmm_p is set to NULL; on error
+ * (PFT_EINVAL, PFT_ENOMEM) the bundle is unaltered and the caller keeps the GMM. Classes are kept
+ * sorted by label. */
+int pft_bundle_add_class(pft_bundle_t *self, int label, uint64_t n, pft_gmm_t **gmm_p);
+
+/* Provenance: the nodes whose real data the bundle contains, with per-class counts.
+ * Records that `node` contributed `count` (≥ 1) features of class `label`; adds to an existing count.
+ * PFT_EINVAL on a bad argument or overflow, PFT_ENOMEM. */
+int pft_bundle_prov_add(pft_bundle_t *self, const char *node, int label, uint64_t count);
+/* Set union of the provenance of `other` into self: a (node, label) already present with the same count
+ * is skipped (the same data reached us along two paths, e.g. a diamond), with a different count it is
+ * an error (PFT_EINVAL; self is then unaltered). PFT_ENOMEM. */
+int pft_bundle_prov_merge(pft_bundle_t *self, const pft_bundle_t *other);
+/* Number of provenance entries (distinct nodes, sorted by id) and their contents. */
+int pft_bundle_prov_n_nodes(const pft_bundle_t *self);
+const char *pft_bundle_prov_node(const pft_bundle_t *self, int i);
+/* Per-class counts of entry i: n_labels, then (label, count) pairs sorted by label. */
+int pft_bundle_prov_n_labels(const pft_bundle_t *self, int i);
+void pft_bundle_prov_entry(const pft_bundle_t *self, int i, int j, int *label, uint64_t *count);
+/* Count contributed by `node` to class `label` (0 when absent). */
+uint64_t pft_bundle_prov_count(const pft_bundle_t *self, const char *node, int label);
+/* 1 if `node` is in the provenance. */
+int pft_bundle_prov_contains(const pft_bundle_t *self, const char *node);
+
+/* Parent bundle ids (the inbound bundles this one was derived from), kept sorted, duplicates ignored.
+ * PFT_EINVAL past max 4096, PFT_ENOMEM. */
+int pft_bundle_add_parent(pft_bundle_t *self, const uint8_t id[PFT_BUNDLE_ID_LEN]);
+int pft_bundle_n_parents(const pft_bundle_t *self);
+const uint8_t *pft_bundle_parent(const pft_bundle_t *self, int i);
+
+/* Flags (PFT_BUNDLE_COMPLETE ...); PFT_EINVAL for unknown bits. */
+int pft_bundle_set_flags(pft_bundle_t *self, uint32_t flags);
+/* Signature over the payload bytes (outside the payload, so it does not change the id); len ≤ 256;
+ * sig NULL / len 0 removes it. PFT_EINVAL, PFT_ENOMEM. */
+int pft_bundle_set_signature(pft_bundle_t *self, const uint8_t *sig, size_t len);
+
+const char *pft_bundle_run_id(const pft_bundle_t *self);
+const char *pft_bundle_producer(const pft_bundle_t *self);
+uint32_t pft_bundle_flags(const pft_bundle_t *self);
+pft_dtype_t pft_bundle_dtype(const pft_bundle_t *self);
+int pft_bundle_dim(const pft_bundle_t *self);
+int pft_bundle_n_classes(const pft_bundle_t *self);
+int pft_bundle_class_label(const pft_bundle_t *self, int i);
+uint64_t pft_bundle_class_count(const pft_bundle_t *self, int i);
+const pft_gmm_t *pft_bundle_class_gmm(const pft_bundle_t *self, int i);
+/* Index of the class with this label, or -1. */
+int pft_bundle_find_class(const pft_bundle_t *self, int label);
+/* The signature (NULL and *len = 0 when unsigned). */
+const uint8_t *pft_bundle_signature(const pft_bundle_t *self, size_t *len);
+
+/* Canonical payload bytes (what the id hashes and a signature covers), in a new buffer the caller frees
+ * with pft_free. Deterministic: equal bundles give equal bytes. A decoded, unmodified bundle gives back
+ * exactly the payload it was decoded from. Checks before writing that every class's n equals the sum of
+ * its provenance counts and every provenance label has a class (PFT_EINVAL), and that every value fits
+ * the dtype (PFT_ERANGE: e.g. a mean beyond ±65504 in fp16; positive variances and Cholesky diagonals
+ * that would round to 0 are sent as the smallest positive subnormal instead). */
+int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *len);
+/* The whole wire message: envelope around the payload with the bundle's signature (or nil). Same errors;
+ * the caller frees *buf with pft_free. */
+int pft_bundle_encode(const pft_bundle_t *self, uint8_t **buf, size_t *len);
+/* Bundle id: BLAKE2b-256 of the payload bytes. Same errors as encode_payload. */
+int pft_bundle_id(const pft_bundle_t *self, uint8_t id[PFT_BUNDLE_ID_LEN]);
+
+/* Decodes and validates a wire message (limits NULL: defaults). Never trusts the bytes: on the first
+ * violation returns PFT_EFORMAT (structure, types, lengths), PFT_ERANGE (a maximum exceeded),
+ * PFT_ENUMERIC (a value: non-finite, negative weight, weights not summing to 1, variance or Cholesky
+ * diagonal not positive), PFT_EUNSUPPORTED (other envelope version) or PFT_ENOMEM, with a message naming
+ * the place, e.g. "class 3 (label 5): component 2: variance[17] = -0 is not positive"; *out is then
+ * NULL. On success *out is a new bundle (the caller destroys it). The signature is carried, not verified. */
+int pft_bundle_decode(const uint8_t *buf, size_t len, const pft_bundle_limits_t *limits, pft_bundle_t **out);
+
+/* Envelope only, no payload parsing: borrowed pointers into buf. limits NULL: defaults (max_bytes).
+ * PFT_EFORMAT / PFT_ERANGE / PFT_EUNSUPPORTED as for decode. */
+typedef struct {
+    const uint8_t *payload;
+    size_t payload_len;
+    const uint8_t *sig; /* NULL when the envelope carries nil */
+    size_t sig_len;
+} pft_envelope_t;
+int pft_envelope_parse(const uint8_t *buf, size_t len, const pft_bundle_limits_t *limits,
+                       pft_envelope_t *out);
+/* Wraps payload bytes (and an optional signature, len ≤ 256) in an envelope; the caller frees *buf with
+ * pft_free. PFT_EINVAL, PFT_ENOMEM. */
+int pft_envelope_pack(const uint8_t *payload, size_t payload_len, const uint8_t *sig, size_t sig_len,
+                      uint8_t **buf, size_t *len);
+
+/* BLAKE2b-256 of bytes (the bundle id of a payload). */
+void pft_bundle_hash(const uint8_t *payload, size_t len, uint8_t id[PFT_BUNDLE_ID_LEN]);
+/* Id of a wire message: parses the envelope (default limits) and hashes the payload; PFT_EFORMAT etc. */
+int pft_bundle_message_id(const uint8_t *msg, size_t len, uint8_t id[PFT_BUNDLE_ID_LEN]);
+/* Lower-case hex of an id into out[65]; returns out. */
+char *pft_bundle_id_hex(const uint8_t id[PFT_BUNDLE_ID_LEN], char out[2 * PFT_BUNDLE_ID_LEN + 1]);
+
+/* Bytes the paper's formula predicts for the parameters at the bundle's dtype width (2 or 4 bytes per
+ * number, pft_gmm_n_wire_params summed over classes); for comparing with the encoded size. */
+size_t pft_bundle_formula_bytes(const pft_bundle_t *self);
+
+#endif

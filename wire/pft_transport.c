@@ -1,0 +1,689 @@
+/* pft_transport: ROUTER inbound / DEALER-per-peer outbound over libzmq, ACK/NACK, backoff, duplicate ids. */
+#include "pft_transport.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <zmq.h>
+
+#include "pft_alloc.h"
+#include "pft_bundle.h"
+#include "pft_error.h"
+
+#define HDR_MAGIC "PFTM"
+#define HDR_VERSION 1
+#define HDR_LEN (4 + 1 + 1 + PFT_TRANSPORT_ID_LEN)
+#define T_BUNDLE 'B'
+#define T_ACK 'A'
+#define T_NACK 'N'
+#define MAX_REPLY 4096          /* outbound sockets never read more than this from a peer */
+#define MAX_PER_POLL 256        /* inbound messages handled per poll, so replies are not starved */
+#define SIZE_BYTES_PER_MS 50000 /* assumed throughput for the size-based first retry delay */
+
+typedef struct {
+    char name[PFT_BUNDLE_MAX_NAME + 1];
+    char *endpoint;
+    void *sock; /* DEALER */
+} peer_t;
+
+typedef struct {
+    int peer;
+    uint8_t id[PFT_TRANSPORT_ID_LEN];
+    zmq_msg_t body; /* open while pending */
+    size_t len;
+    int64_t deadline, next_attempt;
+    int interval, base_interval, max_interval;
+    int attempts;
+    pft_send_state_t state;
+    int rc;
+    char reason[PFT_TRANSPORT_MAX_REASON + 1];
+} send_t;
+
+struct pft_transport_t {
+    pft_transport_opts_t opts;
+    void *ctx;
+    int own_ctx;
+    void *router;
+    char endpoint[256];
+    pft_transport_on_message_fn on_message;
+    void *cb_ctx;
+    peer_t *peers;
+    int n_peers, cap_peers;
+    send_t *sends;
+    int n_sends, cap_sends;
+    int n_pending;
+    zmq_pollitem_t *items;                     /* router + one per peer */
+    uint8_t (*accepted)[PFT_TRANSPORT_ID_LEN]; /* ring of accepted ids */
+    int n_accepted, accepted_next;
+    pft_transport_stats_t stats;
+};
+
+void pft_transport_opts_default(pft_transport_opts_t *opts)
+{
+    memset(opts, 0, sizeof *opts);
+    opts->max_msg_size = (int64_t)256 << 20;
+    opts->rcvhwm = 64;
+    opts->sndhwm = 8;
+    opts->linger_ms = 1000;
+    opts->retry_initial_ms = 200;
+    opts->retry_max_ms = 5000;
+    opts->reconnect_ivl_ms = 100;
+    opts->max_remembered = 4096;
+}
+
+int64_t pft_transport_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *pft_send_state_name(pft_send_state_t state)
+{
+    switch (state) {
+    case PFT_SEND_PENDING:
+        return "pending";
+    case PFT_SEND_ACKED:
+        return "acked";
+    case PFT_SEND_REJECTED:
+        return "rejected";
+    case PFT_SEND_FAILED:
+        return "failed";
+    }
+    return "?";
+}
+
+static int zerr(int code, const char *what)
+{
+    return pft_err(code, "transport: %s: %s", what, zmq_strerror(zmq_errno()));
+}
+
+static int setopt_int(void *sock, int opt, int v, const char *what)
+{
+    if (zmq_setsockopt(sock, opt, &v, sizeof v) != 0)
+        return zerr(PFT_ENET, what);
+    return 0;
+}
+
+static int check_opts(const pft_transport_opts_t *o)
+{
+    if (o->curve_public_key || o->curve_secret_key)
+        return pft_err(PFT_EUNSUPPORTED, "transport: CURVE security is not implemented yet");
+    if (o->max_msg_size < 1 || o->rcvhwm < 1 || o->sndhwm < 1 || o->linger_ms < 0 ||
+        o->retry_initial_ms < 1 || o->retry_max_ms < o->retry_initial_ms || o->reconnect_ivl_ms < 1 ||
+        o->max_remembered < 1)
+        return pft_err(PFT_EINVAL,
+                       "transport: option out of range (sizes, high-water marks, delays must be >= 1, "
+                       "retry_max_ms >= retry_initial_ms)");
+    return 0;
+}
+
+pft_transport_t *pft_transport_new(const char *endpoint, const pft_transport_opts_t *opts,
+                                   pft_transport_on_message_fn on_message, void *ctx)
+{
+    pft_transport_opts_t def;
+    if (!opts) {
+        pft_transport_opts_default(&def);
+        opts = &def;
+    }
+    if (!endpoint || check_opts(opts)) {
+        if (!endpoint)
+            pft_err(PFT_EINVAL, "transport: NULL endpoint");
+        return NULL;
+    }
+    pft_transport_t *self = pft_calloc(1, sizeof *self);
+    if (!self) {
+        pft_err(PFT_ENOMEM, "transport: out of memory");
+        return NULL;
+    }
+    self->opts = *opts;
+    self->on_message = on_message;
+    self->cb_ctx = ctx;
+    self->accepted = pft_alloc_array((size_t)opts->max_remembered, PFT_TRANSPORT_ID_LEN);
+    self->items = pft_calloc(1, sizeof *self->items);
+    if (!self->accepted || !self->items) {
+        pft_err(PFT_ENOMEM, "transport: out of memory");
+        goto fail;
+    }
+    if (opts->zmq_context) {
+        self->ctx = opts->zmq_context;
+    } else {
+        self->ctx = zmq_ctx_new();
+        self->own_ctx = 1;
+        if (!self->ctx) {
+            zerr(PFT_ENET, "zmq_ctx_new");
+            goto fail;
+        }
+    }
+    self->router = zmq_socket(self->ctx, ZMQ_ROUTER);
+    if (!self->router) {
+        zerr(PFT_ENET, "zmq_socket(ROUTER)");
+        goto fail;
+    }
+    int64_t maxmsg = opts->max_msg_size;
+    if (zmq_setsockopt(self->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0) {
+        zerr(PFT_ENET, "ZMQ_MAXMSGSIZE");
+        goto fail;
+    }
+    if (setopt_int(self->router, ZMQ_RCVHWM, opts->rcvhwm, "ZMQ_RCVHWM") ||
+        setopt_int(self->router, ZMQ_SNDHWM, 1000, "ZMQ_SNDHWM") ||
+        setopt_int(self->router, ZMQ_LINGER, opts->linger_ms, "ZMQ_LINGER") ||
+        setopt_int(self->router, ZMQ_ROUTER_MANDATORY, 1, "ZMQ_ROUTER_MANDATORY"))
+        goto fail;
+    if (zmq_bind(self->router, endpoint) != 0) {
+        pft_err(PFT_ENET, "transport: cannot bind %s: %s", endpoint, zmq_strerror(zmq_errno()));
+        goto fail;
+    }
+    size_t elen = sizeof self->endpoint;
+    if (zmq_getsockopt(self->router, ZMQ_LAST_ENDPOINT, self->endpoint, &elen) != 0) {
+        zerr(PFT_ENET, "ZMQ_LAST_ENDPOINT");
+        goto fail;
+    }
+    self->endpoint[sizeof self->endpoint - 1] = '\0';
+    self->items[0] = (zmq_pollitem_t){.socket = self->router, .events = ZMQ_POLLIN};
+    return self;
+fail:
+    pft_transport_destroy(&self);
+    return NULL;
+}
+
+void pft_transport_destroy(pft_transport_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    pft_transport_t *self = *self_p;
+    for (int i = 0; i < self->n_sends; i++)
+        if (self->sends[i].state == PFT_SEND_PENDING)
+            zmq_msg_close(&self->sends[i].body);
+    pft_free(self->sends);
+    for (int i = 0; i < self->n_peers; i++) {
+        if (self->peers[i].sock)
+            zmq_close(self->peers[i].sock);
+        pft_free(self->peers[i].endpoint);
+    }
+    pft_free(self->peers);
+    if (self->router)
+        zmq_close(self->router);
+    if (self->own_ctx && self->ctx)
+        zmq_ctx_term(self->ctx);
+    pft_free(self->items);
+    pft_free(self->accepted);
+    pft_free(self);
+    *self_p = NULL;
+}
+
+const char *pft_transport_endpoint(const pft_transport_t *self)
+{
+    return self->endpoint;
+}
+
+static int find_peer(const pft_transport_t *self, const char *name)
+{
+    for (int i = 0; i < self->n_peers; i++)
+        if (strcmp(self->peers[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *endpoint,
+                           const uint8_t *server_public_key)
+{
+    if (!name || !endpoint || strlen(name) < 1 || strlen(name) > PFT_BUNDLE_MAX_NAME)
+        return pft_err(PFT_EINVAL, "transport: peer name must be 1..%d bytes", PFT_BUNDLE_MAX_NAME);
+    if (server_public_key)
+        return pft_err(PFT_EUNSUPPORTED, "transport: peer '%s': CURVE security is not implemented yet", name);
+    if (find_peer(self, name) >= 0)
+        return pft_err(PFT_EINVAL, "transport: peer '%s' added twice", name);
+    if (self->n_peers == self->cap_peers) {
+        int nc = self->cap_peers ? 2 * self->cap_peers : 4;
+        peer_t *p = pft_realloc(self->peers, (size_t)nc * sizeof *p);
+        if (!p)
+            return pft_err(PFT_ENOMEM, "transport: out of memory");
+        self->peers = p;
+        zmq_pollitem_t *it = pft_realloc(self->items, (size_t)(nc + 1) * sizeof *it);
+        if (!it)
+            return pft_err(PFT_ENOMEM, "transport: out of memory");
+        self->items = it;
+        self->cap_peers = nc;
+    }
+    peer_t *p = &self->peers[self->n_peers];
+    memset(p, 0, sizeof *p);
+    int rc = PFT_ENET;
+    p->endpoint = pft_strdup(endpoint);
+    if (!p->endpoint) {
+        rc = pft_err(PFT_ENOMEM, "transport: out of memory");
+        goto fail;
+    }
+    p->sock = zmq_socket(self->ctx, ZMQ_DEALER);
+    if (!p->sock) {
+        rc = zerr(PFT_ENET, "zmq_socket(DEALER)");
+        goto fail;
+    }
+    int64_t maxreply = MAX_REPLY;
+    if (zmq_setsockopt(p->sock, ZMQ_MAXMSGSIZE, &maxreply, sizeof maxreply) != 0) {
+        rc = zerr(PFT_ENET, "ZMQ_MAXMSGSIZE");
+        goto fail;
+    }
+    /* IMMEDIATE: queue only on a completed connection, so a peer that is down costs a retry, not a pile of
+     * copies delivered at once when it comes up. LINGER 0: an unacknowledged send has failed anyway. */
+    if ((rc = setopt_int(p->sock, ZMQ_IMMEDIATE, 1, "ZMQ_IMMEDIATE")) ||
+        (rc = setopt_int(p->sock, ZMQ_SNDHWM, self->opts.sndhwm, "ZMQ_SNDHWM")) ||
+        (rc = setopt_int(p->sock, ZMQ_RCVHWM, 1000, "ZMQ_RCVHWM")) ||
+        (rc = setopt_int(p->sock, ZMQ_LINGER, 0, "ZMQ_LINGER")) ||
+        (rc = setopt_int(p->sock, ZMQ_RECONNECT_IVL, self->opts.reconnect_ivl_ms, "ZMQ_RECONNECT_IVL")) ||
+        (rc = setopt_int(p->sock, ZMQ_RECONNECT_IVL_MAX, 10 * self->opts.reconnect_ivl_ms,
+                         "ZMQ_RECONNECT_IVL_MAX")))
+        goto fail;
+    if (zmq_connect(p->sock, endpoint) != 0) {
+        rc = pft_err(zmq_errno() == EINVAL || zmq_errno() == EPROTONOSUPPORT ? PFT_EINVAL : PFT_ENET,
+                     "transport: peer '%s': cannot connect to %s: %s", name, endpoint,
+                     zmq_strerror(zmq_errno()));
+        goto fail;
+    }
+    memcpy(p->name, name, strlen(name) + 1);
+    self->items[1 + self->n_peers] = (zmq_pollitem_t){.socket = p->sock, .events = ZMQ_POLLIN};
+    self->n_peers++;
+    return 0;
+fail:
+    if (p->sock)
+        zmq_close(p->sock);
+    pft_free(p->endpoint);
+    memset(p, 0, sizeof *p);
+    return rc;
+}
+
+static int id_of(const pft_transport_t *self, const uint8_t *buf, size_t len,
+                 uint8_t id[PFT_TRANSPORT_ID_LEN])
+{
+    return self->opts.id_fn ? self->opts.id_fn(buf, len, id) : pft_bundle_message_id(buf, len, id);
+}
+
+int pft_transport_send(pft_transport_t *self, const char *peer, const uint8_t *bytes, size_t len,
+                       const uint8_t id[PFT_TRANSPORT_ID_LEN], int64_t deadline_ms)
+{
+    int pi = peer ? find_peer(self, peer) : -1;
+    if (pi < 0)
+        return pft_err(PFT_EINVAL, "transport: unknown peer '%s'", peer ? peer : "(null)");
+    if (!bytes || len == 0)
+        return pft_err(PFT_EINVAL, "transport: empty message for peer '%s'", peer);
+    if ((uint64_t)len > (uint64_t)self->opts.max_msg_size)
+        return pft_err(PFT_ERANGE, "transport: message of %zu bytes for peer '%s' exceeds max_msg_size %lld",
+                       len, peer, (long long)self->opts.max_msg_size);
+    if (self->n_sends == INT32_MAX)
+        return pft_err(PFT_ERANGE, "transport: too many sends");
+    uint8_t computed[PFT_TRANSPORT_ID_LEN];
+    if (!id) {
+        int rc = id_of(self, bytes, len, computed);
+        if (rc)
+            return pft_err_wrap(rc, "transport: send to '%s'", peer);
+        id = computed;
+    }
+    if (self->n_sends == self->cap_sends) {
+        int nc = self->cap_sends ? 2 * self->cap_sends : 8;
+        send_t *s = pft_realloc(self->sends, (size_t)nc * sizeof *s);
+        if (!s)
+            return pft_err(PFT_ENOMEM, "transport: out of memory");
+        self->sends = s;
+        self->cap_sends = nc;
+    }
+    send_t *s = &self->sends[self->n_sends];
+    memset(s, 0, sizeof *s);
+    if (zmq_msg_init_size(&s->body, len) != 0)
+        return pft_err(PFT_ENOMEM, "transport: out of memory for a %zu-byte message", len);
+    memcpy(zmq_msg_data(&s->body), bytes, len);
+    s->peer = pi;
+    memcpy(s->id, id, PFT_TRANSPORT_ID_LEN);
+    s->len = len;
+    s->deadline = deadline_ms;
+    s->next_attempt = pft_transport_now_ms();
+    int64_t base = self->opts.retry_initial_ms + (int64_t)(len / SIZE_BYTES_PER_MS);
+    s->base_interval = base > INT32_MAX / 4 ? INT32_MAX / 4 : (int)base;
+    s->interval = s->base_interval;
+    s->max_interval = s->base_interval > self->opts.retry_max_ms ? s->base_interval : self->opts.retry_max_ms;
+    s->state = PFT_SEND_PENDING;
+    self->n_pending++;
+    return self->n_sends++;
+}
+
+static void make_header(uint8_t hdr[HDR_LEN], char type, const uint8_t id[PFT_TRANSPORT_ID_LEN])
+{
+    memcpy(hdr, HDR_MAGIC, 4);
+    hdr[4] = HDR_VERSION;
+    hdr[5] = (uint8_t)type;
+    memcpy(hdr + 6, id, PFT_TRANSPORT_ID_LEN);
+}
+
+/* Returns the type of a valid header, or 0. */
+static char parse_header(const zmq_msg_t *m, uint8_t id[PFT_TRANSPORT_ID_LEN])
+{
+    if (zmq_msg_size((zmq_msg_t *)m) != HDR_LEN)
+        return 0;
+    const uint8_t *h = zmq_msg_data((zmq_msg_t *)m);
+    if (memcmp(h, HDR_MAGIC, 4) != 0 || h[4] != HDR_VERSION)
+        return 0;
+    memcpy(id, h + 6, PFT_TRANSPORT_ID_LEN);
+    return (char)h[5];
+}
+
+static void finish(pft_transport_t *self, send_t *s, pft_send_state_t state, int rc, const char *reason)
+{
+    s->state = state;
+    s->rc = rc;
+    snprintf(s->reason, sizeof s->reason, "%s", reason ? reason : "");
+    zmq_msg_close(&s->body);
+    self->n_pending--;
+    if (state == PFT_SEND_ACKED)
+        self->stats.acked++;
+    else if (state == PFT_SEND_REJECTED)
+        self->stats.rejected_by_peer++;
+    else
+        self->stats.failed++;
+}
+
+/* One transmission of s; 1 if it went out, 0 if libzmq could not take it now (no connection, HWM). */
+static int transmit(pft_transport_t *self, send_t *s)
+{
+    void *sock = self->peers[s->peer].sock;
+    uint8_t hdr[HDR_LEN];
+    make_header(hdr, T_BUNDLE, s->id);
+    if (zmq_send(sock, hdr, HDR_LEN, ZMQ_SNDMORE | ZMQ_DONTWAIT) != HDR_LEN)
+        return 0;
+    zmq_msg_t copy;
+    zmq_msg_init(&copy);
+    zmq_msg_copy(&copy, &s->body); /* shares the buffer (reference counted) */
+    if (zmq_msg_send(&copy, sock, ZMQ_DONTWAIT) < 0) {
+        /* Cannot happen once the first part was accepted (libzmq sends multipart messages atomically). */
+        zmq_msg_close(&copy);
+        return 0;
+    }
+    return 1;
+}
+
+/* Due transmissions and expiries. */
+static void run_timers(pft_transport_t *self)
+{
+    int64_t now = pft_transport_now_ms();
+    for (int i = 0; i < self->n_sends; i++) {
+        send_t *s = &self->sends[i];
+        if (s->state != PFT_SEND_PENDING)
+            continue;
+        if (s->deadline > 0 && now >= s->deadline) {
+            char why[2 * PFT_TRANSPORT_MAX_REASON + 128];
+            snprintf(why, sizeof why,
+                     "no acknowledgement from peer '%s' (%s) before the deadline, %d transmissions%s%s",
+                     self->peers[s->peer].name, self->peers[s->peer].endpoint, s->attempts,
+                     s->reason[0] ? "; last: " : "", s->reason);
+            finish(self, s, PFT_SEND_FAILED, PFT_ETIMEOUT, why);
+            continue;
+        }
+        if (now < s->next_attempt)
+            continue;
+        if (transmit(self, s)) {
+            if (s->attempts > 0)
+                self->stats.retries++;
+            s->attempts++;
+            self->stats.transmissions++;
+            self->stats.bytes_sent += s->len;
+            s->next_attempt = now + s->interval;
+            s->interval = s->interval > s->max_interval / 2 ? s->max_interval : 2 * s->interval;
+        } else {
+            s->next_attempt = now + self->opts.retry_initial_ms; /* not connected yet: try again soon */
+        }
+    }
+}
+
+/* Milliseconds until the next timer (transmission or deadline), or -1 if none. */
+static int64_t next_timer(const pft_transport_t *self)
+{
+    int64_t now = pft_transport_now_ms(), best = -1;
+    for (int i = 0; i < self->n_sends; i++) {
+        const send_t *s = &self->sends[i];
+        if (s->state != PFT_SEND_PENDING)
+            continue;
+        int64_t t = s->next_attempt;
+        if (s->deadline > 0 && s->deadline < t)
+            t = s->deadline;
+        int64_t dt = t > now ? t - now : 0;
+        if (best < 0 || dt < best)
+            best = dt;
+    }
+    return best;
+}
+
+static int is_accepted(const pft_transport_t *self, const uint8_t id[PFT_TRANSPORT_ID_LEN])
+{
+    for (int i = 0; i < self->n_accepted; i++)
+        if (memcmp(self->accepted[i], id, PFT_TRANSPORT_ID_LEN) == 0)
+            return 1;
+    return 0;
+}
+
+static void remember(pft_transport_t *self, const uint8_t id[PFT_TRANSPORT_ID_LEN])
+{
+    memcpy(self->accepted[self->accepted_next], id, PFT_TRANSPORT_ID_LEN);
+    self->accepted_next = (self->accepted_next + 1) % self->opts.max_remembered;
+    if (self->n_accepted < self->opts.max_remembered)
+        self->n_accepted++;
+}
+
+static int is_transient(int code)
+{
+    return code == PFT_ENOMEM || code == PFT_EIO || code == PFT_EINTR || code == PFT_ETIMEOUT;
+}
+
+/* Replies to the sender identified by the routing frame. Failures (peer gone, HWM) are ignored: the
+ * sender retransmits and gets the reply then. */
+static void reply(pft_transport_t *self, zmq_msg_t *identity, char type,
+                  const uint8_t id[PFT_TRANSPORT_ID_LEN], int code, const char *reason)
+{
+    uint8_t hdr[HDR_LEN];
+    make_header(hdr, type, id);
+    zmq_msg_t ident;
+    zmq_msg_init(&ident);
+    zmq_msg_copy(&ident, identity);
+    if (zmq_msg_send(&ident, self->router, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&ident);
+        return;
+    }
+    if (type != T_NACK) {
+        zmq_send(self->router, hdr, HDR_LEN, ZMQ_DONTWAIT);
+        return;
+    }
+    uint8_t body[4 + PFT_TRANSPORT_MAX_REASON];
+    uint32_t c = (uint32_t)(int32_t)code;
+    for (int i = 0; i < 4; i++)
+        body[i] = (uint8_t)(c >> (24 - 8 * i));
+    size_t rl = strlen(reason);
+    if (rl > PFT_TRANSPORT_MAX_REASON)
+        rl = PFT_TRANSPORT_MAX_REASON;
+    memcpy(body + 4, reason, rl);
+    zmq_send(self->router, hdr, HDR_LEN, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    zmq_send(self->router, body, 4 + rl, ZMQ_DONTWAIT);
+}
+
+/* Handles one well-formed bundle message. */
+static void on_bundle(pft_transport_t *self, zmq_msg_t *identity, const uint8_t hid[PFT_TRANSPORT_ID_LEN],
+                      zmq_msg_t *body)
+{
+    const uint8_t *buf = zmq_msg_data(body);
+    size_t len = zmq_msg_size(body);
+    self->stats.received++;
+    self->stats.bytes_received += len;
+    if (is_accepted(self, hid)) {
+        /* Seen and stored before: re-ACK only. A forged body under a known id gains nothing but this ACK. */
+        self->stats.duplicates++;
+        reply(self, identity, T_ACK, hid, 0, "");
+        return;
+    }
+    uint8_t id[PFT_TRANSPORT_ID_LEN];
+    char reason[PFT_TRANSPORT_MAX_REASON + 1] = "";
+    int rc = id_of(self, buf, len, id);
+    if (rc) {
+        snprintf(reason, sizeof reason, "%s", pft_errmsg());
+    } else if (memcmp(id, hid, PFT_TRANSPORT_ID_LEN) != 0) {
+        rc = PFT_EFORMAT;
+        snprintf(reason, sizeof reason, "transport: the id in the header does not match the message");
+    } else if (!self->on_message) {
+        rc = PFT_EUNSUPPORTED;
+        snprintf(reason, sizeof reason, "transport: this node accepts no inbound messages");
+    } else {
+        rc = self->on_message(self->cb_ctx, buf, len, reason, sizeof reason);
+        reason[sizeof reason - 1] = '\0';
+        if (rc > 0)
+            rc = PFT_EINVAL; /* a callback bug: refuse rather than ACK */
+    }
+    if (rc == 0) {
+        remember(self, hid);
+        self->stats.accepted++;
+        reply(self, identity, T_ACK, hid, 0, "");
+        return;
+    }
+    if (!reason[0])
+        snprintf(reason, sizeof reason, "%s", pft_strerror(rc));
+    self->stats.rejected++;
+    reply(self, identity, T_NACK, hid, rc, reason);
+}
+
+/* Reads one whole multipart message from sock into parts[0..max) (extra parts are read and dropped);
+ * returns the number of parts (> max: malformed), 0 if nothing was waiting, -1 on error. */
+static int recv_parts(void *sock, zmq_msg_t *parts, int max)
+{
+    int n = 0, more = 1;
+    while (more) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, sock, n == 0 ? ZMQ_DONTWAIT : 0) < 0) {
+            zmq_msg_close(&m);
+            for (int i = 0; i < n && i < max; i++)
+                zmq_msg_close(&parts[i]);
+            return n == 0 && zmq_errno() == EAGAIN ? 0 : -1;
+        }
+        more = zmq_msg_more(&m);
+        if (n < max)
+            parts[n] = m;
+        else
+            zmq_msg_close(&m);
+        n++;
+    }
+    return n;
+}
+
+static void close_parts(zmq_msg_t *parts, int n, int max)
+{
+    for (int i = 0; i < n && i < max; i++)
+        zmq_msg_close(&parts[i]);
+}
+
+static void handle_inbound(pft_transport_t *self)
+{
+    for (int k = 0; k < MAX_PER_POLL; k++) {
+        zmq_msg_t parts[3];
+        int n = recv_parts(self->router, parts, 3);
+        if (n <= 0)
+            return;
+        uint8_t id[PFT_TRANSPORT_ID_LEN];
+        if (n == 3 && parse_header(&parts[1], id) == T_BUNDLE && zmq_msg_size(&parts[2]) > 0)
+            on_bundle(self, &parts[0], id, &parts[2]);
+        else
+            self->stats.malformed++; /* no reply: we cannot trust what it says it is */
+        close_parts(parts, n, 3);
+    }
+}
+
+static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[PFT_TRANSPORT_ID_LEN],
+                     int code, const char *reason)
+{
+    for (int i = 0; i < self->n_sends; i++) {
+        send_t *s = &self->sends[i];
+        if (s->state != PFT_SEND_PENDING || s->peer != pi || memcmp(s->id, id, PFT_TRANSPORT_ID_LEN) != 0)
+            continue;
+        if (type == T_ACK) {
+            finish(self, s, PFT_SEND_ACKED, 0, "");
+        } else if (is_transient(code)) {
+            snprintf(s->reason, sizeof s->reason, "%s", reason);
+        } else {
+            finish(self, s, PFT_SEND_REJECTED, code, reason);
+        }
+    }
+}
+
+static void handle_replies(pft_transport_t *self, int pi)
+{
+    for (int k = 0; k < MAX_PER_POLL; k++) {
+        zmq_msg_t parts[2];
+        int n = recv_parts(self->peers[pi].sock, parts, 2);
+        if (n <= 0)
+            return;
+        uint8_t id[PFT_TRANSPORT_ID_LEN];
+        char type = n <= 2 ? parse_header(&parts[0], id) : 0;
+        if (type == T_ACK && n == 1) {
+            on_reply(self, pi, T_ACK, id, 0, "");
+        } else if (type == T_NACK && n == 2 && zmq_msg_size(&parts[1]) >= 4 &&
+                   zmq_msg_size(&parts[1]) <= 4 + PFT_TRANSPORT_MAX_REASON) {
+            const uint8_t *b = zmq_msg_data(&parts[1]);
+            int32_t code =
+                (int32_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);
+            char reason[PFT_TRANSPORT_MAX_REASON + 1];
+            size_t rl = zmq_msg_size(&parts[1]) - 4;
+            memcpy(reason, b + 4, rl);
+            reason[rl] = '\0';
+            for (size_t i = 0; i < rl; i++) /* a peer's text goes into our logs: keep it printable */
+                if ((unsigned char)reason[i] < 0x20 || reason[i] == 0x7f)
+                    reason[i] = '?';
+            if (code >= 0 || code < -1000)
+                code = PFT_EREJECT;
+            on_reply(self, pi, T_NACK, id, code, reason);
+        } else {
+            self->stats.malformed++;
+        }
+        close_parts(parts, n, 2);
+    }
+}
+
+int pft_transport_poll(pft_transport_t *self, int timeout_ms)
+{
+    run_timers(self);
+    int64_t next = next_timer(self);
+    long wait = timeout_ms;
+    if (next >= 0 && (wait < 0 || next < wait))
+        wait = (long)next;
+    int n_items = 1 + self->n_peers;
+    for (int i = 0; i < n_items; i++)
+        self->items[i].revents = 0;
+    int rc = zmq_poll(self->items, n_items, wait);
+    if (rc < 0) {
+        if (zmq_errno() == EINTR)
+            return pft_err(PFT_EINTR, "transport: poll interrupted");
+        return zerr(PFT_ENET, "zmq_poll");
+    }
+    if (self->items[0].revents & ZMQ_POLLIN)
+        handle_inbound(self);
+    for (int i = 0; i < self->n_peers; i++)
+        if (self->items[1 + i].revents & ZMQ_POLLIN)
+            handle_replies(self, i);
+    run_timers(self);
+    return 0;
+}
+
+int pft_transport_send_state(const pft_transport_t *self, int handle, int *rc, const char **reason)
+{
+    if (handle < 0 || handle >= self->n_sends)
+        return pft_err(PFT_EINVAL, "transport: unknown send handle %d", handle);
+    const send_t *s = &self->sends[handle];
+    if (rc)
+        *rc = s->rc;
+    if (reason)
+        *reason = s->reason;
+    return (int)s->state;
+}
+
+int pft_transport_pending(const pft_transport_t *self)
+{
+    return self->n_pending;
+}
+
+void pft_transport_stats(const pft_transport_t *self, pft_transport_stats_t *stats)
+{
+    *stats = self->stats;
+}

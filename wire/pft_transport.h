@@ -1,0 +1,127 @@
+/* pft_transport: ZeroMQ hand-off of bundles with acknowledgement, retry with backoff, and duplicate dropping.
+ */
+#ifndef PFT_TRANSPORT_H
+#define PFT_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One object per node, single-threaded: the node calls pft_transport_poll() in its loop; no threads of
+ * our own (libzmq runs its I/O thread). One inbound ROUTER socket bound at the node's endpoint; one
+ * outbound DEALER per peer, connected at once (peers may start in any order; libzmq reconnects).
+ *
+ * A hand-off: the sender sends [header("PFTM", 1, 'B', id), body]; the receiver checks the header,
+ * re-ACKs an id it has accepted before (without calling the callback), otherwise checks that the id
+ * matches the body (id function), hands the body to the callback and replies ACK (callback returned 0)
+ * or NACK(code, reason). The sender retransmits with exponential backoff until ACK, NACK or deadline.
+ * docs/WIRE.md describes the frames. */
+
+#define PFT_TRANSPORT_ID_LEN 32
+#define PFT_TRANSPORT_MAX_REASON 255 /* bytes of a NACK reason, at most */
+
+/* Computes the 32-byte id of a message body; 0 or a negative pft_err_t (message set). */
+typedef int (*pft_transport_id_fn)(const uint8_t *buf, size_t len, uint8_t id[PFT_TRANSPORT_ID_LEN]);
+
+/* Inbound callback: returns 0 when the message was accepted and stored (the transport then ACKs and
+ * remembers the id), or a negative pft_err_t with a reason written to reason[reason_len] (NUL-terminated;
+ * left empty, pft_strerror(code) is sent). PFT_ENOMEM, PFT_EIO, PFT_EINTR and PFT_ETIMEOUT are
+ * transient: the sender keeps retrying; any other code rejects the message for good. The buffer is
+ * valid only during the call. */
+typedef int (*pft_transport_on_message_fn)(void *ctx, const uint8_t *buf, size_t len, char *reason,
+                                           size_t reason_len);
+
+/* Options; pft_transport_opts_default() gives the values in brackets. */
+typedef struct {
+    int64_t max_msg_size;      /* ZMQ_MAXMSGSIZE of the inbound socket, bytes per frame [256 MiB]; a peer
+                                  sending more is disconnected by libzmq and the message never reaches us */
+    int rcvhwm;                /* inbound high-water mark, messages per peer connection [64] */
+    int sndhwm;                /* outbound high-water mark per peer [8] */
+    int linger_ms;             /* how long destroy() waits to flush ACKs already queued [1000] */
+    int retry_initial_ms;      /* first retransmission delay [200]; grows by size: + len / 50 kB per ms */
+    int retry_max_ms;          /* cap of the doubling delay [5000] (at least the size-based first delay) */
+    int reconnect_ivl_ms;      /* ZMQ_RECONNECT_IVL of outbound sockets [100] */
+    int max_remembered;        /* accepted ids remembered for duplicate detection, oldest forgotten [4096] */
+    pft_transport_id_fn id_fn; /* id of a body; NULL: pft_bundle_message_id (BLAKE2b-256 of the bundle
+                                  payload inside the envelope, i.e. the bundle id) */
+    void *zmq_context;         /* borrowed libzmq context (e.g. to share inproc://); NULL: one of our own */
+    /* CURVE (reserved for the security issue; NULL = plain text; anything else gives PFT_EUNSUPPORTED for
+     * now): this node's long-term keypair (32 bytes each); the ROUTER becomes a CURVE server with a ZAP
+     * handler admitting the public keys the node allows, each DEALER a CURVE client. */
+    const uint8_t *curve_public_key;
+    const uint8_t *curve_secret_key;
+} pft_transport_opts_t;
+
+void pft_transport_opts_default(pft_transport_opts_t *opts);
+
+typedef struct pft_transport_t pft_transport_t;
+
+/* Binds the inbound socket at endpoint (e.g. "tcp://127.0.0.1:5555", "tcp://127.0.0.1:*" for a free port;
+ * pft_transport_endpoint() then tells which). on_message may be NULL for a send-only node (inbound
+ * messages are then NACKed). opts NULL: defaults. NULL on failure (pft_errmsg() says why: bad option,
+ * bind failed (address in use), CURVE requested, out of memory). */
+pft_transport_t *pft_transport_new(const char *endpoint, const pft_transport_opts_t *opts,
+                                   pft_transport_on_message_fn on_message, void *ctx);
+/* Closes the sockets (waiting at most linger_ms for queued ACKs), frees, sets *self_p NULL; safe twice.
+ * Pending sends are abandoned. */
+void pft_transport_destroy(pft_transport_t **self_p);
+
+/* The bound endpoint as libzmq reports it (ZMQ_LAST_ENDPOINT), e.g. "tcp://127.0.0.1:41234". */
+const char *pft_transport_endpoint(const pft_transport_t *self);
+
+/* Connects an outbound socket to a peer named name (1..64 bytes, unique). server_public_key: the peer's
+ * CURVE key (32 bytes) or NULL for plain text (non-NULL: PFT_EUNSUPPORTED for now). The peer need not be
+ * up yet. PFT_EINVAL (bad/duplicate name, bad endpoint), PFT_ENET, PFT_ENOMEM. */
+int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *endpoint,
+                           const uint8_t *server_public_key);
+
+/* Milliseconds of a monotonic clock, the time base of deadlines. */
+int64_t pft_transport_now_ms(void);
+
+/* Queues bytes (copied) for peer; poll() transmits them. id: the id the receiver will compute with its id
+ * function (NULL: computed here with ours). deadline_ms: absolute pft_transport_now_ms() time after which
+ * an unacknowledged send fails with PFT_ETIMEOUT; 0 = no deadline. Returns a send handle ≥ 0, or
+ * PFT_EINVAL (unknown peer, empty message), PFT_ERANGE (larger than max_msg_size), PFT_ENOMEM, or the id
+ * function's error. */
+int pft_transport_send(pft_transport_t *self, const char *peer, const uint8_t *bytes, size_t len,
+                       const uint8_t id[PFT_TRANSPORT_ID_LEN], int64_t deadline_ms);
+
+/* Services everything once: due (re)transmissions and expiries, then waits up to timeout_ms (< 0: until
+ * something happens or a retransmission is due) for inbound bundles and replies and handles all that
+ * arrived. 0, or PFT_EINTR (a signal interrupted the wait), PFT_ENET. */
+int pft_transport_poll(pft_transport_t *self, int timeout_ms);
+
+typedef enum {
+    PFT_SEND_PENDING = 0,  /* not acknowledged yet; being (re)transmitted */
+    PFT_SEND_ACKED = 1,    /* the receiver validated and stored it */
+    PFT_SEND_REJECTED = 2, /* the receiver refused it (NACK); not retried */
+    PFT_SEND_FAILED = 3,   /* deadline passed without acknowledgement (PFT_ETIMEOUT) */
+} pft_send_state_t;
+
+/* "pending", "acked", "rejected", "failed". */
+const char *pft_send_state_name(pft_send_state_t state);
+
+/* State of a send; rc (may be NULL) gets 0, the receiver's code (rejected) or PFT_ETIMEOUT (failed);
+ * reason (may be NULL) a borrowed message ("" when none; for pending, the last transient NACK if any).
+ * PFT_EINVAL for an unknown handle (returned as the state's int value is never negative). */
+int pft_transport_send_state(const pft_transport_t *self, int handle, int *rc, const char **reason);
+/* Sends still pending. */
+int pft_transport_pending(const pft_transport_t *self);
+
+/* Counters since new(). Bytes count message bodies only (no frame headers, ACKs or NACKs). */
+typedef struct {
+    uint64_t bytes_sent;     /* body bytes handed to libzmq, every transmission (retries included) */
+    uint64_t bytes_received; /* body bytes of every well-formed inbound bundle message (duplicates and
+                                rejected ones included) */
+    uint64_t transmissions;  /* bundle messages handed to libzmq (first tries + retries) */
+    uint64_t retries;        /* transmissions beyond the first of a send */
+    uint64_t acked, rejected_by_peer, failed; /* sends that ended so */
+    uint64_t received;                        /* well-formed inbound bundle messages */
+    uint64_t accepted;                        /* ... that the callback accepted */
+    uint64_t duplicates;                      /* ... re-ACKed without calling the callback */
+    uint64_t rejected;                        /* ... NACKed (callback refused, id mismatch, no callback) */
+    uint64_t malformed;                       /* inbound messages or replies dropped as malformed */
+} pft_transport_stats_t;
+
+void pft_transport_stats(const pft_transport_t *self, pft_transport_stats_t *stats);
+
+#endif
