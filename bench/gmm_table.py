@@ -14,6 +14,12 @@ def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
+def fmt_iters(v):
+    if v is None:
+        return "-"
+    return str(int(v)) if float(v).is_integer() else "%.1f" % v
+
+
 def main(path):
     groups = {}
     order = []
@@ -29,6 +35,7 @@ def main(path):
                 order.append(key)
             g = groups[key]
             r = e["result"]
+            r["idle_before"] = e.get("idle_before", -1)
             best = g.get(e["row"])
             if best is not None:
                 if abs(best["avg_loglik"] - r["avg_loglik"]) > 1e-6 * max(1.0, abs(r["avg_loglik"])):
@@ -52,28 +59,38 @@ def main(path):
         print(hdr)
         print("-" * len(hdr))
         for row, r in g.items():
-            secs = r.get("seconds_adjusted", r["seconds"]) if row.endswith("(forced N)") else r["seconds"]
+            forced = row.endswith("(forced N)")
+            secs = r.get("seconds_adjusted", r["seconds"]) if forced else r["seconds"]
+            cpu = r.get("cpu_seconds_adjusted", r.get("cpu_seconds")) if forced else r.get("cpu_seconds")
+            cpu_s = fmt(cpu, ".2f")
+            if cpu is None and r.get("process_cpu_seconds") is not None:
+                cpu_s = fmt(r["process_cpu_seconds"], ".2f") + "*"
             ratio = dll = None
             if ref is not None and row != "pftnet":
                 ratio = secs / ref["seconds"] if ref["seconds"] > 0 else None
                 dll = r["avg_loglik"] - ref["avg_loglik"]
-            iters = str(r.get("iters", "-"))
+            iters = fmt_iters(r.get("iters"))
             if r.get("iters_min") is not None and r["iters_min"] != r.get("iters"):
-                iters = "%s-%s" % (r["iters_min"], r["iters"])
-            print("%-30s %9s %9s %14s %7s %10s %10s" % (row, fmt(secs, ".3f"), fmt(r.get("cpu_seconds"), ".2f"),
+                iters = "%s-%s" % (fmt_iters(r["iters_min"]), iters)
+            print("%-30s %9s %9s %14s %7s %10s %10s" % (row, fmt(secs, ".3f"), cpu_s,
                                                      fmt(r["avg_loglik"], ".4f"), iters, fmt(ratio, ".2f"),
                                                      fmt(dll, "+.4f")))
         notes = []
         for row, r in g.items():
             if "init_seconds" in r:
-                notes.append("%s: k-means init %.3f s, EM %.3f s, resumed vl_gmm_em calls %d, VLFeat's own avg LL "
-                             "%.4f, raw seconds %.3f" % (row, r["init_seconds"], r["em_seconds"],
-                                                         r.get("resumed_calls", 0), r.get("vlfeat_avg_loglik", 0),
-                                                         r["seconds"]))
+                notes.append("%s: k-means init %.3f s, EM %.3f s, resumed vl_gmm_em calls %d (raw seconds %.3f, raw "
+                             "cpu %.2f), VLFeat's own avg LL %.4f" % (
+                                 row, r["init_seconds"], r["em_seconds"], r.get("resumed_calls", 0), r["seconds"],
+                                 r.get("cpu_seconds", 0), r.get("vlfeat_avg_loglik", 0)))
+                if "variances_at_lower_bound" in r:
+                    notes.append("%s: %.2f%% of the variances sit at the lower bound (clamped, not added)"
+                                 % (row, 100 * r["variances_at_lower_bound"]))
             if "threads" in r:
                 notes.append("%s: threads %s" % (row, json.dumps(r["threads"])))
             if r.get("reps", 1) > 1:
                 notes.append("%s: fastest of %d runs" % (row, r["reps"]))
+            if r.get("idle_before", -1) >= 0:
+                notes.append("%s: machine %d%% idle just before the shown run" % (row, r["idle_before"]))
         for n in notes:
             print("  " + n)
         if ref is None:

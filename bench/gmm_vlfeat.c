@@ -12,7 +12,10 @@
  * hard-coded relative log-likelihood test (|ΔLL/LL| < 1e-5, not configurable) stops it earlier; the number of
  * M-steps actually done is counted from VLFeat's own verbose messages (captured through vl_set_printf_func,
  * never printed).  With --force-iters the program calls vl_gmm_em again on the current parameters until N
- * M-steps are done (each resumed call costs one extra E-step, included in the time).
+ * M-steps are done.  Each resumed call repeats one E-step; the program then times one VLFeat E-step per class
+ * (vl_get_gmm_data_posteriors_f on the final parameters) and reports seconds_adjusted = seconds minus resumed
+ * calls × that time (likewise cpu_seconds_adjusted for process CPU time), an estimate of what N uninterrupted
+ * iterations would cost.
  *
  * The average log-likelihood is recomputed here in double precision from the returned priors, means and
  * diagonal covariances: mean over all samples of log p(x | its class's GMM), natural log, full Gaussian
@@ -270,8 +273,8 @@ int main(int argc, char **argv)
         long ncls = 0;
         float *buf = malloc(n * d * sizeof *buf);
         double *scratch = malloc(2 * (size_t)k * sizeof *scratch);
-        double t_init = 0, t_em = 0, t_extra_e = 0, ll_sum = 0, vl_ll_sum = 0, cpu = 0;
-        long it_min = -1, it_max = -1, n_conv = 0, n_resumed = 0;
+        double t_init = 0, t_em = 0, t_extra_e = 0, c_extra_e = 0, ll_sum = 0, vl_ll_sum = 0, cpu = 0;
+        long it_min = -1, it_max = -1, n_conv = 0, n_resumed = 0, n_at_bound = 0, n_var = 0;
         int ok = 1;
 
         if (!lab || !buf || !scratch) {
@@ -350,17 +353,19 @@ int main(int argc, char **argv)
                 /* Each resumed call repeated one E-step; time one E-step on this class (VLFeat's own exported
                  * E-step, the final parameters) so that the cost of the repeats can be subtracted. */
                 float *post = malloc(nc * (size_t)k * sizeof *post);
-                double te;
+                double te, ce;
                 if (!post) {
                     fprintf(stderr, "out of memory\n");
                     vl_gmm_delete(gmm);
                     ok = 0;
                     break;
                 }
+                ce = cpu_seconds();
                 te = now_seconds();
                 vl_get_gmm_data_posteriors_f(post, (vl_size)k, nc, vl_gmm_get_priors(gmm),
                                              vl_gmm_get_means(gmm), d, vl_gmm_get_covariances(gmm), buf);
                 t_extra_e += (double)resumed * (now_seconds() - te);
+                c_extra_e += (double)resumed * (cpu_seconds() - ce);
                 free(post);
             }
             if (it_min < 0 || msteps < it_min)
@@ -373,10 +378,14 @@ int main(int argc, char **argv)
                 const float *pri = vl_gmm_get_priors(gmm);
                 const float *mu = vl_gmm_get_means(gmm);
                 const float *cov = vl_gmm_get_covariances(gmm);
+                n_var += k * (long)d;
                 for (long j = 0; j < k; j++) {
                     double logdet = 0.0;
-                    for (size_t t = 0; t < d; t++)
+                    for (size_t t = 0; t < d; t++) {
                         logdet += log((double)cov[(size_t)j * d + t]);
+                        n_at_bound +=
+                            (double)cov[(size_t)j * d + t] <= (double)(float)lower_bound * (1.0 + 1e-6);
+                    }
                     scratch[k + j] =
                         log((double)pri[j]) - 0.5 * ((double)d * log(2.0 * 3.14159265358979323846) + logdet);
                 }
@@ -390,15 +399,20 @@ int main(int argc, char **argv)
             const size_t used = n;
             if (json) {
                 printf(
-                    "{\"tool\":\"vlfeat\",\"version\":\"%s\",\"classes\":%ld,\"n\":%zu,\"d\":%zu,\"k\":%ld,"
-                    "\"cov\":\"diag\",\"avg_loglik\":%.6f,\"vlfeat_avg_loglik\":%.6f,\"iters\":%ld,"
-                    "\"iters_min\":%ld,\"classes_converged_early\":%ld,\"resumed_calls\":%ld,"
-                    "\"seconds\":%.6f,\"init_seconds\":%.6f,\"em_seconds\":%.6f,\"repeated_estep_seconds\":%."
-                    "6f,"
-                    "\"seconds_adjusted\":%.6f,\"cpu_seconds\":%.6f,\"threads\":%zu}\n",
-                    vl_get_version_string(), ncls, used, d, k, ll_sum / (double)used,
-                    vl_ll_sum / (double)used, it_max, it_min, n_conv, n_resumed, t_init + t_em, t_init, t_em,
-                    t_extra_e, t_init + t_em - t_extra_e, cpu, (size_t)vl_get_max_threads());
+                    "{\"tool\":\"vlfeat\",\"version\":\"%s\",\"classes\":%ld,\"n\":%zu,\"d\":%zu,\"k\":%ld,",
+                    vl_get_version_string(), ncls, used, d, k);
+                printf("\"cov\":\"diag\",\"avg_loglik\":%.6f,\"vlfeat_avg_loglik\":%.6f,",
+                       ll_sum / (double)used, vl_ll_sum / (double)used);
+                printf(
+                    "\"iters\":%ld,\"iters_min\":%ld,\"classes_converged_early\":%ld,\"resumed_calls\":%ld,",
+                    it_max, it_min, n_conv, n_resumed);
+                printf("\"seconds\":%.6f,\"init_seconds\":%.6f,\"em_seconds\":%.6f,", t_init + t_em, t_init,
+                       t_em);
+                printf("\"repeated_estep_seconds\":%.6f,\"seconds_adjusted\":%.6f,", t_extra_e,
+                       t_init + t_em - t_extra_e);
+                printf("\"variances_at_lower_bound\":%.6f,", (double)n_at_bound / (double)n_var);
+                printf("\"cpu_seconds\":%.6f,\"cpu_seconds_adjusted\":%.6f,\"threads\":%zu}\n", cpu,
+                       cpu - c_extra_e, (size_t)vl_get_max_threads());
             } else {
                 printf("vlfeat %s: %ld classes, n=%zu d=%zu K=%ld threads=%zu\n", vl_get_version_string(),
                        ncls, used, d, k, (size_t)vl_get_max_threads());
@@ -407,10 +421,13 @@ int main(int argc, char **argv)
                 printf(
                     "  M-steps per class %ld..%ld, %ld classes stopped by VLFeat's 1e-5 test, %ld resumes\n",
                     it_min, it_max, n_conv, n_resumed);
-                printf("  cpu seconds %.3f\n", cpu);
                 printf("  seconds %.3f (k-means init %.3f + EM %.3f); minus repeated E-steps (est. %.3f): "
                        "%.3f\n",
                        t_init + t_em, t_init, t_em, t_extra_e, t_init + t_em - t_extra_e);
+                printf("  variances clamped at the lower bound %g: %.2f%%\n", lower_bound,
+                       100.0 * (double)n_at_bound / (double)n_var);
+                printf("  cpu seconds %.3f; minus repeated E-steps (est. %.3f): %.3f\n", cpu, c_extra_e,
+                       cpu - c_extra_e);
             }
             rc = 0;
         }

@@ -1,18 +1,18 @@
 /* pft_gmm: Gaussian mixture models (full, diag, spher covariances): EM fit, scoring, BIC, sampling.
  *
  * Theory. A mixture p(x) = Σ_k w_k N(x | μ_k, Σ_k). Scoring works in log space: for each row i and
- * component k, log w_k + log N(x_i | k), then a row-wise log-sum-exp. Every batch is first centred on
- * its column mean c (the means are shifted by the same c), which keeps the expanded quadratic forms
- * below well conditioned:
+ * component k, log w_k + log N(x_i | k), then a row-wise log-sum-exp. Public scoring (score_samples,
+ * score, bic) runs in double over blocks of rows centred on the batch's column mean c (the means are
+ * shifted by the same c), which keeps the expanded quadratic forms well conditioned:
  *   diag/spher: (x-μ)ᵀΣ⁻¹(x-μ) = Σ_j x_j² p_kj - 2 Σ_j x_j μ_kj p_kj + Σ_j μ_kj² p_kj, p = 1/σ²,
- *               so the whole batch costs one GEMM against [P | -2 M∘P] (K×2d) of [X² | X] (n×2d);
- *   full:       L_k⁻¹(x - μ_k) by one triangular solve (TRSM) of the whole batch per component,
+ *               so a block costs one DGEMM of [X² | X] (m×2d) against [P | -2 M∘P] (K×2d);
+ *   full:       L_k⁻¹(x - μ_k) by one triangular solve (DTRSM) of the whole block per component,
  *               Mahalanobis distance = squared row norm, log det Σ_k = 2 Σ_j log L_k,jj.
- * Parameters are stored in double. Public scoring runs in double. EM (below, pft_gmm_fit) runs its big
- * products in float where that is safe and recomputes in double the cells where it is not.
+ * Parameters are stored in double. EM (pft_gmm_fit, below) has its own precision plan.
  *
- * The per-family parts (covariance layout, validation, scoring, M-step, sampling) are grouped by family
- * so that another family (e.g. a low-rank one) can be added beside them. */
+ * The per-family parts (covariance layout, validation, scoring, E-step, M-step, re-seeding, sampling)
+ * are separate functions per family so that another family (e.g. a low-rank one) can be added beside
+ * them; EM dispatches through a per-family table (em_family). */
 #include "pft_gmm.h"
 
 #include <float.h>
@@ -270,7 +270,7 @@ static int check_full_cov(const double *a, int d, int comp, double *cov_out, dou
 {
     size_t D = (size_t)d;
     for (size_t i = 0; i < D; i++) {
-        if (!isfinite(a[i * D + i]) || !(a[i * D + i] > 0.0))
+        if (!isfinite(a[i * D + i]) || !(a[i * D + i] >= DBL_MIN))
             return pft_err(PFT_ENUMERIC, "component %d: covariance diagonal %zu is %g (must be > 0)", comp, i,
                            a[i * D + i]);
     }
@@ -316,8 +316,9 @@ static int set_params_impl(pft_gmm_t *self, const double *weights, const double 
             for (size_t i = 0; i < D; i++)
                 for (size_t j = 0; j <= i; j++) {
                     double v = l[i * D + j];
-                    if (!isfinite(v) || (i == j && !(v > 0.0))) {
-                        rc = pft_err(PFT_ENUMERIC, "component %zu: Cholesky factor (%zu,%zu) is %g", c, i, j, v);
+                    if (!isfinite(v) || (i == j && !(v >= DBL_MIN))) {
+                        rc = pft_err(PFT_ENUMERIC, "component %zu: Cholesky factor (%zu,%zu) is %g", c, i, j,
+                                     v);
                         goto done;
                     }
                 }
@@ -331,7 +332,7 @@ static int set_params_impl(pft_gmm_t *self, const double *weights, const double 
                 goto done;
     } else {
         for (size_t i = 0; i < K * cl; i++) {
-            if (!isfinite(covars[i]) || !(covars[i] > 0.0)) {
+            if (!isfinite(covars[i]) || !(covars[i] >= DBL_MIN)) {
                 rc = pft_err(PFT_ENUMERIC, "variance %zu (component %zu) is %g (must be finite and > 0)", i,
                              i / cl, covars[i]);
                 goto done;
@@ -389,7 +390,8 @@ static double var_at(const pft_gmm_t *self, size_t c, size_t j)
 
 /* diag/spher: lp (m×K) = log N(x_i | μ_k, diag σ_k²) for centred rows xc (m×d) of a batch centred on
  * ctr. work holds (m + K)·2d + 2K doubles. One DGEMM of [X² | X] against [P | -2 (μ-c)∘P]. */
-static void logn_diag_d(const pft_gmm_t *self, const double *xc, const double *ctr, int m, double *lp, double *work)
+static void logn_diag_d(const pft_gmm_t *self, const double *xc, const double *ctr, int m, double *lp,
+                        double *work)
 {
     size_t K = (size_t)self->k, D = (size_t)self->d, D2 = 2 * D, M = (size_t)m;
     double *z = work, *w = z + M * D2, *mconst = w + K * D2, *lconst = mconst + K;
@@ -411,8 +413,8 @@ static void logn_diag_d(const pft_gmm_t *self, const double *xc, const double *c
         mconst[c] = smu;
         lconst[c] = slog + (double)D * LOG_2PI;
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, (int)K, (int)D2, 1.0, z, (int)D2, w, (int)D2, 0.0, lp,
-                (int)K);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, (int)K, (int)D2, 1.0, z, (int)D2, w, (int)D2, 0.0,
+                lp, (int)K);
     for (size_t i = 0; i < M; i++)
         for (size_t c = 0; c < K; c++) {
             double maha = lp[i * K + c] + mconst[c];
@@ -422,7 +424,8 @@ static void logn_diag_d(const pft_gmm_t *self, const double *xc, const double *c
 
 /* full: lp (m×K) = log N(x_i | μ_k, L_k L_kᵀ) for centred rows xc (m×d) of a batch centred on ctr.
  * work holds m·d doubles. One DTRSM of the whole block per component. */
-static void logn_full_d(const pft_gmm_t *self, const double *xc, const double *ctr, int m, double *lp, double *work)
+static void logn_full_d(const pft_gmm_t *self, const double *xc, const double *ctr, int m, double *lp,
+                        double *work)
 {
     size_t K = (size_t)self->k, D = (size_t)self->d, M = (size_t)m;
     for (size_t c = 0; c < K; c++) {
@@ -434,8 +437,8 @@ static void logn_full_d(const pft_gmm_t *self, const double *xc, const double *c
             for (size_t j = 0; j < D; j++)
                 work[i * D + j] = xc[i * D + j] - (mu[j] - ctr[j]);
         /* Y := Y · L⁻ᵀ, i.e. each row y_i = L⁻¹ (x_i - μ). */
-        cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, m, (int)D, 1.0, l, (int)D,
-                    work, (int)D);
+        cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, m, (int)D, 1.0, l,
+                    (int)D, work, (int)D);
         for (size_t i = 0; i < M; i++) {
             double s = 0.0;
             for (size_t j = 0; j < D; j++)
@@ -454,7 +457,8 @@ static size_t logn_work_d(const pft_gmm_t *self, size_t m)
 
 /* Row-wise log-sum-exp of lp (m×K) plus log weights; writes log p(x_i) to out[i]. If resp is not NULL it
  * receives the normalised responsibilities (m×K); lp and resp may alias. */
-static void logsumexp_rows(const double *lp, const double *logw, size_t m, size_t K, double *out, double *resp)
+static void logsumexp_rows(const double *lp, const double *logw, size_t m, size_t K, double *out,
+                           double *resp)
 {
     for (size_t i = 0; i < m; i++) {
         const double *row = lp + i * K;
@@ -611,8 +615,8 @@ int pft_gmm_sample(const pft_gmm_t *self, pft_rng_t *rng, int n, float *out)
             for (size_t j = 0; j < D * D; j++)
                 lf[j] = (float)l[j];
             /* Z := Z · Lᵀ, i.e. each row z_i becomes L z_i. */
-            cblas_strmm(CblasRowMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, (int)m, (int)D, 1.0f, lf,
-                        (int)D, row, (int)D);
+            cblas_strmm(CblasRowMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, (int)m, (int)D, 1.0f,
+                        lf, (int)D, row, (int)D);
             for (size_t i = 0; i < m; i++)
                 for (size_t j = 0; j < D; j++)
                     row[i * D + j] = (float)((double)row[i * D + j] + mu[j]);
@@ -635,213 +639,219 @@ done:
 /* ------------------------------------------------------------------------------------------------ */
 /* EM
  *
- * Precision plan (float32 data, double parameters):
+ * Precision and speed plan (float32 data, double parameters):
  * - Centre: every dimension is shifted by the data mean, except dimensions where at least a quarter of
- *   the values are exactly zero (post-ReLU features), which keep 0 as their centre: exact zeros then
- *   contribute exactly nothing to the sums below, so a component whose members are all zero in a
- *   dimension gets variance exactly 0 (+ reg_covar) instead of the float noise of E[x²] - μ²
- *   (scikit-learn issue #30382). Measured on PACS class 0, diag K=10: mean-centring gave E-step cell
- *   errors up to 1 nat and 41 negative variances in float; this centre gave 0.003 nats and none.
- * - diag/spher E-step: two SGEMMs (X² Pᵀ and X (M∘P)ᵀ). Each cell carries an error bound
- *   κ u (√(Σx²p) + √(Σμ²p))²; cells that could matter (within EM_MARGIN nats of the row maximum) and
- *   whose bound exceeds EM_CELL_TOL are recomputed exactly in double, so cancellation never decides a
- *   responsibility.
- * - diag/spher M-step: two SGEMMs (Rᵀ X, Rᵀ X²), variance = E[x²] - μ² in double; variances whose
- *   float error bound exceeds EM_VAR_RTOL of their value (+ reg) are recomputed exactly in double.
- *   Variances are clamped at 0 before reg_covar is added, so they never go below reg_covar.
- * - full: E-step and M-step in double (DTRSM per component; DSYRK of √r-weighted centred rows): the
- *   sample covariance has d - N_k eigenvalues near zero when N_k < d, and float SYRK noise (~u‖Σ‖) is
- *   larger than a typical reg_covar, which would wreck log det Σ.
- * - Responsibilities by log-sum-exp (n×K exps), all parameters in double. */
+ *   the values are exactly zero (post-ReLU features), which keep 0 as their centre, so exact zeros stay
+ *   exact zeros in the working copy.
+ * - diag/spher: one fused pass over the data per iteration, in chunks of rows that stay in L2 cache:
+ *   E-step distances Σ_j (x_j/σ_kj - μ_kj/σ_kj)² computed directly (no expansion, so no cancellation) by a
+ *   register-blocked SIMD kernel, row-wise log-sum-exp (n×K exps), then the M-step statistics of the
+ *   same chunk, Σ r (x - a) and Σ r (x - a)², about the previous means a, again directly. The variance is
+ *   S2/N - (S1/N)², where S1/N is the (small) step of the mean, so E[x²] - μ² never cancels
+ *   (scikit-learn issue #30382). Chunk sums are float, accumulated in double across chunks.
+ *   Measured on PACS class 0 (1383×1280, K=10): OpenBLAS SGEMM on these skinny shapes (n×K, K×d) is
+ *   bound by packing the data matrix and costs about twice this pass, and the expanded form
+ *   x²p - 2xμp + μ²p in float gave cell errors up to 1 nat and negative variances with mean centring.
+ *   Chunks are spread over openblas_get_num_threads() threads with a static partition and an ordered
+ *   reduction, so results are bit-identical for a fixed thread count.
+ * - full: M-step in double (DSYRK of √r-weighted centred rows, DPOTRF): when N_k < d the sample
+ *   covariance has d - N_k eigenvalues near zero, and float SYRK noise (~u‖Σ‖) exceeds a typical reg_covar,
+ *   which would wreck log det Σ. E-step: one STRSM per component over the whole batch with a float copy of
+ *   the factor (half the time of DTRSM); it only steers the responsibilities (the reported log-likelihood
+ *   is scored in double) and gave the same fit as a double E-step on PACS class 0, K=5.
+ * - Variances are clamped at 0 before reg_covar is added, so they never go below reg_covar. */
 
-#define EM_MARGIN 40.0   /* nats below a row's best component beyond which a component cannot matter */
-#define EM_CELL_TOL 0.05 /* nats of float error tolerated in an E-step cell that matters */
-#define EM_VAR_RTOL 1e-3 /* relative float error tolerated on a variance (relative to variance + reg) */
-#define EM_NK_EMPTY 1.0  /* a component with less responsibility mass (in samples) is re-seeded */
-#define EM_SPARSE_FRAC 0.25
-#define U_FLOAT (FLT_EPSILON / 2.0)
+#include <pthread.h>
+
+/* Largest |x| fit accepts: squares and their sums over 1e7 rows stay finite in float. */
+#define PFT_GMM_MAX_ABS 1e15
+#define EM_NK_EMPTY 1.0     /* a component with less responsibility mass (in samples) is re-seeded */
+#define EM_SPARSE_FRAC 0.25 /* dimensions with at least this fraction of exact zeros are centred at 0 */
+#define EM_MAX_THREADS 16
+
+#define DPAD PFT_LA_PAD /* working rows are padded to a multiple of this many floats */
+#define RB PFT_LA_ROWS  /* the distance kernel works on blocks of this many rows */
+#define FLUSH_CHUNKS 4  /* chunks whose statistics are summed in float before going into double */
+#define CHUNK 128       /* rows per chunk of the fused pass (multiple of RB) */
 
 typedef struct em_t em_t;
 
 /* Per-family EM steps: a new covariance family adds one row to em_family(). */
 typedef struct {
-    int (*logn)(em_t *em);     /* em->lp (n×K) := log w_k + log N(x_i | θ_k) under em->m */
-    int (*mstep)(em_t *em);    /* means and covariances of em->m from em->resp and em->nk */
-    void (*reseed)(em_t *em, size_t c, size_t row); /* restart component c at a data row */
+    /* E-step under em->m: responsibilities into em->resp, log p(x_i) into em->ll, mean into *mean_ll */
+    int (*estep)(em_t *em, double *mean_ll);
+    /* means and covariances of em->m from em->resp and em->nk (components with nk = 0 are skipped) */
+    int (*mstep)(em_t *em);
+    /* restarts component c at data row `row` with the data variance as covariance */
+    void (*reseed)(em_t *em, size_t c, size_t row);
 } em_family_t;
+
+/* Scratch of one thread of the fused diag/spher pass. */
+typedef struct {
+    em_t *em;
+    size_t c0, c1;   /* chunk range [c0, c1) */
+    int estep;       /* 1: E-step then statistics; 0: statistics from em->resp */
+    double *S1, *S2; /* K×dp running sums over this thread's chunks */
+    float *s1, *s2;  /* K×dp sums of the last few chunks (float) */
+    float *dist;     /* CHUNK×K distances */
+    float *rf;       /* CHUNK×K responsibilities */
+} diag_worker_t;
 
 struct em_t {
     size_t n, d, k;
+    size_t dp; /* padded row stride of xf (multiple of DPAD) */
     pft_cov_t cov;
-    const float *x;  /* raw data n×d */
-    double *ctr;     /* d: centre of the working coordinates */
-    float *xf;       /* n×d centred data (float) */
-    float *x2f;      /* diag: n×d squared centred data (float) */
-    double *rn;      /* spher: n squared norms of centred rows */
-    double *xd;      /* full: n×d centred data (double) */
-    double *gvar;    /* d: data variance per dimension (re-seeding) */
-    double reg;      /* variance added to every covariance: max(reg_covar, tiny floor) */
-    pft_gmm_t *m;    /* current model; means in centred coordinates */
-    double *logw;    /* K log weights */
-    double *resp;    /* n×K: log-probabilities, then responsibilities */
-    float *rf;       /* n×K responsibilities (float) */
-    double *ll;      /* n: log p(x_i) of the last E-step */
-    double *nk;      /* K responsibility mass */
-    float *pf, *qf;  /* diag/spher: K×d precisions and precision-weighted means (float) */
-    float *g1, *g2;  /* n×K GEMM results; reused as K×d in the M-step (s1, s2) */
-    double *cwork;   /* diag/spher: K×d M-step scratch; full: d×d covariance */
-    double *work;    /* full: n×d rows for TRSM / SYRK */
-    double *kbuf;    /* 3K scratch */
-    int *list;       /* d scratch indices */
+    const float *x; /* raw data n×d */
+    double *ctr;    /* d: centre of the working coordinates */
+    float *xf;      /* round_up(n, RB)×dp centred data (float, zero padded) */
+    double *xd;     /* full: n×d centred data (double) */
+    double *gvar;   /* d: data variance per dimension (re-seeding) */
+    double reg;     /* variance added to every covariance: max(reg_covar, tiny floor) */
+    pft_gmm_t *m;   /* current model; means in centred coordinates */
+    double *logw;   /* K log weights */
+    double *resp;   /* n×K responsibilities (full: log-probabilities first) */
+    double *ll;     /* n: log p(x_i) of the last E-step */
+    double *nk;     /* K responsibility mass */
+    /* diag/spher */
+    float *muf;      /* K×dp means (the shift a of the statistics), float, zero padded */
+    float *sf, *msf; /* K×dp 1/σ and μ/σ, float, zero padded */
+    double *lconst;  /* K: Σ log σ² + d log 2π */
+    int stats_valid; /* S1/S2 of workers[0] hold the statistics of the last E-step */
+    int nthreads;
+    diag_worker_t workers[EM_MAX_THREADS];
+    /* full */
+    double *work;        /* n×d rows for SYRK */
+    float *yf;           /* n×d rows for the float TRSM of the E-step */
+    float *lf;           /* d×d float copy of one Cholesky factor */
     unsigned char *used; /* n: rows already used for re-seeding this M-step */
-    int reseeded;    /* components re-seeded so far */
+    int reseeded;        /* components re-seeded so far in this run */
 };
 
 /* ---- diag / spher ---- */
 
-static int diag_logn(em_t *em)
+/* One thread's share of the fused pass. */
+static void *diag_worker_run(void *arg)
 {
-    size_t n = em->n, d = em->d, K = em->k;
-    pft_gmm_t *m = em->m;
-    double *bconst = em->kbuf, *lconst = em->kbuf + K;
-    const double kappa = sqrt((double)d) + 4.0;
-    for (size_t c = 0; c < K; c++) {
-        double sb = 0.0, sl = 0.0;
-        for (size_t j = 0; j < d; j++) {
-            double var = var_at(m, c, j), p = 1.0 / var, mu = m->means[c * d + j];
-            em->pf[c * d + j] = (float)p;
-            em->qf[c * d + j] = (float)(mu * p);
-            sb += mu * mu * p;
-            sl += log(var);
-        }
-        bconst[c] = sb;
-        lconst[c] = sl + (double)d * LOG_2PI;
-    }
-    if (em->cov == PFT_COV_SPHER) {
-        for (size_t i = 0; i < n; i++)
-            for (size_t c = 0; c < K; c++)
-                em->g1[i * K + c] = (float)(em->rn[i] / var_at(m, c, 0));
-    } else {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)K, (int)d, 1.0f, em->x2f, (int)d, em->pf,
-                    (int)d, 0.0f, em->g1, (int)K);
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)K, (int)d, 1.0f, em->xf, (int)d, em->qf,
-                (int)d, 0.0f, em->g2, (int)K);
-    for (size_t i = 0; i < n; i++) {
-        double *v = em->resp + i * K, best_lo = -INFINITY;
-        for (size_t c = 0; c < K; c++) {
-            double a = em->g1[i * K + c] > 0.0f ? em->g1[i * K + c] : 0.0;
-            double maha = a - 2.0 * em->g2[i * K + c] + bconst[c];
-            double err = 0.5 * kappa * U_FLOAT * (sqrt(a) + sqrt(bconst[c])) * (sqrt(a) + sqrt(bconst[c]));
-            v[c] = em->logw[c] - 0.5 * ((maha > 0.0 ? maha : 0.0) + lconst[c]);
-            em->g1[i * K + c] = (float)err; /* keep the bound for the pass below */
-            if (!isfinite(v[c]) || !isfinite(err))
-                err = INFINITY, em->g1[i * K + c] = INFINITY;
-            if (v[c] - err > best_lo)
-                best_lo = v[c] - err;
-        }
-        for (size_t c = 0; c < K; c++) {
-            double err = em->g1[i * K + c];
-            if (!(err > EM_CELL_TOL) || (isfinite(v[c] + err) && v[c] + err < best_lo - EM_MARGIN))
-                continue;
-            /* Exact cell in double from the raw row. */
-            const float *xr = em->x + i * d;
-            const double *mu = m->means + c * d;
-            double s = 0.0;
-            for (size_t j = 0; j < d; j++) {
-                double t = ((double)xr[j] - em->ctr[j]) - mu[j];
-                s += t * t / var_at(m, c, j);
+    diag_worker_t *w = arg;
+    em_t *em = w->em;
+    size_t n = em->n, K = em->k, dp = em->dp;
+    memset(w->S1, 0, K * dp * sizeof(double));
+    memset(w->S2, 0, K * dp * sizeof(double));
+    memset(w->s1, 0, K * dp * sizeof(float));
+    memset(w->s2, 0, K * dp * sizeof(float));
+    for (size_t ch = w->c0; ch < w->c1; ch++) {
+        size_t i0 = ch * CHUNK, m = n - i0 < CHUNK ? n - i0 : CHUNK;
+        const float *xc = em->xf + i0 * dp;
+        if (w->estep) {
+            size_t mr = (m + RB - 1) / RB * RB; /* xf has round_up(n, RB) rows */
+            pft_la_sqdist(xc, mr, dp, em->sf, em->msf, K, w->dist);
+            for (size_t i = 0; i < m; i++) {
+                double *v = em->resp + (i0 + i) * K, mx = -INFINITY;
+                for (size_t c = 0; c < K; c++) {
+                    v[c] = em->logw[c] - 0.5 * ((double)w->dist[i * K + c] + em->lconst[c]);
+                    if (v[c] > mx)
+                        mx = v[c];
+                }
+                double s = 0.0;
+                for (size_t c = 0; c < K; c++) {
+                    v[c] = exp(v[c] - mx);
+                    s += v[c];
+                }
+                em->ll[i0 + i] = mx + log(s);
+                for (size_t c = 0; c < K; c++)
+                    v[c] /= s;
             }
-            v[c] = em->logw[c] - 0.5 * (s + lconst[c]);
+        }
+        for (size_t i = 0; i < m * K; i++)
+            w->rf[i] = (float)em->resp[i0 * K + i];
+        pft_la_wstats(xc, m, dp, w->rf, K, em->muf, w->s1, w->s2);
+        /* Float sums over at most FLUSH_CHUNKS chunks, then into the double totals. */
+        if ((ch - w->c0) % FLUSH_CHUNKS == FLUSH_CHUNKS - 1 || ch + 1 == w->c1) {
+            for (size_t q = 0; q < K * dp; q++) {
+                w->S1[q] += w->s1[q];
+                w->S2[q] += w->s2[q];
+            }
+            memset(w->s1, 0, K * dp * sizeof(float));
+            memset(w->s2, 0, K * dp * sizeof(float));
         }
     }
-    return 0;
+    return NULL;
 }
 
-/* Exact mean and variance of component c in the dimensions listed (double, from the raw rows). */
-static void diag_exact_cells(em_t *em, size_t c, const int *dims, size_t nd, double *mean, double *var)
+/* Fused pass over all chunks: (E-step and) statistics; the sums end in workers[0].S1/S2. */
+static void diag_pass(em_t *em, int estep)
 {
-    size_t n = em->n, d = em->d, K = em->k;
-    double *s1 = em->kbuf, *s2 = em->kbuf + K; /* K ≥ 1; reuse as two accumulators per dim in chunks */
-    double nk = em->nk[c];
-    for (size_t a = 0; a < nd; a++) {
-        size_t j = (size_t)dims[a];
-        double mu0 = mean[j], acc1 = 0.0, acc2 = 0.0;
-        for (size_t i = 0; i < n; i++) {
-            double r = em->resp[i * K + c];
-            if (r == 0.0)
-                continue;
-            double t = ((double)em->x[i * d + j] - em->ctr[j]) - mu0;
-            acc1 += r * t;
-            acc2 += r * t * t;
+    size_t K = em->k, dp = em->dp;
+    for (size_t c = 0; c < K; c++) {
+        double sl = 0.0;
+        for (size_t j = 0; j < em->d; j++) {
+            double var = var_at(em->m, c, j);
+            double mu = em->m->means[c * em->d + j], is = 1.0 / sqrt(var);
+            em->muf[c * dp + j] = (float)mu;
+            em->sf[c * dp + j] = (float)is;
+            em->msf[c * dp + j] = (float)(mu * is);
+            sl += log(var);
         }
-        double dm = acc1 / nk;
-        mean[j] = mu0 + dm;
-        double v = acc2 / nk - dm * dm;
-        var[j] = v > 0.0 ? v : 0.0;
+        em->lconst[c] = sl + (double)em->d * LOG_2PI;
+        em->logw[c] = em->m->weights[c] > 0.0 ? log(em->m->weights[c]) : -INFINITY;
     }
-    (void)s1;
-    (void)s2;
+    pthread_t tid[EM_MAX_THREADS];
+    int started[EM_MAX_THREADS] = {0};
+    for (int t = 0; t < em->nthreads; t++) {
+        em->workers[t].estep = estep;
+        if (t > 0)
+            started[t] = pthread_create(&tid[t], NULL, diag_worker_run, &em->workers[t]) == 0;
+    }
+    diag_worker_run(&em->workers[0]);
+    for (int t = 1; t < em->nthreads; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            diag_worker_run(&em->workers[t]); /* could not start a thread: same work, same result */
+    }
+    double *S1 = em->workers[0].S1, *S2 = em->workers[0].S2;
+    for (int t = 1; t < em->nthreads; t++)
+        for (size_t q = 0; q < K * dp; q++) {
+            S1[q] += em->workers[t].S1[q];
+            S2[q] += em->workers[t].S2[q];
+        }
+}
+
+static int diag_estep(em_t *em, double *mean_ll)
+{
+    diag_pass(em, 1);
+    em->stats_valid = 1;
+    double s = 0.0;
+    for (size_t i = 0; i < em->n; i++)
+        s += em->ll[i];
+    if (!isfinite(s))
+        return pft_err(PFT_ENUMERIC, "gmm fit: non-finite log-likelihood in the E-step");
+    *mean_ll = s / (double)em->n;
+    return 0;
 }
 
 static int diag_mstep(em_t *em)
 {
-    size_t n = em->n, d = em->d, K = em->k;
+    size_t d = em->d, dp = em->dp, K = em->k;
     pft_gmm_t *m = em->m;
-    float *s1 = em->g1, *s2 = em->g2; /* K×d each; g1/g2 hold n×K ≥ K×d floats (allocated for both) */
-    for (size_t i = 0; i < n * K; i++)
-        em->rf[i] = (float)em->resp[i];
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)n, 1.0f, em->rf, (int)K, em->xf,
-                (int)d, 0.0f, s1, (int)d);
-    if (em->cov == PFT_COV_DIAG)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)n, 1.0f, em->rf, (int)K,
-                    em->x2f, (int)d, 0.0f, s2, (int)d);
-    const double kappa = 2.0 * sqrt((double)n) + 4.0;
+    if (!em->stats_valid)
+        diag_pass(em, 0);
+    em->stats_valid = 0;
+    const double *S1 = em->workers[0].S1, *S2 = em->workers[0].S2;
     for (size_t c = 0; c < K; c++) {
-        double nk = em->nk[c];
+        double nk = em->nk[c], vsum = 0.0;
         if (!(nk > 0.0))
             continue; /* re-seeded by the caller */
-        double *mean = m->means + c * d, *var = em->cwork + c * d;
-        size_t nflag = 0;
-        for (size_t j = 0; j < d; j++)
-            mean[j] = s1[c * d + j] / nk;
-        if (em->cov == PFT_COV_DIAG) {
-            for (size_t j = 0; j < d; j++) {
-                double ex2 = s2[c * d + j] / nk, mu2 = mean[j] * mean[j], v = ex2 - mu2;
-                var[j] = v > 0.0 ? v : 0.0;
-                if (kappa * U_FLOAT * (ex2 + mu2) > EM_VAR_RTOL * (var[j] + em->reg))
-                    em->list[nflag++] = (int)j;
-            }
-        } else {
-            /* spher: σ² = mean_j E[(x_j - μ_j)²]; computed as (Σ r ‖x‖²)/N - ‖μ‖² in double, with the
-             * same exact fallback for the whole component. */
-            double ex2 = 0.0, mu2 = 0.0;
-            for (size_t i = 0; i < n; i++)
-                ex2 += em->resp[i * K + c] * em->rn[i];
-            ex2 /= nk;
-            for (size_t j = 0; j < d; j++)
-                mu2 += mean[j] * mean[j];
-            double v = (ex2 - mu2) / (double)d;
-            if (kappa * U_FLOAT * (ex2 + mu2) / (double)d > EM_VAR_RTOL * ((v > 0.0 ? v : 0.0) + em->reg))
-                for (size_t j = 0; j < d; j++)
-                    em->list[nflag++] = (int)j;
-            var[0] = v > 0.0 ? v : 0.0;
+        for (size_t j = 0; j < d; j++) {
+            double step = S1[c * dp + j] / nk, v = S2[c * dp + j] / nk - step * step;
+            v = v > 0.0 ? v : 0.0;
+            m->means[c * d + j] = (double)em->muf[c * dp + j] + step;
+            if (em->cov == PFT_COV_DIAG)
+                m->covars[c * d + j] = v + em->reg;
+            vsum += v;
         }
-        if (nflag > 0) {
-            if (em->cov == PFT_COV_DIAG) {
-                diag_exact_cells(em, c, em->list, nflag, mean, var);
-            } else {
-                double *tmp = em->cwork + c * d; /* spher uses only var[0]; the rest is free scratch */
-                diag_exact_cells(em, c, em->list, nflag, mean, tmp);
-                double s = 0.0;
-                for (size_t j = 0; j < d; j++)
-                    s += tmp[j];
-                var[0] = s / (double)d;
-            }
-        }
-        size_t cl = em->cov == PFT_COV_DIAG ? d : 1;
-        for (size_t j = 0; j < cl; j++)
-            m->covars[c * cl + j] = var[j] + em->reg;
+        if (em->cov == PFT_COV_SPHER)
+            m->covars[c] = vsum / (double)d + em->reg;
     }
     return 0;
 }
@@ -863,28 +873,49 @@ static void diag_reseed(em_t *em, size_t c, size_t row)
 
 /* ---- full ---- */
 
-static int full_logn(em_t *em)
+static int full_estep(em_t *em, double *mean_ll)
 {
     size_t n = em->n, d = em->d, K = em->k;
     pft_gmm_t *m = em->m;
     for (size_t c = 0; c < K; c++) {
         const double *mu = m->means + c * d, *l = m->chol + c * d * d;
-        double logdet = 0.0;
+        double logdet = 0.0, logw = m->weights[c] > 0.0 ? log(m->weights[c]) : -INFINITY;
         for (size_t j = 0; j < d; j++)
             logdet += 2.0 * log(l[j * d + j]);
+        for (size_t q = 0; q < d * d; q++)
+            em->lf[q] = (float)l[q];
         for (size_t i = 0; i < n; i++)
             for (size_t j = 0; j < d; j++)
-                em->work[i * d + j] = em->xd[i * d + j] - mu[j];
-        cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, (int)n, (int)d, 1.0, l, (int)d,
-                    em->work, (int)d);
+                em->yf[i * d + j] = (float)(em->xd[i * d + j] - mu[j]);
+        /* Y := Y · L⁻ᵀ: row i becomes L⁻¹ (x_i - μ). */
+        cblas_strsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, (int)n, (int)d, 1.0f,
+                    em->lf, (int)d, em->yf, (int)d);
         for (size_t i = 0; i < n; i++) {
             double s = 0.0;
-            const double *y = em->work + i * d;
+            const float *y = em->yf + i * d;
             for (size_t j = 0; j < d; j++)
-                s += y[j] * y[j];
-            em->resp[i * K + c] = em->logw[c] - 0.5 * (s + logdet + (double)d * LOG_2PI);
+                s += (double)y[j] * y[j];
+            em->resp[i * K + c] = logw - 0.5 * (s + logdet + (double)d * LOG_2PI);
         }
     }
+    double total = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double *v = em->resp + i * K, mx = -INFINITY;
+        for (size_t c = 0; c < K; c++)
+            if (v[c] > mx)
+                mx = v[c];
+        double s = 0.0;
+        for (size_t c = 0; c < K; c++)
+            s += exp(v[c] - mx);
+        double lse = mx + log(s);
+        for (size_t c = 0; c < K; c++)
+            v[c] = exp(v[c] - lse);
+        em->ll[i] = lse;
+        total += lse;
+    }
+    if (!isfinite(total))
+        return pft_err(PFT_ENUMERIC, "gmm fit: non-finite log-likelihood in the E-step");
+    *mean_ll = total / (double)n;
     return 0;
 }
 
@@ -909,26 +940,12 @@ static int full_factor(em_t *em, size_t c)
     return PFT_ENUMERIC;
 }
 
-static void full_reseed(em_t *em, size_t c, size_t row)
-{
-    size_t d = em->d;
-    pft_gmm_t *m = em->m;
-    double *cov = m->covars + c * d * d, *l = m->chol + c * d * d;
-    memset(cov, 0, d * d * sizeof *cov);
-    memset(l, 0, d * d * sizeof *l);
-    for (size_t j = 0; j < d; j++) {
-        m->means[c * d + j] = em->xd[row * d + j];
-        cov[j * d + j] = em->gvar[j] + em->reg;
-        l[j * d + j] = sqrt(cov[j * d + j]);
-    }
-}
-
 static int full_mstep(em_t *em)
 {
     size_t n = em->n, d = em->d, K = em->k;
     pft_gmm_t *m = em->m;
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)n, 1.0, em->resp, (int)K, em->xd,
-                (int)d, 0.0, m->means, (int)d);
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)n, 1.0, em->resp, (int)K,
+                em->xd, (int)d, 0.0, m->means, (int)d);
     for (size_t c = 0; c < K; c++) {
         double nk = em->nk[c];
         if (!(nk > 0.0))
@@ -936,8 +953,9 @@ static int full_mstep(em_t *em)
         double *mu = m->means + c * d, *cov = m->covars + c * d * d;
         for (size_t j = 0; j < d; j++)
             mu[j] /= nk;
-        /* Rows √r_i (x_i - μ); a row whose whole contribution r‖x-μ‖²/N_k is below 1e-3·reg/n is dropped,
-         * which changes no eigenvalue by more than 1e-3·reg and skips most rows of a sharp mixture. */
+        /* Rows √r_i (x_i - μ). A row whose whole contribution r‖x-μ‖² is at most 1e-3·reg·N_k/n is
+         * dropped: together they move no eigenvalue by more than 1e-3·reg, and most rows of a sharp
+         * mixture go. */
         size_t rows = 0;
         double drop = 1e-3 * em->reg * nk / (double)n;
         for (size_t i = 0; i < n; i++) {
@@ -957,62 +975,43 @@ static int full_mstep(em_t *em)
             rows++;
         }
         if (rows > 0)
-            cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)d, (int)rows, 1.0 / nk, em->work, (int)d, 0.0, cov,
-                        (int)d);
+            cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)d, (int)rows, 1.0 / nk, em->work, (int)d,
+                        0.0, cov, (int)d);
         else
             memset(cov, 0, d * d * sizeof *cov);
         for (size_t j = 0; j < d; j++)
             cov[j * d + j] += em->reg;
-        pft_la_sym_from_lower(cov, (int)d);
+        /* Only the lower triangle is kept up to date during EM; pft_gmm_fit mirrors it at the end. */
         if (full_factor(em, c) < 0)
-            em->nk[c] = 0.0; /* not positive definite even with jitter: re-seed */
+            em->nk[c] = 0.0; /* not positive definite even with jitter: re-seeded by the caller */
     }
     return 0;
 }
 
+static void full_reseed(em_t *em, size_t c, size_t row)
+{
+    size_t d = em->d;
+    pft_gmm_t *m = em->m;
+    double *cov = m->covars + c * d * d, *l = m->chol + c * d * d;
+    memset(cov, 0, d * d * sizeof *cov);
+    memset(l, 0, d * d * sizeof *l);
+    for (size_t j = 0; j < d; j++) {
+        m->means[c * d + j] = em->xd[row * d + j];
+        cov[j * d + j] = em->gvar[j] + em->reg;
+        l[j * d + j] = sqrt(cov[j * d + j]);
+    }
+}
+
 static const em_family_t *em_family(pft_cov_t cov)
 {
-    static const em_family_t diag = {.logn = diag_logn, .mstep = diag_mstep, .reseed = diag_reseed};
-    static const em_family_t full = {.logn = full_logn, .mstep = full_mstep, .reseed = full_reseed};
+    static const em_family_t diag = {.estep = diag_estep, .mstep = diag_mstep, .reseed = diag_reseed};
+    static const em_family_t full = {.estep = full_estep, .mstep = full_mstep, .reseed = full_reseed};
     return cov == PFT_COV_FULL ? &full : &diag;
 }
 
 /* ---- family-independent steps ---- */
 
-/* E-step: responsibilities into em->resp, log p(x_i) into em->ll; returns the mean log-likelihood. */
-static int em_estep(em_t *em, double *mean_ll)
-{
-    size_t n = em->n, K = em->k;
-    for (size_t c = 0; c < K; c++)
-        em->logw[c] = em->m->weights[c] > 0.0 ? log(em->m->weights[c]) : -INFINITY;
-    int rc = em_family(em->cov)->logn(em);
-    if (rc < 0)
-        return rc;
-    static const double zero_logw[1] = {0.0};
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        /* log w_k is already inside resp; add nothing. */
-        double *row = em->resp + i * K, mx = -INFINITY;
-        for (size_t c = 0; c < K; c++)
-            if (row[c] > mx)
-                mx = row[c];
-        double t = 0.0;
-        for (size_t c = 0; c < K; c++)
-            t += exp(row[c] - mx);
-        double lse = mx + log(t);
-        for (size_t c = 0; c < K; c++)
-            row[c] = exp(row[c] - lse);
-        em->ll[i] = lse;
-        s += lse;
-    }
-    (void)zero_logw;
-    if (!isfinite(s))
-        return pft_err(PFT_ENUMERIC, "gmm fit: non-finite log-likelihood in the E-step");
-    *mean_ll = s / (double)n;
-    return 0;
-}
-
-/* Row with the smallest log-likelihood not used yet by this M-step. */
+/* Row with the smallest log-likelihood not yet used by this M-step. */
 static size_t worst_row(em_t *em)
 {
     size_t best = 0;
@@ -1026,19 +1025,22 @@ static size_t worst_row(em_t *em)
     return best;
 }
 
-/* M-step from em->resp: masses, family parameters, weights; empty or failed components are re-seeded
- * at the worst-explained rows. */
+/* M-step from em->resp: masses, family parameters, weights; empty components (and full components that
+ * cannot be factored) are re-seeded at the worst-explained rows. */
 static int em_mstep(em_t *em)
 {
     size_t n = em->n, K = em->k;
+    double empty = 0.5 * (double)n / (double)K;
+    if (empty > EM_NK_EMPTY)
+        empty = EM_NK_EMPTY;
     for (size_t c = 0; c < K; c++)
         em->nk[c] = 0.0;
     for (size_t i = 0; i < n; i++)
         for (size_t c = 0; c < K; c++)
             em->nk[c] += em->resp[i * K + c];
     for (size_t c = 0; c < K; c++)
-        if (em->nk[c] < EM_NK_EMPTY && em->nk[c] < (double)n / (double)K)
-            em->nk[c] = 0.0; /* empty: skip its estimate, re-seed below */
+        if (!(em->nk[c] >= empty))
+            em->nk[c] = 0.0;
     int rc = em_family(em->cov)->mstep(em);
     if (rc < 0)
         return rc;
@@ -1063,75 +1065,113 @@ static void em_free(em_t *em)
 {
     pft_free(em->ctr);
     pft_free(em->xf);
-    pft_free(em->x2f);
-    pft_free(em->rn);
     pft_free(em->xd);
     pft_free(em->gvar);
     pft_gmm_destroy(&em->m);
     pft_free(em->logw);
     pft_free(em->resp);
-    pft_free(em->rf);
     pft_free(em->ll);
     pft_free(em->nk);
-    pft_free(em->pf);
-    pft_free(em->qf);
-    pft_free(em->g1);
-    pft_free(em->g2);
-    pft_free(em->cwork);
+    pft_free(em->muf);
+    pft_free(em->sf);
+    pft_free(em->msf);
+    pft_free(em->lconst);
+    for (int t = 0; t < EM_MAX_THREADS; t++) {
+        diag_worker_t *w = &em->workers[t];
+        pft_free(w->S1);
+        pft_free(w->S2);
+        pft_free(w->s1);
+        pft_free(w->s2);
+        pft_free(w->dist);
+        pft_free(w->rf);
+    }
     pft_free(em->work);
-    pft_free(em->kbuf);
-    pft_free(em->list);
+    pft_free(em->yf);
+    pft_free(em->lf);
     pft_free(em->used);
     memset(em, 0, sizeof *em);
 }
 
-/* Centre, working copies of the data and scratch for k components. */
+/* Threads of the fused pass: OpenBLAS's setting, at most one per chunk. */
+static int em_threads(size_t n)
+{
+    int t = openblas_get_num_threads();
+    size_t chunks = (n + CHUNK - 1) / CHUNK;
+    if (t < 1)
+        t = 1;
+    if (t > EM_MAX_THREADS)
+        t = EM_MAX_THREADS;
+    if ((size_t)t > chunks)
+        t = (int)chunks;
+    return t;
+}
+
+static int em_alloc(em_t *em)
+{
+    size_t n = em->n, d = em->d, K = em->k, dp = em->dp, nr = (n + RB - 1) / RB * RB;
+    em->ctr = pft_calloc(d, sizeof(double));
+    em->gvar = pft_calloc(d, sizeof(double));
+    em->xf = pft_alloc_aligned(nr * dp * sizeof(float));
+    em->m = pft_gmm_new((int)K, (int)d, em->cov);
+    em->logw = pft_alloc_array(K, sizeof(double));
+    em->resp = pft_alloc_array(n * K, sizeof(double));
+    em->ll = pft_calloc(n, sizeof(double));
+    em->nk = pft_alloc_array(K, sizeof(double));
+    em->used = pft_alloc(n);
+    if (!em->ctr || !em->gvar || !em->xf || !em->m || !em->logw || !em->resp || !em->ll || !em->nk ||
+        !em->used)
+        return PFT_ENOMEM;
+    if (em->cov == PFT_COV_FULL) {
+        em->xd = pft_alloc_array(n * d, sizeof(double));
+        em->work = pft_alloc_array(n * d, sizeof(double));
+        em->yf = pft_alloc_aligned(n * d * sizeof(float));
+        em->lf = pft_alloc_aligned(d * d * sizeof(float));
+        return em->xd && em->work && em->yf && em->lf ? 0 : PFT_ENOMEM;
+    }
+    em->muf = pft_alloc_aligned(K * dp * sizeof(float));
+    em->sf = pft_alloc_aligned(K * dp * sizeof(float));
+    em->msf = pft_alloc_aligned(K * dp * sizeof(float));
+    em->lconst = pft_alloc_array(K, sizeof(double));
+    if (!em->muf || !em->sf || !em->msf || !em->lconst)
+        return PFT_ENOMEM;
+    memset(em->muf, 0, K * dp * sizeof(float));
+    memset(em->sf, 0, K * dp * sizeof(float));
+    memset(em->msf, 0, K * dp * sizeof(float));
+    em->nthreads = em_threads(n);
+    size_t chunks = (n + CHUNK - 1) / CHUNK;
+    for (int t = 0; t < em->nthreads; t++) {
+        diag_worker_t *w = &em->workers[t];
+        w->em = em;
+        w->c0 = chunks * (size_t)t / (size_t)em->nthreads;
+        w->c1 = chunks * (size_t)(t + 1) / (size_t)em->nthreads;
+        w->S1 = pft_alloc_array(K * dp, sizeof(double));
+        w->S2 = pft_alloc_array(K * dp, sizeof(double));
+        w->s1 = pft_alloc_aligned(K * dp * sizeof(float));
+        w->s2 = pft_alloc_aligned(K * dp * sizeof(float));
+        w->dist = pft_alloc_array((size_t)CHUNK * K, sizeof(float));
+        w->rf = pft_alloc_array((size_t)CHUNK * K, sizeof(float));
+        if (!w->S1 || !w->S2 || !w->s1 || !w->s2 || !w->dist || !w->rf)
+            return PFT_ENOMEM;
+    }
+    return 0;
+}
+
+/* Centre, working copies of the data, data variance, scratch for K components. */
 static int em_init(em_t *em, const float *x, size_t n, size_t d, size_t K, pft_cov_t cov, double reg_covar)
 {
     memset(em, 0, sizeof *em);
     em->n = n;
     em->d = d;
     em->k = K;
+    em->dp = (d + DPAD - 1) / DPAD * DPAD;
     em->cov = cov;
     em->x = x;
-    int full = cov == PFT_COV_FULL;
-    size_t gk = n * K > K * d ? n * K : K * d; /* g1/g2 serve as n×K (E-step) and K×d (M-step) */
-    em->ctr = pft_calloc(d, sizeof(double));
-    em->gvar = pft_calloc(d, sizeof(double));
-    em->xf = pft_alloc_array(n * d, sizeof(float));
-    em->m = pft_gmm_new((int)K, (int)d, cov);
-    em->logw = pft_alloc_array(K, sizeof(double));
-    em->resp = pft_alloc_array(n * K, sizeof(double));
-    em->ll = pft_calloc(n, sizeof(double));
-    em->nk = pft_alloc_array(K, sizeof(double));
-    em->kbuf = pft_alloc_array(3 * K, sizeof(double));
-    em->list = pft_alloc_array(d, sizeof(int));
-    em->used = pft_alloc(n);
-    int ok = em->ctr && em->gvar && em->xf && em->m && em->logw && em->resp && em->ll && em->nk && em->kbuf &&
-             em->list && em->used;
-    if (full) {
-        em->xd = pft_alloc_array(n * d, sizeof(double));
-        em->work = pft_alloc_array(n * d, sizeof(double));
-        ok = ok && em->xd && em->work;
-    } else {
-        em->x2f = cov == PFT_COV_DIAG ? pft_alloc_array(n * d, sizeof(float)) : NULL;
-        em->rn = cov == PFT_COV_SPHER ? pft_alloc_array(n, sizeof(double)) : NULL;
-        em->rf = pft_alloc_array(n * K, sizeof(float));
-        em->pf = pft_alloc_array(K * d, sizeof(float));
-        em->qf = pft_alloc_array(K * d, sizeof(float));
-        em->g1 = pft_alloc_array(gk, sizeof(float));
-        em->g2 = pft_alloc_array(gk, sizeof(float));
-        em->cwork = pft_alloc_array(K * d, sizeof(double));
-        ok = ok && (em->x2f || cov != PFT_COV_DIAG) && (em->rn || cov != PFT_COV_SPHER) && em->rf && em->pf &&
-             em->qf && em->g1 && em->g2 && em->cwork;
-    }
-    if (!ok) {
+    if (em_alloc(em) < 0) {
         em_free(em);
         return pft_err(PFT_ENOMEM, "gmm fit: out of memory (n %zu, d %zu, k %zu)", n, d, K);
     }
-    /* Centre: the mean, or 0 where many values are exactly zero (see the precision plan above). */
-    size_t *zeros = (size_t *)em->list; /* d ints are too small for counts in general; count in gvar */
-    (void)zeros;
+    size_t dp = em->dp, nr = (n + RB - 1) / RB * RB;
+    /* Centre: the mean, or 0 where many values are exactly zero (zero counts borrowed from gvar). */
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < d; j++) {
             double v = x[i * d + j];
@@ -1140,75 +1180,84 @@ static int em_init(em_t *em, const float *x, size_t n, size_t d, size_t K, pft_c
         }
     for (size_t j = 0; j < d; j++)
         em->ctr[j] = em->gvar[j] >= EM_SPARSE_FRAC * (double)n ? 0.0 : em->ctr[j] / (double)n;
-    /* Data variance per dimension (two-pass, double) for re-seeding and the tiny floor. */
+    /* Working copies and the data variance per dimension (about the exact mean, in double). */
+    memset(em->xf, 0, nr * dp * sizeof(float));
     memset(em->gvar, 0, d * sizeof(double));
-    double *mean = em->kbuf; /* not big enough for d; compute variance about the centre instead */
-    (void)mean;
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < d; j++) {
             double t = (double)x[i * d + j] - em->ctr[j];
-            em->xf[i * d + j] = (float)t;
+            em->xf[i * dp + j] = (float)t;
+            if (em->xd)
+                em->xd[i * d + j] = t;
+        }
+    double *mean = pft_calloc(d, sizeof(double));
+    if (!mean) {
+        em_free(em);
+        return pft_err(PFT_ENOMEM, "gmm fit: out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < d; j++)
+            mean[j] += (double)x[i * d + j] - em->ctr[j];
+    for (size_t j = 0; j < d; j++)
+        mean[j] /= (double)n;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < d; j++) {
+            double t = (double)x[i * d + j] - em->ctr[j] - mean[j];
             em->gvar[j] += t * t;
         }
+    pft_free(mean);
     double mvar = 0.0;
     for (size_t j = 0; j < d; j++) {
-        double s = 0.0;
-        for (size_t i = 0; i < n; i++)
-            s += (double)x[i * d + j] - em->ctr[j];
-        double mu = s / (double)n, v = em->gvar[j] / (double)n - mu * mu;
-        em->gvar[j] = v > 0.0 ? v : 0.0;
+        em->gvar[j] /= (double)n;
         mvar += em->gvar[j];
     }
     mvar /= (double)d;
     /* reg_covar, but at least a tiny fraction of the data variance so that a model always exists. */
     double tiny = 1e-12 * (mvar > 0.0 ? mvar : 1.0);
     em->reg = reg_covar > tiny ? reg_covar : tiny;
-    for (size_t i = 0; i < n; i++) {
-        const float *xr = em->xf + i * d;
-        if (em->x2f)
-            for (size_t j = 0; j < d; j++)
-                em->x2f[i * d + j] = xr[j] * xr[j];
-        if (em->rn) {
-            double s = 0.0;
-            for (size_t j = 0; j < d; j++) {
-                double t = (double)x[i * d + j] - em->ctr[j];
-                s += t * t;
-            }
-            em->rn[i] = s;
-        }
-        if (em->xd)
-            for (size_t j = 0; j < d; j++)
-                em->xd[i * d + j] = (double)x[i * d + j] - em->ctr[j];
-    }
     return 0;
 }
 
 /* One EM run from a k-means++ start drawn from rng; leaves the model in em->m (centred coordinates). */
 static int em_run(em_t *em, const pft_gmm_opts_t *opts, pft_rng_t *rng, int *iters, int *converged)
 {
-    size_t n = em->n, K = em->k;
+    size_t n = em->n, d = em->d, dp = em->dp, K = em->k;
     int *labels = pft_alloc_array(n, sizeof(int));
-    double *centers = pft_alloc_array(K * em->d, sizeof(double));
+    double *centers = pft_alloc_array(K * dp, sizeof(double));
     int rc = 0;
     if (!labels || !centers) {
         rc = pft_err(PFT_ENOMEM, "gmm fit: out of memory");
         goto done;
     }
-    if ((rc = pft_kmeans(em->xf, (int)n, (int)em->d, (int)K, opts->kmeans_iter, rng, centers, labels, NULL)) < 0)
+    /* k-means on the padded working copy: the zero padding adds nothing to any distance. */
+    if ((rc = pft_kmeans(em->xf, (int)n, (int)dp, (int)K, opts->kmeans_iter, rng, centers, labels, NULL)) < 0)
         goto done;
-    /* Initial parameters: an M-step from the hard k-means assignment (as scikit-learn does). */
+    /* Initial parameters: an M-step from the hard k-means assignment (as scikit-learn does), with the
+     * k-means centres as the shift of the statistics. */
+    for (size_t c = 0; c < K; c++)
+        for (size_t j = 0; j < d; j++)
+            em->m->means[c * d + j] = centers[c * dp + j];
     for (size_t i = 0; i < n; i++)
         for (size_t c = 0; c < K; c++)
             em->resp[i * K + c] = (size_t)labels[i] == c ? 1.0 : 0.0;
+    memset(em->ll, 0, n * sizeof(double));
     em->reseeded = 0;
+    em->stats_valid = 0;
     if ((rc = em_mstep(em)) < 0)
         goto done;
     double prev = -INFINITY, cur = -INFINITY;
     *iters = 0;
     *converged = 0;
+    if (K == 1 && opts->max_iter > 0) {
+        /* One component: every responsibility is exactly 1, so the M-step above is already the maximum
+         * likelihood estimate and further iterations would recompute the same parameters. */
+        *iters = 1;
+        *converged = 1;
+        goto done;
+    }
     for (int it = 0; it < opts->max_iter; it++) {
         prev = cur;
-        if ((rc = em_estep(em, &cur)) < 0)
+        if ((rc = em_family(em->cov)->estep(em, &cur)) < 0)
             goto done;
         if ((rc = em_mstep(em)) < 0)
             goto done;
@@ -1243,7 +1292,8 @@ static int check_opts(const pft_gmm_opts_t *o)
     return 0;
 }
 
-int pft_gmm_fit(const float *x, int n, int d, const pft_gmm_opts_t *opts, pft_gmm_t **out, pft_gmm_info_t *info)
+int pft_gmm_fit(const float *x, int n, int d, const pft_gmm_opts_t *opts, pft_gmm_t **out,
+                pft_gmm_info_t *info)
 {
     if (!x || !opts || !out)
         return pft_err(PFT_EINVAL, "gmm fit: NULL argument");
@@ -1256,9 +1306,13 @@ int pft_gmm_fit(const float *x, int n, int d, const pft_gmm_opts_t *opts, pft_gm
     size_t N = (size_t)n, D = (size_t)d, K = (size_t)(opts->k < n ? opts->k : n);
     if (opts->cov == PFT_COV_FULL && D * D > PFT_GMM_MAX_ELEMS / K)
         return pft_err(PFT_EINVAL, "gmm fit: full covariance with d = %d, k = %zu is too large", d, K);
-    for (size_t i = 0; i < N * D; i++)
+    for (size_t i = 0; i < N * D; i++) {
         if (!isfinite(x[i]))
             return pft_err(PFT_EINVAL, "gmm fit: sample %zu, dimension %zu is not finite", i / D, i % D);
+        if (fabsf(x[i]) > PFT_GMM_MAX_ABS)
+            return pft_err(PFT_ERANGE, "gmm fit: sample %zu, dimension %zu is %g (|x| must be <= %g)", i / D,
+                           i % D, (double)x[i], PFT_GMM_MAX_ABS);
+    }
     em_t em;
     if ((rc = em_init(&em, x, N, D, K, opts->cov, opts->reg_covar)) < 0)
         return rc;
@@ -1279,9 +1333,12 @@ int pft_gmm_fit(const float *x, int n, int d, const pft_gmm_opts_t *opts, pft_gm
             rc = pft_err(PFT_ENOMEM, "gmm fit: out of memory");
             goto done;
         }
-        for (size_t c = 0; c < K; c++)
+        for (size_t c = 0; c < K; c++) {
             for (size_t j = 0; j < D; j++)
                 cand->means[c * D + j] += em.ctr[j];
+            if (opts->cov == PFT_COV_FULL)
+                pft_la_sym_from_lower(cand->covars + c * D * D, d);
+        }
         double avg;
         if ((rc = pft_gmm_score(cand, x, n, &avg)) < 0) {
             pft_gmm_destroy(&cand);

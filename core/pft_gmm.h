@@ -37,8 +37,8 @@ typedef struct {
 typedef struct {
     int k_requested;    /* opts->k */
     int k_used;         /* components in the model (k capped at n) */
-    int iters;          /* EM iterations of the kept run */
-    int converged;      /* 1 if tol was reached before max_iter */
+    int iters;          /* EM iterations of the kept run (K = 1 is closed form: 1 whenever max_iter >= 1) */
+    int converged;      /* 1 if tol was reached before max_iter (always 1 for K = 1, max_iter >= 1) */
     int reseeded;       /* empty/collapsed components re-seeded during the kept run */
     double avg_loglik;  /* mean log-likelihood of the training data under the result */
 } pft_gmm_info_t;
@@ -75,7 +75,8 @@ int pft_gmm_set_params_chol(pft_gmm_t *self, const double *weights, const double
 
 /* Fits a mixture to x (n×d, row-major float32) by EM with k-means++ initialisation.
  * On success *out is a new model (caller destroys) and info, if not NULL, is filled.
- * Errors: PFT_EINVAL (n < 1, d < 1, bad options, non-finite data), PFT_ENOMEM, PFT_ENUMERIC. */
+ * Errors: PFT_EINVAL (n < 1, d < 1, bad options, non-finite data), PFT_ERANGE (|x| > 1e15), PFT_ENOMEM,
+ * PFT_ENUMERIC. */
 int pft_gmm_fit(const float *x, int n, int d, const pft_gmm_opts_t *opts, pft_gmm_t **out,
                 pft_gmm_info_t *info);
 

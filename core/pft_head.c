@@ -13,7 +13,9 @@
  * ∂f/∂V_kj = (∂f/∂W_kj − ∂f/∂b_k μ_j) / s_j,  ∂f/∂c = ∂f/∂b.
  *
  * L-BFGS: two-loop recursion with H0 = (sᵀy / yᵀy) I, strong-Wolfe line search (Nocedal & Wright,
- * Algorithms 3.5/3.6, c1 = 1e-4, c2 = 0.9, cubic interpolation with safeguards). */
+ * Algorithms 3.5/3.6, c1 = 1e-4, c2 = 0.9, cubic interpolation with safeguards), which also accepts
+ * Hager & Zhang's approximate Wolfe points (SIAM J. Optim. 16(1), 2005) so that convergence is not
+ * stopped by rounding noise in f. */
 #include "pft_head.h"
 
 #include "pft_alloc.h"
@@ -32,6 +34,7 @@
 #define MAX_LS_EVALS 25
 #define WOLFE_C1 1e-4
 #define WOLFE_C2 0.9
+#define APPROX_WOLFE_EPS 1e-6 /* relative slack on f for the approximate Wolfe test */
 
 struct pft_head_t {
     int n_classes; /* C */
@@ -42,7 +45,7 @@ struct pft_head_t {
 void pft_head_opts_default(pft_head_opts_t *opts)
 {
     *opts = (pft_head_opts_t){
-        .l2 = PFT_HEAD_L2_AUTO, .max_iter = 1000, .tol = 1e-4, .history = 10, .standardize = 1};
+        .l2 = PFT_HEAD_L2_AUTO, .max_iter = 1000, .tol = 1e-4, .history = 30, .standardize = 1};
 }
 
 /* ---- objective ---- */
@@ -64,6 +67,8 @@ typedef struct {
     double *w_raw;  /* C×(d+1) raw [W | b] for the current θ */
     float *wf;      /* C×(d+1) float copy of w_raw for sgemm */
     float *z;       /* block×C logits, then residuals R */
+    float *rt;      /* C×block residuals R = softmax − onehot, transposed */
+    double *e;      /* C scratch: logits, then exponentials */
     float *gblk;    /* C×d block gradient */
     double *g_raw;  /* C×(d+1) raw gradient */
     int evals;
@@ -103,27 +108,25 @@ static int evaluate(objective_t *o, const double *theta, double *f, double *g, d
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, C, d, 1.0f, xb, d, o->wf, (int)dd, 0.0f, o->z,
                     C);
         for (int i = 0; i < B; i++) {
-            float *zr = o->z + (size_t)i * (size_t)C;
-            double zmax = -DBL_MAX;
+            const float *zr = o->z + (size_t)i * (size_t)C;
+            double zmax = -DBL_MAX, sum = 0.0;
             for (int k = 0; k < C; k++) {
-                double v = (double)zr[k] + o->w_raw[(size_t)k * dd + (size_t)d];
-                if (v > zmax)
-                    zmax = v;
+                o->e[k] = (double)zr[k] + o->w_raw[(size_t)k * dd + (size_t)d];
+                zmax = fmax(zmax, o->e[k]);
             }
-            double sum = 0.0;
-            for (int k = 0; k < C; k++)
-                sum += exp((double)zr[k] + o->w_raw[(size_t)k * dd + (size_t)d] - zmax);
-            double lse = zmax + log(sum);
             int yi = o->y[i0 + i];
-            loss += lse - ((double)zr[yi] + o->w_raw[(size_t)yi * dd + (size_t)d]);
+            loss += zmax - o->e[yi];
+            for (int k = 0; k < C; k++)
+                sum += o->e[k] = exp(o->e[k] - zmax);
+            loss += log(sum);
             for (int k = 0; k < C; k++) {
-                double p = exp((double)zr[k] + o->w_raw[(size_t)k * dd + (size_t)d] - lse);
-                double r = p - (k == yi ? 1.0 : 0.0);
+                double r = o->e[k] / sum - (k == yi ? 1.0 : 0.0);
                 o->g_raw[(size_t)k * dd + (size_t)d] += r;
-                zr[k] = (float)r;
+                o->rt[(size_t)k * (size_t)B + (size_t)i] = (float)r; /* R transposed: C×B */
             }
         }
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, d, B, 1.0f, o->z, C, xb, d, 0.0f, o->gblk, d);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, C, d, B, 1.0f, o->rt, B, xb, d, 0.0f, o->gblk,
+                    d);
         for (int k = 0; k < C; k++)
             for (int j = 0; j < d; j++)
                 o->g_raw[(size_t)k * dd + (size_t)j] += o->gblk[(size_t)k * (size_t)d + (size_t)j];
@@ -231,6 +234,14 @@ static int line_search(objective_t *o, point_t *cur, const double *dir, double a
         if ((rc = eval_at(o, cur->x, dir, a, trial)))
             return rc;
         int armijo = trial->f <= f0 + WOLFE_C1 * a * d0;
+        /* Hager-Zhang approximate Wolfe conditions: near the optimum the decrease Armijo asks for falls
+         * below the rounding noise of f (float32 logits), while the directional derivative stays
+         * accurate; accept a step that flattens the slope enough if f has not risen beyond the noise. */
+        if (trial->f <= f0 + APPROX_WOLFE_EPS * fabs(f0) && trial->gtd >= WOLFE_C2 * d0 &&
+            trial->gtd <= (2.0 * WOLFE_C1 - 1.0) * d0) {
+            swap_points(cur, trial);
+            return 0;
+        }
         if (!bracketed) {
             if (!armijo || (lo_valid && trial->f >= lo->f)) {
                 swap_points(hi, trial);
@@ -387,9 +398,11 @@ int pft_head_fit(const float *x, const int32_t *y, int n, int d, int n_classes, 
     o.wf = pft_alloc_array(P, sizeof(float));
     o.block = block_rows(C, d);
     o.z = pft_alloc_array((size_t)o.block * (size_t)C, sizeof(float));
+    o.rt = pft_alloc_array((size_t)o.block * (size_t)C, sizeof(float));
+    o.e = pft_alloc_array((size_t)C, sizeof(double));
     o.gblk = pft_alloc_array((size_t)C * (size_t)d, sizeof(float));
     pft_head_t *head = head_alloc(C, d);
-    if (!arena || !rho || !alpha || !o.wf || !o.z || !o.gblk || !head) {
+    if (!arena || !rho || !alpha || !o.wf || !o.z || !o.rt || !o.e || !o.gblk || !head) {
         rc = pft_err(PFT_ENOMEM, "head: out of memory (%d classes × %d features)", C, d);
         goto done;
     }
@@ -473,6 +486,8 @@ done:
     pft_free(alpha);
     pft_free(o.wf);
     pft_free(o.z);
+    pft_free(o.rt);
+    pft_free(o.e);
     pft_free(o.gblk);
     if (rc)
         pft_head_destroy(&head);

@@ -16,7 +16,7 @@ typedef struct {
     double l2;    /* L2 strength; ≥ 0, or PFT_HEAD_L2_AUTO (default): 1/n, as sklearn C = 1 */
     int max_iter; /* L-BFGS iterations at most; default 1000 */
     double tol; /* converged when max |∂f/∂W, ∂f/∂b| ≤ tol (sklearn's lbfgs criterion); default 1e-4 */
-    int history;     /* L-BFGS correction pairs kept; default 10 */
+    int history;     /* L-BFGS correction pairs kept; default 30 (175 iterations on PACS vs 300 with 10) */
     int standardize; /* 1 (default): optimise in centred, per-feature-scaled coordinates. Only a
                         preconditioner: the objective, its optimum and the exported weights (which act
                         on raw input) are those above; it just converges in far fewer iterations. */

@@ -16,7 +16,7 @@ typedef struct {
  * early when no label changes). centers (k×d, double) and labels (n) receive the result; info may be
  * NULL. Empty clusters are re-seeded at the point farthest from its centre. Deterministic for a given
  * rng state. Errors: PFT_EINVAL (bad sizes, k > n), PFT_ENOMEM. */
-int pft_kmeans(const float *x, int n, int d, int k, int max_iter, pft_rng_t *rng, double *centers, int *labels,
-               pft_kmeans_info_t *info);
+int pft_kmeans(const float *x, int n, int d, int k, int max_iter, pft_rng_t *rng, double *centers,
+               int *labels, pft_kmeans_info_t *info);
 
 #endif

@@ -1,4 +1,5 @@
-/* pft_linalg: the one thin place where core/ reaches BLAS and LAPACKE (row-major helpers). */
+/* pft_linalg: the one thin place where core/ reaches BLAS and LAPACKE, and core/'s hand-written SIMD kernels.
+ */
 #include "pft_linalg.h"
 
 #include <lapacke.h>
@@ -39,4 +40,91 @@ void pft_la_zero_upper(double *a, int d)
 {
     for (int i = 0; i < d; i++)
         memset(a + (size_t)i * d + i + 1, 0, (size_t)(d - i - 1) * sizeof *a);
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+/* SIMD kernels */
+
+#define VL 16 /* floats per vector */
+#define RB PFT_LA_ROWS
+#define JB 4 /* vectors per column block in pft_la_wstats (VL × JB = PFT_LA_PAD) */
+
+typedef float v16f __attribute__((vector_size(64)));
+
+/* The kernels are compiled for AVX-512, AVX2+FMA and baseline x86-64 and picked at load time (GCC function
+ * multiversioning); fused multiply-add is allowed inside them. They are written with 16-lane vectors. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PFT_SIMD_CLONES                                                                                      \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"),                             \
+                   optimize("fp-contract=fast")))
+#else
+#define PFT_SIMD_CLONES
+#endif
+
+PFT_SIMD_CLONES
+void pft_la_sqdist(const float *restrict x, size_t rows, size_t dp, const float *restrict s,
+                   const float *restrict ms, size_t k, float *restrict dist)
+{
+    for (size_t i0 = 0; i0 < rows; i0 += RB)
+        for (size_t c = 0; c < k; c++) {
+            const float *mc = ms + c * dp;
+            v16f acc[RB];
+            for (int r = 0; r < RB; r++)
+                acc[r] = (v16f){0};
+            if (s) {
+                const float *sc = s + c * dp;
+                for (size_t j = 0; j < dp; j += VL) {
+                    v16f sv = *(const v16f *)(sc + j), mv = *(const v16f *)(mc + j);
+                    for (int r = 0; r < RB; r++) {
+                        v16f t = *(const v16f *)(x + (i0 + r) * dp + j) * sv - mv;
+                        acc[r] += t * t;
+                    }
+                }
+            } else {
+                for (size_t j = 0; j < dp; j += VL) {
+                    v16f mv = *(const v16f *)(mc + j);
+                    for (int r = 0; r < RB; r++) {
+                        v16f t = *(const v16f *)(x + (i0 + r) * dp + j) - mv;
+                        acc[r] += t * t;
+                    }
+                }
+            }
+            for (int r = 0; r < RB; r++) {
+                float h = 0.0f;
+                for (int l = 0; l < VL; l++)
+                    h += acc[r][l];
+                dist[(i0 + r) * k + c] = h;
+            }
+        }
+}
+
+PFT_SIMD_CLONES
+void pft_la_wstats(const float *restrict x, size_t rows, size_t dp, const float *restrict r, size_t k,
+                   const float *restrict a, float *restrict s1, float *restrict s2)
+{
+    for (size_t c = 0; c < k; c++)
+        for (size_t j = 0; j < dp; j += VL * JB) {
+            v16f a1[JB], a2[JB], av[JB];
+            for (int b = 0; b < JB; b++) {
+                a1[b] = *(const v16f *)(s1 + c * dp + j + (size_t)b * VL);
+                a2[b] = *(const v16f *)(s2 + c * dp + j + (size_t)b * VL);
+                av[b] = *(const v16f *)(a + c * dp + j + (size_t)b * VL);
+            }
+            for (size_t i = 0; i < rows; i++) {
+                float rc = r[i * k + c];
+                if (rc == 0.0f)
+                    continue;
+                v16f rv = (v16f){0} + rc;
+                for (int b = 0; b < JB; b++) {
+                    v16f t = *(const v16f *)(x + i * dp + j + (size_t)b * VL) - av[b];
+                    v16f u = rv * t;
+                    a1[b] += u;
+                    a2[b] += u * t;
+                }
+            }
+            for (int b = 0; b < JB; b++) {
+                *(v16f *)(s1 + c * dp + j + (size_t)b * VL) = a1[b];
+                *(v16f *)(s2 + c * dp + j + (size_t)b * VL) = a2[b];
+            }
+        }
 }

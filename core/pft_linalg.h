@@ -1,4 +1,5 @@
-/* pft_linalg: the one thin place where core/ reaches BLAS and LAPACKE (row-major helpers). */
+/* pft_linalg: the one thin place where core/ reaches BLAS and LAPACKE, and core/'s hand-written SIMD kernels.
+ */
 #ifndef PFT_LINALG_H
 #define PFT_LINALG_H
 
@@ -18,5 +19,26 @@ void pft_la_sym_from_lower(double *a, int d);
 
 /* Zeroes the strictly upper triangle of the d×d row-major matrix a. */
 void pft_la_zero_upper(double *a, int d);
+
+/* SIMD kernels on padded float matrices. A padded matrix has a row stride dp that is a multiple of
+ * PFT_LA_PAD floats, is 64-byte aligned (pft_alloc_aligned) and holds zeros in its padding; the distance
+ * kernel reads rows in blocks of PFT_LA_ROWS, so the row count it is given must be a multiple of that
+ * (pad with zero rows). Both are compiled for AVX-512, AVX2+FMA and baseline x86-64 and picked at load
+ * time; results are bit-identical on one machine, not across instruction sets. */
+#define PFT_LA_PAD 64
+#define PFT_LA_ROWS 4
+
+/* dist[i·k + c] = Σ_j (x_ij s_cj - ms_cj)² for rows [0, rows) of x (rows × dp) and the k rows of s and ms
+ * (k × dp each); with s = NULL, Σ_j (x_ij - ms_cj)². With s = 1/σ and ms = μ/σ this is the Mahalanobis
+ * distance of a diagonal Gaussian, computed without expanding the square: the rounding error of
+ * x·s - ms is at most u·|μ/σ| and enters squared. Sums are float. */
+void pft_la_sqdist(const float *x, size_t rows, size_t dp, const float *s, const float *ms, size_t k,
+                   float *dist);
+
+/* For each c < k: s1[c] += Σ_i r_ic (x_i - a_c) and s2[c] += Σ_i r_ic (x_i - a_c)² (elementwise) over rows
+ * [0, rows) of x (rows × dp), weights r (rows × k; rows with r_ic = 0 are skipped) and shifts a (k × dp);
+ * s1, s2 are k × dp, aligned, and accumulate (zero them first). */
+void pft_la_wstats(const float *x, size_t rows, size_t dp, const float *r, size_t k, const float *a,
+                   float *s1, float *s2);
 
 #endif

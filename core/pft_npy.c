@@ -312,8 +312,12 @@ static int parse_dict(const char *text, size_t len, const char *name, pft_npy_t 
 static int parse_prefix(const uint8_t *buf, size_t avail, uint64_t total, const char *name, int *version,
                         size_t *dict_off, size_t *dict_len)
 {
-    if (avail < MAGIC_LEN || memcmp(buf, s_magic, MAGIC_LEN) != 0)
+    if (avail == 0)
+        return pft_err(PFT_EFORMAT, "%s: empty file, not a .npy file", name);
+    if (memcmp(buf, s_magic, avail < MAGIC_LEN ? avail : MAGIC_LEN) != 0)
         return pft_err(PFT_EFORMAT, "%s: not a .npy file (bad magic)", name);
+    if (avail < MAGIC_LEN)
+        return pft_err(PFT_EFORMAT, "%s: truncated: %zu bytes, no complete magic", name, avail);
     if (avail < 8)
         return pft_err(PFT_EFORMAT, "%s: truncated: %zu bytes, no version", name, avail);
     if (buf[6] < 1 || buf[6] > 3 || buf[7] != 0)
@@ -376,8 +380,8 @@ static int parse_rest(const uint8_t *buf, size_t dict_off, size_t dict_len, uint
 
 int pft_npy_parse(const uint8_t *buf, size_t len, const char *name, pft_npy_t *out)
 {
-    int version;
-    size_t off, hlen;
+    int version = 0;
+    size_t off = 0, hlen = 0;
     if (!buf && len)
         return pft_err(PFT_EINVAL, "%s: NULL buffer", name);
     int rc = parse_prefix(buf, len, len, name, &version, &off, &hlen);
@@ -534,8 +538,8 @@ static int open_and_parse(const char *path, pft_npy_t *out, int *fd_out)
         rc = pft_err(PFT_EIO, "%s: cannot seek: %s", path, strerror(errno));
         goto fail;
     }
-    int version;
-    size_t off, hlen;
+    int version = 0;
+    size_t off = 0, hlen = 0;
     if ((rc = parse_prefix(pre, npre, total, path, &version, &off, &hlen)))
         goto fail;
     hdr = pft_alloc(off + hlen);

@@ -329,8 +329,8 @@ static void read_status(child_t *c)
         if (nl)
             *nl = '\0';
         char *sp = strchr((char *)buf, ' ');
-        if (sp && (sp[1] == '\0'))
-            *sp = '\0';
+        if (sp)
+            *sp = '\0'; /* the state word; the detail is for humans reading the file */
         snprintf(c->state, sizeof c->state, "%s", (char *)buf);
     }
     pft_free(buf);

@@ -55,6 +55,8 @@ static int fit_bundle(const pft_dataset_t *train, const pft_gmm_opts_t *go, pft_
         iters += info.iters;
         fitted++;
         rc = pft_bundle_add_class(b, c, (uint64_t)n, &g);
+        if (rc == 0)
+            rc = pft_bundle_prov_add(b, "synth", c, (uint64_t)n);
         if (rc)
             goto done;
     }

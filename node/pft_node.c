@@ -459,6 +459,22 @@ static int sample_class(node_t *nd, const pft_bundle_t *b, int ci, int n, float 
     return rc;
 }
 
+/* Appends m samples of class ci of b to the head's rows. */
+static int add_samples(node_t *nd, const pft_bundle_t *b, int ci, uint64_t m, uint64_t salt)
+{
+    int d = pft_dataset_d(nd->train);
+    if (m > INT32_MAX / 4 || rows_reserve(&nd->head_rows, (int)m) != 0)
+        return pft_err(PFT_ENOMEM, "class %d: cannot hold %llu samples", pft_bundle_class_label(b, ci),
+                       (unsigned long long)m);
+    int rc = sample_class(nd, b, ci, (int)m, nd->head_rows.x + (size_t)nd->head_rows.n * d, salt);
+    if (rc)
+        return rc;
+    for (uint64_t j = 0; j < m; j++)
+        nd->head_rows.y[nd->head_rows.n + (int)j] = pft_bundle_class_label(b, ci);
+    nd->head_rows.n += (int)m;
+    return 0;
+}
+
 /* Mean log-likelihood of this node's real features of each class under bundle b (the drift meter). */
 static void record_drift(node_t *nd, const char *what, const pft_bundle_t *b)
 {
@@ -482,6 +498,26 @@ static void record_drift(node_t *nd, const char *what, const pft_bundle_t *b)
         json_array_append_new(nd->drift, json_pack("{s:s,s:s,s:f,s:i}", "bundle", what, "producer",
                                                    pft_bundle_producer(b), "own_avg_loglik", total / n_total,
                                                    "own_rows", (int)n_total));
+}
+
+/* The head's rows for class c: the real rows and, per received bundle, m·head_draws fresh samples for the
+ * m rows it stands for; real rows are repeated head_draws times so that every represented row weighs the
+ * same. More draws only lower the Monte Carlo noise of the synthetic set; the objective stays the same
+ * (the head's L2 strength follows the represented count, not the row count). */
+static int head_rows_add(node_t *nd, int c, const float *own, int n_own, inbound_t **recv, const uint64_t *take,
+                         size_t nr)
+{
+    int f = nd->run->head_draws, rc = 0;
+    for (int rep = 0; rep < f && rc == 0; rep++)
+        rc = rows_append(&nd->head_rows, own, n_own, c);
+    for (size_t r = 0; r < nr && rc == 0; r++) {
+        uint64_t m = take ? take[r * (size_t)nd->n_classes + (size_t)c] : 0;
+        int ci = pft_bundle_find_class(recv[r]->bundle, c);
+        if (!m || ci < 0)
+            continue;
+        rc = add_samples(nd, recv[r]->bundle, ci, m * (uint64_t)f, 0x4eadULL + r);
+    }
+    return rc;
 }
 
 /* EM on own rows ∪ samples of the received bundles, per class; builds the outbound bundle. */
@@ -570,7 +606,7 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
                   info.k_used, info.iters, dt);
         if ((rc = pft_bundle_add_class(b, c, (uint64_t)cls.n, &g)))
             goto done;
-        if (st->final && (rc = rows_append(&nd->head_rows, cls.x, cls.n, c)))
+        if (st->final && (rc = head_rows_add(nd, c, cls.x, n_own, recv, take, nr)))
             goto done;
     }
     if ((rc = pft_bundle_prov_merge(b, counted)))
@@ -594,10 +630,11 @@ done:
     return rc;
 }
 
-/* Head rows for an adopted complete bundle: own rows ∪ samples standing for everyone else's data. */
+/* Head rows for an adopted complete bundle: own rows ∪ samples standing for everyone else's data
+ * (the bundle's count minus what this node itself contributed to it), head_draws times as above. */
 static int adopt(node_t *nd, const inbound_t *s)
 {
-    int d = pft_dataset_d(nd->train), rc = 0;
+    int rc = 0, f = nd->run->head_draws;
     const pft_bundle_t *b = s->bundle;
     float *xc = NULL;
     if (b)
@@ -606,7 +643,8 @@ static int adopt(node_t *nd, const inbound_t *s)
         int n_own = 0;
         if (c < pft_dataset_n_classes(nd->train) && (rc = pft_dataset_gather_class(nd->train, c, &xc, &n_own)))
             break;
-        rc = rows_append(&nd->head_rows, xc, n_own, c);
+        for (int rep = 0; rep < f && rc == 0; rep++)
+            rc = rows_append(&nd->head_rows, xc, n_own, c);
         PFT_FREE(xc);
         nd->n_real += n_own;
         int ci = b ? pft_bundle_find_class(b, c) : -1;
@@ -614,17 +652,9 @@ static int adopt(node_t *nd, const inbound_t *s)
             continue;
         uint64_t total = pft_bundle_class_count(b, ci), mine = pft_bundle_prov_count(b, nd->me->id, c);
         uint64_t m = total > mine ? total - mine : 0;
-        if (!m)
-            continue;
-        if (m > INT32_MAX / 2 || rows_reserve(&nd->head_rows, (int)m) != 0)
-            return pft_err(PFT_ENOMEM, "class %d: cannot hold %llu samples", c, (unsigned long long)m);
-        rc = sample_class(nd, b, ci, (int)m, nd->head_rows.x + (size_t)nd->head_rows.n * d, 0xc0);
-        for (uint64_t j = 0; rc == 0 && j < m; j++)
-            nd->head_rows.y[nd->head_rows.n + (int)j] = c;
-        if (rc == 0) {
-            nd->head_rows.n += (int)m;
-            nd->n_synthetic += (int)m;
-        }
+        nd->n_synthetic += (int)m;
+        if (m)
+            rc = add_samples(nd, b, ci, m * (uint64_t)f, 0xc0);
     }
     return rc;
 }
@@ -736,7 +766,7 @@ static int train_head(node_t *nd, json_t *res)
         return pft_err(PFT_EINVAL, "no training rows for the head");
     pft_head_opts_t ho;
     pft_head_opts_default(&ho);
-    ho.l2 = 1.0 / (nd->run->head_c * nd->head_rows.n);
+    ho.l2 = 1.0 / (nd->run->head_c * (nd->n_real + nd->n_synthetic)); /* represented rows */
     pft_head_t *head = NULL;
     pft_head_info_t info;
     double t0 = pft_fsio_now();

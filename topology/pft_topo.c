@@ -21,6 +21,7 @@
 
 #define MAX_FILE_BYTES (16u << 20) /* topology files are small; anything larger is refused */
 #define MAX_NODES 4096
+#define MAX_EDGES 16384
 
 /* Everything derived from the cgraph graph; rebuilt whole after each attribute change. */
 typedef struct {
@@ -649,18 +650,22 @@ static int check_endpoints(const pft_topo_t *t, model_t *m)
     return 0;
 }
 
+/* Node data files: required (and paired) unless a simulation that the launcher is still filling in. */
 static int check_data(const pft_topo_t *t, model_t *m)
 {
     int required = !m->run.dataset || (t->flags & PFT_TOPO_REQUIRE_RESOLVED);
     for (size_t v = 0; v < m->n; v++) {
         const pft_topo_node_t *nd = &m->nodes[v];
-        if ((!nd->train || !nd->labels) && (required || nd->train || nd->labels))
+        if (required && (!nd->train || !nd->labels))
             return fail_at(
                 t, nd->line, PFT_ETOPO, "node '%s' has no %s%s", nd->id,
                 !nd->train ? "'train' (features .npy)" : "'labels' (labels .npy)",
                 m->run.dataset ? "" : ": without graph attribute dataset every node brings its own data");
-        if (!nd->test != !nd->test_labels)
-            return fail_at(t, nd->line, PFT_ETOPO, "node '%s': 'test' and 'test_labels' go together", nd->id);
+        if (required && !nd->test != !nd->test_labels) {
+            int line = pft_dotscan_node_attr_line(t->scan, nd->id, nd->test ? "test" : "test_labels");
+            return fail_at(t, line ? line : nd->line, PFT_ETOPO,
+                           "node '%s': 'test' and 'test_labels' go together", nd->id);
+        }
         if (t->flags & PFT_TOPO_SKIP_DATA_CHECK)
             continue;
         const char *names[4] = {"train", "labels", "test", "test_labels"};
@@ -714,6 +719,11 @@ static int build(const pft_topo_t *t, model_t *m)
     }
     if (nn > MAX_NODES) {
         rc = fail_at(t, header, PFT_ETOPO, "the graph has %d nodes; at most %d are supported", nn, MAX_NODES);
+        goto fail;
+    }
+    if (agnedges(t->g) > MAX_EDGES) {
+        rc = fail_at(t, header, PFT_ETOPO, "the graph has %d edges; at most %d are supported", agnedges(t->g),
+                     MAX_EDGES);
         goto fail;
     }
     m->n = (size_t)nn;
@@ -886,9 +896,10 @@ int pft_topo_load(const char *path, unsigned flags, pft_topo_t **out)
     agreseterrors();
     t->g = agmemread(text);
     agseterrf(prev);
-    if (!t->g) {
+    const char *bad = strstr(s_cg_msg, "badly delimited number");
+    if (!t->g || bad) {
         char msg[sizeof s_cg_msg];
-        snprintf(msg, sizeof msg, "%s", cg_message());
+        snprintf(msg, sizeof msg, "%s", bad ? bad : cg_message());
         char *at = strstr(msg, " in line ");
         int line = 0;
         if (at) { /* move "in line N" into the file:line prefix */
@@ -896,10 +907,19 @@ int pft_topo_load(const char *path, unsigned flags, pft_topo_t **out)
             line = (int)strtol(end, &end, 10);
             memmove(at, end, strlen(end) + 1);
         }
-        if (pft_dotscan_graph_count(t->scan) == 0 && !strstr(msg, "syntax"))
+        if (bad) {
+            /* cgraph splits 1e-4 into 1, e, -4 and carries on: refuse instead */
+            char *q = strchr(msg, '\''), *q2 = q ? strchr(q + 1, '\'') : NULL;
+            rc = fail_at(
+                t, line, PFT_EFORMAT,
+                "badly delimited number %.*s: a bare DOT number has no exponent; quote the value, e.g. "
+                "tol=\"1e-4\"",
+                q && q2 ? (int)(q2 - q + 1) : 0, q ? q : "");
+        } else if (pft_dotscan_graph_count(t->scan) == 0) {
             rc = fail_at(t, 0, PFT_EFORMAT, "no graph found (expected: digraph NAME { a -> b; ... })");
-        else
+        } else {
             rc = fail_at(t, line, PFT_EFORMAT, "not valid DOT: %s", msg);
+        }
         goto fail;
     }
     if ((rc = build(t, &t->m)) || (rc = normalize(t)))
@@ -1008,29 +1028,6 @@ size_t pft_topo_handoffs(const pft_topo_t *self, const pft_handoff_t **out)
     return pft_plan_handoffs(self->m.plan, out);
 }
 
-/* Sets name on obj (kind), rebuilds, and restores the old value if the result is invalid. */
-static int set_attr(pft_topo_t *t, void *obj, int kind, const char *name, const char *value)
-{
-    Agsym_t *sym = agattr(t->g, kind, (char *)name, NULL);
-    if (!sym && !(sym = agattr(t->g, kind, (char *)name, "")))
-        return pft_err(PFT_ENOMEM, "out of memory");
-    char *old = pft_strdup(agxget(obj, sym));
-    if (!old)
-        return pft_err(PFT_ENOMEM, "out of memory");
-    agxset(obj, sym, (char *)(value ? value : ""));
-    model_t fresh;
-    int rc = build(t, &fresh);
-    if (rc) {
-        agxset(obj, sym, old);
-        pft_free(old);
-        return rc;
-    }
-    pft_free(old);
-    model_free(&t->m);
-    t->m = fresh;
-    return normalize(t);
-}
-
 static int check_settable(const char *name, unsigned scope, const char *what)
 {
     const pft_topo_attr_t *a = pft_topo_attr_find(name);
@@ -1039,20 +1036,84 @@ static int check_settable(const char *name, unsigned scope, const char *what)
     return pft_err(PFT_EINVAL, "'%s' is not a %s attribute", name, what);
 }
 
-int pft_topo_set_node_attr(pft_topo_t *self, const char *id, const char *name, const char *value)
+/* Sets the name/value pairs kv (NULL-terminated) on obj, rebuilds once, and restores every old
+ * value if the result is invalid. */
+static int set_attrs(pft_topo_t *t, void *obj, int kind, const char *const *kv)
+{
+    size_t n = 0;
+    while (kv[2 * n])
+        n++;
+    Agsym_t **sym = pft_calloc(n ? n : 1, sizeof *sym);
+    char **old = pft_calloc(n ? n : 1, sizeof *old);
+    int rc = 0;
+    size_t set = 0;
+    if (!sym || !old) {
+        rc = pft_err(PFT_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sym[i] = agattr(t->g, kind, (char *)kv[2 * i], NULL);
+        if (!sym[i] && !(sym[i] = agattr(t->g, kind, (char *)kv[2 * i], "")))
+            rc = pft_err(PFT_ENOMEM, "out of memory");
+        if (rc || !(old[i] = pft_strdup(agxget(obj, sym[i])))) {
+            rc = pft_err(PFT_ENOMEM, "out of memory");
+            goto done;
+        }
+    }
+    for (; set < n; set++)
+        agxset(obj, sym[set], (char *)(kv[2 * set + 1] ? kv[2 * set + 1] : ""));
+    model_t fresh;
+    if ((rc = build(t, &fresh)))
+        goto done;
+    model_free(&t->m);
+    t->m = fresh;
+    set = 0; /* keep the new values */
+    rc = normalize(t);
+done:
+    while (set > 0) { /* newest first, so a name given twice gets its original back */
+        set--;
+        agxset(obj, sym[set], old[set]);
+    }
+    for (size_t i = 0; old && i < n; i++)
+        pft_free(old[i]);
+    pft_free(old);
+    pft_free(sym);
+    return rc;
+}
+
+int pft_topo_set_node_attrs(pft_topo_t *self, const char *id, const char *const *kv)
 {
     size_t v;
     if (!find_index(&self->m, id, &v))
         return pft_err(PFT_EINVAL, "%s: no node '%s'", self->path, id);
-    int rc = check_settable(name, PFT_SCOPE_NODE, "node");
-    return rc ? pft_err_wrap(rc, "%s: node '%s'", self->path, id)
-              : set_attr(self, self->m.agn[v], AGNODE, name, value);
+    for (size_t i = 0; kv[2 * i]; i++) {
+        int rc = check_settable(kv[2 * i], PFT_SCOPE_NODE, "node");
+        if (rc)
+            return pft_err_wrap(rc, "%s: node '%s'", self->path, id);
+    }
+    return set_attrs(self, self->m.agn[v], AGNODE, kv);
+}
+
+int pft_topo_set_graph_attrs(pft_topo_t *self, const char *const *kv)
+{
+    for (size_t i = 0; kv[2 * i]; i++) {
+        int rc = check_settable(kv[2 * i], PFT_SCOPE_GRAPH, "graph");
+        if (rc)
+            return pft_err_wrap(rc, "%s", self->path);
+    }
+    return set_attrs(self, self->g, AGRAPH, kv);
+}
+
+int pft_topo_set_node_attr(pft_topo_t *self, const char *id, const char *name, const char *value)
+{
+    const char *kv[3] = {name, value, NULL};
+    return pft_topo_set_node_attrs(self, id, kv);
 }
 
 int pft_topo_set_graph_attr(pft_topo_t *self, const char *name, const char *value)
 {
-    int rc = check_settable(name, PFT_SCOPE_GRAPH, "graph");
-    return rc ? pft_err_wrap(rc, "%s", self->path) : set_attr(self, self->g, AGRAPH, name, value);
+    const char *kv[3] = {name, value, NULL};
+    return pft_topo_set_graph_attrs(self, kv);
 }
 
 int pft_topo_write(const pft_topo_t *self, const char *path)

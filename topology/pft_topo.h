@@ -15,7 +15,17 @@
  * attributes (label, shape, color, …) are accepted and ignored, so the file renders with `dot -Tsvg`.
  * Relative paths resolve against the topology file's folder; after loading every path is absolute.
  * Errors name the file, the line (found by a pre-scan of the text), the node or edge and the fault.
- * libcgraph keeps global state: load, set and write topologies from one thread at a time. */
+ * libcgraph keeps global state: load, set and write topologies from one thread at a time.
+ *
+ * Choices worth knowing:
+ * - Node index = order of first appearance in the file; `labels:<r0>|<r1>|…` gives node i range ri.
+ * - Rows per node are `samples` (not `size`, which is Graphviz's drawing size); a low-rank
+ *   covariance rank will be `cov_rank` (not `rank`, Graphviz's rank=same).
+ * - DOT bare numbers have no exponent: write tol="1e-4" (1e-4 unquoted is refused, naming the line).
+ * - Without `dataset` every node needs train, labels and an endpoint (explicit or port_base); with
+ *   it (a simulation) the launcher fills them in and writes a resolved copy (pft_topo_write).
+ * - Fallback edges are validated and exposed but take no part in kind, roles or hand-offs; outside
+ *   a ring they must not close a cycle. An edge `deadline` is how long its head waits for it. */
 
 typedef struct pft_topo_t pft_topo_t;
 
@@ -59,6 +69,7 @@ typedef struct {
     double reg_covar;              /* added to covariance diagonals */
     int n_init;                    /* EM restarts */
     double head_c;                 /* head: inverse L2 strength (scikit-learn's C) */
+    int head_draws;                /* head: synthetic draws per represented row (real rows repeated as often) */
     int max_bundle_mb;             /* largest bundle a node accepts, MiB */
     const char *dataset;           /* simulation: absolute dataset folder; NULL: every node brings its data */
     const char *partition;         /* simulation: partition text as written ("iid" by default) */
@@ -145,11 +156,16 @@ size_t pft_topo_order(const pft_topo_t *self, const size_t **out);
 /* The run's hand-offs in order; returns their number (2n-2 for a ring). */
 size_t pft_topo_handoffs(const pft_topo_t *self, const pft_handoff_t **out);
 
-/* Sets (value non-empty) or clears (value NULL or "") attribute name on node id or on the graph,
- * then validates the whole topology again. The attribute must be in the table for that scope, or a
- * Graphviz layout attribute. Relative paths resolve against pft_topo_dir(). On error the topology
- * is unchanged and PFT_EINVAL / PFT_ETOPO / PFT_ENOMEM is returned with a message.
- * On success every pointer obtained from this topology before (nodes, edges, run, hand-offs) is stale. */
+/* Sets (value non-empty) or clears (value NULL or "") attributes on node id or on the graph, then
+ * validates the whole topology again, once: kv holds name, value, name, value, …, NULL, so that
+ * attributes that go together (train and labels) change together. Each name must be in the table
+ * for that scope, or a Graphviz layout attribute. Relative paths resolve against pft_topo_dir().
+ * On error the topology is unchanged and PFT_EINVAL / PFT_ETOPO / PFT_ENOMEM is returned with a
+ * message. On success every pointer obtained from this topology before (nodes, edges, run,
+ * hand-offs, stages) is stale: fetch them again. */
+int pft_topo_set_node_attrs(pft_topo_t *self, const char *id, const char *const *kv);
+int pft_topo_set_graph_attrs(pft_topo_t *self, const char *const *kv);
+/* The same for one attribute. */
 int pft_topo_set_node_attr(pft_topo_t *self, const char *id, const char *name, const char *value);
 int pft_topo_set_graph_attr(pft_topo_t *self, const char *name, const char *value);
 

@@ -1,5 +1,4 @@
-/* pft_bundle: one node's outbound knowledge (per-class GMMs, counts, provenance) and its msgpack wire codec.
- */
+/* pft_bundle: one node's outbound knowledge (per-class GMMs, counts, provenance) and its msgpack codec. */
 #ifndef PFT_BUNDLE_H
 #define PFT_BUNDLE_H
 

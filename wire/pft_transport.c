@@ -366,11 +366,21 @@ static char parse_header(const zmq_msg_t *m, uint8_t id[PFT_TRANSPORT_ID_LEN])
     return (char)h[5];
 }
 
+/* Copies text into dst[cap], truncating. */
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memmove(dst, src, n);
+    dst[n] = '\0';
+}
+
 static void finish(pft_transport_t *self, send_t *s, pft_send_state_t state, int rc, const char *reason)
 {
     s->state = state;
     s->rc = rc;
-    snprintf(s->reason, sizeof s->reason, "%s", reason ? reason : "");
+    copy_text(s->reason, sizeof s->reason, reason ? reason : "");
     zmq_msg_close(&s->body);
     self->n_pending--;
     if (state == PFT_SEND_ACKED)
@@ -410,10 +420,11 @@ static void run_timers(pft_transport_t *self)
             continue;
         if (s->deadline > 0 && now >= s->deadline) {
             char why[2 * PFT_TRANSPORT_MAX_REASON + 128];
-            snprintf(why, sizeof why,
-                     "no acknowledgement from peer '%s' (%s) before the deadline, %d transmissions%s%s",
-                     self->peers[s->peer].name, self->peers[s->peer].endpoint, s->attempts,
-                     s->reason[0] ? "; last: " : "", s->reason);
+            snprintf(
+                why, sizeof why,
+                "no acknowledgement from peer '%.64s' (%.100s) before the deadline, %d transmissions%s%.200s",
+                self->peers[s->peer].name, self->peers[s->peer].endpoint, s->attempts,
+                s->reason[0] ? "; last: " : "", s->reason);
             finish(self, s, PFT_SEND_FAILED, PFT_ETIMEOUT, why);
             continue;
         }
@@ -601,7 +612,7 @@ static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[
         if (type == T_ACK) {
             finish(self, s, PFT_SEND_ACKED, 0, "");
         } else if (is_transient(code)) {
-            snprintf(s->reason, sizeof s->reason, "%s", reason);
+            copy_text(s->reason, sizeof s->reason, reason);
         } else {
             finish(self, s, PFT_SEND_REJECTED, code, reason);
         }

@@ -1,5 +1,4 @@
-/* pft_transport: ZeroMQ hand-off of bundles with acknowledgement, retry with backoff, and duplicate dropping.
- */
+/* pft_transport: ZeroMQ hand-off of bundles with acknowledgement, retry with backoff, duplicate dropping. */
 #ifndef PFT_TRANSPORT_H
 #define PFT_TRANSPORT_H
 
