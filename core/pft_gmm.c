@@ -17,6 +17,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "pft_alloc.h"
@@ -650,7 +651,7 @@ done:
  *   S2/N - (S1/N)², where S1/N is the (small) step of the mean, so E[x²] - μ² never cancels
  *   (scikit-learn issue #30382). Chunk sums are float, accumulated in double across chunks.
  *   Measured on PACS class 0 (1383×1280, K=10): OpenBLAS SGEMM on these skinny shapes (n×K, K×d) is
- *   bound by packing the data matrix and costs about twice this pass, and the expanded form
+ *   bound by packing the data matrix and cost two to three times this pass, and the expanded form
  *   x²p - 2xμp + μ²p in float gave cell errors up to 1 nat and negative variances with mean centring.
  *   Chunks are spread over openblas_get_num_threads() threads with a static partition and an ordered
  *   reduction, so results are bit-identical for a fixed thread count.
@@ -661,8 +662,6 @@ done:
  *   is scored in double) and gave the same fit as a double E-step on PACS class 0, K=5.
  * - Variances are clamped at 0 before reg_covar is added, so they never go below reg_covar. */
 
-#include <pthread.h>
-
 /* Largest |x| fit accepts: squares and their sums over 1e7 rows stay finite in float. */
 #define PFT_GMM_MAX_ABS 1e15
 #define EM_NK_EMPTY 1.0     /* a component with less responsibility mass (in samples) is re-seeded */
@@ -671,7 +670,7 @@ done:
 
 #define DPAD PFT_LA_PAD /* working rows are padded to a multiple of this many floats */
 #define RB PFT_LA_ROWS  /* the distance kernel works on blocks of this many rows */
-#define FLUSH_CHUNKS 4  /* chunks whose statistics are summed in float before going into double */
+#define FLUSH_CHUNKS 1  /* chunks whose statistics are summed in float before going into double */
 #define CHUNK 128       /* rows per chunk of the fused pass (multiple of RB) */
 
 typedef struct em_t em_t;

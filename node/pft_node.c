@@ -693,6 +693,7 @@ static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
     int rc = wait_for(nd, st);
     if (rc)
         return rc;
+    nd->n_real = nd->n_synthetic = 0; /* result.json reports the last stage's union */
     if (st->action == PFT_WHAT_REFIT) {
         const pft_handoff_t *h;
         pft_topo_handoffs(nd->topo, &h);

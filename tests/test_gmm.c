@@ -1041,7 +1041,8 @@ static void test_pacs(void)
             double e = fabs(pft_gmm_covars(g1)[j] - s2) / s2;
             maxe = e > maxe ? e : maxe;
         }
-        CHECK_MSG(maxe < 1e-5, "K=1 variance rel err %g", maxe);
+        CHECK_MSG(maxe < 5e-6, "K=1 variance rel err %g", maxe);
+        fprintf(stderr, "    K=1 variance max rel err %.3g\n", maxe);
     }
     pft_gmm_destroy(&g10);
     pft_gmm_destroy(&g1);

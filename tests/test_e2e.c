@@ -1,0 +1,205 @@
+/* End-to-end: real pftnet launch / pftnode processes over ZeroMQ TCP on loopback, on the bundled PACS example data.
+ * Chain, ring (2n-2 hand-offs, full provenance everywhere), diamond (no double counting), reverse start order. */
+#include "pft_test.h"
+
+#include <jansson.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
+
+static char s_tmp[256];
+
+/* Writes a topology into the temp folder; returns its path (static buffer per call site). */
+static void write_topo(const char *name, const char *body, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s.dot", s_tmp, name);
+    FILE *f = fopen(path, "w");
+    fprintf(f,
+            "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = 60; k = 2; cov = diag;\n"
+            "  max_iter = 30; head_draws = 2; deadline = 120; send_deadline = 60;\n%s\n}\n",
+            name, EXAMPLE_DATA, body);
+    fclose(f);
+}
+
+/* Runs pftnet launch; returns its exit status and the parsed results.json (caller decrefs). */
+static int launch(const char *topo, const char *out, const char *extra, json_t **results)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "PFTNODE=%s/node/pftnode %s/node/pftnet launch %s --out %s --quiet --no-baselines %s > %s.stdout 2> %s.stderr",
+             PFT_BINARY_DIR, PFT_BINARY_DIR, topo, out, extra ? extra : "", out, out);
+    int st = system(cmd);
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char path[512];
+    snprintf(path, sizeof path, "%s/results.json", out);
+    json_error_t err;
+    *results = json_load_file(path, 0, &err);
+    if (code != 0) {
+        fprintf(stderr, "  launch exit %d; stderr:\n", code);
+        snprintf(cmd, sizeof cmd, "tail -5 %s.stderr >&2; tail -5 %s/*/node.log >&2", out, out);
+        if (system(cmd) != 0)
+            fprintf(stderr, "  (no logs)\n");
+    }
+    return code;
+}
+
+static json_t *node_result(json_t *results, const char *id)
+{
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(results, "nodes"), i, n)
+    {
+        if (strcmp(json_string_value(json_object_get(n, "id")), id) == 0)
+            return n;
+    }
+    return NULL;
+}
+
+static int prov_nodes(json_t *n)
+{
+    return (int)json_array_size(json_object_get(n, "provenance"));
+}
+
+static long jint(json_t *o, const char *k)
+{
+    return (long)json_integer_value(json_object_get(o, k));
+}
+
+/* Sum of one class's counts over a node's provenance entries. */
+static long prov_total(json_t *n)
+{
+    long total = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(n, "provenance"), i, e)
+    {
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(e, "counts"), k, v) total += (long)json_integer_value(v);
+    }
+    return total;
+}
+
+static void test_chain5(void)
+{
+    char topo[512], out[512];
+    write_topo("chain5", "  a -> b -> c -> d -> e;", topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/chain5", s_tmp);
+    json_t *r = NULL;
+    CHECK(launch(topo, out, NULL, &r) == 0);
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    const char *ids[] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++) {
+        json_t *n = node_result(r, ids[i]);
+        CHECK(n && strcmp(json_string_value(json_object_get(n, "status")), "ok") == 0);
+        CHECK_MSG(prov_nodes(n) == i + 1, "node %s has %d provenance nodes", ids[i], prov_nodes(n));
+        CHECK(jint(n, "n_real") == 60);
+        CHECK_MSG(jint(n, "n_synthetic") == 60 * i, "node %s n_synthetic %ld", ids[i], jint(n, "n_synthetic"));
+        CHECK(prov_total(n) == 60 * (i + 1));
+        double acc = json_real_value(json_object_get(n, "accuracy_global"));
+        CHECK(acc > 0.3 && acc <= 1.0);
+        CHECK((i < 4) == (jint(n, "bytes_sent") > 0));
+        CHECK((i > 0) == (jint(n, "bytes_received") > 0));
+    }
+    /* the bundle each node sent is on disk and its size is what was sent */
+    struct stat st;
+    char path[600];
+    snprintf(path, sizeof path, "%s/a/bundle.pftb", out);
+    CHECK(stat(path, &st) == 0 && st.st_size == jint(node_result(r, "a"), "bytes_sent"));
+    snprintf(path, sizeof path, "%s/e/head.npy", out);
+    CHECK(stat(path, &st) == 0 && st.st_size == 128 + 7 * 1281 * 4);
+    json_decref(r);
+}
+
+static void check_ring(json_t *r, int n_nodes)
+{
+    size_t i;
+    json_t *n;
+    int sends = 0;
+    json_array_foreach(json_object_get(r, "nodes"), i, n)
+    {
+        CHECK(strcmp(json_string_value(json_object_get(n, "status")), "ok") == 0);
+        CHECK_MSG(prov_nodes(n) == n_nodes, "node %s: %d provenance nodes", json_string_value(json_object_get(n, "id")),
+                  prov_nodes(n));
+        CHECK(prov_total(n) == 60 * n_nodes);
+        /* the head stands for everyone's data: own rows + the rest */
+        CHECK(jint(n, "n_real") + jint(n, "n_synthetic") == 60 * n_nodes);
+        size_t j;
+        json_t *s;
+        json_array_foreach(json_object_get(n, "sent"), j, s)
+        {
+            CHECK(strcmp(json_string_value(json_object_get(s, "state")), "acked") == 0);
+            sends++;
+        }
+    }
+    CHECK_MSG(sends == 2 * n_nodes - 2, "%d hand-offs", sends);
+    CHECK(jint(json_object_get(r, "baselines"), "handoffs") == 2 * n_nodes - 2);
+}
+
+static void test_ring5_reverse_start(void)
+{
+    char topo[512], out[512];
+    write_topo("ring5", "  start = a;\n  a -> b -> c -> d -> e -> a;", topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/ring5", s_tmp);
+    json_t *r = NULL;
+    CHECK(launch(topo, out, "--order reverse", &r) == 0);
+    CHECK(r != NULL);
+    if (r)
+        check_ring(r, 5);
+    /* all nodes end with the same knowledge: their global accuracies are close */
+    double lo = 1, hi = 0;
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(r, "nodes"), i, n)
+    {
+        double a = json_real_value(json_object_get(n, "accuracy_global"));
+        lo = a < lo ? a : lo;
+        hi = a > hi ? a : hi;
+    }
+    CHECK_MSG(hi - lo < 0.08, "ring accuracies spread %.3f..%.3f", lo, hi);
+    json_decref(r);
+}
+
+static void test_diamond_no_double_count(void)
+{
+    char topo[512], out[512];
+    write_topo("diamond", "  a -> b; a -> c; b -> d; c -> d;", topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/diamond", s_tmp);
+    json_t *r = NULL;
+    CHECK(launch(topo, out, NULL, &r) == 0);
+    if (!r)
+        return;
+    json_t *d = node_result(r, "d");
+    CHECK(prov_nodes(d) == 4);
+    CHECK(prov_total(d) == 240); /* a counted once */
+    CHECK_MSG(jint(d, "n_synthetic") == 180, "d n_synthetic %ld", jint(d, "n_synthetic"));
+    CHECK(json_array_size(json_object_get(d, "received")) == 2);
+    json_decref(r);
+}
+
+int main(void)
+{
+    if (access(EXAMPLE_DATA "/train_x.npy", R_OK) != 0) {
+        printf("skipped: %s not found\n", EXAMPLE_DATA);
+        return PFT_TEST_SKIP;
+    }
+    snprintf(s_tmp, sizeof s_tmp, "/tmp/pft_e2e_XXXXXX");
+    if (!mkdtemp(s_tmp))
+        return 1;
+    RUN(test_chain5);
+    RUN(test_ring5_reverse_start);
+    RUN(test_diamond_no_double_count);
+    int rc = pft_test_done();
+    if (rc == 0) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", s_tmp);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", s_tmp);
+    } else {
+        fprintf(stderr, "outputs kept in %s\n", s_tmp);
+    }
+    return rc;
+}

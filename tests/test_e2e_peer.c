@@ -1,0 +1,177 @@
+/* End-to-end: a real pftnode process faces a test peer that sends garbage, an oversized message, a bundle of
+ * another run, a valid bundle and the same bundle again; the node rejects the bad ones, keeps going, uses the
+ * valid bundle exactly once and finishes. */
+#include "pft_test.h"
+
+#include "pft_alloc.h"
+#include "pft_bundle.h"
+#include "pft_dataset.h"
+#include "pft_error.h"
+#include "pft_gmm.h"
+#include "pft_npy.h"
+#include "pft_transport.h"
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Polls until the send ends; returns its state. */
+static int settle(pft_transport_t *t, int h, int max_ms)
+{
+    for (int waited = 0; waited < max_ms; waited += 50) {
+        int st = pft_transport_send_state(t, h, NULL, NULL);
+        if (st != PFT_SEND_PENDING)
+            return st;
+        pft_transport_poll(t, 50);
+    }
+    return pft_transport_send_state(t, h, NULL, NULL);
+}
+
+/* A bundle from producer p of run `run`: one diag K=1 GMM per class fitted on the first rows of each class. */
+static int make_bundle(const char *run, const pft_dataset_t *ds, uint8_t **buf, size_t *len)
+{
+    pft_bundle_t *b = pft_bundle_new(run, "p", PFT_DTYPE_F16, pft_dataset_d(ds));
+    pft_gmm_opts_t go;
+    pft_gmm_opts_default(&go);
+    go.k = 1;
+    int rc = 0;
+    for (int c = 0; c < pft_dataset_n_classes(ds) && rc == 0; c++) {
+        float *x = NULL;
+        int n = 0;
+        pft_gmm_t *g = NULL;
+        rc = pft_dataset_gather_class(ds, c, &x, &n);
+        if (rc == 0)
+            rc = pft_gmm_fit(x, n > 20 ? 20 : n, pft_dataset_d(ds), &go, &g, NULL);
+        if (rc == 0)
+            rc = pft_bundle_add_class(b, c, 20, &g);
+        if (rc == 0)
+            rc = pft_bundle_prov_add(b, "p", c, 20);
+        pft_gmm_destroy(&g);
+        pft_free(x);
+    }
+    if (rc == 0)
+        rc = pft_bundle_encode(b, buf, len);
+    pft_bundle_destroy(&b);
+    return rc;
+}
+
+static void test_bad_peer(void)
+{
+    char tmp[] = "/tmp/pft_peer_XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    int pp = free_port(), pb = free_port();
+    char topo[512];
+    snprintf(topo, sizeof topo, "%s/t.dot", tmp);
+    FILE *f = fopen(topo, "w");
+    fprintf(f,
+            "digraph peer {\n run = r1; k = 1; cov = diag; max_bundle_mb = 1; deadline = 60; head_draws = 1;\n"
+            " p [endpoint = \"tcp://127.0.0.1:%d\", train = \"%s/train_x.npy\", labels = \"%s/train_y.npy\"];\n"
+            " b [endpoint = \"tcp://127.0.0.1:%d\", train = \"%s/train_x.npy\", labels = \"%s/train_y.npy\",\n"
+            "    test = \"%s/test_x.npy\", test_labels = \"%s/test_y.npy\"];\n p -> b;\n}\n",
+            pp, EXAMPLE_DATA, EXAMPLE_DATA, pb, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA);
+    fclose(f);
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        char node[512], out[512];
+        snprintf(node, sizeof node, "%s/node/pftnode", PFT_BINARY_DIR);
+        snprintf(out, sizeof out, "%s/b", tmp);
+        execl(node, node, "--topology", topo, "--id", "b", "--out", out, "--log-level", "debug", (char *)NULL);
+        _exit(127);
+    }
+    pft_dataset_t *ds = NULL;
+    CHECK(pft_dataset_load(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", pp);
+    pft_transport_t *t = pft_transport_new(ep, NULL, NULL, NULL);
+    CHECK(t != NULL);
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", pb);
+    CHECK(pft_transport_add_peer(t, "b", ep, NULL) == 0);
+    int64_t soon = pft_transport_now_ms();
+
+    /* 1. garbage: rejected for good */
+    uint8_t junk[300];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (uint8_t)(i * 37 + 11);
+    uint8_t id[32] = {1};
+    int h = pft_transport_send(t, "b", junk, sizeof junk, id, soon + 30000);
+    CHECK(h >= 0 && settle(t, h, 30000) == PFT_SEND_REJECTED);
+
+    /* 2. oversized (2 MiB > max_bundle_mb = 1): never delivered, the node keeps going */
+    size_t big = 2u << 20;
+    uint8_t *huge = pft_calloc(big, 1);
+    uint8_t id2[32] = {2};
+    h = pft_transport_send(t, "b", huge, big, id2, pft_transport_now_ms() + 3000);
+    CHECK(h >= 0 && settle(t, h, 10000) == PFT_SEND_FAILED);
+    pft_free(huge);
+
+    /* 3. a well-formed bundle of another run: rejected */
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK(make_bundle("other-run", ds, &buf, &len) == 0);
+    h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 30000);
+    CHECK(h >= 0 && settle(t, h, 30000) == PFT_SEND_REJECTED);
+    pft_free(buf);
+
+    /* 4. the valid bundle, twice: both acknowledged, used once */
+    CHECK(make_bundle("r1", ds, &buf, &len) == 0);
+    h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 30000);
+    CHECK(h >= 0 && settle(t, h, 30000) == PFT_SEND_ACKED);
+    h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 30000);
+    int st2 = h >= 0 ? settle(t, h, 30000) : -1;
+    CHECK_MSG(st2 == PFT_SEND_ACKED, "duplicate state %d", st2);
+    pft_free(buf);
+
+    int status = 0;
+    for (int i = 0; i < 1200 && waitpid(pid, &status, WNOHANG) == 0; i++)
+        pft_transport_poll(t, 100);
+    if (waitpid(pid, &status, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "pftnode status %d", status);
+    char path[600];
+    snprintf(path, sizeof path, "%s/b/result.json", tmp);
+    json_error_t err;
+    json_t *r = json_load_file(path, 0, &err);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK(json_integer_value(json_object_get(r, "rejected")) == 2);
+        CHECK(json_integer_value(json_object_get(r, "duplicates_dropped")) >= 1);
+        CHECK(json_integer_value(json_object_get(r, "n_synthetic")) == 7 * 20);
+        CHECK(json_array_size(json_object_get(r, "received")) == 1);
+        json_decref(r);
+    }
+    pft_transport_destroy(&t);
+    pft_dataset_destroy(&ds);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    if (pft_t_failed_checks == 0 && system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmp);
+}
+
+int main(void)
+{
+    if (access(EXAMPLE_DATA "/train_x.npy", R_OK) != 0) {
+        printf("skipped: %s not found\n", EXAMPLE_DATA);
+        return PFT_TEST_SKIP;
+    }
+    RUN(test_bad_peer);
+    return pft_test_done();
+}
