@@ -1039,10 +1039,16 @@ out:
             code = PFT_EXIT_IO;
     }
     set_status(&nd, code == PFT_EXIT_OK ? "done" : "failed", pft_node_exit_text(code));
-    /* keep answering late duplicate deliveries (a lost ACK) for a little while */
-    for (double end = pft_fsio_now() + args->linger_ms / 1000.0; nd.tp && code == PFT_EXIT_OK && !s_stop &&
-                                                                  pft_fsio_now() < end;)
-        pft_transport_poll(nd.tp, 100);
+    /* keep answering late duplicate deliveries (a lost ACK) for a little while; count them in result.json */
+    if (nd.tp && code == PFT_EXIT_OK) {
+        pft_transport_stats_t before, after;
+        pft_transport_stats(nd.tp, &before);
+        for (double end = pft_fsio_now() + args->linger_ms / 1000.0; !s_stop && pft_fsio_now() < end;)
+            pft_transport_poll(nd.tp, 100);
+        pft_transport_stats(nd.tp, &after);
+        if (after.received != before.received && write_result(&nd, res, code) != 0)
+            pft_error("writing result.json: %s", pft_errmsg());
+    }
     if (code == PFT_EXIT_OK)
         pft_info("done in %.1fs", pft_fsio_now() - nd.t_start);
     json_decref(res);

@@ -21,7 +21,8 @@
 _Static_assert(PFT_KEY_PUBLIC_LEN == crypto_sign_PUBLICKEYBYTES, "public key size");
 _Static_assert(PFT_KEY_SEED_LEN == crypto_sign_SEEDBYTES, "seed size");
 _Static_assert(PFT_KEY_SIG_LEN == crypto_sign_BYTES, "signature size");
-_Static_assert(PFT_KEY_CURVE_LEN == crypto_box_PUBLICKEYBYTES && PFT_KEY_CURVE_LEN == crypto_box_SECRETKEYBYTES,
+_Static_assert(PFT_KEY_CURVE_LEN == crypto_box_PUBLICKEYBYTES &&
+                   PFT_KEY_CURVE_LEN == crypto_box_SECRETKEYBYTES,
                "X25519 key size");
 _Static_assert(PFT_KEY_SIG_LEN <= PFT_BUNDLE_MAX_SIG, "a signature fits the envelope");
 
@@ -115,7 +116,8 @@ static int parse_line(const char *text, size_t len, const char *prefix, size_t b
         len--;
     for (size_t i = 0; i < len; i++)
         if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f)
-            return pft_err(PFT_EFORMAT, "%s: a control byte (0x%02x) at offset %zu: expected one line \"%s<base64>\"",
+            return pft_err(PFT_EFORMAT,
+                           "%s: a control byte (0x%02x) at offset %zu: expected one line \"%s<base64>\"",
                            what, (unsigned char)text[i], i, prefix);
     size_t lp = strlen(prefix);
     if (len < lp || memcmp(text, prefix, lp) != 0)
@@ -135,8 +137,9 @@ static int parse_line(const char *text, size_t len, const char *prefix, size_t b
     }
     if (lt < rest && !comment_ok(tok + lt + 1, rest - lt - 1)) {
         sodium_memzero(bin, bin_len);
-        return pft_err(PFT_EFORMAT, "%s: after the key, expected one space and a comment of 1..%d printable "
-                                    "characters",
+        return pft_err(PFT_EFORMAT,
+                       "%s: after the key, expected one space and a comment of 1..%d printable "
+                       "characters",
                        what, PFT_KEY_COMMENT_MAX);
     }
     return 0;
@@ -151,8 +154,9 @@ int pft_pubkey_parse(const char *text, pft_pubkey_t *out)
         return rc;
     uint8_t x[PFT_KEY_CURVE_LEN];
     if (sodium_ready() || crypto_sign_ed25519_pk_to_curve25519(x, k.bytes) != 0)
-        return pft_err(PFT_EINVAL, "public key: not a usable Ed25519 public key (not on the curve or of small "
-                                   "order)");
+        return pft_err(PFT_EINVAL,
+                       "public key: not a usable Ed25519 public key (not on the curve or of small "
+                       "order)");
     *out = k;
     return 0;
 }
@@ -161,11 +165,13 @@ int pft_pubkey_format(const pft_pubkey_t *key, const char *comment, char *buf, s
 {
     char b64[PUB_B64_LEN + 1];
     if (comment && !comment_ok(comment, strlen(comment)))
-        return pft_err(PFT_EINVAL, "key comment '%.40s': expected 1..%d printable characters, not starting with "
-                                   "a space",
+        return pft_err(PFT_EINVAL,
+                       "key comment '%.40s': expected 1..%d printable characters, not starting with "
+                       "a space",
                        comment, PFT_KEY_COMMENT_MAX);
     sodium_bin2base64(b64, sizeof b64, key->bytes, sizeof key->bytes, B64);
-    int n = snprintf(buf, cap, "%s%s%s%s", PFT_KEY_PUBLIC_PREFIX, b64, comment ? " " : "", comment ? comment : "");
+    int n = snprintf(buf, cap, "%s%s%s%s", PFT_KEY_PUBLIC_PREFIX, b64, comment ? " " : "",
+                     comment ? comment : "");
     if (n < 0 || (size_t)n >= cap)
         return pft_err(PFT_EINVAL, "public key text does not fit in %zu bytes", cap);
     return 0;
@@ -288,10 +294,11 @@ int pft_keypair_load(const char *path, pft_keypair_t **out)
         return rc;
     if (st.st_mode & 077) {
         close(fd);
-        return pft_err(PFT_EAUTH,
-                       "%s: permissions %04o are too open: a secret key file must not be accessible by group or "
-                       "others; run chmod 600 %s",
-                       path, (unsigned)(st.st_mode & 07777), path);
+        return pft_err(
+            PFT_EAUTH,
+            "%s: permissions %04o are too open: a secret key file must not be accessible by group or "
+            "others; run chmod 600 %s",
+            path, (unsigned)(st.st_mode & 07777), path);
     }
     if (st.st_uid != geteuid() && st.st_uid != 0) {
         close(fd);
@@ -316,7 +323,8 @@ int pft_keypair_load(const char *path, pft_keypair_t **out)
     if (sodium_memcmp(kp->pk.bytes, sk + PFT_KEY_SEED_LEN, PFT_KEY_PUBLIC_LEN) != 0) {
         sodium_memzero(sk, sizeof sk);
         pft_keypair_destroy(&kp);
-        return pft_err(PFT_EFORMAT, "%s: the public half does not match the seed: the file is corrupted", path);
+        return pft_err(PFT_EFORMAT, "%s: the public half does not match the seed: the file is corrupted",
+                       path);
     }
     sodium_memzero(sk, sizeof sk);
     *out = kp;
@@ -412,8 +420,9 @@ int pft_keypair_save(const pft_keypair_t *self, const char *secret_path, const c
                      const char *comment, int force)
 {
     if (comment && !comment_ok(comment, strlen(comment)))
-        return pft_err(PFT_EINVAL, "key comment '%.40s': expected 1..%d printable characters, not starting with "
-                                   "a space",
+        return pft_err(PFT_EINVAL,
+                       "key comment '%.40s': expected 1..%d printable characters, not starting with "
+                       "a space",
                        comment, PFT_KEY_COMMENT_MAX);
     struct stat st;
     const char *paths[2] = {secret_path, public_path};

@@ -20,10 +20,10 @@
  * 1..128 printable ASCII characters (keygen writes the key's name). A secret key file must be a
  * regular file owned by the user (or root) and not accessible by group or others (mode & 077 == 0). */
 
-#define PFT_KEY_PUBLIC_LEN 32 /* bytes of an Ed25519 public key */
-#define PFT_KEY_SEED_LEN 32   /* bytes of the seed a keypair is derived from */
-#define PFT_KEY_SIG_LEN 64    /* bytes of a signature */
-#define PFT_KEY_CURVE_LEN 32  /* bytes of an X25519 (CURVE) public or secret key */
+#define PFT_KEY_PUBLIC_LEN 32      /* bytes of an Ed25519 public key */
+#define PFT_KEY_SEED_LEN 32        /* bytes of the seed a keypair is derived from */
+#define PFT_KEY_SIG_LEN 64         /* bytes of a signature */
+#define PFT_KEY_CURVE_LEN 32       /* bytes of an X25519 (CURVE) public or secret key */
 #define PFT_KEY_FINGERPRINT_LEN 16 /* hex characters of a fingerprint */
 #define PFT_KEY_TEXT_MAX 256       /* bytes of a formatted public key line, at most (with NUL) */
 #define PFT_KEY_COMMENT_MAX 128    /* characters of a comment, at most */

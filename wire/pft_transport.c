@@ -2,6 +2,8 @@
 #include "pft_transport.h"
 
 #include <errno.h>
+#include <sodium.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -20,12 +22,29 @@
 #define MAX_REPLY 4096          /* outbound sockets never read more than this from a peer */
 #define MAX_PER_POLL 256        /* inbound messages handled per poll, so replies are not starved */
 #define SIZE_BYTES_PER_MS 50000 /* assumed throughput for the size-based first retry delay */
+#define KEY_LEN 32              /* bytes of a CURVE (X25519) key */
+#define ZAP_ENDPOINT "inproc://zeromq.zap.01" /* ZMQ RFC 27: fixed, one per libzmq context */
+#define ZAP_DOMAIN "pftnet"                   /* our ROUTER's ZMQ_ZAP_DOMAIN; other domains are refused */
+#define MAX_HS_ERROR 200                      /* bytes of a handshake failure description */
+#define MON_HS_FAILED                                                                                        \
+    (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |                            \
+     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
 
 typedef struct {
     char name[PFT_BUNDLE_MAX_NAME + 1];
     char *endpoint;
-    void *sock; /* DEALER */
+    void *sock;                      /* DEALER */
+    void *mon;                       /* PAIR receiving the DEALER's handshake events */
+    char hs_error[MAX_HS_ERROR + 1]; /* last handshake failure, "" after a success */
 } peer_t;
+
+typedef struct {
+    uint8_t key[KEY_LEN];
+    char name[PFT_BUNDLE_MAX_NAME + 1];
+} allowed_t;
+
+/* What a poll item is. */
+typedef enum { ITEM_ROUTER, ITEM_ZAP, ITEM_ROUTER_MON, ITEM_PEER, ITEM_PEER_MON } item_kind_t;
 
 typedef struct {
     int peer;
@@ -53,7 +72,19 @@ struct pft_transport_t {
     send_t *sends;
     int n_sends, cap_sends;
     int n_pending;
-    zmq_pollitem_t *items;                     /* router + one per peer */
+    zmq_pollitem_t *items; /* router, zap, router monitor, then two per peer (cap 3 + 2 * cap_peers) */
+    item_kind_t *item_kind;
+    int *item_peer;
+    int curve;                     /* 1: CURVE server and clients */
+    uint8_t curve_public[KEY_LEN]; /* our X25519 keypair (copied; wiped on destroy) */
+    uint8_t curve_secret[KEY_LEN];
+    void *zap;        /* REP bound at ZAP_ENDPOINT (CURVE only) */
+    void *router_mon; /* PAIR receiving the ROUTER's handshake failure events */
+    int n_monitors;   /* monitor endpoints made, for unique names */
+    allowed_t *allowed;
+    int n_allowed, cap_allowed;
+    const char *sender; /* during on_message: the sender's allowed name (CURVE) */
+    char last_denial[160];
     uint8_t (*accepted)[PFT_TRANSPORT_ID_LEN]; /* ring of accepted ids */
     int n_accepted, accepted_next;
     pft_transport_stats_t stats;
@@ -108,14 +139,105 @@ static int setopt_int(void *sock, int opt, int v, const char *what)
 
 static int check_opts(const pft_transport_opts_t *o)
 {
-    if (o->curve_public_key || o->curve_secret_key)
-        return pft_err(PFT_EUNSUPPORTED, "transport: CURVE security is not implemented yet");
+    if (!o->curve_public_key != !o->curve_secret_key)
+        return pft_err(PFT_EINVAL,
+                       "transport: CURVE needs both curve_public_key and curve_secret_key (or neither "
+                       "for plain text)");
+    if (o->curve_public_key) {
+        uint8_t derived[KEY_LEN];
+        if (sodium_init() < 0)
+            return pft_err(PFT_EUNSUPPORTED, "transport: libsodium cannot be initialised");
+        if (crypto_scalarmult_base(derived, o->curve_secret_key) != 0 ||
+            sodium_memcmp(derived, o->curve_public_key, KEY_LEN) != 0)
+            return pft_err(PFT_EINVAL, "transport: CURVE keys: curve_public_key does not belong to curve_secret_key");
+    }
     if (o->max_msg_size < 1 || o->rcvhwm < 1 || o->sndhwm < 1 || o->linger_ms < 0 ||
         o->retry_initial_ms < 1 || o->retry_max_ms < o->retry_initial_ms || o->reconnect_ivl_ms < 1 ||
         o->max_remembered < 1)
         return pft_err(PFT_EINVAL,
                        "transport: option out of range (sizes, high-water marks, delays must be >= 1, "
                        "retry_max_ms >= retry_initial_ms)");
+    return 0;
+}
+
+/* Starts delivering sock's events in mask to a new PAIR socket and returns it, or NULL (message set). The
+ * PAIR has no receive limit: libzmq's monitor sends block when the pipe is full, and its events come from
+ * the I/O thread, which must never stall (the events are few: one per handshake). */
+static void *monitor_new(pft_transport_t *self, void *sock, int mask)
+{
+    static atomic_uint seq;
+    char ep[128];
+    snprintf(ep, sizeof ep, "inproc://pft-transport-monitor-%p-%u", (void *)self, atomic_fetch_add(&seq, 1u));
+    if (zmq_socket_monitor(sock, ep, mask) != 0) {
+        zerr(PFT_ENET, "zmq_socket_monitor");
+        return NULL;
+    }
+    void *pair = zmq_socket(self->ctx, ZMQ_PAIR);
+    if (!pair) {
+        zerr(PFT_ENET, "zmq_socket(PAIR)");
+    } else if (setopt_int(pair, ZMQ_RCVHWM, 0, "ZMQ_RCVHWM") ||
+               setopt_int(pair, ZMQ_LINGER, 0, "ZMQ_LINGER")) {
+        zmq_close(pair);
+        pair = NULL;
+    } else if (zmq_connect(pair, ep) != 0) {
+        zerr(PFT_ENET, "connecting the monitor");
+        zmq_close(pair);
+        pair = NULL;
+    }
+    if (!pair)
+        zmq_socket_monitor(sock, NULL, 0);
+    return pair;
+}
+
+/* Stops monitoring sock and closes *mon_p (in this order: a monitor must never send to a closed PAIR). */
+static void monitor_close(void *sock, void **mon_p)
+{
+    if (!*mon_p)
+        return;
+    zmq_socket_monitor(sock, NULL, 0);
+    zmq_close(*mon_p);
+    *mon_p = NULL;
+}
+
+/* Grows the poll arrays to hold the router, ZAP, router monitor and two items per peer for cap peers. */
+static int grow_items(pft_transport_t *self, int cap)
+{
+    size_t n = 3 + 2 * (size_t)cap;
+    zmq_pollitem_t *it = pft_realloc(self->items, n * sizeof *it);
+    if (it)
+        self->items = it;
+    item_kind_t *k = it ? pft_realloc(self->item_kind, n * sizeof *k) : NULL;
+    if (k)
+        self->item_kind = k;
+    int *pi = k ? pft_realloc(self->item_peer, n * sizeof *pi) : NULL;
+    if (pi)
+        self->item_peer = pi;
+    return pi ? 0 : pft_err(PFT_ENOMEM, "transport: out of memory");
+}
+
+/* CURVE: binds the ZAP handler (before the ROUTER exists: with no handler bound, libzmq admits every
+ * CURVE client) and makes the ROUTER a CURVE server. */
+static int setup_curve_server(pft_transport_t *self)
+{
+    self->zap = zmq_socket(self->ctx, ZMQ_REP);
+    if (!self->zap)
+        return zerr(PFT_ENET, "zmq_socket(REP) for ZAP");
+    int rc = setopt_int(self->zap, ZMQ_LINGER, 0, "ZMQ_LINGER");
+    if (rc)
+        return rc;
+    if (zmq_bind(self->zap, ZAP_ENDPOINT) != 0) {
+        if (zmq_errno() == EADDRINUSE)
+            return pft_err(PFT_EINVAL,
+                           "transport: a ZAP handler is already bound in this libzmq context (one "
+                           "CURVE transport per context)");
+        return zerr(PFT_ENET, "binding the ZAP handler");
+    }
+    if ((rc = setopt_int(self->router, ZMQ_CURVE_SERVER, 1, "ZMQ_CURVE_SERVER")))
+        return rc;
+    if (zmq_setsockopt(self->router, ZMQ_CURVE_SECRETKEY, self->curve_secret, KEY_LEN) != 0)
+        return zerr(PFT_ENET, "ZMQ_CURVE_SECRETKEY");
+    if (zmq_setsockopt(self->router, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN, strlen(ZAP_DOMAIN)) != 0)
+        return zerr(PFT_ENET, "ZMQ_ZAP_DOMAIN");
     return 0;
 }
 
@@ -140,12 +262,19 @@ pft_transport_t *pft_transport_new(const char *endpoint, const pft_transport_opt
     self->opts = *opts;
     self->on_message = on_message;
     self->cb_ctx = ctx;
+    if (opts->curve_public_key) {
+        self->curve = 1;
+        memcpy(self->curve_public, opts->curve_public_key, KEY_LEN);
+        memcpy(self->curve_secret, opts->curve_secret_key, KEY_LEN);
+    }
+    self->opts.curve_public_key = self->opts.curve_secret_key = NULL; /* borrowed: not kept */
     self->accepted = pft_alloc_array((size_t)opts->max_remembered, PFT_TRANSPORT_ID_LEN);
-    self->items = pft_calloc(1, sizeof *self->items);
-    if (!self->accepted || !self->items) {
+    if (!self->accepted) {
         pft_err(PFT_ENOMEM, "transport: out of memory");
         goto fail;
     }
+    if (grow_items(self, 0))
+        goto fail;
     if (opts->zmq_context) {
         self->ctx = opts->zmq_context;
     } else {
@@ -171,6 +300,10 @@ pft_transport_t *pft_transport_new(const char *endpoint, const pft_transport_opt
         setopt_int(self->router, ZMQ_LINGER, opts->linger_ms, "ZMQ_LINGER") ||
         setopt_int(self->router, ZMQ_ROUTER_MANDATORY, 1, "ZMQ_ROUTER_MANDATORY"))
         goto fail;
+    if (self->curve && setup_curve_server(self))
+        goto fail;
+    if (!(self->router_mon = monitor_new(self, self->router, MON_HS_FAILED)))
+        goto fail;
     if (zmq_bind(self->router, endpoint) != 0) {
         pft_err(PFT_ENET, "transport: cannot bind %s: %s", endpoint, zmq_strerror(zmq_errno()));
         goto fail;
@@ -181,7 +314,6 @@ pft_transport_t *pft_transport_new(const char *endpoint, const pft_transport_opt
         goto fail;
     }
     self->endpoint[sizeof self->endpoint - 1] = '\0';
-    self->items[0] = (zmq_pollitem_t){.socket = self->router, .events = ZMQ_POLLIN};
     return self;
 fail:
     pft_transport_destroy(&self);
@@ -198,17 +330,26 @@ void pft_transport_destroy(pft_transport_t **self_p)
             zmq_msg_close(&self->sends[i].body);
     pft_free(self->sends);
     for (int i = 0; i < self->n_peers; i++) {
+        monitor_close(self->peers[i].sock, &self->peers[i].mon);
         if (self->peers[i].sock)
             zmq_close(self->peers[i].sock);
         pft_free(self->peers[i].endpoint);
     }
     pft_free(self->peers);
-    if (self->router)
+    if (self->router) {
+        monitor_close(self->router, &self->router_mon);
         zmq_close(self->router);
+    }
+    if (self->zap)
+        zmq_close(self->zap); /* after the ROUTER: never a CURVE server without its handler */
     if (self->own_ctx && self->ctx)
         zmq_ctx_term(self->ctx);
     pft_free(self->items);
+    pft_free(self->item_kind);
+    pft_free(self->item_peer);
     pft_free(self->accepted);
+    pft_free(self->allowed);
+    sodium_memzero(self, sizeof *self);
     pft_free(self);
     *self_p = NULL;
 }
@@ -231,8 +372,18 @@ int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *
 {
     if (!name || !endpoint || strlen(name) < 1 || strlen(name) > PFT_BUNDLE_MAX_NAME)
         return pft_err(PFT_EINVAL, "transport: peer name must be 1..%d bytes", PFT_BUNDLE_MAX_NAME);
-    if (server_public_key)
-        return pft_err(PFT_EUNSUPPORTED, "transport: peer '%s': CURVE security is not implemented yet", name);
+    if (self->curve && !server_public_key)
+        return pft_err(
+            PFT_EUNSUPPORTED,
+            "transport: peer '%s': this transport uses CURVE; the peer's server public key is needed "
+            "(plain text and CURVE do not mix)",
+            name);
+    if (!self->curve && server_public_key)
+        return pft_err(
+            PFT_EUNSUPPORTED,
+            "transport: peer '%s': a server public key was given but this transport is plain text (no "
+            "keypair in its options); plain text and CURVE do not mix",
+            name);
     if (find_peer(self, name) >= 0)
         return pft_err(PFT_EINVAL, "transport: peer '%s' added twice", name);
     if (self->n_peers == self->cap_peers) {
@@ -241,10 +392,8 @@ int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *
         if (!p)
             return pft_err(PFT_ENOMEM, "transport: out of memory");
         self->peers = p;
-        zmq_pollitem_t *it = pft_realloc(self->items, (size_t)(nc + 1) * sizeof *it);
-        if (!it)
-            return pft_err(PFT_ENOMEM, "transport: out of memory");
-        self->items = it;
+        if (grow_items(self, nc))
+            return PFT_ENOMEM;
         self->cap_peers = nc;
     }
     peer_t *p = &self->peers[self->n_peers];
@@ -275,6 +424,16 @@ int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *
         (rc = setopt_int(p->sock, ZMQ_RECONNECT_IVL_MAX, 10 * self->opts.reconnect_ivl_ms,
                          "ZMQ_RECONNECT_IVL_MAX")))
         goto fail;
+    if (self->curve && (zmq_setsockopt(p->sock, ZMQ_CURVE_SERVERKEY, server_public_key, KEY_LEN) != 0 ||
+                        zmq_setsockopt(p->sock, ZMQ_CURVE_PUBLICKEY, self->curve_public, KEY_LEN) != 0 ||
+                        zmq_setsockopt(p->sock, ZMQ_CURVE_SECRETKEY, self->curve_secret, KEY_LEN) != 0)) {
+        rc = zerr(PFT_ENET, "CURVE client keys");
+        goto fail;
+    }
+    if (!(p->mon = monitor_new(self, p->sock, MON_HS_FAILED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED))) {
+        rc = PFT_ENET;
+        goto fail;
+    }
     if (zmq_connect(p->sock, endpoint) != 0) {
         rc = pft_err(zmq_errno() == EINVAL || zmq_errno() == EPROTONOSUPPORT ? PFT_EINVAL : PFT_ENET,
                      "transport: peer '%s': cannot connect to %s: %s", name, endpoint,
@@ -282,12 +441,13 @@ int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *
         goto fail;
     }
     memcpy(p->name, name, strlen(name) + 1);
-    self->items[1 + self->n_peers] = (zmq_pollitem_t){.socket = p->sock, .events = ZMQ_POLLIN};
     self->n_peers++;
     return 0;
 fail:
-    if (p->sock)
+    if (p->sock) {
+        monitor_close(p->sock, &p->mon);
         zmq_close(p->sock);
+    }
     pft_free(p->endpoint);
     memset(p, 0, sizeof *p);
     return rc;
@@ -420,11 +580,12 @@ static void run_timers(pft_transport_t *self)
             continue;
         if (s->deadline > 0 && now >= s->deadline) {
             char why[2 * PFT_TRANSPORT_MAX_REASON + 128];
-            snprintf(
-                why, sizeof why,
-                "no acknowledgement from peer '%.64s' (%.100s) before the deadline, %d transmissions%s%.200s",
-                self->peers[s->peer].name, self->peers[s->peer].endpoint, s->attempts,
-                s->reason[0] ? "; last: " : "", s->reason);
+            const peer_t *p = &self->peers[s->peer];
+            snprintf(why, sizeof why,
+                     "no acknowledgement from peer '%.64s' (%.100s) before the deadline, %d "
+                     "transmissions%s%.200s%s%.200s",
+                     p->name, p->endpoint, s->attempts, s->reason[0] ? "; last: " : "", s->reason,
+                     p->hs_error[0] ? "; handshake failed: " : "", p->hs_error);
             finish(self, s, PFT_SEND_FAILED, PFT_ETIMEOUT, why);
             continue;
         }
@@ -539,7 +700,11 @@ static void on_bundle(pft_transport_t *self, zmq_msg_t *identity, const uint8_t 
         rc = PFT_EUNSUPPORTED;
         snprintf(reason, sizeof reason, "transport: this node accepts no inbound messages");
     } else {
+        self->sender = self->curve ? zmq_msg_gets(body, "User-Id") : NULL;
+        if (self->sender && !self->sender[0])
+            self->sender = NULL;
         rc = self->on_message(self->cb_ctx, buf, len, reason, sizeof reason);
+        self->sender = NULL;
         reason[sizeof reason - 1] = '\0';
         if (rc > 0)
             rc = PFT_EINVAL; /* a callback bug: refuse rather than ACK */
@@ -652,6 +817,158 @@ static void handle_replies(pft_transport_t *self, int pi)
     }
 }
 
+/* ---- CURVE: the ZAP handler (ZMQ RFC 27) ---- */
+
+static const allowed_t *find_allowed(const pft_transport_t *self, const uint8_t key[KEY_LEN])
+{
+    for (int i = 0; i < self->n_allowed; i++)
+        if (memcmp(self->allowed[i].key, key, KEY_LEN) == 0)
+            return &self->allowed[i];
+    return NULL;
+}
+
+static int frame_is(zmq_msg_t *m, const char *text)
+{
+    size_t n = strlen(text);
+    return zmq_msg_size(m) == n && memcmp(zmq_msg_data(m), text, n) == 0;
+}
+
+/* Sends the 6-frame ZAP reply: version, request id (echoed), status code, status text, user id, metadata. */
+static void zap_reply(pft_transport_t *self, zmq_msg_t *request_id, const char *status, const char *text,
+                      const char *user)
+{
+    zmq_send(self->zap, "1.0", 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    if (request_id) {
+        zmq_msg_t copy;
+        zmq_msg_init(&copy);
+        zmq_msg_copy(&copy, request_id);
+        if (zmq_msg_send(&copy, self->zap, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+            zmq_msg_close(&copy);
+    } else {
+        zmq_send(self->zap, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    }
+    zmq_send(self->zap, status, strlen(status), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    zmq_send(self->zap, text, strlen(text), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    zmq_send(self->zap, user, strlen(user), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    zmq_send(self->zap, "", 0, ZMQ_DONTWAIT);
+}
+
+/* Answers every waiting ZAP request: 200 for an allowed client key, 400 otherwise. A request that is not
+ * a well-formed CURVE request of our domain is refused too (libzmq sends well-formed ones; be strict). */
+static void handle_zap(pft_transport_t *self)
+{
+    for (int k = 0; k < MAX_PER_POLL; k++) {
+        zmq_msg_t parts[8];
+        int n = recv_parts(self->zap, parts, 8);
+        if (n <= 0)
+            return;
+        int ok = n == 7 && frame_is(&parts[0], "1.0") && frame_is(&parts[2], ZAP_DOMAIN) &&
+                 frame_is(&parts[5], "CURVE") && zmq_msg_size(&parts[6]) == KEY_LEN &&
+                 zmq_msg_size(&parts[1]) <= 255;
+        if (!ok) {
+            self->stats.handshakes_failed++;
+            snprintf(self->last_denial, sizeof self->last_denial, "malformed ZAP request refused");
+            zap_reply(self, n >= 2 && n <= 8 ? &parts[1] : NULL, "400", "malformed ZAP request", "");
+            close_parts(parts, n, 8);
+            continue;
+        }
+        const uint8_t *key = zmq_msg_data(&parts[6]);
+        const allowed_t *a = find_allowed(self, key);
+        if (a) {
+            self->stats.zap_allowed++;
+            zap_reply(self, &parts[1], "200", "OK", a->name);
+        } else {
+            self->stats.zap_denied++;
+            char hex[17], addr[64];
+            sodium_bin2hex(hex, sizeof hex, key, 8);
+            size_t al = zmq_msg_size(&parts[3]);
+            if (al >= sizeof addr)
+                al = sizeof addr - 1;
+            memcpy(addr, zmq_msg_data(&parts[3]), al);
+            addr[al] = '\0';
+            for (size_t i = 0; i < al; i++) /* from the network: keep it printable for logs */
+                if ((unsigned char)addr[i] < 0x20 || (unsigned char)addr[i] > 0x7e)
+                    addr[i] = '?';
+            snprintf(self->last_denial, sizeof self->last_denial, "CURVE key %s... from %s is not allowed",
+                     hex, al ? addr : "?");
+            zap_reply(self, &parts[1], "400", "client key not allowed", "");
+        }
+        close_parts(parts, n, 8);
+    }
+}
+
+/* ---- handshake events (socket monitors) ---- */
+
+/* Describes a handshake failure event into buf; returns 0 for events that are not failures. */
+static int describe_event(uint16_t event, uint32_t value, char *buf, size_t cap)
+{
+    switch (event) {
+    case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+        if (value == 400)
+            snprintf(buf, cap,
+                     "the peer refused our key (CURVE, ZAP status 400): is this node's public key listed "
+                     "for it in the peer's topology?");
+        else
+            snprintf(buf, cap, "authentication failed (ZAP status %u)", (unsigned)value);
+        return 1;
+    case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+        if (value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
+            snprintf(buf, cap,
+                     "security mismatch: one side uses CURVE, the other plain text (--insecure on one "
+                     "node only?)");
+        else if (value == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC)
+            snprintf(buf, cap, "CURVE cryptographic error (wrong server key?)");
+        else
+            snprintf(buf, cap, "protocol error 0x%08x", (unsigned)value);
+        return 1;
+    case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+        snprintf(buf, cap, "handshake failed: %s", zmq_strerror((int)value));
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Reads every waiting event of a monitor: the event frame (uint16 event, uint32 value, native byte order)
+ * and the endpoint frame. peer: the peer the monitored DEALER belongs to, or NULL for the ROUTER. */
+static void handle_monitor(pft_transport_t *self, void *mon, peer_t *peer)
+{
+    for (int k = 0; k < MAX_PER_POLL; k++) {
+        zmq_msg_t parts[2];
+        int n = recv_parts(mon, parts, 2);
+        if (n <= 0)
+            return;
+        if (n == 2 && zmq_msg_size(&parts[0]) == 6) {
+            uint16_t event;
+            uint32_t value;
+            const uint8_t *d = zmq_msg_data(&parts[0]);
+            memcpy(&event, d, 2);
+            memcpy(&value, d + 2, 4);
+            char what[MAX_HS_ERROR + 1];
+            int failed = describe_event(event, value, what, sizeof what);
+            if (peer && failed) {
+                self->stats.peer_handshake_failures++;
+                copy_text(peer->hs_error, sizeof peer->hs_error, what);
+            } else if (peer && event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+                peer->hs_error[0] = '\0';
+            } else if (!peer && failed && event != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+                self->stats.handshakes_failed++; /* ZAP refusals are counted by the handler */
+            }
+        }
+        close_parts(parts, n, 2);
+    }
+}
+
+/* ---- poll ---- */
+
+static int add_item(pft_transport_t *self, int n, void *sock, item_kind_t kind, int peer)
+{
+    self->items[n] = (zmq_pollitem_t){.socket = sock, .events = ZMQ_POLLIN};
+    self->item_kind[n] = kind;
+    self->item_peer[n] = peer;
+    return n + 1;
+}
+
 int pft_transport_poll(pft_transport_t *self, int timeout_ms)
 {
     run_timers(self);
@@ -659,22 +976,85 @@ int pft_transport_poll(pft_transport_t *self, int timeout_ms)
     long wait = timeout_ms;
     if (next >= 0 && (wait < 0 || next < wait))
         wait = (long)next;
-    int n_items = 1 + self->n_peers;
-    for (int i = 0; i < n_items; i++)
-        self->items[i].revents = 0;
+    int n_items = add_item(self, 0, self->router, ITEM_ROUTER, -1);
+    if (self->zap) /* ZAP requests arrive while we wait: they wake the poll like bundles do */
+        n_items = add_item(self, n_items, self->zap, ITEM_ZAP, -1);
+    if (self->router_mon)
+        n_items = add_item(self, n_items, self->router_mon, ITEM_ROUTER_MON, -1);
+    for (int i = 0; i < self->n_peers; i++) {
+        n_items = add_item(self, n_items, self->peers[i].sock, ITEM_PEER, i);
+        if (self->peers[i].mon)
+            n_items = add_item(self, n_items, self->peers[i].mon, ITEM_PEER_MON, i);
+    }
     int rc = zmq_poll(self->items, n_items, wait);
     if (rc < 0) {
         if (zmq_errno() == EINTR)
             return pft_err(PFT_EINTR, "transport: poll interrupted");
         return zerr(PFT_ENET, "zmq_poll");
     }
-    if (self->items[0].revents & ZMQ_POLLIN)
-        handle_inbound(self);
-    for (int i = 0; i < self->n_peers; i++)
-        if (self->items[1 + i].revents & ZMQ_POLLIN)
-            handle_replies(self, i);
+    for (int i = 0; i < n_items; i++) {
+        if (!(self->items[i].revents & ZMQ_POLLIN))
+            continue;
+        int pi = self->item_peer[i];
+        switch (self->item_kind[i]) {
+        case ITEM_ROUTER:
+            handle_inbound(self);
+            break;
+        case ITEM_ZAP:
+            handle_zap(self);
+            break;
+        case ITEM_ROUTER_MON:
+            handle_monitor(self, self->router_mon, NULL);
+            break;
+        case ITEM_PEER:
+            handle_replies(self, pi);
+            break;
+        case ITEM_PEER_MON:
+            handle_monitor(self, self->peers[pi].mon, &self->peers[pi]);
+            break;
+        }
+    }
     run_timers(self);
     return 0;
+}
+
+int pft_transport_allow_key(pft_transport_t *self, const uint8_t key[KEY_LEN], const char *name)
+{
+    if (!self->curve)
+        return pft_err(PFT_EUNSUPPORTED,
+                       "transport: allowing a key needs CURVE (this transport is plain text)");
+    if (!key || !name || strlen(name) < 1 || strlen(name) > PFT_BUNDLE_MAX_NAME)
+        return pft_err(PFT_EINVAL, "transport: an allowed key needs a name of 1..%d bytes",
+                       PFT_BUNDLE_MAX_NAME);
+    if (find_allowed(self, key))
+        return 0;
+    if (self->n_allowed == self->cap_allowed) {
+        int nc = self->cap_allowed ? 2 * self->cap_allowed : 4;
+        allowed_t *a = pft_realloc(self->allowed, (size_t)nc * sizeof *a);
+        if (!a)
+            return pft_err(PFT_ENOMEM, "transport: out of memory");
+        self->allowed = a;
+        self->cap_allowed = nc;
+    }
+    allowed_t *a = &self->allowed[self->n_allowed++];
+    memcpy(a->key, key, KEY_LEN);
+    memcpy(a->name, name, strlen(name) + 1);
+    return 0;
+}
+
+int pft_transport_is_secure(const pft_transport_t *self)
+{
+    return self->curve;
+}
+
+const char *pft_transport_sender(const pft_transport_t *self)
+{
+    return self->sender;
+}
+
+const char *pft_transport_last_denial(const pft_transport_t *self)
+{
+    return self->last_denial;
 }
 
 int pft_transport_send_state(const pft_transport_t *self, int handle, int *rc, const char **reason)

@@ -43,9 +43,12 @@ typedef struct {
     pft_transport_id_fn id_fn; /* id of a body; NULL: pft_bundle_message_id (BLAKE2b-256 of the bundle
                                   payload inside the envelope, i.e. the bundle id) */
     void *zmq_context;         /* borrowed libzmq context (e.g. to share inproc://); NULL: one of our own */
-    /* CURVE (reserved for the security issue; NULL = plain text; anything else gives PFT_EUNSUPPORTED for
-     * now): this node's long-term keypair (32 bytes each); the ROUTER becomes a CURVE server with a ZAP
-     * handler admitting the public keys the node allows, each DEALER a CURVE client. */
+    /* CURVE security: this node's X25519 keypair, 32 bytes each (copied; pft_keypair_curve() derives it
+     * from the node's Ed25519 key). Both NULL: plain text. Both set: the ROUTER is a CURVE server whose
+     * ZAP handler (serviced inside pft_transport_poll, no thread) admits only client keys given to
+     * pft_transport_allow_key(); every DEALER is a CURVE client with this keypair. Plain text and CURVE
+     * do not mix: a plain peer cannot talk to a CURVE transport and vice versa. One CURVE transport per
+     * libzmq context (the ZAP endpoint "inproc://zeromq.zap.01" is per context). */
     const uint8_t *curve_public_key;
     const uint8_t *curve_secret_key;
 } pft_transport_opts_t;
@@ -57,7 +60,8 @@ typedef struct pft_transport_t pft_transport_t;
 /* Binds the inbound socket at endpoint (e.g. "tcp://127.0.0.1:5555", "tcp://127.0.0.1:*" for a free port;
  * pft_transport_endpoint() then tells which). on_message may be NULL for a send-only node (inbound
  * messages are then NACKed). opts NULL: defaults. NULL on failure (pft_errmsg() says why: bad option,
- * bind failed (address in use), CURVE requested, out of memory). */
+ * only one CURVE key or a public key that does not match the secret one, bind failed (address in use),
+ * a ZAP handler already bound in the shared context, out of memory). */
 pft_transport_t *pft_transport_new(const char *endpoint, const pft_transport_opts_t *opts,
                                    pft_transport_on_message_fn on_message, void *ctx);
 /* Closes the sockets (waiting at most linger_ms for queued ACKs), frees, sets *self_p NULL; safe twice.
@@ -68,10 +72,25 @@ void pft_transport_destroy(pft_transport_t **self_p);
 const char *pft_transport_endpoint(const pft_transport_t *self);
 
 /* Connects an outbound socket to a peer named name (1..64 bytes, unique). server_public_key: the peer's
- * CURVE key (32 bytes) or NULL for plain text (non-NULL: PFT_EUNSUPPORTED for now). The peer need not be
- * up yet. PFT_EINVAL (bad/duplicate name, bad endpoint), PFT_ENET, PFT_ENOMEM. */
+ * X25519 CURVE public key (32 bytes), required on a CURVE transport, NULL on a plain one (mixing:
+ * PFT_EUNSUPPORTED). The peer need not be up yet. PFT_EINVAL (bad/duplicate name, bad endpoint),
+ * PFT_EUNSUPPORTED, PFT_ENET, PFT_ENOMEM. */
 int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *endpoint,
                            const uint8_t *server_public_key);
+
+/* CURVE: admits clients presenting the X25519 public key `key` (32 bytes; pft_pubkey_curve() of a peer's
+ * Ed25519 key) under name (1..64 bytes, used in logs and as the ZAP user id; see
+ * pft_transport_sender()). May be called at any time; it applies to handshakes from then on (a
+ * connection already admitted stays). Adding a key twice keeps the first name. PFT_EUNSUPPORTED on a
+ * plain transport, PFT_EINVAL (bad name), PFT_ENOMEM. */
+int pft_transport_allow_key(pft_transport_t *self, const uint8_t key[32], const char *name);
+/* 1 if the transport uses CURVE. */
+int pft_transport_is_secure(const pft_transport_t *self);
+/* During an on_message callback: the name under which the sender's key was allowed (CURVE), else NULL
+ * (plain text, or outside a callback). */
+const char *pft_transport_sender(const pft_transport_t *self);
+/* The last refused CURVE handshake, e.g. "key 3f1c…(16 hex) from 127.0.0.1 not allowed", "" if none. */
+const char *pft_transport_last_denial(const pft_transport_t *self);
 
 /* Milliseconds of a monotonic clock, the time base of deadlines. */
 int64_t pft_transport_now_ms(void);
@@ -100,7 +119,9 @@ typedef enum {
 const char *pft_send_state_name(pft_send_state_t state);
 
 /* State of a send; rc (may be NULL) gets 0, the receiver's code (rejected) or PFT_ETIMEOUT (failed);
- * reason (may be NULL) a borrowed message ("" when none; for pending, the last transient NACK if any).
+ * reason (may be NULL) a borrowed message ("" when none; for pending, the last transient NACK if any;
+ * for failed, also the last handshake failure with that peer, e.g. our key refused, or plain text
+ * talking to CURVE).
  * PFT_EINVAL for an unknown handle (returned as the state's int value is never negative). */
 int pft_transport_send_state(const pft_transport_t *self, int handle, int *rc, const char **reason);
 /* Sends still pending. */
@@ -119,6 +140,11 @@ typedef struct {
     uint64_t duplicates;                      /* ... re-ACKed without calling the callback */
     uint64_t rejected;                        /* ... NACKed (callback refused, id mismatch, no callback) */
     uint64_t malformed;                       /* inbound messages or replies dropped as malformed */
+    uint64_t zap_allowed;                     /* inbound CURVE handshakes admitted (client key allowed) */
+    uint64_t zap_denied;        /* inbound CURVE handshakes refused: client key not allowed (ZAP 400) */
+    uint64_t handshakes_failed; /* inbound handshakes failed otherwise (security mechanism mismatch, e.g. a
+                                   plain-text client of a CURVE server, or a protocol/crypto error) */
+    uint64_t peer_handshake_failures; /* outbound handshakes that failed (our key refused, mismatch, ...) */
 } pft_transport_stats_t;
 
 void pft_transport_stats(const pft_transport_t *self, pft_transport_stats_t *stats);

@@ -44,7 +44,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     if (s_dir[0])
         return 0;
-    snprintf(s_dir, sizeof s_dir, "%s/pft-fuzz-topo-XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+    snprintf(s_dir, sizeof s_dir, "%s/pft-fuzz-topo-XXXXXX",
+             access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
     if (!mkdtemp(s_dir)) {
         perror(s_dir);
         abort();
@@ -122,9 +123,11 @@ static void check_topo(const pft_topo_t *t)
     const pft_topo_run_t *run = pft_topo_run(t);
     if (n < 2 || !run || !run->run || !run->run[0])
         FAIL("loaded topology with %zu nodes or without a run id", n);
-    if (pft_topo_kind(t) != PFT_KIND_CHAIN && pft_topo_kind(t) != PFT_KIND_RING && pft_topo_kind(t) != PFT_KIND_DAG)
+    if (pft_topo_kind(t) != PFT_KIND_CHAIN && pft_topo_kind(t) != PFT_KIND_RING &&
+        pft_topo_kind(t) != PFT_KIND_DAG)
         FAIL("bad kind %d", (int)pft_topo_kind(t));
-    if ((pft_topo_kind(t) == PFT_KIND_RING) != (run->start != SIZE_MAX) || (run->start != SIZE_MAX && run->start >= n))
+    if ((pft_topo_kind(t) == PFT_KIND_RING) != (run->start != SIZE_MAX) ||
+        (run->start != SIZE_MAX && run->start >= n))
         FAIL("ring start %zu inconsistent", run->start);
     if (pft_topo_node(t, n) != NULL)
         FAIL("node(count) is not NULL");
@@ -194,31 +197,46 @@ static void check_same(const pft_topo_t *a, const pft_topo_t *b)
 {
     const pft_topo_run_t *x = pft_topo_run(a), *y = pft_topo_run(b);
     if (pft_topo_kind(a) != pft_topo_kind(b) || pft_topo_node_count(a) != pft_topo_node_count(b) ||
-        pft_topo_edge_count(a) != pft_topo_edge_count(b) || pft_topo_is_simulation(a) != pft_topo_is_simulation(b))
+        pft_topo_edge_count(a) != pft_topo_edge_count(b) ||
+        pft_topo_is_simulation(a) != pft_topo_is_simulation(b))
         FAIL("reloaded topology has another shape");
     if (!same_str(x->run, y->run) || x->k != y->k || x->cov != y->cov || x->samples != y->samples ||
         x->seed != y->seed || x->dtype != y->dtype || x->prep != y->prep || x->deadline != y->deadline ||
-        x->send_deadline != y->send_deadline || x->on_missing != y->on_missing || x->max_iter != y->max_iter ||
-        x->tol != y->tol || x->reg_covar != y->reg_covar || x->n_init != y->n_init || x->head_c != y->head_c ||
-        x->head_draws != y->head_draws || x->max_bundle_mb != y->max_bundle_mb ||
-        !same_str(x->dataset, y->dataset) || !same_str(x->partition, y->partition) ||
-        x->part_kind != y->part_kind || x->part_beta != y->part_beta || x->part_ranges != y->part_ranges ||
+        x->send_deadline != y->send_deadline || x->on_missing != y->on_missing ||
+        x->max_iter != y->max_iter || x->tol != y->tol || x->reg_covar != y->reg_covar ||
+        x->n_init != y->n_init || x->head_c != y->head_c || x->head_draws != y->head_draws ||
+        x->max_bundle_mb != y->max_bundle_mb || !same_str(x->dataset, y->dataset) ||
+        !same_str(x->partition, y->partition) || x->part_kind != y->part_kind ||
+        x->part_beta != y->part_beta || x->part_ranges != y->part_ranges ||
         !same_str(x->start_id, y->start_id) || x->start != y->start)
         FAIL("reloaded run settings differ (run '%s' vs '%s')", x->run, y->run);
     for (size_t i = 0; i < pft_topo_node_count(a); i++) {
         const pft_topo_node_t *p = pft_topo_node(a, i), *q = pft_topo_node(b, i);
-        if (strcmp(p->id, q->id) != 0 || p->role != q->role || !same_str(p->endpoint, q->endpoint) ||
-            !same_str(p->train, q->train) || !same_str(p->labels, q->labels) || !same_str(p->test, q->test) ||
-            !same_str(p->test_labels, q->test_labels) || p->k != q->k || p->cov != q->cov ||
-            p->samples != q->samples || p->domain != q->domain || !same_str(p->classes, q->classes) ||
-            p->n_preds != q->n_preds || p->n_succs != q->n_succs || p->n_fallbacks != q->n_fallbacks ||
-            p->n_stages != q->n_stages)
-            FAIL("reloaded node %zu ('%s') differs", i, p->id);
+        const char *diff = strcmp(p->id, q->id) != 0                   ? "id"
+                           : p->role != q->role                        ? "role"
+                           : !same_str(p->endpoint, q->endpoint)       ? "endpoint"
+                           : !same_str(p->train, q->train)             ? "train"
+                           : !same_str(p->labels, q->labels)           ? "labels"
+                           : !same_str(p->test, q->test)               ? "test"
+                           : !same_str(p->test_labels, q->test_labels) ? "test_labels"
+                           : p->k != q->k                              ? "k"
+                           : p->cov != q->cov                          ? "cov"
+                           : p->samples != q->samples                  ? "samples"
+                           : p->domain != q->domain                    ? "domain"
+                           : !same_str(p->classes, q->classes)         ? "classes"
+                           : p->n_preds != q->n_preds                  ? "n_preds"
+                           : p->n_succs != q->n_succs                  ? "n_succs"
+                           : p->n_fallbacks != q->n_fallbacks          ? "n_fallbacks"
+                           : p->n_stages != q->n_stages                ? "n_stages"
+                                                                       : NULL;
+        if (diff)
+            FAIL("reloaded node %zu ('%s', reloaded '%s') differs in %s", i, p->id, q->id, diff);
     }
     for (size_t e = 0; e < pft_topo_edge_count(a); e++) {
         const pft_topo_edge_t *p = pft_topo_edge(a, e);
         const pft_topo_edge_t *q = pft_topo_edge_find(b, p->tail, p->head);
-        if (!q || q->fallback != p->fallback || q->deadline != p->deadline || q->send_deadline != p->send_deadline)
+        if (!q || q->fallback != p->fallback || q->deadline != p->deadline ||
+            q->send_deadline != p->send_deadline)
             FAIL("reloaded edge %zu -> %zu differs", p->tail, p->head);
     }
     const pft_handoff_t *h1, *h2;
