@@ -38,7 +38,7 @@ static void on_signal(int sig)
 typedef struct {
     const char *topo_path, *out_dir, *pftnode, *log_level, *order;
     double timeout;
-    int json, quiet, no_baselines;
+    int json, quiet, no_baselines, prepare_only;
 } launch_args_t;
 
 typedef struct {
@@ -454,6 +454,8 @@ int pft_cmd_launch(int argc, char **argv)
         {"log-level", PFT_OPT_STRING, &a.log_level, "info", 0, -1, 0, "L", "nodes' log level"},
         {"no-baselines", PFT_OPT_FLAG, &a.no_baselines, NULL, 0, -1, 0, NULL,
          "skip the centralized and local-only baselines"},
+        {"prepare-only", PFT_OPT_FLAG, &a.prepare_only, NULL, 0, -1, 0, NULL,
+         "partition and write DIR/topology.dot, then print each node's pftnode command and exit"},
         {"json", PFT_OPT_FLAG, &a.json, NULL, 0, -1, 0, NULL, "print results.json on stdout instead of the table"},
         {"quiet", PFT_OPT_FLAG, &a.quiet, NULL, 0, -1, 0, NULL, "no progress lines"},
         {0},
@@ -528,6 +530,18 @@ int pft_cmd_launch(int argc, char **argv)
             goto fail;
     }
 
+    if (a.prepare_only) {
+        char node_bin[PATH_MAX];
+        pftnode_path(a.pftnode, node_bin, sizeof node_bin);
+        for (size_t i = 0; i < nn; i++) {
+            printf("%s --topology %s --id %s --out %s", node_bin, resolved, ch[i].id, ch[i].dir);
+            if (eval_x)
+                printf(" --eval-features %s --eval-labels %s", eval_x, eval_y);
+            printf("\n");
+        }
+        exit_code = 0;
+        goto cleanup;
+    }
     int failed = run_children(&a, resolved, ch, nn, eval_x, eval_y, &wall);
     for (size_t i = 0; i < nn; i++) {
         char *p = pft_fsio_join(ch[i].dir, "result.json");

@@ -30,6 +30,21 @@
 
 static volatile sig_atomic_t s_stop;
 
+/* Fault injection for the crash/restart tests: with PFT_TEST_HOOKS compiled in, PFT_CRASH_AT=<point> in the
+ * environment kills the node with SIGKILL at that point. Release builds compile the hook to nothing. */
+#ifdef PFT_TEST_HOOKS
+static void crash_point(const char *point)
+{
+    const char *at = getenv("PFT_CRASH_AT");
+    if (at && strcmp(at, point) == 0) {
+        pft_warn("test hook: SIGKILL at %s", point);
+        raise(SIGKILL);
+    }
+}
+#else
+#define crash_point(point) ((void)0)
+#endif
+
 void pft_node_request_stop(void)
 {
     s_stop = 1;
@@ -189,6 +204,9 @@ static inbound_t *match_bundle(node_t *nd, const pft_bundle_t *b, char *reason, 
         if (s->complete != complete || strcmp(s->producer, producer) != 0)
             continue;
         if (s->bundle) {
+            uint8_t id[PFT_BUNDLE_ID_LEN];
+            if (pft_bundle_id(b, id) == 0 && memcmp(id, s->id, sizeof id) == 0)
+                return s; /* the same bundle again (e.g. we restarted and forgot its id): harmless */
             snprintf(reason, rlen, "already holds a different bundle from %s for this hand-off", producer);
             return NULL;
         }
@@ -222,6 +240,11 @@ static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store,
     if (!s) {
         pft_bundle_destroy(&b);
         return PFT_EREJECT;
+    }
+    if (s->bundle) { /* a duplicate of what this slot holds: acknowledge, use once */
+        pft_bundle_destroy(&b);
+        pft_debug("duplicate of the bundle from %s acknowledged again", s->from);
+        return 0;
     }
     uint8_t *copy = pft_alloc(len);
     if (!copy) {
@@ -606,6 +629,8 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
                   info.k_used, info.iters, dt);
         if ((rc = pft_bundle_add_class(b, c, (uint64_t)cls.n, &g)))
             goto done;
+        if (nd->em_fits == 2)
+            crash_point("mid-em");
         if (st->final && (rc = head_rows_add(nd, c, cls.x, n_own, recv, take, nr)))
             goto done;
     }
@@ -716,6 +741,14 @@ static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
             set_status(nd, "sending", NULL);
             rc = send_bundle(nd, st, buf, len);
         }
+#ifdef PFT_TEST_HOOKS
+        crash_point("retry-pending");
+        if (rc == 0 && getenv("PFT_CRASH_AT") && strcmp(getenv("PFT_CRASH_AT"), "after-forward") == 0) {
+            for (int i = 0; i < 600 && pft_transport_pending(nd->tp) > 0; i++)
+                pft_transport_poll(nd->tp, 50);
+            crash_point("after-forward");
+        }
+#endif
         pft_free(buf);
         pft_bundle_destroy(&nd->knowledge);
         nd->knowledge = b;
@@ -1014,6 +1047,7 @@ int pft_node_run(const pft_node_args_t *args)
         goto out;
     }
     pft_info("listening on %s", pft_transport_endpoint(nd.tp));
+    crash_point("before-receive");
     load_stored_inbox(&nd);
 
     for (size_t k = 0; k < nd.me->n_stages; k++) {

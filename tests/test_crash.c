@@ -1,0 +1,193 @@
+/* Crash and restart: a node killed with SIGKILL at a named point and restarted with the same command ends with the
+ * same result as an undisturbed run (same accuracy, identical outbound bundle bytes), and no bundle is lost or
+ * applied twice. Needs the PFT_TEST_HOOKS build (tests/run), whose pftnode honours PFT_CRASH_AT. */
+#include "pft_test.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
+#define NODES 3
+
+static char s_tmp[256];
+static const char *s_ids[NODES] = {"a", "b", "c"};
+
+static void write_topo(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    fprintf(f,
+            "digraph crash {\n  dataset = \"%s\"; partition = iid; samples = 60; k = 2; cov = diag; seed = 3;\n"
+            "  max_iter = 30; head_draws = 2; deadline = 120; send_deadline = 120;\n  a -> b -> c;\n}\n",
+            EXAMPLE_DATA);
+    fclose(f);
+}
+
+static int sh(const char *cmd)
+{
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static pid_t start_node(const char *dir, const char *id, const char *crash_at)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char node[512], topo[512], out[512], ex[512], ey[512], log[512];
+        snprintf(node, sizeof node, "%s/node/pftnode", PFT_BINARY_DIR);
+        snprintf(topo, sizeof topo, "%s/topology.dot", dir);
+        snprintf(out, sizeof out, "%s/%s", dir, id);
+        snprintf(ex, sizeof ex, "%s/eval_x.npy", dir);
+        snprintf(ey, sizeof ey, "%s/eval_y.npy", dir);
+        snprintf(log, sizeof log, "%s/%s/node.log", dir, id);
+        if (crash_at)
+            setenv("PFT_CRASH_AT", crash_at, 1);
+        else
+            unsetenv("PFT_CRASH_AT");
+        if (!freopen(log, "a", stderr))
+            _exit(126);
+        execl(node, node, "--topology", topo, "--id", id, "--out", out, "--eval-features", ex, "--eval-labels", ey,
+              "--linger-ms", "300", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_exit(pid_t pid, int *sig)
+{
+    int st = 0;
+    waitpid(pid, &st, 0);
+    *sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (fread(b, 1, (size_t)n, f) != (size_t)n)
+        n = 0;
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    size_t la = 0, lb = 0;
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    int same = x && y && la == lb && la > 0 && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+static json_t *result(const char *dir, const char *id)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s/result.json", dir, id);
+    json_error_t e;
+    return json_load_file(p, 0, &e);
+}
+
+/* Runs the chain with `victim` crashing at `point`, restarts it, and compares with the reference run. */
+static void crash_run(const char *point, int victim)
+{
+    char dir[400], cmd[1200], topo[500];
+    snprintf(dir, sizeof dir, "%s/%s-%s", s_tmp, point, s_ids[victim]);
+    snprintf(topo, sizeof topo, "%s/crash.dot", s_tmp);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null", PFT_BINARY_DIR,
+             topo, dir);
+    CHECK(sh(cmd) == 0);
+    pid_t pid[NODES];
+    for (int i = NODES - 1; i >= 0; i--) /* reverse order: receivers first or not, it must not matter */
+        pid[i] = start_node(dir, s_ids[i], i == victim ? point : NULL);
+    int sig = 0, code = wait_exit(pid[victim], &sig);
+    CHECK_MSG(sig == SIGKILL, "%s: %s ended with code %d signal %d, not SIGKILL", point, s_ids[victim], code, sig);
+    pid[victim] = start_node(dir, s_ids[victim], NULL); /* the same command, no fault */
+    for (int i = 0; i < NODES; i++) {
+        code = wait_exit(pid[i], &sig);
+        CHECK_MSG(code == 0, "%s: node %s exit %d signal %d (logs in %s)", point, s_ids[i], code, sig, dir);
+    }
+    char ref[400];
+    snprintf(ref, sizeof ref, "%s/reference", s_tmp);
+    for (int i = 0; i < NODES; i++) {
+        json_t *r = result(dir, s_ids[i]), *q = result(ref, s_ids[i]);
+        CHECK(r && q);
+        if (r && q) {
+            double a = json_real_value(json_object_get(r, "accuracy_global"));
+            double b = json_real_value(json_object_get(q, "accuracy_global"));
+            CHECK_MSG(a == b, "%s: node %s accuracy %.6f vs reference %.6f", point, s_ids[i], a, b);
+            CHECK(json_integer_value(json_object_get(r, "n_synthetic")) == 60 * i); /* applied once */
+            CHECK(json_array_size(json_object_get(r, "provenance")) == (size_t)i + 1);
+        }
+        json_decref(r);
+        json_decref(q);
+        if (i < NODES - 1) {
+            char p1[600], p2[600];
+            snprintf(p1, sizeof p1, "%s/%s/bundle.pftb", dir, s_ids[i]);
+            snprintf(p2, sizeof p2, "%s/%s/bundle.pftb", ref, s_ids[i]);
+            CHECK_MSG(same_file(p1, p2), "%s: %s's outbound bundle differs from the reference", point, s_ids[i]);
+        }
+    }
+}
+
+static void test_before_receive(void)
+{
+    crash_run("before-receive", 1);
+}
+static void test_mid_em(void)
+{
+    crash_run("mid-em", 1);
+}
+static void test_retry_pending(void)
+{
+    crash_run("retry-pending", 0);
+}
+static void test_after_forward(void)
+{
+    crash_run("after-forward", 1);
+}
+
+int main(void)
+{
+#ifndef PFT_TEST_HOOKS
+    printf("skipped: built without PFT_TEST_HOOKS (bash tests/run builds with them)\n");
+    return PFT_TEST_SKIP;
+#endif
+    if (access(EXAMPLE_DATA "/train_x.npy", R_OK) != 0) {
+        printf("skipped: %s not found\n", EXAMPLE_DATA);
+        return PFT_TEST_SKIP;
+    }
+    snprintf(s_tmp, sizeof s_tmp, "/tmp/pft_crash_XXXXXX");
+    if (!mkdtemp(s_tmp))
+        return 1;
+    char topo[400], cmd[1200];
+    snprintf(topo, sizeof topo, "%s/crash.dot", s_tmp);
+    write_topo(topo);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s/reference --quiet --no-baselines > /dev/null",
+             PFT_BINARY_DIR, topo, s_tmp);
+    if (sh(cmd) != 0) {
+        fprintf(stderr, "reference run failed\n");
+        return 1;
+    }
+    RUN(test_before_receive);
+    RUN(test_mid_em);
+    RUN(test_retry_pending);
+    RUN(test_after_forward);
+    int rc = pft_test_done();
+    if (rc == 0) {
+        snprintf(cmd, sizeof cmd, "rm -rf %s", s_tmp);
+        if (sh(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", s_tmp);
+    } else {
+        fprintf(stderr, "outputs kept in %s\n", s_tmp);
+    }
+    return rc;
+}
