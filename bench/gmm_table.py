@@ -77,6 +77,9 @@ def main(path):
                                                      fmt(dll, "+.4f")))
         notes = []
         for row, r in g.items():
+            if ref is not None and row != "pftnet" and not row.endswith("stop)") and r.get("iters") != ref.get("iters"):
+                notes.append("%s: WARNING: %s iterations vs pftnet's %s — not an equal-work comparison"
+                             % (row, fmt_iters(r.get("iters")), fmt_iters(ref.get("iters"))))
             if "init_seconds" in r:
                 notes.append("%s: k-means init %.3f s, EM %.3f s, resumed vl_gmm_em calls %d (raw seconds %.3f, raw "
                              "cpu %.2f), VLFeat's own avg LL %.4f" % (

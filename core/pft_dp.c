@@ -166,8 +166,9 @@ size_t pft_dp_mom_len(pft_cov_t cov, int d)
         return (size_t)d;
     case PFT_COV_SPHER:
         return 1;
+    default: /* low-rank covariances have no DP release */
+        return 0;
     }
-    return 0;
 }
 
 /* Full d×d block: (1/n) Σ (x_i - c)(x_i - c)ᵀ with c = ctr (NULL: 0), by DSYRK over blocks of rows. */
@@ -306,11 +307,12 @@ done:
     return rc;
 }
 
-int pft_dp_project(pft_dp_mech_t mech, pft_cov_t cov, int d, double floor, const double *mean, double *mom,
-                   int *n_floored, double *min_eig)
+int pft_dp_project(pft_dp_mech_t mech, pft_cov_t cov, int d, double var_floor, const double *mean,
+                   double *mom, int *n_floored, double *min_eig)
 {
-    if (d < 1 || !cov_valid(cov) || !mech_valid(mech) || !mean || !mom || !(floor > 0.0) || !isfinite(floor))
-        return pft_err(PFT_EINVAL, "dp projection: invalid arguments (d = %d, floor = %g)", d, floor);
+    if (d < 1 || !cov_valid(cov) || !mech_valid(mech) || !mean || !mom || !(var_floor > 0.0) ||
+        !isfinite(var_floor))
+        return pft_err(PFT_EINVAL, "dp projection: invalid arguments (d = %d, var_floor = %g)", d, var_floor);
     size_t D = (size_t)d, len = pft_dp_mom_len(cov, d);
     for (size_t j = 0; j < D; j++)
         if (!isfinite(mean[j]))
@@ -338,7 +340,7 @@ int pft_dp_project(pft_dp_mech_t mech, pft_cov_t cov, int d, double floor, const
         if (rc < 0)
             return rc;
         for (size_t j = 0; j < D; j++)
-            mom[j * D + j] += floor;
+            mom[j * D + j] += var_floor;
         return 0;
     }
     int neg = 0;
@@ -346,7 +348,7 @@ int pft_dp_project(pft_dp_mech_t mech, pft_cov_t cov, int d, double floor, const
     for (size_t j = 0; j < len; j++) {
         mn = mom[j] < mn ? mom[j] : mn;
         neg += mom[j] < 0.0;
-        mom[j] = (mom[j] > 0.0 ? mom[j] : 0.0) + floor;
+        mom[j] = (mom[j] > 0.0 ? mom[j] : 0.0) + var_floor;
     }
     if (n_floored)
         *n_floored = neg;
@@ -359,20 +361,22 @@ int pft_dp_project(pft_dp_mech_t mech, pft_cov_t cov, int d, double floor, const
 /* The release */
 
 int pft_dp_fit(const float *x, int n, int d, pft_cov_t cov, double eps, double delta, pft_dp_mech_t mech,
-               double floor, pft_rng_t *rng, pft_gmm_t **out, pft_dp_info_t *info)
+               double var_floor, pft_rng_t *rng, pft_gmm_t **out, pft_dp_info_t *info)
 {
     if (out)
         *out = NULL;
     if (!x || !out || n < 1 || d < 1)
         return pft_err(PFT_EINVAL, "dp fit: invalid arguments (n = %d, d = %d)", n, d);
     if (!cov_valid(cov) || !mech_valid(mech))
-        return pft_err(PFT_EINVAL, "dp fit: unknown covariance family %d or mechanism %d", (int)cov, (int)mech);
+        return pft_err(PFT_EINVAL, "dp fit: unknown covariance family %d or mechanism %d", (int)cov,
+                       (int)mech);
     double dl = resolve_delta(n, delta);
     if (!(eps > 0.0) || isnan(dl))
-        return pft_err(PFT_EINVAL, "dp fit: need epsilon > 0 and 0 < delta < 1 (epsilon = %g, delta = %g, n = %d)",
-                       eps, delta == PFT_DP_DELTA_AUTO ? 1.0 / n : delta, n);
-    if (!(floor > 0.0) || !isfinite(floor))
-        return pft_err(PFT_EINVAL, "dp fit: floor = %g (must be finite and > 0)", floor);
+        return pft_err(PFT_EINVAL,
+                       "dp fit: need epsilon > 0 and 0 < delta < 1 (epsilon = %g, delta = %g, n = %d)", eps,
+                       delta == PFT_DP_DELTA_AUTO ? 1.0 / n : delta, n);
+    if (!(var_floor > 0.0) || !isfinite(var_floor))
+        return pft_err(PFT_EINVAL, "dp fit: var_floor = %g (must be finite and > 0)", var_floor);
     if (!isinf(eps) && !rng)
         return pft_err(PFT_EINVAL, "dp fit: a random generator is required for epsilon = %g", eps);
     for (int i = 0; i < n; i++) {
@@ -380,7 +384,8 @@ int pft_dp_fit(const float *x, int n, int d, pft_cov_t cov, double eps, double d
         if (!isfinite(s))
             return pft_err(PFT_EINVAL, "dp fit: row %d has a non-finite value", i);
         if (s > 1.0 + PFT_DP_NORM_TOL)
-            return pft_err(PFT_EINVAL, "dp fit: row %d has norm %.9g > 1 (clip the features first)", i, sqrt(s));
+            return pft_err(PFT_EINVAL, "dp fit: row %d has norm %.9g > 1 (clip the features first)", i,
+                           sqrt(s));
     }
     double sigma = pft_dp_sigma(mech, n, eps, dl);
     double lg = log(4.0 / dl);
@@ -396,7 +401,7 @@ int pft_dp_fit(const float *x, int n, int d, pft_cov_t cov, double eps, double d
     }
     if ((rc = pft_dp_moments(x, n, d, cov, mech, mean, mom)) < 0 ||
         (rc = pft_dp_add_noise(cov, d, sigma, rng, mean, mom)) < 0 ||
-        (rc = pft_dp_project(mech, cov, d, floor, mean, mom, &n_floored, &min_eig)) < 0)
+        (rc = pft_dp_project(mech, cov, d, var_floor, mean, mom, &n_floored, &min_eig)) < 0)
         goto done;
     if (!(g = pft_gmm_new(1, d, cov))) {
         rc = pft_err(PFT_ENOMEM, "dp fit: out of memory (model)");

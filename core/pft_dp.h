@@ -5,15 +5,15 @@
  *     μ̂ = μ + N(0, σ² I_d),      Σ̃ = Σ + Z,   Z symmetric, Z_ij = Z_ji ~ N(0, σ²) i.i.d. for i ≤ j,
  * where μ = (1/n) Σ f_i and Σ = (1/n) Σ (f_i - μ)(f_i - μ)ᵀ (maximum likelihood, as pft_gmm_fit), and then
  * projects Σ̃ onto the positive semidefinite cone (eigenvalues clamped at 0, the Frobenius-nearest PSD
- * matrix) and adds `floor`·I so the result is positive definite and usable by pft_gmm_set_params:
- *     Σ̂ = V max(Λ, 0) Vᵀ + floor·I      (eigenvalues of Σ̂ ≥ floor).
+ * matrix) and adds `var_floor`·I so the result is positive definite and usable by pft_gmm_set_params:
+ *     Σ̂ = V max(Λ, 0) Vᵀ + var_floor·I      (eigenvalues of Σ̂ ≥ var_floor).
  * This is the rule pft_gmm_fit applies with reg_covar (variances clamped at 0, then reg_covar added), so with
- * ε = ∞ (σ = 0) and floor = reg_covar the release equals the non-private K = 1 fit up to rounding.
- * diag releases μ̂ and the d noisy variances Σ_jj + N(0, σ²), each clamped at 0, plus floor; spher releases
- * μ̂ and one noisy variance tr(Σ)/d + N(0, σ²) (pft_gmm's spherical variance), clamped at 0, plus floor.
- * These are sub-vectors (or a contraction: |Δ tr Σ/d| ≤ ‖ΔΣ‖_F/√d) of the full release, so their
+ * ε = ∞ (σ = 0) and var_floor = reg_covar the release equals the non-private K = 1 fit up to rounding.
+ * diag releases μ̂ and the d noisy variances Σ_jj + N(0, σ²), each clamped at 0, plus var_floor; spher
+ * releases μ̂ and one noisy variance tr(Σ)/d + N(0, σ²) (pft_gmm's spherical variance), clamped at 0, plus
+ * var_floor. These are sub-vectors (or a contraction: |Δ tr Σ/d| ≤ ‖ΔΣ‖_F/√d) of the full release, so their
  * sensitivity is at most the full one and the same σ is (conservatively) valid. Clamping, projection and the
- * floor are post-processing and cost no privacy.
+ * var_floor are post-processing and cost no privacy.
  *
  * Neighbouring datasets: one row replaced by another (n is public; the bundle carries n_c in the clear).
  * The guarantee covers the rows given to pft_dp_fit: for a node that refits on its own rows ∪ synthetic rows
@@ -29,20 +29,22 @@
  *   (symmetric noise releases the upper triangle once; its L2 change is ≤ ‖ΔΣ‖_F). With the Gaussian
  *   mechanism calibrated as σ = Δ₂ · sqrt(2 ln(4/δ)) / ε this is exactly the theorem's
  *   (2√10/n) · sqrt(2 ln(4/δ)) / ε = (4/(nε)) · sqrt(5 ln(4/δ)).
+ *   (This split of the constant is our reconstruction; the paper's proof text was not at hand. Whatever
+ *   calibration C(ε, δ) is used, σ = Δ₂ · C(ε, δ) is linear in Δ₂, so B.3's σ below is σ_THM41 · √8 / √40.)
  * PFT_DP_B3 (Remark B.3): release μ and the second moment M = Σ + μμᵀ = (1/n) Σ f_i f_iᵀ instead, then
- *   Σ̂ = PSD(M̂ - μ̂μ̂ᵀ) + floor·I (diag: M_jj = mean f_j², spher: mean ‖f‖²/d; same clamp and floor).
+ *   Σ̂ = PSD(M̂ - μ̂μ̂ᵀ) + var_floor·I (diag: M_jj = mean f_j², spher: mean ‖f‖²/d; same clamp, var_floor).
  *     ‖ΔM‖_F ≤ (‖f‖² + ‖f'‖²)/n ≤ 2/n,   Δ₂ = sqrt((2/n)² + (2/n)²) = 2√2/n  (the remark's sensitivity),
  *   and the same calibration gives
  *     σ = (2√2/n) · sqrt(2 ln(4/δ)) / ε = (4/(nε)) · sqrt(ln(4/δ)) = σ_THM41 / √5.
  *   (‖f fᵀ - f' f'ᵀ‖_F ≤ √2 would tighten Δ₂ to √6/n; not used, to stay with the paper.)
  * Validity check. The calibration sqrt(2 ln(4/δ))/ε is not a valid Gaussian-mechanism calibration for every
  * ε: by the exact characterisation of the Gaussian mechanism (Balle & Wang 2018, Theorem 8, see
- * pft_dp_gauss_delta) it achieves (ε, δ) for every ε ≤ 9 and δ in [1e-10, 0.5] (checked on a grid), but e.g. at ε = 20, δ = 1e-3
- * the true δ is 37 times too large. pft_dp_sigma therefore returns
- *     σ = max(formula above, smallest σ for which the exact δ at sensitivity Δ₂ is ≤ δ),
- * which is the formula wherever the formula is valid (every setting in the paper), and never overclaims.
+ * pft_dp_gauss_delta) it achieves (ε, δ) for every ε ≤ 9 and δ in [1e-10, 0.5] (checked on a grid), but e.g.
+ * at ε = 20, δ = 1e-3 the true δ is 37 times too large. pft_dp_sigma therefore returns σ = max(formula above,
+ * smallest σ for which the exact δ at sensitivity Δ₂ is ≤ δ), which is the formula wherever the formula is
+ * valid (all ε ≤ 9 above), and never overclaims.
  *
- * δ: PFT_DP_DELTA_AUTO means δ = 1/n (the paper's choice; note the usual advice is δ ≪ 1/n).
+ * δ: PFT_DP_DELTA_AUTO means δ = 1/n (the issue's default; note the usual advice is δ ≪ 1/n).
  *
  * Composition. One class's Gaussian is (ε, δ)-DP for that class's rows; classes are disjoint, so releasing
  * a whole bundle (every class once) is (ε, δ)-DP per record (parallel composition). A node that releases
@@ -68,7 +70,7 @@ typedef enum {
 
 /* δ = 1/n. */
 #define PFT_DP_DELTA_AUTO (-1.0)
-/* A sensible floor (= pft_gmm's default reg_covar). */
+/* A sensible var_floor (= pft_gmm's default reg_covar). */
 #define PFT_DP_FLOOR_DEFAULT 1e-6
 /* Rows whose squared norm exceeds 1 by more than this are "not clipped" (pft_dp_fit refuses them);
  * smaller excesses are float rounding of unit rows. */
@@ -101,7 +103,8 @@ double pft_dp_sigma(pft_dp_mech_t mech, int n, double eps, double delta);
  * may then be partly clipped). */
 int pft_dp_clip(float *x, int n, int d);
 
-/* Number of doubles of the second-moment/covariance block for a family: full d·d, diag d, spher 1. */
+/* Number of doubles of the second-moment/covariance block for a family: full d·d, diag d, spher 1;
+ * 0 for d < 1 or another family (PFT_COV_LOWRANK has no DP release: pft_dp_* return PFT_EINVAL). */
 size_t pft_dp_mom_len(pft_cov_t cov, int d);
 
 /* Exact (non-private) statistics of the n×d rows x, accumulated in double:
@@ -119,13 +122,13 @@ int pft_dp_add_noise(pft_cov_t cov, int d, double sigma, pft_rng_t *rng, double 
 
 /* Turns a noisy mom (THM41: Σ̃; B3: M̂, combined with the noisy mean μ̂ into M̂ - μ̂μ̂ᵀ) into the released
  * covariance in place: full: eigendecomposition (LAPACKE dsyevd), eigenvalues clamped at 0, reconstructed,
- * floor added to the diagonal; diag/spher: each variance clamped at 0, plus floor. The full result is exactly
- * symmetric with eigenvalues ≥ floor (to rounding). n_floored (may be NULL): eigenvalues/variances that
- * were < 0 and clamped; min_eig (may be NULL): the smallest eigenvalue/variance before clamping.
- * Errors: PFT_EINVAL (floor ≤ 0 or non-finite, d < 1, NULL, non-finite input), PFT_ENOMEM, PFT_ENUMERIC (the
- * eigensolver failed); mom is unspecified on error. */
-int pft_dp_project(pft_dp_mech_t mech, pft_cov_t cov, int d, double floor, const double *mean, double *mom,
-                   int *n_floored, double *min_eig);
+ * var_floor added to the diagonal; diag/spher: each variance clamped at 0, plus var_floor. The full result is
+ * exactly symmetric with eigenvalues ≥ var_floor (to rounding). n_floored (may be NULL):
+ * eigenvalues/variances that were < 0 and clamped; min_eig (may be NULL): the smallest eigenvalue/variance
+ * before clamping. Errors: PFT_EINVAL (var_floor ≤ 0 or non-finite, d < 1, NULL, non-finite input),
+ * PFT_ENOMEM, PFT_ENUMERIC (the eigensolver failed); mom is unspecified on error. */
+int pft_dp_project(pft_dp_mech_t mech, pft_cov_t cov, int d, double var_floor, const double *mean,
+                   double *mom, int *n_floored, double *min_eig);
 
 /* What a release did. */
 typedef struct {
@@ -140,14 +143,14 @@ typedef struct {
 } pft_dp_info_t;
 
 /* Differentially private K = 1 fit of the n×d rows x, which must be clipped (pft_dp_clip): a row with
- * squared norm > 1 + PFT_DP_NORM_TOL is refused. Moments, noise (σ = pft_dp_sigma), projection with floor as
- * above; *out is a new one-component model (weight 1) of family cov (caller destroys), info if not NULL is
+ * squared norm > 1 + PFT_DP_NORM_TOL is refused. Moments, noise (σ = pft_dp_sigma), projection with var_floor
+ * as above; *out is a new one-component model (weight 1) of family cov (caller destroys), info if not NULL is
  * filled. ε = INFINITY gives the exact statistics (non-private; do not call it private).
- * Errors: PFT_EINVAL (n < 1, d < 1, NULL, ε ≤ 0, δ outside (0, 1) unless PFT_DP_DELTA_AUTO, floor ≤ 0,
+ * Errors: PFT_EINVAL (n < 1, d < 1, NULL, ε ≤ 0, δ outside (0, 1) unless PFT_DP_DELTA_AUTO, var_floor ≤ 0,
  * unknown family/mechanism, a row not clipped or not finite), PFT_ENOMEM, PFT_ENUMERIC. *out is NULL on
  * error. Consumes rng draws (none for ε = ∞). */
 int pft_dp_fit(const float *x, int n, int d, pft_cov_t cov, double eps, double delta, pft_dp_mech_t mech,
-               double floor, pft_rng_t *rng, pft_gmm_t **out, pft_dp_info_t *info);
+               double var_floor, pft_rng_t *rng, pft_gmm_t **out, pft_dp_info_t *info);
 
 /* A node's privacy ledger under basic sequential composition. eps_total = INFINITY means "unlimited". */
 typedef struct {

@@ -45,7 +45,7 @@ struct pft_head_t {
 void pft_head_opts_default(pft_head_opts_t *opts)
 {
     *opts = (pft_head_opts_t){
-        .l2 = PFT_HEAD_L2_AUTO, .max_iter = 1000, .tol = 1e-4, .history = 30, .standardize = 1};
+        .l2 = PFT_HEAD_L2_AUTO, .max_iter = 1000, .tol = 1e-5, .history = 30, .standardize = 1};
 }
 
 /* ---- objective ---- */

@@ -5,6 +5,7 @@
 #include <lapacke.h>
 #include <string.h>
 
+#include "pft_alloc.h"
 #include "pft_error.h"
 
 int pft_la_chol_lower(double *a, int d)
@@ -40,6 +41,81 @@ void pft_la_zero_upper(double *a, int d)
 {
     for (int i = 0; i < d; i++)
         memset(a + (size_t)i * d + i + 1, 0, (size_t)(d - i - 1) * sizeof *a);
+}
+
+int pft_la_orthonormalize(double *a, int rows, int cols)
+{
+    /* The row-major rows×cols matrix A is the column-major cols×rows matrix Aᵀ: an LQ factorisation
+     * Aᵀ = L Q gives Q (cols×rows, orthonormal rows) in column-major order, which read row-major is a
+     * rows×cols matrix with orthonormal columns spanning those of A. No transposing copies. */
+    if (rows < cols || cols < 1)
+        return pft_err(PFT_EINVAL, "orthonormalize: %d×%d (need rows >= cols >= 1)", rows, cols);
+    double q1 = 0, q2 = 0;
+    lapack_int info = LAPACKE_dgelqf_work(LAPACK_COL_MAJOR, cols, rows, a, cols, NULL, &q1, -1);
+    if (info == 0)
+        info = LAPACKE_dorglq_work(LAPACK_COL_MAJOR, cols, rows, cols, a, cols, NULL, &q2, -1);
+    if (info != 0)
+        return pft_err(PFT_ENUMERIC, "orthonormalize: workspace query failed (%d)", (int)info);
+    lapack_int lwork = (lapack_int)(q1 > q2 ? q1 : q2);
+    if (lwork < cols)
+        lwork = cols;
+    double *tau = pft_alloc_array((size_t)cols, sizeof *tau);
+    double *work = pft_alloc_array((size_t)lwork, sizeof *work);
+    int rc = 0;
+    if (!tau || !work) {
+        rc = pft_err(PFT_ENOMEM, "orthonormalize: out of memory");
+        goto done;
+    }
+    info = LAPACKE_dgelqf_work(LAPACK_COL_MAJOR, cols, rows, a, cols, tau, work, lwork);
+    if (info == 0)
+        info = LAPACKE_dorglq_work(LAPACK_COL_MAJOR, cols, rows, cols, a, cols, tau, work, lwork);
+    if (info != 0)
+        rc = pft_err(PFT_ENUMERIC, "orthonormalize: LAPACK failed (%d)", (int)info);
+done:
+    pft_free(tau);
+    pft_free(work);
+    return rc;
+}
+
+int pft_la_eigh(double *a, int n, double *w)
+{
+    /* The row-major lower triangle is the column-major upper triangle; the eigenvectors LAPACK returns as
+     * column-major columns are row-major rows. */
+    double q = 0;
+    lapack_int info = LAPACKE_dsyev_work(LAPACK_COL_MAJOR, 'V', 'U', n, a, n, w, &q, -1);
+    if (info != 0)
+        return pft_err(PFT_ENUMERIC, "eigh: workspace query failed (%d)", (int)info);
+    lapack_int lwork = (lapack_int)q;
+    if (lwork < 3 * n)
+        lwork = 3 * n;
+    double *work = pft_alloc_array((size_t)lwork, sizeof *work);
+    if (!work)
+        return pft_err(PFT_ENOMEM, "eigh: out of memory");
+    info = LAPACKE_dsyev_work(LAPACK_COL_MAJOR, 'V', 'U', n, a, n, w, work, lwork);
+    pft_free(work);
+    if (info != 0)
+        return pft_err(PFT_ENUMERIC, "eigh: LAPACK dsyev failed (%d)", (int)info);
+    return 0;
+}
+
+int pft_la_spd_inverse(const double *l, double *inv, int n)
+{
+    /* row-major lower = column-major upper: DPOTRI on U = Lᵀ leaves the upper triangle of A⁻¹ there,
+     * i.e. its row-major lower triangle */
+    memcpy(inv, l, (size_t)n * (size_t)n * sizeof *inv);
+    lapack_int info = LAPACKE_dpotri_work(LAPACK_COL_MAJOR, 'U', n, inv, n);
+    if (info != 0)
+        return pft_err(PFT_ENUMERIC, "inverse: singular Cholesky factor (%d)", (int)info);
+    pft_la_sym_from_lower(inv, n);
+    return 0;
+}
+
+int pft_la_tri_inverse_lower(double *l, int n)
+{
+    lapack_int info = LAPACKE_dtrtri_work(LAPACK_COL_MAJOR, 'U', 'N', n, l, n);
+    if (info != 0)
+        return pft_err(PFT_ENUMERIC, "triangular inverse: zero diagonal at %d", (int)info);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------------ */

@@ -20,6 +20,25 @@ void pft_la_sym_from_lower(double *a, int d);
 /* Zeroes the strictly upper triangle of the d×d row-major matrix a. */
 void pft_la_zero_upper(double *a, int d);
 
+/* Replaces the columns of a (rows×cols, row-major, rows ≥ cols ≥ 1) by an orthonormal basis of the space
+ * they span (Householder QR, then Q; a rank-deficient a still gives orthonormal columns). 0, or
+ * PFT_ENOMEM / PFT_ENUMERIC (a is then clobbered). */
+int pft_la_orthonormalize(double *a, int rows, int cols);
+
+/* Eigen-decomposition of the symmetric n×n row-major matrix a (only its lower triangle is read):
+ * eigenvalues ascending into w[n], and row i of a becomes the unit eigenvector of w[i]. 0, or
+ * PFT_ENOMEM / PFT_ENUMERIC (LAPACK did not converge; a is then clobbered). */
+int pft_la_eigh(double *a, int n, double *w);
+
+/* inv (n×n, row-major, both triangles) = (L Lᵀ)⁻¹ from the lower Cholesky factor l (upper part ignored).
+ * 0, or PFT_ENUMERIC (a zero diagonal). For small n: multiplying by an explicit inverse with DGEMM beats
+ * OpenBLAS's triangular solves on tall right-hand sides by an order of magnitude. */
+int pft_la_spd_inverse(const double *l, double *inv, int n);
+
+/* In place inverse of the lower triangular n×n row-major matrix l (upper part untouched). 0, or
+ * PFT_ENUMERIC (a zero diagonal). */
+int pft_la_tri_inverse_lower(double *l, int n);
+
 /* SIMD kernels on padded float matrices. A padded matrix has a row stride dp that is a multiple of
  * PFT_LA_PAD floats, is 64-byte aligned (pft_alloc_aligned) and holds zeros in its padding; the distance
  * kernel reads rows in blocks of PFT_LA_ROWS, so the row count it is given must be a multiple of that

@@ -13,14 +13,15 @@
 int pft_cmd_gmm(int argc, char **argv)
 {
     const char *features, *labels, *cov_name, *prep_name;
-    int k, max_iter, n_init, json, quiet;
+    int k, rank, max_iter, n_init, json, quiet;
     double tol, reg;
     uint64_t seed;
     const pft_opt_t opts[] = {
         {"features", PFT_OPT_STRING, &features, NULL, 0, -1, 1, "X.npy", "features, n×d (.npy, float16/32/64)"},
         {"labels", PFT_OPT_STRING, &labels, NULL, 0, -1, 1, "Y.npy", "labels, n (.npy, int32/int64)"},
         {"k", PFT_OPT_INT, &k, "10", 1, 1024, 0, "K", "components per class"},
-        {"cov", PFT_OPT_STRING, &cov_name, "diag", 0, -1, 0, "TYPE", "covariance: full, diag or spher"},
+        {"cov", PFT_OPT_STRING, &cov_name, "diag", 0, -1, 0, "TYPE", "covariance: full, diag, spher or lowrank"},
+        {"rank", PFT_OPT_INT, &rank, "32", 1, 65535, 0, "Q", "lowrank: factors per component (clamped to d-1)"},
         {"max-iter", PFT_OPT_INT, &max_iter, "100", 1, 100000, 0, "N", "EM iterations at most"},
         {"tol", PFT_OPT_DOUBLE, &tol, "1e-3", 0, 1e3, 0, "T", "stop when the mean log-likelihood changes less (0: run max-iter)"},
         {"reg-covar", PFT_OPT_DOUBLE, &reg, "1e-6", 0, 1e3, 0, "R", "added to every variance"},
@@ -48,6 +49,7 @@ int pft_cmd_gmm(int argc, char **argv)
         return 2;
     }
     go.k = k;
+    go.rank = rank;
     go.max_iter = max_iter;
     go.tol = tol;
     go.reg_covar = reg;
@@ -63,7 +65,8 @@ int pft_cmd_gmm(int argc, char **argv)
         rc = pft_dataset_apply_prep(ds, prep);
     double total_ll = 0, seconds = 0;
     long total_iters = 0;
-    int fitted = 0, n_total = 0;
+    int fitted = 0, n_total = 0, q_used = 0;
+    size_t wire_params = 0;
     for (int c = 0; rc == 0 && c < pft_dataset_n_classes(ds); c++) {
         int n;
         rc = pft_dataset_gather_class(ds, c, &xc, &n);
@@ -82,6 +85,8 @@ int pft_cmd_gmm(int argc, char **argv)
         if (rc)
             break;
         seconds += dt;
+        q_used = pft_gmm_rank(g);
+        wire_params += pft_gmm_n_wire_params(g);
         total_ll += ll * n;
         total_iters += info.iters;
         n_total += n;
@@ -104,16 +109,18 @@ int pft_cmd_gmm(int argc, char **argv)
     }
     double avg = total_ll / (n_total ? n_total : 1);
     if (json) {
-        json_t *o = json_pack("{s:i,s:i,s:f,s:f,s:f,s:s,s:i,s:o}", "classes", fitted, "n", n_total, "avg_loglik",
+        json_t *o = json_pack("{s:i,s:i,s:f,s:f,s:f,s:s,s:i,s:I,s:o}", "classes", fitted, "n", n_total, "avg_loglik",
                               avg, "iters", fitted ? (double)total_iters / fitted : 0.0, "seconds", seconds, "cov",
-                              cov_name, "k", k, "per_class", classes);
+                              cov_name, "k", k, "wire_params", (json_int_t)wire_params, "per_class", classes);
+        if (go.cov == PFT_COV_LOWRANK)
+            json_object_set_new(o, "rank", json_integer(q_used));
         char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
         printf("%s\n", s);
         free(s);
         json_decref(o);
     } else {
-        printf("classes %d  samples %d  avg_loglik %.6f  mean iters %.1f  fit seconds %.3f\n", fitted, n_total, avg,
-               fitted ? (double)total_iters / fitted : 0.0, seconds);
+        printf("classes %d  samples %d  avg_loglik %.6f  mean iters %.1f  fit seconds %.3f  wire numbers %zu\n",
+               fitted, n_total, avg, fitted ? (double)total_iters / fitted : 0.0, seconds, wire_params);
         json_decref(classes);
     }
     pft_dataset_destroy(&ds);

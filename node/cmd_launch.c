@@ -1,4 +1,5 @@
 /* pftnet launch: the local multi-process simulation: partition, start one pftnode per node, watch, collect. */
+#define _XOPEN_SOURCE 700 /* nftw flags */
 #include "pft_alloc.h"
 #include "pft_baseline.h"
 #include "pft_cli.h"
@@ -6,6 +7,7 @@
 #include "pft_dataset.h"
 #include "pft_error.h"
 #include "pft_fsio.h"
+#include "pft_keys.h"
 #include "pft_npy.h"
 #include "pft_partition.h"
 #include "pft_topo.h"
@@ -22,7 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
+#include <ftw.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,14 +43,16 @@ static void on_signal(int sig)
 typedef struct {
     const char *topo_path, *out_dir, *pftnode, *log_level, *order;
     double timeout;
-    int json, quiet, no_baselines, prepare_only;
+    int json, quiet, no_baselines, prepare_only, force, insecure;
 } launch_args_t;
 
 typedef struct {
     const char *id;
     char *dir;
+    char *key;       /* secret key file passed with --key, or NULL */
     pid_t pid;
     int exited, status;
+    long max_rss_kb; /* peak resident memory of the process (wait4) */
     char state[128];
     pft_dataset_t *train, *test; /* raw (unpreprocessed) copies for baselines */
 } child_t;
@@ -233,6 +240,48 @@ static int concat_all(child_t *ch, size_t nn, int test, pft_dataset_t **out)
     return 0;
 }
 
+/* Simulation keys: every node without a `key` gets a keypair in DIR/keys (kept across restarts of the same
+ * run), and the topology names its public half. */
+static int make_keys(pft_topo_t *topo, const char *out_dir, child_t *ch, size_t nn)
+{
+    char *dir = pft_fsio_join(out_dir, "keys");
+    int rc = dir ? pft_fsio_mkdirs(dir) : PFT_ENOMEM;
+    if (rc == 0)
+        chmod(dir, 0700);
+    for (size_t i = 0; i < nn && rc == 0; i++) {
+        const pft_topo_node_t *n = pft_topo_node(topo, i);
+        if (n->key)
+            continue;
+        char name[160];
+        snprintf(name, sizeof name, "%s.key", ch[i].id);
+        char *sk = pft_fsio_join(dir, name);
+        snprintf(name, sizeof name, "%s.pub", ch[i].id);
+        char *pk = pft_fsio_join(dir, name);
+        pft_keypair_t *kp = NULL;
+        if (!sk || !pk)
+            rc = PFT_ENOMEM;
+        else if (pft_fsio_exists(sk))
+            rc = pft_keypair_load(sk, &kp);
+        else if (!(kp = pft_keypair_generate()))
+            rc = pft_err(PFT_ENOMEM, "cannot generate a keypair");
+        else
+            rc = pft_keypair_save(kp, sk, pk, ch[i].id, 1);
+        if (rc == 0)
+            rc = pft_topo_set_node_attr(topo, ch[i].id, "key", pk);
+        if (rc == 0) {
+            ch[i].key = sk;
+            sk = NULL;
+        }
+        pft_keypair_destroy(&kp);
+        pft_free(sk);
+        pft_free(pk);
+        for (size_t j = 0; j < nn; j++) /* stale after set_attr */
+            ch[j].id = pft_topo_node(topo, j)->id;
+    }
+    pft_free(dir);
+    return rc;
+}
+
 static int assign_endpoints(pft_topo_t *topo)
 {
     const pft_topo_run_t *run = pft_topo_run(topo);
@@ -279,7 +328,7 @@ static void pftnode_path(const char *given, char *buf, size_t len)
 }
 
 static pid_t spawn(const char *pftnode, const char *topo, child_t *c, const char *level, const char *eval_x,
-                   const char *eval_y)
+                   const char *eval_y, int insecure)
 {
     char *log = pft_fsio_join(c->dir, "node.log");
     if (!log)
@@ -293,7 +342,7 @@ static pid_t spawn(const char *pftnode, const char *topo, child_t *c, const char
             dup2(fd, 2);
             close(fd);
         }
-        const char *argv[16];
+        const char *argv[20];
         int a = 0;
         argv[a++] = pftnode;
         argv[a++] = "--topology";
@@ -304,6 +353,12 @@ static pid_t spawn(const char *pftnode, const char *topo, child_t *c, const char
         argv[a++] = c->dir;
         argv[a++] = "--log-level";
         argv[a++] = level;
+        if (insecure)
+            argv[a++] = "--insecure";
+        if (c->key) {
+            argv[a++] = "--key";
+            argv[a++] = c->key;
+        }
         if (eval_x) {
             argv[a++] = "--eval-features";
             argv[a++] = eval_x;
@@ -351,7 +406,7 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
     int reverse = a->order && strcmp(a->order, "reverse") == 0;
     for (size_t k = 0; k < nn; k++) {
         size_t i = reverse ? nn - 1 - k : k;
-        ch[i].pid = spawn(node_bin, topo_path, &ch[i], a->log_level, eval_x, eval_y);
+        ch[i].pid = spawn(node_bin, topo_path, &ch[i], a->log_level, eval_x, eval_y, a->insecure);
         snprintf(ch[i].state, sizeof ch[i].state, "started");
         if (ch[i].pid < 0)
             ch[i].exited = 1, ch[i].status = 127 << 8;
@@ -366,8 +421,10 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
             if (ch[i].exited)
                 continue;
             int st;
-            pid_t r = waitpid(ch[i].pid, &st, WNOHANG);
+            struct rusage ru;
+            pid_t r = wait4(ch[i].pid, &st, WNOHANG, &ru);
             if (r == ch[i].pid) {
+                ch[i].max_rss_kb = ru.ru_maxrss;
                 ch[i].exited = 1;
                 ch[i].status = st;
                 left--;
@@ -441,6 +498,32 @@ static void print_table(json_t *nodes, json_t *baselines)
                jnum(baselines, "centralized"), jnum(baselines, "local_only_mean"));
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path) == 0 ? 0 : -1;
+}
+
+/* An earlier run in dir would be resumed by its nodes (they reload what they stored); a new launch needs a
+ * clean folder. Returns 0 when dir is absent or empty, or was removed with --force. */
+static int check_out_dir(const char *dir, int force)
+{
+    char *p = pft_fsio_join(dir, "topology.dot");
+    int used = p && pft_fsio_exists(p);
+    pft_free(p);
+    if (!used)
+        return 0;
+    if (!force)
+        return pft_err(PFT_EINVAL, "%s holds an earlier run (its nodes would resume from it); choose another --out "
+                                   "or add --force to delete it",
+                       dir);
+    if (nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        return pft_err(PFT_EIO, "%s: cannot delete the earlier run: %s", dir, strerror(errno));
+    return 0;
+}
+
 int pft_cmd_launch(int argc, char **argv)
 {
     launch_args_t a;
@@ -454,6 +537,10 @@ int pft_cmd_launch(int argc, char **argv)
         {"log-level", PFT_OPT_STRING, &a.log_level, "info", 0, -1, 0, "L", "nodes' log level"},
         {"no-baselines", PFT_OPT_FLAG, &a.no_baselines, NULL, 0, -1, 0, NULL,
          "skip the centralized and local-only baselines"},
+        {"insecure", PFT_OPT_FLAG, &a.insecure, NULL, 0, -1, 0, NULL,
+         "no keys: plain-text connections and unsigned bundles (nodes log a warning)"},
+        {"force", PFT_OPT_FLAG, &a.force, NULL, 0, -1, 0, NULL,
+         "DIR holds an earlier run: delete it first (otherwise launch refuses)"},
         {"prepare-only", PFT_OPT_FLAG, &a.prepare_only, NULL, 0, -1, 0, NULL,
          "partition and write DIR/topology.dot, then print each node's pftnode command and exit"},
         {"json", PFT_OPT_FLAG, &a.json, NULL, 0, -1, 0, NULL, "print results.json on stdout instead of the table"},
@@ -492,7 +579,7 @@ int pft_cmd_launch(int argc, char **argv)
     if (rc)
         goto fail;
     nn = pft_topo_node_count(topo);
-    if ((rc = pft_fsio_mkdirs(a.out_dir)))
+    if ((rc = check_out_dir(a.out_dir, a.force)) || (rc = pft_fsio_mkdirs(a.out_dir)))
         goto fail;
     ch = pft_calloc(nn, sizeof *ch);
     if (!ch) {
@@ -512,6 +599,10 @@ int pft_cmd_launch(int argc, char **argv)
     for (size_t i = 0; i < nn; i++) /* pointers are stale after set_attr */
         ch[i].id = pft_topo_node(topo, i)->id;
     if ((rc = assign_endpoints(topo)))
+        goto fail;
+    for (size_t i = 0; i < nn; i++)
+        ch[i].id = pft_topo_node(topo, i)->id;
+    if (!a.insecure && (rc = make_keys(topo, a.out_dir, ch, nn)))
         goto fail;
     for (size_t i = 0; i < nn; i++)
         ch[i].id = pft_topo_node(topo, i)->id;
@@ -535,6 +626,10 @@ int pft_cmd_launch(int argc, char **argv)
         pftnode_path(a.pftnode, node_bin, sizeof node_bin);
         for (size_t i = 0; i < nn; i++) {
             printf("%s --topology %s --id %s --out %s", node_bin, resolved, ch[i].id, ch[i].dir);
+            if (a.insecure)
+                printf(" --insecure");
+            if (ch[i].key)
+                printf(" --key %s", ch[i].key);
             if (eval_x)
                 printf(" --eval-features %s --eval-labels %s", eval_x, eval_y);
             printf("\n");
@@ -549,6 +644,7 @@ int pft_cmd_launch(int argc, char **argv)
         json_t *r = p ? json_load_file(p, 0, &err) : NULL;
         if (!r)
             r = json_pack("{s:s,s:s}", "id", ch[i].id, "status", "no result.json");
+        json_object_set_new(r, "max_rss_kb", json_integer(ch[i].max_rss_kb));
         json_array_append_new(nodes, r);
         pft_free(p);
     }
@@ -616,6 +712,7 @@ fail:
 cleanup:
     for (size_t i = 0; ch && i < nn; i++) {
         pft_free(ch[i].dir);
+        pft_free(ch[i].key);
         pft_dataset_destroy(&ch[i].train);
         pft_dataset_destroy(&ch[i].test);
     }

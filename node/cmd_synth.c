@@ -16,7 +16,7 @@
 
 typedef struct {
     const char *train_x, *train_y, *test_x, *test_y, *cov_name, *prep_name, *dtype_name;
-    int k, max_iter, n_init, json;
+    int k, rank, max_iter, n_init, json;
     double tol, reg, head_c;
     uint64_t seed;
 } synth_args_t;
@@ -117,7 +117,8 @@ int pft_cmd_synth(int argc, char **argv)
         {"test-features", PFT_OPT_STRING, &a.test_x, NULL, 0, -1, 1, "X.npy", "test features"},
         {"test-labels", PFT_OPT_STRING, &a.test_y, NULL, 0, -1, 1, "Y.npy", "test labels"},
         {"k", PFT_OPT_INT, &a.k, "10", 1, 1024, 0, "K", "components per class"},
-        {"cov", PFT_OPT_STRING, &a.cov_name, "diag", 0, -1, 0, "TYPE", "covariance: full, diag or spher"},
+        {"cov", PFT_OPT_STRING, &a.cov_name, "diag", 0, -1, 0, "TYPE", "covariance: full, diag, spher or lowrank"},
+        {"rank", PFT_OPT_INT, &a.rank, "32", 1, 65535, 0, "Q", "lowrank: factors per component (clamped to d-1)"},
         {"max-iter", PFT_OPT_INT, &a.max_iter, "100", 1, 100000, 0, "N", "EM iterations at most"},
         {"tol", PFT_OPT_DOUBLE, &a.tol, "1e-3", 0, 1e3, 0, "T", "EM tolerance on the mean log-likelihood"},
         {"reg-covar", PFT_OPT_DOUBLE, &a.reg, "1e-6", 0, 1e3, 0, "R", "added to every variance"},
@@ -157,6 +158,7 @@ int pft_cmd_synth(int argc, char **argv)
         return 2;
     }
     go.k = a.k;
+    go.rank = a.rank;
     go.max_iter = a.max_iter;
     go.tol = a.tol;
     go.reg_covar = a.reg;
@@ -180,6 +182,9 @@ int pft_cmd_synth(int argc, char **argv)
     if (rc == 0 && !a.json)
         fprintf(stderr, "fitting %s K=%d GMMs for %d classes (%d samples, d=%d)...\n", a.cov_name, a.k,
                 pft_dataset_n_classes(train), pft_dataset_n(train), pft_dataset_d(train));
+    if (rc == 0 && !a.json && go.cov == PFT_COV_LOWRANK)
+        fprintf(stderr, "lowrank: rank %d per component (d·q + 2d + 1 numbers per component)\n",
+                a.rank < pft_dataset_d(train) ? a.rank : pft_dataset_d(train) - 1);
     if (rc == 0)
         rc = fit_bundle(train, &go, dtype, &b, &fit_s, &iters, &wire);
     if (rc == 0)
@@ -209,6 +214,8 @@ int pft_cmd_synth(int argc, char **argv)
                               (json_int_t)wire, "n_train", (json_int_t)pft_dataset_n(train), "cov", a.cov_name, "k",
                               a.k, "prep", a.prep_name, "dtype", a.dtype_name, "fit_seconds", fit_s,
                               "head_seconds", raw_s + syn_s, "em_iters_mean", iters);
+        if (go.cov == PFT_COV_LOWRANK && nc)
+            json_object_set_new(o, "rank", json_integer(pft_gmm_rank(pft_bundle_class_gmm(b, 0))));
         char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(8));
         printf("%s\n", s);
         free(s);

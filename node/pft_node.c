@@ -11,21 +11,25 @@
 #include "pft_alloc.h"
 #include "pft_bundle.h"
 #include "pft_dataset.h"
+#include "pft_dp.h"
 #include "pft_error.h"
 #include "pft_fsio.h"
 #include "pft_gmm.h"
 #include "pft_head.h"
+#include "pft_keys.h"
 #include "pft_log.h"
 #include "pft_npy.h"
 #include "pft_topo.h"
 #include "pft_transport.h"
 
 #include <jansson.h>
+#include <sodium.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t s_stop;
@@ -119,6 +123,16 @@ typedef struct {
     pft_bundle_t *knowledge;     /* provenance the node ended with */
     json_t *drift;               /* per received bundle: mean log-lik of own features under it */
     int rejected;                /* inbound bundles refused by validation */
+    json_t *refusals;            /* their reasons */
+    /* security (unless --insecure) */
+    pft_keypair_t *kp;           /* this node's keypair */
+    pft_pubkey_t *keys;          /* every node's public key, by node index */
+    /* DP-FedPFT (dp_epsilon > 0) */
+    pft_rng_t *dp_rng;           /* noise generator, seeded from the OS (never from the run seed) */
+    pft_dp_budget_t budget;      /* ledger, persisted in out/dp_ledger.json */
+    json_t *dp;                  /* what the releases were, for result.json */
+    double dp_delta_max;         /* largest delta over this bundle's classes */
+    int dp_clipped;              /* rows clipped to norm 1 */
 } node_t;
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -246,6 +260,14 @@ static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store,
         pft_debug("duplicate of the bundle from %s acknowledged again", s->from);
         return 0;
     }
+    if (nd->keys) {
+        const pft_topo_node_t *prod = pft_topo_find(nd->topo, s->producer);
+        if (!prod || pft_keys_verify_message(&nd->keys[prod->index], buf, len, &lim) != 0) {
+            snprintf(reason, rlen, "signature of producer '%s' does not verify: %s", s->producer, pft_errmsg());
+            pft_bundle_destroy(&b);
+            return PFT_EAUTH;
+        }
+    }
     uint8_t *copy = pft_alloc(len);
     if (!copy) {
         pft_bundle_destroy(&b);
@@ -282,6 +304,8 @@ static int on_message(void *ctx, const uint8_t *buf, size_t len, char *reason, s
     if (rc && rc != PFT_EIO && rc != PFT_ENOMEM) {
         nd->rejected++;
         pft_warn("rejected an inbound bundle (%zu bytes): %s", len, reason);
+        if (json_array_size(nd->refusals) < 100)
+            json_array_append_new(nd->refusals, json_string(reason));
     }
     return rc;
 }
@@ -375,12 +399,22 @@ static int plan_io(node_t *nd)
         s->producer = h[i].complete && nd->ring_producer ? nd->ring_producer : s->from;
         const pft_topo_edge_t *e = pft_topo_edge_find(nd->topo, h[i].from, h[i].to);
         s->deadline = nd->t_start + (e ? e->deadline : nd->run->deadline);
+        if (nd->keys) { /* only predecessors may connect (ZAP) */
+            uint8_t curve[PFT_KEY_CURVE_LEN];
+            pft_pubkey_curve(&nd->keys[h[i].from], curve);
+            int rc = pft_transport_allow_key(nd->tp, curve, s->from);
+            if (rc)
+                return pft_err_wrap(rc, "allowing %s's key", s->from);
+        }
     }
     for (size_t i = 0; i < nh; i++) {
         if (h[i].from != nd->my_index)
             continue;
         const pft_topo_node_t *peer = pft_topo_node(nd->topo, h[i].to);
-        int rc = pft_transport_add_peer(nd->tp, peer->id, peer->endpoint, NULL);
+        uint8_t curve[PFT_KEY_CURVE_LEN];
+        if (nd->keys)
+            pft_pubkey_curve(&nd->keys[peer->index], curve);
+        int rc = pft_transport_add_peer(nd->tp, peer->id, peer->endpoint, nd->keys ? curve : NULL);
         if (rc && rc != PFT_EINVAL) /* EINVAL: already added (a ring sends twice to one successor) */
             return pft_err_wrap(rc, "connecting to %s at %s", peer->id, peer->endpoint);
     }
@@ -543,6 +577,92 @@ static int head_rows_add(node_t *nd, int c, const float *own, int n_own, inbound
     return rc;
 }
 
+/* DP-FedPFT (paper §4.3): a K = 1 Gaussian of the class's union, clipped to norm ≤ 1, released with Gaussian noise
+ * (pft_dp). The union itself is left untouched (the head still trains on it). */
+static int dp_release(node_t *nd, int c, const float *x, int n, pft_gmm_t **out)
+{
+    int d = pft_dataset_d(nd->train);
+    float *xc = pft_alloc_array((size_t)n * (size_t)d, sizeof *xc);
+    if (!xc)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    memcpy(xc, x, (size_t)n * (size_t)d * sizeof *xc);
+    nd->dp_clipped += pft_dp_clip(xc, n, d);
+    pft_dp_info_t info;
+    double delta = nd->me->dp_delta > 0 ? nd->me->dp_delta : PFT_DP_DELTA_AUTO;
+    int rc = pft_dp_fit(xc, n, d, nd->me->cov, nd->me->dp_epsilon, delta, (pft_dp_mech_t)nd->me->dp_mech,
+                        nd->run->reg_covar, nd->dp_rng, out, &info);
+    pft_free(xc);
+    if (rc)
+        return rc;
+    if (info.delta > nd->dp_delta_max)
+        nd->dp_delta_max = info.delta;
+    json_array_append_new(json_object_get(nd->dp, "per_class"),
+                          json_pack("{s:i,s:i,s:f,s:f,s:f,s:b,s:i}", "class", c, "n", n, "epsilon", info.eps, "delta",
+                                    info.delta, "sigma", info.sigma, "sigma_raised", info.sigma_raised, "n_floored",
+                                    info.n_floored));
+    return 0;
+}
+
+/* Charges the release of one bundle (classes are disjoint: parallel composition, so (ε, max δ)) to the ledger
+ * and persists it before anything is sent. PFT_EBUDGET when the node's total would be exceeded. */
+static int dp_charge(node_t *nd)
+{
+    int rc = pft_dp_budget_charge(&nd->budget, nd->me->dp_epsilon, nd->dp_delta_max);
+    if (rc)
+        return rc;
+    char *path = pft_fsio_join(nd->args->out_dir, "dp_ledger.json");
+    json_t *o = json_pack("{s:f,s:f,s:i}", "eps_spent", nd->budget.eps_spent, "delta_spent", nd->budget.delta_spent,
+                          "releases", nd->budget.releases);
+    char *text = o ? json_dumps(o, JSON_REAL_PRECISION(17)) : NULL;
+    rc = path && text ? pft_fsio_write_atomic(path, text, strlen(text)) : PFT_ENOMEM;
+    free(text);
+    json_decref(o);
+    pft_free(path);
+    return rc;
+}
+
+/* DP setup: K must be 1, the ledger is loaded, the noise generator seeded from the OS. */
+static int dp_setup(node_t *nd)
+{
+    nd->dp = json_object();
+    if (!(nd->me->dp_epsilon > 0))
+        return 0;
+    if (nd->me->k != 1)
+        return pft_err(PFT_ETOPO, "node '%s': DP-FedPFT releases one Gaussian per class: set k = 1 (it has k = %d)",
+                       nd->me->id, nd->me->k);
+    double total = nd->me->dp_budget > 0 ? nd->me->dp_budget : INFINITY;
+    pft_dp_budget_init(&nd->budget, total, 1.0);
+    char *path = pft_fsio_join(nd->args->out_dir, "dp_ledger.json");
+    json_error_t err;
+    json_t *l = path && pft_fsio_exists(path) ? json_load_file(path, 0, &err) : NULL;
+    if (l) {
+        nd->budget.eps_spent = json_number_value(json_object_get(l, "eps_spent"));
+        nd->budget.delta_spent = json_number_value(json_object_get(l, "delta_spent"));
+        nd->budget.releases = (int)json_integer_value(json_object_get(l, "releases"));
+        json_decref(l);
+    }
+    pft_free(path);
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed)
+        return pft_err(PFT_EIO, "getrandom failed: cannot seed the DP noise");
+#ifdef PFT_TEST_HOOKS
+    if (getenv("PFT_DP_SEED")) {
+        seed = strtoull(getenv("PFT_DP_SEED"), NULL, 10);
+        pft_warn("test hook: DP noise seeded from PFT_DP_SEED (not private)");
+    }
+#endif
+    nd->dp_rng = pft_rng_new(seed);
+    if (!nd->dp_rng)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    json_object_set_new(nd->dp, "mechanism", json_string(pft_dp_mech_name((pft_dp_mech_t)nd->me->dp_mech)));
+    json_object_set_new(nd->dp, "epsilon", json_real(nd->me->dp_epsilon));
+    json_object_set_new(nd->dp, "per_class", json_array());
+    pft_info("DP-FedPFT: epsilon %g per release, delta %s, mechanism %s, budget %s (spent %g in %d releases)",
+             nd->me->dp_epsilon, nd->me->dp_delta > 0 ? "given" : "1/n", pft_dp_mech_name((pft_dp_mech_t)nd->me->dp_mech),
+             isfinite(total) ? "limited" : "unlimited", nd->budget.eps_spent, nd->budget.releases);
+    return 0;
+}
+
 /* EM on own rows ∪ samples of the received bundles, per class; builds the outbound bundle. */
 static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
 {
@@ -614,12 +734,12 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
             continue;
         set_status(nd, "fitting", NULL);
         go.seed = pft_rng_derive(nd->run->seed, fnv1a(nd->me->id), (uint64_t)c);
-        pft_gmm_info_t info;
+        pft_gmm_info_t info = {.iters = 1, .k_used = 1};
         double t0 = pft_fsio_now();
-        rc = pft_gmm_fit(cls.x, cls.n, d, &go, &g, &info);
+        rc = nd->me->dp_epsilon > 0 ? dp_release(nd, c, cls.x, cls.n, &g) : pft_gmm_fit(cls.x, cls.n, d, &go, &g, &info);
         double dt = pft_fsio_now() - t0;
         if (rc) {
-            pft_err_wrap(rc, "EM for class %d (%d rows)", c, cls.n);
+            pft_err_wrap(rc, "%s for class %d (%d rows)", nd->me->dp_epsilon > 0 ? "DP release" : "EM", c, cls.n);
             goto done;
         }
         nd->em_seconds += dt;
@@ -730,6 +850,14 @@ static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
         rc = refit(nd, st, complete, &b);
         if (rc)
             return rc;
+        if (nd->me->dp_epsilon > 0 && (rc = dp_charge(nd)) != 0) {
+            pft_bundle_destroy(&b);
+            return rc;
+        }
+        if (nd->kp && (rc = pft_keys_sign_bundle(nd->kp, b)) != 0) {
+            pft_bundle_destroy(&b);
+            return pft_err_wrap(rc, "signing the bundle");
+        }
         uint8_t *buf = NULL;
         size_t len = 0;
         rc = pft_bundle_encode(b, &buf, &len);
@@ -936,6 +1064,9 @@ static int write_result(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "retries", json_integer((json_int_t)ts.retries));
     json_object_set_new(res, "duplicates_dropped", json_integer((json_int_t)ts.duplicates));
     json_object_set_new(res, "rejected", json_integer((json_int_t)ts.rejected));
+    json_object_set_new(res, "refusals", json_incref(nd->refusals));
+    json_object_set_new(res, "secure", json_boolean(nd->keys != NULL));
+    json_object_set_new(res, "handshakes_denied", json_integer((json_int_t)ts.zap_denied));
     json_object_set_new(res, "em_iters_mean", json_real(nd->em_fits ? (double)nd->em_iters / nd->em_fits : 0));
     json_object_set_new(res, "em_seconds", json_real(nd->em_seconds));
     json_object_set_new(res, "head_seconds", json_real(nd->head_seconds));
@@ -945,12 +1076,74 @@ static int write_result(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "received", recv);
     json_object_set_new(res, "missing", missing);
     json_object_set_new(res, "drift", json_incref(nd->drift));
+    if (nd->me->dp_epsilon > 0 && nd->dp) {
+        json_object_set_new(nd->dp, "clipped_rows", json_integer(nd->dp_clipped));
+        json_object_set_new(nd->dp, "budget",
+                            json_pack("{s:f,s:f,s:i}", "eps_spent", nd->budget.eps_spent, "delta_spent",
+                                      nd->budget.delta_spent, "releases", nd->budget.releases));
+        if (isfinite(nd->budget.eps_total))
+            json_object_set_new(json_object_get(nd->dp, "budget"), "eps_total", json_real(nd->budget.eps_total));
+        json_object_set_new(res, "dp", json_incref(nd->dp));
+    }
     char *text = json_dumps(res, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
     char *path = pft_fsio_join(nd->args->out_dir, "result.json");
     int rc = text && path ? pft_fsio_write_atomic(path, text, strlen(text)) : PFT_ENOMEM;
     free(text);
     pft_free(path);
     return rc;
+}
+
+/* Keys: this node's keypair and every node's public key; CURVE keys for the transport. Without keys in the
+ * topology the node runs only with --insecure (plain text, unsigned bundles), and says so. */
+static int setup_keys(node_t *nd, pft_transport_opts_t *to, uint8_t cpub[PFT_KEY_CURVE_LEN],
+                      uint8_t csec[PFT_KEY_CURVE_LEN])
+{
+    if (nd->args->insecure) {
+        pft_warn("--insecure: connections are plain text and bundles are neither signed nor verified");
+        return 0;
+    }
+    if (!nd->me->key)
+        return pft_err(PFT_EAUTH, "the topology names no key for node '%s'; give every node a key (pftnet keygen) "
+                                  "or run with --insecure",
+                       nd->me->id);
+    size_t nn = pft_topo_node_count(nd->topo);
+    nd->keys = pft_calloc(nn, sizeof *nd->keys);
+    if (!nd->keys)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nn; i++) {
+        const pft_topo_node_t *n = pft_topo_node(nd->topo, i);
+        int rc = n->key ? pft_pubkey_resolve(n->key, &nd->keys[i]) : pft_err(PFT_EAUTH, "no key");
+        if (rc)
+            return pft_err_wrap(PFT_EAUTH, "public key of node '%s'", n->id);
+    }
+    char *secret = NULL;
+    if (nd->args->key)
+        secret = pft_strdup(nd->args->key);
+    else {
+        size_t len = strlen(nd->me->key);
+        if (len > 4 && strcmp(nd->me->key + len - 4, ".pub") == 0 && (secret = pft_strdup(nd->me->key)))
+            strcpy(secret + len - 4, ".key");
+    }
+    if (!secret)
+        return pft_err(PFT_EAUTH, "no secret key: give --key FILE");
+    int rc = pft_keypair_load(secret, &nd->kp);
+    pft_free(secret);
+    if (rc)
+        return rc;
+    if (!pft_pubkey_equal(pft_keypair_public(nd->kp), &nd->keys[nd->my_index])) {
+        char a[PFT_KEY_FINGERPRINT_LEN + 1], b[PFT_KEY_FINGERPRINT_LEN + 1];
+        return pft_err(PFT_EAUTH, "the secret key (%s) does not belong to node '%s''s public key (%s)",
+                       pft_pubkey_fingerprint(pft_keypair_public(nd->kp), a), nd->me->id,
+                       pft_pubkey_fingerprint(&nd->keys[nd->my_index], b));
+    }
+    if ((rc = pft_keypair_curve(nd->kp, cpub, csec)))
+        return rc;
+    to->curve_public_key = cpub;
+    to->curve_secret_key = csec;
+    char fp[PFT_KEY_FINGERPRINT_LEN + 1];
+    pft_info("key %s: CURVE-encrypted connections, signed bundles",
+             pft_pubkey_fingerprint(pft_keypair_public(nd->kp), fp));
+    return 0;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -970,6 +1163,8 @@ static int exit_for(int rc)
         return PFT_EXIT_NETWORK;
     case PFT_EIO:
         return PFT_EXIT_IO;
+    case PFT_EBUDGET:
+        return PFT_EXIT_BUDGET;
     default:
         return PFT_EXIT_NUMERIC;
     }
@@ -993,12 +1188,18 @@ static void node_free(node_t *nd)
     pft_dataset_destroy(&nd->eval);
     pft_topo_destroy(&nd->topo);
     json_decref(nd->drift);
+    json_decref(nd->dp);
+    json_decref(nd->refusals);
+    pft_rng_destroy(&nd->dp_rng);
+    pft_keypair_destroy(&nd->kp);
+    pft_free(nd->keys);
 }
 
 int pft_node_run(const pft_node_args_t *args)
 {
     node_t nd = {.args = args, .t_start = pft_fsio_now()};
     nd.drift = json_array();
+    nd.refusals = json_array();
     json_t *res = json_object();
     int code = PFT_EXIT_OK, rc;
 
@@ -1026,6 +1227,11 @@ int pft_node_run(const pft_node_args_t *args)
         code = rc == PFT_ENOMEM ? PFT_EXIT_NUMERIC : PFT_EXIT_DATA;
         goto out;
     }
+    if ((rc = dp_setup(&nd)) != 0) {
+        pft_error("%s", pft_errmsg());
+        code = exit_for(rc);
+        goto out;
+    }
     nd.inbox_dir = pft_fsio_join(args->out_dir, "inbox");
     if (!nd.inbox_dir || pft_fsio_mkdirs(nd.inbox_dir) != 0) {
         pft_error("%s", pft_errmsg());
@@ -1035,7 +1241,14 @@ int pft_node_run(const pft_node_args_t *args)
     pft_transport_opts_t to;
     pft_transport_opts_default(&to);
     to.max_msg_size = (int64_t)nd.run->max_bundle_mb << 20;
+    uint8_t cpub[PFT_KEY_CURVE_LEN], csec[PFT_KEY_CURVE_LEN];
+    if ((rc = setup_keys(&nd, &to, cpub, csec)) != 0) {
+        pft_error("%s", pft_errmsg());
+        code = PFT_EXIT_TOPOLOGY;
+        goto out;
+    }
     nd.tp = pft_transport_new(nd.me->endpoint, &to, on_message, &nd);
+    sodium_memzero(csec, sizeof csec);
     if (!nd.tp) {
         pft_error("binding %s: %s", nd.me->endpoint, pft_errmsg());
         code = PFT_EXIT_NETWORK;

@@ -13,7 +13,8 @@
     X(PFT_EXIT_SEND, 7, "a successor never acknowledged (or rejected) the node's bundle")   \
     X(PFT_EXIT_NUMERIC, 8, "EM or head training failed numerically")                        \
     X(PFT_EXIT_IO, 9, "the output folder cannot be written")                                \
-    X(PFT_EXIT_INTERRUPTED, 10, "stopped by SIGINT/SIGTERM")
+    X(PFT_EXIT_INTERRUPTED, 10, "stopped by SIGINT/SIGTERM")                                \
+    X(PFT_EXIT_BUDGET, 11, "releasing would exceed the node's privacy budget (dp_budget)")
 
 typedef enum {
 #define PFT_X_EXIT(name, value, text) name = value,
@@ -29,6 +30,8 @@ typedef struct {
     const char *eval_features; /* optional: features of the union of all test splits (accuracy_global) */
     const char *eval_labels;   /* their labels */
     int linger_ms;             /* after finishing, keep answering duplicate deliveries this long */
+    const char *key;           /* this node's secret key file; NULL: the .key beside its `key` .pub */
+    int insecure;              /* 1: plain text, no signatures (the topology names no keys) */
 } pft_node_args_t;
 
 /* Runs the node to completion; logs through pft_log; returns a pft_node_exit_t. */

@@ -15,6 +15,7 @@ static const command_t s_commands[] = {
     {"check", pft_cmd_check, "validate a topology file and print roles and the order of hand-offs"},
     {"gmm", pft_cmd_gmm, "fit one GMM per class to features and report the log-likelihood"},
     {"synth", pft_cmd_synth, "one-client FedPFT: head on GMM samples vs head on raw features"},
+    {"keygen", pft_cmd_keygen, "generate a node keypair (NAME.key secret, NAME.pub public)"},
     {NULL, NULL, NULL},
 };
 

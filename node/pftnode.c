@@ -15,8 +15,8 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
-    const char *topology, *id, *out, *level, *eval_x, *eval_y;
-    int linger;
+    const char *topology, *id, *out, *level, *eval_x, *eval_y, *key;
+    int linger, insecure;
     const pft_opt_t opts[] = {
         {"topology", PFT_OPT_STRING, &topology, NULL, 0, -1, 1, "T.dot", "topology file"},
         {"id", PFT_OPT_STRING, &id, NULL, 0, -1, 1, "NAME", "this node's id in the topology"},
@@ -26,6 +26,10 @@ int main(int argc, char **argv)
         {"eval-labels", PFT_OPT_STRING, &eval_y, NULL, 0, -1, 0, "Y.npy", "labels for --eval-features"},
         {"linger-ms", PFT_OPT_INT, &linger, "1500", 0, 600000, 0, "MS",
          "after finishing, keep answering duplicate deliveries this long"},
+        {"key", PFT_OPT_STRING, &key, NULL, 0, -1, 0, "FILE",
+         "this node's secret key (default: the .key beside the .pub its `key` attribute names)"},
+        {"insecure", PFT_OPT_FLAG, &insecure, NULL, 0, -1, 0, NULL,
+         "plain-text connections, unsigned bundles (only when the topology names no keys); logs a warning"},
         {"log-level", PFT_OPT_STRING, &level, "info", 0, -1, 0, "L", "debug, info, warn or error"},
         {0},
     };
@@ -40,7 +44,7 @@ int main(int argc, char **argv)
     PFT_NODE_EXIT_TABLE(PFT_X_HELP)
 #undef PFT_X_HELP
     const pft_cli_t cli = {"pftnode", NULL, 0, 0, summary, opts};
-    eval_x = eval_y = out = NULL;
+    eval_x = eval_y = out = key = NULL;
     int rc = pft_cli_parse(&cli, argc, argv, NULL, NULL);
     if (rc)
         return rc == 1 ? 0 : PFT_EXIT_USAGE;
@@ -65,6 +69,6 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    pft_node_args_t args = {topology, id, out, eval_x, eval_y, linger};
+    pft_node_args_t args = {topology, id, out, eval_x, eval_y, linger, key, insecure};
     return pft_node_run(&args);
 }

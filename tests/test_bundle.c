@@ -25,12 +25,19 @@ static void dyadic_weights(double *w, int k)
     w[k - 1] = left;
 }
 
-/* A random valid model; dyadic: dyadic weights, else random weights. */
+/* Rank of the lowrank models make_gmm builds. */
+static int lowrank_q(int d)
+{
+    return (d + 2) / 3 < d ? (d + 2) / 3 : d - 1;
+}
+
+/* A random valid model; dyadic: dyadic weights, else random weights. lowrank: rank lowrank_q(d). */
 static pft_gmm_t *make_gmm(pft_rng_t *r, int k, int d, pft_cov_t cov, int dyadic)
 {
-    pft_gmm_t *g = pft_gmm_new(k, d, cov);
+    int lr = cov == PFT_COV_LOWRANK;
+    pft_gmm_t *g = lr ? pft_gmm_new_lowrank(k, d, lowrank_q(d)) : pft_gmm_new(k, d, cov);
     size_t D = (size_t)d, K = (size_t)k;
-    size_t cl = cov == PFT_COV_FULL ? D * D : cov == PFT_COV_DIAG ? D : 1;
+    size_t cl = cov == PFT_COV_FULL ? D * D : cov == PFT_COV_SPHER ? 1 : D;
     double *w = pft_alloc_array(K, sizeof *w), *mu = pft_alloc_array(K * D, sizeof *mu),
            *cv = pft_calloc(K * cl, sizeof *cv);
     if (dyadic) {
@@ -50,6 +57,15 @@ static pft_gmm_t *make_gmm(pft_rng_t *r, int k, int d, pft_cov_t cov, int dyadic
                 for (size_t j = 0; j <= i; j++)
                     cv[c * cl + i * D + j] = i == j ? 0.5 + pft_rng_uniform(r) : 0.1 * pft_rng_normal(r);
         CHECK(pft_gmm_set_params_chol(g, w, mu, cv) == 0);
+    } else if (lr) {
+        size_t nf = K * D * (size_t)lowrank_q(d);
+        double *fa = pft_alloc_array(nf + 1, sizeof *fa);
+        for (size_t i = 0; i < K * cl; i++)
+            cv[i] = 0.01 + 0.5 * pft_rng_uniform(r);
+        for (size_t i = 0; i < nf; i++)
+            fa[i] = 0.3 * pft_rng_normal(r);
+        CHECK(pft_gmm_set_params_lowrank(g, w, mu, fa, cv) == 0);
+        pft_free(fa);
     } else {
         for (size_t i = 0; i < K * cl; i++)
             cv[i] = 0.05 + 2.0 * pft_rng_uniform(r);
@@ -91,7 +107,7 @@ static size_t cov_numbers(const pft_gmm_t *g)
 {
     size_t d = (size_t)pft_gmm_dim(g), k = (size_t)pft_gmm_k(g);
     pft_cov_t c = pft_gmm_cov(g);
-    return k * (c == PFT_COV_FULL ? d * d : c == PFT_COV_DIAG ? d : 1);
+    return k * (c == PFT_COV_FULL ? d * d : c == PFT_COV_SPHER ? 1 : d);
 }
 
 /* Decoded parameters equal the original ones quantised to the dtype, exactly. */
@@ -111,14 +127,19 @@ static int same_params(const pft_gmm_t *a, const pft_gmm_t *b, pft_dtype_t dt)
     for (size_t i = 0; i < cov_numbers(a); i++)
         if (quantise(pa[i], dt) != pb[i])
             return 0;
+    if (pft_gmm_rank(a) != pft_gmm_rank(b))
+        return 0;
+    for (size_t i = 0; i < k * d * (size_t)pft_gmm_rank(a); i++) /* lowrank loadings */
+        if (quantise(pft_gmm_factors(a)[i], dt) != pft_gmm_factors(b)[i])
+            return 0;
     return 1;
 }
 
 static void test_roundtrip(void)
 {
-    const pft_cov_t covs[3] = {PFT_COV_FULL, PFT_COV_DIAG, PFT_COV_SPHER};
+    const pft_cov_t covs[4] = {PFT_COV_FULL, PFT_COV_DIAG, PFT_COV_SPHER, PFT_COV_LOWRANK};
     const pft_dtype_t dts[2] = {PFT_DTYPE_F16, PFT_DTYPE_F32};
-    for (int ci = 0; ci < 3; ci++) {
+    for (int ci = 0; ci < 4; ci++) {
         for (int ti = 0; ti < 2; ti++) {
             for (int dyadic = 0; dyadic < 2; dyadic++) {
                 pft_bundle_t *b =
@@ -333,18 +354,19 @@ static void test_size_formula(void)
         pft_cov_t cov;
         int d, k, classes;
     } cases[] = {
-        {PFT_COV_DIAG, 1280, 10, 7},
-        {PFT_COV_SPHER, 1280, 10, 7},
-        {PFT_COV_FULL, 1280, 1, 7},
-        {PFT_COV_FULL, 64, 10, 7},
+        {PFT_COV_DIAG, 1280, 10, 7}, {PFT_COV_SPHER, 1280, 10, 7},  {PFT_COV_FULL, 1280, 1, 7},
+        {PFT_COV_FULL, 64, 10, 7},   {PFT_COV_LOWRANK, 1280, 1, 7}, /* rank lowrank_q(1280) = 427 */
+        {PFT_COV_LOWRANK, 96, 5, 7},                                /* rank 32 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pft_bundle_t *b =
             make_bundle(PFT_DTYPE_F16, cases[i].cov, cases[i].d, cases[i].k, cases[i].classes, 11, 0);
         size_t d = (size_t)cases[i].d, k = (size_t)cases[i].k;
-        size_t per_class = cases[i].cov == PFT_COV_DIAG    ? (2 * d + 1) * k
-                           : cases[i].cov == PFT_COV_SPHER ? (d + 2) * k
-                                                           : (2 * d + (d * d - d) / 2 + 1) * k;
+        size_t q = (size_t)lowrank_q(cases[i].d);
+        size_t per_class = cases[i].cov == PFT_COV_DIAG      ? (2 * d + 1) * k
+                           : cases[i].cov == PFT_COV_SPHER   ? (d + 2) * k
+                           : cases[i].cov == PFT_COV_LOWRANK ? (d * q + 2 * d + 1) * k
+                                                             : (2 * d + (d * d - d) / 2 + 1) * k;
         size_t formula = 2 * per_class * (size_t)cases[i].classes;
         CHECK(pft_bundle_formula_bytes(b) == formula);
         uint8_t *buf = NULL;
@@ -369,13 +391,13 @@ static void test_size_formula(void)
 
 /* ---------- hostile bytes ---------- */
 
-/* A small mixed bundle (diag, full, spher classes) for exhaustive mutation. */
+/* A small mixed bundle (diag, full, spher, lowrank classes) for exhaustive mutation. */
 static void small_message(uint8_t **buf, size_t *len)
 {
     pft_rng_t *r = pft_rng_new(5);
     pft_bundle_t *b = pft_bundle_new("r", "p", PFT_DTYPE_F16, 3);
-    pft_cov_t covs[3] = {PFT_COV_DIAG, PFT_COV_FULL, PFT_COV_SPHER};
-    for (int c = 0; c < 3; c++) {
+    pft_cov_t covs[4] = {PFT_COV_DIAG, PFT_COV_FULL, PFT_COV_SPHER, PFT_COV_LOWRANK};
+    for (int c = 0; c < 4; c++) {
         pft_gmm_t *g = make_gmm(r, 2, 3, covs[c], 0);
         CHECK(pft_bundle_add_class(b, c, 4, &g) == 0);
         CHECK(pft_bundle_prov_add(b, "p", c, 4) == 0);
@@ -521,6 +543,11 @@ typedef struct {
     int d_as_str;        /* write d as a string */
     int extra_field;     /* 9 payload fields */
     uint64_t n_override; /* if not 0: class count */
+    int q;               /* cov 3 (lowrank): rank written */
+    int q_data;          /* cov 3: rank the loadings are built for */
+    int set_factor;      /* cov 3: replace factor[bad_comp][1][0] of bad_class by factor_val */
+    double factor_val;
+    int class_fields; /* if not 0: fields written per class (the schema wants 7, or 9 for lowrank) */
 } spec_t;
 
 static spec_t good_spec(void)
@@ -533,7 +560,9 @@ static spec_t good_spec(void)
                 .n_classes = 4,
                 .w = {0.25, 0.75},
                 .bad_class = 3,
-                .bad_comp = 1};
+                .bad_comp = 1,
+                .q = 1,
+                .q_data = 1};
     return s;
 }
 
@@ -577,11 +606,12 @@ static void build_payload(const spec_t *s, tbuf_t *t)
     }
     msgpack_pack_array(&pk, (size_t)s->n_classes);
     size_t d = (size_t)s->d_data, k = (size_t)s->k, es = s->dtype ? 4 : 2;
-    size_t m = s->cov == 0 ? d * (d + 1) / 2 : s->cov == 1 ? d : 1;
+    size_t m = s->cov == 0 ? d * (d + 1) / 2 : s->cov == 2 ? 1 : d;
     uint8_t *tmp = pft_calloc(k * d * d + 8, 8);
     for (int c = 0; c < s->n_classes; c++) {
         int bad = c == s->bad_class;
-        msgpack_pack_array(&pk, s->extra_field ? 7 : 7);
+        int fields = s->class_fields ? s->class_fields : s->cov == 3 ? 9 : 7;
+        msgpack_pack_array(&pk, (size_t)fields);
         msgpack_pack_uint64(&pk, (uint64_t)c);
         msgpack_pack_uint64(&pk, s->n_override && bad ? s->n_override : 10);
         msgpack_pack_uint64(&pk, (uint64_t)s->cov);
@@ -610,13 +640,26 @@ static void build_payload(const spec_t *s, tbuf_t *t)
             } else {
                 for (size_t i = 0; i < m; i++, o++) {
                     double v = 1.0;
-                    if (bad && s->set_var && j == (size_t)s->bad_comp && i == (s->cov == 1 ? 2u : 0u))
+                    if (bad && s->set_var && j == (size_t)s->bad_comp && i == (s->cov == 2 ? 0u : 2u))
                         v = s->var_val;
                     put_num(tmp, o, v, s->dtype);
                 }
             }
         }
         msgpack_pack_bin_with_body(&pk, tmp, k * m * es);
+        if (fields >= 9) { /* rank, then loadings K×d×q */
+            size_t q = (size_t)s->q_data;
+            msgpack_pack_uint64(&pk, (uint64_t)s->q);
+            for (size_t i = 0; i < k * d * q; i++) {
+                double v = 0.25 * (double)(i % 5) - 0.5;
+                if (bad && s->set_factor && i == (size_t)s->bad_comp * d * q + q)
+                    v = s->factor_val;
+                put_num(tmp, i, v, s->dtype);
+            }
+            msgpack_pack_bin_with_body(&pk, tmp, k * d * q * es);
+        }
+        for (int f = fields >= 9 ? 9 : 7; f < fields; f++) /* padding of a wrong field count */
+            msgpack_pack_nil(&pk);
     }
     if (s->extra_field)
         msgpack_pack_nil(&pk);
@@ -652,7 +695,7 @@ static void test_schema_rejections(void)
 {
     spec_t s = good_spec();
     CHECK_MSG(decode_spec(&s, NULL) == 0, "the hand-built payload must decode: %s", pft_errmsg());
-    for (int cov = 0; cov < 3; cov++)
+    for (int cov = 0; cov < 4; cov++)
         for (int dt = 0; dt < 2; dt++) {
             s = good_spec();
             s.cov = cov;
@@ -740,6 +783,61 @@ static void test_schema_rejections(void)
     pft_bundle_limits_default(&lim);
     lim.max_bytes = 100;
     EXPECT_REJECT(s, &lim, PFT_ERANGE, "exceeds the limit of 100");
+
+    /* lowrank (cov 3): [..., Ψ, q, W] */
+    s = good_spec();
+    s.cov = 3;
+    s.q = s.q_data = 2;
+    CHECK_MSG(decode_spec(&s, NULL) == 0, "lowrank rank 2: %s", pft_errmsg());
+    s.q = s.q_data = 0; /* rank 0: no loadings, a diagonal model */
+    CHECK_MSG(decode_spec(&s, NULL) == 0, "lowrank rank 0: %s", pft_errmsg());
+    s = good_spec();
+    s.cov = 3;
+    s.class_fields = 7;
+    EXPECT_REJECT(s, NULL, PFT_EFORMAT,
+                  "class 0 (label 0): entry: 7 elements, expected 9 for covariance type 3");
+    s = good_spec();
+    s.class_fields = 9; /* a diag class with 9 fields */
+    EXPECT_REJECT(s, NULL, PFT_EFORMAT, "entry: 9 elements, expected 7 for covariance type 1");
+    s = good_spec();
+    s.class_fields = 8;
+    EXPECT_REJECT(s, NULL, PFT_EFORMAT, "entry: 8 elements, expected 7 for covariance type 1");
+    s = good_spec();
+    s.class_fields = 10;
+    EXPECT_REJECT(s, NULL, PFT_EFORMAT, "entry: 10 elements, expected 7..9");
+    s = good_spec();
+    s.cov = 4;
+    EXPECT_REJECT(s, NULL, PFT_EFORMAT, "covariance type = 4 outside 0..3");
+    s = good_spec();
+    s.cov = 3;
+    s.q = s.q_data = 3; /* q = d */
+    EXPECT_REJECT(s, NULL, PFT_EFORMAT, "class 0 (label 0): rank = 3 outside 0..2");
+    s = good_spec();
+    s.cov = 3;
+    s.q = 2; /* loadings built for rank 1 */
+    EXPECT_REJECT(s, NULL, PFT_EFORMAT, "class 0 (label 0): factors: 24 bytes, expected 48");
+    s = good_spec();
+    s.cov = 3;
+    s.q = s.q_data = 2;
+    s.set_factor = 1;
+    s.factor_val = NAN;
+    EXPECT_REJECT(s, NULL, PFT_ENUMERIC, "class 3 (label 3): component 1: factor[1][0] = nan is not finite");
+    s.dtype = 0;
+    s.factor_val = 1e6; /* fp16 overflows to inf */
+    EXPECT_REJECT(s, NULL, PFT_ENUMERIC, "factor[1][0] = inf is not finite");
+    s = good_spec();
+    s.cov = 3;
+    s.set_var = 1;
+    s.var_val = -0.0;
+    EXPECT_REJECT(s, NULL, PFT_ENUMERIC, "class 3 (label 3): component 1: variance[2] = -0 is not positive");
+    s = good_spec();
+    s.cov = 3;
+    pft_bundle_limits_default(&lim);
+    lim.max_model_bytes = 700; /* the diag classes fit (624 bytes with the last one's transient), the
+                                * loadings do not */
+    EXPECT_REJECT(s, &lim, PFT_ERANGE, "decoded models would exceed");
+    s.cov = 1;
+    CHECK(decode_spec(&s, &lim) == 0);
 }
 
 static int decode_raw(const uint8_t *b, size_t n)
@@ -834,6 +932,95 @@ static void test_alloc_failures(void)
     pft_free(buf);
 }
 
+/* Nodes may mix families: one bundle with diag, lowrank, full and spher classes (and lowrank of rank 0)
+ * round-trips exactly; encoding refuses a loading that overflows fp16, naming it. */
+static void test_lowrank_mixed(void)
+{
+    pft_rng_t *r = pft_rng_new(17);
+    const pft_cov_t covs[5] = {PFT_COV_DIAG, PFT_COV_LOWRANK, PFT_COV_FULL, PFT_COV_SPHER, PFT_COV_LOWRANK};
+    for (int ti = 0; ti < 2; ti++) {
+        pft_dtype_t dt = ti ? PFT_DTYPE_F32 : PFT_DTYPE_F16;
+        pft_bundle_t *b = pft_bundle_new("run-1", "node-b", dt, 7);
+        size_t formula = 0;
+        for (int c = 0; c < 5; c++) {
+            pft_gmm_t *g = c == 4 ? pft_gmm_new_lowrank(2, 7, 0) : make_gmm(r, 1 + c % 3, 7, covs[c], 1);
+            formula += pft_gmm_n_wire_params(g);
+            CHECK(pft_bundle_add_class(b, c, 5, &g) == 0);
+            CHECK(pft_bundle_prov_add(b, "node-b", c, 5) == 0);
+        }
+        CHECK(formula == (2 * 7 + 1) * 1 + (7 * 3 + 2 * 7 + 1) * 2 + (2 * 7 + 21 + 1) * 3 + (7 + 2) * 1 +
+                             (2 * 7 + 1) * 2);
+        CHECK(pft_bundle_formula_bytes(b) == formula * (ti ? 4 : 2));
+        uint8_t *buf = NULL, *buf2 = NULL;
+        size_t len = 0, len2 = 0;
+        CHECK(pft_bundle_encode(b, &buf, &len) == 0);
+        pft_bundle_t *o = NULL;
+        CHECK_MSG(pft_bundle_decode(buf, len, NULL, &o) == 0, "%s", pft_errmsg());
+        if (o) {
+            for (int c = 0; c < 5; c++) {
+                const pft_gmm_t *a = pft_bundle_class_gmm(b, c), *g = pft_bundle_class_gmm(o, c);
+                CHECK(pft_gmm_cov(g) == covs[c] && pft_gmm_rank(g) == (c == 1 ? 3 : 0));
+                CHECK_MSG(same_params(a, g, dt), "class %d (%s)", c, pft_cov_name(covs[c]));
+            }
+            CHECK(pft_bundle_encode(o, &buf2, &len2) == 0 && len2 == len && memcmp(buf, buf2, len) == 0);
+        }
+        pft_free(buf);
+        pft_free(buf2);
+        pft_bundle_destroy(&o);
+        pft_bundle_destroy(&b);
+    }
+    /* d = 1: lowrank has rank 0 only */
+    pft_bundle_t *b = pft_bundle_new("run-1", "p", PFT_DTYPE_F16, 1);
+    pft_gmm_t *g = pft_gmm_new_lowrank(1, 1, 0);
+    CHECK(pft_bundle_add_class(b, 0, 1, &g) == 0 && pft_bundle_prov_add(b, "p", 0, 1) == 0);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    pft_bundle_t *o = NULL;
+    CHECK(pft_bundle_encode(b, &buf, &len) == 0 && pft_bundle_decode(buf, len, NULL, &o) == 0);
+    CHECK(o && pft_gmm_rank(pft_bundle_class_gmm(o, 0)) == 0);
+    pft_free(buf);
+    pft_bundle_destroy(&o);
+    pft_bundle_destroy(&b);
+    /* a loading beyond fp16 */
+    b = pft_bundle_new("run-1", "p", PFT_DTYPE_F16, 4);
+    g = pft_gmm_new_lowrank(1, 4, 2);
+    double w = 1, mu[4] = {0}, fa[8] = {0, 0, 0, 0, 0, 7e4, 0, 0}, psi[4] = {1, 1, 1, 1};
+    CHECK(pft_gmm_set_params_lowrank(g, &w, mu, fa, psi) == 0);
+    CHECK(pft_bundle_add_class(b, 0, 1, &g) == 0 && pft_bundle_prov_add(b, "p", 0, 1) == 0);
+    CHECK(pft_bundle_encode(b, &buf, &len) == PFT_ERANGE);
+    CHECK_MSG(strstr(pft_errmsg(), "component 0: factor[2][1] = 70000 does not fit fp16") != NULL, "%s",
+              pft_errmsg());
+    pft_bundle_destroy(&b);
+    pft_rng_destroy(&r);
+}
+
+/* Bundles of the three original families encode to the same bytes as before the low-rank family was added
+ * (ids computed with the v1 codec that predates it): old producers and new ones agree byte for byte. */
+static void test_v1_golden(void)
+{
+    static const char *const expect[3][2] = {
+        {"d8ca36e32fc662c24c3e2c699cc79649edf571098a690b66dd8e1122a1e026a6",
+         "a1e4c4908ae81834de2192daa59e9e9d0d7eeeca580c96a48c2126e739dec66a"},
+        {"d292ca1bbb6125fc5599bafadcba7b6e04b9925dded24d65bfc871b571619f1e",
+         "d1074e7662f240a8b0341ce8f0c14eb21b374c11150c6224b29c487cb2d7b959"},
+        {"5ce938b697a01738e99c01f7d51856229cb03537751d85d9267ad37ed61a2b6e",
+         "1e9fbf4f478a0efdb119ab795d5fcf09ec1c1d06f8753cc7e66342b2c88bd88d"},
+    };
+    const pft_cov_t covs[3] = {PFT_COV_FULL, PFT_COV_DIAG, PFT_COV_SPHER};
+    for (int ci = 0; ci < 3; ci++)
+        for (int ti = 0; ti < 2; ti++) {
+            pft_bundle_t *b = make_bundle(ti ? PFT_DTYPE_F32 : PFT_DTYPE_F16, covs[ci], 5, 2, 3,
+                                          900 + (uint64_t)(ci * 2 + ti), 0);
+            uint8_t id[PFT_BUNDLE_ID_LEN];
+            char hex[2 * PFT_BUNDLE_ID_LEN + 1];
+            CHECK(pft_bundle_id(b, id) == 0);
+            pft_bundle_id_hex(id, hex);
+            CHECK_MSG(strcmp(hex, expect[ci][ti]) == 0, "%s %s: id %s", pft_cov_name(covs[ci]),
+                      ti ? "fp32" : "fp16", hex);
+            pft_bundle_destroy(&b);
+        }
+}
+
 int main(void)
 {
     RUN(test_roundtrip);
@@ -847,5 +1034,7 @@ int main(void)
     RUN(test_schema_rejections);
     RUN(test_raw_rejections);
     RUN(test_alloc_failures);
+    RUN(test_v1_golden);
+    RUN(test_lowrank_mixed);
     return pft_test_done();
 }

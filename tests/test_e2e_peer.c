@@ -92,7 +92,7 @@ static void test_bad_peer(void)
         char node[512], out[512];
         snprintf(node, sizeof node, "%s/node/pftnode", PFT_BINARY_DIR);
         snprintf(out, sizeof out, "%s/b", tmp);
-        execl(node, node, "--topology", topo, "--id", "b", "--out", out, "--log-level", "debug", (char *)NULL);
+        execl(node, node, "--topology", topo, "--id", "b", "--out", out, "--log-level", "debug", "--insecure", (char *)NULL);
         _exit(127);
     }
     pft_dataset_t *ds = NULL;

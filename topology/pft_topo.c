@@ -135,7 +135,8 @@ static void model_free(model_t *m)
 static int is_text_type(pft_attr_type_t type)
 {
     return type == PFT_ATTR_STRING || type == PFT_ATTR_NAME || type == PFT_ATTR_PATH ||
-           type == PFT_ATTR_ENDPOINT || type == PFT_ATTR_PARTITION || type == PFT_ATTR_CLASSES;
+           type == PFT_ATTR_ENDPOINT || type == PFT_ATTR_PARTITION || type == PFT_ATTR_CLASSES ||
+           type == PFT_ATTR_KEY;
 }
 
 static size_t value_size(pft_attr_type_t type)
@@ -685,6 +686,52 @@ static int check_data(const pft_topo_t *t, model_t *m)
     return 0;
 }
 
+/* Node keys: every node or none (a secure run needs the keys of every neighbour and of the ring's
+ * producer; in a simulation the launcher generates the missing ones, so there this holds only for the
+ * resolved copy, PFT_TOPO_REQUIRE_RESOLVED), no key shared by two nodes, key files present (unless
+ * PFT_TOPO_SKIP_DATA_CHECK). The key itself is the node's to check (pft_pubkey_resolve); the topology
+ * knows no cryptography. */
+static int check_keys(const pft_topo_t *t, model_t *m)
+{
+    size_t with = 0, first = SIZE_MAX, missing = SIZE_MAX;
+    for (size_t v = 0; v < m->n; v++) {
+        if (m->nodes[v].key) {
+            with++;
+            first = first == SIZE_MAX ? v : first;
+        } else if (missing == SIZE_MAX) {
+            missing = v;
+        }
+    }
+    int required = !m->run.dataset || (t->flags & PFT_TOPO_REQUIRE_RESOLVED);
+    if (required && with > 0 && with < m->n)
+        return fail_at(
+            t, m->nodes[missing].line, PFT_ETOPO,
+            "node '%s' has no 'key' while node '%s' has one: give every node its public key (or none: "
+            "a simulation's launcher then generates them)",
+            m->nodes[missing].id, m->nodes[first].id);
+    for (size_t v = 0; v < m->n && with; v++) {
+        const pft_topo_node_t *nd = &m->nodes[v];
+        if (!nd->key)
+            continue;
+        int line = pft_dotscan_node_attr_line(t->scan, nd->id, "key");
+        for (size_t w = 0; w < v; w++)
+            if (m->nodes[w].key && strcmp(m->nodes[w].key, nd->key) == 0)
+                return fail_at(t, line ? line : nd->line, PFT_ETOPO,
+                               "node '%s' has the same key as node '%s': every node needs its own keypair",
+                               nd->id, m->nodes[w].id);
+        if ((t->flags & PFT_TOPO_SKIP_DATA_CHECK) || strncmp(nd->key, "pftnet-ed25519-public ", 22) == 0)
+            continue;
+        struct stat st;
+        if (stat(nd->key, &st) != 0 || access(nd->key, R_OK) != 0)
+            return fail_at(t, line ? line : nd->line, PFT_ETOPO, "node '%s': key file %s: %s", nd->id,
+                           nd->key, strerror(errno));
+        if (!S_ISREG(st.st_mode))
+            return fail_at(t, line ? line : nd->line, PFT_ETOPO,
+                           "node '%s': key file %s is not a regular file", nd->id, nd->key);
+    }
+    return 0;
+}
+
 /* Points each node at its plan data. */
 static void link_nodes(model_t *m)
 {
@@ -751,7 +798,7 @@ static int build(const pft_topo_t *t, model_t *m)
     if ((rc = collect_edges(t, m)) || (rc = check_unknown_attrs(t, m)) || (rc = parse_graph_attrs(t, m)) ||
         (rc = parse_nodes(t, m)) || (rc = parse_edge_attrs(t, m)) || (rc = plan_graph(t, m)) ||
         (rc = check_fallbacks(t, m)) || (rc = check_simulation(t, m)) || (rc = check_endpoints(t, m)) ||
-        (rc = check_data(t, m)))
+        (rc = check_data(t, m)) || (rc = check_keys(t, m)))
         goto fail;
     link_nodes(m);
     return 0;
@@ -767,10 +814,12 @@ static int normalize(pft_topo_t *t)
     Agsym_t *sym;
     if (m->run.dataset && (sym = agattr(t->g, AGRAPH, "dataset", NULL)))
         agxset(t->g, sym, (char *)m->run.dataset);
-    static const char *const paths[] = {"train", "labels", "test", "test_labels"};
+    /* an inline key is stored as written, so only a key path changes here (made absolute) */
+    static const char *const paths[] = {"train", "labels", "test", "test_labels", "key"};
     const long offs[] = {(long)offsetof(pft_topo_node_t, train), (long)offsetof(pft_topo_node_t, labels),
-                         (long)offsetof(pft_topo_node_t, test), (long)offsetof(pft_topo_node_t, test_labels)};
-    for (size_t i = 0; i < 4; i++) {
+                         (long)offsetof(pft_topo_node_t, test), (long)offsetof(pft_topo_node_t, test_labels),
+                         (long)offsetof(pft_topo_node_t, key)};
+    for (size_t i = 0; i < 5; i++) {
         sym = agattr(t->g, AGNODE, (char *)paths[i], NULL);
         for (size_t v = 0; sym && v < m->n; v++) {
             const char *p = *(const char **)((char *)&m->nodes[v] + offs[i]);

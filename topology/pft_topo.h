@@ -19,8 +19,8 @@
  *
  * Choices worth knowing:
  * - Node index = order of first appearance in the file; `labels:<r0>|<r1>|…` gives node i range ri.
- * - Rows per node are `samples` (not `size`, which is Graphviz's drawing size); a low-rank
- *   covariance rank will be `cov_rank` (not `rank`, Graphviz's rank=same).
+ * - Rows per node are `samples` (not `size`, which is Graphviz's drawing size); the low-rank
+ *   covariance rank is `cov_rank` (not `rank`, Graphviz's rank=same); nodes may mix families.
  * - DOT bare numbers have no exponent: write tol="1e-4" (1e-4 unquoted is refused, naming the line).
  * - Without `dataset` every node needs train, labels and an endpoint (explicit or port_base); with
  *   it (a simulation) the launcher fills them in and writes a resolved copy (pft_topo_write).
@@ -57,6 +57,7 @@ typedef struct {
     const char *run;               /* run id: attribute run, else the graph name, else the file name stem */
     int k;                         /* GMM components per class, default for nodes */
     pft_cov_t cov;                 /* covariance family, default for nodes */
+    int cov_rank;                  /* cov=lowrank: factors per component, default for nodes (fit clamps to d-1) */
     int samples;                   /* simulation: training rows per node (0: all of its share), default */
     uint64_t seed;                 /* run seed */
     pft_topo_dtype_t dtype;        /* parameter encoding on the wire */
@@ -70,6 +71,10 @@ typedef struct {
     int n_init;                    /* EM restarts */
     double head_c;                 /* head: inverse L2 strength (scikit-learn's C) */
     int head_draws;                /* head: synthetic draws per represented row (real rows repeated as often) */
+    double dp_epsilon;             /* DP-FedPFT epsilon per release, default for nodes (0: off) */
+    double dp_delta;               /* DP-FedPFT delta (0: 1/n) */
+    int dp_mech;                   /* pft_dp_mech_t: 0 thm41, 1 b3 */
+    double dp_budget;              /* total epsilon a node may release (0: unlimited) */
     int max_bundle_mb;             /* largest bundle a node accepts, MiB */
     const char *dataset;           /* simulation: absolute dataset folder; NULL: every node brings its data */
     const char *partition;         /* simulation: partition text as written ("iid" by default) */
@@ -93,11 +98,18 @@ typedef struct {
     const char *labels; /* training labels .npy */
     const char *test;   /* test features .npy; NULL: not given (test and test_labels go together) */
     const char *test_labels; /* test labels .npy */
+    const char *key;         /* public key: absolute path of a .pub file, or the inline key line (starts with
+                                "pftnet-ed25519-public "); NULL: none given. Parse with pft_pubkey_resolve() */
     int k;                   /* effective GMM components per class */
     pft_cov_t cov;           /* effective covariance family */
+    int cov_rank;            /* effective lowrank rank (meaningful for cov=lowrank only) */
     int samples;             /* simulation: effective rows for this node (0: all of its share) */
     int domain;              /* simulation, partition=domain: domain id; -1: none */
     const char *classes;     /* simulation, partition=labels: class set ("0-3", "0,2,5"); NULL: none */
+    double dp_epsilon;       /* effective DP-FedPFT epsilon (0: off) */
+    double dp_delta;         /* effective delta (0: 1/n) */
+    int dp_mech;             /* effective mechanism (pft_dp_mech_t) */
+    double dp_budget;        /* effective total epsilon budget (0: unlimited) */
     size_t n_preds;          /* primary predecessors (node indices, ascending) */
     const size_t *preds;
     size_t n_succs; /* primary successors */

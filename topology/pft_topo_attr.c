@@ -24,14 +24,18 @@
 #define NONE (-1L)
 
 #define MAX_TEXT 4096 /* longest attribute value accepted (paths included) */
+/* an inline public key starts so (wire/pft_keys.h PFT_KEY_PUBLIC_PREFIX) */
+#define KEY_PREFIX "pftnet-ed25519-public "
 
 /* Enum names; the index is the stored value. */
-static const char *const s_cov[] = {"full", "diag", "spher", NULL};
+static const char *const s_cov[] = {"full", "diag", "spher", "lowrank", NULL};
 static const char *const s_dtype[] = {"fp16", "fp32", NULL};
 static const char *const s_prep[] = {"none", "l2", "sqrt-l2", NULL};
 static const char *const s_missing[] = {"proceed", "fail", NULL};
+static const char *const s_dp_mech[] = {"thm41", "b3", NULL};
 
-_Static_assert(PFT_COV_FULL == 0 && PFT_COV_DIAG == 1 && PFT_COV_SPHER == 2, "s_cov order");
+_Static_assert(PFT_COV_FULL == 0 && PFT_COV_DIAG == 1 && PFT_COV_SPHER == 2 && PFT_COV_LOWRANK == 3,
+               "s_cov order");
 _Static_assert(PFT_TOPO_FP16 == 0 && PFT_TOPO_FP32 == 1, "s_dtype order");
 _Static_assert(PFT_TOPO_PREP_NONE == 0 && PFT_TOPO_PREP_L2 == 1 && PFT_TOPO_PREP_SQRT_L2 == 2,
                "s_prep order");
@@ -48,7 +52,10 @@ static const pft_topo_attr_t s_table[] = {
     {"k", G | N, PFT_ATTR_INT, "10", 1, 1024, NULL,
      "GMM components per class", GO(k), NO(k), NONE},
     {"cov", G | N, PFT_ATTR_ENUM, "diag", 0, 0, s_cov,
-     "covariance family of the GMMs", GO(cov), NO(cov), NONE},
+     "covariance family of the GMMs (lowrank: W Wᵀ + Ψ, rank cov_rank)", GO(cov), NO(cov), NONE},
+    {"cov_rank", G | N, PFT_ATTR_INT, "32", 1, 65535, NULL,
+     "cov=lowrank: factors per component (clamped to d-1); bytes per component d*q + 2d + 1 numbers",
+     GO(cov_rank), NO(cov_rank), NONE},
     {"seed", G, PFT_ATTR_U64, "0", 0, 0, NULL,
      "run seed (k-means++ initialisation, sampling, partitions)", GO(seed), NONE, NONE},
     {"dtype", G, PFT_ATTR_ENUM, "fp16", 0, 0, s_dtype,
@@ -79,6 +86,17 @@ static const pft_topo_attr_t s_table[] = {
     {"head_draws", G, PFT_ATTR_INT, "10", 1, 1000, NULL,
      "head: synthetic rows drawn per row a GMM stands for (each weighs 1/head_draws; real rows likewise)",
      GO(head_draws), NONE, NONE},
+    {"dp_epsilon", G | N, PFT_ATTR_REAL, "0", 0, 1e6, NULL,
+     "DP-FedPFT: epsilon of each class's release (0: no differential privacy; needs k = 1)", GO(dp_epsilon),
+     NO(dp_epsilon), NONE},
+    {"dp_delta", G | N, PFT_ATTR_REAL, "0", 0, 1, NULL,
+     "DP-FedPFT: delta of each class's release (0: 1/n, the paper's choice)", GO(dp_delta), NO(dp_delta), NONE},
+    {"dp_mech", G | N, PFT_ATTR_ENUM, "b3", 0, 0, s_dp_mech,
+     "DP-FedPFT mechanism: thm41 (noisy mean and covariance, Thm 4.1) or b3 (noisy second moment, Remark B.3)",
+     GO(dp_mech), NO(dp_mech), NONE},
+    {"dp_budget", G | N, PFT_ATTR_REAL, "0", 0, 1e6, NULL,
+     "DP-FedPFT: total epsilon a node may release over all its runs (0: unlimited); refused beyond",
+     GO(dp_budget), NO(dp_budget), NONE},
     {"max_bundle_mb", G, PFT_ATTR_INT, "512", 1, 65536, NULL,
      "largest bundle a node accepts, MiB", GO(max_bundle_mb), NONE, NONE},
     {"port_base", G, PFT_ATTR_INT, NULL, 1024, 65535, NULL,
@@ -108,6 +126,9 @@ static const pft_topo_attr_t s_table[] = {
      "test features .npy (optional; with test_labels)", NONE, NO(test), NONE},
     {"test_labels", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
      "test labels .npy (with test)", NONE, NO(test_labels), NONE},
+    {"key", N, PFT_ATTR_KEY, NULL, 0, 0, NULL,
+     "the node's public key: a .pub file (pftnet keygen) or the inline line \"pftnet-ed25519-public ...\"",
+     NONE, NO(key), NONE},
     /* edge */
     {"fallback", E, PFT_ATTR_BOOL, "false", 0, 0, NULL,
      "true: used only when the tail's primary successor stays unreachable past send_deadline", NONE, NONE,
@@ -214,8 +235,8 @@ const char *pft_topo_attr_scope_name(unsigned scopes)
 
 const char *pft_topo_attr_type_name(pft_attr_type_t type)
 {
-    static const char *const names[] = {"string", "name", "int",      "uint64",    "real",   "enum",
-                                        "bool",   "path", "endpoint", "partition", "classes"};
+    static const char *const names[] = {"string", "name", "int",      "uint64",    "real",    "enum",
+                                        "bool",   "path", "endpoint", "partition", "classes", "key"};
     return (unsigned)type < COUNT(names) ? names[type] : "?";
 }
 
@@ -256,6 +277,9 @@ void pft_topo_attr_values_text(const pft_topo_attr_t *a, char *buf, size_t cap)
         break;
     case PFT_ATTR_CLASSES:
         snprintf(buf, cap, "e.g. 0-3 or 0,2,5");
+        break;
+    case PFT_ATTR_KEY:
+        snprintf(buf, cap, "PATH.pub|pftnet-ed25519-public BASE64");
         break;
     case PFT_ATTR_STRING:
         snprintf(buf, cap, "text");
@@ -460,6 +484,28 @@ static char *path_resolve(const char *base, const char *rel)
     return out;
 }
 
+/* Shape of an inline public key (wire/pft_keys.h has the format; the node checks the key itself):
+ * prefix, 44 base64 characters ending in '=', then nothing or one space and 1..128 printable characters. */
+static int key_text_ok(const char *s)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char *p = s + strlen(KEY_PREFIX);
+    for (int i = 0; i < 43; i++)
+        if (!p[i] || !strchr(b64, p[i]))
+            return 0;
+    if (p[43] != '=')
+        return 0;
+    p += 44;
+    if (!*p)
+        return 1;
+    if (*p != ' ' || !p[1] || p[1] == ' ' || strlen(p + 1) > 128)
+        return 0;
+    for (p++; *p; p++)
+        if (*p < 0x20 || *p > 0x7e)
+            return 0;
+    return 1;
+}
+
 static int bool_parse(const char *s, int *out)
 {
     static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
@@ -569,6 +615,18 @@ int pft_topo_attr_parse(const pft_topo_attr_t *a, const char *text, const char *
         int rc = pft_topo_classes_check(text);
         return rc ? pft_err_wrap(rc, "%s", a->name) : store_text(dst, text);
     }
+    case PFT_ATTR_KEY:
+        if (strncmp(text, KEY_PREFIX, strlen(KEY_PREFIX)) == 0) {
+            if (!key_text_ok(text))
+                return pft_err(
+                    PFT_EINVAL,
+                    "%s: an inline key is \"%s\" + 44 base64 characters (+ optional \" comment\"), as "
+                    "in the .pub file",
+                    a->name, KEY_PREFIX);
+            return store_text(dst, text);
+        }
+        return pft_topo_attr_parse(&(pft_topo_attr_t){.name = a->name, .type = PFT_ATTR_PATH}, text, base_dir,
+                                   dst);
     }
     return pft_err(PFT_EINVAL, "%s: unknown attribute type", a->name);
 }
@@ -581,7 +639,8 @@ void pft_topo_attr_free_value(const pft_topo_attr_t *a, void *dst)
     case PFT_ATTR_PATH:
     case PFT_ATTR_ENDPOINT:
     case PFT_ATTR_PARTITION:
-    case PFT_ATTR_CLASSES: {
+    case PFT_ATTR_CLASSES:
+    case PFT_ATTR_KEY: {
         char **slot = dst;
         PFT_FREE(*slot);
         break;

@@ -25,6 +25,7 @@ typedef enum {
     PFT_ATTR_ENDPOINT,  /* tcp://host:port, ipc://path or inproc://name */
     PFT_ATTR_PARTITION, /* iid | dirichlet:<beta> | labels[:<classes>|<classes>|…] | domain */
     PFT_ATTR_CLASSES,   /* class set: "0-3", "0,2,5", "1-2,6" */
+    PFT_ATTR_KEY,       /* public key: a .pub file path (as PATH) or inline "pftnet-ed25519-public …" */
 } pft_attr_type_t;
 
 /* One attribute. Offsets locate the value in pft_topo_run_t / pft_topo_node_t / pft_topo_edge_t

@@ -19,7 +19,8 @@
 #include "pft_half.h"
 
 #define N_PAYLOAD_FIELDS 8
-#define N_CLASS_FIELDS 7
+#define N_CLASS_FIELDS 7         /* full, diag, spher */
+#define N_CLASS_FIELDS_LOWRANK 9 /* lowrank: the 7, then rank q and the factor loadings W */
 #define WEIGHT_TOL 1e-6
 
 typedef struct {
@@ -89,13 +90,15 @@ static size_t dtype_size(pft_dtype_t dt)
     return dt == PFT_DTYPE_F32 ? 4 : 2;
 }
 
-/* Covariance numbers per component on the wire. */
+/* Covariance numbers per component on the wire (lowrank: Ψ; its loadings W travel in a field of their own).
+ */
 static size_t cov_len(pft_cov_t cov, size_t d)
 {
     switch (cov) {
     case PFT_COV_FULL:
         return d * (d + 1) / 2;
     case PFT_COV_DIAG:
+    case PFT_COV_LOWRANK:
         return d;
     default:
         return 1;
@@ -633,7 +636,7 @@ static int range_err(const pft_bundle_t *self, int ci, int comp, const char *wha
                    self->dtype == PFT_DTYPE_F16 ? "fp16" : "fp32");
 }
 
-/* Writes one class: [label, n, cov, k, weights, means, covs]. */
+/* Writes one class: [label, n, cov, k, weights, means, covs] (lowrank: [..., Ψ, q, W]). */
 static int encode_class(const pft_bundle_t *self, int ci, msgpack_packer *pk, wbuf_t *w)
 {
     const class_t *c = &self->classes[ci];
@@ -642,9 +645,9 @@ static int encode_class(const pft_bundle_t *self, int ci, msgpack_packer *pk, wb
     size_t k = (size_t)pft_gmm_k(g), d = (size_t)self->d, es = dtype_size(dt);
     pft_cov_t cov = pft_gmm_cov(g);
     size_t m = cov_len(cov, d);
-    int fail = msgpack_pack_array(pk, N_CLASS_FIELDS) || msgpack_pack_int64(pk, c->label) ||
-               msgpack_pack_uint64(pk, c->n) || msgpack_pack_uint64(pk, (uint64_t)cov) ||
-               msgpack_pack_uint64(pk, k);
+    int fail = msgpack_pack_array(pk, cov == PFT_COV_LOWRANK ? N_CLASS_FIELDS_LOWRANK : N_CLASS_FIELDS) ||
+               msgpack_pack_int64(pk, c->label) || msgpack_pack_uint64(pk, c->n) ||
+               msgpack_pack_uint64(pk, (uint64_t)cov) || msgpack_pack_uint64(pk, k);
     /* weights: fp64 */
     const double *wt = pft_gmm_weights(g);
     fail = fail || msgpack_pack_bin(pk, 8 * k) || wbuf_reserve(w, 8 * k);
@@ -695,6 +698,22 @@ static int encode_class(const pft_bundle_t *self, int ci, msgpack_packer *pk, wb
         }
     }
     w->len += k * m * es;
+    if (cov != PFT_COV_LOWRANK)
+        return 0;
+    /* lowrank: q, then W (K×d×q, row-major: component, dimension, factor) */
+    size_t q = (size_t)pft_gmm_rank(g);
+    const double *W = pft_gmm_factors(g);
+    if (msgpack_pack_uint64(pk, q) || msgpack_pack_bin(pk, k * d * q * es) || wbuf_reserve(w, k * d * q * es))
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    dst = w->buf + w->len;
+    for (size_t j = 0; j < k * d * q; j++) {
+        if (put_value(dst, j, W[j], dt, 0)) {
+            char what[64];
+            snprintf(what, sizeof what, "factor[%zu][%zu]", j % (d * q) / q, j % q);
+            return range_err(self, ci, (int)(j / (d * q)), what, W[j]);
+        }
+    }
+    w->len += k * d * q * es;
     return 0;
 }
 
@@ -1158,13 +1177,14 @@ int pft_bundle_message_id(const uint8_t *msg, size_t len, uint8_t id[PFT_BUNDLE_
 }
 
 /* Estimated bytes a decoded GMM keeps (steady) and needs on top while it is being built (transient:
- * our temporaries and those of pft_gmm_set_params). */
-static void model_bytes(pft_cov_t cov, uint64_t k, uint64_t d, uint64_t *steady, uint64_t *transient)
+ * our temporaries and those of pft_gmm_set_params). q: lowrank rank (0 otherwise). */
+static void model_bytes(pft_cov_t cov, uint64_t k, uint64_t d, uint64_t q, uint64_t *steady,
+                        uint64_t *transient)
 {
-    uint64_t cl = cov == PFT_COV_FULL ? d * d : cov == PFT_COV_DIAG ? d : 1;
+    uint64_t cl = cov == PFT_COV_FULL ? d * d : cov == PFT_COV_SPHER ? 1 : d;
     uint64_t ncov = cov == PFT_COV_FULL ? 2 : 1; /* covariances, and Cholesky factors for full */
-    *steady = 8 * k * (d + 1) + 8 * ncov * k * cl;
-    *transient = 8 * k * (d + 2) + 8 * (1 + ncov) * k * cl;
+    *steady = 8 * k * (d + 1) + 8 * ncov * k * cl + 8 * k * d * q;
+    *transient = 8 * k * (d + 2) + 8 * (1 + ncov) * k * cl + 8 * k * d * q;
 }
 
 /* Checks and builds class ci from its object. */
@@ -1173,11 +1193,11 @@ static int decode_class(pft_bundle_t *b, const pft_bundle_limits_t *lim, int ci,
 {
     ctx_t c;
     snprintf(c.where, sizeof c.where, "class %d", ci);
-    int rc = want_array(&c, o, "entry", N_CLASS_FIELDS, N_CLASS_FIELDS, PFT_EFORMAT);
+    int rc = want_array(&c, o, "entry", N_CLASS_FIELDS, N_CLASS_FIELDS_LOWRANK, PFT_EFORMAT);
     if (rc)
         return rc;
     const msgpack_object *f = o->via.array.ptr;
-    uint64_t label, n, cov, k;
+    uint64_t label, n, cov, k, rank = 0;
     if ((rc = want_uint(&c, &f[0], "label", 0, INT32_MAX, PFT_EFORMAT, &label)))
         return rc;
     snprintf(c.where, sizeof c.where, "class %d (label %d)", ci, (int)label);
@@ -1185,15 +1205,23 @@ static int decode_class(pft_bundle_t *b, const pft_bundle_limits_t *lim, int ci,
         return bad(&c, PFT_EFORMAT, "label not greater than the previous label %d (classes sorted, unique)",
                    b->classes[ci - 1].label);
     if ((rc = want_uint(&c, &f[1], "n", 1, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, &n)) ||
-        (rc = want_uint(&c, &f[2], "covariance type", 0, 2, PFT_EFORMAT, &cov)) ||
-        (rc = want_uint(&c, &f[3], "K", 1, lim->max_k, PFT_ERANGE, &k)))
+        (rc = want_uint(&c, &f[2], "covariance type", 0, 3, PFT_EFORMAT, &cov)))
+        return rc;
+    uint32_t nf = cov == PFT_COV_LOWRANK ? N_CLASS_FIELDS_LOWRANK : N_CLASS_FIELDS;
+    if (o->via.array.size != nf)
+        return bad(&c, PFT_EFORMAT, "entry: %u elements, expected %u for covariance type %d",
+                   o->via.array.size, nf, (int)cov);
+    if ((rc = want_uint(&c, &f[3], "K", 1, lim->max_k, PFT_ERANGE, &k)))
         return rc;
     uint64_t d = (uint64_t)b->d, es = dtype_size(b->dtype), m = cov_len((pft_cov_t)cov, d);
     if ((rc = want_bin(&c, &f[4], "weights", 8 * k)) || (rc = want_bin(&c, &f[5], "means", k * d * es)) ||
         (rc = want_bin(&c, &f[6], "covariances", k * m * es)))
         return rc;
+    if (cov == PFT_COV_LOWRANK && ((rc = want_uint(&c, &f[7], "rank", 0, d - 1, PFT_EFORMAT, &rank)) ||
+                                   (rc = want_bin(&c, &f[8], "factors", k * d * rank * es))))
+        return rc;
     uint64_t steady, transient;
-    model_bytes((pft_cov_t)cov, k, d, &steady, &transient);
+    model_bytes((pft_cov_t)cov, k, d, rank, &steady, &transient);
     if (steady + transient > lim->max_model_bytes - *model_total)
         return bad(&c, PFT_ERANGE, "decoded models would exceed the limit of %zu bytes",
                    lim->max_model_bytes);
@@ -1202,13 +1230,14 @@ static int decode_class(pft_bundle_t *b, const pft_bundle_limits_t *lim, int ci,
     /* Values, first violation reported. */
     const uint8_t *wb = (const uint8_t *)f[4].via.bin.ptr, *mub = (const uint8_t *)f[5].via.bin.ptr,
                   *cb = (const uint8_t *)f[6].via.bin.ptr;
-    double *w = NULL, *mu = NULL, *cv = NULL;
+    double *w = NULL, *mu = NULL, *cv = NULL, *fa = NULL;
     pft_gmm_t *g = NULL;
-    size_t cvn = cov == PFT_COV_FULL ? (size_t)(k * d * d) : (size_t)(k * m);
+    size_t cvn = cov == PFT_COV_FULL ? (size_t)(k * d * d) : (size_t)(k * m), nfa = (size_t)(k * d * rank);
     w = pft_alloc_array((size_t)k, sizeof *w);
     mu = pft_alloc_array((size_t)(k * d), sizeof *mu);
     cv = pft_alloc_array(cvn, sizeof *cv);
-    if (!w || !mu || !cv) {
+    fa = pft_alloc_array(nfa + 1, sizeof *fa);
+    if (!w || !mu || !cv || !fa) {
         rc = bad(&c, PFT_ENOMEM, "out of memory");
         goto done;
     }
@@ -1264,12 +1293,26 @@ static int decode_class(pft_bundle_t *b, const pft_bundle_limits_t *lim, int ci,
             }
         }
     }
-    g = pft_gmm_new((int)k, (int)d, (pft_cov_t)cov);
+    if (cov == PFT_COV_LOWRANK) {
+        const uint8_t *fb = (const uint8_t *)f[8].via.bin.ptr;
+        for (size_t j = 0; j < nfa; j++) {
+            fa[j] = get_value(fb, j, b->dtype);
+            if (!isfinite(fa[j])) {
+                rc = bad(&c, PFT_ENUMERIC, "component %zu: factor[%zu][%zu] = %g is not finite",
+                         j / (d * rank), j % (d * rank) / rank, j % rank, fa[j]);
+                goto done;
+            }
+        }
+    }
+    g = cov == PFT_COV_LOWRANK ? pft_gmm_new_lowrank((int)k, (int)d, (int)rank)
+                               : pft_gmm_new((int)k, (int)d, (pft_cov_t)cov);
     if (!g) {
         rc = bad(&c, PFT_ENOMEM, "out of memory");
         goto done;
     }
-    rc = cov == PFT_COV_FULL ? pft_gmm_set_params_chol(g, w, mu, cv) : pft_gmm_set_params(g, w, mu, cv);
+    rc = cov == PFT_COV_FULL      ? pft_gmm_set_params_chol(g, w, mu, cv)
+         : cov == PFT_COV_LOWRANK ? pft_gmm_set_params_lowrank(g, w, mu, fa, cv)
+                                  : pft_gmm_set_params(g, w, mu, cv);
     if (rc) {
         rc = pft_err_wrap(rc, "bundle decode: %s", c.where);
         goto done;
@@ -1282,6 +1325,7 @@ done:
     pft_free(w);
     pft_free(mu);
     pft_free(cv);
+    pft_free(fa);
     return rc;
 }
 

@@ -251,7 +251,7 @@ static int open_regular(const char *path, struct stat *st, int *fd_out)
 int pft_pubkey_load(const char *path, pft_pubkey_t *out)
 {
     struct stat st;
-    int fd;
+    int fd = -1;
     int rc = open_regular(path, &st, &fd);
     if (rc)
         return rc;
@@ -289,7 +289,7 @@ int pft_keypair_load(const char *path, pft_keypair_t **out)
     if (rc)
         return rc;
     struct stat st;
-    int fd;
+    int fd = -1;
     if ((rc = open_regular(path, &st, &fd)))
         return rc;
     if (st.st_mode & 077) {

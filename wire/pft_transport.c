@@ -23,9 +23,12 @@
 #define MAX_PER_POLL 256        /* inbound messages handled per poll, so replies are not starved */
 #define SIZE_BYTES_PER_MS 50000 /* assumed throughput for the size-based first retry delay */
 #define KEY_LEN 32              /* bytes of a CURVE (X25519) key */
+#define CURVE_FRAME_OVERHEAD 64 /* allowance for CURVE's per-message framing (33 bytes in libzmq 4.3.4) */
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01" /* ZMQ RFC 27: fixed, one per libzmq context */
 #define ZAP_DOMAIN "pftnet"                   /* our ROUTER's ZMQ_ZAP_DOMAIN; other domains are refused */
 #define MAX_HS_ERROR 200                      /* bytes of a handshake failure description */
+#define RECONNECT_MIN_MS 1000 /* first reconnection after a refused handshake (libzmq gives up on those) */
+#define RECONNECT_MAX_MS 16000
 #define MON_HS_FAILED                                                                                        \
     (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |                            \
      ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
@@ -36,6 +39,9 @@ typedef struct {
     void *sock;                      /* DEALER */
     void *mon;                       /* PAIR receiving the DEALER's handshake events */
     char hs_error[MAX_HS_ERROR + 1]; /* last handshake failure, "" after a success */
+    int hs_specific;                 /* hs_error names the cause (authentication, mismatch) */
+    int64_t reconnect_at;            /* when to reconnect after a refused handshake; 0: not planned */
+    int reconnect_delay;             /* ms, doubles per refusal up to RECONNECT_MAX_MS */
 } peer_t;
 
 typedef struct {
@@ -149,7 +155,8 @@ static int check_opts(const pft_transport_opts_t *o)
             return pft_err(PFT_EUNSUPPORTED, "transport: libsodium cannot be initialised");
         if (crypto_scalarmult_base(derived, o->curve_secret_key) != 0 ||
             sodium_memcmp(derived, o->curve_public_key, KEY_LEN) != 0)
-            return pft_err(PFT_EINVAL, "transport: CURVE keys: curve_public_key does not belong to curve_secret_key");
+            return pft_err(PFT_EINVAL,
+                           "transport: CURVE keys: curve_public_key does not belong to curve_secret_key");
     }
     if (o->max_msg_size < 1 || o->rcvhwm < 1 || o->sndhwm < 1 || o->linger_ms < 0 ||
         o->retry_initial_ms < 1 || o->retry_max_ms < o->retry_initial_ms || o->reconnect_ivl_ms < 1 ||
@@ -290,7 +297,11 @@ pft_transport_t *pft_transport_new(const char *endpoint, const pft_transport_opt
         zerr(PFT_ENET, "zmq_socket(ROUTER)");
         goto fail;
     }
+    /* CURVE frames carry 33 bytes more than the message (command name, nonce, MAC, flags), and libzmq checks
+     * the limit on the frame as it arrives */
     int64_t maxmsg = opts->max_msg_size;
+    if (self->curve && maxmsg <= INT64_MAX - CURVE_FRAME_OVERHEAD)
+        maxmsg += CURVE_FRAME_OVERHEAD;
     if (zmq_setsockopt(self->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0) {
         zerr(PFT_ENET, "ZMQ_MAXMSGSIZE");
         goto fail;
@@ -570,16 +581,32 @@ static int transmit(pft_transport_t *self, send_t *s)
     return 1;
 }
 
+/* libzmq ends a connection whose handshake was refused (authentication, security mismatch) for good; we
+ * connect again after a backoff, so that a key allowed later, or a peer restarted with the right
+ * configuration, is reached. */
+static void run_reconnects(pft_transport_t *self, int64_t now)
+{
+    for (int i = 0; i < self->n_peers; i++) {
+        peer_t *p = &self->peers[i];
+        if (!p->reconnect_at || now < p->reconnect_at)
+            continue;
+        p->reconnect_at = 0;
+        zmq_disconnect(p->sock, p->endpoint); /* ENOENT when libzmq already dropped it: fine */
+        zmq_connect(p->sock, p->endpoint);    /* it worked once with this endpoint */
+    }
+}
+
 /* Due transmissions and expiries. */
 static void run_timers(pft_transport_t *self)
 {
     int64_t now = pft_transport_now_ms();
+    run_reconnects(self, now);
     for (int i = 0; i < self->n_sends; i++) {
         send_t *s = &self->sends[i];
         if (s->state != PFT_SEND_PENDING)
             continue;
         if (s->deadline > 0 && now >= s->deadline) {
-            char why[2 * PFT_TRANSPORT_MAX_REASON + 128];
+            char why[1024];
             const peer_t *p = &self->peers[s->peer];
             snprintf(why, sizeof why,
                      "no acknowledgement from peer '%.64s' (%.100s) before the deadline, %d "
@@ -605,10 +632,18 @@ static void run_timers(pft_transport_t *self)
     }
 }
 
-/* Milliseconds until the next timer (transmission or deadline), or -1 if none. */
+/* Milliseconds until the next timer (transmission, deadline, reconnection), or -1 if none. */
 static int64_t next_timer(const pft_transport_t *self)
 {
     int64_t now = pft_transport_now_ms(), best = -1;
+    for (int i = 0; i < self->n_peers; i++) {
+        int64_t t = self->peers[i].reconnect_at;
+        if (t) {
+            int64_t dt = t > now ? t - now : 0;
+            if (best < 0 || dt < best)
+                best = dt;
+        }
+    }
     for (int i = 0; i < self->n_sends; i++) {
         const send_t *s = &self->sends[i];
         if (s->state != PFT_SEND_PENDING)
@@ -900,7 +935,7 @@ static void handle_zap(pft_transport_t *self)
 /* ---- handshake events (socket monitors) ---- */
 
 /* Describes a handshake failure event into buf; returns 0 for events that are not failures. */
-static int describe_event(uint16_t event, uint32_t value, char *buf, size_t cap)
+static int describe_event(uint16_t event, uint32_t value, int curve, char *buf, size_t cap)
 {
     switch (event) {
     case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
@@ -922,7 +957,9 @@ static int describe_event(uint16_t event, uint32_t value, char *buf, size_t cap)
             snprintf(buf, cap, "protocol error 0x%08x", (unsigned)value);
         return 1;
     case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
-        snprintf(buf, cap, "handshake failed: %s", zmq_strerror((int)value));
+        snprintf(buf, cap, "the connection was lost during the handshake (%s)%s", zmq_strerror((int)value),
+                 curve ? "; is the peer's server key right, and does the peer use CURVE too?"
+                       : "; a CURVE peer refuses plain-text clients so");
         return 1;
     default:
         return 0;
@@ -945,12 +982,27 @@ static void handle_monitor(pft_transport_t *self, void *mon, peer_t *peer)
             memcpy(&event, d, 2);
             memcpy(&value, d + 2, 4);
             char what[MAX_HS_ERROR + 1];
-            int failed = describe_event(event, value, what, sizeof what);
+            int failed = describe_event(event, value, self->curve, what, sizeof what);
+            int specific = event != ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
             if (peer && failed) {
-                self->stats.peer_handshake_failures++;
-                copy_text(peer->hs_error, sizeof peer->hs_error, what);
+                /* One refusal shows up as the cause and, racing with it, a closed connection ("broken pipe"):
+                 * the cause is kept until a handshake succeeds. */
+                self->stats.peer_handshake_failures += specific;
+                if (specific || !peer->hs_specific) {
+                    copy_text(peer->hs_error, sizeof peer->hs_error, what);
+                    peer->hs_specific = specific;
+                }
+                if (specific) { /* libzmq may not retry these */
+                    peer->reconnect_delay =
+                        peer->reconnect_delay ? 2 * peer->reconnect_delay : RECONNECT_MIN_MS;
+                    if (peer->reconnect_delay > RECONNECT_MAX_MS)
+                        peer->reconnect_delay = RECONNECT_MAX_MS;
+                    peer->reconnect_at = pft_transport_now_ms() + peer->reconnect_delay;
+                }
             } else if (peer && event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
                 peer->hs_error[0] = '\0';
+                peer->hs_specific = 0;
+                peer->reconnect_delay = 0;
             } else if (!peer && failed && event != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
                 self->stats.handshakes_failed++; /* ZAP refusals are counted by the handler */
             }

@@ -142,9 +142,11 @@ typedef struct {
     uint64_t malformed;                       /* inbound messages or replies dropped as malformed */
     uint64_t zap_allowed;                     /* inbound CURVE handshakes admitted (client key allowed) */
     uint64_t zap_denied;        /* inbound CURVE handshakes refused: client key not allowed (ZAP 400) */
-    uint64_t handshakes_failed; /* inbound handshakes failed otherwise (security mechanism mismatch, e.g. a
-                                   plain-text client of a CURVE server, or a protocol/crypto error) */
-    uint64_t peer_handshake_failures; /* outbound handshakes that failed (our key refused, mismatch, ...) */
+    uint64_t handshakes_failed; /* inbound handshakes that failed otherwise: security mechanism mismatch (a
+                                   plain-text client of a CURVE server or the reverse), a CURVE crypto error
+                                   (client using a wrong server key), connection lost mid-handshake (one
+                                   failure may count twice: the cause and the lost connection) */
+    uint64_t peer_handshake_failures; /* outbound handshakes refused (our key not allowed, mismatch, ...) */
 } pft_transport_stats_t;
 
 void pft_transport_stats(const pft_transport_t *self, pft_transport_stats_t *stats);

@@ -13,7 +13,7 @@ cmake -S "$root" -B "$bdir" -DCMAKE_C_COMPILER="$CC" -DCMAKE_BUILD_TYPE=Debug -D
     -DBUILD_TESTING=OFF -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link" -DCMAKE_C_FLAGS_DEBUG="-O1 -g" >/dev/null
 cmake --build "$bdir" --target pft_core pft_wire pft_topology -j"$(nproc)"
 
-incs=(-I"$root/core" -I"$root/wire" -I"$root/topology")
+incs=(-I"$root/core" -I"$root/wire" -I"$root/topology" $(pkg-config --cflags libcgraph))
 libs=("$bdir/wire/libpft_wire.a" "$bdir/topology/libpft_topology.a" "$bdir/core/libpft_core.a")
 # shellcheck disable=SC2207
 deps=($(pkg-config --libs libzmq msgpack libsodium libcgraph lapacke openblas) -lm)

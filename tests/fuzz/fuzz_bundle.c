@@ -44,12 +44,14 @@ static void check_same_gmm(const pft_gmm_t *a, const pft_gmm_t *b, int cls)
     size_t k = (size_t)pft_gmm_k(a), d = (size_t)pft_gmm_dim(a), cl = cov_len(a);
     for (size_t j = 0; j < k; j++)
         if (!(fabs(pft_gmm_weights(a)[j] - pft_gmm_weights(b)[j]) <= WEIGHT_TOL))
-            FAIL("class %d: weight %zu: %.17g vs %.17g", cls, j, pft_gmm_weights(a)[j], pft_gmm_weights(b)[j]);
+            FAIL("class %d: weight %zu: %.17g vs %.17g", cls, j, pft_gmm_weights(a)[j],
+                 pft_gmm_weights(b)[j]);
     if (memcmp(pft_gmm_means(a), pft_gmm_means(b), k * d * sizeof(double)) != 0)
         FAIL("class %d: means differ", cls);
     if (memcmp(pft_gmm_covars(a), pft_gmm_covars(b), k * cl * sizeof(double)) != 0)
         FAIL("class %d: covariances differ", cls);
-    if (pft_gmm_cov(a) == PFT_COV_FULL && memcmp(pft_gmm_chol(a), pft_gmm_chol(b), k * cl * sizeof(double)) != 0)
+    if (pft_gmm_cov(a) == PFT_COV_FULL &&
+        memcmp(pft_gmm_chol(a), pft_gmm_chol(b), k * cl * sizeof(double)) != 0)
         FAIL("class %d: Cholesky factors differ", cls);
 }
 

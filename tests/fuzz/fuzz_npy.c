@@ -25,6 +25,7 @@
     do {                                                                                                     \
         fprintf(stderr, "fuzz_npy: invariant violated: " __VA_ARGS__);                                       \
         fprintf(stderr, "\n");                                                                               \
+        unlink(s_path); /* no temporary file left behind */                                                  \
         abort();                                                                                             \
     } while (0)
 
@@ -71,9 +72,11 @@ static void check_file_path(const pft_npy_t *a, int frc, const float *f, int irc
     if (a->ndim == 2 || a->ndim == 1) {
         float *x = NULL;
         int64_t rows = -1, cols = -1, len = -1;
-        int rc = a->ndim == 2 ? pft_npy_read_f32(s_path, &x, &rows, &cols) : pft_npy_read_f32_vec(s_path, &x, &len);
+        int rc = a->ndim == 2 ? pft_npy_read_f32(s_path, &x, &rows, &cols)
+                              : pft_npy_read_f32_vec(s_path, &x, &len);
         if (rc != frc)
-            FAIL("read_f32%s returns %d, decode_f32 %d (%s)", a->ndim == 2 ? "" : "_vec", rc, frc, pft_errmsg());
+            FAIL("read_f32%s returns %d, decode_f32 %d (%s)", a->ndim == 2 ? "" : "_vec", rc, frc,
+                 pft_errmsg());
         if (rc == 0) {
             if (!x || (a->ndim == 2 && (rows != a->shape[0] || cols != a->shape[1])) ||
                 (a->ndim == 1 && len != a->shape[0]))
@@ -113,7 +116,8 @@ static void check_parsed(const uint8_t *data, size_t size, const pft_npy_t *a)
     size_t isz = pft_npy_itemsize(a->dtype);
     if (isz == 0 || a->data_len != (size_t)a->count * isz || a->header_len + a->data_len != size ||
         a->data != data + a->header_len)
-        FAIL("header %zu + data %zu bytes do not describe the %zu-byte input", a->header_len, a->data_len, size);
+        FAIL("header %zu + data %zu bytes do not describe the %zu-byte input", a->header_len, a->data_len,
+             size);
     if (strcmp(pft_npy_descr(a->dtype), "?") == 0 || strcmp(pft_npy_dtype_name(a->dtype), "?") == 0)
         FAIL("parsed dtype has no name");
 

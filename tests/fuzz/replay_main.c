@@ -1,19 +1,44 @@
 /* replay_main: runs a libFuzzer harness (LLVMFuzzerTestOneInput) over corpus files without libFuzzer, so
  * ctest replays the corpora with any compiler under the test build's sanitizers. */
 #include <dirent.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* Optional, as in libFuzzer: a harness may define it to set itself up once. */
 int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
 
-static long s_files;   /* inputs run so far */
-static size_t s_bytes; /* their total size */
+/* Provided by ASan/UBSan when linked in: called before a sanitizer report ends the process. */
+void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
+static long s_files;                   /* inputs run so far */
+static size_t s_bytes;                 /* their total size */
+static const char *volatile s_current; /* the input being run, named if the process dies */
+
+static void name_current(void)
+{
+    const char *p = s_current;
+    if (p) {
+        static const char pre[] = "replay: died on input ";
+        ssize_t rc = write(2, pre, sizeof pre - 1);
+        rc = write(2, p, strlen(p));
+        rc = write(2, "\n", 1);
+        (void)rc;
+    }
+}
+
+static void on_signal(int sig)
+{
+    name_current();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
 
 /* Reads path whole into a buffer of exactly its size (so ASan sees a read one past the end) and runs
  * the harness on it. Returns 0, or -1 if the file cannot be read. */
@@ -41,7 +66,9 @@ static int run_file(const char *path)
     fclose(f);
     if (getenv("PFT_REPLAY_VERBOSE"))
         fprintf(stderr, "replay: %s (%zu bytes)\n", path, size);
+    s_current = path;
     LLVMFuzzerTestOneInput(buf, size);
+    s_current = NULL;
     free(buf);
     s_files++;
     s_bytes += size;
@@ -86,10 +113,14 @@ static int run_dir(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s DIR|FILE...\n  runs the fuzz harness on every file given or found in DIR\n",
+        fprintf(stderr,
+                "usage: %s DIR|FILE...\n  runs the fuzz harness on every file given or found in DIR\n",
                 argv[0]);
         return 2;
     }
+    if (__sanitizer_set_death_callback)
+        __sanitizer_set_death_callback(name_current);
+    signal(SIGABRT, on_signal); /* the harnesses abort() on a violated invariant */
     if (LLVMFuzzerInitialize)
         LLVMFuzzerInitialize(&argc, &argv);
     struct timespec t0, t1;
