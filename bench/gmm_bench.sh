@@ -3,7 +3,7 @@
 #
 # usage: bench/gmm_bench.sh [--data pacs|fmnist|DIR] [--k 10] [--cov diag|full|spher] [--iters 100] [--seed 0]
 #                           [--prep l2|none] [--repeat 1] [--threads natural|1|both] [--pftnet PATH]
-#                           [--extra-iters N] [--sk-kmeans] [--no-extra] [--wait-idle SECONDS]
+#                           [--extra-iters N] [--full-iters N] [--sk-kmeans] [--no-extra] [--wait-idle SECONDS]
 #                           [--idle-pct P] [--out FILE]
 #
 #   --data      pacs (default) = /work/shared/data/pacs-mobilenetv2, fmnist = .../fashionmnist-mobilenetv2,
@@ -14,7 +14,9 @@
 #               sklearn and VLFeat read a preprocessed copy written once; pftnet gets the raw file + --prep.
 #   --repeat    run every tool R times and keep the fastest (machine is shared: timings are noisy)
 #   --threads   natural: each tool's own default threading; 1: OMP/OPENBLAS/MKL_NUM_THREADS=1; both
-#   --extra-iters  iterations for the extra comparisons (default: --iters)
+#   --extra-iters  iterations for the extra spher comparison (default: --iters)
+#   --full-iters   iterations for the extra full K=1 comparison (default 1: with K=1 one EM iteration already
+#               gives the exact maximum-likelihood model, and pftnet stops there whatever --max-iter says)
 #   --wait-idle before every tool run wait (at most SECONDS, default 300; 0: never) until the machine's CPUs are
 #               >= --idle-pct (default 85) % idle over 2 s, so other jobs on a shared machine disturb timings less
 #   --sk-kmeans also run sklearn with init_params='kmeans' (full k-means init; default row uses 'k-means++')
@@ -31,7 +33,7 @@ bdir="$root/build-bench"
 py=/usr/bin/python3
 
 data=pacs k=10 cov=diag iters=100 seed=0 prep=l2 repeat=1 threads=natural sk_kmeans=0 extra=1 out=""
-extra_iters="" wait_idle=300 idle_pct=85
+extra_iters="" full_iters=1 wait_idle=300 idle_pct=85
 pftnet="$root/build/node/pftnet"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -45,12 +47,13 @@ while [ $# -gt 0 ]; do
     --threads) threads="$2"; shift 2 ;;
     --pftnet) pftnet="$2"; shift 2 ;;
     --extra-iters) extra_iters="$2"; shift 2 ;;
+    --full-iters) full_iters="$2"; shift 2 ;;
     --wait-idle) wait_idle="$2"; shift 2 ;;
     --idle-pct) idle_pct="$2"; shift 2 ;;
     --sk-kmeans) sk_kmeans=1; shift ;;
     --no-extra) extra=0; shift ;;
     --out) out="$2"; shift 2 ;;
-    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "gmm_bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -61,7 +64,10 @@ fmnist | fashionmnist) ddir=/work/shared/data/fashionmnist-mobilenetv2 ;;
 *) ddir="$data" ;;
 esac
 X="$ddir/train_x.npy" Y="$ddir/train_y.npy"
-[ -f "$X" ] && [ -f "$Y" ] || { echo "gmm_bench: $ddir has no train_x.npy/train_y.npy" >&2; exit 1; }
+if [ ! -f "$X" ] || [ ! -f "$Y" ]; then
+    echo "gmm_bench: $ddir has no train_x.npy/train_y.npy" >&2
+    exit 1
+fi
 case "$cov" in full | diag | spher) ;; *) echo "gmm_bench: --cov must be full, diag or spher" >&2; exit 2 ;; esac
 case "$prep" in l2 | none) ;; *) echo "gmm_bench: --prep must be l2 or none" >&2; exit 2 ;; esac
 case "$threads" in natural) tmodes="natural" ;; 1) tmodes="1" ;; both) tmodes="natural 1" ;;
@@ -86,7 +92,7 @@ if [ ! -f "$PX" ] || [ "$X" -nt "$PX" ]; then
     "$py" "$here/gmm_sklearn.py" --features "$X" --prep "$prep" --write-prep "$PX"
 fi
 
-have_pftnet=1
+have_pftnet=1 pftnet_date=""
 if [ ! -x "$pftnet" ]; then
     have_pftnet=0
     echo "gmm_bench: NOTE: $pftnet not found; pftnet rows skipped (build it: cmake -S $root -B $root/build" \
@@ -103,7 +109,7 @@ fi
 # cpu_idle: percentage of idle CPU time over the next 2 seconds (all cores, from /proc/stat)
 cpu_idle() {
     local a b
-    a=($(head -1 /proc/stat)); sleep 2; b=($(head -1 /proc/stat))
+    read -r -a a </proc/stat; sleep 2; read -r -a b </proc/stat
     local tot=0 i
     for i in 1 2 3 4 5 6 7 8; do tot=$((tot + b[i] - a[i])); done
     echo $(((100 * (b[4] - a[4] + b[5] - a[5])) / (tot > 0 ? tot : 1)))
@@ -132,8 +138,8 @@ record() {
         echo "gmm_bench: $3 produced no JSON result" >&2
         return 1
     fi
-    printf '{"config":"%s","threads":"%s","row":"%s","rep":%s,"idle_before":%s,"result":%s}\n' \
-        "$1" "$2" "$3" "$4" "$idle" "$json" >>"$out"
+    printf '{"config":"%s","threads":"%s","row":"%s","rep":%s,"idle_before":%s,"pftnet_built":"%s","result":%s}\n' \
+        "$1" "$2" "$3" "$4" "$idle" "$pftnet_date" "$json" >>"$out"
 }
 
 # run_config <cov> <k> <iters> <with_vlfeat> for every threading mode and repetition
@@ -184,13 +190,13 @@ vl=0
 [ "$cov" = diag ] && vl=1
 run_config "$cov" "$k" "$iters" "$vl"
 if [ "$extra" = 1 ]; then
-    [ "$cov" = full ] && [ "$k" = 1 ] || run_config full 1 "$extra_iters" 0
+    if [ "$cov" != full ] || [ "$k" != 1 ]; then run_config full 1 "$full_iters" 0; fi
     [ "$cov" = spher ] || run_config spher "$k" "$extra_iters" 0
 fi
 
 echo "# GMM benchmark $(date -Iseconds), $(nproc) cores, load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# command: $0 --data $data --k $k --cov $cov --iters $iters --seed $seed --prep $prep --repeat $repeat" \
-    "--threads $threads --extra-iters $extra_iters --wait-idle $wait_idle --idle-pct $idle_pct$([ "$sk_kmeans" = 1 ] && echo ' --sk-kmeans')$([ "$extra" = 0 ] && echo ' --no-extra')"
+    "--threads $threads --extra-iters $extra_iters --full-iters $full_iters --wait-idle $wait_idle --idle-pct $idle_pct$([ "$sk_kmeans" = 1 ] && echo ' --sk-kmeans')$([ "$extra" = 0 ] && echo ' --no-extra')"
 echo "# seconds: fit time (wall clock) summed over classes; vlfeat (forced N) shows seconds minus the estimated"
 echo "# cost of the E-steps repeated by resuming vl_gmm_em (see notes); t/pftnet > 1 means pftnet is faster;"
 echo "# Δll-pftnet < 0 means pftnet's avg log-likelihood is higher. cpu_s: process CPU time of the fit (all threads;"
