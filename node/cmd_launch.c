@@ -57,19 +57,18 @@ typedef struct {
     pft_dataset_t *train, *test; /* raw (unpreprocessed) copies for baselines */
 } child_t;
 
-/* A free TCP port on 127.0.0.1 (bound then released; racy by nature, fine for local simulations). */
-static int free_port(void)
+/* A free TCP port on 127.0.0.1: the socket stays bound (so the next call gets another port) until the caller
+ * closes *fd; racy by nature once closed, fine for local simulations. */
+static int free_port(int *fd)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
+    *fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (*fd < 0)
         return -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
+    if (bind(*fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(*fd, (struct sockaddr *)&a, &len) == 0)
+        return ntohs(a.sin_port);
+    return -1;
 }
 
 static int load_optional_i32(const char *dir, const char *name, int32_t **out, int64_t *n)
@@ -287,22 +286,31 @@ static int assign_endpoints(pft_topo_t *topo)
     const pft_topo_run_t *run = pft_topo_run(topo);
     int port_base = run->port_base;
     size_t nn = pft_topo_node_count(topo);
-    for (size_t i = 0; i < nn; i++) {
+    int *fds = pft_alloc_array(nn + 1, sizeof *fds), rc = 0;
+    if (!fds)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nn; i++)
+        fds[i] = -1;
+    for (size_t i = 0; i < nn && rc == 0; i++) {
         const pft_topo_node_t *n = pft_topo_node(topo, i);
         if (n->endpoint)
             continue;
-        int port = port_base ? port_base + (int)i : free_port();
-        if (port <= 0)
-            return pft_err(PFT_ENET, "no free TCP port for node %s", n->id);
+        int port = port_base ? port_base + (int)i : free_port(&fds[i]);
+        if (port <= 0) {
+            rc = pft_err(PFT_ENET, "no free TCP port for node %s", n->id);
+            break;
+        }
         char ep[64];
         snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
         char id[128];
         snprintf(id, sizeof id, "%s", n->id);
-        int rc = pft_topo_set_node_attr(topo, id, "endpoint", ep);
-        if (rc)
-            return rc;
+        rc = pft_topo_set_node_attr(topo, id, "endpoint", ep);
     }
-    return 0;
+    for (size_t i = 0; i < nn; i++) /* all ports distinct: now let the nodes have them */
+        if (fds[i] >= 0)
+            close(fds[i]);
+    pft_free(fds);
+    return rc;
 }
 
 static void pftnode_path(const char *given, char *buf, size_t len)

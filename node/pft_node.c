@@ -663,6 +663,16 @@ static int dp_setup(node_t *nd)
     return 0;
 }
 
+/* Rows per represented row in the EM union: real rows repeated, synthetic ones drawn that many times over,
+ * so that every represented row keeps its weight while the Monte Carlo noise of the samples shrinks.
+ * DP releases use the plain union (their sensitivity is per row). */
+static int em_draws(const node_t *nd)
+{
+    if (nd->me->dp_epsilon > 0)
+        return 1;
+    return nd->run->em_draws;
+}
+
 /* EM on own rows ∪ samples of the received bundles, per class; builds the outbound bundle. */
 static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
 {
@@ -713,11 +723,18 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
         if ((rc = rows_append(&cls, xc, n_own, c)))
             goto done;
         PFT_FREE(xc);
+        int f = em_draws(nd), represented = n_own;
+        for (int rep = 1; rep < f; rep++)
+            if ((rc = rows_append(&cls, cls.x, n_own, c)))
+                goto done;
         for (size_t r = 0; r < nr; r++) {
             uint64_t m = take[r * (size_t)nd->n_classes + (size_t)c];
             int ci = pft_bundle_find_class(recv[r]->bundle, c);
             if (!m || ci < 0)
                 continue;
+            represented += (int)m;
+            nd->n_synthetic += (int)m;
+            m *= (uint64_t)f;
             if (m > INT32_MAX / 2 || (rc = rows_reserve(&cls, (int)m))) {
                 rc = pft_err(PFT_ENOMEM, "class %d: cannot hold %llu samples", c, (unsigned long long)m);
                 goto done;
@@ -727,7 +744,6 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
             for (uint64_t j = 0; j < m; j++)
                 cls.y[cls.n + (int)j] = c;
             cls.n += (int)m;
-            nd->n_synthetic += (int)m;
         }
         nd->n_real += n_own;
         if (cls.n == 0)
@@ -747,7 +763,7 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
         nd->em_fits++;
         pft_debug("class %d: %d real + %d synthetic rows, K=%d, %d EM iterations, %.2fs", c, n_own, cls.n - n_own,
                   info.k_used, info.iters, dt);
-        if ((rc = pft_bundle_add_class(b, c, (uint64_t)cls.n, &g)))
+        if ((rc = pft_bundle_add_class(b, c, (uint64_t)represented, &g)))
             goto done;
         if (nd->em_fits == 2)
             crash_point("mid-em");

@@ -21,7 +21,7 @@ static void write_topo(const char *path)
     FILE *f = fopen(path, "w");
     fprintf(f,
             "digraph crash {\n  dataset = \"%s\"; partition = iid; samples = 60; k = 2; cov = diag; seed = 3;\n"
-            "  max_iter = 30; head_draws = 2; deadline = 120; send_deadline = 120;\n  a -> b -> c;\n}\n",
+            "  max_iter = 30; head_draws = 2; em_draws = 2; deadline = 120; send_deadline = 120;\n  a -> b -> c;\n}\n",
             EXAMPLE_DATA);
     fclose(f);
 }

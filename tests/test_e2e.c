@@ -17,7 +17,7 @@ static void write_topo(const char *name, const char *body, char *path, size_t le
     FILE *f = fopen(path, "w");
     fprintf(f,
             "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = 60; k = 2; cov = diag;\n"
-            "  max_iter = 30; head_draws = 2; deadline = 120; send_deadline = 60;\n%s\n}\n",
+            "  max_iter = 30; head_draws = 2; em_draws = 2; deadline = 120; send_deadline = 60;\n%s\n}\n",
             name, EXAMPLE_DATA, body);
     fclose(f);
 }

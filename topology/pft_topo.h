@@ -71,6 +71,7 @@ typedef struct {
     int n_init;                    /* EM restarts */
     double head_c;                 /* head: inverse L2 strength (scikit-learn's C) */
     int head_draws;                /* head: synthetic draws per represented row (real rows repeated as often) */
+    int em_draws;                  /* EM refit: synthetic draws per represented row (real rows repeated as often) */
     double dp_epsilon;             /* DP-FedPFT epsilon per release, default for nodes (0: off) */
     double dp_delta;               /* DP-FedPFT delta (0: 1/n) */
     int dp_mech;                   /* pft_dp_mech_t: 0 thm41, 1 b3 */
