@@ -636,11 +636,21 @@ static void lr_logn(const lr_tab_t *t, const double *x, size_t m, double *lp, do
         const double *xi = x + i * d;
         for (size_t c = 0; c < K; c++) {
             const double *mu = t->mus + c * d, *ip = t->ipsi + c * d;
-            double quad = 0.0, s = 0.0;
-            for (size_t j = 0; j < d; j++) {
-                double e = xi[j] - mu[j];
-                quad += e * e * ip[j];
+            double s = 0.0, a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+            size_t j = 0;
+            for (; j + 4 <= d; j += 4) { /* four partial sums: the loop is latency-bound otherwise */
+                double e0 = xi[j] - mu[j], e1 = xi[j + 1] - mu[j + 1];
+                double e2 = xi[j + 2] - mu[j + 2], e3 = xi[j + 3] - mu[j + 3];
+                a0 += e0 * e0 * ip[j];
+                a1 += e1 * e1 * ip[j + 1];
+                a2 += e2 * e2 * ip[j + 2];
+                a3 += e3 * e3 * ip[j + 3];
             }
+            for (; j < d; j++) {
+                double e = xi[j] - mu[j];
+                a0 += e * e * ip[j];
+            }
+            double quad = (a0 + a1) + (a2 + a3);
             for (size_t l = 0; l < q; l++) {
                 double e = v[i * kq + c * q + l] - t->b[c * q + l];
                 s += e * e;
@@ -993,6 +1003,8 @@ struct em_t {
     float *smat;         /* K = 1 only: d×d S = ỸᵀỸ (float, both triangles), or NULL */
     int smat_valid;      /* smat holds S of the last gather */
     double *om;          /* d×r: the PCA start's subspace */
+    double *th;          /* 3 (d×q + d): SQUAREM's θ0, θ1, θ2 */
+    double tol;          /* opts->tol (the inner factor-analysis loop of the M-step uses it too) */
     double
         *sq; /* 5 q×q + r×r + r + r×q: M, L_M, L_G, G⁻¹, M⁻¹; Rayleigh quotient, eigenvalues, top vectors */
     double *sdiag;        /* d: diag S of the current component */
@@ -1283,6 +1295,7 @@ static void full_reseed(em_t *em, size_t c, size_t row)
 #define LR_BLOCK 512       /* rows per E-step block */
 #define LR_SMAT_MAX_D 4096 /* K = 1 forms S (d×d float) only up to this dimension */
 #define LR_EXPECT_ITERS 40 /* factor-analysis steps assumed when choosing between S and Ỹ */
+#define LR_INNER 10        /* K > 1: factor-analysis steps per M-step at most (ECM with several CM cycles) */
 
 static int lowrank_estep(em_t *em, double *mean_ll)
 {
@@ -1510,6 +1523,78 @@ static int lr_fa_step(em_t *em, size_t c, double *ll)
     return 0;
 }
 
+/* Factor-analysis steps for component c on the rows (and S) of the last lr_gather, accelerated by SQUAREM
+ * (Varadhan & Roland 2008, scheme S3): from θ0, two steps give θ1, θ2; r = θ1 - θ0, v = θ2 - θ1 - r,
+ * α = -‖r‖/‖v‖ (at most -1), θ' = θ0 - 2αr + α²v with Ψ' projected onto its floor, then one more step
+ * from θ'. The log-likelihood of θ' comes with that step; if it is below that of θ1 (or not finite) the
+ * cycle falls back to θ2, plain EM. θ = (W_c, Ψ_c); a cycle costs three steps. Runs at most max_steps
+ * steps (*steps says how many) and stops (*converged = 1) when the mean log-likelihood of the weighted
+ * rows at a cycle's θ0 changes less than tol, or decreases: the products with S run in float and resolve
+ * it to about 1e-7 of its size (measured: 2e-5 nats on PACS, 5e-6 on 20000 rows of d = 30), so a tol below
+ * that ends at the float optimum. PFT_ENUMERIC if the first step fails (parameters unchanged); a later
+ * failure keeps the last good parameters. */
+static int lr_fa_iterate(em_t *em, size_t c, int max_steps, double tol, int *steps, int *converged)
+{
+    size_t d = em->d, nw = d * em->q, nt = nw + d;
+    double *W = em->m->factors + c * nw, *psi = em->m->covars + c * d;
+    double *t0 = em->th, *t1 = t0 + nt, *t2 = t1 + nt;
+    double prev = -INFINITY, ll0, ll1, llp;
+    *steps = 0;
+    *converged = 0;
+#define LR_SAVE(t) (memcpy((t), W, nw * sizeof(double)), memcpy((t) + nw, psi, d * sizeof(double)))
+#define LR_LOAD(t) (memcpy(W, (t), nw * sizeof(double)), memcpy(psi, (t) + nw, d * sizeof(double)))
+    while (*steps < max_steps) {
+        LR_SAVE(t0);
+        if (lr_fa_step(em, c, &ll0) < 0)
+            return *steps ? 0 : PFT_ENUMERIC; /* keep the last good parameters */
+        (*steps)++;
+        /* In exact arithmetic ll0 never decreases from cycle to cycle; a decrease is the rounding of the
+         * float products with S, so the optimum is reached as closely as they resolve it. */
+        if ((tol > 0.0 && fabs(ll0 - prev) < tol) || ll0 < prev) {
+            *converged = 1;
+            break;
+        }
+        prev = ll0;
+        if (*steps + 2 > max_steps)
+            continue; /* no room for a cycle: plain steps */
+        LR_SAVE(t1);
+        if (lr_fa_step(em, c, &ll1) < 0)
+            break;
+        (*steps)++;
+        LR_SAVE(t2);
+        double rr = 0.0, vv = 0.0;
+        for (size_t i = 0; i < nt; i++) {
+            double r = t1[i] - t0[i], v = t2[i] - 2.0 * t1[i] + t0[i];
+            rr += r * r;
+            vv += v * v;
+        }
+        double alpha = vv > 0.0 ? -sqrt(rr / vv) : -1.0;
+        if (!(alpha < -1.0))
+            alpha = -1.0; /* θ' = θ2 */
+        for (size_t i = 0; i < nt; i++) {
+            double r = t1[i] - t0[i], v = t2[i] - 2.0 * t1[i] + t0[i];
+            double x = t0[i] - 2.0 * alpha * r + alpha * alpha * v;
+            if (i < nw) {
+                W[i] = x;
+            } else {
+                size_t j = i - nw;
+                double lo = LR_PSI_FLOOR * em->sdiag[j] + em->reg;
+                psi[j] = x > lo ? x : lo;
+            }
+        }
+        int bad = lr_fa_step(em, c, &llp) < 0;
+        (*steps)++;
+        if (bad || !isfinite(llp) || llp < ll1) {
+            LR_LOAD(t2); /* the extrapolation lost: continue from plain EM */
+            if (bad)
+                break;
+        }
+    }
+#undef LR_SAVE
+#undef LR_LOAD
+    return 0;
+}
+
 static int lowrank_mstep(em_t *em)
 {
     size_t n = em->n, d = em->d, K = em->k;
@@ -1533,8 +1618,10 @@ static int lowrank_mstep(em_t *em)
                 continue;
             }
             em->fresh[c] = 0;
-        } else if (lr_fa_step(em, c, NULL) < 0) {
-            em->nk[c] = 0.0; /* re-seeded by the caller */
+        } else {
+            int steps, conv;
+            if (lr_fa_iterate(em, c, LR_INNER, em->tol, &steps, &conv) < 0)
+                em->nk[c] = 0.0; /* re-seeded by the caller */
         }
     }
     return 0;
@@ -1552,79 +1639,11 @@ static void lowrank_reseed(em_t *em, size_t c, size_t row)
     em->fresh[c] = 1;
 }
 
-/* K = 1: factor-analysis steps on the rows (and S) the first M-step gathered, accelerated by SQUAREM
- * (Varadhan & Roland 2008, scheme S3): from θ0, two steps give θ1, θ2; r = θ1 - θ0, v = θ2 - θ1 - r,
- * α = -‖r‖/‖v‖ (at most -1), θ' = θ0 - 2αr + α²v with Ψ' projected onto its floor, then one more step
- * from θ'. The log-likelihood of θ' comes with that step; if it is below that of θ1 (or not finite) the
- * cycle falls back to θ2, plain EM. θ = (W, Ψ); a cycle costs three steps, iters counts steps. Stops when
- * the log-likelihood of the cycle's θ0 changes less than tol, or decreases: the products with S run in
- * float and resolve the mean log-likelihood to about 1e-7 of its size (measured: 2e-5 nats on PACS, 5e-6
- * on 20000 rows of d = 30), so a tol below that ends at the float optimum. The model already holds the
- * PCA start and the mean. */
+/* K = 1: the responsibilities never change, so EM is factor-analysis steps on the rows (and S) the first
+ * M-step gathered, to convergence. The model already holds the PCA start and the mean. */
 static int lowrank_solo(em_t *em, const pft_gmm_opts_t *opts, int *iters, int *converged)
 {
-    size_t d = em->d, nw = d * em->q, nt = nw + d;
-    pft_gmm_t *m = em->m;
-    double *t0 = pft_alloc_array(3 * nt, sizeof(double)), *t1 = t0 + nt, *t2 = t1 + nt;
-    if (!t0)
-        return pft_err(PFT_ENOMEM, "gmm fit: out of memory");
-    double prev = -INFINITY, ll0, ll1, llp;
-    *iters = 0;
-    *converged = 0;
-#define LR_SAVE(t)                                                                                           \
-    (memcpy((t), m->factors, nw * sizeof(double)), memcpy((t) + nw, m->covars, d * sizeof(double)))
-#define LR_LOAD(t)                                                                                           \
-    (memcpy(m->factors, (t), nw * sizeof(double)), memcpy(m->covars, (t) + nw, d * sizeof(double)))
-    while (*iters < opts->max_iter) {
-        LR_SAVE(t0);
-        if (lr_fa_step(em, 0, &ll0) < 0)
-            break; /* keep the last good parameters */
-        (*iters)++;
-        /* In exact arithmetic ll0 never decreases from cycle to cycle; a decrease is the rounding of the
-         * float products with S, so the optimum is reached as closely as they resolve it. */
-        if ((opts->tol > 0.0 && fabs(ll0 - prev) < opts->tol) || ll0 < prev) {
-            *converged = 1;
-            break;
-        }
-        prev = ll0;
-        if (*iters + 2 > opts->max_iter)
-            continue; /* no room for a cycle: plain steps */
-        LR_SAVE(t1);
-        if (lr_fa_step(em, 0, &ll1) < 0)
-            break;
-        (*iters)++;
-        LR_SAVE(t2);
-        double rr = 0.0, vv = 0.0;
-        for (size_t i = 0; i < nt; i++) {
-            double r = t1[i] - t0[i], v = t2[i] - 2.0 * t1[i] + t0[i];
-            rr += r * r;
-            vv += v * v;
-        }
-        double alpha = vv > 0.0 ? -sqrt(rr / vv) : -1.0;
-        if (!(alpha < -1.0))
-            alpha = -1.0; /* θ' = θ2 */
-        for (size_t i = 0; i < nt; i++) {
-            double r = t1[i] - t0[i], v = t2[i] - 2.0 * t1[i] + t0[i];
-            double x = t0[i] - 2.0 * alpha * r + alpha * alpha * v;
-            if (i < nw) {
-                m->factors[i] = x;
-            } else {
-                size_t j = i - nw;
-                double lo = LR_PSI_FLOOR * em->sdiag[j] + em->reg;
-                m->covars[j] = x > lo ? x : lo;
-            }
-        }
-        int bad = lr_fa_step(em, 0, &llp) < 0;
-        (*iters)++;
-        if (bad || !isfinite(llp) || llp < ll1) {
-            LR_LOAD(t2); /* the extrapolation lost: continue from plain EM */
-            if (bad)
-                break;
-        }
-    }
-#undef LR_SAVE
-#undef LR_LOAD
-    pft_free(t0);
+    lr_fa_iterate(em, 0, opts->max_iter, opts->tol, iters, converged);
     return 0;
 }
 
@@ -1728,6 +1747,7 @@ static void em_free(em_t *em)
     pft_free(em->tf);
     pft_free(em->smat);
     pft_free(em->om);
+    pft_free(em->th);
     pft_free(em->sq);
     pft_free(em->sdiag);
     pft_free(em->fresh);
@@ -1788,11 +1808,12 @@ static int em_alloc(em_t *em)
         em->tf = pft_alloc_array(n * w, sizeof(float));
         em->smat = smat ? pft_alloc_array(d * d, sizeof(float)) : NULL;
         em->om = pft_alloc_array(d * r + 1, sizeof(double));
+        em->th = pft_alloc_array(3 * (d * q + d), sizeof(double));
         em->sq = pft_alloc_array(5 * q * q + r * r + r + r * q + 1, sizeof(double));
         em->sdiag = pft_alloc_array(d, sizeof(double));
         em->fresh = pft_calloc(K, 1);
         if (!em->xd || !em->yf || !em->lv || !em->pw || !em->cw || !em->sb || !em->xw || !em->pf || !em->cf ||
-            !em->tf || (smat && !em->smat) || !em->om || !em->sq || !em->sdiag || !em->fresh)
+            !em->tf || (smat && !em->smat) || !em->om || !em->th || !em->sq || !em->sdiag || !em->fresh)
             return PFT_ENOMEM;
         return lr_tab_alloc(&em->tab, K, d, q);
     }
@@ -1915,6 +1936,7 @@ static int em_run(em_t *em, const pft_gmm_opts_t *opts, pft_rng_t *rng, int *ite
     em->reseeded = 0;
     em->stats_valid = 0;
     em->rng = rng;
+    em->tol = opts->tol;
     if (em->fresh)
         memset(em->fresh, 1, K);
     if ((rc = em_mstep(em)) < 0)

@@ -41,7 +41,7 @@ static void on_signal(int sig)
 }
 
 typedef struct {
-    const char *topo_path, *out_dir, *pftnode, *log_level, *order;
+    const char *topo_path, *out_dir, *pftnode, *log_level, *order, *absent;
     double timeout;
     int json, quiet, no_baselines, prepare_only, force, insecure;
 } launch_args_t;
@@ -52,6 +52,7 @@ typedef struct {
     char *key;       /* secret key file passed with --key, or NULL */
     pid_t pid;
     int exited, status;
+    int absent;      /* not started (--absent) */
     long max_rss_kb; /* peak resident memory of the process (wait4) */
     char state[128];
     pft_dataset_t *train, *test; /* raw (unpreprocessed) copies for baselines */
@@ -414,6 +415,11 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
     int reverse = a->order && strcmp(a->order, "reverse") == 0;
     for (size_t k = 0; k < nn; k++) {
         size_t i = reverse ? nn - 1 - k : k;
+        if (ch[i].absent) {
+            ch[i].exited = 1;
+            snprintf(ch[i].state, sizeof ch[i].state, "absent");
+            continue;
+        }
         ch[i].pid = spawn(node_bin, topo_path, &ch[i], a->log_level, eval_x, eval_y, a->insecure);
         snprintf(ch[i].state, sizeof ch[i].state, "started");
         if (ch[i].pid < 0)
@@ -421,12 +427,14 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
     }
     if (!a->quiet)
         fprintf(stderr, "started %zu pftnode processes (%s); logs in %s/<id>/node.log\n", nn, node_bin, a->out_dir);
-    size_t left = nn;
+    size_t left = 0;
+    for (size_t i = 0; i < nn; i++)
+        left += !ch[i].absent;
     char last[4096] = "";
     int killed = 0;
     while (left > 0) {
         for (size_t i = 0; i < nn; i++) {
-            if (ch[i].exited)
+            if (ch[i].exited || ch[i].absent)
                 continue;
             int st;
             struct rusage ru;
@@ -467,6 +475,8 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
     sigaction(SIGTERM, &old_term, NULL);
     int failed = 0;
     for (size_t i = 0; i < nn; i++) {
+        if (ch[i].absent)
+            continue;
         int ok = WIFEXITED(ch[i].status) && WEXITSTATUS(ch[i].status) == 0;
         if (!ok) {
             failed++;
@@ -496,6 +506,8 @@ static void print_table(json_t *nodes, json_t *baselines)
     json_array_foreach(nodes, i, n)
     {
         json_t *id = json_object_get(n, "id"), *role = json_object_get(n, "role");
+        if (!role)
+            role = json_object_get(n, "status");
         printf("%-12s %-9s %9.4f %9.4f %7.0f %7.0f %11.0f %11.0f %6.1f %7.2f\n", json_string_value(id),
                role ? json_string_value(role) : "?", jnum(n, "accuracy_local"), jnum(n, "accuracy_global"),
                jnum(n, "n_real"), jnum(n, "n_synthetic"), jnum(n, "bytes_sent"), jnum(n, "bytes_received"),
@@ -545,6 +557,8 @@ int pft_cmd_launch(int argc, char **argv)
         {"log-level", PFT_OPT_STRING, &a.log_level, "info", 0, -1, 0, "L", "nodes' log level"},
         {"no-baselines", PFT_OPT_FLAG, &a.no_baselines, NULL, 0, -1, 0, NULL,
          "skip the centralized and local-only baselines"},
+        {"absent", PFT_OPT_STRING, &a.absent, NULL, 0, -1, 0, "ID[,ID]",
+         "do not start these nodes (a dead peer: tests deadlines and fallback edges)"},
         {"insecure", PFT_OPT_FLAG, &a.insecure, NULL, 0, -1, 0, NULL,
          "no keys: plain-text connections and unsigned bundles (nodes log a warning)"},
         {"force", PFT_OPT_FLAG, &a.force, NULL, 0, -1, 0, NULL,
@@ -556,6 +570,7 @@ int pft_cmd_launch(int argc, char **argv)
         {0},
     };
     a.pftnode = NULL;
+    a.absent = NULL;
     const pft_cli_t cli = {
         "pftnet launch", "TOPO.dot", 1, 1,
         "Starts every node of a topology as a local pftnode process. In a simulation (graph attribute\n"
@@ -599,6 +614,18 @@ int pft_cmd_launch(int argc, char **argv)
         ch[i].dir = pft_fsio_join(a.out_dir, ch[i].id);
         if (!ch[i].dir || (rc = pft_fsio_mkdirs(ch[i].dir)))
             goto fail;
+    }
+    for (const char *p = a.absent; p && *p;) {
+        size_t len = strcspn(p, ",");
+        size_t i = 0;
+        while (i < nn && !(strlen(ch[i].id) == len && strncmp(ch[i].id, p, len) == 0))
+            i++;
+        if (i == nn) {
+            rc = pft_err(PFT_EINVAL, "--absent: no node '%.*s' in %s", (int)len, p, a.topo_path);
+            goto fail;
+        }
+        ch[i].absent = 1;
+        p += len + (p[len] == ',');
     }
     rc = pft_topo_is_simulation(topo) ? partition_dataset(topo, a.out_dir, ch, a.quiet || a.json)
                                       : load_own_data(topo, ch);
@@ -651,10 +678,31 @@ int pft_cmd_launch(int argc, char **argv)
         json_error_t err;
         json_t *r = p ? json_load_file(p, 0, &err) : NULL;
         if (!r)
-            r = json_pack("{s:s,s:s}", "id", ch[i].id, "status", "no result.json");
+            r = json_pack("{s:s,s:s}", "id", ch[i].id, "status", ch[i].absent ? "absent" : "no result.json");
         json_object_set_new(r, "max_rss_kb", json_integer(ch[i].max_rss_kb));
         json_array_append_new(nodes, r);
         pft_free(p);
+    }
+    json_t *fallbacks = json_array();
+    size_t ni;
+    json_t *nr;
+    json_array_foreach(nodes, ni, nr)
+    {
+        size_t si;
+        json_t *sv;
+        json_array_foreach(json_object_get(nr, "sent"), si, sv)
+        {
+            json_t *ff = json_object_get(sv, "fallback_for");
+            if (!ff)
+                continue;
+            json_array_append_new(fallbacks, json_pack("{s:O,s:O,s:O,s:O}", "from", json_object_get(nr, "id"), "to",
+                                                       json_object_get(sv, "to"), "instead_of", ff, "state",
+                                                       json_object_get(sv, "state")));
+            if (!a.quiet && !a.json)
+                fprintf(stderr, "fallback: %s -> %s instead of %s (%s)\n", json_string_value(json_object_get(nr, "id")),
+                        json_string_value(json_object_get(sv, "to")), json_string_value(ff),
+                        json_string_value(json_object_get(sv, "state")));
+        }
     }
     json_object_set_new(baselines, "handoffs", json_integer((json_int_t)pft_topo_handoffs(topo, &(const pft_handoff_t *){0})));
 
@@ -694,9 +742,9 @@ int pft_cmd_launch(int argc, char **argv)
             goto fail;
         json_object_set_new(baselines, "local_only_mean", json_real(sum / (double)nn));
     }
-    json_t *res = json_pack("{s:s,s:s,s:i,s:f,s:O,s:O}", "topology", a.topo_path, "kind",
+    json_t *res = json_pack("{s:s,s:s,s:i,s:f,s:O,s:O,s:o}", "topology", a.topo_path, "kind",
                             pft_kind_name(pft_topo_kind(topo)), "n_nodes", (int)nn, "wall_seconds", wall, "nodes",
-                            nodes, "baselines", baselines);
+                            nodes, "baselines", baselines, "fallbacks", fallbacks);
     char *rp = pft_fsio_join(a.out_dir, "results.json");
     char *text = json_dumps(res, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
     if (rp && text)

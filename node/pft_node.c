@@ -79,6 +79,7 @@ typedef struct {
     size_t len;
     uint8_t id[PFT_BUNDLE_ID_LEN];
     int missing;               /* 1: its deadline passed without it */
+    int via_fallback;          /* 1: filled by a fallback predecessor's bundle instead of `from`'s */
 } inbound_t;
 
 /* One send this node made. */
@@ -88,6 +89,9 @@ typedef struct {
     int lap;
     size_t bytes;
     char id_hex[2 * PFT_BUNDLE_ID_LEN + 1];
+    uint8_t *msg;           /* the message, kept for a fallback send */
+    const char *instead_of; /* fallback send: the primary successor that stayed unreachable; else NULL */
+    int fell_back;          /* 1: this send failed and its bundle went to the fallback successor(s) */
 } outbound_t;
 
 /* Rows for EM or the head, grown as classes are added. */
@@ -225,6 +229,23 @@ static inbound_t *match_bundle(node_t *nd, const pft_bundle_t *b, char *reason, 
             return NULL;
         }
         return s;
+    }
+    /* a fallback hand-off: q names this node as its fallback because q's successor p, one of our predecessors,
+     * stayed unreachable; q's bundle stands in for p's */
+    const pft_topo_node_t *q = pft_topo_find(nd->topo, producer);
+    for (size_t k = 0; q && !complete && k < nd->me->n_fallback_preds; k++) {
+        if (nd->me->fallback_preds[k] != q->index)
+            continue;
+        for (size_t i = 0; i < nd->n_in; i++) {
+            inbound_t *s = &nd->in[i];
+            const pft_topo_node_t *p = pft_topo_find(nd->topo, s->from);
+            if (s->bundle || s->complete || !p || !pft_topo_edge_find(nd->topo, q->index, p->index))
+                continue;
+            pft_warn("fallback: bundle from %s stands in for %s's", producer, s->from);
+            s->producer = q->id;
+            s->via_fallback = 1;
+            return s;
+        }
     }
     snprintf(reason, rlen, "%s bundle from '%s' is not expected by node '%s'", complete ? "complete" : "partial",
              producer, nd->me->id);
@@ -386,7 +407,7 @@ static int plan_io(node_t *nd)
         if (pft_topo_node(nd->topo, i)->role == PFT_ROLE_PRODUCER)
             nd->ring_producer = pft_topo_node(nd->topo, i)->id;
     nd->in = pft_calloc(nh + 1, sizeof *nd->in);
-    nd->out = pft_calloc(nh + 1, sizeof *nd->out);
+    nd->out = pft_calloc((nh + 1) * (nd->me->n_fallbacks + 1), sizeof *nd->out);
     if (!nd->in || !nd->out)
         return pft_err(PFT_ENOMEM, "out of memory");
     for (size_t i = 0; i < nh; i++) {
@@ -417,6 +438,23 @@ static int plan_io(node_t *nd)
         int rc = pft_transport_add_peer(nd->tp, peer->id, peer->endpoint, nd->keys ? curve : NULL);
         if (rc && rc != PFT_EINVAL) /* EINVAL: already added (a ring sends twice to one successor) */
             return pft_err_wrap(rc, "connecting to %s at %s", peer->id, peer->endpoint);
+    }
+    for (size_t i = 0; i < nd->me->n_fallbacks; i++) { /* used only if a primary successor stays unreachable */
+        const pft_topo_node_t *peer = pft_topo_node(nd->topo, nd->me->fallbacks[i]);
+        uint8_t curve[PFT_KEY_CURVE_LEN];
+        if (nd->keys)
+            pft_pubkey_curve(&nd->keys[peer->index], curve);
+        int rc = pft_transport_add_peer(nd->tp, peer->id, peer->endpoint, nd->keys ? curve : NULL);
+        if (rc && rc != PFT_EINVAL)
+            return pft_err_wrap(rc, "connecting to fallback %s at %s", peer->id, peer->endpoint);
+    }
+    for (size_t i = 0; nd->keys && i < nd->me->n_fallback_preds; i++) {
+        const pft_topo_node_t *q = pft_topo_node(nd->topo, nd->me->fallback_preds[i]);
+        uint8_t curve[PFT_KEY_CURVE_LEN];
+        pft_pubkey_curve(&nd->keys[q->index], curve);
+        int rc = pft_transport_allow_key(nd->tp, curve, q->id);
+        if (rc)
+            return pft_err_wrap(rc, "allowing %s's key", q->id);
     }
     return 0;
 }
@@ -842,6 +880,8 @@ static int send_bundle(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, 
         o->handle = handle;
         o->lap = ho->lap;
         o->bytes = len;
+        if (nd->me->n_fallbacks && (o->msg = pft_alloc(len)))
+            memcpy(o->msg, bytes, len);
         pft_bundle_id_hex(id, o->id_hex);
         pft_info("sending %s bundle %.12s to %s (hand-off %zu, lap %d, %zu bytes)",
                  ho->what == PFT_WHAT_FORWARD ? "complete" : "refit", o->id_hex, peer->id, ho->seq, ho->lap, len);
@@ -1009,28 +1049,76 @@ static json_t *provenance_json(const pft_bundle_t *b)
 }
 
 /* Waits for every send to end (acked, rejected or failed); returns how many did not succeed. */
+/* A primary send that failed (its successor stayed unreachable past send_deadline) goes to every fallback
+ * successor instead. Returns the number of fallback sends queued. */
+static int fall_back(node_t *nd)
+{
+    int queued = 0;
+    size_t n = nd->n_out;
+    for (size_t i = 0; i < n; i++) {
+        outbound_t *o = &nd->out[i];
+        if (o->fell_back || o->instead_of || !o->msg ||
+            pft_transport_send_state(nd->tp, o->handle, NULL, NULL) != PFT_SEND_FAILED)
+            continue;
+        o->fell_back = 1;
+        for (size_t k = 0; k < nd->me->n_fallbacks; k++) {
+            const pft_topo_node_t *peer = pft_topo_node(nd->topo, nd->me->fallbacks[k]);
+            const pft_topo_edge_t *e = pft_topo_edge_find(nd->topo, nd->my_index, peer->index);
+            double dl = e ? e->send_deadline : nd->run->send_deadline;
+            int handle = pft_transport_send(nd->tp, peer->id, o->msg, o->bytes, NULL,
+                                            pft_transport_now_ms() + (int64_t)(dl * 1000));
+            if (handle < 0) {
+                pft_error("fallback to %s: %s", peer->id, pft_errmsg());
+                continue;
+            }
+            outbound_t *f = &nd->out[nd->n_out++];
+            *f = (outbound_t){.to = peer->id, .handle = handle, .lap = o->lap, .bytes = o->bytes, .instead_of = o->to};
+            memcpy(f->id_hex, o->id_hex, sizeof f->id_hex);
+            pft_warn("%s stayed unreachable: sending bundle %.12s to fallback %s", o->to, o->id_hex, peer->id);
+            queued++;
+        }
+    }
+    return queued;
+}
+
+/* Waits for every send to end (acked, rejected or failed, falling back where the topology says); returns how
+ * many hand-offs did not reach anyone. */
 static int finish_sends(node_t *nd, int *interrupted)
 {
-    while (pft_transport_pending(nd->tp) > 0) {
-        if (s_stop) {
-            *interrupted = 1;
-            break;
+    for (;;) {
+        while (pft_transport_pending(nd->tp) > 0) {
+            if (s_stop) {
+                *interrupted = 1;
+                break;
+            }
+            set_status(nd, "sending", "waiting for acknowledgements");
+            int rc = pft_transport_poll(nd->tp, 200);
+            if (rc && rc != PFT_EINTR)
+                break;
+            if (nd->me->n_fallbacks)
+                fall_back(nd);
         }
-        set_status(nd, "sending", "waiting for acknowledgements");
-        int rc = pft_transport_poll(nd->tp, 200);
-        if (rc && rc != PFT_EINTR)
+        if (*interrupted || !nd->me->n_fallbacks || fall_back(nd) == 0)
             break;
     }
     int bad = 0;
     for (size_t i = 0; i < nd->n_out; i++) {
         int rc;
         const char *reason;
-        int st = pft_transport_send_state(nd->tp, nd->out[i].handle, &rc, &reason);
+        outbound_t *o = &nd->out[i];
+        int st = pft_transport_send_state(nd->tp, o->handle, &rc, &reason);
+        int rescued = 0;
+        for (size_t j = 0; o->fell_back && j < nd->n_out; j++)
+            rescued |= nd->out[j].instead_of == o->to && strcmp(nd->out[j].id_hex, o->id_hex) == 0 &&
+                       pft_transport_send_state(nd->tp, nd->out[j].handle, NULL, NULL) == PFT_SEND_ACKED;
         if (st == PFT_SEND_ACKED)
-            pft_info("hand-off to %s acknowledged", nd->out[i].to);
-        else {
+            pft_info("hand-off to %s%s%s acknowledged", o->to, o->instead_of ? " instead of " : "",
+                     o->instead_of ? o->instead_of : "");
+        else if (rescued)
+            pft_warn("hand-off to %s %s; its fallback was acknowledged", o->to, pft_send_state_name((pft_send_state_t)st));
+        else if (!o->instead_of) {
             bad++;
-            pft_error("hand-off to %s %s: %s", nd->out[i].to, pft_send_state_name((pft_send_state_t)st),
+            pft_error("hand-off to %s %s: %s", o->to, pft_send_state_name((pft_send_state_t)st),
                       reason && *reason ? reason : pft_strerror(rc));
         }
     }
@@ -1047,19 +1135,22 @@ static int write_result(node_t *nd, json_t *res, int exit_code)
         int rc = 0;
         const char *reason = NULL;
         int st = pft_transport_send_state(nd->tp, nd->out[i].handle, &rc, &reason);
-        json_array_append_new(sends, json_pack("{s:s,s:i,s:s,s:I,s:s,s:s}", "to", nd->out[i].to, "lap",
-                                               nd->out[i].lap, "bundle_id", nd->out[i].id_hex, "bytes",
-                                               (json_int_t)nd->out[i].bytes, "state",
-                                               st >= 0 ? pft_send_state_name((pft_send_state_t)st) : "unknown",
-                                               "reason", reason ? reason : ""));
+        json_t *o = json_pack("{s:s,s:i,s:s,s:I,s:s,s:s,s:b}", "to", nd->out[i].to, "lap", nd->out[i].lap,
+                              "bundle_id", nd->out[i].id_hex, "bytes", (json_int_t)nd->out[i].bytes, "state",
+                              st >= 0 ? pft_send_state_name((pft_send_state_t)st) : "unknown", "reason",
+                              reason ? reason : "", "fell_back", nd->out[i].fell_back);
+        if (nd->out[i].instead_of)
+            json_object_set_new(o, "fallback_for", json_string(nd->out[i].instead_of));
+        json_array_append_new(sends, o);
     }
     for (size_t i = 0; i < nd->n_in; i++) {
         inbound_t *s = &nd->in[i];
         if (s->bundle) {
             char hex[2 * PFT_BUNDLE_ID_LEN + 1];
-            json_array_append_new(recv, json_pack("{s:s,s:s,s:b,s:s,s:I}", "from", s->from, "producer", s->producer,
-                                                  "complete", s->complete, "bundle_id",
-                                                  pft_bundle_id_hex(s->id, hex), "bytes", (json_int_t)s->len));
+            json_array_append_new(recv, json_pack("{s:s,s:s,s:b,s:s,s:I,s:b}", "from", s->from, "producer",
+                                                  s->producer, "complete", s->complete, "bundle_id",
+                                                  pft_bundle_id_hex(s->id, hex), "bytes", (json_int_t)s->len,
+                                                  "via_fallback", s->via_fallback));
         } else if (s->missing) {
             json_array_append_new(missing, json_string(s->from));
         }
@@ -1194,6 +1285,8 @@ static void node_free(node_t *nd)
         pft_free(nd->in[i].bytes);
     }
     pft_free(nd->in);
+    for (size_t i = 0; nd->out && i < nd->n_out; i++)
+        pft_free(nd->out[i].msg);
     pft_free(nd->out);
     pft_free(nd->own_counts);
     pft_free(nd->inbox_dir);

@@ -180,6 +180,29 @@ static void test_diamond_no_double_count(void)
     json_decref(r);
 }
 
+static void test_fallback_around_dead_node(void)
+{
+    /* b never starts; a's hand-off to b fails at its 3 s send_deadline and goes to c over the fallback edge */
+    char topo[512], out[512];
+    write_topo("fallback", "  a -> b [send_deadline = 3];\n  b -> c;\n  a -> c [fallback = true];", topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/fallback", s_tmp);
+    json_t *r = NULL;
+    CHECK(launch(topo, out, "--absent b", &r) == 0);
+    if (!r)
+        return;
+    json_t *c = node_result(r, "c");
+    CHECK(c && strcmp(json_string_value(json_object_get(c, "status")), "ok") == 0);
+    CHECK(prov_nodes(c) == 2); /* a and c: b's data never existed in the run */
+    CHECK(jint(c, "n_synthetic") == 60);
+    json_t *fb = json_object_get(r, "fallbacks");
+    CHECK(json_array_size(fb) == 1);
+    json_t *f0 = json_array_get(fb, 0);
+    CHECK(f0 && strcmp(json_string_value(json_object_get(f0, "instead_of")), "b") == 0 &&
+          strcmp(json_string_value(json_object_get(f0, "state")), "acked") == 0);
+    CHECK(strcmp(json_string_value(json_object_get(node_result(r, "b"), "status")), "absent") == 0);
+    json_decref(r);
+}
+
 int main(void)
 {
     if (access(EXAMPLE_DATA "/train_x.npy", R_OK) != 0) {
@@ -192,6 +215,7 @@ int main(void)
     RUN(test_chain5);
     RUN(test_ring5_reverse_start);
     RUN(test_diamond_no_double_count);
+    RUN(test_fallback_around_dead_node);
     int rc = pft_test_done();
     if (rc == 0) {
         char cmd[300];

@@ -4,7 +4,9 @@
 #include "pft_alloc.h"
 #include "pft_error.h"
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -33,6 +35,8 @@ struct pft_dotscan_t {
     size_t n_occ, cap_occ;
     int header_line, second_line;
     size_t n_graphs;
+    char fault[200]; /* first lexical fault (pft_dotscan_fault); "" if none */
+    int fault_line;
 };
 
 typedef enum {
@@ -130,7 +134,16 @@ static int is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-/* Skips blanks, comments and '#' lines; counts newlines. */
+/* A UTF-8 byte order mark that cgraph skips as a blank (followed by a letter or digit it is part of a
+ * name: flex takes the longest match). */
+static int is_bom(const char *p, const char *end)
+{
+    return end - p >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0 &&
+           !(end - p > 3 && is_id_char((unsigned char)p[3]));
+}
+
+/* Skips blanks, byte order marks and comments ('//' or '#' to the end of the line, as in cgraph, and
+ * block comments); counts newlines. */
 static void skip_space(lexer_t *lx)
 {
     while (lx->p < lx->end) {
@@ -138,12 +151,11 @@ static void skip_space(lexer_t *lx)
         if (c == '\n') {
             lx->line++;
             lx->p++;
-            if (lx->p < lx->end && *lx->p == '#')
-                while (lx->p < lx->end && *lx->p != '\n')
-                    lx->p++;
         } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
             lx->p++;
-        } else if (c == '/' && lx->p + 1 < lx->end && lx->p[1] == '/') {
+        } else if (is_bom(lx->p, lx->end)) {
+            lx->p += 3;
+        } else if (c == '#' || (c == '/' && lx->p + 1 < lx->end && lx->p[1] == '/')) {
             while (lx->p < lx->end && *lx->p != '\n')
                 lx->p++;
         } else if (c == '/' && lx->p + 1 < lx->end && lx->p[1] == '*') {
@@ -161,10 +173,17 @@ static void skip_space(lexer_t *lx)
 }
 
 /* Appends a quoted string's contents (after the opening quote) to buf; cgraph's rules:
- * \" is a quote, backslash-newline is dropped, every other byte is kept. */
+ * \" is a quote, \\ is kept as both backslashes (the second escapes nothing), backslash-newline is
+ * dropped, every other byte is kept. */
 static int lex_quoted(lexer_t *lx)
 {
     while (lx->p < lx->end && *lx->p != '"') {
+        if (*lx->p == '\\' && lx->p + 1 < lx->end && lx->p[1] == '\\') {
+            if (buf_put(lx, '\\') || buf_put(lx, '\\'))
+                return -1;
+            lx->p += 2;
+            continue;
+        }
         if (*lx->p == '\\' && lx->p + 1 < lx->end && (lx->p[1] == '"' || lx->p[1] == '\n')) {
             if (lx->p[1] == '"' && buf_put(lx, '"'))
                 return -1;
@@ -532,6 +551,97 @@ static int parse_graphs(lexer_t *lx)
     return 0;
 }
 
+/* ---- lexical check: the start conditions of libcgraph's lexer ---- */
+
+static void set_fault(pft_dotscan_t *s, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void set_fault(pft_dotscan_t *s, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->fault, sizeof s->fault, fmt, ap);
+    va_end(ap);
+    s->fault_line = line;
+}
+
+/* Walks the whole text as cgraph 2.42's flex lexer (lib/cgraph/scan.l) would, tracking only its start
+ * conditions (INITIAL, quoted string, HTML string, block comment) and brace depth, and records the
+ * first fault that would leave that lexer's static state dirty for the next parse in the process:
+ * - the text ends inside a quoted string, HTML string or block comment: the start condition stays
+ *   set and swallows every later file;
+ * - anything but blanks (' ', '\t', '\r', '\n', a byte order mark) and comments follows the closing
+ *   brace of the first graph: cgraph stops there and leaves the rest in its buffer, where the next
+ *   parse reads it first ('\f', '@' and a lone '/' count as text: cgraph's lexer returns them as
+ *   tokens).
+ * Lexical rules mirrored: '//' and '#' comment to the end of the line (anywhere, as in cgraph); in a
+ * quoted string \" \\ and backslash-newline are pairs, so a quote after an odd run of backslashes
+ * does not close it; an HTML string nests '<' and '>' and ignores quotes. Unlike cgraph this walk does
+ * not stop at a syntax error, so it may refuse text cgraph would refuse anyway, never the reverse. */
+static void check_lexical(pft_dotscan_t *s, const char *p, const char *end)
+{
+    int line = 1, depth = 0, close_line = 0;
+    while (p < end) {
+        const int open_line = line;
+        const char c = *p;
+        if (c == '\n') {
+            line++;
+            p++;
+        } else if (c == ' ' || c == '\t' || c == '\r') {
+            p++;
+        } else if (is_bom(p, end)) {
+            p += 3;
+        } else if (c == '#' || (c == '/' && p + 1 < end && p[1] == '/')) {
+            while (p < end && *p != '\n')
+                p++;
+        } else if (c == '/' && p + 1 < end && p[1] == '*') {
+            for (p += 2; p < end && !(p[0] == '*' && p + 1 < end && p[1] == '/'); p++)
+                line += *p == '\n';
+            if (p >= end) {
+                set_fault(s, open_line, "a '/*' comment opened on this line is never closed with '*/'");
+                return;
+            }
+            p += 2;
+        } else if (close_line) {
+            set_fault(s, line,
+                      "text after the graph's closing '}' (line %d): a topology file holds one digraph "
+                      "and nothing after it but blanks and comments",
+                      close_line);
+            return;
+        } else if (c == '"') {
+            for (p++; p < end && *p != '"'; p++) {
+                if (*p == '\\' && p + 1 < end && (p[1] == '"' || p[1] == '\\' || p[1] == '\n'))
+                    p++; /* a pair: escaped quote, two backslashes, backslash-newline */
+                line += *p == '\n';
+            }
+            if (p >= end) {
+                set_fault(s, open_line,
+                          "a quoted string opened on this line is never closed (no '\"' before the end "
+                          "of the file; inside a string write \\\" for a quote)");
+                return;
+            }
+            p++;
+        } else if (c == '<') {
+            int nest = 1;
+            for (p++; p < end && nest > 0; p++) {
+                nest += (*p == '<') - (*p == '>');
+                line += *p == '\n';
+            }
+            if (nest > 0) {
+                set_fault(s, open_line,
+                          "an HTML string '<...>' opened on this line is never closed (its '<' and '>' "
+                          "do not balance before the end of the file)");
+                return;
+            }
+        } else {
+            if (c == '{')
+                depth++;
+            else if (c == '}' && depth > 0 && --depth == 0)
+                close_line = line;
+            p++;
+        }
+    }
+}
+
 /* ---- public ---- */
 
 int pft_dotscan_new(const char *text, size_t len, pft_dotscan_t **out)
@@ -545,6 +655,7 @@ int pft_dotscan_new(const char *text, size_t len, pft_dotscan_t **out)
         while (lx.p < lx.end && *lx.p != '\n')
             lx.p++;
     (void)parse_graphs(&lx); /* where it stops, the records so far stand */
+    check_lexical(s, text, text + len);
     pft_free(lx.buf);
     if (lx.oom) {
         pft_dotscan_destroy(&s);
@@ -568,6 +679,12 @@ void pft_dotscan_destroy(pft_dotscan_t **self_p)
     pft_free(s->occ);
     pft_free(s);
     *self_p = NULL;
+}
+
+const char *pft_dotscan_fault(const pft_dotscan_t *self, int *line)
+{
+    *line = self->fault[0] ? self->fault_line : 0;
+    return self->fault[0] ? self->fault : NULL;
 }
 
 int pft_dotscan_header_line(const pft_dotscan_t *self)

@@ -5,8 +5,12 @@
 #include <stddef.h>
 
 /* Graphviz cgraph parses the file for real but keeps no line numbers; this scanner reads the same
- * text once more, tolerantly, so that error messages can say "file:line". It never rejects a file:
- * where it cannot follow the text it stops and later queries answer 0 ("line unknown"). */
+ * text once more, tolerantly, so that error messages can say "file:line". Its records never reject a
+ * file: where it cannot follow the text it stops and later queries answer 0 ("line unknown").
+ * Separately it checks the whole text at the level of libcgraph 2.42's lexer (lib/cgraph/scan.l) for
+ * what would leave that lexer's global state dirty and break the next parse in the process: a quoted
+ * string, HTML string or comment still open at the end, or text after the first graph's closing brace
+ * (pft_dotscan_fault). */
 
 typedef struct pft_dotscan_t pft_dotscan_t;
 
@@ -42,6 +46,13 @@ int pft_dotscan_header_line(const pft_dotscan_t *self);
 /* Number of top-level graphs in the text, and the line of the second one (0 if fewer than two). */
 size_t pft_dotscan_graph_count(const pft_dotscan_t *self);
 int pft_dotscan_second_graph_line(const pft_dotscan_t *self);
+
+/* The first lexical fault: a quoted string ("), HTML string (<) or block comment left open at the end
+ * of the text, or anything but blanks and comments after the closing '}' of the first graph (a second
+ * `graph`/`digraph` counts: see pft_dotscan_graph_count). Returns a message without file or line, and
+ * sets *line to the line where the string or comment opened, or where the extra text starts; NULL
+ * (and *line 0) if there is none, i.e. the text is safe to hand to libcgraph. */
+const char *pft_dotscan_fault(const pft_dotscan_t *self, int *line);
 
 /* Line where node id first appears (as a node or an edge end); 0 if never seen. */
 int pft_dotscan_node_line(const pft_dotscan_t *self, const char *id);

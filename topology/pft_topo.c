@@ -105,6 +105,50 @@ static const char *cg_message(void)
     return *m ? m : "syntax error";
 }
 
+/* ---- cgraph's lexer between parses ----
+ * libcgraph 2.42 parses with a non-reentrant flex lexer (lib/cgraph/scan.l) whose static state outlives
+ * a parse: its start condition, when a file ends inside a quoted string, HTML string or block comment,
+ * and the text left in its buffer after a graph's closing brace (cgraph stops there, so that agread can
+ * read the next graph of a stream). Both carry over into the next agmemread, which then fails or reads
+ * the wrong text (tests/fuzz/crashes/topo/ *-breaks-later-loads). cgraph declares no reset. Defences:
+ * 1. pft_dotscan_fault refuses such text with a message naming the line before cgraph sees it, and the
+ *    text handed to cgraph ends with a newline, so that a final '//' or '#' comment cannot run into
+ *    the next file read into the same buffer;
+ * 2. before and after every parse cg_lexer_reset() calls aaglex_destroy(), flex's full reset of the
+ *    lexer's globals (start condition INITIAL, buffers freed; the next parse sets up new ones), which
+ *    libcgraph 2.42 exports though no header declares it. Before: whatever another cgraph user in the
+ *    process left behind cannot spoil this parse (so do not interleave loads with agread of a stream of
+ *    several graphs). It is declared weak: a libcgraph without it still links and runs, relying on
+ *    defence 1 and the check below;
+ * 3. after a failed parse it checks that a tiny graph parses, twice at most (a failed parse flushes the
+ *    buffer); if that still fails the error message says later loads may fail. */
+extern int aaglex_destroy(void) __attribute__((weak));
+
+static int cg_quiet(char *msg)
+{
+    return 0;
+}
+
+/* Puts cgraph's lexer back to its initial state; with verify, checks that a tiny graph then parses.
+ * Returns 0, or -1 if the check failed. Leaves cgraph's error callback as it was. */
+static int cg_lexer_reset(int verify)
+{
+    if (aaglex_destroy)
+        aaglex_destroy();
+    int ok = !verify;
+    for (int attempt = 0; attempt < 2 && !ok; attempt++) {
+        agusererrf prev = agseterrf(cg_quiet);
+        Agraph_t *g = agmemread("digraph{}\n");
+        agseterrf(prev);
+        ok = g != NULL;
+        if (g)
+            agclose(g);
+        if (aaglex_destroy)
+            aaglex_destroy();
+    }
+    return ok ? 0 : -1;
+}
+
 /* ---- model ---- */
 
 static void model_free(model_t *m)
@@ -841,6 +885,7 @@ static int normalize(pft_topo_t *t)
 
 /* ---- public ---- */
 
+/* Reads path into *out (NUL-terminated, one spare byte after the NUL), its length in *len. */
 static int read_text(const char *path, char **out, size_t *len)
 {
     *out = NULL;
@@ -860,7 +905,7 @@ static int read_text(const char *path, char **out, size_t *len)
         goto done;
     }
     size_t n = (size_t)st.st_size;
-    buf = pft_alloc(n + 1);
+    buf = pft_alloc(n + 2); /* room for a newline pft_topo_load may append */
     if (!buf) {
         rc = pft_err(PFT_ENOMEM, "out of memory");
         goto done;
@@ -939,13 +984,28 @@ int pft_topo_load(const char *path, unsigned flags, pft_topo_t **out)
                      "a second graph: a topology file holds exactly one digraph");
         goto fail;
     }
+    int fault_line;
+    const char *fault = pft_dotscan_fault(t->scan, &fault_line);
+    if (fault) { /* cgraph never sees text that would break its next parse (see cg_lexer_reset) */
+        rc = fail_at(t, fault_line, PFT_EFORMAT, "%s", fault);
+        goto fail;
+    }
+    if (len == 0 || text[len - 1] != '\n') { /* read_text left room */
+        text[len] = '\n';
+        text[len + 1] = '\0';
+    }
     s_cg_len = 0;
     s_cg_msg[0] = '\0';
+    (void)cg_lexer_reset(0);
     agusererrf prev = agseterrf(cg_errf);
     agreseterrors();
     t->g = agmemread(text);
     agseterrf(prev);
     const char *bad = strstr(s_cg_msg, "badly delimited number");
+    const char *stuck =
+        cg_lexer_reset(!t->g) == 0
+            ? ""
+            : " (and libcgraph's parser stays confused: later loads in this process may fail)";
     if (!t->g || bad) {
         char msg[sizeof s_cg_msg];
         snprintf(msg, sizeof msg, "%s", bad ? bad : cg_message());
@@ -962,12 +1022,13 @@ int pft_topo_load(const char *path, unsigned flags, pft_topo_t **out)
             rc = fail_at(
                 t, line, PFT_EFORMAT,
                 "badly delimited number %.*s: a bare DOT number has no exponent; quote the value, e.g. "
-                "tol=\"1e-4\"",
-                q && q2 ? (int)(q2 - q + 1) : 0, q ? q : "");
+                "tol=\"1e-4\"%s",
+                q && q2 ? (int)(q2 - q + 1) : 0, q ? q : "", stuck);
         } else if (pft_dotscan_graph_count(t->scan) == 0) {
-            rc = fail_at(t, 0, PFT_EFORMAT, "no graph found (expected: digraph NAME { a -> b; ... })");
+            rc = fail_at(t, 0, PFT_EFORMAT, "no graph found (expected: digraph NAME { a -> b; ... })%s",
+                         stuck);
         } else {
-            rc = fail_at(t, line, PFT_EFORMAT, "not valid DOT: %s", msg);
+            rc = fail_at(t, line, PFT_EFORMAT, "not valid DOT: %s%s", msg, stuck);
         }
         goto fail;
     }
@@ -1165,6 +1226,155 @@ int pft_topo_set_graph_attr(pft_topo_t *self, const char *name, const char *valu
     return pft_topo_set_graph_attrs(self, kv);
 }
 
+/* ---- writing ---- */
+
+/* Writes s as a DOT id: quoted where needed, an HTML string as <...>. s must be a cgraph string (a
+ * name or attribute value: agcanonStr looks at its header) and not an anonymous "%N" name. */
+static void put_id(FILE *f, char *s)
+{
+    fputs(agcanonStr(s), f); /* its own buffer, valid until the next call */
+}
+
+static void put_indent(FILE *f, int depth)
+{
+    for (int i = 0; i < depth && i < 8; i++)
+        fputc('\t', f);
+}
+
+static int is_anonymous(const char *name)
+{
+    return !name || !name[0] || name[0] == '%'; /* cgraph names anonymous graphs %N */
+}
+
+/* " [name=value, ...]" for every attribute of obj (AGNODE or AGEDGE) whose value differs from the
+ * default written at the top, and an edge's key if it has one; nothing when there is nothing. */
+static void put_obj_attrs(FILE *f, Agraph_t *g, void *obj, int kind)
+{
+    char *key = kind == AGEDGE ? agnameof(obj) : NULL;
+    int total = !is_anonymous(key);
+    for (Agsym_t *sym = agnxtattr(g, kind, NULL); sym; sym = agnxtattr(g, kind, sym))
+        total += strcmp(agxget(obj, sym), sym->defval) != 0;
+    if (total == 0)
+        return;
+    const char *sep = total > 3 ? ",\n\t\t" : ", "; /* one per line when there are many */
+    fputs(total > 3 ? " [\n\t\t" : " [", f);
+    int n = 0;
+    if (!is_anonymous(key)) {
+        fputs("key=", f);
+        put_id(f, key);
+        n++;
+    }
+    for (Agsym_t *sym = agnxtattr(g, kind, NULL); sym; sym = agnxtattr(g, kind, sym)) {
+        char *v = agxget(obj, sym);
+        if (strcmp(v, sym->defval) == 0)
+            continue;
+        if (n++)
+            fputs(sep, f);
+        put_id(f, sym->name);
+        fputc('=', f);
+        put_id(f, v);
+    }
+    fputs(total > 3 ? "\n\t]" : "]", f);
+}
+
+/* `node [...]` / `edge [...]` with the non-empty defaults of kind. */
+static void put_defaults(FILE *f, Agraph_t *g, int kind, const char *what)
+{
+    int n = 0;
+    for (Agsym_t *sym = agnxtattr(g, kind, NULL); sym; sym = agnxtattr(g, kind, sym)) {
+        if (!sym->defval[0])
+            continue;
+        fprintf(f, n++ ? ", " : "\t%s [", what);
+        put_id(f, sym->name);
+        fputc('=', f);
+        put_id(f, sym->defval);
+    }
+    if (n)
+        fputs("];\n", f);
+}
+
+/* The subgraphs of parent, nested: each with the graph attributes set on it (cgraph keeps those as its
+ * own definitions; inherited values are not repeated) and its member nodes, declared by then. Node
+ * and edge attributes are all written on the nodes and edges themselves, so subgraph defaults and
+ * subgraph edges are not repeated (an edge written again would be a second edge). */
+static void put_subgraphs(FILE *f, Agraph_t *root, Agraph_t *parent, int depth)
+{
+    for (Agraph_t *s = agfstsubg(parent); s; s = agnxtsubg(s)) {
+        char *name = agnameof(s);
+        put_indent(f, depth);
+        if (is_anonymous(name)) {
+            fputs("{\n", f);
+        } else {
+            fputs("subgraph ", f);
+            put_id(f, name);
+            fputs(" {\n", f);
+        }
+        for (Agsym_t *sym = agnxtattr(root, AGRAPH, NULL); sym; sym = agnxtattr(root, AGRAPH, sym)) {
+            if (agattr(s, AGRAPH, sym->name, NULL) == agattr(parent, AGRAPH, sym->name, NULL))
+                continue; /* not set on this subgraph */
+            put_indent(f, depth + 1);
+            put_id(f, sym->name);
+            fputs(" = ", f);
+            put_id(f, agxget(s, sym));
+            fputs(";\n", f);
+        }
+        for (Agnode_t *n = agfstnode(s); n; n = agnxtnode(s, n)) {
+            put_indent(f, depth + 1);
+            put_id(f, agnameof(n));
+            fputs(";\n", f);
+        }
+        put_subgraphs(f, root, s, depth + 1);
+        put_indent(f, depth);
+        fputs("}\n", f);
+    }
+}
+
+/* The topology as DOT, in an order that loads back to the same node and edge indices: graph attributes,
+ * node and edge defaults, every node in index order with its own attributes, subgraphs, then every
+ * edge in index order with its own attributes. (agwrite writes subgraphs first, so a node first
+ * mentioned in a subgraph would move ahead: tests/fuzz/crashes/topo/write-reorders-nodes-*.) */
+static void put_topology(FILE *f, const pft_topo_t *t)
+{
+    Agraph_t *g = t->g;
+    const model_t *m = &t->m;
+    const int directed = agisdirected(g);
+    fputs("// written by pftnet (pft_topo_write): data paths absolute, assigned endpoints written out\n", f);
+    fprintf(f, "%s%s ", agisstrict(g) ? "strict " : "", directed ? "digraph" : "graph");
+    if (!is_anonymous(agnameof(g))) {
+        put_id(f, agnameof(g));
+        fputc(' ', f);
+    }
+    fputs("{\n", f);
+    for (Agsym_t *sym = agnxtattr(g, AGRAPH, NULL); sym; sym = agnxtattr(g, AGRAPH, sym)) {
+        char *v = agxget(g, sym);
+        if (!v[0])
+            continue;
+        fputc('\t', f);
+        put_id(f, sym->name);
+        fputs(" = ", f);
+        put_id(f, v);
+        fputs(";\n", f);
+    }
+    put_defaults(f, g, AGNODE, "node");
+    put_defaults(f, g, AGEDGE, "edge");
+    for (size_t v = 0; v < m->n; v++) {
+        fputc('\t', f);
+        put_id(f, agnameof(m->agn[v]));
+        put_obj_attrs(f, g, m->agn[v], AGNODE);
+        fputs(";\n", f);
+    }
+    put_subgraphs(f, g, g, 1);
+    for (size_t e = 0; e < m->n_edges; e++) {
+        fputc('\t', f);
+        put_id(f, agnameof(m->agn[m->edges[e].tail]));
+        fputs(directed ? " -> " : " -- ", f);
+        put_id(f, agnameof(m->agn[m->edges[e].head]));
+        put_obj_attrs(f, g, m->age[e], AGEDGE);
+        fputs(";\n", f);
+    }
+    fputs("}\n", f);
+}
+
 int pft_topo_write(const pft_topo_t *self, const char *path)
 {
     char tmp[PATH_MAX];
@@ -1173,7 +1383,9 @@ int pft_topo_write(const pft_topo_t *self, const char *path)
     FILE *f = fopen(tmp, "w");
     if (!f)
         return pft_err(PFT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-    int bad = agwrite(self->g, f) != 0;
+    errno = 0;
+    put_topology(f, self);
+    int bad = ferror(f);
     bad |= fflush(f) != 0 || ferror(f);
     int err = errno;
     bad |= fclose(f) != 0;

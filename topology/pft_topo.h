@@ -53,38 +53,38 @@ typedef enum {
 
 /* Run-wide settings (graph attributes), defaults applied. Strings are owned by the topology. */
 typedef struct {
-    const char *name;              /* graph name; NULL for an anonymous graph */
-    const char *run;               /* run id: attribute run, else the graph name, else the file name stem */
-    int k;                         /* GMM components per class, default for nodes */
-    pft_cov_t cov;                 /* covariance family, default for nodes */
-    int cov_rank;                  /* cov=lowrank: factors per component, default for nodes (fit clamps to d-1) */
-    int samples;                   /* simulation: training rows per node (0: all of its share), default */
-    uint64_t seed;                 /* run seed */
-    pft_topo_dtype_t dtype;        /* parameter encoding on the wire */
-    pft_topo_prep_t prep;          /* feature preprocessing, identical on every node */
-    double deadline;               /* seconds a node waits for all its predecessors (edges may override) */
-    double send_deadline;          /* seconds a sender retries one hand-off (edges may override) */
+    const char *name;       /* graph name; NULL for an anonymous graph */
+    const char *run;        /* run id: attribute run, else the graph name, else the file name stem */
+    int k;                  /* GMM components per class, default for nodes */
+    pft_cov_t cov;          /* covariance family, default for nodes */
+    int cov_rank;           /* cov=lowrank: factors per component, default for nodes (fit clamps to d-1) */
+    int samples;            /* simulation: training rows per node (0: all of its share), default */
+    uint64_t seed;          /* run seed */
+    pft_topo_dtype_t dtype; /* parameter encoding on the wire */
+    pft_topo_prep_t prep;   /* feature preprocessing, identical on every node */
+    double deadline;        /* seconds a node waits for all its predecessors (edges may override) */
+    double send_deadline;   /* seconds a sender retries one hand-off (edges may override) */
     pft_topo_missing_t on_missing; /* policy when a predecessor never arrives */
     int max_iter;                  /* EM iterations at most */
     double tol;                    /* EM convergence tolerance */
     double reg_covar;              /* added to covariance diagonals */
     int n_init;                    /* EM restarts */
     double head_c;                 /* head: inverse L2 strength (scikit-learn's C) */
-    int head_draws;                /* head: synthetic draws per represented row (real rows repeated as often) */
-    int em_draws;                  /* EM refit: synthetic draws per represented row (real rows repeated as often) */
-    double dp_epsilon;             /* DP-FedPFT epsilon per release, default for nodes (0: off) */
-    double dp_delta;               /* DP-FedPFT delta (0: 1/n) */
-    int dp_mech;                   /* pft_dp_mech_t: 0 thm41, 1 b3 */
-    double dp_budget;              /* total epsilon a node may release (0: unlimited) */
-    int max_bundle_mb;             /* largest bundle a node accepts, MiB */
-    const char *dataset;           /* simulation: absolute dataset folder; NULL: every node brings its data */
-    const char *partition;         /* simulation: partition text as written ("iid" by default) */
-    pft_topo_part_t part_kind;     /* parsed partition */
-    double part_beta;              /* dirichlet:<beta> */
-    int part_ranges;               /* labels:<r>|<r>|…: number of ranges (0: nodes give classes) */
-    int port_base;                 /* first TCP port of auto-assigned endpoints; 0: none */
-    const char *start_id;          /* ring start node id; NULL unless a ring */
-    size_t start;                  /* its node index; SIZE_MAX unless a ring */
+    int head_draws;        /* head: synthetic draws per represented row (real rows repeated as often) */
+    int em_draws;          /* EM refit: synthetic draws per represented row (real rows repeated as often) */
+    double dp_epsilon;     /* DP-FedPFT epsilon per release, default for nodes (0: off) */
+    double dp_delta;       /* DP-FedPFT delta (0: 1/n) */
+    int dp_mech;           /* pft_dp_mech_t: 0 thm41, 1 b3 */
+    double dp_budget;      /* total epsilon a node may release (0: unlimited) */
+    int max_bundle_mb;     /* largest bundle a node accepts, MiB */
+    const char *dataset;   /* simulation: absolute dataset folder; NULL: every node brings its data */
+    const char *partition; /* simulation: partition text as written ("iid" by default) */
+    pft_topo_part_t part_kind; /* parsed partition */
+    double part_beta;          /* dirichlet:<beta> */
+    int part_ranges;           /* labels:<r>|<r>|…: number of ranges (0: nodes give classes) */
+    int port_base;             /* first TCP port of auto-assigned endpoints; 0: none */
+    const char *start_id;      /* ring start node id; NULL unless a ring */
+    size_t start;              /* its node index; SIZE_MAX unless a ring */
 } pft_topo_run_t;
 
 /* One node: identity, effective settings (graph defaults + node overrides) and its place in the plan. */
@@ -183,8 +183,9 @@ int pft_topo_set_node_attr(pft_topo_t *self, const char *id, const char *name, c
 int pft_topo_set_graph_attr(pft_topo_t *self, const char *name, const char *value);
 
 /* Writes the resolved topology as DOT to path (atomically: a temporary file, then rename): data paths
- * absolute, auto-assigned endpoints written out, layout attributes kept, comments dropped.
- * It loads back to the same settings. PFT_EIO with a message on failure. */
+ * absolute, auto-assigned endpoints written out, layout attributes and subgraphs (clusters) kept,
+ * comments dropped. Every node is declared first, in index order, and edges follow in index order, so
+ * it loads back to the same settings, node indices and edge order. PFT_EIO with a message on failure. */
 int pft_topo_write(const pft_topo_t *self, const char *path);
 
 #endif
