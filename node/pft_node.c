@@ -762,6 +762,8 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
             goto done;
         PFT_FREE(xc);
         int f = em_draws(nd), represented = n_own;
+        if (f > 1 && n_own > 0 && (rc = rows_reserve(&cls, n_own * (f - 1)))) /* before copying from cls.x */
+            goto done;
         for (int rep = 1; rep < f; rep++)
             if ((rc = rows_append(&cls, cls.x, n_own, c)))
                 goto done;

@@ -1,6 +1,7 @@
 /* End-to-end: a real pftnode process faces a test peer that sends garbage, an oversized message, a bundle of
  * another run, a valid bundle and the same bundle again; the node rejects the bad ones, keeps going, uses the
  * valid bundle exactly once and finishes. */
+#include "pft_e2e.h"
 #include "pft_test.h"
 
 #include "pft_alloc.h"
@@ -11,37 +12,11 @@
 #include "pft_npy.h"
 #include "pft_transport.h"
 
-#include <arpa/inet.h>
 #include <jansson.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
-#define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-/* Polls until the send ends; returns its state. */
-static int settle(pft_transport_t *t, int h, int max_ms)
-{
-    for (int waited = 0; waited < max_ms; waited += 50) {
-        int st = pft_transport_send_state(t, h, NULL, NULL);
-        if (st != PFT_SEND_PENDING)
-            return st;
-        pft_transport_poll(t, 50);
-    }
-    return pft_transport_send_state(t, h, NULL, NULL);
-}
 
 /* A bundle from producer p of run `run`: one diag K=1 GMM per class fitted on the first rows of each class. */
 static int make_bundle(const char *run, const pft_dataset_t *ds, uint8_t **buf, size_t *len)
@@ -75,7 +50,7 @@ static void test_bad_peer(void)
 {
     char tmp[] = "/tmp/pft_peer_XXXXXX";
     CHECK(mkdtemp(tmp) != NULL);
-    int pp = free_port(), pb = free_port();
+    int pp = pft_e2e_free_port(), pb = pft_e2e_free_port();
     char topo[512];
     snprintf(topo, sizeof topo, "%s/t.dot", tmp);
     FILE *f = fopen(topo, "w");
@@ -111,14 +86,14 @@ static void test_bad_peer(void)
         junk[i] = (uint8_t)(i * 37 + 11);
     uint8_t id[32] = {1};
     int h = pft_transport_send(t, "b", junk, sizeof junk, id, soon + 30000);
-    CHECK(h >= 0 && settle(t, h, 30000) == PFT_SEND_REJECTED);
+    CHECK(h >= 0 && pft_e2e_settle(t, h, 30000) == PFT_SEND_REJECTED);
 
     /* 2. oversized (2 MiB > max_bundle_mb = 1): never delivered, the node keeps going */
     size_t big = 2u << 20;
     uint8_t *huge = pft_calloc(big, 1);
     uint8_t id2[32] = {2};
     h = pft_transport_send(t, "b", huge, big, id2, pft_transport_now_ms() + 3000);
-    CHECK(h >= 0 && settle(t, h, 10000) == PFT_SEND_FAILED);
+    CHECK(h >= 0 && pft_e2e_settle(t, h, 10000) == PFT_SEND_FAILED);
     pft_free(huge);
 
     /* 3. a well-formed bundle of another run: rejected */
@@ -126,15 +101,15 @@ static void test_bad_peer(void)
     size_t len = 0;
     CHECK(make_bundle("other-run", ds, &buf, &len) == 0);
     h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 30000);
-    CHECK(h >= 0 && settle(t, h, 30000) == PFT_SEND_REJECTED);
+    CHECK(h >= 0 && pft_e2e_settle(t, h, 30000) == PFT_SEND_REJECTED);
     pft_free(buf);
 
     /* 4. the valid bundle, twice: both acknowledged, used once */
     CHECK(make_bundle("r1", ds, &buf, &len) == 0);
     h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 30000);
-    CHECK(h >= 0 && settle(t, h, 30000) == PFT_SEND_ACKED);
+    CHECK(h >= 0 && pft_e2e_settle(t, h, 30000) == PFT_SEND_ACKED);
     h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 30000);
-    int st2 = h >= 0 ? settle(t, h, 30000) : -1;
+    int st2 = h >= 0 ? pft_e2e_settle(t, h, 30000) : -1;
     CHECK_MSG(st2 == PFT_SEND_ACKED, "duplicate state %d", st2);
     pft_free(buf);
 

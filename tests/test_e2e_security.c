@@ -2,6 +2,7 @@
  * non-predecessor, a bundle with one flipped bit, another run's bundle and a second, different bundle from its
  * predecessor (replay of a consumed hand-off); it refuses each with a reason, uses the honest bundle once, and ends
  * with exactly the accuracy of a run without the attackers. */
+#include "pft_e2e.h"
 #include "pft_test.h"
 
 #include "pft_alloc.h"
@@ -11,38 +12,13 @@
 #include "pft_keys.h"
 #include "pft_transport.h"
 
-#include <arpa/inet.h>
 #include <jansson.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
-#define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
 
 static char s_tmp[128];
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-static int settle(pft_transport_t *t, int h, int max_ms)
-{
-    for (int waited = 0; waited < max_ms; waited += 50) {
-        int st = pft_transport_send_state(t, h, NULL, NULL);
-        if (st != PFT_SEND_PENDING)
-            return st;
-        pft_transport_poll(t, 50);
-    }
-    return pft_transport_send_state(t, h, NULL, NULL);
-}
 
 static pft_keypair_t *make_key(const char *name)
 {
@@ -127,7 +103,7 @@ static int finish(pid_t pid, pft_transport_t *t)
 
 static void test_attackers(void)
 {
-    int pb = free_port();
+    int pb = pft_e2e_free_port();
     pft_keypair_t *kp_p = make_key("p"), *kp_b = make_key("b"), *kp_x = make_key("x");
     char topo[256];
     snprintf(topo, sizeof topo, "%s/t.dot", s_tmp);
@@ -137,7 +113,7 @@ static void test_attackers(void)
             " p [endpoint = \"tcp://127.0.0.1:%d\", key = \"p.pub\", train = \"%s/train_x.npy\", labels = \"%s/train_y.npy\"];\n"
             " b [endpoint = \"tcp://127.0.0.1:%d\", key = \"b.pub\", train = \"%s/train_x.npy\", labels = \"%s/train_y.npy\",\n"
             "    test = \"%s/test_x.npy\", test_labels = \"%s/test_y.npy\"];\n p -> b;\n}\n",
-            free_port(), EXAMPLE_DATA, EXAMPLE_DATA, pb, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA);
+            pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA, pb, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA);
     fclose(f);
     pft_dataset_t *ds = NULL;
     CHECK(pft_dataset_load(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
@@ -155,25 +131,25 @@ static void test_attackers(void)
     /* an unknown key cannot even connect */
     pft_transport_t *x = client(kp_x, kp_b, pb);
     int h = pft_transport_send(x, "b", good, ng, NULL, pft_transport_now_ms() + 4000);
-    CHECK_MSG(settle(x, h, 10000) == PFT_SEND_FAILED, "unknown key delivered");
+    CHECK_MSG(pft_e2e_settle(x, h, 10000) == PFT_SEND_FAILED, "unknown key delivered");
     pft_transport_destroy(&x);
 
     pft_transport_t *p = client(kp_p, kp_b, pb);
     int64_t dl = pft_transport_now_ms() + 60000;
     h = pft_transport_send(p, "b", forged, nf, NULL, dl);
-    CHECK_MSG(settle(p, h, 60000) == PFT_SEND_REJECTED, "forged signature accepted");
+    CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED, "forged signature accepted");
     uint8_t *flip = pft_alloc(ng);
     memcpy(flip, good, ng);
     flip[ng / 2] ^= 0x10;
     h = pft_transport_send(p, "b", flip, ng, NULL, dl);
-    CHECK_MSG(settle(p, h, 60000) == PFT_SEND_REJECTED, "flipped bit accepted");
+    CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED, "flipped bit accepted");
     pft_free(flip);
     h = pft_transport_send(p, "b", other_run, no, NULL, dl);
-    CHECK_MSG(settle(p, h, 60000) == PFT_SEND_REJECTED, "other run accepted");
+    CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED, "other run accepted");
     h = pft_transport_send(p, "b", good, ng, NULL, dl);
-    CHECK_MSG(settle(p, h, 60000) == PFT_SEND_ACKED, "honest bundle not acknowledged");
+    CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_ACKED, "honest bundle not acknowledged");
     h = pft_transport_send(p, "b", second, ns, NULL, dl);
-    CHECK_MSG(settle(p, h, 60000) == PFT_SEND_REJECTED, "second bundle for a consumed hand-off accepted");
+    CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED, "second bundle for a consumed hand-off accepted");
     CHECK(finish(pid, p) == 0);
     pft_transport_destroy(&p);
 
@@ -183,7 +159,7 @@ static void test_attackers(void)
     pid = start_b(topo, clean);
     p = client(kp_p, kp_b, pb);
     h = pft_transport_send(p, "b", good, ng, NULL, pft_transport_now_ms() + 60000);
-    CHECK(settle(p, h, 60000) == PFT_SEND_ACKED);
+    CHECK(pft_e2e_settle(p, h, 60000) == PFT_SEND_ACKED);
     CHECK(finish(pid, p) == 0);
     pft_transport_destroy(&p);
 
@@ -236,7 +212,7 @@ static void test_refuses_without_keys(void)
             "digraph nokeys {\n a [endpoint = \"tcp://127.0.0.1:%d\", train = \"%s/train_x.npy\", labels = "
             "\"%s/train_y.npy\"];\n b [endpoint = \"tcp://127.0.0.1:%d\", train = \"%s/train_x.npy\", labels = "
             "\"%s/train_y.npy\"];\n a -> b;\n}\n",
-            free_port(), EXAMPLE_DATA, EXAMPLE_DATA, free_port(), EXAMPLE_DATA, EXAMPLE_DATA);
+            pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA, pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA);
     fclose(f);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s/node/pftnode --topology %s --id a --out %s/nk 2> %s/nk.err", PFT_BINARY_DIR, topo,

@@ -12,6 +12,7 @@
 #include "pft_linalg.h"
 #include "pft_rng.h"
 #include "pft_test.h"
+#include "pft_topo.h"
 
 /* ---------- helpers ---------- */
 
@@ -598,6 +599,48 @@ static void test_pacs(void)
     pft_dataset_destroy(&ds);
 }
 
+/* Topology files carry the family and its rank: graph default, node override, default 32, bounds. */
+static void test_topology_attrs(void)
+{
+    char path[] = "/tmp/pft_lowrank_topo_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    const char *text = "digraph t {\n  dataset = \"/nonexistent\"; cov = lowrank; cov_rank = 8;\n"
+                       "  a -> b -> c;\n  b [cov_rank = 4];\n  c [cov = diag];\n}\n";
+    CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    pft_topo_t *t = NULL;
+    CHECK_MSG(pft_topo_load(path, PFT_TOPO_SKIP_DATA_CHECK, &t) == 0, "%s", pft_errmsg());
+    if (t) {
+        CHECK(pft_topo_run(t)->cov == PFT_COV_LOWRANK && pft_topo_run(t)->cov_rank == 8);
+        CHECK(pft_topo_find(t, "a")->cov == PFT_COV_LOWRANK && pft_topo_find(t, "a")->cov_rank == 8);
+        CHECK(pft_topo_find(t, "b")->cov == PFT_COV_LOWRANK && pft_topo_find(t, "b")->cov_rank == 4);
+        CHECK(pft_topo_find(t, "c")->cov == PFT_COV_DIAG);
+        pft_topo_destroy(&t);
+    }
+    FILE *f = fopen(path, "w");
+    fputs("digraph t {\n  dataset = \"/nonexistent\"; cov = lowrank;\n  a -> b;\n}\n", f);
+    fclose(f);
+    CHECK(pft_topo_load(path, PFT_TOPO_SKIP_DATA_CHECK, &t) == 0);
+    if (t)
+        CHECK(pft_topo_run(t)->cov_rank == 32 && pft_topo_find(t, "b")->cov_rank == 32); /* default */
+    pft_topo_destroy(&t);
+    f = fopen(path, "w");
+    fputs("digraph t {\n  dataset = \"/nonexistent\"; cov = lowrank;\n  a -> b;\n  b [cov_rank = 0];\n}\n",
+          f);
+    fclose(f);
+    CHECK(pft_topo_load(path, PFT_TOPO_SKIP_DATA_CHECK, &t) != 0 && t == NULL);
+    CHECK_MSG(strstr(pft_errmsg(), ":4:") && strstr(pft_errmsg(), "cov_rank=0"), "%s", pft_errmsg());
+    f = fopen(path, "w");
+    fputs("digraph t {\n  dataset = \"/nonexistent\"; cov = lowrnak;\n  a -> b;\n}\n", f);
+    fclose(f);
+    CHECK(pft_topo_load(path, PFT_TOPO_SKIP_DATA_CHECK, &t) != 0);
+    CHECK_MSG(strstr(pft_errmsg(), "full|diag|spher|lowrank") != NULL, "%s", pft_errmsg());
+    unlink(path);
+}
+
 int main(void)
 {
     RUN(test_api);
@@ -608,6 +651,7 @@ int main(void)
     RUN(test_em_monotone);
     RUN(test_seeded);
     RUN(test_degenerate);
+    RUN(test_topology_attrs);
     RUN(test_pacs);
     return pft_test_done();
 }

@@ -79,7 +79,8 @@ static void write_topo(const char *name, const char *prefix, int n, const char *
         return;
     fprintf(f,
             "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = %d; k = 1; cov = diag;\n"
-            "  max_iter = 20; head_draws = 1; deadline = 270; send_deadline = 270; port_base = %d;\n",
+            "  max_iter = 20; head_draws = 1; em_draws = 1; deadline = 270; send_deadline = 270; port_base = "
+            "%d;\n",
             name, EXAMPLE_DATA, SAMPLES, port_base);
     if (start)
         fprintf(f, "  start = %s;\n", start);

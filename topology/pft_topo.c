@@ -1246,6 +1246,13 @@ static int is_anonymous(const char *name)
     return !name || !name[0] || name[0] == '%'; /* cgraph names anonymous graphs %N */
 }
 
+/* 1 if obj's value of sym is not its default (text or kind: an HTML string is not a quoted one). */
+static int non_default(void *obj, Agsym_t *sym)
+{
+    char *v = agxget(obj, sym);
+    return strcmp(v, sym->defval) != 0 || !aghtmlstr(v) != !aghtmlstr(sym->defval);
+}
+
 /* " [name=value, ...]" for every attribute of obj (AGNODE or AGEDGE) whose value differs from the
  * default written at the top, and an edge's key if it has one; nothing when there is nothing. */
 static void put_obj_attrs(FILE *f, Agraph_t *g, void *obj, int kind)
@@ -1253,7 +1260,7 @@ static void put_obj_attrs(FILE *f, Agraph_t *g, void *obj, int kind)
     char *key = kind == AGEDGE ? agnameof(obj) : NULL;
     int total = !is_anonymous(key);
     for (Agsym_t *sym = agnxtattr(g, kind, NULL); sym; sym = agnxtattr(g, kind, sym))
-        total += strcmp(agxget(obj, sym), sym->defval) != 0;
+        total += non_default(obj, sym);
     if (total == 0)
         return;
     const char *sep = total > 3 ? ",\n\t\t" : ", "; /* one per line when there are many */
@@ -1265,14 +1272,13 @@ static void put_obj_attrs(FILE *f, Agraph_t *g, void *obj, int kind)
         n++;
     }
     for (Agsym_t *sym = agnxtattr(g, kind, NULL); sym; sym = agnxtattr(g, kind, sym)) {
-        char *v = agxget(obj, sym);
-        if (strcmp(v, sym->defval) == 0)
+        if (!non_default(obj, sym))
             continue;
         if (n++)
             fputs(sep, f);
         put_id(f, sym->name);
         fputc('=', f);
-        put_id(f, v);
+        put_id(f, agxget(obj, sym));
     }
     fputs(total > 3 ? "\n\t]" : "]", f);
 }
@@ -1353,6 +1359,13 @@ static void put_topology(FILE *f, const pft_topo_t *t)
         put_id(f, sym->name);
         fputs(" = ", f);
         put_id(f, v);
+        fputs(";\n", f);
+    }
+    if (is_anonymous(agnameof(g)) && !get_value(g, g, AGRAPH, "run")) {
+        /* the run id came from the file name, which the copy need not share */
+        fputs("\trun = ", f);
+        fputs(agcanon((char *)m->run.run, 0),
+              f); /* not a cgraph string: agcanonStr would look at its header */
         fputs(";\n", f);
     }
     put_defaults(f, g, AGNODE, "node");
