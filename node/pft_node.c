@@ -92,6 +92,9 @@ typedef struct {
     uint8_t *msg;           /* the message, kept for a fallback send */
     const char *instead_of; /* fallback send: the primary successor that stayed unreachable; else NULL */
     int fell_back;          /* 1: this send failed and its bundle went to the fallback successor(s) */
+    size_t seq;             /* hand-off number (0 for a fallback send) */
+    int acked_before;       /* 1: acknowledged in an earlier run of this node (recorded on disk): not resent */
+    int ack_saved;          /* 1: its acknowledgement is recorded on disk */
 } outbound_t;
 
 /* Rows for EM or the head, grown as classes are added. */
@@ -138,6 +141,8 @@ typedef struct {
     double dp_delta_max;         /* largest delta over this bundle's classes */
     int dp_clipped;              /* rows clipped to norm 1 */
 } node_t;
+
+static void save_acks(node_t *nd);
 
 /* ---------------------------------------------------------------------------------------------- */
 
@@ -498,6 +503,7 @@ static int wait_for(node_t *nd, const pft_stage_t *st)
         if (s_stop)
             return pft_err(PFT_EINTR, "interrupted while waiting");
         int rc = pft_transport_poll(nd->tp, 200);
+        save_acks(nd);
         if (rc == PFT_EINTR && s_stop)
             return pft_err(PFT_EINTR, "interrupted while waiting");
         if (rc && rc != PFT_EINTR)
@@ -860,6 +866,55 @@ static int adopt(node_t *nd, const inbound_t *s)
     return rc;
 }
 
+/* Acknowledged hand-offs are recorded in out/acked/h<seq> (the bundle id), so that a node restarted after a
+ * crash does not send again what its successor already stored (the successor may be gone by then). */
+static char *ack_path(const node_t *nd, size_t seq)
+{
+    char name[64];
+    snprintf(name, sizeof name, "acked/h%zu", seq);
+    return pft_fsio_join(nd->args->out_dir, name);
+}
+
+static void save_acks(node_t *nd)
+{
+    for (size_t i = 0; i < nd->n_out; i++) {
+        outbound_t *o = &nd->out[i];
+        if (o->ack_saved || !o->seq || o->acked_before ||
+            pft_transport_send_state(nd->tp, o->handle, NULL, NULL) != PFT_SEND_ACKED)
+            continue;
+        char *path = ack_path(nd, o->seq);
+        if (path && pft_fsio_write_atomic(path, o->id_hex, strlen(o->id_hex)) == 0)
+            o->ack_saved = 1;
+        pft_free(path);
+    }
+}
+
+/* 1 if hand-off seq was acknowledged for bundle id_hex in an earlier run. */
+static int acked_earlier(const node_t *nd, size_t seq, const char *id_hex)
+{
+    char *path = ack_path(nd, seq);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int yes = path && pft_fsio_exists(path) && pft_fsio_read(path, 256, &buf, &len) == 0 &&
+              len == strlen(id_hex) && memcmp(buf, id_hex, len) == 0;
+    pft_free(buf);
+    pft_free(path);
+    return yes;
+}
+
+/* A send's state; one acknowledged before a restart counts as acknowledged. */
+static int out_state(const node_t *nd, const outbound_t *o, int *rc, const char **reason)
+{
+    if (o->acked_before) {
+        if (rc)
+            *rc = 0;
+        if (reason)
+            *reason = "acknowledged before a restart";
+        return PFT_SEND_ACKED;
+    }
+    return pft_transport_send_state(nd->tp, o->handle, rc, reason);
+}
+
 static int send_bundle(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, size_t len)
 {
     const pft_handoff_t *h;
@@ -873,11 +928,22 @@ static int send_bundle(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, 
         int rc = pft_bundle_message_id(bytes, len, id);
         if (rc)
             return rc;
+        char hex[2 * PFT_BUNDLE_ID_LEN + 1];
+        pft_bundle_id_hex(id, hex);
+        if (acked_earlier(nd, ho->seq, hex)) {
+            outbound_t *o = &nd->out[nd->n_out++];
+            *o = (outbound_t){.to = peer->id, .handle = -1, .lap = ho->lap, .bytes = len, .seq = ho->seq,
+                              .acked_before = 1};
+            memcpy(o->id_hex, hex, sizeof hex);
+            pft_info("hand-off %zu to %s was acknowledged before a restart: not sent again", ho->seq, peer->id);
+            continue;
+        }
         int handle = pft_transport_send(nd->tp, peer->id, bytes, len, id,
                                         pft_transport_now_ms() + (int64_t)(dl * 1000));
         if (handle < 0)
             return pft_err_wrap(handle, "sending to %s", peer->id);
         outbound_t *o = &nd->out[nd->n_out++];
+        o->seq = ho->seq;
         o->to = peer->id;
         o->handle = handle;
         o->lap = ho->lap;
@@ -932,6 +998,7 @@ static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
         if (rc == 0 && getenv("PFT_CRASH_AT") && strcmp(getenv("PFT_CRASH_AT"), "after-forward") == 0) {
             for (int i = 0; i < 600 && pft_transport_pending(nd->tp) > 0; i++)
                 pft_transport_poll(nd->tp, 50);
+            save_acks(nd);
             crash_point("after-forward");
         }
 #endif
@@ -1059,8 +1126,7 @@ static int fall_back(node_t *nd)
     size_t n = nd->n_out;
     for (size_t i = 0; i < n; i++) {
         outbound_t *o = &nd->out[i];
-        if (o->fell_back || o->instead_of || !o->msg ||
-            pft_transport_send_state(nd->tp, o->handle, NULL, NULL) != PFT_SEND_FAILED)
+        if (o->fell_back || o->instead_of || !o->msg || out_state(nd, o, NULL, NULL) != PFT_SEND_FAILED)
             continue;
         o->fell_back = 1;
         for (size_t k = 0; k < nd->me->n_fallbacks; k++) {
@@ -1095,6 +1161,7 @@ static int finish_sends(node_t *nd, int *interrupted)
             }
             set_status(nd, "sending", "waiting for acknowledgements");
             int rc = pft_transport_poll(nd->tp, 200);
+            save_acks(nd);
             if (rc && rc != PFT_EINTR)
                 break;
             if (nd->me->n_fallbacks)
@@ -1103,12 +1170,13 @@ static int finish_sends(node_t *nd, int *interrupted)
         if (*interrupted || !nd->me->n_fallbacks || fall_back(nd) == 0)
             break;
     }
+    save_acks(nd);
     int bad = 0;
     for (size_t i = 0; i < nd->n_out; i++) {
         int rc;
         const char *reason;
         outbound_t *o = &nd->out[i];
-        int st = pft_transport_send_state(nd->tp, o->handle, &rc, &reason);
+        int st = out_state(nd, o, &rc, &reason);
         int rescued = 0;
         for (size_t j = 0; o->fell_back && j < nd->n_out; j++)
             rescued |= nd->out[j].instead_of == o->to && strcmp(nd->out[j].id_hex, o->id_hex) == 0 &&
@@ -1136,7 +1204,7 @@ static int write_result(node_t *nd, json_t *res, int exit_code)
     for (size_t i = 0; i < nd->n_out; i++) {
         int rc = 0;
         const char *reason = NULL;
-        int st = pft_transport_send_state(nd->tp, nd->out[i].handle, &rc, &reason);
+        int st = out_state(nd, &nd->out[i], &rc, &reason);
         json_t *o = json_pack("{s:s,s:i,s:s,s:I,s:s,s:s,s:b}", "to", nd->out[i].to, "lap", nd->out[i].lap,
                               "bundle_id", nd->out[i].id_hex, "bytes", (json_int_t)nd->out[i].bytes, "state",
                               st >= 0 ? pft_send_state_name((pft_send_state_t)st) : "unknown", "reason",
@@ -1344,7 +1412,10 @@ int pft_node_run(const pft_node_args_t *args)
         goto out;
     }
     nd.inbox_dir = pft_fsio_join(args->out_dir, "inbox");
-    if (!nd.inbox_dir || pft_fsio_mkdirs(nd.inbox_dir) != 0) {
+    char *acked_dir = pft_fsio_join(args->out_dir, "acked");
+    int dir_rc = acked_dir ? pft_fsio_mkdirs(acked_dir) : PFT_ENOMEM;
+    pft_free(acked_dir);
+    if (!nd.inbox_dir || dir_rc || pft_fsio_mkdirs(nd.inbox_dir) != 0) {
         pft_error("%s", pft_errmsg());
         code = PFT_EXIT_IO;
         goto out;

@@ -22,7 +22,8 @@
  *   permutation; hand-offs join nodes joined by an edge (or a ring's closing edge); every INT / REAL / ENUM
  *   setting (run, node, edge) lies within the bounds of the attribute table;
  * - pft_topo_write of a loaded topology loads back (same flags) to the same settings, nodes, edges and
- *   hand-offs (the contract of pft_topo_write). */
+ *   hand-offs (the contract of pft_topo_write);
+ * - after every input a fixed valid topology still loads (libcgraph's lexer is global state). */
 
 #define FAIL(...)                                                                                            \
     do {                                                                                                     \
@@ -35,7 +36,7 @@
 static char s_dir[64];    /* per-process temporary folder */
 static char s_path[128];  /* <s_dir>/t.dot */
 static char s_probe[128]; /* <s_dir>/probe.dot: a valid topology loaded after every input */
-/* Known findings (README.md) a fuzzing campaign may step over, so that it gets past them: environment
+/* Findings 1-2 of README.md (fixed), which a campaign on older code may step over: environment
  * FUZZ_TOPO_KNOWN, a comma-separated list of
  * - reorder:  pft_topo_write may change the node order (accept it, compare the rest by node id);
  * - lexer:    libcgraph's lexer keeps state from one parse to the next: text after the graph breaks the
@@ -43,7 +44,7 @@ static char s_probe[128]; /* <s_dir>/probe.dot: a valid topology loaded after ev
  *             end of a file that raised no syntax error ('"', '<<<' or '/' '*' alone) breaks every later
  *             load (parsing '>'s, the comment's end, then a lone '"' clears it); accept that, clear it,
  *             then require a load to succeed.
- * Unset (ctest's replay of tests/fuzz/crashes): every invariant is strict. */
+ * Unset (as in ctest's replay): every invariant is strict. */
 static int s_allow_reorder, s_allow_lexer;
 
 static void cleanup(void)
