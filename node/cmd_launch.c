@@ -513,7 +513,7 @@ static void print_table(json_t *nodes, json_t *baselines)
                jnum(n, "n_real"), jnum(n, "n_synthetic"), jnum(n, "bytes_sent"), jnum(n, "bytes_received"),
                jnum(n, "em_iters_mean"), jnum(n, "em_seconds"));
     }
-    if (baselines && json_object_size(baselines))
+    if (baselines && json_object_get(baselines, "centralized"))
         printf("baselines on the union of test splits: centralized %.4f, local-only mean %.4f\n",
                jnum(baselines, "centralized"), jnum(baselines, "local_only_mean"));
 }
@@ -679,7 +679,11 @@ int pft_cmd_launch(int argc, char **argv)
         json_t *r = p ? json_load_file(p, 0, &err) : NULL;
         if (!r)
             r = json_pack("{s:s,s:s}", "id", ch[i].id, "status", ch[i].absent ? "absent" : "no result.json");
-        json_object_set_new(r, "max_rss_kb", json_integer(ch[i].max_rss_kb));
+        /* the node's own VmHWM when it reported one: wait4's figure includes the launcher's size at fork */
+        json_t *own = json_object_get(r, "peak_rss_kb");
+        json_object_set_new(r, "max_rss_kb", json_integer(json_is_integer(own) && json_integer_value(own) > 0
+                                                               ? json_integer_value(own)
+                                                               : ch[i].max_rss_kb));
         json_array_append_new(nodes, r);
         pft_free(p);
     }

@@ -993,6 +993,8 @@ static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
             set_status(nd, "sending", NULL);
             rc = send_bundle(nd, st, buf, len);
         }
+        if (rc == 0)
+            (void)pft_transport_poll(nd->tp, 0); /* transmit now, not after the head is trained */
 #ifdef PFT_TEST_HOOKS
         crash_point("retry-pending");
         if (rc == 0 && getenv("PFT_CRASH_AT") && strcmp(getenv("PFT_CRASH_AT"), "after-forward") == 0) {
@@ -1023,6 +1025,8 @@ static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
     pft_free(path);
     if (rc == 0 && st->n_send)
         rc = send_bundle(nd, st, s->bytes, s->len);
+    if (rc == 0 && st->n_send)
+        (void)pft_transport_poll(nd->tp, 0);
     if (rc == 0 && st->final)
         rc = adopt(nd, s);
     if (rc == 0) {
@@ -1195,6 +1199,20 @@ static int finish_sends(node_t *nd, int *interrupted)
     return bad;
 }
 
+/* This process's peak resident memory (VmHWM), kB; 0 if unknown. */
+static long peak_rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
 static int write_result(node_t *nd, json_t *res, int exit_code)
 {
     pft_transport_stats_t ts = {0};
@@ -1248,6 +1266,7 @@ static int write_result(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "em_seconds", json_real(nd->em_seconds));
     json_object_set_new(res, "head_seconds", json_real(nd->head_seconds));
     json_object_set_new(res, "wall_seconds", json_real(pft_fsio_now() - nd->t_start));
+    json_object_set_new(res, "peak_rss_kb", json_integer(peak_rss_kb()));
     json_object_set_new(res, "provenance", provenance_json(nd->knowledge));
     json_object_set_new(res, "sent", sends);
     json_object_set_new(res, "received", recv);
