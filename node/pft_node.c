@@ -755,6 +755,7 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
     pft_gmm_opts_default(&go);
     go.k = nd->me->k;
     go.cov = nd->me->cov;
+    go.rank = nd->me->cov_rank;
     go.max_iter = nd->run->max_iter;
     go.tol = nd->run->tol;
     go.reg_covar = nd->run->reg_covar;

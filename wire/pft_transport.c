@@ -1023,7 +1023,8 @@ static int add_item(pft_transport_t *self, int n, void *sock, item_kind_t kind, 
 
 int pft_transport_poll(pft_transport_t *self, int timeout_ms)
 {
-    run_timers(self);
+    /* replies first, timers after: an ACK that arrived while the caller was busy must not be answered by a
+     * needless retransmission (an overdue timer makes the wait 0, so this costs no latency) */
     int64_t next = next_timer(self);
     long wait = timeout_ms;
     if (next >= 0 && (wait < 0 || next < wait))
