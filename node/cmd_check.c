@@ -10,14 +10,14 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const s_cov_names[] = {"full", "diag", "spher"};
 static const char *const s_dtype_names[] = {"fp16", "fp32"};
 static const char *const s_prep_names[] = {"none", "l2", "sqrt-l2"};
 static const char *const s_missing_names[] = {"proceed", "fail"};
 
 static const char *cov_name(pft_cov_t c)
 {
-    return (unsigned)c < 3 ? s_cov_names[c] : "?";
+    const char *n = pft_cov_name(c);
+    return n ? n : "?";
 }
 
 /* "b, c" or "-" */

@@ -1252,6 +1252,8 @@ static int write_result(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "status", json_string(exit_code == 0 ? "ok" : pft_node_exit_text(exit_code)));
     json_object_set_new(res, "k", json_integer(nd->me->k));
     json_object_set_new(res, "cov", json_string(pft_cov_name(nd->me->cov)));
+    if (nd->me->cov == PFT_COV_LOWRANK)
+        json_object_set_new(res, "cov_rank", json_integer(nd->me->cov_rank));
     json_object_set_new(res, "n_classes", json_integer(nd->n_classes));
     json_object_set_new(res, "n_real", json_integer(nd->n_real));
     json_object_set_new(res, "n_synthetic", json_integer(nd->n_synthetic));
