@@ -819,6 +819,9 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
     }
     if ((rc = pft_bundle_prov_merge(b, counted)))
         goto done;
+    if (nd->me->dp_epsilon > 0 && pft_bundle_prov_contains(b, nd->me->id) &&
+        (rc = pft_bundle_prov_set_dp(b, nd->me->id, nd->me->dp_epsilon, nd->dp_delta_max)))
+        goto done;
     if (complete && (rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE)))
         goto done;
     record_drift(nd, "sent", b);
@@ -1117,9 +1120,37 @@ static json_t *provenance_json(const pft_bundle_t *b)
             snprintf(key, sizeof key, "%d", label);
             json_object_set_new(counts, key, json_integer((json_int_t)count));
         }
-        json_array_append_new(arr, json_pack("{s:s,s:o}", "node", pft_bundle_prov_node(b, i), "counts", counts));
+        json_t *e = json_pack("{s:s,s:o}", "node", pft_bundle_prov_node(b, i), "counts", counts);
+        double eps, delta;
+        if (pft_bundle_prov_dp(b, i, &eps, &delta))
+            json_object_set_new(e, "dp", json_pack("{s:f,s:f}", "epsilon", eps, "delta", delta));
+        json_array_append_new(arr, e);
     }
     return arr;
+}
+
+/* What the node's output guarantees each contributor: its data entered under (ε, δ)-DP (post-processing keeps
+ * it), or without DP. "all_dp" is true when every contributor's data is protected. */
+static json_t *privacy_json(const pft_bundle_t *b)
+{
+    json_t *per = json_object();
+    int all = b && pft_bundle_prov_n_nodes(b) > 0;
+    double worst_eps = 0, worst_delta = 0;
+    for (int i = 0; b && i < pft_bundle_prov_n_nodes(b); i++) {
+        double eps, delta;
+        if (pft_bundle_prov_dp(b, i, &eps, &delta)) {
+            json_object_set_new(per, pft_bundle_prov_node(b, i), json_pack("{s:f,s:f}", "epsilon", eps, "delta", delta));
+            worst_eps = eps > worst_eps ? eps : worst_eps;
+            worst_delta = delta > worst_delta ? delta : worst_delta;
+        } else {
+            json_object_set_new(per, pft_bundle_prov_node(b, i), json_null());
+            all = 0;
+        }
+    }
+    json_t *o = json_pack("{s:b,s:o}", "all_dp", all, "per_node", per);
+    if (all)
+        json_object_set_new(o, "worst", json_pack("{s:f,s:f}", "epsilon", worst_eps, "delta", worst_delta));
+    return o;
 }
 
 /* Waits for every send to end (acked, rejected or failed); returns how many did not succeed. */
@@ -1271,6 +1302,7 @@ static int write_result(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "wall_seconds", json_real(pft_fsio_now() - nd->t_start));
     json_object_set_new(res, "peak_rss_kb", json_integer(peak_rss_kb()));
     json_object_set_new(res, "provenance", provenance_json(nd->knowledge));
+    json_object_set_new(res, "privacy", privacy_json(nd->knowledge));
     json_object_set_new(res, "sent", sends);
     json_object_set_new(res, "received", recv);
     json_object_set_new(res, "missing", missing);

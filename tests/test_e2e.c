@@ -203,6 +203,33 @@ static void test_fallback_around_dead_node(void)
     json_decref(r);
 }
 
+static void test_dp_guarantee_travels(void)
+{
+    /* a releases with DP-FedPFT; its guarantee rides in the provenance to c; b released without DP */
+    char topo[512], out[512];
+    write_topo("dpchain", "  a [k = 1, dp_epsilon = 1];\n  a -> b -> c;", topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/dpchain", s_tmp);
+    json_t *r = NULL;
+    CHECK(launch(topo, out, NULL, &r) == 0);
+    if (!r)
+        return;
+    json_t *priv = json_object_get(node_result(r, "c"), "privacy");
+    json_t *pa = json_object_get(json_object_get(priv, "per_node"), "a");
+    CHECK(pa && json_real_value(json_object_get(pa, "epsilon")) == 1.0);
+    CHECK(json_is_null(json_object_get(json_object_get(priv, "per_node"), "b")));
+    CHECK(json_is_false(json_object_get(priv, "all_dp")));
+    json_t *dp = json_object_get(node_result(r, "a"), "dp");
+    CHECK(dp && json_integer_value(json_object_get(json_object_get(dp, "budget"), "releases")) == 1);
+    json_decref(r);
+
+    /* a budget smaller than one release: a refuses to release (exit 11) and the launch reports failure */
+    write_topo("dpbudget", "  a [k = 1, dp_epsilon = 1, dp_budget = 0.5];\n  a -> b [deadline = 3];", topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/dpbudget", s_tmp);
+    CHECK(launch(topo, out, NULL, &r) == 1);
+    CHECK(r && json_integer_value(json_object_get(node_result(r, "a"), "exit_code")) == 11);
+    json_decref(r);
+}
+
 int main(void)
 {
     if (access(EXAMPLE_DATA "/train_x.npy", R_OK) != 0) {
@@ -216,6 +243,7 @@ int main(void)
     RUN(test_ring5_reverse_start);
     RUN(test_diamond_no_double_count);
     RUN(test_fallback_around_dead_node);
+    RUN(test_dp_guarantee_travels);
     int rc = pft_test_done();
     if (rc == 0) {
         char cmd[300];

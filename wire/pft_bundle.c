@@ -32,6 +32,7 @@ typedef struct {
     char *node;
     prov_pair_t *pairs; /* sorted by label */
     int n, cap;
+    double dp_eps, dp_delta; /* DP guarantee of this node's data (dp_eps > 0), else 0, 0 */
 } prov_entry_t;
 
 typedef struct {
@@ -250,6 +251,24 @@ int pft_bundle_find_class(const pft_bundle_t *self, int label)
     return -1;
 }
 
+static void le_put_f64(uint8_t *p, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(u >> (8 * i));
+}
+
+static double le_get_f64(const uint8_t *p)
+{
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++)
+        u |= (uint64_t)p[i] << (8 * i);
+    double v;
+    memcpy(&v, &u, 8);
+    return v;
+}
+
 /* ---------- provenance ---------- */
 
 /* Index of node, or -(insertion point) - 1. */
@@ -386,9 +405,23 @@ int pft_bundle_prov_merge(pft_bundle_t *self, const pft_bundle_t *other)
     }
     for (int i = 0; i < other->n_prov; i++) {
         const prov_entry_t *oe = &other->prov[i];
+        int j = prov_find(self, oe->node);
+        if (j >= 0 && oe->dp_eps > 0 && self->prov[j].dp_eps > 0 &&
+            (self->prov[j].dp_eps != oe->dp_eps || self->prov[j].dp_delta != oe->dp_delta))
+            return pft_err(PFT_EINVAL, "bundle: provenance conflict: node '%s' has DP (%g, %g) here and (%g, %g) in "
+                                       "bundle from '%s'",
+                           oe->node, self->prov[j].dp_eps, self->prov[j].dp_delta, oe->dp_eps, oe->dp_delta,
+                           other->producer);
+    }
+    for (int i = 0; i < other->n_prov; i++) {
+        const prov_entry_t *oe = &other->prov[i];
         prov_entry_t *e = prov_entry(self, oe->node);
         if (!e)
             return pft_err_wrap(PFT_ENOMEM, "bundle: prov_merge");
+        if (oe->dp_eps > 0) {
+            e->dp_eps = oe->dp_eps;
+            e->dp_delta = oe->dp_delta;
+        }
         for (int k = 0; k < oe->n; k++) {
             if (pair_find(e, oe->pairs[k].label, NULL))
                 continue;
@@ -401,6 +434,27 @@ int pft_bundle_prov_merge(pft_bundle_t *self, const pft_bundle_t *other)
         drop_cache(self);
     }
     return 0;
+}
+
+int pft_bundle_prov_set_dp(pft_bundle_t *self, const char *node, double eps, double delta)
+{
+    int i = self ? prov_find(self, node) : -1;
+    if (i < 0)
+        return pft_err(PFT_EINVAL, "bundle: prov_set_dp: node '%s' is not in the provenance", node ? node : "");
+    if (!(eps > 0 && eps <= 1e6) || !(delta >= 0 && delta <= 1))
+        return pft_err(PFT_EINVAL, "bundle: prov_set_dp: (%g, %g) is not a DP guarantee (0 < eps <= 1e6, 0 <= delta <= 1)",
+                       eps, delta);
+    self->prov[i].dp_eps = eps;
+    self->prov[i].dp_delta = delta;
+    drop_cache(self);
+    return 0;
+}
+
+int pft_bundle_prov_dp(const pft_bundle_t *self, int i, double *eps, double *delta)
+{
+    *eps = self->prov[i].dp_eps;
+    *delta = self->prov[i].dp_delta;
+    return self->prov[i].dp_eps > 0;
 }
 
 int pft_bundle_prov_n_nodes(const pft_bundle_t *self)
@@ -773,11 +827,17 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
     fail = fail || msgpack_pack_array(&pk, (size_t)self->n_prov);
     for (int i = 0; !fail && i < self->n_prov; i++) {
         const prov_entry_t *e = &self->prov[i];
-        fail = msgpack_pack_array(&pk, 2) || msgpack_pack_str_with_body(&pk, e->node, strlen(e->node)) ||
-               msgpack_pack_array(&pk, (size_t)e->n);
+        fail = msgpack_pack_array(&pk, e->dp_eps > 0 ? 3 : 2) ||
+               msgpack_pack_str_with_body(&pk, e->node, strlen(e->node)) || msgpack_pack_array(&pk, (size_t)e->n);
         for (int j = 0; !fail && j < e->n; j++)
             fail = msgpack_pack_array(&pk, 2) || msgpack_pack_int64(&pk, e->pairs[j].label) ||
                    msgpack_pack_uint64(&pk, e->pairs[j].count);
+        if (!fail && e->dp_eps > 0) { /* DP guarantee: 16 bytes, eps and delta as little-endian binary64 */
+            uint8_t g[16];
+            le_put_f64(g, e->dp_eps);
+            le_put_f64(g + 8, e->dp_delta);
+            fail = msgpack_pack_bin_with_body(&pk, g, sizeof g);
+        }
     }
     fail = fail || msgpack_pack_array(&pk, (size_t)self->n_classes);
     if (fail) {
@@ -1345,7 +1405,7 @@ static int decode_prov(pft_bundle_t *b, const pft_bundle_limits_t *lim, const ms
     for (uint32_t i = 0; i < n; i++) {
         const msgpack_object *e = &o->via.array.ptr[i];
         snprintf(c.where, sizeof c.where, "provenance entry %u", i);
-        if ((rc = want_array(&c, e, "entry", 2, 2, PFT_EFORMAT)))
+        if ((rc = want_array(&c, e, "entry", 2, 3, PFT_EFORMAT)))
             return rc;
         char node[PFT_BUNDLE_MAX_NAME + 1];
         if ((rc = want_name(&c, &e->via.array.ptr[0], "node id", node)))
@@ -1383,6 +1443,17 @@ static int decode_prov(pft_bundle_t *b, const pft_bundle_limits_t *lim, const ms
                 return rc;
             pe->pairs[j] = (prov_pair_t){.label = (int)label, .count = count};
             pe->n = (int)j + 1;
+        }
+        if (e->via.array.size == 3) { /* DP guarantee of this node's data */
+            const msgpack_object *g = &e->via.array.ptr[2];
+            if ((rc = want_bin(&c, g, "dp guarantee", 16)))
+                return rc;
+            double eps = le_get_f64((const uint8_t *)g->via.bin.ptr), delta = le_get_f64((const uint8_t *)g->via.bin.ptr + 8);
+            if (!(eps > 0 && eps <= 1e6) || !(delta >= 0 && delta <= 1))
+                return bad(&c, PFT_EFORMAT, "dp guarantee (%g, %g) outside 0 < epsilon <= 1e6, 0 <= delta <= 1", eps,
+                           delta);
+            pe->dp_eps = eps;
+            pe->dp_delta = delta;
         }
     }
     return 0;

@@ -66,6 +66,12 @@ int pft_bundle_prov_add(pft_bundle_t *self, const char *node, int label, uint64_
  * is skipped (the same data reached us along two paths, e.g. a diamond), with a different count it is
  * an error (PFT_EINVAL; self is then unaltered). PFT_ENOMEM. */
 int pft_bundle_prov_merge(pft_bundle_t *self, const pft_bundle_t *other);
+/* The differential-privacy guarantee (ε, δ) under which `node`'s data entered the run (its own DP-FedPFT release);
+ * travels with the entry and survives merges (a different guarantee for the same node is a conflict).
+ * PFT_EINVAL if node is not in the provenance or (ε, δ) is not 0 < ε ≤ 1e6, 0 ≤ δ ≤ 1. */
+int pft_bundle_prov_set_dp(pft_bundle_t *self, const char *node, double eps, double delta);
+/* Entry i's guarantee: 1 and (ε, δ) if it has one, else 0 (and 0, 0). */
+int pft_bundle_prov_dp(const pft_bundle_t *self, int i, double *eps, double *delta);
 /* Number of provenance entries (distinct nodes, sorted by id) and their contents. */
 int pft_bundle_prov_n_nodes(const pft_bundle_t *self);
 const char *pft_bundle_prov_node(const pft_bundle_t *self, int i);
