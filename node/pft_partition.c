@@ -4,6 +4,7 @@
 #include "pft_alloc.h"
 #include "pft_error.h"
 #include "pft_rng.h"
+#include "pft_topo_attr.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -57,39 +58,7 @@ int pft_partition_parse(const char *text, pft_part_spec_t *spec)
 
 int pft_partition_parse_classes(const char *text, int n_classes, uint8_t *flags)
 {
-    memset(flags, 0, (size_t)n_classes);
-    const char *p = text;
-    int any = 0;
-    while (*p) {
-        while (*p == ' ')
-            p++;
-        if (!isdigit((unsigned char)*p))
-            return pft_err(PFT_EINVAL, "class set '%s': expected a class number at '%s'", text, p);
-        char *end;
-        long a = strtol(p, &end, 10), b = a;
-        p = end;
-        if (*p == '-') {
-            p++;
-            if (!isdigit((unsigned char)*p))
-                return pft_err(PFT_EINVAL, "class set '%s': range without an end", text);
-            b = strtol(p, &end, 10);
-            p = end;
-        }
-        if (a > b || a < 0 || b >= n_classes)
-            return pft_err(PFT_EINVAL, "class set '%s': %ld-%ld is not within 0-%d", text, a, b, n_classes - 1);
-        for (long c = a; c <= b; c++)
-            flags[c] = 1;
-        any = 1;
-        while (*p == ' ')
-            p++;
-        if (*p == ',')
-            p++;
-        else if (*p)
-            return pft_err(PFT_EINVAL, "class set '%s': unexpected '%c'", text, *p);
-    }
-    if (!any)
-        return pft_err(PFT_EINVAL, "class set '%s' is empty", text);
-    return 0;
+    return pft_topo_classes_parse(text, n_classes, flags); /* one parser for topology files and partitions */
 }
 
 /* The i-th '|'-separated range of the spec, copied into buf. */

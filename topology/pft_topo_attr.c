@@ -305,8 +305,15 @@ int pft_topo_name_ok(const char *s)
 
 int pft_topo_classes_check(const char *text)
 {
+    return pft_topo_classes_parse(text, 0, NULL);
+}
+
+int pft_topo_classes_parse(const char *text, int n_classes, unsigned char *flags)
+{
     const char *p = text;
     int any = 0;
+    if (flags)
+        memset(flags, 0, (size_t)n_classes);
     while (*p) {
         while (*p == ' ')
             p++;
@@ -326,6 +333,10 @@ int pft_topo_classes_check(const char *text)
             return pft_err(PFT_EINVAL, "class set '%s': class numbers go up to 65535", text);
         if (a > b)
             return pft_err(PFT_EINVAL, "class set '%s': range %ld-%ld runs backwards", text, a, b);
+        if (flags && b >= n_classes)
+            return pft_err(PFT_EINVAL, "class set '%s': %ld-%ld is not within 0-%d", text, a, b, n_classes - 1);
+        for (long c = a; flags && c <= b; c++)
+            flags[c] = 1;
         any = 1;
         while (*p == ' ')
             p++;

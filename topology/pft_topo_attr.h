@@ -79,6 +79,9 @@ int pft_topo_partition_range(const char *text, int i, char *buf, size_t cap);
 
 /* Checks a class set ("0-3", "0,2,5", "1-2,6"): numbers 0..65535, ranges ascending; PFT_EINVAL. */
 int pft_topo_classes_check(const char *text);
+/* Parses a class set ("0-3", "0,2,5", "1-2,6") into flags[0..n_classes) (flags NULL: syntax only, classes up
+ * to 65535); PFT_EINVAL with a message if malformed, empty or (with flags) a class ≥ n_classes. */
+int pft_topo_classes_parse(const char *text, int n_classes, unsigned char *flags);
 
 /* Checks an endpoint (see PFT_ATTR_ENDPOINT); PFT_EINVAL with a message. */
 int pft_topo_endpoint_check(const char *text);
