@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 bash .ci/install-deps
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
-./build/node/pftnet launch examples/ring5.dot --out "${1:-runs/ring5}"
+./build/node/pftnet launch examples/ring5.dot --out "${1:-runs/ring5}" --force

@@ -591,6 +591,7 @@ int pft_cmd_launch(int argc, char **argv)
 
     pft_topo_t *topo = NULL;
     child_t *ch = NULL;
+    static char out_abs[PATH_MAX];
     pft_dataset_t *eval = NULL, *all_train = NULL;
     char *resolved = NULL, *eval_x = NULL, *eval_y = NULL;
     json_t *nodes = json_array(), *baselines = json_object();
@@ -604,6 +605,13 @@ int pft_cmd_launch(int argc, char **argv)
     nn = pft_topo_node_count(topo);
     if ((rc = check_out_dir(a.out_dir, a.force)) || (rc = pft_fsio_mkdirs(a.out_dir)))
         goto fail;
+    /* every path the launcher writes into the resolved topology must be absolute: relative ones would be read
+     * against the topology file's folder */
+    if (!realpath(a.out_dir, out_abs)) {
+        rc = pft_err(PFT_EIO, "%s: %s", a.out_dir, strerror(errno));
+        goto fail;
+    }
+    a.out_dir = out_abs;
     ch = pft_calloc(nn, sizeof *ch);
     if (!ch) {
         rc = pft_err(PFT_ENOMEM, "out of memory");

@@ -230,6 +230,22 @@ static void test_dp_guarantee_travels(void)
     json_decref(r);
 }
 
+static void test_relative_out_dir(void)
+{
+    /* --out relative to the working directory, topology elsewhere: every path in the resolved copy is absolute */
+    char topo[512], cmd[2048];
+    write_topo("relout", "  a -> b;", topo, sizeof topo);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && mkdir -p cwd && cd cwd && PFTNODE=%s/node/pftnode %s/node/pftnet launch %s --out rel/run "
+             "--quiet --no-baselines > /dev/null 2>&1",
+             s_tmp, PFT_BINARY_DIR, PFT_BINARY_DIR, topo);
+    int st = system(cmd);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "launch with a relative --out failed (status %d)", st);
+    char res[600];
+    snprintf(res, sizeof res, "%s/cwd/rel/run/b/result.json", s_tmp);
+    CHECK(access(res, R_OK) == 0);
+}
+
 int main(void)
 {
     if (access(EXAMPLE_DATA "/train_x.npy", R_OK) != 0) {
@@ -244,6 +260,7 @@ int main(void)
     RUN(test_diamond_no_double_count);
     RUN(test_fallback_around_dead_node);
     RUN(test_dp_guarantee_travels);
+    RUN(test_relative_out_dir);
     int rc = pft_test_done();
     if (rc == 0) {
         char cmd[300];
