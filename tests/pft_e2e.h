@@ -2,6 +2,12 @@
 #ifndef PFT_E2E_H
 #define PFT_E2E_H
 
+#include "pft_alloc.h"
+#include "pft_bundle.h"
+#include "pft_dataset.h"
+#include "pft_error.h"
+#include "pft_gmm.h"
+#include "pft_keys.h"
 #include "pft_transport.h"
 
 #include <arpa/inet.h>
@@ -33,6 +39,38 @@ static inline int pft_e2e_settle(pft_transport_t *t, int h, int max_ms)
         pft_transport_poll(t, 50);
     }
     return pft_transport_send_state(t, h, NULL, NULL);
+}
+
+/* A bundle of run `run` from producer "p": per class a diag K=1 GMM of its first `rows` rows, standing for
+ * `rows` rows; signed with kp unless kp is NULL. Wire bytes in *buf (pft_free). */
+static inline int pft_e2e_make_bundle(const char *run, const pft_dataset_t *ds, int rows, const pft_keypair_t *kp,
+                                      uint8_t **buf, size_t *len)
+{
+    pft_bundle_t *b = pft_bundle_new(run, "p", PFT_DTYPE_F16, pft_dataset_d(ds));
+    pft_gmm_opts_t go;
+    pft_gmm_opts_default(&go);
+    go.k = 1;
+    int rc = b ? 0 : PFT_ENOMEM;
+    for (int c = 0; c < pft_dataset_n_classes(ds) && rc == 0; c++) {
+        float *x = NULL;
+        int n = 0;
+        pft_gmm_t *g = NULL;
+        rc = pft_dataset_gather_class(ds, c, &x, &n);
+        if (rc == 0)
+            rc = pft_gmm_fit(x, n > rows ? rows : n, pft_dataset_d(ds), &go, &g, NULL);
+        if (rc == 0)
+            rc = pft_bundle_add_class(b, c, (uint64_t)rows, &g);
+        if (rc == 0)
+            rc = pft_bundle_prov_add(b, "p", c, (uint64_t)rows);
+        pft_gmm_destroy(&g);
+        pft_free(x);
+    }
+    if (rc == 0 && kp)
+        rc = pft_keys_sign_bundle(kp, b);
+    if (rc == 0)
+        rc = pft_bundle_encode(b, buf, len);
+    pft_bundle_destroy(&b);
+    return rc;
 }
 
 #endif

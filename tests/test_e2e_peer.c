@@ -18,33 +18,6 @@
 
 
 
-/* A bundle from producer p of run `run`: one diag K=1 GMM per class fitted on the first rows of each class. */
-static int make_bundle(const char *run, const pft_dataset_t *ds, uint8_t **buf, size_t *len)
-{
-    pft_bundle_t *b = pft_bundle_new(run, "p", PFT_DTYPE_F16, pft_dataset_d(ds));
-    pft_gmm_opts_t go;
-    pft_gmm_opts_default(&go);
-    go.k = 1;
-    int rc = 0;
-    for (int c = 0; c < pft_dataset_n_classes(ds) && rc == 0; c++) {
-        float *x = NULL;
-        int n = 0;
-        pft_gmm_t *g = NULL;
-        rc = pft_dataset_gather_class(ds, c, &x, &n);
-        if (rc == 0)
-            rc = pft_gmm_fit(x, n > 20 ? 20 : n, pft_dataset_d(ds), &go, &g, NULL);
-        if (rc == 0)
-            rc = pft_bundle_add_class(b, c, 20, &g);
-        if (rc == 0)
-            rc = pft_bundle_prov_add(b, "p", c, 20);
-        pft_gmm_destroy(&g);
-        pft_free(x);
-    }
-    if (rc == 0)
-        rc = pft_bundle_encode(b, buf, len);
-    pft_bundle_destroy(&b);
-    return rc;
-}
 
 static void test_bad_peer(void)
 {
@@ -99,13 +72,13 @@ static void test_bad_peer(void)
     /* 3. a well-formed bundle of another run: rejected */
     uint8_t *buf = NULL;
     size_t len = 0;
-    CHECK(make_bundle("other-run", ds, &buf, &len) == 0);
+    CHECK(pft_e2e_make_bundle("other-run", ds, 20, NULL, &buf, &len) == 0);
     h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 30000);
     CHECK(h >= 0 && pft_e2e_settle(t, h, 30000) == PFT_SEND_REJECTED);
     pft_free(buf);
 
     /* 4. the valid bundle, twice: both acknowledged, used once */
-    CHECK(make_bundle("r1", ds, &buf, &len) == 0);
+    CHECK(pft_e2e_make_bundle("r1", ds, 20, NULL, &buf, &len) == 0);
     h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 30000);
     CHECK(h >= 0 && pft_e2e_settle(t, h, 30000) == PFT_SEND_ACKED);
     h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 30000);

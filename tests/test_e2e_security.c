@@ -30,36 +30,6 @@ static pft_keypair_t *make_key(const char *name)
     return kp;
 }
 
-/* A bundle of run `run` from producer p, `rows` rows per class (diag K=1), signed with kp; wire bytes out. */
-static int make_bundle(const char *run, const pft_dataset_t *ds, int rows, const pft_keypair_t *kp, uint8_t **buf,
-                       size_t *len)
-{
-    pft_bundle_t *b = pft_bundle_new(run, "p", PFT_DTYPE_F16, pft_dataset_d(ds));
-    pft_gmm_opts_t go;
-    pft_gmm_opts_default(&go);
-    go.k = 1;
-    int rc = 0;
-    for (int c = 0; c < pft_dataset_n_classes(ds) && rc == 0; c++) {
-        float *x = NULL;
-        int n = 0;
-        pft_gmm_t *g = NULL;
-        rc = pft_dataset_gather_class(ds, c, &x, &n);
-        if (rc == 0)
-            rc = pft_gmm_fit(x, rows, pft_dataset_d(ds), &go, &g, NULL);
-        if (rc == 0)
-            rc = pft_bundle_add_class(b, c, (uint64_t)rows, &g);
-        if (rc == 0)
-            rc = pft_bundle_prov_add(b, "p", c, (uint64_t)rows);
-        pft_gmm_destroy(&g);
-        pft_free(x);
-    }
-    if (rc == 0)
-        rc = pft_keys_sign_bundle(kp, b);
-    if (rc == 0)
-        rc = pft_bundle_encode(b, buf, len);
-    pft_bundle_destroy(&b);
-    return rc;
-}
 
 static pid_t start_b(const char *topo, const char *out)
 {
@@ -119,10 +89,10 @@ static void test_attackers(void)
     CHECK(pft_dataset_load(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
     uint8_t *good = NULL, *forged = NULL, *other_run = NULL, *second = NULL;
     size_t ng = 0, nf = 0, no = 0, ns = 0;
-    CHECK(make_bundle("r1", ds, 20, kp_p, &good, &ng) == 0);
-    CHECK(make_bundle("r1", ds, 20, kp_x, &forged, &nf) == 0); /* producer p, signed by x */
-    CHECK(make_bundle("r0", ds, 20, kp_p, &other_run, &no) == 0);
-    CHECK(make_bundle("r1", ds, 30, kp_p, &second, &ns) == 0);
+    CHECK(pft_e2e_make_bundle("r1", ds, 20, kp_p, &good, &ng) == 0);
+    CHECK(pft_e2e_make_bundle("r1", ds, 20, kp_x, &forged, &nf) == 0); /* producer p, signed by x */
+    CHECK(pft_e2e_make_bundle("r0", ds, 20, kp_p, &other_run, &no) == 0);
+    CHECK(pft_e2e_make_bundle("r1", ds, 30, kp_p, &second, &ns) == 0);
 
     char out[256];
     snprintf(out, sizeof out, "%s/attacked", s_tmp);
