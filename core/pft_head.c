@@ -6,6 +6,11 @@
  * One evaluation walks X in row blocks: Z_blk = X_blk Wᵀ (sgemm), softmax rows in double, then
  * G_blk = R_blkᵀ X_blk (sgemm) while X_blk is still in cache; block gradients are summed in double.
  *
+ * Distillation (pft_head_fit_distill) weights the label term by α and adds a soft-target term per row,
+ *     (1−α)·T²·CE(q_i, softmax(z_i/T)) = (1−α)·T²·Σ_k q_ik [logsumexp(z_i/T) − z_ik/T],
+ * whose derivative w.r.t. z_i is (1−α)·T·((Σ_k q_ik)·softmax(z_i/T) − q_i): only the residual R changes,
+ * so both fits share this objective and the optimiser below (α = 1 and no q is pft_head_fit, bit for bit).
+ *
  * Preconditioning (opts.standardize): L-BFGS runs on θ = [V | c] with W = V diag(1/s),
  * b = c − W μ (μ, s: column means and scales of X). This is a linear change of variables, so the
  * minimiser in (W, b) is unchanged; the bias absorbs the centring, and the scaling equalises the
@@ -59,20 +64,58 @@ static int block_rows(int C, int d)
 typedef struct {
     const float *x;   /* n×d */
     const int32_t *y; /* n */
+    const float *q;   /* n×C soft targets, or NULL: no soft-target term */
     int n, d, C;
     int block; /* rows per GEMM block */
     size_t P;  /* parameters: C·(d+1) */
     double l2;
+    double alpha;   /* weight of the label term (1 without distillation) */
+    double T;       /* temperature of the soft-target term */
     double *mu, *s; /* column means / scales (0 and 1 without standardisation) */
     double *w_raw;  /* C×(d+1) raw [W | b] for the current θ */
     float *wf;      /* C×(d+1) float copy of w_raw for sgemm */
-    float *z;       /* block×C logits, then residuals R */
-    float *rt;      /* C×block residuals R = softmax − onehot, transposed */
-    double *e;      /* C scratch: logits, then exponentials */
+    float *z;       /* block×C logits */
+    float *rt;      /* C×block residuals R = ∂(row loss)/∂z, transposed */
+    double *e;      /* 2C scratch: logits, then exponentials; [C, 2C): exponentials at temperature T */
     float *gblk;    /* C×d block gradient */
     double *g_raw;  /* C×(d+1) raw gradient */
     int evals;
 } objective_t;
+
+/* Allocates o's buffers for the sizes already set in o (n, d, C); mu = 0, s = 1. PFT_ENOMEM on failure
+ * (objective_close releases what was allocated). */
+static int objective_open(objective_t *o)
+{
+    const int C = o->C, d = o->d;
+    o->P = (size_t)C * ((size_t)d + 1);
+    o->block = block_rows(C, d);
+    o->mu = pft_calloc(2 * (size_t)d + 2 * o->P, sizeof(double)); /* mu, s, w_raw, g_raw */
+    o->wf = pft_alloc_array(o->P, sizeof(float));
+    o->z = pft_alloc_array((size_t)o->block * (size_t)C, sizeof(float));
+    o->rt = pft_alloc_array((size_t)o->block * (size_t)C, sizeof(float));
+    o->e = pft_alloc_array(2 * (size_t)C, sizeof(double));
+    o->gblk = pft_alloc_array((size_t)C * (size_t)d, sizeof(float));
+    if (!o->mu || !o->wf || !o->z || !o->rt || !o->e || !o->gblk)
+        return pft_err(PFT_ENOMEM, "head: out of memory (%d classes × %d features)", C, d);
+    o->s = o->mu + d;
+    o->w_raw = o->s + d;
+    o->g_raw = o->w_raw + o->P;
+    for (int j = 0; j < d; j++)
+        o->s[j] = 1.0;
+    return 0;
+}
+
+static void objective_close(objective_t *o)
+{
+    pft_free(o->mu);
+    pft_free(o->wf);
+    pft_free(o->z);
+    pft_free(o->rt);
+    pft_free(o->e);
+    pft_free(o->gblk);
+    o->mu = o->s = o->w_raw = o->g_raw = o->e = NULL;
+    o->wf = o->z = o->rt = o->gblk = NULL;
+}
 
 /* θ (preconditioned [V | c]) → raw [W | b]. */
 static void theta_to_raw(const objective_t *o, const double *theta, double *raw)
@@ -101,7 +144,8 @@ static int evaluate(objective_t *o, const double *theta, double *f, double *g, d
         o->wf[i] = (float)o->w_raw[i];
     memset(o->g_raw, 0, o->P * sizeof *o->g_raw);
 
-    double loss = 0.0;
+    const double a_hard = o->alpha, a_soft = o->q ? 1.0 - o->alpha : 0.0, T = o->T;
+    double loss = 0.0, soft = 0.0;
     for (int i0 = 0; i0 < o->n; i0 += o->block) {
         int B = o->n - i0 < o->block ? o->n - i0 : o->block;
         const float *xb = o->x + (size_t)i0 * (size_t)d;
@@ -115,12 +159,25 @@ static int evaluate(objective_t *o, const double *theta, double *f, double *g, d
                 zmax = fmax(zmax, o->e[k]);
             }
             int yi = o->y[i0 + i];
+            double *es = o->e + C, qsum = 0.0, sum_t = 0.0;
+            const float *qi = a_soft != 0.0 ? o->q + (size_t)(i0 + i) * (size_t)C : NULL;
+            if (qi) { /* soft term, from the logits before e is overwritten */
+                double qz = 0.0;
+                for (int k = 0; k < C; k++) {
+                    sum_t += es[k] = exp((o->e[k] - zmax) / T);
+                    qsum += qi[k];
+                    qz += qi[k] * (o->e[k] - zmax) / T;
+                }
+                soft += T * T * (qsum * log(sum_t) - qz); /* Σ q_k (lse(z/T) − z_k/T), shifted by zmax/T */
+            }
             loss += zmax - o->e[yi];
             for (int k = 0; k < C; k++)
                 sum += o->e[k] = exp(o->e[k] - zmax);
             loss += log(sum);
             for (int k = 0; k < C; k++) {
-                double r = o->e[k] / sum - (k == yi ? 1.0 : 0.0);
+                double r = a_hard * (o->e[k] / sum - (k == yi ? 1.0 : 0.0));
+                if (qi)
+                    r += a_soft * T * (qsum * es[k] / sum_t - qi[k]);
                 o->g_raw[(size_t)k * dd + (size_t)d] += r;
                 o->rt[(size_t)k * (size_t)B + (size_t)i] = (float)r; /* R transposed: C×B */
             }
@@ -149,7 +206,7 @@ static int evaluate(objective_t *o, const double *theta, double *f, double *g, d
             gt[j] = (gr[j] - gr[d] * o->mu[j]) / o->s[j];
         gt[d] = gr[d];
     }
-    *f = loss * inv_n + 0.5 * o->l2 * pen;
+    *f = (a_hard * loss + a_soft * soft) * inv_n + 0.5 * o->l2 * pen;
     *gmax = gm;
     if (!isfinite(*f) || !isfinite(gm))
         return pft_err(PFT_ENUMERIC, "head training: objective became non-finite");
@@ -373,44 +430,47 @@ static void lbfgs_direction(const double *g, const double *S, const double *Y, c
     }
 }
 
-int pft_head_fit(const float *x, const int32_t *y, int n, int d, int n_classes, const pft_head_opts_t *opts,
-                 pft_head_t **out, pft_head_info_t *info)
+/* Soft targets: n rows of C finite, non-negative probabilities summing to 1 (to 1e-3). */
+static int check_soft_targets(const float *q, int n, int C, double T, double alpha)
 {
-    pft_head_opts_t defaults;
-    if (!opts) {
-        pft_head_opts_default(&defaults);
-        opts = &defaults;
+    if (!(T > 0.0) || !isfinite(T) || !(alpha >= 0.0 && alpha <= 1.0))
+        return pft_err(PFT_EINVAL, "head distillation: temperature %g must be > 0 and alpha %g in [0, 1]", T,
+                       alpha);
+    if (!q)
+        return pft_err(PFT_EINVAL, "head distillation: no soft targets");
+    for (int i = 0; i < n; i++) {
+        double sum = 0.0;
+        for (int k = 0; k < C; k++) {
+            float v = q[(size_t)i * (size_t)C + (size_t)k];
+            if (!isfinite(v) || v < 0.0f)
+                return pft_err(PFT_EINVAL,
+                               "head distillation: row %d class %d: soft target %g is not a probability", i,
+                               k, (double)v);
+            sum += v;
+        }
+        if (fabs(sum - 1.0) > 1e-3)
+            return pft_err(PFT_EINVAL, "head distillation: row %d: soft targets sum to %g, not 1", i, sum);
     }
-    *out = NULL;
-    int rc = check_fit_args(x, y, n, d, n_classes, opts);
-    if (rc)
-        return rc;
-    const int C = n_classes, m = opts->history;
-    const size_t P = (size_t)C * ((size_t)d + 1);
-    objective_t o = {.x = x, .y = y, .n = n, .d = d, .C = C, .P = P};
-    o.l2 = opts->l2 == PFT_HEAD_L2_AUTO ? 1.0 / n : opts->l2;
+    return 0;
+}
 
-    /* One arena of doubles: mu, s (d each); w_raw, g_raw, dir, x_old, g_old; 4 points × (x, g); S, Y (m
-     * each). */
-    double *arena = pft_calloc(2 * (size_t)d + (5 + 8 + 2 * (size_t)m) * P, sizeof(double));
+/* Minimises the objective o (sizes, data and term weights set, buffers open) by L-BFGS; *out as pft_head_fit.
+ */
+static int fit(objective_t *o, const pft_head_opts_t *opts, pft_head_t **out, pft_head_info_t *info)
+{
+    const int C = o->C, d = o->d, n = o->n, m = opts->history;
+    const size_t P = o->P;
+    int rc = 0;
+    /* One arena of doubles: dir, x_old, g_old; 4 points × (x, g); S, Y (m each). */
+    double *arena = pft_calloc((3 + 8 + 2 * (size_t)m) * P, sizeof(double));
     double *rho = pft_calloc((size_t)m, sizeof(double));
     double *alpha = pft_calloc((size_t)m, sizeof(double));
-    o.wf = pft_alloc_array(P, sizeof(float));
-    o.block = block_rows(C, d);
-    o.z = pft_alloc_array((size_t)o.block * (size_t)C, sizeof(float));
-    o.rt = pft_alloc_array((size_t)o.block * (size_t)C, sizeof(float));
-    o.e = pft_alloc_array((size_t)C, sizeof(double));
-    o.gblk = pft_alloc_array((size_t)C * (size_t)d, sizeof(float));
     pft_head_t *head = head_alloc(C, d);
-    if (!arena || !rho || !alpha || !o.wf || !o.z || !o.rt || !o.e || !o.gblk || !head) {
+    if (!arena || !rho || !alpha || !head) {
         rc = pft_err(PFT_ENOMEM, "head: out of memory (%d classes × %d features)", C, d);
         goto done;
     }
     double *p = arena;
-    o.mu = p, p += d;
-    o.s = p, p += d;
-    o.w_raw = p, p += P;
-    o.g_raw = p, p += P;
     double *dir = p, *x_old = p + P, *g_old = p + 2 * P;
     p += 3 * P;
     point_t pts[4];
@@ -422,13 +482,10 @@ int pft_head_fit(const float *x, const int32_t *y, int n, int d, int n_classes, 
     point_t *cur = &pts[0];
 
     if (opts->standardize)
-        column_stats(x, n, d, o.l2, o.mu, o.s);
-    else
-        for (int j = 0; j < d; j++)
-            o.s[j] = 1.0;
+        column_stats(o->x, n, d, o->l2, o->mu, o->s);
 
     /* Start at θ = 0: W = 0, b = 0 (uniform probabilities). */
-    if ((rc = evaluate(&o, cur->x, &cur->f, cur->g, &cur->gmax)))
+    if ((rc = evaluate(o, cur->x, &cur->f, cur->g, &cur->gmax)))
         goto done;
     int iters = 0, stored = 0, next = 0, converged = cur->gmax <= opts->tol;
     while (!converged && iters < opts->max_iter) {
@@ -442,7 +499,7 @@ int pft_head_fit(const float *x, const int32_t *y, int n, int d, int n_classes, 
         double a0 = stored == 0 ? fmin(1.0, 1.0 / sqrt(-cur->gtd)) : 1.0;
         memcpy(x_old, cur->x, P * sizeof(double));
         memcpy(g_old, cur->g, P * sizeof(double));
-        int ls = line_search(&o, cur, dir, a0, &pts[1], &pts[2], &pts[3]);
+        int ls = line_search(o, cur, dir, a0, &pts[1], &pts[2], &pts[3]);
         if (ls < 0) {
             rc = ls;
             goto done;
@@ -470,28 +527,87 @@ int pft_head_fit(const float *x, const int32_t *y, int n, int d, int n_classes, 
     }
 
     /* Export raw weights [W | b]. */
-    theta_to_raw(&o, cur->x, o.w_raw);
+    theta_to_raw(o, cur->x, o->w_raw);
     for (size_t i = 0; i < P; i++)
-        head->wb[i] = (float)o.w_raw[i];
+        head->wb[i] = (float)o->w_raw[i];
     if (info)
         *info = (pft_head_info_t){.iters = iters,
-                                  .evals = o.evals,
+                                  .evals = o->evals,
                                   .converged = converged,
-                                  .l2 = o.l2,
+                                  .l2 = o->l2,
                                   .loss = cur->f,
                                   .grad_max = cur->gmax};
 done:
     pft_free(arena);
     pft_free(rho);
     pft_free(alpha);
-    pft_free(o.wf);
-    pft_free(o.z);
-    pft_free(o.rt);
-    pft_free(o.e);
-    pft_free(o.gblk);
     if (rc)
         pft_head_destroy(&head);
     *out = head;
+    return rc;
+}
+
+/* Shared entry of both fits: checks, resolves l2, opens the objective and runs fit. */
+static int fit_entry(const float *x, const int32_t *y, const float *q, int n, int d, int n_classes, double T,
+                     double alpha, const pft_head_opts_t *opts, pft_head_t **out, pft_head_info_t *info)
+{
+    pft_head_opts_t defaults;
+    if (!opts) {
+        pft_head_opts_default(&defaults);
+        opts = &defaults;
+    }
+    *out = NULL;
+    int rc = check_fit_args(x, y, n, d, n_classes, opts);
+    if (rc == 0 && q)
+        rc = check_soft_targets(q, n, n_classes, T, alpha);
+    if (rc)
+        return rc;
+    objective_t o = {.x = x, .y = y, .q = q, .n = n, .d = d, .C = n_classes, .alpha = alpha, .T = T};
+    o.l2 = opts->l2 == PFT_HEAD_L2_AUTO ? 1.0 / n : opts->l2;
+    rc = objective_open(&o);
+    if (rc == 0)
+        rc = fit(&o, opts, out, info);
+    objective_close(&o);
+    return rc;
+}
+
+int pft_head_fit(const float *x, const int32_t *y, int n, int d, int n_classes, const pft_head_opts_t *opts,
+                 pft_head_t **out, pft_head_info_t *info)
+{
+    return fit_entry(x, y, NULL, n, d, n_classes, 1.0, 1.0, opts, out, info);
+}
+
+int pft_head_fit_distill(const float *x, const int32_t *y, const float *q, int n, int d, int n_classes,
+                         double T, double alpha, const pft_head_opts_t *opts, pft_head_t **out,
+                         pft_head_info_t *info)
+{
+    if (!q) {
+        *out = NULL;
+        return pft_err(PFT_EINVAL, "head distillation: no soft targets");
+    }
+    return fit_entry(x, y, q, n, d, n_classes, T, alpha, opts, out, info);
+}
+
+int pft_head_objective(const float *x, const int32_t *y, const float *q, int n, int d, int n_classes,
+                       double T, double alpha, double l2, const double *wb, double *f, double *grad)
+{
+    pft_head_opts_t opts;
+    pft_head_opts_default(&opts);
+    opts.l2 = l2;
+    int rc = check_fit_args(x, y, n, d, n_classes, &opts);
+    if (rc == 0 && q)
+        rc = check_soft_targets(q, n, n_classes, T, alpha);
+    else if (rc == 0 && alpha != 1.0)
+        rc = pft_err(PFT_EINVAL, "head objective: alpha %g < 1 needs soft targets", alpha);
+    if (rc)
+        return rc;
+    objective_t o = {.x = x, .y = y, .q = q, .n = n, .d = d, .C = n_classes, .alpha = alpha, .T = T};
+    o.l2 = l2 == PFT_HEAD_L2_AUTO ? 1.0 / n : l2;
+    rc = objective_open(&o);
+    double gmax;
+    if (rc == 0) /* without standardisation θ is the raw [W | b] and the gradient is the raw gradient */
+        rc = evaluate(&o, wb, f, grad, &gmax);
+    objective_close(&o);
     return rc;
 }
 
@@ -569,6 +685,18 @@ static int for_each_logits(const pft_head_t *self, const float *x, int n, row_fn
     pft_free(z);
     pft_free(lg);
     return 0;
+}
+
+static void logits_fn(void *ctx, int row, const double *lg, int C)
+{
+    float *out = (float *)ctx + (size_t)row * (size_t)C;
+    for (int k = 0; k < C; k++)
+        out[k] = (float)lg[k];
+}
+
+int pft_head_logits(const pft_head_t *self, const float *x, int n, float *logits)
+{
+    return for_each_logits(self, x, n, logits_fn, logits);
 }
 
 static void argmax_fn(void *ctx, int row, const double *lg, int C)

@@ -43,6 +43,24 @@ void pft_head_opts_default(pft_head_opts_t *opts);
 int pft_head_fit(const float *x, const int32_t *y, int n, int d, int n_classes, const pft_head_opts_t *opts,
                  pft_head_t **out, pft_head_info_t *info);
 
+/* Knowledge distillation: fits a student head to x with labels y and soft targets q (n×n_classes teacher
+ * probabilities at temperature T, rows summing to 1), minimising
+ *     f(W, b) = mean_i [α·CE(y_i, softmax(z_i)) + (1−α)·T²·CE(q_i, softmax(z_i/T))] + (l2/2)·‖W‖²_F,
+ * z_i = W x_i + b (Hinton et al. 2015; the T² keeps the soft term's gradient scale independent of T).
+ * Same optimiser, options, determinism and info as pft_head_fit; with α = 1 the result is pft_head_fit's,
+ * bit for bit. Errors: as pft_head_fit, and PFT_EINVAL for q NULL, T ≤ 0 or not finite, α outside [0, 1],
+ * a soft target negative or not finite, or a row of q not summing to 1 (to 1e-3). *out is NULL on error. */
+int pft_head_fit_distill(const float *x, const int32_t *y, const float *q, int n, int d, int n_classes,
+                         double T, double alpha, const pft_head_opts_t *opts, pft_head_t **out,
+                         pft_head_info_t *info);
+
+/* The training objective f of pft_head_fit_distill (of pft_head_fit with q NULL and α = 1) at the raw weights
+ * wb (n_classes×(d+1) [W | b]), and its gradient w.r.t. wb into grad (same layout); l2 as opts.l2. For
+ * gradient checks and diagnostics. Errors: PFT_EINVAL (as the fits; α < 1 without q), PFT_ENOMEM,
+ * PFT_ENUMERIC. */
+int pft_head_objective(const float *x, const int32_t *y, const float *q, int n, int d, int n_classes,
+                       double T, double alpha, double l2, const double *wb, double *f, double *grad);
+
 /* A head with the given weights wb: n_classes rows of d+1 floats [W_k | b_k] (the layout of
  * pft_head_weights, i.e. of head.npy). Errors: PFT_EINVAL (sizes, non-finite weights), PFT_ENOMEM. */
 int pft_head_from_weights(int n_classes, int d, const float *wb, pft_head_t **out);
@@ -55,6 +73,9 @@ int pft_head_dim(const pft_head_t *self);
 /* Borrowed n_classes×(d+1) row-major matrix [W | b] acting on raw input: logits = W x + b. */
 const float *pft_head_weights(const pft_head_t *self);
 
+/* logits[i·C + k] = W_k x_i + b_k for the n×d rows of x (float32, the sums formed in double after the
+ * sgemm). PFT_ENOMEM on failure. */
+int pft_head_logits(const pft_head_t *self, const float *x, int n, float *logits);
 /* out[i] = argmax_k logit_k(x_i) (the lowest k on ties) for the n×d rows of x. PFT_ENOMEM on failure. */
 int pft_head_predict(const pft_head_t *self, const float *x, int n, int32_t *out);
 /* proba[i·C + k] = softmax probabilities (computed in double). PFT_ENOMEM on failure. */

@@ -31,6 +31,19 @@ static void id_list(const pft_topo_t *t, const size_t *v, size_t n, char *buf, s
     }
 }
 
+/* 1 if the primary edge e carries no hand-off in the plan (a mesh's edges outside its two trees). */
+static int edge_idle(const pft_topo_t *t, const pft_topo_edge_t *e)
+{
+    const pft_handoff_t *h;
+    size_t nh = pft_topo_handoffs(t, &h);
+    if (e->fallback)
+        return 0;
+    for (size_t i = 0; i < nh; i++)
+        if (h[i].from == e->tail && h[i].to == e->head)
+            return 0;
+    return 1;
+}
+
 static void print_attributes(void)
 {
     size_t n;
@@ -55,6 +68,8 @@ static void print_text(const pft_topo_t *t)
            pft_kind_name(pft_topo_kind(t)), n, nh, r->run);
     if (r->start_id)
         printf("start: %s\n", r->start_id);
+    if (r->root_id)
+        printf("root: %s\n", r->root_id);
     printf("settings: k=%d cov=%s dtype=%s prep=%s seed=%llu deadline=%gs send_deadline=%gs on_missing=%s\n"
            "          max_iter=%d tol=%g reg_covar=%g n_init=%d head_c=%g em_draws=%d head_draws=%d max_bundle_mb=%d\n",
            r->k, cov_name(r->cov), s_dtype_names[r->dtype], s_prep_names[r->prep],
@@ -98,6 +113,17 @@ static void print_text(const pft_topo_t *t)
         printf("  %3zu. %s -> %s  lap %d  %s%s\n", h[i].seq, pft_topo_node(t, h[i].from)->id,
                pft_topo_node(t, h[i].to)->id, h[i].lap, pft_what_name(h[i].what),
                h[i].complete && h[i].what == PFT_WHAT_REFIT ? " (the complete bundle)" : "");
+    size_t n_idle = 0;
+    for (size_t e = 0; e < pft_topo_edge_count(t); e++) {
+        const pft_topo_edge_t *ed = pft_topo_edge(t, e);
+        if (!edge_idle(t, ed))
+            continue;
+        if (n_idle++ == 0)
+            printf("\nidle edges (primary edges outside the %s's trees: no hand-off this run):\n",
+                   pft_kind_name(pft_topo_kind(t)));
+        printf("  %s -> %s (line %d)\n", pft_topo_node(t, ed->tail)->id, pft_topo_node(t, ed->head)->id,
+               ed->line);
+    }
     printf("\nper node (wait -> act -> send):\n");
     for (size_t v = 0; v < n; v++) {
         const pft_topo_node_t *nd = pft_topo_node(t, v);
@@ -152,6 +178,7 @@ static json_t *build_json(const pft_topo_t *t)
     json_object_set_new(root, "kind", json_string(pft_kind_name(pft_topo_kind(t))));
     json_object_set_new(root, "run", json_string(r->run));
     json_object_set_new(root, "start", json_str_or_null(r->start_id));
+    json_object_set_new(root, "root", json_str_or_null(r->root_id));
     json_t *s = json_object();
     json_object_set_new(s, "k", json_integer(r->k));
     json_object_set_new(s, "cov", json_string(cov_name(r->cov)));
@@ -222,6 +249,14 @@ static json_t *build_json(const pft_topo_t *t)
         json_array_append_new(hs, o);
     }
     json_object_set_new(root, "handoffs", hs);
+    json_t *idle = json_array(); /* primary edges without a hand-off (a mesh's edges outside its trees) */
+    for (size_t e = 0; e < pft_topo_edge_count(t); e++) {
+        const pft_topo_edge_t *ed = pft_topo_edge(t, e);
+        if (edge_idle(t, ed))
+            json_array_append_new(idle, json_pack("{s:s,s:s,s:i}", "from", pft_topo_node(t, ed->tail)->id,
+                                                  "to", pft_topo_node(t, ed->head)->id, "line", ed->line));
+    }
+    json_object_set_new(root, "idle_edges", idle);
     return root;
 }
 
@@ -258,9 +293,10 @@ int pft_cmd_check(int argc, char **argv)
         .min_pos = 0,
         .max_pos = 1,
         .summary =
-            "Validates a topology file (Graphviz DOT digraph) and prints its kind (chain, ring, dag), each\n"
-            "node's role, predecessors, successors and effective settings, and the numbered order of\n"
-            "hand-offs. Exit status 0 if valid, 2 with the reason on stderr if not.",
+            "Validates a topology file (Graphviz DOT digraph) and prints its kind (chain, ring, dag, mesh),\n"
+            "each node's role, predecessors, successors and effective settings, the numbered order of\n"
+            "hand-offs and the idle edges (a mesh's primary edges that carry none). Exit status 0 if valid,\n"
+            "2 with the reason on stderr if not.",
         .opts = opts,
     };
     const char *pos[1] = {NULL};

@@ -42,6 +42,8 @@ static void on_signal(int sig)
 
 typedef struct {
     const char *topo_path, *out_dir, *pftnode, *log_level, *order, *absent;
+    const char *seed, *tag, *variant; /* --seed (text: given or not), --tag, --variant; NULL when absent */
+    pft_opt_list_t set;               /* --set NAME=VALUE: graph attribute overrides */
     double timeout;
     int json, quiet, no_baselines, prepare_only, force, insecure;
 } launch_args_t;
@@ -139,19 +141,35 @@ static int partition_dataset(pft_topo_t *topo, const char *out_dir, child_t *ch,
     pft_part_spec_t spec;
     if ((rc = pft_partition_parse(run->partition ? run->partition : "iid", &spec)))
         goto done;
+    /* nodes with data = false (aggregators) take no share: the dataset is split across the others */
+    int *share = pft_calloc(nn, sizeof *share), n_data = 0;
+    if (!share) {
+        rc = pft_err(PFT_ENOMEM, "out of memory");
+        goto done;
+    }
     for (size_t i = 0; i < nn; i++) {
         const pft_topo_node_t *n = pft_topo_node(topo, i);
-        pn[i].classes = n->classes;
-        pn[i].domain = n->domain;
-        pn[i].size = n->samples;
+        share[i] = n->has_data ? n_data : -1;
+        if (!n->has_data)
+            continue;
+        pn[n_data].classes = n->classes;
+        pn[n_data].domain = n->domain;
+        pn[n_data].size = n->samples;
+        n_data++;
     }
-    rc = pft_partition_split(&spec, pn, (int)nn, pft_dataset_n_classes(train), pft_dataset_y(train), dtr,
+    rc = pft_partition_split(&spec, pn, n_data, pft_dataset_n_classes(train), pft_dataset_y(train), dtr,
                              pft_dataset_n(train), pft_dataset_y(test), dte, pft_dataset_n(test), run->seed, &part);
-    if (rc)
-        goto done;
     for (size_t i = 0; i < nn && rc == 0; i++) {
+        if (share[i] < 0) {
+            ch[i].train = pft_dataset_new(0, pft_dataset_d(train), pft_dataset_n_classes(train));
+            if (!ch[i].train)
+                rc = pft_err(PFT_ENOMEM, "out of memory");
+            else if (!quiet)
+                fprintf(stderr, "  %-12s no data (data = false)\n", ch[i].id);
+            continue;
+        }
         int ntr, nte;
-        const int32_t *itr = pft_partition_train(part, (int)i, &ntr), *ite = pft_partition_test(part, (int)i, &nte);
+        const int32_t *itr = pft_partition_train(part, share[i], &ntr), *ite = pft_partition_test(part, share[i], &nte);
         if (ntr == 0) {
             rc = pft_err(PFT_EINVAL, "partition gives node '%s' no training rows", ch[i].id);
             break;
@@ -177,6 +195,7 @@ static int partition_dataset(pft_topo_t *topo, const char *out_dir, child_t *ch,
             if (snap[i * 4 + (size_t)k])
                 rc = pft_topo_set_node_attr(topo, ch[i].id, attrs[k], snap[i * 4 + (size_t)k]);
     (void)out_dir;
+    pft_free(share);
 done:
     for (int k = 0; k < 4; k++)
         pft_free(p[k]);
@@ -197,7 +216,7 @@ static int load_own_data(const pft_topo_t *topo, child_t *ch)
 {
     for (size_t i = 0; i < pft_topo_node_count(topo); i++) {
         const pft_topo_node_t *n = pft_topo_node(topo, i);
-        int rc = pft_dataset_load(n->train, n->labels, 0, &ch[i].train);
+        int rc = n->has_data ? pft_dataset_load(n->train, n->labels, 0, &ch[i].train) : 0; /* NULL: no data */
         if (rc == 0 && n->test)
             rc = pft_dataset_load(n->test, n->test_labels, 0, &ch[i].test);
         if (rc)
@@ -544,6 +563,64 @@ static int check_out_dir(const char *dir, int force)
     return 0;
 }
 
+/* --set NAME=VALUE… and --seed N as graph attributes, validated together like the file's own. */
+static int apply_overrides(pft_topo_t *topo, const launch_args_t *a)
+{
+    const char *kv[2 * (PFT_OPT_LIST_MAX + 1) + 1];
+    char *names[PFT_OPT_LIST_MAX];
+    int n = 0, rc = 0;
+    for (int i = 0; i < a->set.n; i++) {
+        const char *eq = strchr(a->set.v[i], '=');
+        if (!eq || eq == a->set.v[i]) {
+            rc = pft_err(PFT_EINVAL, "--set '%s': expected NAME=VALUE", a->set.v[i]);
+            goto done;
+        }
+        names[i] = pft_strdup(a->set.v[i]);
+        if (!names[i]) {
+            rc = pft_err(PFT_ENOMEM, "out of memory");
+            goto done;
+        }
+        names[i][eq - a->set.v[i]] = '\0';
+        n = i + 1;
+        kv[2 * i] = names[i];
+        kv[2 * i + 1] = eq + 1;
+    }
+    int m = 2 * n;
+    if (a->seed) {
+        kv[m++] = "seed";
+        kv[m++] = a->seed;
+    }
+    kv[m] = NULL;
+    if (m)
+        rc = pft_topo_set_graph_attrs(topo, kv);
+    if (rc)
+        pft_err_wrap(rc, "%s: --set/--seed", pft_topo_path(topo));
+done:
+    for (int i = 0; i < n; i++)
+        pft_free(names[i]);
+    return rc;
+}
+
+static const char *cov_name(int c)
+{
+    static const char *const covs[] = {"full", "diag", "spher", "lowrank"};
+    return c >= 0 && c < 4 ? covs[c] : "?";
+}
+
+/* The method label of a run: --variant, else "FedPFT <cov> K=<k>" (+ rank, DP) from the run's defaults. */
+static void default_variant(const pft_topo_t *topo, char *buf, size_t cap)
+{
+    const pft_topo_run_t *r = pft_topo_run(topo);
+    int c = (int)r->cov;
+    int off = snprintf(buf, cap, "FedPFT %s", cov_name(c));
+    if (c == 3 && off > 0 && (size_t)off < cap)
+        off += snprintf(buf + off, cap - (size_t)off, " q=%d", r->cov_rank);
+    if (off > 0 && (size_t)off < cap)
+        off += snprintf(buf + off, cap - (size_t)off, " K=%d", r->k);
+    if (r->dp_epsilon > 0 && off > 0 && (size_t)off < cap)
+        snprintf(buf + off, cap - (size_t)off, ", DP eps=%g", r->dp_epsilon);
+}
+
 int pft_cmd_launch(int argc, char **argv)
 {
     launch_args_t a;
@@ -557,6 +634,13 @@ int pft_cmd_launch(int argc, char **argv)
         {"log-level", PFT_OPT_STRING, &a.log_level, "info", 0, -1, 0, "L", "nodes' log level"},
         {"no-baselines", PFT_OPT_FLAG, &a.no_baselines, NULL, 0, -1, 0, NULL,
          "skip the centralized and local-only baselines"},
+        {"set", PFT_OPT_LIST, &a.set, NULL, 0, -1, 0, "NAME=VALUE",
+         "override a graph attribute of the topology (e.g. --set k=20 --set cov=spher); nodes' own values still win"},
+        {"seed", PFT_OPT_STRING, &a.seed, NULL, 0, -1, 0, "N", "run seed (same as --set seed=N)"},
+        {"tag", PFT_OPT_STRING, &a.tag, NULL, 0, -1, 0, "NAME",
+         "experiment name recorded in results.json for `pftnet report` (default: the graph name)"},
+        {"variant", PFT_OPT_STRING, &a.variant, NULL, 0, -1, 0, "TEXT",
+         "method label recorded in results.json (default: \"FedPFT <cov> K=<k>\", with DP when set)"},
         {"absent", PFT_OPT_STRING, &a.absent, NULL, 0, -1, 0, "ID[,ID]",
          "do not start these nodes (a dead peer: tests deadlines and fallback edges)"},
         {"insecure", PFT_OPT_FLAG, &a.insecure, NULL, 0, -1, 0, NULL,
@@ -571,6 +655,7 @@ int pft_cmd_launch(int argc, char **argv)
     };
     a.pftnode = NULL;
     a.absent = NULL;
+    a.seed = a.tag = a.variant = NULL;
     const pft_cli_t cli = {
         "pftnet launch", "TOPO.dot", 1, 1,
         "Starts every node of a topology as a local pftnode process. In a simulation (graph attribute\n"
@@ -600,6 +685,8 @@ int pft_cmd_launch(int argc, char **argv)
     double wall = 0;
 
     rc = pft_topo_load(a.topo_path, PFT_TOPO_SKIP_DATA_CHECK, &topo);
+    if (rc == 0)
+        rc = apply_overrides(topo, &a);
     if (rc)
         goto fail;
     nn = pft_topo_node_count(topo);
@@ -720,43 +807,44 @@ int pft_cmd_launch(int argc, char **argv)
 
     /* baselines on the union of all test splits, after the nodes so they do not compete for the CPU */
     if (!a.no_baselines && eval && failed < (int)nn) {
-        pft_prep_t prep = (pft_prep_t)pft_topo_run(topo)->prep;
-        double head_c = pft_topo_run(topo)->head_c, acc, sum = 0;
-        int nc = pft_dataset_n_classes(eval);
-        for (size_t i = 0; i < nn; i++)
-            if (pft_dataset_n_classes(ch[i].train) > nc)
-                nc = pft_dataset_n_classes(ch[i].train);
+        const pft_topo_run_t *br = pft_topo_run(topo);
+        pft_baseline_node_t *bn = pft_calloc(nn, sizeof *bn);
         if (!a.quiet && !a.json)
-            fprintf(stderr, "computing baselines (centralized, local-only)...\n");
-        rc = pft_dataset_apply_prep(eval, prep);
-        if (rc == 0)
-            rc = concat_all(ch, nn, 0, &all_train);
-        if (rc == 0)
-            rc = pft_dataset_apply_prep(all_train, prep);
-        if (rc == 0)
-            rc = pft_baseline_accuracy(all_train, eval, nc, head_c, &acc, NULL);
-        if (rc)
-            goto fail;
-        json_object_set_new(baselines, "centralized", json_real(acc));
-        json_object_set_new(baselines, "centralized_n_train", json_integer(pft_dataset_n(all_train)));
-        json_t *locals = json_array();
+            fprintf(stderr, "computing baselines (centralized, local-only, ensemble, average, KD)...\n");
+        rc = bn ? pft_dataset_apply_prep(eval, (pft_prep_t)br->prep) : pft_err(PFT_ENOMEM, "out of memory");
         for (size_t i = 0; i < nn && rc == 0; i++) {
-            rc = pft_dataset_apply_prep(ch[i].train, prep);
-            if (rc == 0)
-                rc = pft_baseline_accuracy(ch[i].train, eval, nc, head_c, &acc, NULL);
-            if (rc == 0) {
-                sum += acc;
-                json_array_append_new(locals, json_pack("{s:s,s:f}", "id", ch[i].id, "accuracy_global", acc));
-            }
+            bn[i] = (pft_baseline_node_t){.id = ch[i].id, .train = ch[i].train};
+            if (ch[i].train)
+                rc = pft_dataset_apply_prep(ch[i].train, (pft_prep_t)br->prep);
         }
-        json_object_set_new(baselines, "local_only", locals);
+        if (rc == 0)
+            rc = pft_baseline_all(bn, (int)nn, eval, pft_dataset_n_classes(eval), br->head_c,
+                                  pft_baseline_destination(topo), br->seed, baselines);
+        pft_free(bn);
         if (rc)
             goto fail;
-        json_object_set_new(baselines, "local_only_mean", json_real(sum / (double)nn));
     }
-    json_t *res = json_pack("{s:s,s:s,s:i,s:f,s:O,s:O,s:o}", "topology", a.topo_path, "kind",
-                            pft_kind_name(pft_topo_kind(topo)), "n_nodes", (int)nn, "wall_seconds", wall, "nodes",
-                            nodes, "baselines", baselines, "fallbacks", fallbacks);
+    const size_t *order;
+    size_t n_order = pft_topo_order(topo, &order);
+    for (size_t h = 0; h < n_order; h++)
+        json_object_set_new(json_array_get(nodes, order[h]), "hop", json_integer((json_int_t)h));
+    const pft_topo_run_t *run = pft_topo_run(topo);
+    char variant[160];
+    default_variant(topo, variant, sizeof variant);
+    json_t *settings = json_pack("{s:i,s:s,s:s,s:s,s:i,s:i,s:f,s:s,s:i}", "k", run->k, "cov",
+                                 cov_name((int)run->cov), "dtype",
+                                 run->dtype == PFT_TOPO_FP32 ? "fp32" : "fp16", "prep",
+                                 run->prep == PFT_TOPO_PREP_NONE ? "none"
+                                 : run->prep == PFT_TOPO_PREP_L2 ? "l2"
+                                                                 : "sqrt-l2",
+                                 "em_draws", run->em_draws, "head_draws", run->head_draws, "dp_epsilon",
+                                 run->dp_epsilon, "partition", run->partition ? run->partition : "",
+                                 "samples", run->samples);
+    json_t *res = json_pack("{s:s,s:s,s:s,s:s,s:I,s:s,s:i,s:f,s:o,s:O,s:O,s:o}", "topology", a.topo_path, "run",
+                            run->run ? run->run : "", "tag", a.tag ? a.tag : run->name ? run->name : run->run,
+                            "variant", a.variant ? a.variant : variant, "seed", (json_int_t)run->seed, "kind",
+                            pft_kind_name(pft_topo_kind(topo)), "n_nodes", (int)nn, "wall_seconds", wall,
+                            "settings", settings, "nodes", nodes, "baselines", baselines, "fallbacks", fallbacks);
     char *rp = pft_fsio_join(a.out_dir, "results.json");
     char *text = json_dumps(res, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
     if (rp && text)

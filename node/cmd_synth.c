@@ -216,6 +216,7 @@ int pft_cmd_synth(int argc, char **argv)
                               "head_seconds", raw_s + syn_s, "em_iters_mean", iters);
         if (go.cov == PFT_COV_LOWRANK && nc)
             json_object_set_new(o, "rank", json_integer(pft_gmm_rank(pft_bundle_class_gmm(b, 0))));
+        json_object_set_new(o, "seed", json_integer((json_int_t)a.seed));
         char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(8));
         printf("%s\n", s);
         free(s);

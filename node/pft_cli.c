@@ -24,6 +24,15 @@ static int set_value(const pft_cli_t *cli, const pft_opt_t *o, const char *val)
     case PFT_OPT_STRING:
         *(const char **)o->target = val;
         return 0;
+    case PFT_OPT_LIST: {
+        pft_opt_list_t *l = o->target;
+        if (l->n >= PFT_OPT_LIST_MAX) {
+            fprintf(stderr, "%s: --%s given more than %d times\n", cli->prog, o->name, PFT_OPT_LIST_MAX);
+            return 2;
+        }
+        l->v[l->n++] = val;
+        return 0;
+    }
     case PFT_OPT_INT: {
         long v = strtol(val, &end, 10);
         if (errno || !end || *end || end == val || v < -2147483647L || v > 2147483647L)
@@ -86,7 +95,9 @@ void pft_cli_help(const pft_cli_t *cli)
             printf(" (required)");
         else if (o->def && o->type != PFT_OPT_FLAG)
             printf(" (default %s)", o->def);
-        if (bounded(o) && o->type != PFT_OPT_FLAG && o->type != PFT_OPT_STRING)
+        if (o->type == PFT_OPT_LIST)
+            printf(" (repeatable)");
+        if (bounded(o) && o->type != PFT_OPT_FLAG && o->type != PFT_OPT_STRING && o->type != PFT_OPT_LIST)
             printf(" [%g..%g]", o->min, o->max);
         printf("\n");
     }
@@ -101,9 +112,12 @@ int pft_cli_parse(const pft_cli_t *cli, int argc, char **argv, const char **pos,
     for (const pft_opt_t *o = cli->opts; o && o->name; o++, n_opts++)
         if (o->def && o->type != PFT_OPT_FLAG && set_value(cli, o, o->def) != 0)
             return 2; /* a bad default is a programming error, reported like bad input */
-    for (const pft_opt_t *o = cli->opts; o && o->name; o++)
+    for (const pft_opt_t *o = cli->opts; o && o->name; o++) {
         if (o->type == PFT_OPT_FLAG)
             *(int *)o->target = 0;
+        else if (o->type == PFT_OPT_LIST)
+            ((pft_opt_list_t *)o->target)->n = 0;
+    }
 
     int only_pos = 0;
     for (int i = 1; i < argc; i++) {

@@ -10,7 +10,15 @@ typedef enum {
     PFT_OPT_U64,    /* uint64_t * */
     PFT_OPT_DOUBLE, /* double * */
     PFT_OPT_STRING, /* const char ** (points into argv or at the default) */
+    PFT_OPT_LIST,   /* pft_opt_list_t *: repeatable; each occurrence appends its value */
 } pft_opt_type_t;
+
+/* Target of a PFT_OPT_LIST option: the values in command-line order (pointers into argv). */
+#define PFT_OPT_LIST_MAX 64
+typedef struct {
+    const char *v[PFT_OPT_LIST_MAX];
+    int n;
+} pft_opt_list_t;
 
 /* One option: `--name VALUE` or `--name=VALUE`. The table ends with an entry whose name is NULL. */
 typedef struct {

@@ -2,7 +2,7 @@
  *
  * A stage waits for its inbound hand-offs (until their deadlines), then either refits (EM per class on the
  * node's real features ∪ samples of every received bundle) or adopts a received complete bundle (ring
- * lap 2), sends the result to its successors, and, in the node's last stage, trains and evaluates the head.
+ * or mesh lap 2), sends the result to its successors, and, in the node's last stage, trains and evaluates the head.
  * Inbound bundles are validated, written durably to out/inbox/ and only then acknowledged. Sample counts
  * come from provenance: a (node, class) already counted, by the node's own data or an earlier bundle, is
  * not counted again, so paths that rejoin (a diamond) add each node's data once. */
@@ -72,7 +72,7 @@ typedef struct {
     size_t handoff;            /* index in the run's hand-off list */
     const char *from;          /* sender id */
     const char *producer;      /* expected producer id of the bundle */
-    int complete;              /* 1: the ring's complete bundle */
+    int complete;              /* 1: the complete bundle (ring or mesh lap 2) */
     double deadline;           /* absolute pft_fsio_now() time */
     pft_bundle_t *bundle;      /* decoded and validated; NULL until it arrives */
     uint8_t *bytes;            /* the message as received (forwarded unchanged for FORWARD) */
@@ -110,7 +110,8 @@ typedef struct {
     const pft_topo_run_t *run;
     const pft_topo_node_t *me;
     size_t my_index;
-    const char *ring_producer;   /* id of the ring's producer, NULL unless a ring */
+    const char *complete_producer; /* producer of the complete bundle (ring: the producer; mesh: the root, whose
+                                    * role is also PFT_ROLE_PRODUCER); NULL for a chain or dag */
     pft_dataset_t *train, *test, *eval;
     int n_classes;
     int *own_counts;             /* real training rows per class (n_classes) */
@@ -360,13 +361,23 @@ static void load_stored_inbox(node_t *nd)
 static int load_data(node_t *nd)
 {
     pft_prep_t prep = (pft_prep_t)nd->run->prep;
-    int rc = pft_dataset_load(nd->me->train, nd->me->labels, 0, &nd->train);
+    int rc = nd->me->has_data ? pft_dataset_load(nd->me->train, nd->me->labels, 0, &nd->train) : 0;
     if (rc == 0 && nd->me->test)
         rc = pft_dataset_load(nd->me->test, nd->me->test_labels, 0, &nd->test);
     if (rc == 0 && nd->args->eval_features)
         rc = pft_dataset_load(nd->args->eval_features, nd->args->eval_labels, 0, &nd->eval);
     if (rc)
         return rc;
+    if (!nd->me->has_data) { /* an aggregator: no rows of its own; the test data tells the feature dimension */
+        const pft_dataset_t *ref = nd->test ? nd->test : nd->eval;
+        if (!ref)
+            return pft_err(PFT_EINVAL, "node '%s' has data = false: it needs a test set (test, test_labels) or "
+                                       "--eval-features to know the feature dimension and to evaluate its head",
+                           nd->me->id);
+        nd->train = pft_dataset_new(0, pft_dataset_d(ref), pft_dataset_n_classes(ref));
+        if (!nd->train)
+            return pft_err(PFT_ENOMEM, "out of memory");
+    }
     int d = pft_dataset_d(nd->train);
     if (nd->test && pft_dataset_d(nd->test) != d)
         return pft_err(PFT_EINVAL, "%s has %d columns but %s has %d", nd->me->test, pft_dataset_d(nd->test),
@@ -410,7 +421,7 @@ static int plan_io(node_t *nd)
     size_t nh = pft_topo_handoffs(nd->topo, &h);
     for (size_t i = 0; i < pft_topo_node_count(nd->topo); i++)
         if (pft_topo_node(nd->topo, i)->role == PFT_ROLE_PRODUCER)
-            nd->ring_producer = pft_topo_node(nd->topo, i)->id;
+            nd->complete_producer = pft_topo_node(nd->topo, i)->id;
     nd->in = pft_calloc(nh + 1, sizeof *nd->in);
     nd->out = pft_calloc((nh + 1) * (nd->me->n_fallbacks + 1), sizeof *nd->out);
     if (!nd->in || !nd->out)
@@ -422,7 +433,7 @@ static int plan_io(node_t *nd)
         s->handoff = i;
         s->from = pft_topo_node(nd->topo, h[i].from)->id;
         s->complete = h[i].complete;
-        s->producer = h[i].complete && nd->ring_producer ? nd->ring_producer : s->from;
+        s->producer = h[i].complete && nd->complete_producer ? nd->complete_producer : s->from;
         const pft_topo_edge_t *e = pft_topo_edge_find(nd->topo, h[i].from, h[i].to);
         s->deadline = nd->t_start + (e ? e->deadline : nd->run->deadline);
         if (nd->keys) { /* only predecessors may connect (ZAP) */
@@ -441,7 +452,7 @@ static int plan_io(node_t *nd)
         if (nd->keys)
             pft_pubkey_curve(&nd->keys[peer->index], curve);
         int rc = pft_transport_add_peer(nd->tp, peer->id, peer->endpoint, nd->keys ? curve : NULL);
-        if (rc && rc != PFT_EINVAL) /* EINVAL: already added (a ring sends twice to one successor) */
+        if (rc && rc != PFT_EINVAL) /* EINVAL: already added (a ring or mesh may send on both laps to one node) */
             return pft_err_wrap(rc, "connecting to %s at %s", peer->id, peer->endpoint);
     }
     for (size_t i = 0; i < nd->me->n_fallbacks; i++) { /* used only if a primary successor stays unreachable */
@@ -1013,7 +1024,7 @@ static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
         nd->knowledge = b;
         return rc;
     }
-    /* FORWARD: the ring's complete bundle, passed on unchanged */
+    /* FORWARD: the complete bundle (ring or mesh lap 2), passed on unchanged to every successor of the stage */
     inbound_t *s = NULL;
     for (size_t i = 0; i < nd->n_in; i++)
         if (st->n_recv && nd->in[i].handoff == st->recv[0] && nd->in[i].bundle)

@@ -239,10 +239,17 @@ int pft_partition_split(const pft_part_spec_t *spec, const pft_part_node_t *node
                 rc = pft_err(PFT_EINVAL, "partition domain: node %d has no 'domain' attribute", i);
                 goto fail;
             }
+    /* Dirichlet: with a small beta some node can draw (almost) nothing; as in NIID-Bench (Li et al. 2022) the
+     * proportions are drawn again until every node holds at least PFT_PART_MIN_ROWS training rows (fewer when
+     * the dataset is too small for that). */
+    int min_rows = ntr / (2 * n_nodes) < PFT_PART_MIN_ROWS ? ntr / (2 * n_nodes) : PFT_PART_MIN_ROWS;
+    int attempt = 0;
+    if (min_rows < 1)
+        min_rows = ntr >= n_nodes ? 1 : 0;
+    if (spec->kind == PFT_PART_DIRICHLET && !(props = pft_alloc_array((size_t)n_classes * n_nodes, sizeof *props)))
+        goto fail;
+redraw:
     if (spec->kind == PFT_PART_DIRICHLET) {
-        props = pft_alloc_array((size_t)n_classes * n_nodes, sizeof *props);
-        if (!props)
-            goto fail;
         for (int c = 0; c < n_classes; c++) {
             double s = 0;
             for (int i = 0; i < n_nodes; i++)
@@ -251,7 +258,23 @@ int pft_partition_split(const pft_part_spec_t *spec, const pft_part_node_t *node
                 props[(size_t)c * n_nodes + i] = s > 0 ? props[(size_t)c * n_nodes + i] / s : 1.0 / n_nodes;
         }
     }
+    for (int i = 0; i < n_nodes; i++)
+        self->n_train[i] = 0;
     rc = split_rows(spec, cls, nodes, n_nodes, n_classes, props, ytr, dtr, ntr, rng, self->train, self->n_train);
+    if (rc == 0 && spec->kind == PFT_PART_DIRICHLET) {
+        int least = ntr;
+        for (int i = 0; i < n_nodes; i++)
+            least = self->n_train[i] < least ? self->n_train[i] : least;
+        if (least < min_rows && ++attempt < PFT_PART_MAX_DRAWS)
+            goto redraw;
+        if (least < min_rows) {
+            rc = pft_err(PFT_EINVAL,
+                         "partition dirichlet:%g: after %d draws some node still holds fewer than %d training rows; "
+                         "raise beta or use fewer nodes",
+                         spec->beta, PFT_PART_MAX_DRAWS, min_rows);
+            goto fail;
+        }
+    }
     if (rc == 0)
         rc = split_rows(spec, cls, nodes, n_nodes, n_classes, props, yte, dte, nte, rng, self->test, self->n_test);
     if (rc)

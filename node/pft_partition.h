@@ -28,6 +28,11 @@ typedef struct {
 
 typedef struct pft_partition_t pft_partition_t;
 
+/* Dirichlet: proportions are drawn again (at most PFT_PART_MAX_DRAWS times) until every node holds at least
+ * PFT_PART_MIN_ROWS training rows, or ntr / (2·n_nodes) when that is smaller (NIID-Bench's rule). */
+#define PFT_PART_MIN_ROWS 10
+#define PFT_PART_MAX_DRAWS 1000
+
 /* Parses spec text; PFT_EINVAL with a message naming the text on error. */
 int pft_partition_parse(const char *text, pft_part_spec_t *spec);
 

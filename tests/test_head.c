@@ -315,6 +315,145 @@ static void test_invalid(void)
     CHECK(ok);
 }
 
+/* Distillation with α = 1 has no soft term: exactly pft_head_fit (weights, iterations, loss). */
+static void test_distill_alpha_one(void)
+{
+    enum { N = 60 };
+    float x[3 * N * 5], q[3 * N * 3];
+    int32_t y[3 * N];
+    blobs(N, x, y, 6);
+    for (int i = 0; i < 3 * N; i += 5)
+        y[i] = (y[i] + 1) % 3;
+    for (int i = 0; i < 3 * N * 3; i++)
+        q[i] = 1.0f / 3.0f;
+    pft_head_t *a = NULL, *b = NULL;
+    pft_head_info_t ia, ib;
+    CHECK(pft_head_fit(x, y, 3 * N, 5, 3, NULL, &a, &ia) == 0);
+    CHECK(pft_head_fit_distill(x, y, q, 3 * N, 5, 3, 5.0, 1.0, NULL, &b, &ib) == 0);
+    if (a && b) {
+        CHECK(memcmp(pft_head_weights(a), pft_head_weights(b), 3 * 6 * sizeof(float)) == 0);
+        CHECK(ia.iters == ib.iters && ia.evals == ib.evals && ia.loss == ib.loss && ia.l2 == ib.l2);
+        /* logits agree with the probabilities */
+        float lg[3], pr[3];
+        CHECK(pft_head_logits(a, x, 1, lg) == 0 && pft_head_predict_proba(a, x, 1, pr) == 0);
+        double mx = fmax(lg[0], fmax(lg[1], lg[2])), z = 0;
+        for (int k = 0; k < 3; k++)
+            z += exp(lg[k] - mx);
+        for (int k = 0; k < 3; k++)
+            CHECK_NEAR(pr[k], exp(lg[k] - mx) / z, 1e-6);
+    }
+    pft_head_destroy(&a);
+    pft_head_destroy(&b);
+    /* invalid soft targets and settings */
+    q[4] = 0.9f; /* row 1 sums to 1.57 */
+    CHECK(pft_head_fit_distill(x, y, q, 3 * N, 5, 3, 2.0, 0.5, NULL, &b, NULL) == PFT_EINVAL && b == NULL);
+    CHECK(strstr(pft_errmsg(), "row 1") != NULL);
+    q[4] = 1.0f / 3.0f;
+    CHECK(pft_head_fit_distill(x, y, q, 3 * N, 5, 3, 0.0, 0.5, NULL, &b, NULL) == PFT_EINVAL);
+    CHECK(pft_head_fit_distill(x, y, q, 3 * N, 5, 3, 2.0, 1.5, NULL, &b, NULL) == PFT_EINVAL);
+    CHECK(pft_head_fit_distill(x, y, NULL, 3 * N, 5, 3, 2.0, 0.5, NULL, &b, NULL) == PFT_EINVAL && b == NULL);
+}
+
+/* The distillation gradient (what L-BFGS follows) against central finite differences of the objective. */
+static void test_distill_gradient(void)
+{
+    enum { N = 30, D = 4, C = 3, P = C * (D + 1) };
+    float x[N * D], q[N * C];
+    int32_t y[N];
+    double wb[P], g[P], gp[P], f, fp, fm;
+    pft_rng_t *r = pft_rng_new(11);
+    for (int i = 0; i < N * D; i++)
+        x[i] = (float)pft_rng_normal(r);
+    for (int i = 0; i < N; i++) {
+        y[i] = (int32_t)pft_rng_below(r, C);
+        double e[C], s = 0;
+        for (int k = 0; k < C; k++)
+            s += e[k] = exp(2.0 * pft_rng_normal(r));
+        for (int k = 0; k < C; k++)
+            q[i * C + k] = (float)(e[k] / s);
+    }
+    for (int j = 0; j < P; j++)
+        wb[j] = 0.5 * pft_rng_normal(r);
+    pft_rng_destroy(&r);
+    const double temps[2] = {1.0, 5.0}, h = 1e-3;
+    for (int t = 0; t < 2; t++) {
+        CHECK(pft_head_objective(x, y, q, N, D, C, temps[t], 0.5, 0.05, wb, &f, g) == 0);
+        double worst = 0;
+        for (int j = 0; j < P; j++) {
+            double keep = wb[j];
+            wb[j] = keep + h;
+            CHECK(pft_head_objective(x, y, q, N, D, C, temps[t], 0.5, 0.05, wb, &fp, gp) == 0);
+            wb[j] = keep - h;
+            CHECK(pft_head_objective(x, y, q, N, D, C, temps[t], 0.5, 0.05, wb, &fm, gp) == 0);
+            wb[j] = keep;
+            worst = fmax(worst, fabs((fp - fm) / (2 * h) - g[j]) / fmax(1.0, fabs(g[j])));
+        }
+        fprintf(stderr, "  T = %g: f = %.6f, worst relative gradient error %.2e\n", temps[t], f, worst);
+        CHECK(worst < 2e-3);
+        CHECK(isfinite(f) && f > 0);
+    }
+    /* the soft term is really there: with α = 0.5 the objective differs from the label-only one */
+    double f1;
+    CHECK(pft_head_objective(x, y, NULL, N, D, C, 1.0, 1.0, 0.05, wb, &f1, g) == 0);
+    CHECK(pft_head_objective(x, y, q, N, D, C, 1.0, 0.5, 0.05, wb, &f, g) == 0);
+    CHECK(fabs(f - f1) > 1e-3);
+    CHECK(pft_head_objective(x, y, NULL, N, D, C, 1.0, 0.5, 0.05, wb, &f, g) == PFT_EINVAL);
+}
+
+/* A teacher knows three blobs; the student's rows come from blobs 0 and 1 only. On fresh rows of blob 2
+ * the undistilled student can never agree with the teacher (class 2 has no rows); the distilled one learns
+ * class 2's direction from the teacher's soft targets on its own rows. */
+static void test_distill_transfers(void)
+{
+    enum { N = 100 };
+    float x[3 * N * 5], xs[2 * N * 5], q[2 * N * 3], lg[2 * N * 3];
+    int32_t y[3 * N], ys[2 * N];
+    blobs(N, x, y, 7);
+    pft_head_t *teacher = NULL, *plain = NULL, *student = NULL;
+    CHECK(pft_head_fit(x, y, 3 * N, 5, 3, NULL, &teacher, NULL) == 0);
+    blobs(N, x, y, 8);
+    memcpy(xs, x, sizeof xs); /* the first 2N rows: blobs 0 and 1 */
+    memcpy(ys, y, sizeof ys);
+    if (!teacher)
+        return;
+    const double T = 5.0;
+    CHECK(pft_head_logits(teacher, xs, 2 * N, lg) == 0);
+    for (int i = 0; i < 2 * N; i++) {
+        double mx = fmax(lg[i * 3], fmax(lg[i * 3 + 1], lg[i * 3 + 2])), z = 0;
+        for (int k = 0; k < 3; k++)
+            z += exp((lg[i * 3 + k] - mx) / T);
+        for (int k = 0; k < 3; k++)
+            q[i * 3 + k] = (float)(exp((lg[i * 3 + k] - mx) / T) / z);
+    }
+    pft_head_info_t info;
+    CHECK(pft_head_fit(xs, ys, 2 * N, 5, 3, NULL, &plain, NULL) == 0);
+    CHECK(pft_head_fit_distill(xs, ys, q, 2 * N, 5, 3, T, 0.5, NULL, &student, &info) == 0);
+    if (plain && student) {
+        CHECK(info.converged);
+        blobs(N, x, y, 9); /* fresh rows; blob 2 is rows [2N, 3N) */
+        int32_t pt[N], pp[N], ps[N];
+        CHECK(pft_head_predict(teacher, x + 2 * N * 5, N, pt) == 0);
+        CHECK(pft_head_predict(plain, x + 2 * N * 5, N, pp) == 0);
+        CHECK(pft_head_predict(student, x + 2 * N * 5, N, ps) == 0);
+        int agree_plain = 0, agree_student = 0;
+        for (int i = 0; i < N; i++) {
+            agree_plain += pp[i] == pt[i];
+            agree_student += ps[i] == pt[i];
+        }
+        fprintf(stderr, "  agreement with the teacher on the unlabelled blob: plain %d/%d, distilled %d/%d\n",
+                agree_plain, N, agree_student, N);
+        CHECK(agree_plain == 0);
+        CHECK(agree_student >= N / 2);
+        /* and the distilled student still knows its own classes */
+        double acc;
+        CHECK(pft_head_accuracy(student, x, y, 2 * N, &acc) == 0);
+        CHECK(acc >= 0.95);
+    }
+    pft_head_destroy(&teacher);
+    pft_head_destroy(&plain);
+    pft_head_destroy(&student);
+}
+
 /* Raw MobileNetV2 features of PACS: scikit-learn's LogisticRegression(C=1) gets 84.63 %. */
 static void test_real_pacs(void)
 {
@@ -406,6 +545,9 @@ int main(void)
     RUN(test_class_accuracy);
     RUN(test_absent_class);
     RUN(test_invalid);
+    RUN(test_distill_alpha_one);
+    RUN(test_distill_gradient);
+    RUN(test_distill_transfers);
     RUN(test_example_data);
     RUN(test_real_pacs);
     return pft_test_done();

@@ -115,6 +115,39 @@ static void test_dirichlet_skew(void)
     pft_partition_destroy(&p);
 }
 
+/* Dirichlet(0.1) over 10 nodes leaves some node nearly empty on most draws; the proportions are drawn again
+ * until every node holds at least PFT_PART_MIN_ROWS rows, still skewed and still a partition. */
+static void test_dirichlet_min_rows(void)
+{
+    pft_part_spec_t spec;
+    CHECK(pft_partition_parse("dirichlet:0.1", &spec) == 0);
+    static pft_part_node_t nodes[400];
+    for (int i = 0; i < 400; i++)
+        nodes[i] = (pft_part_node_t){NULL, -1, 0};
+    for (uint64_t seed = 0; seed < 5; seed++) {
+        pft_partition_t *p = NULL;
+        CHECK(pft_partition_split(&spec, nodes, 10, 7, ytr, NULL, NTR, yte, NULL, NTE, seed, &p) == 0);
+        if (!p)
+            continue;
+        int least = NTR, most = 0;
+        for (int i = 0; i < 10; i++) {
+            int n;
+            pft_partition_train(p, i, &n);
+            least = n < least ? n : least;
+            most = n > most ? n : most;
+        }
+        CHECK_MSG(least >= PFT_PART_MIN_ROWS, "seed %d: a node holds %d rows", (int)seed, least);
+        CHECK_MSG(most > 2 * (NTR / 10), "seed %d: largest share %d", (int)seed, most); /* still skewed */
+        CHECK(check_disjoint(p, 10, 0, NTR) == NTR);
+        pft_partition_destroy(&p);
+    }
+    /* impossible: 700 rows over 400 nodes, each needing a row, at beta 0.1: a clear error, no partition */
+    pft_partition_t *p = NULL;
+    CHECK(pft_partition_split(&spec, nodes, 400, 7, ytr, NULL, NTR, yte, NULL, NTE, 1, &p) == PFT_EINVAL);
+    CHECK(p == NULL);
+    CHECK(strstr(pft_errmsg(), "raise beta") != NULL);
+}
+
 static void test_labels_and_domain(void)
 {
     pft_part_spec_t spec;
@@ -178,6 +211,7 @@ int main(void)
     RUN(test_iid_equal_and_capped);
     RUN(test_deterministic);
     RUN(test_dirichlet_skew);
+    RUN(test_dirichlet_min_rows);
     RUN(test_labels_and_domain);
     RUN(test_bad_specs);
     return pft_test_done();

@@ -316,7 +316,7 @@ static void test_errors_structure(void)
     EXPECT_FAIL("digraph g { " SIM "\n a -> b\n b -> c\n c -> a\n}", SKIP,
                 "t.dot:4: ", "cycle a -> b -> c -> a", "start=");
     EXPECT_FAIL("digraph g { " SIM "\n a -> b\n b -> c\n c -> b\n}", SKIP, "t.dot:4: ", "cycle b -> c -> b",
-                "only a ring");
+                "only a ring", "or a mesh", "node 'a' cannot be reached from node 'b'");
     EXPECT_FAIL("digraph g { " SIM "\n start=zz\n a -> b -> a\n}", SKIP,
                 "t.dot:2: ", "start=zz names no node", "a, b");
     EXPECT_FAIL("digraph g { " SIM "\n start=a\n a -> b\n}", SKIP, "t.dot:2: ", "has no cycle");
@@ -596,7 +596,7 @@ static void test_plan_direct(void)
     pft_plan_edge_t e[] = {{5, 1}, {0, 1}, {0, 2}, {1, 3}, {2, 3}, {3, 4}};
     pft_plan_t *p = NULL;
     pft_plan_where_t w;
-    CHECK(pft_plan_build(6, names, 6, e, SIZE_MAX, &p, &w) == 0);
+    CHECK(pft_plan_build(6, names, 6, e, SIZE_MAX, SIZE_MAX, &p, &w) == 0);
     if (p) {
         const size_t *o;
         pft_plan_order(p, &o);
@@ -610,10 +610,155 @@ static void test_plan_direct(void)
     pft_plan_edge_t c[] = {{0, 1}, {1, 2}, {2, 3}, {3, 1}};
     CHECK(pft_plan_find_cycle(4, 4, c, cyc, &len) == 1 && len == 3);
     CHECK(pft_plan_find_cycle(4, 3, c, cyc, &len) == 0);
-    CHECK(pft_plan_build(4, names, 4, c, SIZE_MAX, &p, &w) == PFT_ETOPO && w.edge == 3 && p == NULL);
+    CHECK(pft_plan_build(4, names, 4, c, SIZE_MAX, SIZE_MAX, &p, &w) == PFT_ETOPO && w.edge == 3 &&
+          p == NULL);
     CHECK(strcmp(pft_kind_name(PFT_KIND_RING), "ring") == 0 &&
           strcmp(pft_role_name(PFT_ROLE_PRODUCER), "producer") == 0);
     CHECK(strcmp(pft_what_name(PFT_WHAT_FORWARD), "forward-complete") == 0);
+}
+
+/* The 4-node mesh of test_plan_mesh: a -> b -> a, a -> c -> b, b -> d -> a and the chord c -> d. */
+#define MESH4 "root = a\n a -> b\n a -> c\n b -> a\n b -> d\n c -> b\n c -> d\n d -> a\n"
+
+/* Stage of node v: lap, action, final, received and sent hand-off seqs (0-terminated lists). */
+static void check_stage_(int line, const pft_stage_t *st, int lap, pft_what_t action, int final,
+                         const size_t *recv, const size_t *send)
+{
+    size_t nr = 0, ns = 0;
+    while (recv[nr])
+        nr++;
+    while (send[ns])
+        ns++;
+    int ok =
+        st->lap == lap && st->action == action && st->final == final && st->n_recv == nr && st->n_send == ns;
+    for (size_t i = 0; ok && i < nr; i++)
+        ok = st->recv[i] + 1 == recv[i];
+    for (size_t i = 0; ok && i < ns; i++)
+        ok = st->send[i] + 1 == send[i];
+    if (!ok) {
+        fprintf(stderr, "  FAIL test_topo.c:%d: stage differs (lap %d, %zu received, %zu sent)\n", line,
+                st->lap, st->n_recv, st->n_send);
+        pft_t_failed_checks++;
+    }
+}
+#define CHECK_STAGE(st, lap, action, final, recv, send)                                                      \
+    check_stage_(__LINE__, st, lap, action, final, (const size_t[])recv, (const size_t[])send)
+#define SEQS(...)                                                                                            \
+    {                                                                                                        \
+        __VA_ARGS__, 0                                                                                       \
+    }
+
+static void test_plan_mesh(void)
+{
+    pft_topo_t *t = NULL;
+    CHECK_MSG(load("digraph m4 { " SIM MESH4 "}", SKIP, &t) == 0, "%s", pft_errmsg());
+    if (!t)
+        return;
+    CHECK(pft_topo_kind(t) == PFT_KIND_MESH && strcmp(pft_kind_name(PFT_KIND_MESH), "mesh") == 0);
+    const pft_topo_run_t *run = pft_topo_run(t);
+    CHECK(strcmp(run->root_id, "a") == 0 && run->root == 0 && run->start == SIZE_MAX && !run->start_id);
+    /* lap 1 in-tree (to a): b -> a, d -> a, c -> b (c's successors b and d are both 1 hop from a: b, the
+     * lower index, wins); lap 2 out-tree (from a): a -> b, a -> c, b -> d (d's predecessors b and c are
+     * both 1 hop from a: b wins); c -> d is in neither tree */
+    static const struct {
+        const char *from, *to;
+        int lap;
+        pft_what_t what;
+        int complete;
+    } want[] = {
+        {"c", "b", 1, PFT_WHAT_REFIT, 0}, {"b", "a", 1, PFT_WHAT_REFIT, 0},
+        {"d", "a", 1, PFT_WHAT_REFIT, 0}, {"a", "b", 2, PFT_WHAT_REFIT, 1},
+        {"a", "c", 2, PFT_WHAT_REFIT, 1}, {"b", "d", 2, PFT_WHAT_FORWARD, 1},
+    };
+    const pft_handoff_t *h;
+    CHECK(pft_topo_handoffs(t, &h) == 6);
+    for (size_t i = 0; i < 6; i++)
+        CHECK_MSG(strcmp(id_of(t, h[i].from), want[i].from) == 0 &&
+                      strcmp(id_of(t, h[i].to), want[i].to) == 0 && h[i].lap == want[i].lap &&
+                      h[i].what == want[i].what && h[i].complete == want[i].complete,
+                  "hand-off %zu: %s -> %s lap %d", i + 1, id_of(t, h[i].from), id_of(t, h[i].to), h[i].lap);
+    const size_t *order;
+    CHECK(pft_topo_order(t, &order) == 4);
+    const char *want_order[] = {"c", "b", "d", "a"}; /* farthest from the root first, ties by index */
+    for (int i = 0; i < 4; i++)
+        CHECK(strcmp(id_of(t, order[i]), want_order[i]) == 0);
+    const pft_topo_node_t *a = pft_topo_find(t, "a"), *b = pft_topo_find(t, "b"), *c = pft_topo_find(t, "c"),
+                          *d = pft_topo_find(t, "d");
+    CHECK(a->role == PFT_ROLE_PRODUCER && b->role == PFT_ROLE_MEMBER && c->role == PFT_ROLE_MEMBER &&
+          d->role == PFT_ROLE_MEMBER);
+    CHECK(a->n_stages == 1 && b->n_stages == 2 && c->n_stages == 2 && d->n_stages == 2);
+    /* the root refits on everything once and opens lap 2 with the complete bundle */
+    CHECK_STAGE(&a->stages[0], 1, PFT_WHAT_REFIT, 1, SEQS(2, 3), SEQS(4, 5));
+    CHECK_STAGE(&b->stages[0], 1, PFT_WHAT_REFIT, 0, SEQS(1), SEQS(2));
+    CHECK_STAGE(&b->stages[1], 2, PFT_WHAT_FORWARD, 1, SEQS(4), SEQS(6));
+    CHECK_STAGE(&c->stages[0], 1, PFT_WHAT_REFIT, 0, {0}, SEQS(1));
+    CHECK_STAGE(&c->stages[1], 2, PFT_WHAT_FORWARD, 1, SEQS(5), {0});
+    CHECK_STAGE(&d->stages[0], 1, PFT_WHAT_REFIT, 0, {0}, SEQS(3));
+    CHECK_STAGE(&d->stages[1], 2, PFT_WHAT_FORWARD, 1, SEQS(6), {0});
+    CHECK(c->n_succs == 2 && d->n_preds == 2); /* the idle edge c -> d is still a primary edge */
+    check_plan_consistent(t);
+    pft_topo_destroy(&t);
+
+    /* the planner alone: a larger mesh, each node in each tree once, the complete bundle reaches all */
+    const char *names[] = {"n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9"};
+    pft_plan_edge_t e[] = {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}, {7, 8},
+                           {8, 9}, {9, 0}, {0, 5}, {5, 2}, {7, 3}, {9, 4}, {2, 8}, {6, 1}};
+    pft_plan_t *p = NULL;
+    CHECK(pft_plan_build(10, names, 16, e, SIZE_MAX, 3, &p, NULL) == 0);
+    if (!p)
+        return;
+    CHECK(pft_plan_kind(p) == PFT_KIND_MESH && pft_plan_role(p, 3) == PFT_ROLE_PRODUCER);
+    const pft_handoff_t *ph;
+    size_t nh = pft_plan_handoffs(p, &ph);
+    CHECK(nh == 18);
+    int sent1[10] = {0}, got2[10] = {0};
+    for (size_t i = 0; i < nh; i++) {
+        CHECK(ph[i].lap == (i < 9 ? 1 : 2) && ph[i].complete == (ph[i].lap == 2));
+        CHECK(ph[i].what == (ph[i].lap == 2 && ph[i].from != 3 ? PFT_WHAT_FORWARD : PFT_WHAT_REFIT));
+        int edge = 0;
+        for (size_t j = 0; j < 16; j++)
+            edge |= e[j].tail == ph[i].from && e[j].head == ph[i].to;
+        CHECK(edge);
+        if (ph[i].lap == 1)
+            sent1[ph[i].from]++;
+        else
+            got2[ph[i].to]++;
+    }
+    for (size_t v = 0; v < 10; v++) {
+        CHECK(sent1[v] == (v != 3) && got2[v] == (v != 3)); /* one parent in each tree, the root none */
+        const pft_stage_t *st;
+        CHECK(pft_plan_stages(p, v, &st) == (v == 3 ? 1u : 2u));
+    }
+    pft_plan_destroy(&p);
+}
+
+static void test_errors_mesh(void)
+{
+    /* a strongly connected graph that is not a ring needs root */
+    EXPECT_FAIL("digraph g { " SIM "\n a -> b -> c -> a\n a -> c\n}", SKIP,
+                "t.dot:2: ", "no graph attribute 'root'", "root=<node id>");
+    EXPECT_FAIL("digraph g { " SIM "\n root = zz\n a -> b -> a\n}", SKIP,
+                "t.dot:2: ", "root=zz names no node", "a, b");
+    EXPECT_FAIL("digraph g { " SIM "\n root = a\n a -> b\n b -> c\n}", SKIP, "t.dot:2: ", "root=a",
+                "no cycle", "'root' is only for meshes");
+    EXPECT_FAIL("digraph g { " SIM "\n root = b\n a -> b -> c -> a\n}", SKIP, "t.dot:2: ", "root=b",
+                "is a ring", "use start=b instead of root");
+    EXPECT_FAIL("digraph g { " SIM " start = a\n root = a\n a -> b -> a\n}", SKIP, "t.dot:2: ", "is a ring");
+    EXPECT_FAIL("digraph g { " SIM " start = a\n" MESH4 "}", SKIP, "not a single simple cycle",
+                "give root=<node id> instead of start");
+    /* not strongly connected: a node without a path to the root, a node the root cannot reach */
+    EXPECT_FAIL("digraph g { " SIM "\n root = a\n a -> b\n b -> c\n c -> b\n}", SKIP, "t.dot:3: ", "root=a",
+                "node 'b' has no path to the root", "strongly connected");
+    EXPECT_FAIL("digraph g { " SIM "\n root = b\n a -> b\n b -> c\n c -> b\n}", SKIP, "t.dot:3: ", "root=b",
+                "node 'a' cannot be reached from the root");
+    /* fallback edges */
+    EXPECT_FAIL("digraph g { " SIM MESH4 " d -> c [fallback = true]\n}", SKIP,
+                "t.dot:9: ", "fallback edge d -> c", "a mesh", "takes no fallback edges");
+    /* the attribute table knows root, for the graph only */
+    const pft_topo_attr_t *r = pft_topo_attr_find("root");
+    CHECK(r && r->scopes == PFT_SCOPE_GRAPH && r->type == PFT_ATTR_NAME && strstr(r->help, "mesh"));
+    EXPECT_FAIL("digraph g { " SIM "\n a -> b -> c -> a\n a -> c\n b [root = a]\n}", SKIP,
+                "t.dot:4: ", "root");
 }
 
 /* ---- settings ---- */
@@ -1031,6 +1176,7 @@ static void test_configs(void)
         {"ring5.dot", PFT_KIND_RING, 5, 8},
         {"diamond.dot", PFT_KIND_DAG, 4, 4},
         {"pacs_covshift.dot", PFT_KIND_CHAIN, 2, 1},
+        {"mesh6.dot", PFT_KIND_MESH, 6, 10},
     };
     /* the shared data sits beside the repository; without it only the data check is skipped */
     unsigned flags = pft_test_shared_data("pacs-mobilenetv2/train_domain.npy") ? 0 : SKIP;
@@ -1089,6 +1235,8 @@ int main(void)
     RUN(test_plan_ring);
     RUN(test_plan_diamond_and_stars);
     RUN(test_plan_direct);
+    RUN(test_plan_mesh);
+    RUN(test_errors_mesh);
     RUN(test_overrides);
     RUN(test_write_reload);
     RUN(test_lexer_state);

@@ -1,4 +1,5 @@
-/* pft_plan: classifies a topology graph (chain, ring, dag) and derives roles, order, hand-offs and stages. */
+/* pft_plan: classifies a topology graph (chain, ring, dag, mesh) and derives roles, order, hand-offs and
+ * stages. */
 #include "pft_plan.h"
 
 #include "pft_alloc.h"
@@ -197,6 +198,49 @@ static size_t weak_component(const pft_plan_t *p, unsigned char *seen, size_t *q
     return count;
 }
 
+/* Breadth-first distances from root along a (succ: from root; pred: to root) into dist; SIZE_MAX where
+ * unreached. queue holds n. */
+static void bfs_dist(const adj_t *a, size_t n, size_t root, size_t *dist, size_t *queue)
+{
+    for (size_t v = 0; v < n; v++)
+        dist[v] = SIZE_MAX;
+    size_t head = 0, tail = 0;
+    dist[root] = 0;
+    queue[tail++] = root;
+    while (head < tail) {
+        size_t v = queue[head++];
+        for (size_t i = a->off[v]; i < a->off[v + 1]; i++)
+            if (dist[a->nb[i]] == SIZE_MAX) {
+                dist[a->nb[i]] = dist[v] + 1;
+                queue[tail++] = a->nb[i];
+            }
+    }
+}
+
+/* 1 if every node reaches ref and is reached from it; 0 with *bad = the lowest-index node that fails
+ * and *no_path_to = 1 if it cannot reach ref (0: ref cannot reach it); PFT_ENOMEM. */
+static int strongly_connected(const pft_plan_t *p, size_t ref, size_t *bad, int *no_path_to)
+{
+    size_t n = p->n, *to = pft_alloc_array(n, sizeof *to), *from = pft_alloc_array(n, sizeof *from);
+    size_t *queue = pft_alloc_array(n, sizeof *queue);
+    int rc = PFT_ENOMEM;
+    if (to && from && queue) {
+        bfs_dist(&p->pred, n, ref, to, queue);
+        bfs_dist(&p->succ, n, ref, from, queue);
+        rc = 1;
+        for (size_t v = 0; v < n && rc == 1; v++)
+            if (to[v] == SIZE_MAX || from[v] == SIZE_MAX) {
+                *bad = v;
+                *no_path_to = to[v] == SIZE_MAX;
+                rc = 0;
+            }
+    }
+    pft_free(to);
+    pft_free(from);
+    pft_free(queue);
+    return rc;
+}
+
 /* ---- shape checks ---- */
 
 static int check_connected(pft_plan_t *p, const char *const *names, pft_plan_where_t *where)
@@ -228,9 +272,89 @@ static int check_connected(pft_plan_t *p, const char *const *names, pft_plan_whe
     return rc;
 }
 
-/* Chooses the kind; with start given the graph must be one simple cycle through every node. */
+/* 1 if every node has exactly one predecessor and one successor (with the graph weakly connected: one
+ * simple cycle through every node). */
+static int ring_shaped(const pft_plan_t *p)
+{
+    for (size_t v = 0; v < p->n; v++)
+        if (deg(&p->succ, v) != 1 || deg(&p->pred, v) != 1)
+            return 0;
+    return 1;
+}
+
+/* start given: the graph must be one simple cycle through every node. */
+static int classify_ring(pft_plan_t *p, const char *const *names, int found, size_t start,
+                         pft_plan_where_t *where)
+{
+    char text[512];
+    if (!found) {
+        where->node = start;
+        where->at_start = 1;
+        return pft_err(
+            PFT_ETOPO,
+            "start=%s but the graph has no cycle: 'start' is only for rings; remove it for a chain or dag",
+            names[start]);
+    }
+    for (size_t v = 0; v < p->n; v++) {
+        size_t so = deg(&p->succ, v), pr = deg(&p->pred, v);
+        if (so == 1 && pr == 1)
+            continue;
+        where->node = v;
+        const adj_t *a = so != 1 ? &p->succ : &p->pred;
+        names_text(text, sizeof text, names, a->nb + a->off[v], deg(a, v));
+        return pft_err(PFT_ETOPO,
+                       "start=%s but the graph is not a single simple cycle: node '%s' has %zu %s%s%s%s "
+                       "(every ring node needs exactly one predecessor and one successor; a strongly "
+                       "connected graph of another shape is a mesh: give root=<node id> instead of start)",
+                       names[start], names[v], deg(a, v),
+                       so != 1 ? (deg(a, v) == 1 ? "successor" : "successors")
+                               : (deg(a, v) == 1 ? "predecessor" : "predecessors"),
+                       deg(a, v) ? " (" : "", text, deg(a, v) ? ")" : "");
+    }
+    /* in = out = 1 everywhere and weakly connected: one simple cycle through every node */
+    p->kind = PFT_KIND_RING;
+    return 0;
+}
+
+/* root given: the graph must be strongly connected and not a ring. */
+static int classify_mesh(pft_plan_t *p, const char *const *names, int found, size_t root,
+                         pft_plan_where_t *where)
+{
+    if (!found) {
+        where->at_root = 1;
+        return pft_err(PFT_ETOPO,
+                       "root=%s but the graph has no cycle: 'root' is only for meshes (strongly connected "
+                       "graphs); a chain or dag needs no root, remove it",
+                       names[root]);
+    }
+    if (ring_shaped(p)) {
+        where->at_root = 1;
+        return pft_err(
+            PFT_ETOPO,
+            "root=%s but the graph is a ring (one simple cycle through every node): a ring names "
+            "the node that begins its first lap with start=<node id>; use start=%s instead of root",
+            names[root], names[root]);
+    }
+    size_t bad = 0;
+    int no_path_to = 0, rc = strongly_connected(p, root, &bad, &no_path_to);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
+        where->node = bad;
+        return pft_err(PFT_ETOPO,
+                       "root=%s but node '%s' %s the root along primary edges: a mesh must be strongly "
+                       "connected (a path from every node to every other), or %s",
+                       names[root], names[bad], no_path_to ? "has no path to" : "cannot be reached from",
+                       no_path_to ? "its knowledge never reaches the root"
+                                  : "the complete bundle never reaches it");
+    }
+    p->kind = PFT_KIND_MESH;
+    return 0;
+}
+
+/* Chooses the kind: with start a ring, with root a mesh, otherwise a chain or dag (acyclic). */
 static int classify(pft_plan_t *p, const char *const *names, size_t m, const pft_plan_edge_t *e, size_t start,
-                    pft_plan_where_t *where)
+                    size_t root, pft_plan_where_t *where)
 {
     size_t *cycle = pft_alloc_array(p->n, sizeof *cycle), len = 0;
     if (!cycle)
@@ -240,54 +364,42 @@ static int classify(pft_plan_t *p, const char *const *names, size_t m, const pft
     char text[512];
     if (found < 0) {
         rc = found;
-    } else if (start == SIZE_MAX) {
-        if (found) {
-            cycle_text(text, sizeof text, names, cycle, len);
-            where->edge = find_edge(m, e, cycle[len - 1], cycle[0]);
-            if (len == p->n)
-                rc =
-                    pft_err(PFT_ETOPO,
-                            "cycle %s but no graph attribute 'start': a ring needs start=<node id>, the node "
-                            "that begins the first lap",
-                            text);
-            else
-                rc = pft_err(
-                    PFT_ETOPO,
-                    "cycle %s: only a ring (one simple cycle through every node, with graph attribute "
-                    "start=<node id>) may contain a cycle",
-                    text);
-        } else {
-            int path = 1;
-            for (size_t v = 0; v < p->n; v++)
-                path &= deg(&p->succ, v) <= 1 && deg(&p->pred, v) <= 1;
-            p->kind = path ? PFT_KIND_CHAIN : PFT_KIND_DAG;
-        }
-    } else if (!found) {
-        where->node = start;
-        where->at_start = 1;
-        rc = pft_err(
-            PFT_ETOPO,
-            "start=%s but the graph has no cycle: 'start' is only for rings; remove it for a chain or dag",
-            names[start]);
-    } else {
-        for (size_t v = 0; v < p->n && !rc; v++) {
-            size_t so = deg(&p->succ, v), pr = deg(&p->pred, v);
-            if (so == 1 && pr == 1)
-                continue;
-            where->node = v;
-            const adj_t *a = so != 1 ? &p->succ : &p->pred;
-            names_text(text, sizeof text, names, a->nb + a->off[v], deg(a, v));
+    } else if (start != SIZE_MAX) {
+        rc = classify_ring(p, names, found, start, where);
+        if (rc == 0 && root != SIZE_MAX)
+            rc = classify_mesh(p, names, found, root, where); /* a ring: says to drop root */
+    } else if (root != SIZE_MAX) {
+        rc = classify_mesh(p, names, found, root, where);
+    } else if (found) {
+        cycle_text(text, sizeof text, names, cycle, len);
+        where->edge = find_edge(m, e, cycle[len - 1], cycle[0]);
+        size_t bad = 0;
+        int no_path_to = 0, strong = ring_shaped(p) ? 0 : strongly_connected(p, cycle[0], &bad, &no_path_to);
+        if (strong < 0)
+            rc = strong;
+        else if (ring_shaped(p))
             rc = pft_err(PFT_ETOPO,
-                         "start=%s but the graph is not a single simple cycle: node '%s' has %zu %s%s%s%s "
-                         "(every ring node needs exactly one predecessor and one successor)",
-                         names[start], names[v], deg(a, v),
-                         so != 1 ? (deg(a, v) == 1 ? "successor" : "successors")
-                                 : (deg(a, v) == 1 ? "predecessor" : "predecessors"),
-                         deg(a, v) ? " (" : "", text, deg(a, v) ? ")" : "");
-        }
-        /* in = out = 1 everywhere and weakly connected: one simple cycle through every node */
-        if (!rc)
-            p->kind = PFT_KIND_RING;
+                         "cycle %s but no graph attribute 'start': a ring needs start=<node id>, the node "
+                         "that begins the first lap",
+                         text);
+        else if (strong)
+            rc = pft_err(PFT_ETOPO,
+                         "cycle %s but no graph attribute 'root': a strongly connected graph that is not a "
+                         "ring runs as a mesh and needs root=<node id>, the node that gathers everyone's "
+                         "knowledge and spreads it back",
+                         text);
+        else
+            rc = pft_err(PFT_ETOPO,
+                         "cycle %s: only a ring (one simple cycle through every node, with graph attribute "
+                         "start=<node id>) or a mesh (strongly connected, with graph attribute root=<node "
+                         "id>) may contain a cycle, and node '%s' %s node '%s'",
+                         text, names[bad], no_path_to ? "has no path to" : "cannot be reached from",
+                         names[cycle[0]]);
+    } else {
+        int path = 1;
+        for (size_t v = 0; v < p->n; v++)
+            path &= deg(&p->succ, v) <= 1 && deg(&p->pred, v) <= 1;
+        p->kind = path ? PFT_KIND_CHAIN : PFT_KIND_DAG;
     }
     pft_free(cycle);
     return rc;
@@ -396,6 +508,31 @@ static void plan_dag(pft_plan_t *p)
     p->stage_off[p->n] = ns;
 }
 
+/* Stages of a two-lap plan (ring, mesh), stored by node index: the producer refits once on lap 1 and sends
+ * the complete bundle that opens lap 2; every other node refits on lap 1, then forwards the complete bundle
+ * on lap 2 and trains its head on it. */
+static void two_lap_stages(pft_plan_t *p)
+{
+    size_t ns = 0;
+    for (size_t u = 0; u < p->n; u++) {
+        p->stage_off[u] = ns;
+        pft_stage_t *s;
+        if (p->role[u] == PFT_ROLE_PRODUCER) {
+            s = add_stage(p, &ns, 1, PFT_WHAT_REFIT, 1);
+            stage_list(p, s, u, 1, 0);
+            stage_list(p, s, u, 2, 1);
+            continue;
+        }
+        s = add_stage(p, &ns, 1, PFT_WHAT_REFIT, 0);
+        stage_list(p, s, u, 1, 0);
+        stage_list(p, s, u, 1, 1);
+        s = add_stage(p, &ns, 2, PFT_WHAT_FORWARD, 1);
+        stage_list(p, s, u, 2, 0);
+        stage_list(p, s, u, 2, 1);
+    }
+    p->stage_off[p->n] = ns;
+}
+
 static void plan_ring(pft_plan_t *p, size_t start)
 {
     size_t n = p->n, *v = p->order;
@@ -411,46 +548,81 @@ static void plan_ring(pft_plan_t *p, size_t start)
         p->hand[p->n_hand++] = (pft_handoff_t){0, v[i], v[i + 1], 2, PFT_WHAT_FORWARD, 1};
     for (size_t i = 0; i < n; i++)
         p->role[v[i]] = i == 0 ? PFT_ROLE_START : i == n - 1 ? PFT_ROLE_PRODUCER : PFT_ROLE_MEMBER;
-    /* stages, stored by node index */
-    size_t ns = 0;
-    for (size_t u = 0; u < n; u++) {
-        p->stage_off[u] = ns;
-        pft_stage_t *s;
-        switch (p->role[u]) {
-        case PFT_ROLE_START:
-            s = add_stage(p, &ns, 1, PFT_WHAT_REFIT, 0);
-            stage_list(p, s, u, 1, 0);
-            stage_list(p, s, u, 1, 1);
-            s = add_stage(p, &ns, 2, PFT_WHAT_FORWARD, 1);
-            stage_list(p, s, u, 2, 0);
-            stage_list(p, s, u, 2, 1);
-            break;
-        case PFT_ROLE_MEMBER:
-            s = add_stage(p, &ns, 1, PFT_WHAT_REFIT, 0);
-            stage_list(p, s, u, 1, 0);
-            stage_list(p, s, u, 1, 1);
-            s = add_stage(p, &ns, 2, PFT_WHAT_FORWARD, 1);
-            stage_list(p, s, u, 2, 0);
-            stage_list(p, s, u, 2, 1);
-            break;
-        default: /* producer: receives lap 1, sends the complete bundle that opens lap 2 */
-            s = add_stage(p, &ns, 1, PFT_WHAT_REFIT, 1);
-            stage_list(p, s, u, 1, 0);
-            stage_list(p, s, u, 2, 1);
-            break;
+    two_lap_stages(p);
+}
+
+/* Writes the nodes with a finite dist into out, by dist (descending if far_first, else ascending), ties by
+ * index; returns how many. */
+static size_t by_distance(const size_t *dist, size_t n, int far_first, size_t *out)
+{
+    size_t max = 0, k = 0;
+    for (size_t v = 0; v < n; v++)
+        if (dist[v] != SIZE_MAX && dist[v] > max)
+            max = dist[v];
+    for (size_t i = 0; i <= max; i++)
+        for (size_t v = 0; v < n; v++)
+            if (dist[v] == (far_first ? max - i : i))
+                out[k++] = v;
+    return k;
+}
+
+/* The tree parent of v: its first neighbour in a (ascending) one step closer to the root by dist. */
+static size_t tree_parent(const adj_t *a, const size_t *dist, size_t v)
+{
+    for (size_t i = a->off[v]; i < a->off[v + 1]; i++)
+        if (dist[a->nb[i]] + 1 == dist[v])
+            return a->nb[i];
+    return SIZE_MAX; /* the root */
+}
+
+/* Mesh (DESIGN.md §6; pft_plan.h): lap 1 up the BFS in-tree to root, lap 2 down the BFS out-tree from it.
+ * The graph is strongly connected (checked), so every distance is finite. */
+static int plan_mesh(pft_plan_t *p, size_t root)
+{
+    size_t n = p->n, *to = pft_alloc_array(n, sizeof *to), *from = pft_alloc_array(n, sizeof *from);
+    size_t *seq = pft_alloc_array(n, sizeof *seq);
+    if (!to || !from || !seq) {
+        pft_free(to);
+        pft_free(from);
+        pft_free(seq);
+        return PFT_ENOMEM;
+    }
+    bfs_dist(&p->pred, n, root, to, seq);   /* to[v]: hops from v to the root */
+    bfs_dist(&p->succ, n, root, from, seq); /* from[v]: hops from the root to v */
+    /* lap 1: farthest from the root first, so a node's children have sent before it does */
+    by_distance(to, n, 1, p->order);
+    for (size_t i = 0; i + 1 < n; i++) {
+        size_t v = p->order[i];
+        p->hand[p->n_hand++] = (pft_handoff_t){0, v, tree_parent(&p->succ, to, v), 1, PFT_WHAT_REFIT, 0};
+    }
+    /* lap 2: nearest to the root first; the root's sends are its refit (complete), the others forward it */
+    by_distance(from, n, 0, seq);
+    for (size_t i = 0; i < n; i++) {
+        size_t u = seq[i];
+        for (size_t j = p->succ.off[u]; j < p->succ.off[u + 1]; j++) {
+            size_t w = p->succ.nb[j];
+            if (w != root && tree_parent(&p->pred, from, w) == u)
+                p->hand[p->n_hand++] =
+                    (pft_handoff_t){0, u, w, 2, u == root ? PFT_WHAT_REFIT : PFT_WHAT_FORWARD, 1};
         }
     }
-    p->stage_off[n] = ns;
+    for (size_t v = 0; v < n; v++)
+        p->role[v] = v == root ? PFT_ROLE_PRODUCER : PFT_ROLE_MEMBER;
+    two_lap_stages(p);
+    pft_free(to);
+    pft_free(from);
+    pft_free(seq);
+    return 0;
 }
 
 int pft_plan_build(size_t n, const char *const *names, size_t n_edges, const pft_plan_edge_t *edges,
-                   size_t start, pft_plan_t **out, pft_plan_where_t *where)
+                   size_t start, size_t root, pft_plan_t **out, pft_plan_where_t *where)
 {
     pft_plan_where_t dummy;
     if (!where)
         where = &dummy;
     where->node = where->edge = SIZE_MAX;
-    where->at_start = 0;
+    where->at_start = where->at_root = 0;
     *out = NULL;
     if (n < 2)
         return pft_err(PFT_ETOPO, "a topology needs at least 2 nodes (it has %zu)", n);
@@ -461,6 +633,8 @@ int pft_plan_build(size_t n, const char *const *names, size_t n_edges, const pft
         }
     if (start != SIZE_MAX && start >= n)
         return pft_err(PFT_EINVAL, "plan: start %zu is not a node", start);
+    if (root != SIZE_MAX && root >= n)
+        return pft_err(PFT_EINVAL, "plan: root %zu is not a node", root);
 
     pft_plan_t *p = pft_calloc(1, sizeof *p);
     if (!p)
@@ -476,10 +650,12 @@ int pft_plan_build(size_t n, const char *const *names, size_t n_edges, const pft
                 rc = pft_err(PFT_EINVAL, "plan: edge %s -> %s appears twice", names[v], names[p->succ.nb[j]]);
                 goto fail;
             }
-    if ((rc = check_connected(p, names, where)) || (rc = classify(p, names, n_edges, edges, start, where)))
+    if ((rc = check_connected(p, names, where)) ||
+        (rc = classify(p, names, n_edges, edges, start, root, where)))
         goto fail;
-    size_t n_hand = p->kind == PFT_KIND_RING ? 2 * n - 2 : n_edges;
-    size_t n_stages = p->kind == PFT_KIND_RING ? 2 * n - 1 : n;
+    int two_laps = p->kind == PFT_KIND_RING || p->kind == PFT_KIND_MESH;
+    size_t n_hand = two_laps ? 2 * n - 2 : n_edges;
+    size_t n_stages = two_laps ? 2 * n - 1 : n;
     rc = PFT_ENOMEM;
     p->role = pft_calloc(n, sizeof *p->role);
     p->order = pft_calloc(n, sizeof *p->order);
@@ -491,6 +667,9 @@ int pft_plan_build(size_t n, const char *const *names, size_t n_edges, const pft
         goto fail;
     if (p->kind == PFT_KIND_RING) {
         plan_ring(p, start);
+    } else if (p->kind == PFT_KIND_MESH) {
+        if ((rc = plan_mesh(p, root)))
+            goto fail;
     } else {
         if ((rc = topo_order(p)))
             goto fail;
@@ -576,6 +755,8 @@ const char *pft_kind_name(pft_kind_t kind)
         return "ring";
     case PFT_KIND_DAG:
         return "dag";
+    case PFT_KIND_MESH:
+        return "mesh";
     }
     return "?";
 }

@@ -278,6 +278,7 @@ static int parse_graph_attrs(const pft_topo_t *t, model_t *m)
     const pft_topo_attr_t *tab = pft_topo_attr_table(&na);
     pft_topo_run_t *run = &m->run;
     run->start = SIZE_MAX;
+    run->root = SIZE_MAX;
     for (size_t i = 0; i < na; i++) {
         if (tab[i].g_off < 0)
             continue;
@@ -314,6 +315,7 @@ static int parse_nodes(const pft_topo_t *t, model_t *m)
     for (size_t v = 0; v < m->n; v++) {
         pft_topo_node_t *nd = &m->nodes[v];
         nd->domain = -1;
+        nd->has_data = 1;
         for (size_t i = 0; i < na; i++) {
             if (tab[i].n_off < 0)
                 continue;
@@ -478,23 +480,31 @@ static int fallback_lists(model_t *m, int reverse, size_t **off_p, size_t **list
     return 0;
 }
 
+/* Finds the node a graph attribute (start, root) names; PFT_ETOPO at the attribute's line if none. */
+static int named_node(const pft_topo_t *t, const model_t *m, const char *attr, const char *id, size_t *out)
+{
+    if (!id || find_index(m, id, out))
+        return 0;
+    char known[256] = "";
+    size_t used = 0;
+    for (size_t v = 0; v < m->n && used < sizeof known - 8; v++) {
+        int w = snprintf(known + used, sizeof known - used, "%s%s", v ? ", " : "", node_id(m, v));
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return fail_at(t, pft_dotscan_graph_attr_line(t->scan, attr), PFT_ETOPO,
+                   "%s=%s names no node (nodes: %s)", attr, id, known);
+}
+
 static int plan_graph(const pft_topo_t *t, model_t *m)
 {
     pft_topo_run_t *run = &m->run;
-    if (run->start_id && !find_index(m, run->start_id, &run->start)) {
-        char known[256] = "";
-        size_t used = 0;
-        for (size_t v = 0; v < m->n && used < sizeof known - 8; v++) {
-            int w = snprintf(known + used, sizeof known - used, "%s%s", v ? ", " : "", node_id(m, v));
-            used += w > 0 ? (size_t)w : 0;
-        }
-        return fail_at(t, pft_dotscan_graph_attr_line(t->scan, "start"), PFT_ETOPO,
-                       "start=%s names no node (nodes: %s)", run->start_id, known);
-    }
+    int rc;
+    if ((rc = named_node(t, m, "start", run->start_id, &run->start)) ||
+        (rc = named_node(t, m, "root", run->root_id, &run->root)))
+        return rc;
     const char **names = pft_alloc_array(m->n, sizeof *names);
     pft_plan_edge_t *pe = pft_alloc_array(m->n_edges ? m->n_edges : 1, sizeof *pe);
     size_t *pe_edge = pft_alloc_array(m->n_edges ? m->n_edges : 1, sizeof *pe_edge);
-    int rc = 0;
     if (!names || !pe || !pe_edge) {
         rc = pft_err(PFT_ENOMEM, "out of memory");
         goto done;
@@ -508,7 +518,7 @@ static int plan_graph(const pft_topo_t *t, model_t *m)
             pe_edge[np++] = e;
         }
     pft_plan_where_t where;
-    rc = pft_plan_build(m->n, names, np, pe, run->start, &m->plan, &where);
+    rc = pft_plan_build(m->n, names, np, pe, run->start, run->root, &m->plan, &where);
     if (rc == PFT_ENOMEM)
         goto done;
     if (rc) {
@@ -517,11 +527,15 @@ static int plan_graph(const pft_topo_t *t, model_t *m)
                                             : pft_dotscan_header_line(t->scan);
         if (where.at_start)
             line = pft_dotscan_graph_attr_line(t->scan, "start");
+        if (where.at_root)
+            line = pft_dotscan_graph_attr_line(t->scan, "root");
         rc = wrap_at(t, line, rc, NULL);
         goto done;
     }
     if (m->plan && pft_plan_kind(m->plan) != PFT_KIND_RING)
         run->start = SIZE_MAX;
+    if (m->plan && pft_plan_kind(m->plan) != PFT_KIND_MESH)
+        run->root = SIZE_MAX;
 done:
     pft_free(names);
     pft_free(pe);
@@ -544,6 +558,19 @@ static int check_fallbacks(const pft_topo_t *t, model_t *m)
     }
     if (pft_plan_kind(m->plan) == PFT_KIND_RING)
         return 0;
+    /* a mesh's lap 2 bundle is complete and its lap 1 bundles go up one tree: a bundle arriving by a
+     * fallback edge would match no hand-off of its receiver (the node runtime substitutes only partial
+     * bundles of a predecessor's predecessor), so a mesh takes none; its idle primary edges stay unused */
+    if (pft_plan_kind(m->plan) == PFT_KIND_MESH) {
+        for (size_t e = 0; e < m->n_edges; e++)
+            if (m->edges[e].fallback)
+                return fail_at(
+                    t, m->edges[e].line, PFT_ETOPO,
+                    "fallback edge %s -> %s: a mesh (graph attribute root) takes no fallback edges; "
+                    "remove fallback=true or the edge",
+                    node_id(m, m->edges[e].tail), node_id(m, m->edges[e].head));
+        return 0;
+    }
     /* outside a ring a fallback must not let a bundle come back to where it has been */
     pft_plan_edge_t *all = pft_alloc_array(m->n_edges ? m->n_edges : 1, sizeof *all);
     size_t *cycle = pft_alloc_array(m->n, sizeof *cycle), len = 0;
@@ -604,12 +631,17 @@ static int check_simulation(const pft_topo_t *t, model_t *m)
         return 0;
     }
     int part_line = pft_dotscan_graph_attr_line(t->scan, "partition");
-    if (run->part_kind == PFT_TOPO_PART_LABELS && run->part_ranges && (size_t)run->part_ranges != m->n)
+    size_t n_data = 0;
+    for (size_t v = 0; v < m->n; v++)
+        n_data += m->nodes[v].has_data != 0;
+    if (n_data == 0)
+        return fail_at(t, part_line, PFT_ETOPO, "every node has data = false: there is nothing to partition");
+    if (run->part_kind == PFT_TOPO_PART_LABELS && run->part_ranges && (size_t)run->part_ranges != n_data)
         return fail_at(
             t, part_line, PFT_ETOPO,
-            "partition=%s lists %d class ranges but the graph has %zu nodes (node i, in file order, "
+            "partition=%s lists %d class ranges but the graph has %zu nodes with data (node i, in file order, "
             "takes the i-th)",
-            run->partition, run->part_ranges, m->n);
+            run->partition, run->part_ranges, n_data);
     for (size_t v = 0; v < m->n; v++) {
         pft_topo_node_t *nd = &m->nodes[v];
         int line_d = pft_dotscan_node_attr_line(t->scan, nd->id, "domain");
@@ -701,7 +733,10 @@ static int check_data(const pft_topo_t *t, model_t *m)
     int required = !m->run.dataset || (t->flags & PFT_TOPO_REQUIRE_RESOLVED);
     for (size_t v = 0; v < m->n; v++) {
         const pft_topo_node_t *nd = &m->nodes[v];
-        if (required && (!nd->train || !nd->labels))
+        if (!nd->has_data && (nd->train || nd->labels))
+            return fail_at(t, nd->line, PFT_ETOPO, "node '%s' has data = false but names a '%s' file", nd->id,
+                           nd->train ? "train" : "labels");
+        if (required && nd->has_data && (!nd->train || !nd->labels))
             return fail_at(
                 t, nd->line, PFT_ETOPO, "node '%s' has no %s%s", nd->id,
                 !nd->train ? "'train' (features .npy)" : "'labels' (labels .npy)",

@@ -25,7 +25,10 @@
  * - Without `dataset` every node needs train, labels and an endpoint (explicit or port_base); with
  *   it (a simulation) the launcher fills them in and writes a resolved copy (pft_topo_write).
  * - Fallback edges are validated and exposed but take no part in kind, roles or hand-offs; outside
- *   a ring they must not close a cycle. An edge `deadline` is how long its head waits for it. */
+ *   a ring they must not close a cycle, and a mesh has none. An edge `deadline` is how long its head
+ *   waits for it.
+ * - A mesh (graph attribute root) uses only the primary edges of two BFS trees; its other primary
+ *   edges carry no hand-off (pft_plan.h). */
 
 typedef struct pft_topo_t pft_topo_t;
 
@@ -85,6 +88,8 @@ typedef struct {
     int port_base;             /* first TCP port of auto-assigned endpoints; 0: none */
     const char *start_id;      /* ring start node id; NULL unless a ring */
     size_t start;              /* its node index; SIZE_MAX unless a ring */
+    const char *root_id;       /* mesh root node id; NULL unless a mesh */
+    size_t root;               /* its node index; SIZE_MAX unless a mesh */
 } pft_topo_run_t;
 
 /* One node: identity, effective settings (graph defaults + node overrides) and its place in the plan. */
@@ -105,6 +110,7 @@ typedef struct {
     pft_cov_t cov;           /* effective covariance family */
     int cov_rank;            /* effective lowrank rank (meaningful for cov=lowrank only) */
     int samples;             /* simulation: effective rows for this node (0: all of its share) */
+    int has_data;            /* 0 (attribute data = false): no training rows of its own, e.g. an aggregator */
     int domain;              /* simulation, partition=domain: domain id; -1: none */
     const char *classes;     /* simulation, partition=labels: class set ("0-3", "0,2,5"); NULL: none */
     double dp_epsilon;       /* effective DP-FedPFT epsilon (0: off) */
@@ -164,9 +170,9 @@ size_t pft_topo_edge_count(const pft_topo_t *self);
 const pft_topo_edge_t *pft_topo_edge(const pft_topo_t *self, size_t i);
 const pft_topo_edge_t *pft_topo_edge_find(const pft_topo_t *self, size_t tail, size_t head);
 
-/* Processing order (topological for chain/dag; start, … for a ring); returns n. */
+/* Processing order (topological for chain/dag; start, … for a ring; lap 1's for a mesh); returns n. */
 size_t pft_topo_order(const pft_topo_t *self, const size_t **out);
-/* The run's hand-offs in order; returns their number (2n-2 for a ring). */
+/* The run's hand-offs in order; returns their number (2n-2 for a ring or mesh). */
 size_t pft_topo_handoffs(const pft_topo_t *self, const pft_handoff_t **out);
 
 /* Sets (value non-empty) or clears (value NULL or "") attributes on node id or on the graph, then

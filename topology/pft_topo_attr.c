@@ -64,6 +64,9 @@ static const pft_topo_attr_t s_table[] = {
      "feature preprocessing, applied identically on every node before anything else", GO(prep), NONE, NONE},
     {"start", G, PFT_ATTR_NAME, NULL, 0, 0, NULL,
      "ring only: id of the node that begins the first lap", GO(start_id), NONE, NONE},
+    {"root", G, PFT_ATTR_NAME, NULL, 0, 0, NULL,
+     "mesh only (strongly connected, not a ring): id of the node that gathers everyone's knowledge (lap 1) "
+     "and spreads it back (lap 2)", GO(root_id), NONE, NONE},
     {"deadline", G | E, PFT_ATTR_REAL, "600", 0.001, 1e7, NULL,
      "seconds a node waits for its predecessors' bundles (on an edge: for that one)", GO(deadline), NONE,
      EO(deadline)},
@@ -114,6 +117,9 @@ static const pft_topo_attr_t s_table[] = {
     {"samples", G | N, PFT_ATTR_INT, "0", 0, 1000000000, NULL,
      "simulation: training rows drawn for a node from its share (0: all of it)", GO(samples), NO(samples),
      NONE},
+    {"data", N, PFT_ATTR_BOOL, "true", 0, 0, NULL,
+     "false: the node holds no training data (an aggregator, the paper's server): it trains on what it receives "
+     "only; a simulation gives it no share", NONE, NO(has_data), NONE},
     {"domain", N, PFT_ATTR_INT, NULL, 0, 65535, NULL,
      "simulation, partition=domain: the node's domain id", NONE, NO(domain), NONE},
     {"classes", N, PFT_ATTR_CLASSES, NULL, 0, 0, NULL,

@@ -150,8 +150,10 @@ static void check_topo(const pft_topo_t *t)
     if (n < 2 || !run || !run->run || !run->run[0])
         FAIL("loaded topology with %zu nodes or without a run id", n);
     if (pft_topo_kind(t) != PFT_KIND_CHAIN && pft_topo_kind(t) != PFT_KIND_RING &&
-        pft_topo_kind(t) != PFT_KIND_DAG)
+        pft_topo_kind(t) != PFT_KIND_DAG && pft_topo_kind(t) != PFT_KIND_MESH)
         FAIL("bad kind %d", (int)pft_topo_kind(t));
+    if ((pft_topo_kind(t) == PFT_KIND_MESH) != (run->root != SIZE_MAX) || (run->root != SIZE_MAX && run->root >= n))
+        FAIL("mesh root %zu inconsistent", run->root);
     if ((pft_topo_kind(t) == PFT_KIND_RING) != (run->start != SIZE_MAX) ||
         (run->start != SIZE_MAX && run->start >= n))
         FAIL("ring start %zu inconsistent", run->start);

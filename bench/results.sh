@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# Runs the paper's experiments on the shared real features and regenerates docs/RESULTS.md (issue 6):
+#   chain      linear chain of 5, 100 iid rows each (paper §5.4)          configs/chain5.dot
+#   labelshift two clients, classes 0-3 -> 4-6 (paper §5.3, Table 2)      configs/pacs_labelshift.dot
+#   covshift   two clients, photo -> sketch (paper §5.3, Table 2)         configs/pacs_covshift.dot
+#   star       20 Dirichlet(0.1) clients -> data-less aggregator (§5.2)   configs/star20.dot
+#   gmm-family accuracy vs bytes, cov x K, one client (§6.1, Fig. 7 left)  pftnet synth
+#   ring8      ring of 8                                                  configs/ring8.dot
+#   graph10    random strongly connected graph of 10                      configs/graph10.dot
+# Every run is kept under OUT (one folder per experiment/variant/seed, with its logs); a run whose results
+# exist is not repeated, so an interrupted invocation resumes. --smoke is CI's reduced version: one seed, the
+# bundled example data, one EM/head draw, small families; it writes OUT/RESULTS.md instead of docs/.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+usage() {
+    cat <<EOF
+usage: bash bench/results.sh [options]
+
+Runs the experiments of docs/RESULTS.md (3 seeds; about 35 minutes on 2 cores) and regenerates it.
+
+options:
+  --smoke            reduced version for CI: seed 0, examples/data/pacs-small, em/head draws 1 (~2 min)
+  --only LIST        comma-separated experiments: chain,labelshift,covshift,star,gmm-family,ring8,graph10
+  --seeds "S ..."    seeds (default "0 1 2"; --smoke: "0")
+  --full-k "K ..."   K values for the full-covariance family (default "1 5 10": K=20/50 take >4/10 min per seed
+                     and 230/575 MB per bundle at d=1280)
+  --out DIR          where runs go (default runs/results; --smoke: runs/results-smoke)
+  --doc FILE         the Markdown written (default docs/RESULTS.md; --smoke: OUT/RESULTS.md)
+  --bin DIR          folder with pftnet and pftnode (default build/node, built in Release if missing)
+  --rerun            run again even where results exist
+  --no-report        only run the experiments
+  -h, --help         this help
+EOF
+}
+
+smoke=0 only="" seeds="" full_k="1 5 10" out="" doc="" bin="" rerun=0 report=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --smoke) smoke=1 ;;
+    --only) only="$2"; shift ;;
+    --seeds) seeds="$2"; shift ;;
+    --full-k) full_k="$2"; shift ;;
+    --out) out="$2"; shift ;;
+    --doc) doc="$2"; shift ;;
+    --bin) bin="$2"; shift ;;
+    --rerun) rerun=1 ;;
+    --no-report) report=0 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "bench/results.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+if [ "$smoke" = 1 ]; then
+    seeds="${seeds:-0}"
+    out="${out:-$here/runs/results-smoke}"
+    doc="${doc:-$out/RESULTS.md}"
+else
+    seeds="${seeds:-0 1 2}"
+    out="${out:-$here/runs/results}"
+    doc="${doc:-$here/docs/RESULTS.md}"
+fi
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+if [ -z "$bin" ]; then
+    bin="$here/build/node"
+    if [ ! -x "$bin/pftnet" ] || [ ! -x "$bin/pftnode" ]; then
+        echo "building pftnet (Release) in build/ ..."
+        cmake -S "$here" -B "$here/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+        cmake --build "$here/build" -j2 >/dev/null
+    fi
+fi
+bin="$(cd "$bin" && pwd)"
+pftnet="$bin/pftnet"
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}" # nodes run side by side: one BLAS thread each
+
+data="$here/../shared/data/pacs-mobilenetv2"
+common=()
+if [ "$smoke" = 1 ]; then
+    data="$here/examples/data/pacs-small"
+    common=(--set "dataset=$data" --set em_draws=1 --set head_draws=1)
+fi
+[ -f "$data/train_x.npy" ] || { echo "bench/results.sh: no dataset at $data" >&2; exit 1; }
+
+want() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+t_start=$(date +%s)
+runs=0 skipped=0
+
+# launch EXP VARIANT_DIR CONFIG SEED ARGS... : one pftnet launch into OUT/EXP/VARIANT_DIR/sSEED
+launch() {
+    local exp="$1" vdir="$2" cfg="$3" seed="$4"
+    shift 4
+    local dir="$out/$exp/$vdir/s$seed"
+    if [ "$rerun" = 0 ] && [ -f "$dir/results.json" ]; then
+        skipped=$((skipped + 1))
+        return 0
+    fi
+    mkdir -p "$(dirname "$dir")"
+    local t0=$(date +%s)
+    printf '%-11s %-18s seed %s ... ' "$exp" "$vdir" "$seed"
+    if "$pftnet" launch "$here/configs/$cfg" --out "$dir" --force --quiet --seed "$seed" --tag "$exp" \
+        "${common[@]}" "$@" >"$dir.log" 2>&1; then
+        runs=$((runs + 1))
+        printf 'done in %ds\n' $(($(date +%s) - t0))
+    else
+        printf 'FAILED (log: %s)\n' "$dir.log"
+        tail -5 "$dir.log" >&2
+        return 1
+    fi
+}
+
+for s in $seeds; do
+    if want chain; then
+        launch chain fedpft chain5.dot "$s"
+    fi
+    for exp in labelshift covshift; do
+        want $exp || continue
+        cfg=pacs_labelshift.dot
+        [ $exp = covshift ] && cfg=pacs_covshift.dot
+        # the baselines (Centralized, Ensemble, Average, KD) depend on the seed only: computed with the first
+        launch $exp diag-k10 $cfg "$s" --set cov=diag --set k=10 --variant "FedPFT diag K=10"
+        if [ "$smoke" = 1 ]; then
+            launch $exp spher-k1 $cfg "$s" --set cov=spher --set k=1 --variant "FedPFT spher K=1" --no-baselines
+            continue
+        fi
+        launch $exp diag-k20 $cfg "$s" --set cov=diag --set k=20 --variant "FedPFT diag K=20" --no-baselines
+        launch $exp spher-k1 $cfg "$s" --set cov=spher --set k=1 --variant "FedPFT spher K=1" --no-baselines
+        launch $exp dp-diag-k1 $cfg "$s" --set cov=diag --set k=1 --set dp_epsilon=1 \
+            --variant "DP-FedPFT diag K=1, eps=1, delta=1/n" --no-baselines
+    done
+    if want star; then
+        if [ "$smoke" = 1 ]; then # 2100 rows: Dirichlet(0.1) over 20 clients leaves some with almost nothing
+            launch star fedpft star20.dot "$s" --set "partition=dirichlet:0.5"
+        else
+            launch star fedpft star20.dot "$s"
+        fi
+    fi
+    if want ring8; then
+        launch ring8 fedpft ring8.dot "$s" $([ "$smoke" = 1 ] && echo --set samples=50)
+    fi
+    if want graph10; then
+        launch graph10 fedpft graph10.dot "$s" $([ "$smoke" = 1 ] && echo --set samples=50)
+    fi
+    if want gmm-family; then
+        families="spher:1,5,10,20,50 diag:1,5,10,20,50 full:${full_k// /,}"
+        [ "$smoke" = 1 ] && families="spher:1,5 diag:1,5 full:1"
+        mkdir -p "$out/gmm-family"
+        for fam in $families; do
+            cov="${fam%%:*}"
+            for k in $(echo "${fam#*:}" | tr ',' ' '); do
+                f="$out/gmm-family/$cov-k$k-s$s.jsonl"
+                if [ "$rerun" = 0 ] && [ -s "$f" ]; then
+                    skipped=$((skipped + 1))
+                    continue
+                fi
+                t0=$(date +%s)
+                printf '%-11s %-18s seed %s ... ' gmm-family "$cov K=$k" "$s"
+                if "$pftnet" synth --train-features "$data/train_x.npy" --train-labels "$data/train_y.npy" \
+                    --test-features "$data/test_x.npy" --test-labels "$data/test_y.npy" --cov "$cov" --k "$k" \
+                    --seed "$s" --json >"$f.tmp" 2>"$f.log"; then
+                    mv "$f.tmp" "$f"
+                    runs=$((runs + 1))
+                    printf 'done in %ds\n' $(($(date +%s) - t0))
+                else
+                    rm -f "$f.tmp"
+                    printf 'FAILED (log: %s)\n' "$f.log"
+                    exit 1
+                fi
+            done
+        done
+    fi
+done
+echo "experiments: $runs run, $skipped already done, $(($(date +%s) - t_start))s"
+
+[ "$report" = 1 ] || exit 0
+paths=()
+for exp in chain labelshift covshift star gmm-family ring8 graph10; do
+    want $exp && [ -d "$out/$exp" ] && paths+=("$out/$exp")
+done
+docdir="$(cd "$(dirname "$doc")" && pwd)"
+plots="$docdir/results"
+[ "$smoke" = 1 ] && plots="$docdir/plots"
+"$pftnet" report "${paths[@]}" --notes "$here/docs/results-notes" --plots "$plots" --format svg \
+    --title "pftnet: measured results" --out "$doc"
+echo "report: $doc (plots in $plots)"
