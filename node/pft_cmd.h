@@ -7,5 +7,6 @@ int pft_cmd_synth(int argc, char **argv);
 int pft_cmd_check(int argc, char **argv);
 int pft_cmd_launch(int argc, char **argv);
 int pft_cmd_keygen(int argc, char **argv);
+int pft_cmd_report(int argc, char **argv);
 
 #endif

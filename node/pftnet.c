@@ -16,6 +16,7 @@ static const command_t s_commands[] = {
     {"gmm", pft_cmd_gmm, "fit one GMM per class to features and report the log-likelihood"},
     {"synth", pft_cmd_synth, "one-client FedPFT: head on GMM samples vs head on raw features"},
     {"keygen", pft_cmd_keygen, "generate a node keypair (NAME.key secret, NAME.pub public)"},
+    {"report", pft_cmd_report, "Markdown tables and gnuplot plots from launch results and synth lines"},
     {NULL, NULL, NULL},
 };
 

@@ -919,6 +919,22 @@ static void test_write_reload(void)
         CHECK(t && strcmp(pft_topo_find(t, "b")->endpoint, "tcp://127.0.0.1:7601") == 0);
         pft_topo_destroy(&t);
     }
+    /* a new port_base (pftnet launch --set port_base=N) moves the endpoints it gave, not explicit ones; a
+     * refused value leaves them where they were */
+    CHECK(load("digraph pb { " SIM "port_base=7600; c [endpoint=\"tcp://127.0.0.1:7999\"]; a -> b -> c }", SKIP,
+               &t) == 0);
+    if (t) {
+        CHECK(strcmp(pft_topo_find(t, "a")->endpoint, "tcp://127.0.0.1:7601") == 0); /* c is node 0 */
+        CHECK(pft_topo_set_graph_attr(t, "port_base", "9000") == 0);
+        CHECK(strcmp(pft_topo_find(t, "a")->endpoint, "tcp://127.0.0.1:9001") == 0);
+        CHECK(strcmp(pft_topo_find(t, "b")->endpoint, "tcp://127.0.0.1:9002") == 0);
+        CHECK(strcmp(pft_topo_find(t, "c")->endpoint, "tcp://127.0.0.1:7999") == 0);
+        CHECK(pft_topo_set_graph_attr(t, "port_base", "65534") == PFT_ETOPO); /* 3 nodes need up to 65536 */
+        CHECK(strcmp(pft_topo_find(t, "b")->endpoint, "tcp://127.0.0.1:9002") == 0);
+        CHECK(pft_topo_set_graph_attr(t, "port_base", "9100") == 0);
+        CHECK(strcmp(pft_topo_find(t, "b")->endpoint, "tcp://127.0.0.1:9102") == 0);
+        pft_topo_destroy(&t);
+    }
     snprintf(path, sizeof path, "%s/no/such/dir/x.dot", s_dir);
     CHECK(load("digraph w { " SIM " a -> b }", SKIP, &t) == 0);
     if (t) {

@@ -46,6 +46,7 @@ struct pft_topo_t {
     Agraph_t *g;
     pft_dotscan_t *scan;
     model_t m;
+    unsigned char *ep_auto; /* node v's endpoint was derived from port_base (normalize writes it into the graph) */
 };
 
 /* ---- errors ---- */
@@ -906,9 +907,12 @@ static int normalize(pft_topo_t *t)
                 agxset(m->agn[v], sym, (char *)p);
         }
     }
+    if (!t->ep_auto && !(t->ep_auto = pft_calloc(m->n ? m->n : 1, 1)))
+        return pft_err(PFT_ENOMEM, "out of memory");
     for (size_t v = 0; v < m->n; v++) {
         if (!m->auto_ep[v])
             continue;
+        t->ep_auto[v] = 1; /* node count never changes after load */
         sym = agattr(t->g, AGNODE, "endpoint", NULL);
         if (!sym && !(sym = agattr(t->g, AGNODE, "endpoint", "")))
             return pft_err(PFT_ENOMEM, "out of memory");
@@ -1090,6 +1094,7 @@ void pft_topo_destroy(pft_topo_t **self_p)
     pft_free(t->path);
     pft_free(t->dir);
     pft_free(t->stem);
+    pft_free(t->ep_auto);
     pft_free(t);
     *self_p = NULL;
 }
@@ -1207,8 +1212,25 @@ static int set_attrs(pft_topo_t *t, void *obj, int kind, const char *const *kv)
     }
     for (; set < n; set++)
         agxset(obj, sym[set], (char *)(kv[2 * set + 1] ? kv[2 * set + 1] : ""));
+    /* a new port_base moves the endpoints it gave: clear them so that the build derives them again */
+    int rebase = 0;
+    for (size_t i = 0; kind == AGRAPH && i < n; i++)
+        rebase |= strcmp(kv[2 * i], "port_base") == 0;
+    Agsym_t *ep_sym = rebase ? agattr(t->g, AGNODE, "endpoint", NULL) : NULL;
+    char **ep_old = ep_sym && t->ep_auto ? pft_calloc(t->m.n ? t->m.n : 1, sizeof *ep_old) : NULL;
+    for (size_t v = 0; ep_old && v < t->m.n; v++)
+        if (t->ep_auto[v] && (ep_old[v] = pft_strdup(agxget(t->m.agn[v], ep_sym))))
+            agxset(t->m.agn[v], ep_sym, "");
     model_t fresh;
-    if ((rc = build(t, &fresh)))
+    if ((rc = build(t, &fresh))) {
+        for (size_t v = 0; ep_old && v < t->m.n; v++)
+            if (ep_old[v])
+                agxset(t->m.agn[v], ep_sym, ep_old[v]);
+    }
+    for (size_t v = 0; ep_old && v < t->m.n; v++)
+        pft_free(ep_old[v]);
+    pft_free(ep_old);
+    if (rc)
         goto done;
     model_free(&t->m);
     t->m = fresh;

@@ -1,0 +1,28 @@
+# written by pftnet report; to restyle, edit and rerun in this folder: gnuplot chain-acc-bytes.gp
+set terminal svg size 860,520 dynamic noenhanced font 'Sans,12' background rgb 'white'
+set output 'chain-acc-bytes.svg'
+set title 'chain: accuracy vs communication'
+set datafile missing '?'
+set grid ytics
+set key below
+set border 3
+set tics nomirror
+set linetype 1 lc rgb '#1f77b4'
+set linetype 2 lc rgb '#d62728'
+set linetype 3 lc rgb '#2ca02c'
+set linetype 4 lc rgb '#9467bd'
+set linetype 5 lc rgb '#ff7f0e'
+set linetype 6 lc rgb '#8c564b'
+set linetype 7 lc rgb '#e377c2'
+set linetype 8 lc rgb '#17becf'
+set logscale x 10
+set xrange [57388.8:1.2288e+07]
+set yrange [36:75]
+set format x '%.0s %cB'
+set mxtics 10
+set xtics (100000, 200000, 500000, 1e+06, 2e+06, 5e+06, 1e+07)
+set xlabel 'bytes communicated (log scale)'
+set ylabel 'accuracy (%)'
+plot 'chain-acc-bytes.dat' index 0 using 1:2:3 with yerrorbars pt 5 ps 1.4 lc rgb '#d62728' title 'baselines', \
+     'chain-acc-bytes.dat' index 1 using 1:2:3 with yerrorbars pt 7 ps 1.4 lc rgb '#1f77b4' title 'FedPFT', \
+     'chain-acc-bytes.dat' index 2 using 1:2:3 with labels left notitle

@@ -1,0 +1,25 @@
+# written by pftnet report; to restyle, edit and rerun in this folder: gnuplot chain-accuracy.gp
+set terminal svg size 860,520 dynamic noenhanced font 'Sans,12' background rgb 'white'
+set output 'chain-accuracy.svg'
+set title 'chain: accuracy per hop'
+set datafile missing '?'
+set grid ytics
+set key below
+set border 3
+set tics nomirror
+set linetype 1 lc rgb '#1f77b4'
+set linetype 2 lc rgb '#d62728'
+set linetype 3 lc rgb '#2ca02c'
+set linetype 4 lc rgb '#9467bd'
+set linetype 5 lc rgb '#ff7f0e'
+set linetype 6 lc rgb '#8c564b'
+set linetype 7 lc rgb '#e377c2'
+set linetype 8 lc rgb '#17becf'
+set yrange [35:75]
+set xlabel 'hop (node)'
+set ylabel 'accuracy on the union of test splits (%)'
+set offsets 0.3, 0.3, 0, 0
+centralized = 72.5058
+plot 'chain-accuracy.dat' index 0 using 1:3:4:xtic(2) with yerrorlines lw 2 pt 7 title 'FedPFT diag K=10', \
+     'chain-accuracy.dat' index 1 using 1:3:4 with yerrorbars pt 6 ps 1.3 lc rgb '#888888' title 'local only', \
+     centralized with lines dt 2 lw 2 lc rgb '#333333' title 'centralized'

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# e2e_report: runs the real `pftnet report` on the hand-made results in tests/fixtures/report/good (two seeds of a
+# 3-node chain, one of them in the old format and with a timed-out node; a 2-node run with two variants and every
+# baseline; synth lines) and checks the Markdown exactly: mean ± std strings, row order, "—" for baselines without
+# a value, section order (directory order, then command-line order), notes, determinism; the errors for malformed
+# files (naming file and line); and, when gnuplot is installed, that --plots writes non-empty SVG (and PNG) files
+# with their .dat/.gp beside them, linked relative to --out's folder (that part is skipped without gnuplot).
+# Env: PFT_BIN (folder with pftnet), PFT_SOURCE_DIR. Fixtures: tests/fixtures/report/make_report_fixtures.py.
+set -u
+
+FAILED=0
+fail() {
+    echo "FAIL: $*" >&2
+    FAILED=1
+}
+
+PFT_BIN=${PFT_BIN:?PFT_BIN must name the folder with pftnet}
+PFT_SOURCE_DIR=${PFT_SOURCE_DIR:?PFT_SOURCE_DIR must name the source tree}
+PFTNET=$PFT_BIN/pftnet
+FX=$PFT_SOURCE_DIR/tests/fixtures/report
+if [ ! -x "$PFTNET" ]; then
+    echo "skipped: no pftnet in $PFT_BIN"
+    exit 77
+fi
+W=$(mktemp -d /tmp/pft_report_XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+# expect_block NAME FILE: the lines of stdin must appear in FILE consecutively and in this order
+expect_block() {
+    local name=$1 file=$2
+    cat >"$W/expect"
+    if ! python3 - "$W/expect" "$file" <<'EOF'; then
+import sys
+want = open(sys.argv[1]).read().splitlines()
+have = open(sys.argv[2]).read().splitlines()
+ok = any(have[i:i + len(want)] == want for i in range(len(have) - len(want) + 1))
+sys.exit(0 if ok else 1)
+EOF
+        fail "$name: block not found in $file; expected:"
+        cat "$W/expect" >&2
+    fi
+}
+
+# ---- the whole fixture folder: directory order chain3, family.jsonl (gmm-family), pair ----------------------
+(cd "$FX" && "$PFTNET" report good >"$W/good.md" 2>"$W/good.err") || fail "report good exited $? ($(cat "$W/good.err"))"
+[ -s "$W/good.err" ] && fail "report good wrote to stderr: $(cat "$W/good.err")"
+headings=$(grep '^## ' "$W/good.md" | tr '\n' ' ')
+[ "$headings" = "## chain3 ## gmm-family ## pair " ] || fail "section order: '$headings'"
+
+expect_block "chain3 comparison" "$W/good.md" <<'EOF'
+| method | accuracy (%) | bytes communicated |
+|:--|--:|--:|
+| Centralized | 75.50 ± 0.71 (2) | — |
+| Local only (mean of nodes) | 51.00 ± 1.41 (2) | 0 B |
+| KD | — | — |
+| FedPFT diag K=5 | 71.00 ± 1.41 (2) | 2.0 kB |
+EOF
+expect_block "chain3 caption" "$W/good.md" <<'EOF'
+Accuracy on the union of all nodes' test splits, mean ± sample std over seeds (number of seeds in parentheses). FedPFT rows: mean accuracy of the sink node(s) (chain); bytes: sum of bytes_sent over all nodes.
+EOF
+expect_block "chain3 per node" "$W/good.md" <<'EOF'
+### FedPFT diag K=5
+
+2 runs (seeds 0, 1), wall time 11.0 ± 1.4 s.
+
+| node | hop | role | accuracy (%) | local-only (%) | knowledge | real rows | synthetic rows | drift: own log-lik under received / sent GMM | bytes sent |
+|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|
+| a | 0 | source | 52.00 ± 2.83 | 49.00 ± 1.41 | 1/3 | 100 | 0 | — / 61.0 ± 1.4 | 1.0 kB |
+| b | 1 | relay (timeout in 1 of 2 runs) | 60.00 (1) | 50.00 ± 2.83 | 2/3 | 100 | 100 | -100.0 / 50.0 | 2.0 kB |
+| c | 2 | sink | 71.00 ± 1.41 | 54.00 ± 2.83 | (2.5 ± 0.7)/3 | 100 | 150.0 ± 70.7 | 12.0 ± 2.8 / — | 0 B |
+EOF
+expect_block "synth family" "$W/good.md" <<'EOF'
+5 `pftnet synth --json` lines, grouped by covariance, K and rank over seeds. Head on raw features: 80.00 ± 0.00 (5).
+
+| cov | K | bytes per class (fp16) | bundle bytes | acc_synth (%) | gap to raw (pp) |
+|:--|--:|--:|--:|--:|--:|
+| diag | 1 | 5.1 kB | 36.0 kB | 71.00 ± 1.41 (2) | 9.00 ± 1.41 (2) |
+| diag | 10 | 51.2 kB | 360.0 kB | 76.00 (1) | 4.00 (1) |
+| spher | 10 | 26.0 kB | 182.0 kB | 74.00 (1) | 6.00 (1) |
+| lowrank (r=8) | 1 | 23.0 kB | 161.0 kB | 78.00 (1) | 2.00 (1) |
+EOF
+# baselines from the first run of seed 7 (the second run's differ on purpose), then the variants in order
+expect_block "pair comparison" "$W/good.md" <<'EOF'
+| Centralized | 80.00 (1) | 5.12 MB |
+| Local only (mean of nodes) | 60.00 (1) | 0 B |
+| Ensemble | 65.00 (1) | 35.8 kB |
+| Average | 55.00 (1) | 35.8 kB |
+| KD (T=5) | 70.00 (1) | 35.8 kB |
+| FedPFT diag K=10 | 74.00 (1) | 35.0 kB |
+| FedPFT full K=1 | 76.00 (1) | 820.0 kB |
+EOF
+expect_block "pair KD note" "$W/good.md" <<'EOF'
+KD: T chosen on a validation split of the destination's training rows (node dst); choosing T on the test set instead would give 71.00 (1) (best T per seed: 10).
+EOF
+grep -q '^| node | hop' <(sed -n '/^## pair/,$p' "$W/good.md") && fail "pair (2 nodes) has a per-node table"
+grep -q '!\[' "$W/good.md" && fail "image links without --plots"
+
+# ---- command-line order, explicit files, determinism --------------------------------------------------------
+(cd "$FX/good" && "$PFTNET" report pair chain3/s1/results.json chain3/s0 >"$W/order.md") || fail "report in order exited $?"
+headings=$(grep '^## ' "$W/order.md" | tr '\n' ' ')
+[ "$headings" = "## pair ## chain3 " ] || fail "command-line order: '$headings'"
+grep -qx '2 runs (seeds 1, 0), wall time 11.0 ± 1.4 s. Settings: k=5, cov=diag, dtype=fp16, prep=l2, em_draws=10, head_draws=10, dp_epsilon=0, partition=iid, samples=100.' "$W/order.md" ||
+    fail "chain3 settings line (seeds in command-line order)"
+(cd "$FX" && "$PFTNET" report good >"$W/good2.md") && cmp -s "$W/good.md" "$W/good2.md" || fail "two runs differ"
+
+# ---- --out, --title, --notes ---------------------------------------------------------------------------------
+mkdir -p "$W/notes"
+printf 'Intro text.\n' >"$W/notes/intro.md"
+printf 'Notes on chain3.\n' >"$W/notes/chain3.md"
+printf 'The end.\n' >"$W/notes/outro.md"
+"$PFTNET" report "$FX/good" --out "$W/rep/report.md" --title 'Chains | pairs' --notes "$W/notes" >"$W/out.stdout" ||
+    fail "report --out exited $?"
+[ -s "$W/out.stdout" ] && fail "report --out also wrote to stdout"
+[ "$(sed -n 1,3p "$W/rep/report.md" | tr '\n' '~')" = '# Chains | pairs~~Intro text.~' ] || fail "title/intro"
+[ "$(grep -A2 '^## chain3' "$W/rep/report.md" | tr '\n' '~')" = '## chain3~~Notes on chain3.~' ] || fail "tag notes"
+[ "$(tail -n 1 "$W/rep/report.md")" = 'The end.' ] || fail "outro"
+
+# ---- errors --------------------------------------------------------------------------------------------------
+check_error() { # check_error PATH EXPECTED-TEXT
+    (cd "$FX" && "$PFTNET" report "$1" >"$W/err.out" 2>"$W/err.err")
+    local rc=$?
+    [ $rc = 1 ] || fail "report $1: exit $rc, expected 1"
+    grep -qF -- "$2" "$W/err.err" || fail "report $1: stderr '$(cat "$W/err.err")' lacks '$2'"
+    [ -s "$W/err.out" ] && fail "report $1 wrote a report"
+}
+check_error bad/broken/results.json "pftnet report: bad/broken/results.json:3:25: not valid JSON"
+check_error bad/notrun "bad/notrun/results.json: not a pftnet launch results.json (no \"nodes\" array)"
+check_error bad/lines.jsonl "bad/lines.jsonl:2:"
+check_error nonexistent "nonexistent: No such file or directory"
+mkdir -p "$W/empty"
+check_error "$W/empty" "no results.json or *.jsonl file"
+"$PFTNET" report >/dev/null 2>&1
+[ $? = 2 ] || fail "report without PATH: expected exit 2"
+"$PFTNET" report --format gif "$FX/good" >/dev/null 2>&1
+[ $? = 2 ] || fail "--format gif: expected exit 2"
+"$PFTNET" report --help | grep -q -- '--plots DIR' || fail "--help lacks --plots"
+
+# ---- plots ---------------------------------------------------------------------------------------------------
+PATH=/nonexistent "$PFTNET" report "$FX/good" --plots "$W/np" >/dev/null 2>"$W/np.err"
+[ $? = 1 ] && grep -q 'needs gnuplot' "$W/np.err" || fail "--plots without gnuplot: $(cat "$W/np.err")"
+mkdir -p "$W/fakebin" && printf '#!/bin/sh\necho "fake gnuplot: broken" >&2\nexit 3\n' >"$W/fakebin/gnuplot" &&
+    chmod +x "$W/fakebin/gnuplot"
+PATH=$W/fakebin:$PATH "$PFTNET" report "$FX/good" --plots "$W/fp" --out "$W/fp/r.md" >/dev/null 2>"$W/fp.err"
+[ $? = 1 ] && grep -q "gnuplot failed on $W/fp/chain3-accuracy.gp (exit status 3" "$W/fp.err" ||
+    fail "failing gnuplot: $(cat "$W/fp.err")"
+[ -e "$W/fp/r.md" ] && fail "a report was written although gnuplot failed"
+if command -v gnuplot >/dev/null 2>&1; then
+    "$PFTNET" report "$FX/good" --out "$W/rep/report.md" --plots "$W/rep/plots" 2>"$W/plots.err" ||
+        fail "report --plots exited $?"
+    [ -s "$W/plots.err" ] && fail "report --plots (gnuplot) wrote to stderr: $(cat "$W/plots.err")"
+    for img in chain3-accuracy chain3-drift gmm-family-synth pair-acc-bytes pair-accuracy; do
+        f=$W/rep/plots/$img.svg
+        { [ -s "$f" ] && grep -q '<svg' "$f"; } || fail "$img.svg missing or not SVG"
+        [ -s "$W/rep/plots/$img.dat" ] && [ -s "$W/rep/plots/$img.gp" ] || fail "$img .dat/.gp missing"
+        grep -qF "](plots/$img.svg)" "$W/rep/report.md" || fail "no link to plots/$img.svg"
+    done
+    # chain3 has one comparison row with bytes > 0 (FedPFT): no accuracy-vs-bytes plot
+    [ "$(ls "$W/rep/plots" | wc -l)" = 15 ] || fail "plots folder: $(ls "$W/rep/plots" | tr '\n' ' ')"
+    grep -q 'chain3-acc-bytes' "$W/rep/report.md" && fail "link to a chain3 accuracy-vs-bytes plot"
+    # restyling: the scripts rerun in place
+    (cd "$W/rep/plots" && gnuplot chain3-accuracy.gp) || fail "rerunning chain3-accuracy.gp failed"
+    # links relative to --out's folder; PNG through pngcairo
+    "$PFTNET" report "$FX/good/pair" --out "$W/a/report.md" --plots "$W/b/plots" --format png || fail "png exited $?"
+    grep -qF '](../b/plots/pair-acc-bytes.png)' "$W/a/report.md" || fail "relative link: $(grep '!\[' "$W/a/report.md")"
+    [ "$(head -c 4 "$W/b/plots/pair-accuracy.png" | od -An -c | tr -d ' ')" = '211PNG' ] || fail "pair-accuracy.png not PNG"
+else
+    echo "gnuplot not installed: plot checks skipped"
+fi
+
+[ $FAILED = 0 ] && echo "e2e_report: all checks passed"
+exit $FAILED

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# CI's reduced run of the experiments behind docs/RESULTS.md (bench/results.sh --smoke): every experiment once,
+# seed 0, on the bundled example data with one EM/head draw, then `pftnet report`. Checks that every experiment
+# produced its section, table rows with measured numbers and plots; not the accuracies themselves.
+set -euo pipefail
+: "${PFT_BIN:?PFT_BIN (folder with pftnet, pftnode) not set}"
+: "${PFT_SOURCE_DIR:?PFT_SOURCE_DIR not set}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+bash "$PFT_SOURCE_DIR/bench/results.sh" --smoke --bin "$PFT_BIN" --out "$tmp/out" >"$tmp/log" 2>&1 ||
+    { cat "$tmp/log"; fail "bench/results.sh --smoke failed"; }
+cat "$tmp/log"
+doc="$tmp/out/RESULTS.md"
+[ -s "$doc" ] || fail "no $doc"
+for tag in chain labelshift covshift star gmm-family ring8 graph10; do
+    grep -q "^## $tag\$" "$doc" || fail "no section '## $tag' in RESULTS.md"
+done
+# the two-client tables carry every baseline and both FedPFT variants, each with a number
+for row in "Centralized" "Ensemble" "Average" "KD" "FedPFT diag K=2" "FedPFT spher K=1"; do
+    n=$(grep -c "^| $row[^|]* | [0-9]" "$doc" || true)
+    [ "$n" -ge 2 ] || fail "row '$row' with a number found $n times (expected in labelshift and covshift)"
+done
+# every node of the ring and the mesh ends with everyone's knowledge
+grep -q "| 8/8 |" "$doc" || fail "ring8: no node with knowledge 8/8"
+if grep -E "^\| [a-h] \|" "$doc" | grep -q "| [1-7]/8 |"; then fail "ring8: a node without everyone's knowledge"; fi
+[ "$(grep -c "| 10/10 |" "$doc")" -ge 10 ] || fail "graph10: not every node has knowledge 10/10"
+ls "$tmp/out/plots/"*.svg >/dev/null 2>&1 || fail "no plots"
+echo "results smoke: ok"
