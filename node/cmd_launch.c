@@ -190,10 +190,20 @@ static int partition_dataset(pft_topo_t *topo, const char *out_dir, child_t *ch,
     }
     /* set attributes after all files exist (each set re-validates the topology) */
     static const char *attrs[4] = {"train", "labels", "test", "test_labels"};
-    for (size_t i = 0; i < nn && rc == 0; i++)
-        for (int k = 0; k < 4 && rc == 0; k++)
-            if (snap[i * 4 + (size_t)k])
-                rc = pft_topo_set_node_attr(topo, ch[i].id, attrs[k], snap[i * 4 + (size_t)k]);
+    for (size_t i = 0; i < nn && rc == 0; i++) { /* one revalidation per node, not per file */
+        const char *kv[9];
+        int m = 0;
+        for (int k = 0; k < 4; k++)
+            if (snap[i * 4 + (size_t)k]) {
+                kv[m++] = attrs[k];
+                kv[m++] = snap[i * 4 + (size_t)k];
+            }
+        kv[m] = NULL;
+        char id[128];
+        snprintf(id, sizeof id, "%s", ch[i].id); /* ch[i].id points into the topology, stale after a set */
+        if (m)
+            rc = pft_topo_set_node_attrs(topo, id, kv);
+    }
     (void)out_dir;
     pft_free(share);
 done:
@@ -532,9 +542,16 @@ static void print_table(json_t *nodes, json_t *baselines)
                jnum(n, "n_real"), jnum(n, "n_synthetic"), jnum(n, "bytes_sent"), jnum(n, "bytes_received"),
                jnum(n, "em_iters_mean"), jnum(n, "em_seconds"));
     }
-    if (baselines && json_object_get(baselines, "centralized"))
-        printf("baselines on the union of test splits: centralized %.4f, local-only mean %.4f\n",
+    if (baselines && json_object_get(baselines, "centralized")) {
+        printf("baselines on the union of test splits: centralized %.4f, local-only mean %.4f",
                jnum(baselines, "centralized"), jnum(baselines, "local_only_mean"));
+        if (json_is_number(json_object_get(baselines, "ensemble")))
+            printf(", ensemble %.4f, average %.4f", jnum(baselines, "ensemble"), jnum(baselines, "average"));
+        if (json_is_number(json_object_get(baselines, "kd")))
+            printf(", KD %.4f (T=%g, into %s)", jnum(baselines, "kd"), jnum(baselines, "kd_temperature"),
+                   json_string_value(json_object_get(baselines, "kd_node")) ?: "?");
+        printf("\n");
+    }
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
