@@ -249,13 +249,13 @@ static int dataset_dup(const pft_dataset_t *d, pft_dataset_t **out)
     return rc;
 }
 
-/* Concatenation of every node's training (test = 0) or test (test = 1) share; *out NULL if none. */
-static int concat_all(child_t *ch, size_t nn, int test, pft_dataset_t **out)
+/* Concatenation of every node's test share (the global evaluation set); *out NULL if none. */
+static int concat_tests(child_t *ch, size_t nn, pft_dataset_t **out)
 {
     pft_dataset_t *acc = NULL;
     *out = NULL;
     for (size_t i = 0; i < nn; i++) {
-        const pft_dataset_t *d = test ? ch[i].test : ch[i].train;
+        const pft_dataset_t *d = ch[i].test;
         if (!d)
             continue;
         pft_dataset_t *next = NULL;
@@ -694,7 +694,7 @@ int pft_cmd_launch(int argc, char **argv)
     pft_topo_t *topo = NULL;
     child_t *ch = NULL;
     static char out_abs[PATH_MAX];
-    pft_dataset_t *eval = NULL, *all_train = NULL;
+    pft_dataset_t *eval = NULL;
     char *resolved = NULL, *eval_x = NULL, *eval_y = NULL;
     json_t *nodes = json_array(), *baselines = json_object();
     int exit_code = 1;
@@ -756,7 +756,7 @@ int pft_cmd_launch(int argc, char **argv)
     resolved = pft_fsio_join(a.out_dir, "topology.dot");
     if (!resolved || (rc = pft_topo_write(topo, resolved)))
         goto fail;
-    if ((rc = concat_all(ch, nn, 1, &eval)))
+    if ((rc = concat_tests(ch, nn, &eval)))
         goto fail;
     if (eval) {
         eval_x = pft_fsio_join(a.out_dir, "eval_x.npy");
@@ -894,7 +894,6 @@ cleanup:
     pft_free(eval_x);
     pft_free(eval_y);
     pft_dataset_destroy(&eval);
-    pft_dataset_destroy(&all_train);
     pft_topo_destroy(&topo);
     json_decref(nodes);
     json_decref(baselines);

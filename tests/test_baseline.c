@@ -7,6 +7,7 @@
 #include "pft_error.h"
 #include "pft_npy.h"
 #include "pft_rng.h"
+#include "pft_e2e_run.h"
 #include "pft_test.h"
 
 #include <jansson.h>
@@ -324,22 +325,12 @@ int main(void)
         printf("skipped: %s not found\n", EXAMPLE_DATA);
         return PFT_TEST_SKIP;
     }
-    snprintf(s_tmp, sizeof s_tmp, "/tmp/pft_baseline_XXXXXX");
-    if (!mkdtemp(s_tmp))
+    if (pft_e2e_scratch(s_tmp, sizeof s_tmp, "pft_baseline") != 0)
         return 1;
     RUN(test_ensemble_average);
     RUN(test_kd);
     RUN(test_destination);
     RUN(test_all_keys);
     RUN(test_launch_two_nodes);
-    int rc = pft_test_done();
-    if (rc == 0) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", s_tmp);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", s_tmp);
-    } else {
-        fprintf(stderr, "outputs kept in %s\n", s_tmp);
-    }
-    return rc;
+    return pft_e2e_finish(s_tmp, pft_test_done());
 }

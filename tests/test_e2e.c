@@ -1,5 +1,6 @@
 /* End-to-end: real pftnet launch / pftnode processes over ZeroMQ TCP on loopback, on the bundled PACS example data.
  * Chain, ring (2n-2 hand-offs, full provenance everywhere), diamond (no double counting), reverse start order. */
+#include "pft_e2e_run.h"
 #include "pft_test.h"
 
 #include <jansson.h>
@@ -44,43 +45,6 @@ static int launch(const char *topo, const char *out, const char *extra, json_t *
     return code;
 }
 
-static json_t *node_result(json_t *results, const char *id)
-{
-    size_t i;
-    json_t *n;
-    json_array_foreach(json_object_get(results, "nodes"), i, n)
-    {
-        if (strcmp(json_string_value(json_object_get(n, "id")), id) == 0)
-            return n;
-    }
-    return NULL;
-}
-
-static int prov_nodes(json_t *n)
-{
-    return (int)json_array_size(json_object_get(n, "provenance"));
-}
-
-static long jint(json_t *o, const char *k)
-{
-    return (long)json_integer_value(json_object_get(o, k));
-}
-
-/* Sum of one class's counts over a node's provenance entries. */
-static long prov_total(json_t *n)
-{
-    long total = 0;
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(n, "provenance"), i, e)
-    {
-        const char *k;
-        json_t *v;
-        json_object_foreach(json_object_get(e, "counts"), k, v) total += (long)json_integer_value(v);
-    }
-    return total;
-}
-
 static void test_chain5(void)
 {
     char topo[512], out[512];
@@ -93,22 +57,22 @@ static void test_chain5(void)
         return;
     const char *ids[] = {"a", "b", "c", "d", "e"};
     for (int i = 0; i < 5; i++) {
-        json_t *n = node_result(r, ids[i]);
+        json_t *n = pft_e2e_find_id(json_object_get(r, "nodes"), ids[i]);
         CHECK(n && strcmp(json_string_value(json_object_get(n, "status")), "ok") == 0);
-        CHECK_MSG(prov_nodes(n) == i + 1, "node %s has %d provenance nodes", ids[i], prov_nodes(n));
-        CHECK(jint(n, "n_real") == 60);
-        CHECK_MSG(jint(n, "n_synthetic") == 60 * i, "node %s n_synthetic %ld", ids[i], jint(n, "n_synthetic"));
-        CHECK(prov_total(n) == 60 * (i + 1));
+        CHECK_MSG(pft_e2e_prov_nodes(n) == i + 1, "node %s has %d provenance nodes", ids[i], pft_e2e_prov_nodes(n));
+        CHECK(pft_e2e_jint(n, "n_real") == 60);
+        CHECK_MSG(pft_e2e_jint(n, "n_synthetic") == 60 * i, "node %s n_synthetic %ld", ids[i], pft_e2e_jint(n, "n_synthetic"));
+        CHECK(pft_e2e_prov_total(n) == 60 * (i + 1));
         double acc = json_real_value(json_object_get(n, "accuracy_global"));
         CHECK(acc > 0.3 && acc <= 1.0);
-        CHECK((i < 4) == (jint(n, "bytes_sent") > 0));
-        CHECK((i > 0) == (jint(n, "bytes_received") > 0));
+        CHECK((i < 4) == (pft_e2e_jint(n, "bytes_sent") > 0));
+        CHECK((i > 0) == (pft_e2e_jint(n, "bytes_received") > 0));
     }
     /* the bundle each node sent is on disk and its size is what was sent */
     struct stat st;
     char path[600];
     snprintf(path, sizeof path, "%s/a/bundle.pftb", out);
-    CHECK(stat(path, &st) == 0 && st.st_size == jint(node_result(r, "a"), "bytes_sent"));
+    CHECK(stat(path, &st) == 0 && st.st_size == pft_e2e_jint(pft_e2e_find_id(json_object_get(r, "nodes"), "a"), "bytes_sent"));
     snprintf(path, sizeof path, "%s/e/head.npy", out);
     CHECK(stat(path, &st) == 0 && st.st_size == 128 + 7 * 1281 * 4);
     json_decref(r);
@@ -122,11 +86,11 @@ static void check_ring(json_t *r, int n_nodes)
     json_array_foreach(json_object_get(r, "nodes"), i, n)
     {
         CHECK(strcmp(json_string_value(json_object_get(n, "status")), "ok") == 0);
-        CHECK_MSG(prov_nodes(n) == n_nodes, "node %s: %d provenance nodes", json_string_value(json_object_get(n, "id")),
-                  prov_nodes(n));
-        CHECK(prov_total(n) == 60 * n_nodes);
+        CHECK_MSG(pft_e2e_prov_nodes(n) == n_nodes, "node %s: %d provenance nodes", json_string_value(json_object_get(n, "id")),
+                  pft_e2e_prov_nodes(n));
+        CHECK(pft_e2e_prov_total(n) == 60 * n_nodes);
         /* the head stands for everyone's data: own rows + the rest */
-        CHECK(jint(n, "n_real") + jint(n, "n_synthetic") == 60 * n_nodes);
+        CHECK(pft_e2e_jint(n, "n_real") + pft_e2e_jint(n, "n_synthetic") == 60 * n_nodes);
         size_t j;
         json_t *s;
         json_array_foreach(json_object_get(n, "sent"), j, s)
@@ -136,7 +100,7 @@ static void check_ring(json_t *r, int n_nodes)
         }
     }
     CHECK_MSG(sends == 2 * n_nodes - 2, "%d hand-offs", sends);
-    CHECK(jint(json_object_get(r, "baselines"), "handoffs") == 2 * n_nodes - 2);
+    CHECK(pft_e2e_jint(json_object_get(r, "baselines"), "handoffs") == 2 * n_nodes - 2);
 }
 
 static void test_ring5_reverse_start(void)
@@ -172,10 +136,10 @@ static void test_diamond_no_double_count(void)
     CHECK(launch(topo, out, NULL, &r) == 0);
     if (!r)
         return;
-    json_t *d = node_result(r, "d");
-    CHECK(prov_nodes(d) == 4);
-    CHECK(prov_total(d) == 240); /* a counted once */
-    CHECK_MSG(jint(d, "n_synthetic") == 180, "d n_synthetic %ld", jint(d, "n_synthetic"));
+    json_t *d = pft_e2e_find_id(json_object_get(r, "nodes"), "d");
+    CHECK(pft_e2e_prov_nodes(d) == 4);
+    CHECK(pft_e2e_prov_total(d) == 240); /* a counted once */
+    CHECK_MSG(pft_e2e_jint(d, "n_synthetic") == 180, "d n_synthetic %ld", pft_e2e_jint(d, "n_synthetic"));
     CHECK(json_array_size(json_object_get(d, "received")) == 2);
     json_decref(r);
 }
@@ -190,16 +154,16 @@ static void test_fallback_around_dead_node(void)
     CHECK(launch(topo, out, "--absent b", &r) == 0);
     if (!r)
         return;
-    json_t *c = node_result(r, "c");
+    json_t *c = pft_e2e_find_id(json_object_get(r, "nodes"), "c");
     CHECK(c && strcmp(json_string_value(json_object_get(c, "status")), "ok") == 0);
-    CHECK(prov_nodes(c) == 2); /* a and c: b's data never existed in the run */
-    CHECK(jint(c, "n_synthetic") == 60);
+    CHECK(pft_e2e_prov_nodes(c) == 2); /* a and c: b's data never existed in the run */
+    CHECK(pft_e2e_jint(c, "n_synthetic") == 60);
     json_t *fb = json_object_get(r, "fallbacks");
     CHECK(json_array_size(fb) == 1);
     json_t *f0 = json_array_get(fb, 0);
     CHECK(f0 && strcmp(json_string_value(json_object_get(f0, "instead_of")), "b") == 0 &&
           strcmp(json_string_value(json_object_get(f0, "state")), "acked") == 0);
-    CHECK(strcmp(json_string_value(json_object_get(node_result(r, "b"), "status")), "absent") == 0);
+    CHECK(strcmp(json_string_value(json_object_get(pft_e2e_find_id(json_object_get(r, "nodes"), "b"), "status")), "absent") == 0);
     json_decref(r);
 }
 
@@ -213,12 +177,12 @@ static void test_dp_guarantee_travels(void)
     CHECK(launch(topo, out, NULL, &r) == 0);
     if (!r)
         return;
-    json_t *priv = json_object_get(node_result(r, "c"), "privacy");
+    json_t *priv = json_object_get(pft_e2e_find_id(json_object_get(r, "nodes"), "c"), "privacy");
     json_t *pa = json_object_get(json_object_get(priv, "per_node"), "a");
     CHECK(pa && json_real_value(json_object_get(pa, "epsilon")) == 1.0);
     CHECK(json_is_null(json_object_get(json_object_get(priv, "per_node"), "b")));
     CHECK(json_is_false(json_object_get(priv, "all_dp")));
-    json_t *dp = json_object_get(node_result(r, "a"), "dp");
+    json_t *dp = json_object_get(pft_e2e_find_id(json_object_get(r, "nodes"), "a"), "dp");
     CHECK(dp && json_integer_value(json_object_get(json_object_get(dp, "budget"), "releases")) == 1);
     json_decref(r);
 
@@ -226,7 +190,7 @@ static void test_dp_guarantee_travels(void)
     write_topo("dpbudget", "  a [k = 1, dp_epsilon = 1, dp_budget = 0.5];\n  a -> b [deadline = 3];", topo, sizeof topo);
     snprintf(out, sizeof out, "%s/dpbudget", s_tmp);
     CHECK(launch(topo, out, NULL, &r) == 1);
-    CHECK(r && json_integer_value(json_object_get(node_result(r, "a"), "exit_code")) == 11);
+    CHECK(r && json_integer_value(json_object_get(pft_e2e_find_id(json_object_get(r, "nodes"), "a"), "exit_code")) == 11);
     json_decref(r);
 }
 
@@ -252,8 +216,7 @@ int main(void)
         printf("skipped: %s not found\n", EXAMPLE_DATA);
         return PFT_TEST_SKIP;
     }
-    snprintf(s_tmp, sizeof s_tmp, "/tmp/pft_e2e_XXXXXX");
-    if (!mkdtemp(s_tmp))
+    if (pft_e2e_scratch(s_tmp, sizeof s_tmp, "pft_e2e") != 0)
         return 1;
     RUN(test_chain5);
     RUN(test_ring5_reverse_start);
@@ -261,14 +224,5 @@ int main(void)
     RUN(test_fallback_around_dead_node);
     RUN(test_dp_guarantee_travels);
     RUN(test_relative_out_dir);
-    int rc = pft_test_done();
-    if (rc == 0) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", s_tmp);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", s_tmp);
-    } else {
-        fprintf(stderr, "outputs kept in %s\n", s_tmp);
-    }
-    return rc;
+    return pft_e2e_finish(s_tmp, pft_test_done());
 }

@@ -3,6 +3,7 @@
  * in-tree to the root, lap 2 spreads the complete bundle down the out-tree: every node exits 0 and ends with
  * everyone's knowledge, 2n-2 hand-offs, none on the idle edges; `pftnet check` names the kind and the idle
  * edges. */
+#include "pft_e2e_run.h"
 #include "pft_test.h"
 
 #include <jansson.h>
@@ -46,38 +47,6 @@ static json_t *run_json(const char *cmd, int *code)
     return j;
 }
 
-static json_t *find_id(json_t *array, const char *id)
-{
-    size_t i;
-    json_t *n;
-    json_array_foreach(array, i, n)
-    {
-        if (strcmp(json_string_value(json_object_get(n, "id")), id) == 0)
-            return n;
-    }
-    return NULL;
-}
-
-static long jint(json_t *o, const char *k)
-{
-    return (long)json_integer_value(json_object_get(o, k));
-}
-
-/* Sum of all counts over a node's provenance entries. */
-static long prov_total(json_t *n)
-{
-    long total = 0;
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(n, "provenance"), i, e)
-    {
-        const char *k;
-        json_t *v;
-        json_object_foreach(json_object_get(e, "counts"), k, v) total += (long)json_integer_value(v);
-    }
-    return total;
-}
-
 /* `pftnet check --json`: kind mesh, root a, 10 hand-offs, the three idle edges, none of them carrying one. */
 static void test_check(void)
 {
@@ -112,12 +81,12 @@ static void test_check(void)
         {
             CHECK_MSG(strcmp(json_string_value(json_object_get(h, "from")), from) != 0 ||
                           strcmp(json_string_value(json_object_get(h, "to")), to) != 0,
-                      "idle edge %s -> %s carries hand-off %ld", from, to, jint(h, "seq"));
+                      "idle edge %s -> %s carries hand-off %ld", from, to, pft_e2e_jint(h, "seq"));
         }
     }
-    json_t *a = find_id(json_object_get(j, "nodes"), "a");
+    json_t *a = pft_e2e_find_id(json_object_get(j, "nodes"), "a");
     CHECK(a && strcmp(json_string_value(json_object_get(a, "role")), "producer") == 0);
-    json_t *b = find_id(json_object_get(j, "nodes"), "b");
+    json_t *b = pft_e2e_find_id(json_object_get(j, "nodes"), "b");
     CHECK(b && strcmp(json_string_value(json_object_get(b, "role")), "member") == 0);
     json_decref(j);
 }
@@ -143,7 +112,7 @@ static void test_mesh6_run(void)
         return;
     const int n_nodes = 6;
     CHECK(strcmp(json_string_value(json_object_get(r, "kind")), "mesh") == 0);
-    CHECK(jint(json_object_get(r, "baselines"), "handoffs") == 2 * n_nodes - 2);
+    CHECK(pft_e2e_jint(json_object_get(r, "baselines"), "handoffs") == 2 * n_nodes - 2);
     size_t i;
     json_t *n;
     int sends = 0;
@@ -157,9 +126,9 @@ static void test_mesh6_run(void)
         /* everyone's knowledge, each node's data counted once */
         CHECK_MSG(json_array_size(json_object_get(n, "provenance")) == (size_t)n_nodes,
                   "node %s: %zu provenance nodes", id, json_array_size(json_object_get(n, "provenance")));
-        CHECK_MSG(prov_total(n) == ROWS * n_nodes, "node %s: provenance counts %ld", id, prov_total(n));
-        CHECK_MSG(jint(n, "n_real") + jint(n, "n_synthetic") == ROWS * n_nodes,
-                  "node %s: head on %ld + %ld rows", id, jint(n, "n_real"), jint(n, "n_synthetic"));
+        CHECK_MSG(pft_e2e_prov_total(n) == ROWS * n_nodes, "node %s: provenance counts %ld", id, pft_e2e_prov_total(n));
+        CHECK_MSG(pft_e2e_jint(n, "n_real") + pft_e2e_jint(n, "n_synthetic") == ROWS * n_nodes,
+                  "node %s: head on %ld + %ld rows", id, pft_e2e_jint(n, "n_real"), pft_e2e_jint(n, "n_synthetic"));
         double acc = json_real_value(json_object_get(n, "accuracy_global"));
         CHECK_MSG(acc > 0.5 && acc <= 1.0, "node %s: accuracy_global %.3f", id, acc);
         size_t j;
@@ -180,19 +149,9 @@ int main(void)
         printf("skipped: %s not found\n", EXAMPLE_DATA);
         return PFT_TEST_SKIP;
     }
-    snprintf(s_tmp, sizeof s_tmp, "/tmp/pft_e2e_mesh_XXXXXX");
-    if (!mkdtemp(s_tmp))
+    if (pft_e2e_scratch(s_tmp, sizeof s_tmp, "pft_e2e_mesh") != 0)
         return 1;
     RUN(test_check);
     RUN(test_mesh6_run);
-    int rc = pft_test_done();
-    if (rc == 0) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", s_tmp);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", s_tmp);
-    } else {
-        fprintf(stderr, "outputs kept in %s\n", s_tmp);
-    }
-    return rc;
+    return pft_e2e_finish(s_tmp, pft_test_done());
 }

@@ -1,6 +1,7 @@
 /* Scale: a 64-node chain and a 32-node ring of real pftnode processes (pftnet launch, TCP on loopback)
  * complete with every node ok, full provenance and exactly the planned hand-offs; prints wall time and
  * per-node peak RSS. */
+#include "pft_e2e_run.h"
 #include "pft_test.h"
 
 #include <arpa/inet.h>
@@ -125,16 +126,6 @@ static const char *jstr(json_t *o, const char *k)
     return s ? s : "";
 }
 
-static long jint(json_t *o, const char *k)
-{
-    return (long)json_integer_value(json_object_get(o, k));
-}
-
-static int prov_nodes(json_t *n)
-{
-    return (int)json_array_size(json_object_get(n, "provenance"));
-}
-
 /* Checks every node's status and sends; returns the number of acknowledged hand-offs; prints time and RSS. */
 static int check_common(const char *what, json_t *r, int n_nodes, double wall)
 {
@@ -159,7 +150,7 @@ static int check_common(const char *what, json_t *r, int n_nodes, double wall)
                 fprintf(stderr, "  node %s: hand-off to %s is '%s'\n", jstr(n, "id"), jstr(s, "to"),
                         jstr(s, "state"));
         }
-        long rss = jint(n, "max_rss_kb");
+        long rss = pft_e2e_jint(n, "max_rss_kb");
         rss_max = rss > rss_max ? rss : rss_max;
         rss_sum += (double)rss;
     }
@@ -189,7 +180,7 @@ static void test_chain64(void)
         return;
     int acked = check_common("chain64", r, CHAIN_N, wall);
     CHECK_MSG(acked == CHAIN_N - 1, "%d acknowledged hand-offs", acked);
-    CHECK(jint(json_object_get(r, "baselines"), "handoffs") == CHAIN_N - 1);
+    CHECK(pft_e2e_jint(json_object_get(r, "baselines"), "handoffs") == CHAIN_N - 1);
     /* knowledge accumulates one node per hop; the last node holds everyone's */
     json_t *nodes = json_object_get(r, "nodes");
     size_t i;
@@ -199,16 +190,16 @@ static void test_chain64(void)
     {
         char id[32];
         snprintf(id, sizeof id, "c%02zu", i);
-        int ok = strcmp(jstr(n, "id"), id) == 0 && prov_nodes(n) == (int)i + 1 &&
-                 jint(n, "n_synthetic") == SAMPLES * (long)i && jint(n, "n_real") == SAMPLES;
+        int ok = strcmp(jstr(n, "id"), id) == 0 && pft_e2e_prov_nodes(n) == (int)i + 1 &&
+                 pft_e2e_jint(n, "n_synthetic") == SAMPLES * (long)i && pft_e2e_jint(n, "n_real") == SAMPLES;
         if (!ok && wrong++ < 5)
             fprintf(stderr, "  node %s (expected %s): %d provenance nodes, n_real %ld, n_synthetic %ld\n",
-                    jstr(n, "id"), id, prov_nodes(n), jint(n, "n_real"), jint(n, "n_synthetic"));
+                    jstr(n, "id"), id, pft_e2e_prov_nodes(n), pft_e2e_jint(n, "n_real"), pft_e2e_jint(n, "n_synthetic"));
     }
     CHECK_MSG(wrong == 0, "%d nodes with wrong provenance or counts", wrong);
     json_t *last = json_array_get(nodes, CHAIN_N - 1);
-    CHECK_MSG(last && prov_nodes(last) == CHAIN_N, "last node: %d provenance nodes",
-              last ? prov_nodes(last) : -1);
+    CHECK_MSG(last && pft_e2e_prov_nodes(last) == CHAIN_N, "last node: %d provenance nodes",
+              last ? pft_e2e_prov_nodes(last) : -1);
     json_decref(r);
 }
 
@@ -225,17 +216,17 @@ static void test_ring32(void)
         return;
     int acked = check_common("ring32", r, RING_N, wall);
     CHECK_MSG(acked == 2 * RING_N - 2, "%d acknowledged hand-offs, expected %d", acked, 2 * RING_N - 2);
-    CHECK(jint(json_object_get(r, "baselines"), "handoffs") == 2 * RING_N - 2);
+    CHECK(pft_e2e_jint(json_object_get(r, "baselines"), "handoffs") == 2 * RING_N - 2);
     size_t i;
     json_t *n;
     int wrong = 0;
     json_array_foreach(json_object_get(r, "nodes"), i, n)
     {
         /* every node trains on everyone's knowledge: own rows plus the other 31 nodes' */
-        int ok = prov_nodes(n) == RING_N && jint(n, "n_real") + jint(n, "n_synthetic") == SAMPLES * RING_N;
+        int ok = pft_e2e_prov_nodes(n) == RING_N && pft_e2e_jint(n, "n_real") + pft_e2e_jint(n, "n_synthetic") == SAMPLES * RING_N;
         if (!ok && wrong++ < 5)
             fprintf(stderr, "  node %s: %d provenance nodes, n_real %ld, n_synthetic %ld\n", jstr(n, "id"),
-                    prov_nodes(n), jint(n, "n_real"), jint(n, "n_synthetic"));
+                    pft_e2e_prov_nodes(n), pft_e2e_jint(n, "n_real"), pft_e2e_jint(n, "n_synthetic"));
     }
     CHECK_MSG(wrong == 0, "%d ring nodes without everyone's knowledge", wrong);
     json_decref(r);
