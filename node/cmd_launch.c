@@ -45,7 +45,7 @@ typedef struct {
     const char *seed, *tag, *variant; /* --seed (text: given or not), --tag, --variant; NULL when absent */
     pft_opt_list_t set;               /* --set NAME=VALUE: graph attribute overrides */
     double timeout;
-    int json, quiet, no_baselines, prepare_only, force, insecure;
+    int json, quiet, no_baselines, prepare_only, force, insecure, keep_going;
 } launch_args_t;
 
 typedef struct {
@@ -55,6 +55,7 @@ typedef struct {
     pid_t pid;
     int exited, status;
     int absent;      /* not started (--absent) */
+    int stopped;     /* still running when the launcher stopped the run */
     long max_rss_kb; /* peak resident memory of the process (wait4) */
     char state[128];
     pft_dataset_t *train, *test; /* raw (unpreprocessed) copies for baselines */
@@ -72,6 +73,20 @@ static int free_port(int *fd)
     if (bind(*fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(*fd, (struct sockaddr *)&a, &len) == 0)
         return ntohs(a.sin_port);
     return -1;
+}
+
+/* 0 if a listener could bind 127.0.0.1:port now (SO_REUSEADDR, as libzmq binds: a TIME_WAIT connection does
+ * not count); the probe socket stays open in *fd so that the next probe cannot be given the same port. */
+static int probe_port(int port, int *fd)
+{
+    *fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (*fd < 0)
+        return -1;
+    int one = 1;
+    setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    return bind(*fd, (struct sockaddr *)&a, sizeof a);
 }
 
 static int load_optional_i32(const char *dir, const char *name, int32_t **out, int64_t *n)
@@ -330,6 +345,7 @@ static int assign_endpoints(pft_topo_t *topo)
             rc = pft_err(PFT_ENET, "no free TCP port for node %s", n->id);
             break;
         }
+
         char ep[64];
         snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
         char id[128];
@@ -337,6 +353,20 @@ static int assign_endpoints(pft_topo_t *topo)
         rc = pft_topo_set_node_attr(topo, id, "endpoint", ep);
     }
     for (size_t i = 0; i < nn; i++) /* all ports distinct: now let the nodes have them */
+        if (fds[i] >= 0)
+            close(fds[i]), fds[i] = -1;
+    /* a port already taken here would fail its node only once the others are waiting for it: say so now */
+    for (size_t i = 0; i < nn && rc == 0; i++) {
+        const pft_topo_node_t *n = pft_topo_node(topo, i);
+        int port;
+        if (!n->endpoint || sscanf(n->endpoint, "tcp://127.0.0.1:%d", &port) != 1 || probe_port(port, &fds[i]) == 0)
+            continue;
+        rc = pft_err(PFT_ENET, "node %s: %s is already in use on this machine (%s); %s", n->id, n->endpoint,
+                     strerror(errno),
+                     port_base ? "move the automatic endpoints with --set port_base=N"
+                               : "give the node another endpoint");
+    }
+    for (size_t i = 0; i < nn; i++)
         if (fds[i] >= 0)
             close(fds[i]);
     pft_free(fds);
@@ -432,7 +462,8 @@ static void read_status(child_t *c)
 
 /* Starts every node, shows progress, waits for all; returns the number that failed. */
 static int run_children(const launch_args_t *a, const char *topo_path, child_t *ch, size_t nn, const char *eval_x,
-                        const char *eval_y, double *wall)
+                        const char *eval_y, double *wall,
+                        int *n_stopped)
 {
     char node_bin[PATH_MAX];
     pftnode_path(a->pftnode, node_bin, sizeof node_bin);
@@ -460,7 +491,10 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
     for (size_t i = 0; i < nn; i++)
         left += !ch[i].absent;
     char last[4096] = "";
-    int killed = 0;
+    int killed = 0;       /* SIGTERM sent to every running node */
+    double kill_at = 0;   /* then SIGKILL to those still running at this time */
+    const char *stop_why = NULL;
+    char why[256];
     while (left > 0) {
         for (size_t i = 0; i < nn; i++) {
             if (ch[i].exited || ch[i].absent)
@@ -473,6 +507,11 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
                 ch[i].exited = 1;
                 ch[i].status = st;
                 left--;
+                /* a failed node leaves its successors waiting until their deadlines: stop the run instead */
+                if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !a->keep_going && !stop_why && left > 0) {
+                    snprintf(why, sizeof why, "node %s failed (see %s/node.log)", ch[i].id, ch[i].dir);
+                    stop_why = why;
+                }
             }
             read_status(&ch[i]);
         }
@@ -485,13 +524,19 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
             snprintf(last, sizeof last, "%s", line);
         }
         double el = pft_fsio_now() - t0;
-        if (!killed && (s_interrupted || (a->timeout > 0 && el > a->timeout))) {
-            fprintf(stderr, "%s: stopping every node\n", s_interrupted ? "interrupted" : "timeout");
+        if (!stop_why && s_interrupted)
+            stop_why = "interrupted";
+        if (!stop_why && a->timeout > 0 && el > a->timeout)
+            stop_why = "timeout (--timeout)";
+        if (!killed && stop_why) {
+            fprintf(stderr, "%s: stopping every node%s\n", stop_why,
+                    s_interrupted || a->keep_going ? "" : " (--keep-going lets them run on to their deadlines)");
             for (size_t i = 0; i < nn; i++)
                 if (!ch[i].exited && ch[i].pid > 0)
-                    kill(ch[i].pid, SIGTERM);
+                    kill(ch[i].pid, SIGTERM), ch[i].stopped = 1;
             killed = 1;
-        } else if (killed && el > a->timeout + 10 && a->timeout > 0) {
+            kill_at = el + 10;
+        } else if (killed && el > kill_at) {
             for (size_t i = 0; i < nn; i++)
                 if (!ch[i].exited && ch[i].pid > 0)
                     kill(ch[i].pid, SIGKILL);
@@ -503,13 +548,17 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     int failed = 0;
+    *n_stopped = 0;
     for (size_t i = 0; i < nn; i++) {
         if (ch[i].absent)
             continue;
         int ok = WIFEXITED(ch[i].status) && WEXITSTATUS(ch[i].status) == 0;
         if (!ok) {
             failed++;
-            if (WIFEXITED(ch[i].status))
+            *n_stopped += ch[i].stopped;
+            if (ch[i].stopped)
+                fprintf(stderr, "node %s was stopped by the launcher (see %s/node.log)\n", ch[i].id, ch[i].dir);
+            else if (WIFEXITED(ch[i].status))
                 fprintf(stderr, "node %s failed with exit code %d (see %s/node.log)\n", ch[i].id,
                         WEXITSTATUS(ch[i].status), ch[i].dir);
             else
@@ -658,6 +707,8 @@ int pft_cmd_launch(int argc, char **argv)
          "experiment name recorded in results.json for `pftnet report` (default: the graph name)"},
         {"variant", PFT_OPT_STRING, &a.variant, NULL, 0, -1, 0, "TEXT",
          "method label recorded in results.json (default: \"FedPFT <cov> K=<k>\", with DP when set)"},
+        {"keep-going", PFT_OPT_FLAG, &a.keep_going, NULL, 0, -1, 0, NULL,
+         "when a node fails, let the others run on to their deadlines (default: stop them all)"},
         {"absent", PFT_OPT_STRING, &a.absent, NULL, 0, -1, 0, "ID[,ID]",
          "do not start these nodes (a dead peer: tests deadlines and fallback edges)"},
         {"insecure", PFT_OPT_FLAG, &a.insecure, NULL, 0, -1, 0, NULL,
@@ -679,7 +730,8 @@ int pft_cmd_launch(int argc, char **argv)
         "dataset) it first partitions the dataset across the nodes as the topology asks and writes each\n"
         "node's share to DIR/<id>/data. It shows which node is waiting, fitting, training or done, then\n"
         "writes DIR/results.json (every node's result.json, plus the centralized and local-only baselines on\n"
-        "the union of all test splits) and prints a table. Exits 1 if any node failed, naming it.",
+        "the union of all test splits) and prints a table. Exits 1 if any node failed, naming it; a failed node\n"
+        "stops the whole run unless --keep-going.",
         opts};
     const char *pos[1];
     int np = 0, rc = pft_cli_parse(&cli, argc, argv, pos, &np);
@@ -784,7 +836,8 @@ int pft_cmd_launch(int argc, char **argv)
         exit_code = 0;
         goto cleanup;
     }
-    int failed = run_children(&a, resolved, ch, nn, eval_x, eval_y, &wall);
+    int n_stopped = 0;
+    int failed = run_children(&a, resolved, ch, nn, eval_x, eval_y, &wall, &n_stopped);
     for (size_t i = 0; i < nn; i++) {
         char *p = pft_fsio_join(ch[i].dir, "result.json");
         json_error_t err;
@@ -876,7 +929,10 @@ int pft_cmd_launch(int argc, char **argv)
     pft_free(rp);
     json_decref(res);
     exit_code = failed ? 1 : 0;
-    if (failed)
+    if (failed && n_stopped)
+        fprintf(stderr, "pftnet launch: %d of %zu nodes failed; %d more were stopped\n", failed - n_stopped, nn,
+                n_stopped);
+    else if (failed)
         fprintf(stderr, "pftnet launch: %d of %zu nodes failed\n", failed, nn);
     goto cleanup;
 fail:

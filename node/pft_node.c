@@ -1236,7 +1236,10 @@ static int finish_sends(node_t *nd, int *interrupted)
         else if (!o->instead_of) {
             bad++;
             pft_error("hand-off to %s %s: %s", o->to, pft_send_state_name((pft_send_state_t)st),
-                      reason && *reason ? reason : pft_strerror(rc));
+                      reason && *reason              ? reason
+                      : st == PFT_SEND_PENDING && *interrupted ? "interrupted before it was acknowledged"
+                      : rc                           ? pft_strerror(rc)
+                                                     : "not acknowledged");
         }
     }
     return bad;

@@ -9,9 +9,9 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-bash "$PFT_SOURCE_DIR/bench/results.sh" --smoke --bin "$PFT_BIN" --out "$tmp/out" >"$tmp/log" 2>&1 ||
-    { cat "$tmp/log"; fail "bench/results.sh --smoke failed"; }
-cat "$tmp/log"
+# streamed, so that a run cut short by ctest's timeout still shows how far it got
+bash "$PFT_SOURCE_DIR/bench/results.sh" --smoke --bin "$PFT_BIN" --out "$tmp/out" 2>&1 | tee "$tmp/log" ||
+    fail "bench/results.sh --smoke failed"
 doc="$tmp/out/RESULTS.md"
 [ -s "$doc" ] || fail "no $doc"
 for tag in chain labelshift covshift star gmm-family ring8 graph10; do

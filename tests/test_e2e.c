@@ -3,6 +3,8 @@
 #include "pft_e2e_run.h"
 #include "pft_test.h"
 
+#include "pft_e2e.h"
+
 #include <jansson.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -189,9 +191,59 @@ static void test_dp_guarantee_travels(void)
     /* a budget smaller than one release: a refuses to release (exit 11) and the launch reports failure */
     write_topo("dpbudget", "  a [k = 1, dp_epsilon = 1, dp_budget = 0.5];\n  a -> b [deadline = 3];", topo, sizeof topo);
     snprintf(out, sizeof out, "%s/dpbudget", s_tmp);
-    CHECK(launch(topo, out, NULL, &r) == 1);
+    CHECK(launch(topo, out, "--keep-going", &r) == 1);
     CHECK(r && json_integer_value(json_object_get(pft_e2e_find_id(json_object_get(r, "nodes"), "a"), "exit_code")) == 11);
+    /* --keep-going: b waited out its deadline and finished on its own rows */
+    CHECK(r && json_integer_value(json_object_get(pft_e2e_find_id(json_object_get(r, "nodes"), "b"), "exit_code")) == 0);
     json_decref(r);
+}
+
+static int grep_file(const char *pattern, const char *path)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "grep -q -- '%s' '%s'", pattern, path);
+    return system(cmd) == 0;
+}
+
+static void test_failed_node_stops_the_run(void)
+{
+    /* a fails at once; b would wait 120 s for it: the launcher stops b instead and says why */
+    char topo[512], out[512], err[600];
+    write_topo("failfast", "  a [k = 1, dp_epsilon = 1, dp_budget = 0.5];\n  a -> b;", topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/failfast", s_tmp);
+    json_t *r = NULL;
+    CHECK(launch(topo, out, NULL, &r) == 1);
+    json_t *b = pft_e2e_find_id(json_object_get(r, "nodes"), "b");
+    CHECK(b && strstr(json_string_value(json_object_get(b, "status")) ?: "", "stopped") != NULL);
+    CHECK(r && json_real_value(json_object_get(r, "wall_seconds")) < 60);
+    json_decref(r);
+    snprintf(err, sizeof err, "%s.stderr", out);
+    CHECK(grep_file("node a failed (see .*): stopping every node", err));
+    CHECK(grep_file("node b was stopped by the launcher", err));
+    CHECK(grep_file("1 of 2 nodes failed; 1 more were stopped", err));
+}
+
+static void test_port_in_use_refused(void)
+{
+    /* an automatic endpoint whose port is taken: refused before any node starts, naming node and port */
+    int port = pft_e2e_free_port();
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK(bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 1) == 0);
+    char topo[512], out[512], body[128], err[600];
+    snprintf(body, sizeof body, "  port_base = %d;\n  a -> b;", port - 1);
+    write_topo("portbusy", body, topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/portbusy", s_tmp);
+    json_t *r = NULL;
+    CHECK(launch(topo, out, NULL, &r) == 1);
+    CHECK(r == NULL); /* nothing started */
+    json_decref(r);
+    close(fd);
+    snprintf(err, sizeof err, "%s.stderr", out);
+    char want[128];
+    snprintf(want, sizeof want, "node b: tcp://127.0.0.1:%d is already in use", port);
+    CHECK(grep_file(want, err));
 }
 
 static void test_relative_out_dir(void)
@@ -223,6 +275,8 @@ int main(void)
     RUN(test_diamond_no_double_count);
     RUN(test_fallback_around_dead_node);
     RUN(test_dp_guarantee_travels);
+    RUN(test_failed_node_stops_the_run);
+    RUN(test_port_in_use_refused);
     RUN(test_relative_out_dir);
     return pft_e2e_finish(s_tmp, pft_test_done());
 }
