@@ -80,13 +80,15 @@ data="$here/../shared/data/pacs-mobilenetv2"
 common=()
 if [ "$smoke" = 1 ]; then
     data="$here/examples/data/pacs-small"
-    # ports away from the configs' own (a full run may be going on beside CI's) and below the kernel's
-    # ephemeral range, where other tests' listeners and outgoing connections take theirs; 21 consecutive ones
-    # for star20. A launch that fails stops at once (no --keep-going), and --timeout bounds a hung one.
+    # 21 consecutive ports (star20) away from the configs' own (a full run may be going on beside CI's), below
+    # the kernel's ephemeral range (other tests' listeners and outgoing connections) and above test_scale's
+    # block (10000-30100). A launch that fails stops at once (no --keep-going); --timeout bounds a hung one.
     eph_lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
     [ "$eph_lo" -gt 11000 ] 2>/dev/null || eph_lo=32768
+    p_lo=30200
+    [ $((eph_lo - 30 - p_lo)) -ge 300 ] || p_lo=10000
     common=(--set "dataset=$data" --set em_draws=1 --set head_draws=1 --set samples=60 --set max_iter=20
-        --set port_base=$((10000 + (RANDOM % ((eph_lo - 10000 - 30) / 10)) * 10)) --timeout 240)
+        --set port_base=$((p_lo + (RANDOM % ((eph_lo - 30 - p_lo) / 10)) * 10)) --timeout 240)
 fi
 [ -f "$data/train_x.npy" ] || { echo "bench/results.sh: no dataset at $data" >&2; exit 1; }
 
