@@ -1,9 +1,8 @@
-/* pft_dataset: labelled features loaded from .npy pairs, with class gather, subset and concatenation. */
+/* pft_dataset: labelled features in memory, with validation, class gather, subset and concatenation. */
 #include "pft_dataset.h"
 
 #include "pft_alloc.h"
 #include "pft_error.h"
-#include "pft_npy.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -94,6 +93,12 @@ static int check_finite(const float *x, int n, int d, const char *what)
 
 int pft_dataset_wrap(float **x_p, int32_t **y_p, int n, int d, int n_classes, pft_dataset_t **out)
 {
+    return pft_dataset_adopt(x_p, y_p, n, d, n_classes, "features", "labels", out);
+}
+
+int pft_dataset_adopt(float **x_p, int32_t **y_p, int n, int d, int n_classes, const char *x_name,
+                      const char *y_name, pft_dataset_t **out)
+{
     float *x = *x_p;
     int32_t *y = *y_p;
     *x_p = NULL;
@@ -108,7 +113,7 @@ int pft_dataset_wrap(float **x_p, int32_t **y_p, int n, int d, int n_classes, pf
     }
     if (n < 0 || d < 1 || (n > 0 && (!x || !y)))
         rc = pft_err(PFT_EINVAL, "invalid dataset: %d rows × %d features", n, d);
-    else if (!(rc = check_labels(y, n, &n_classes, "labels")) && !(rc = check_finite(x, n, d, "features"))) {
+    else if (!(rc = check_labels(y, n, &n_classes, y_name)) && !(rc = check_finite(x, n, d, x_name))) {
         *out = shell(x, y, n, d, n_classes);
         if (*out)
             return 0;
@@ -119,44 +124,6 @@ int pft_dataset_wrap(float **x_p, int32_t **y_p, int n, int d, int n_classes, pf
     return rc;
 }
 
-int pft_dataset_load(const char *x_path, const char *y_path, int n_classes, pft_dataset_t **out)
-{
-    float *x = NULL;
-    int32_t *y = NULL;
-    int64_t rows, cols, ny;
-    *out = NULL;
-    int rc = pft_npy_read_f32(x_path, &x, &rows, &cols);
-    if (rc)
-        return rc;
-    if ((rc = pft_npy_read_i32(y_path, &y, &ny)))
-        goto fail;
-    if (rows != ny) {
-        rc = pft_err(PFT_EFORMAT, "%s has %" PRId64 " rows but %s has %" PRId64 " labels", x_path, rows,
-                     y_path, ny);
-        goto fail;
-    }
-    if (rows == 0 || cols == 0) {
-        rc = pft_err(PFT_EFORMAT, "%s: empty feature matrix (%" PRId64 "×%" PRId64 ")", x_path, rows, cols);
-        goto fail;
-    }
-    if (rows > INT_MAX || cols > INT_MAX || (uint64_t)rows * (uint64_t)cols > (uint64_t)INT64_MAX / 4) {
-        rc = pft_err(PFT_EFORMAT, "%s: %" PRId64 "×%" PRId64 " is too large", x_path, rows, cols);
-        goto fail;
-    }
-    if ((rc = check_labels(y, (int)rows, &n_classes, y_path)))
-        goto fail;
-    pft_dataset_t *self = shell(x, y, (int)rows, (int)cols, n_classes);
-    if (!self) {
-        rc = pft_err(PFT_ENOMEM, "%s: out of memory", x_path);
-        goto fail;
-    }
-    *out = self;
-    return 0;
-fail:
-    pft_free(x);
-    pft_free(y);
-    return rc;
-}
 
 void pft_dataset_destroy(pft_dataset_t **self_p)
 {

@@ -21,10 +21,9 @@ pft_dataset_t *pft_dataset_new(int n, int d, int n_classes);
  * PFT_EFORMAT (a non-finite feature), PFT_ENOMEM, each with a message naming the row. */
 int pft_dataset_wrap(float **x_p, int32_t **y_p, int n, int d, int n_classes, pft_dataset_t **out);
 
-/* Loads features (2-D .npy, any supported dtype → float32) and labels (integer .npy). Errors name the
- * file: unreadable or malformed files (see pft_npy), a row-count mismatch naming both files, zero rows,
- * negative labels, labels ≥ n_classes (n_classes ≤ 0: max label + 1), non-finite features. */
-int pft_dataset_load(const char *x_path, const char *y_path, int n_classes, pft_dataset_t **out);
+/* pft_dataset_wrap, with x_name and y_name naming features and labels in error messages (a file path, say). */
+int pft_dataset_adopt(float **x_p, int32_t **y_p, int n, int d, int n_classes, const char *x_name,
+                      const char *y_name, pft_dataset_t **out);
 
 /* Frees *self_p and sets it to NULL; safe on NULL and twice. */
 void pft_dataset_destroy(pft_dataset_t **self_p);

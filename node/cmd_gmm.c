@@ -5,6 +5,7 @@
 #include "pft_error.h"
 #include "pft_fsio.h"
 #include "pft_gmm.h"
+#include "pft_npy.h"
 #include "pft_alloc.h"
 
 #include <jansson.h>
@@ -60,7 +61,7 @@ int pft_cmd_gmm(int argc, char **argv)
     float *xc = NULL;
     pft_gmm_t *g = NULL;
     json_t *classes = json_array();
-    rc = pft_dataset_load(features, labels, 0, &ds);
+    rc = pft_npy_load_dataset(features, labels, 0, &ds);
     if (rc == 0)
         rc = pft_dataset_apply_prep(ds, prep);
     double total_ll = 0, seconds = 0;

@@ -138,9 +138,9 @@ static int partition_dataset(pft_topo_t *topo, const char *out_dir, child_t *ch,
     char **snap = pft_calloc(nn * 4, sizeof *snap);
     int rc = p[0] && p[1] && p[2] && p[3] && pn && snap ? 0 : PFT_ENOMEM;
     if (rc == 0)
-        rc = pft_dataset_load(p[0], p[1], 0, &train);
+        rc = pft_npy_load_dataset(p[0], p[1], 0, &train);
     if (rc == 0)
-        rc = pft_dataset_load(p[2], p[3], pft_dataset_n_classes(train), &test);
+        rc = pft_npy_load_dataset(p[2], p[3], pft_dataset_n_classes(train), &test);
     if (rc == 0)
         rc = load_optional_i32(run->dataset, "train_domain.npy", &dtr, &ndtr);
     if (rc == 0)
@@ -241,9 +241,9 @@ static int load_own_data(const pft_topo_t *topo, child_t *ch)
 {
     for (size_t i = 0; i < pft_topo_node_count(topo); i++) {
         const pft_topo_node_t *n = pft_topo_node(topo, i);
-        int rc = n->has_data ? pft_dataset_load(n->train, n->labels, 0, &ch[i].train) : 0; /* NULL: no data */
+        int rc = n->has_data ? pft_npy_load_dataset(n->train, n->labels, 0, &ch[i].train) : 0; /* NULL: no data */
         if (rc == 0 && n->test)
-            rc = pft_dataset_load(n->test, n->test_labels, 0, &ch[i].test);
+            rc = pft_npy_load_dataset(n->test, n->test_labels, 0, &ch[i].test);
         if (rc)
             return pft_err_wrap(rc, "node %s", n->id);
     }

@@ -8,6 +8,7 @@
 #include "pft_error.h"
 #include "pft_fsio.h"
 #include "pft_gmm.h"
+#include "pft_npy.h"
 #include "pft_head.h"
 
 #include <jansson.h>
@@ -169,9 +170,9 @@ int pft_cmd_synth(int argc, char **argv)
     pft_bundle_t *b = NULL;
     double fit_s = 0, iters = 0, acc_raw = 0, acc_syn = 0, raw_s = 0, syn_s = 0;
     size_t wire = 0;
-    rc = pft_dataset_load(a.train_x, a.train_y, 0, &train);
+    rc = pft_npy_load_dataset(a.train_x, a.train_y, 0, &train);
     if (rc == 0)
-        rc = pft_dataset_load(a.test_x, a.test_y, pft_dataset_n_classes(train), &test);
+        rc = pft_npy_load_dataset(a.test_x, a.test_y, pft_dataset_n_classes(train), &test);
     if (rc == 0 && pft_dataset_d(test) != pft_dataset_d(train))
         rc = pft_err(PFT_EINVAL, "%s has %d columns but %s has %d", a.test_x, pft_dataset_d(test), a.train_x,
                      pft_dataset_d(train));

@@ -361,11 +361,11 @@ static void load_stored_inbox(node_t *nd)
 static int load_data(node_t *nd)
 {
     pft_prep_t prep = (pft_prep_t)nd->run->prep;
-    int rc = nd->me->has_data ? pft_dataset_load(nd->me->train, nd->me->labels, 0, &nd->train) : 0;
+    int rc = nd->me->has_data ? pft_npy_load_dataset(nd->me->train, nd->me->labels, 0, &nd->train) : 0;
     if (rc == 0 && nd->me->test)
-        rc = pft_dataset_load(nd->me->test, nd->me->test_labels, 0, &nd->test);
+        rc = pft_npy_load_dataset(nd->me->test, nd->me->test_labels, 0, &nd->test);
     if (rc == 0 && nd->args->eval_features)
-        rc = pft_dataset_load(nd->args->eval_features, nd->args->eval_labels, 0, &nd->eval);
+        rc = pft_npy_load_dataset(nd->args->eval_features, nd->args->eval_labels, 0, &nd->eval);
     if (rc)
         return rc;
     if (!nd->me->has_data) { /* an aggregator: no rows of its own; the test data tells the feature dimension */

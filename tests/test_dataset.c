@@ -52,7 +52,7 @@ static void test_load(void)
 {
     write_pair("x.npy", "y.npy", 6, 6, s_y);
     pft_dataset_t *ds = NULL;
-    CHECK(pft_dataset_load(tmp_path("x.npy"), tmp_path("y.npy"), 0, &ds) == 0);
+    CHECK(pft_npy_load_dataset(tmp_path("x.npy"), tmp_path("y.npy"), 0, &ds) == 0);
     if (!ds)
         return;
     CHECK(pft_dataset_n(ds) == 6 && pft_dataset_d(ds) == 3 && pft_dataset_n_classes(ds) == 3);
@@ -65,7 +65,7 @@ static void test_load(void)
     pft_dataset_destroy(&ds); /* safe twice */
 
     /* An explicit class count above max + 1 is kept (class 3, 4 have no rows). */
-    CHECK(pft_dataset_load(tmp_path("x.npy"), tmp_path("y.npy"), 5, &ds) == 0);
+    CHECK(pft_npy_load_dataset(tmp_path("x.npy"), tmp_path("y.npy"), 5, &ds) == 0);
     CHECK(ds && pft_dataset_n_classes(ds) == 5);
     pft_dataset_destroy(&ds);
 }
@@ -77,37 +77,37 @@ static void test_load_errors(void)
     snprintf(x, sizeof x, "%s", tmp_path("x.npy"));
     snprintf(y, sizeof y, "%s", tmp_path("y.npy"));
     write_pair("x.npy", "y.npy", 6, 6, s_y);
-    CHECK_FAILS(pft_dataset_load(x, y, 2, &ds), y, "row 0: label 2 is not below the class count 2");
+    CHECK_FAILS(pft_npy_load_dataset(x, y, 2, &ds), y, "row 0: label 2 is not below the class count 2");
     CHECK(ds == NULL);
 
     /* Row-count mismatch names both files. */
     write_pair("x5.npy", "y6.npy", 5, 6, s_y);
-    CHECK_FAILS(pft_dataset_load(tmp_path("x5.npy"), tmp_path("y6.npy"), 0, &ds), tmp_path("x5.npy"),
+    CHECK_FAILS(pft_npy_load_dataset(tmp_path("x5.npy"), tmp_path("y6.npy"), 0, &ds), tmp_path("x5.npy"),
                 tmp_path("y6.npy"));
 
     int32_t neg[6] = {0, 1, -1, 0, 1, 0};
     write_pair("xn.npy", "yn.npy", 6, 6, neg);
-    CHECK_FAILS(pft_dataset_load(tmp_path("xn.npy"), tmp_path("yn.npy"), 0, &ds), tmp_path("yn.npy"),
+    CHECK_FAILS(pft_npy_load_dataset(tmp_path("xn.npy"), tmp_path("yn.npy"), 0, &ds), tmp_path("yn.npy"),
                 "row 2: negative label -1");
     int32_t huge[6] = {0, 1, 2000000000, 0, 1, 0};
     write_pair("xh.npy", "yh.npy", 6, 6, huge);
-    CHECK_FAILS(pft_dataset_load(tmp_path("xh.npy"), tmp_path("yh.npy"), 0, &ds), tmp_path("yh.npy"),
+    CHECK_FAILS(pft_npy_load_dataset(tmp_path("xh.npy"), tmp_path("yh.npy"), 0, &ds), tmp_path("yh.npy"),
                 "class limit");
 
     write_pair("x0.npy", "y0.npy", 0, 0, s_y);
-    CHECK_FAILS(pft_dataset_load(tmp_path("x0.npy"), tmp_path("y0.npy"), 0, &ds), tmp_path("x0.npy"),
+    CHECK_FAILS(pft_npy_load_dataset(tmp_path("x0.npy"), tmp_path("y0.npy"), 0, &ds), tmp_path("x0.npy"),
                 "empty");
 
     /* Errors from the files themselves carry the file name. */
-    CHECK_FAILS(pft_dataset_load(tmp_path("missing.npy"), y, 0, &ds), tmp_path("missing.npy"), NULL);
-    CHECK_FAILS(pft_dataset_load(x, tmp_path("missing.npy"), 0, &ds), tmp_path("missing.npy"), NULL);
-    CHECK_FAILS(pft_dataset_load(y, y, 0, &ds), y, "2-D"); /* labels given as features */
-    CHECK_FAILS(pft_dataset_load(x, x, 0, &ds), x, "labels of shape");
+    CHECK_FAILS(pft_npy_load_dataset(tmp_path("missing.npy"), y, 0, &ds), tmp_path("missing.npy"), NULL);
+    CHECK_FAILS(pft_npy_load_dataset(x, tmp_path("missing.npy"), 0, &ds), tmp_path("missing.npy"), NULL);
+    CHECK_FAILS(pft_npy_load_dataset(y, y, 0, &ds), y, "2-D"); /* labels given as features */
+    CHECK_FAILS(pft_npy_load_dataset(x, x, 0, &ds), x, "labels of shape");
     float bad[18];
     fill_x(bad);
     bad[7] = NAN;
     pft_npy_write_f32(tmp_path("xnan.npy"), bad, 6, 3);
-    CHECK_FAILS(pft_dataset_load(tmp_path("xnan.npy"), y, 0, &ds), tmp_path("xnan.npy"), "row 2 column 1");
+    CHECK_FAILS(pft_npy_load_dataset(tmp_path("xnan.npy"), y, 0, &ds), tmp_path("xnan.npy"), "row 2 column 1");
     CHECK(ds == NULL);
 }
 
@@ -118,7 +118,7 @@ static void test_alloc_failures(void)
     for (long k = 0; k < 40 && !ok; k++) {
         pft_dataset_t *ds = NULL;
         pft_alloc_fail_after(k);
-        int rc = pft_dataset_load(tmp_path("x.npy"), tmp_path("y.npy"), 0, &ds);
+        int rc = pft_npy_load_dataset(tmp_path("x.npy"), tmp_path("y.npy"), 0, &ds);
         pft_alloc_fail_after(-1);
         if (rc == 0) {
             ok = 1;
@@ -286,7 +286,7 @@ static void test_real_pacs(void)
     snprintf(x, sizeof x, "%s", xp);
     snprintf(y, sizeof y, "%s", pft_test_shared_data("pacs-mobilenetv2/train_y.npy"));
     pft_dataset_t *ds = NULL;
-    CHECK(pft_dataset_load(x, y, 0, &ds) == 0);
+    CHECK(pft_npy_load_dataset(x, y, 0, &ds) == 0);
     if (!ds)
         return;
     CHECK(pft_dataset_n(ds) == 7993 && pft_dataset_d(ds) == 1280 && pft_dataset_n_classes(ds) == 7);

@@ -44,7 +44,7 @@ static void test_bad_peer(void)
         _exit(127);
     }
     pft_dataset_t *ds = NULL;
-    CHECK(pft_dataset_load(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
+    CHECK(pft_npy_load_dataset(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
     char ep[64];
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", pp);
     pft_transport_t *t = pft_transport_new(ep, NULL, NULL, NULL);

@@ -10,6 +10,7 @@
 #include "pft_dataset.h"
 #include "pft_gmm.h"
 #include "pft_keys.h"
+#include "pft_npy.h"
 #include "pft_transport.h"
 
 #include <jansson.h>
@@ -86,7 +87,7 @@ static void test_attackers(void)
             pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA, pb, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA);
     fclose(f);
     pft_dataset_t *ds = NULL;
-    CHECK(pft_dataset_load(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
+    CHECK(pft_npy_load_dataset(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
     uint8_t *good = NULL, *forged = NULL, *other_run = NULL, *second = NULL;
     size_t ng = 0, nf = 0, no = 0, ns = 0;
     CHECK(pft_e2e_make_bundle("r1", ds, 20, kp_p, &good, &ng) == 0);

@@ -10,6 +10,7 @@
 #include "pft_error.h"
 #include "pft_gmm.h"
 #include "pft_linalg.h"
+#include "pft_npy.h"
 #include "pft_rng.h"
 #include "pft_test.h"
 #include "pft_topo.h"
@@ -561,7 +562,7 @@ static void test_pacs(void)
     pft_dataset_t *ds = NULL;
     float *xc = NULL;
     int n = 0;
-    CHECK(pft_dataset_load(xbuf, ybuf, 0, &ds) == 0);
+    CHECK(pft_npy_load_dataset(xbuf, ybuf, 0, &ds) == 0);
     if (!ds)
         return;
     CHECK(pft_dataset_apply_prep(ds, PFT_PREP_L2) == 0);

@@ -513,8 +513,8 @@ static void test_example_data(void)
     snprintf(xtp, sizeof xtp, "%s/test_x.npy", dir);
     snprintf(ytp, sizeof ytp, "%s/test_y.npy", dir);
     pft_dataset_t *tr = NULL, *te = NULL;
-    CHECK_MSG(pft_dataset_load(xp, yp, 0, &tr) == 0, "%s", pft_errmsg());
-    CHECK_MSG(pft_dataset_load(xtp, ytp, 7, &te) == 0, "%s", pft_errmsg());
+    CHECK_MSG(pft_npy_load_dataset(xp, yp, 0, &tr) == 0, "%s", pft_errmsg());
+    CHECK_MSG(pft_npy_load_dataset(xtp, ytp, 7, &te) == 0, "%s", pft_errmsg());
     if (tr && te) {
         CHECK(pft_dataset_n(tr) == 2100 && pft_dataset_n(te) == 700 && pft_dataset_d(tr) == 1280);
         int counts[7];

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <float.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -801,4 +802,35 @@ int pft_npy_write_f32_vec(const char *path, const float *x, int64_t n)
 int pft_npy_write_i32(const char *path, const int32_t *y, int64_t n)
 {
     return write_array(path, "<i4", 1, n, 1, y);
+}
+
+int pft_npy_load_dataset(const char *x_path, const char *y_path, int n_classes, pft_dataset_t **out)
+{
+    float *x = NULL;
+    int32_t *y = NULL;
+    int64_t rows, cols, ny;
+    *out = NULL;
+    int rc = pft_npy_read_f32(x_path, &x, &rows, &cols);
+    if (rc)
+        return rc;
+    if ((rc = pft_npy_read_i32(y_path, &y, &ny)))
+        goto fail;
+    if (rows != ny) {
+        rc = pft_err(PFT_EFORMAT, "%s has %" PRId64 " rows but %s has %" PRId64 " labels", x_path, rows,
+                     y_path, ny);
+        goto fail;
+    }
+    if (rows == 0 || cols == 0) {
+        rc = pft_err(PFT_EFORMAT, "%s: empty feature matrix (%" PRId64 "×%" PRId64 ")", x_path, rows, cols);
+        goto fail;
+    }
+    if (rows > INT_MAX || cols > INT_MAX || (uint64_t)rows * (uint64_t)cols > (uint64_t)INT64_MAX / 4) {
+        rc = pft_err(PFT_EFORMAT, "%s: %" PRId64 "×%" PRId64 " is too large", x_path, rows, cols);
+        goto fail;
+    }
+    return pft_dataset_adopt(&x, &y, (int)rows, (int)cols, n_classes, x_path, y_path, out);
+fail:
+    pft_free(x);
+    pft_free(y);
+    return rc;
 }

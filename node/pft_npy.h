@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pft_dataset.h"
+
 /* Element types we read; all little-endian ('|u1' has no byte order). */
 typedef enum {
     PFT_NPY_F2 = 0, /* '<f2' IEEE binary16 */
@@ -75,5 +77,10 @@ int pft_npy_read_i32(const char *path, int32_t **y, int64_t *n);
 int pft_npy_write_f32(const char *path, const float *x, int64_t rows, int64_t cols);
 int pft_npy_write_f32_vec(const char *path, const float *x, int64_t n);
 int pft_npy_write_i32(const char *path, const int32_t *y, int64_t n);
+
+/* Loads a dataset: features (2-D .npy, any supported dtype → float32) and labels (integer .npy). Errors name
+ * the file: unreadable or malformed files (above), a row-count mismatch naming both files, zero rows,
+ * negative labels, labels ≥ n_classes (n_classes ≤ 0: max label + 1), non-finite features. */
+int pft_npy_load_dataset(const char *x_path, const char *y_path, int n_classes, pft_dataset_t **out);
 
 #endif
