@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_PATHS 256
 
@@ -97,8 +98,62 @@ static int relative_dir(const char *from, const char *to, char *out, size_t cap)
     return 0;
 }
 
-/* Writes the whole report into f; plots into a->plots when given (img_prefix: its path from the Markdown). */
-static int write_report(FILE *f, const pft_report_set_t *set, const report_args_t *a, const char *img_prefix)
+/* The list of files a report made in its plot folder, kept there so that the next report into the same folder
+ * can remove the plots it no longer makes (an experiment left out, a plot no longer called for) and nothing
+ * else. One file name per line. */
+#define PLOT_MANIFEST ".pftnet-report-files"
+
+/* Appends image (a file name in the plot folder, "" for none) and its .dat and .gp to the manifest text m. */
+static void manifest_add(FILE *m, const char *image)
+{
+    const char *dot = strrchr(image, '.');
+    if (!image[0] || !dot)
+        return;
+    int stem = (int)(dot - image);
+    fprintf(m, "%s\n%.*s.dat\n%.*s.gp\n", image, stem, image, stem, image);
+}
+
+/* 1 if name is a line of the manifest text. */
+static int manifest_has(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; (p = strstr(p, name)); p += n)
+        if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+/* Removes the files the previous report listed in dir's manifest that this one (text) did not make, then
+ * writes text as the new manifest. Only plain file names are ever removed. */
+static int prune_plots(const char *dir, const char *text)
+{
+    char *path = pft_fsio_join(dir, PLOT_MANIFEST);
+    uint8_t *old = NULL;
+    size_t len = 0;
+    if (!path)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    if (pft_fsio_exists(path) && pft_fsio_read(path, 1 << 20, &old, &len) == 0) {
+        char *save = NULL;
+        for (char *name = strtok_r((char *)old, "\n", &save); name; name = strtok_r(NULL, "\n", &save)) {
+            if (name[0] == '.' || strchr(name, '/') || manifest_has(text, name))
+                continue;
+            char *stale = pft_fsio_join(dir, name);
+            if (stale && unlink(stale) != 0 && errno != ENOENT)
+                fprintf(stderr, "pftnet report: could not remove the stale plot file %s: %s\n", stale,
+                        strerror(errno));
+            pft_free(stale);
+        }
+    }
+    pft_free(old);
+    int rc = pft_fsio_write_atomic(path, text, strlen(text));
+    pft_free(path);
+    return rc;
+}
+
+/* Writes the whole report into f; plots into a->plots when given (img_prefix: its path from the Markdown),
+ * listing the plot files made in manifest. */
+static int write_report(FILE *f, const pft_report_set_t *set, const report_args_t *a, const char *img_prefix,
+                        FILE *manifest)
 {
     const char *const *tags;
     size_t n_tags = pft_report_set_tags(set, &tags);
@@ -111,8 +166,12 @@ static int write_report(FILE *f, const pft_report_set_t *set, const report_args_
         pft_report_plots_t plots;
         make_stem(tags[t], stems, t, stems[t]);
         rc = pft_report_exp_build(set, tags[t], &e);
-        if (rc == 0 && a->plots)
-            rc = pft_report_plot_exp(e, a->plots, stems[t], a->format, &plots);
+        if (rc == 0 && a->plots && (rc = pft_report_plot_exp(e, a->plots, stems[t], a->format, &plots)) == 0) {
+            manifest_add(manifest, plots.acc_bytes);
+            manifest_add(manifest, plots.per_node);
+            manifest_add(manifest, plots.drift);
+            manifest_add(manifest, plots.synth);
+        }
         if (rc == 0)
             rc = pft_report_md_exp(f, e, stems[t], a->plots ? &plots : NULL, img_prefix, a->notes);
         if (rc)
@@ -157,9 +216,9 @@ static int prepare_plots(const report_args_t *a, char *prefix, size_t cap)
 
 static int run_report(const report_args_t *a, const char *const *paths, int n_paths)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = NULL;
+    char *text = NULL, *made = NULL;
+    size_t len = 0, made_len = 0;
+    FILE *mem = NULL, *manifest = NULL;
     char prefix[PATH_MAX];
     pft_report_set_t *set = pft_report_set_new();
     int rc = set ? 0 : pft_err(PFT_ENOMEM, "out of memory");
@@ -169,17 +228,22 @@ static int run_report(const report_args_t *a, const char *const *paths, int n_pa
         rc = make_parent(a->out);
     if (rc == 0)
         rc = prepare_plots(a, prefix, sizeof prefix);
-    if (rc == 0 && !(mem = open_memstream(&text, &len)))
+    if (rc == 0 && (!(mem = open_memstream(&text, &len)) || !(manifest = open_memstream(&made, &made_len))))
         rc = pft_err(PFT_ENOMEM, "out of memory");
     if (rc == 0)
-        rc = write_report(mem, set, a, prefix);
+        rc = write_report(mem, set, a, prefix, manifest);
     if (mem && fclose(mem) != 0 && rc == 0)
         rc = pft_err(PFT_ENOMEM, "out of memory");
+    if (manifest && fclose(manifest) != 0 && rc == 0)
+        rc = pft_err(PFT_ENOMEM, "out of memory");
+    if (rc == 0 && a->plots)
+        rc = prune_plots(a->plots, made);
     if (rc == 0 && a->out)
         rc = pft_fsio_write_atomic(a->out, text, len);
     else if (rc == 0 && (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0))
         rc = pft_err(PFT_EIO, "writing the report to stdout: %s", strerror(errno));
     free(text);
+    free(made);
     pft_report_set_destroy(&set);
     return rc;
 }
@@ -192,7 +256,8 @@ int pft_cmd_report(int argc, char **argv)
          "write the Markdown here (default: stdout)"},
         {"plots", PFT_OPT_STRING, &a.plots, NULL, 1, 0, 0, "DIR",
          "make plots with gnuplot into DIR (with their .dat/.gp files); the Markdown links them relative to "
-         "--out's folder"},
+         "--out's folder; plot files an earlier report made in DIR and this one does not are removed (listed in "
+         "DIR/" PLOT_MANIFEST ")"},
         {"format", PFT_OPT_STRING, &a.format, "svg", 1, 0, 0, "svg|png", "image format of the plots"},
         {"title", PFT_OPT_STRING, &a.title, "pftnet report", 1, 0, 0, "TEXT", "title of the report"},
         {"notes", PFT_OPT_STRING, &a.notes, NULL, 1, 0, 0, "DIR",
