@@ -80,15 +80,10 @@ data="$here/../shared/data/pacs-mobilenetv2"
 common=()
 if [ "$smoke" = 1 ]; then
     data="$here/examples/data/pacs-small"
-    # 21 consecutive ports (star20) away from the configs' own (a full run may be going on beside CI's), below
-    # the kernel's ephemeral range (other tests' listeners and outgoing connections) and above test_scale's
-    # block (10000-30100). A launch that fails stops at once (no --keep-going); --timeout bounds a hung one.
-    eph_lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-    [ "$eph_lo" -gt 11000 ] 2>/dev/null || eph_lo=32768
-    p_lo=30200
-    [ $((eph_lo - 30 - p_lo)) -ge 300 ] || p_lo=10000
+    # port_base=0: the launcher gives each node a free port (below the ephemeral range), away from the configs'
+    # own block (a full run may be going on beside CI's). A failed launch stops at once; --timeout bounds a hung one.
     common=(--set "dataset=$data" --set em_draws=1 --set head_draws=1 --set samples=60 --set max_iter=20
-        --set port_base=$((p_lo + (RANDOM % ((eph_lo - 30 - p_lo) / 10)) * 10)) --timeout 240)
+        --set port_base=0 --timeout 240)
 fi
 [ -f "$data/train_x.npy" ] || { echo "bench/results.sh: no dataset at $data" >&2; exit 1; }
 

@@ -61,20 +61,6 @@ typedef struct {
     pft_dataset_t *train, *test; /* raw (unpreprocessed) copies for baselines */
 } child_t;
 
-/* A free TCP port on 127.0.0.1: the socket stays bound (so the next call gets another port) until the caller
- * closes *fd; racy by nature once closed, fine for local simulations. */
-static int free_port(int *fd)
-{
-    *fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (*fd < 0)
-        return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    if (bind(*fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(*fd, (struct sockaddr *)&a, &len) == 0)
-        return ntohs(a.sin_port);
-    return -1;
-}
-
 /* 0 if a listener could bind 127.0.0.1:port now (SO_REUSEADDR, as libzmq binds: a TIME_WAIT connection does
  * not count); the probe socket stays open in *fd so that the next probe cannot be given the same port. */
 static int probe_port(int port, int *fd)
@@ -87,6 +73,45 @@ static int probe_port(int port, int *fd)
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     return bind(*fd, (struct sockaddr *)&a, sizeof a);
+}
+
+/* The lowest port of the kernel's ephemeral range (outgoing connections take their local ports there). */
+static int ephemeral_low(void)
+{
+    int lo = 32768, hi;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f) {
+        if (fscanf(f, "%d %d", &lo, &hi) != 2)
+            lo = 32768;
+        fclose(f);
+    }
+    return lo;
+}
+
+/* A free TCP port on 127.0.0.1, below the ephemeral range when it can (a port picked there could be taken by
+ * any outgoing connection before its node binds it): the socket stays bound (so the next call gets another
+ * port) until the caller closes *fd; racy by nature once closed, fine for local simulations. */
+static int free_port(int *fd)
+{
+    static unsigned seed;
+    if (!seed)
+        seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+    int lo = 10000, hi = ephemeral_low();
+    for (int attempt = 0; hi - lo >= 1000 && attempt < 200; attempt++) {
+        int port = lo + (int)(rand_r(&seed) % (unsigned)(hi - lo));
+        if (probe_port(port, fd) == 0)
+            return port;
+        if (*fd >= 0)
+            close(*fd);
+    }
+    *fd = socket(AF_INET, SOCK_STREAM, 0); /* the kernel's choice */
+    if (*fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (bind(*fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(*fd, (struct sockaddr *)&a, &len) == 0)
+        return ntohs(a.sin_port);
+    return -1;
 }
 
 static int load_optional_i32(const char *dir, const char *name, int32_t **out, int64_t *n)

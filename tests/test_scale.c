@@ -4,10 +4,7 @@
 #include "pft_e2e_run.h"
 #include "pft_test.h"
 
-#include <arpa/inet.h>
 #include <jansson.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -17,7 +14,6 @@
 #define SAMPLES 20 /* training rows per node */
 
 static char s_tmp[256];
-static int s_port_base; /* CHAIN_N + RING_N consecutive TCP ports, checked free */
 
 static double now_s(void)
 {
@@ -26,53 +22,9 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* The lowest ephemeral port (bind(0) and connect() pick ports at or above it), 32768 if unknown. */
-static int ephemeral_low(void)
-{
-    int lo = 32768, hi = 0;
-    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    if (f) {
-        if (fscanf(f, "%d %d", &lo, &hi) != 2)
-            lo = 32768;
-        fclose(f);
-    }
-    return lo;
-}
-
-/* Finds n consecutive free TCP ports on 127.0.0.1 below the ephemeral range, so that neither another test's
- * launcher (which picks free ports with bind(0)) nor an outgoing connection can take them while our nodes
- * start. All n are bound at once while checking. Returns the first port or -1. */
-static int find_port_block(int n)
-{
-    int lo = 10000, hi = ephemeral_low() - n;
-    if (hi > 30000)
-        hi = 30000;
-    if (hi <= lo)
-        return -1;
-    int fds[CHAIN_N + RING_N];
-    for (int attempt = 0; attempt < 40; attempt++) {
-        int base = lo + (int)(((unsigned)getpid() * 31u + (unsigned)attempt * 977u) % (unsigned)(hi - lo));
-        int ok = 1, k = 0;
-        for (; k < n && ok; k++) {
-            fds[k] = socket(AF_INET, SOCK_STREAM, 0);
-            struct sockaddr_in a = {.sin_family = AF_INET,
-                                    .sin_port = htons((uint16_t)(base + k)),
-                                    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-            ok = fds[k] >= 0 && bind(fds[k], (struct sockaddr *)&a, sizeof a) == 0;
-        }
-        for (int j = 0; j < k; j++)
-            if (fds[j] >= 0)
-                close(fds[j]);
-        if (ok)
-            return base;
-    }
-    return -1;
-}
-
 /* Writes a chain (or, with start set, a ring) of n nodes <prefix>00, <prefix>01, ... with the cheap per-node
  * settings; path receives the file name. */
-static void write_topo(const char *name, const char *prefix, int n, const char *start, int port_base,
-                       char *path, size_t len)
+static void write_topo(const char *name, const char *prefix, int n, const char *start, char *path, size_t len)
 {
     snprintf(path, len, "%s/%s.dot", s_tmp, name);
     FILE *f = fopen(path, "w");
@@ -80,9 +32,8 @@ static void write_topo(const char *name, const char *prefix, int n, const char *
         return;
     fprintf(f,
             "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = %d; k = 1; cov = diag;\n"
-            "  max_iter = 20; head_draws = 1; em_draws = 1; deadline = 270; send_deadline = 270; port_base = "
-            "%d;\n",
-            name, EXAMPLE_DATA, SAMPLES, port_base);
+            "  max_iter = 20; head_draws = 1; em_draws = 1; deadline = 270; send_deadline = 270;\n",
+            name, EXAMPLE_DATA, SAMPLES);
     if (start)
         fprintf(f, "  start = %s;\n", start);
     fprintf(f, "  ");
@@ -170,7 +121,7 @@ static int check_common(const char *what, json_t *r, int n_nodes, double wall)
 static void test_chain64(void)
 {
     char topo[512], out[512];
-    write_topo("chain64", "c", CHAIN_N, NULL, s_port_base, topo, sizeof topo);
+    write_topo("chain64", "c", CHAIN_N, NULL, topo, sizeof topo);
     snprintf(out, sizeof out, "%s/chain64", s_tmp);
     json_t *r = NULL;
     double wall = 0;
@@ -206,7 +157,7 @@ static void test_chain64(void)
 static void test_ring32(void)
 {
     char topo[512], out[512];
-    write_topo("ring32", "r", RING_N, "r00", s_port_base + CHAIN_N, topo, sizeof topo);
+    write_topo("ring32", "r", RING_N, "r00", topo, sizeof topo);
     snprintf(out, sizeof out, "%s/ring32", s_tmp);
     json_t *r = NULL;
     double wall = 0;
@@ -238,16 +189,10 @@ int main(void)
         printf("skipped: %s not found\n", EXAMPLE_DATA);
         return PFT_TEST_SKIP;
     }
-    s_port_base = find_port_block(CHAIN_N + RING_N);
-    if (s_port_base < 0) {
-        printf("skipped: no block of %d free TCP ports on 127.0.0.1 below the ephemeral range\n",
-               CHAIN_N + RING_N);
-        return PFT_TEST_SKIP;
-    }
     snprintf(s_tmp, sizeof s_tmp, "/tmp/pft_scale_XXXXXX");
     if (!mkdtemp(s_tmp))
         return 1;
-    printf("ports %d..%d, outputs in %s\n", s_port_base, s_port_base + CHAIN_N + RING_N - 1, s_tmp);
+    printf("outputs in %s\n", s_tmp);
     fflush(stdout);
     RUN(test_chain64);
     RUN(test_ring32);

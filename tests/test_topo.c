@@ -933,6 +933,12 @@ static void test_write_reload(void)
         CHECK(strcmp(pft_topo_find(t, "b")->endpoint, "tcp://127.0.0.1:9002") == 0);
         CHECK(pft_topo_set_graph_attr(t, "port_base", "9100") == 0);
         CHECK(strcmp(pft_topo_find(t, "b")->endpoint, "tcp://127.0.0.1:9102") == 0);
+        /* port_base=0 (launch --set port_base=0): the automatic endpoints are gone, for the launcher to pick */
+        CHECK(pft_topo_set_graph_attr(t, "port_base", "0") == 0);
+        CHECK(pft_topo_find(t, "b")->endpoint == NULL);
+        CHECK(strcmp(pft_topo_find(t, "c")->endpoint, "tcp://127.0.0.1:7999") == 0);
+        CHECK(pft_topo_set_graph_attr(t, "port_base", "-1") != 0 && strstr(pft_errmsg(), "port_base"));
+        CHECK(strcmp(pft_topo_find(t, "c")->endpoint, "tcp://127.0.0.1:7999") == 0);
         pft_topo_destroy(&t);
     }
     snprintf(path, sizeof path, "%s/no/such/dir/x.dot", s_dir);

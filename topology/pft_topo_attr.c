@@ -105,8 +105,9 @@ static const pft_topo_attr_t s_table[] = {
      GO(dp_budget), NO(dp_budget), NONE},
     {"max_bundle_mb", G, PFT_ATTR_INT, "512", 1, 65536, NULL,
      "largest bundle a node accepts, MiB", GO(max_bundle_mb), NONE, NONE},
-    {"port_base", G, PFT_ATTR_INT, NULL, 1024, 65535, NULL,
-     "nodes without endpoint get tcp://127.0.0.1:<port_base + node index>", GO(port_base), NONE, NONE},
+    {"port_base", G, PFT_ATTR_INT, NULL, 0, 65535, NULL,
+     "nodes without endpoint get tcp://127.0.0.1:<port_base + node index>; 0 (as unset): pftnet launch gives "
+     "each a free port", GO(port_base), NONE, NONE},
     /* simulation */
     {"dataset", G, PFT_ATTR_PATH, NULL, 0, 0, NULL,
      "simulation: folder with train_x/train_y/test_x/test_y.npy (and train_domain/test_domain.npy)",
