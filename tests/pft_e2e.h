@@ -12,7 +12,10 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
@@ -20,7 +23,31 @@
 /* A TCP port on 127.0.0.1 that was free a moment ago. */
 static inline int pft_e2e_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    /* below the kernel's ephemeral range, as pftnet launch picks them: an outgoing connection (whose local
+     * port comes from that range) cannot take it before the node or peer that is to listen on it binds it */
+    static unsigned seed;
+    if (!seed)
+        seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+    int lo = 32768, hi;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f) {
+        if (fscanf(f, "%d %d", &lo, &hi) != 2)
+            lo = 32768;
+        fclose(f);
+    }
+    for (int attempt = 0; lo - 10000 >= 1000 && attempt < 200; attempt++) {
+        int port = 10000 + (int)(rand_r(&seed) % (unsigned)(lo - 10000));
+        int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (ok)
+            return port;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM, 0); /* the kernel's choice */
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
     bind(fd, (struct sockaddr *)&a, sizeof a);
