@@ -486,6 +486,28 @@ static void read_status(child_t *c)
 }
 
 /* Starts every node, shows progress, waits for all; returns the number that failed. */
+/* The message of the last ERROR line of dir/node.log into buf ("" if none). */
+static void last_error(const char *dir, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    char *path = pft_fsio_join(dir, "node.log");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    char line[1024];
+    while (f && fgets(line, sizeof line, f)) {
+        const char *m = strstr(line, " ERROR ");
+        if (!m)
+            continue;
+        m += strlen(" ERROR ");
+        if (*m == '[' && strchr(m, ']')) /* the node's [id] tag */
+            m = strchr(m, ']') + 1;
+        m += strspn(m, " ");
+        snprintf(buf, cap, "%.*s", (int)strcspn(m, "\n"), m);
+    }
+    if (f)
+        fclose(f);
+    pft_free(path);
+}
+
 static int run_children(const launch_args_t *a, const char *topo_path, child_t *ch, size_t nn, const char *eval_x,
                         const char *eval_y, double *wall,
                         int *n_stopped)
@@ -583,12 +605,16 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
             *n_stopped += ch[i].stopped;
             if (ch[i].stopped)
                 fprintf(stderr, "node %s was stopped by the launcher (see %s/node.log)\n", ch[i].id, ch[i].dir);
-            else if (WIFEXITED(ch[i].status))
-                fprintf(stderr, "node %s failed with exit code %d (see %s/node.log)\n", ch[i].id,
-                        WEXITSTATUS(ch[i].status), ch[i].dir);
-            else
-                fprintf(stderr, "node %s was killed by signal %d (see %s/node.log)\n", ch[i].id,
-                        WTERMSIG(ch[i].status), ch[i].dir);
+            else {
+                char err[512];
+                last_error(ch[i].dir, err, sizeof err);
+                if (WIFEXITED(ch[i].status))
+                    fprintf(stderr, "node %s failed with exit code %d%s%s (see %s/node.log)\n", ch[i].id,
+                            WEXITSTATUS(ch[i].status), err[0] ? ": " : "", err, ch[i].dir);
+                else
+                    fprintf(stderr, "node %s was killed by signal %d%s%s (see %s/node.log)\n", ch[i].id,
+                            WTERMSIG(ch[i].status), err[0] ? ": " : "", err, ch[i].dir);
+            }
         }
     }
     return failed;
@@ -598,6 +624,16 @@ static double jnum(json_t *o, const char *key)
 {
     json_t *v = json_object_get(o, key);
     return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* An accuracy with 4 decimals, or "-" where the node has none (it failed or was stopped). */
+static const char *num_or_dash(char *buf, size_t cap, double v)
+{
+    if (isnan(v))
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.4f", v);
+    return buf;
 }
 
 static void print_table(json_t *nodes, json_t *baselines)
@@ -611,10 +647,11 @@ static void print_table(json_t *nodes, json_t *baselines)
         json_t *id = json_object_get(n, "id"), *role = json_object_get(n, "role");
         if (!role)
             role = json_object_get(n, "status");
-        printf("%-12s %-9s %9.4f %9.4f %7.0f %7.0f %11.0f %11.0f %6.1f %7.2f\n", json_string_value(id),
-               role ? json_string_value(role) : "?", jnum(n, "accuracy_local"), jnum(n, "accuracy_global"),
-               jnum(n, "n_real"), jnum(n, "n_synthetic"), jnum(n, "bytes_sent"), jnum(n, "bytes_received"),
-               jnum(n, "em_iters_mean"), jnum(n, "em_seconds"));
+        char al[32], ag[32];
+        printf("%-12s %-9s %9s %9s %7.0f %7.0f %11.0f %11.0f %6.1f %7.2f\n", json_string_value(id),
+               role ? json_string_value(role) : "?", num_or_dash(al, sizeof al, jnum(n, "accuracy_local")),
+               num_or_dash(ag, sizeof ag, jnum(n, "accuracy_global")), jnum(n, "n_real"), jnum(n, "n_synthetic"),
+               jnum(n, "bytes_sent"), jnum(n, "bytes_received"), jnum(n, "em_iters_mean"), jnum(n, "em_seconds"));
     }
     if (baselines && json_object_get(baselines, "centralized")) {
         printf("baselines on the union of test splits: centralized %.4f, local-only mean %.4f",

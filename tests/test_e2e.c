@@ -220,6 +220,7 @@ static void test_failed_node_stops_the_run(void)
     snprintf(err, sizeof err, "%s.stderr", out);
     CHECK(grep_file("node a failed (see .*): stopping every node", err));
     CHECK(grep_file("node b was stopped by the launcher", err));
+    CHECK(grep_file("node a failed with exit code 11: privacy budget: .* would exceed 0.5", err)); /* its error */
     CHECK(grep_file("1 of 2 nodes failed; 1 more were stopped", err));
 }
 
