@@ -370,7 +370,6 @@ static int assign_endpoints(pft_topo_t *topo)
             rc = pft_err(PFT_ENET, "no free TCP port for node %s", n->id);
             break;
         }
-
         char ep[64];
         snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
         char id[128];
@@ -485,7 +484,6 @@ static void read_status(child_t *c)
     pft_free(p);
 }
 
-/* Starts every node, shows progress, waits for all; returns the number that failed. */
 /* The message of the last ERROR line of dir/node.log into buf ("" if none). */
 static void last_error(const char *dir, char *buf, size_t cap)
 {
@@ -508,9 +506,10 @@ static void last_error(const char *dir, char *buf, size_t cap)
     pft_free(path);
 }
 
+/* Starts every node, shows progress, waits for all; returns the number that did not exit 0, of which
+ * *n_stopped were stopped by the launcher (after a failure, a timeout or an interrupt). */
 static int run_children(const launch_args_t *a, const char *topo_path, child_t *ch, size_t nn, const char *eval_x,
-                        const char *eval_y, double *wall,
-                        int *n_stopped)
+                        const char *eval_y, double *wall, int *n_stopped)
 {
     char node_bin[PATH_MAX];
     pftnode_path(a->pftnode, node_bin, sizeof node_bin);
@@ -538,8 +537,8 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
     for (size_t i = 0; i < nn; i++)
         left += !ch[i].absent;
     char last[4096] = "";
-    int killed = 0;       /* SIGTERM sent to every running node */
-    double kill_at = 0;   /* then SIGKILL to those still running at this time */
+    int killed = 0;     /* SIGTERM sent to every running node */
+    double kill_at = 0; /* then SIGKILL to those still running at this time */
     const char *stop_why = NULL;
     char why[256];
     while (left > 0) {
