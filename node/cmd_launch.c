@@ -8,6 +8,7 @@
 #include "pft_error.h"
 #include "pft_fsio.h"
 #include "pft_keys.h"
+#include "pft_node.h"
 #include "pft_npy.h"
 #include "pft_partition.h"
 #include "pft_topo.h"
@@ -62,7 +63,8 @@ typedef struct {
 } child_t;
 
 /* 0 if a listener could bind 127.0.0.1:port now (SO_REUSEADDR, as libzmq binds: a TIME_WAIT connection does
- * not count); the probe socket stays open in *fd so that the next probe cannot be given the same port. */
+ * not count), else -1 with errno set. The probe socket is left listening in *fd (-1 if none): two sockets
+ * with SO_REUSEADDR may bind one port while neither listens, so only a listener keeps the next probe off it. */
 static int probe_port(int port, int *fd)
 {
     *fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -72,7 +74,7 @@ static int probe_port(int port, int *fd)
     setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    return bind(*fd, (struct sockaddr *)&a, sizeof a);
+    return bind(*fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(*fd, 1) == 0 ? 0 : -1;
 }
 
 /* The lowest port of the kernel's ephemeral range (outgoing connections take their local ports there). */
@@ -102,7 +104,7 @@ static int free_port(int *fd)
         if (probe_port(port, fd) == 0)
             return port;
         if (*fd >= 0)
-            close(*fd);
+            close(*fd), *fd = -1;
     }
     *fd = socket(AF_INET, SOCK_STREAM, 0); /* the kernel's choice */
     if (*fd < 0)
@@ -378,17 +380,31 @@ static int assign_endpoints(pft_topo_t *topo)
     }
     for (size_t i = 0; i < nn; i++) /* all ports distinct: now let the nodes have them */
         if (fds[i] >= 0)
-            close(fds[i]), fds[i] = -1;
-    /* a port already taken here would fail its node only once the others are waiting for it: say so now */
+            close(fds[i]);
+    pft_free(fds);
+    return rc;
+}
+
+/* A loopback port that a node about to start cannot bind would fail it only once the others wait for it: refuses
+ * the run now, naming the node and the port. Nodes not started here (--absent) are not checked. */
+static int check_ports(const pft_topo_t *topo, const child_t *ch)
+{
+    size_t nn = pft_topo_node_count(topo);
+    int *fds = pft_alloc_array(nn + 1, sizeof *fds), rc = 0;
+    if (!fds)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nn; i++)
+        fds[i] = -1;
     for (size_t i = 0; i < nn && rc == 0; i++) {
         const pft_topo_node_t *n = pft_topo_node(topo, i);
         int port;
-        if (!n->endpoint || sscanf(n->endpoint, "tcp://127.0.0.1:%d", &port) != 1 || probe_port(port, &fds[i]) == 0)
+        if (ch[i].absent || !n->endpoint || sscanf(n->endpoint, "tcp://127.0.0.1:%d", &port) != 1 ||
+            probe_port(port, &fds[i]) == 0)
             continue;
-        rc = pft_err(PFT_ENET, "node %s: %s is already in use on this machine (%s); %s", n->id, n->endpoint,
-                     strerror(errno),
-                     port_base ? "move the automatic endpoints with --set port_base=N"
-                               : "give the node another endpoint");
+        rc = pft_err(PFT_ENET,
+                     "node %s: %s cannot be bound on this machine (%s); free the port or move the node (--set "
+                     "port_base=N moves automatic endpoints, unset or 0 lets the launcher pick free ports)",
+                     n->id, n->endpoint, strerror(errno));
     }
     for (size_t i = 0; i < nn; i++)
         if (fds[i] >= 0)
@@ -490,12 +506,12 @@ static void last_error(const char *dir, char *buf, size_t cap)
     buf[0] = '\0';
     char *path = pft_fsio_join(dir, "node.log");
     FILE *f = path ? fopen(path, "r") : NULL;
-    char line[1024];
+    char line[4096]; /* pft_log writes lines of up to 2048 bytes */
     while (f && fgets(line, sizeof line, f)) {
-        const char *m = strstr(line, " ERROR ");
-        if (!m)
+        const char *m = strchr(line, ' '); /* "<timestamp> <LEVEL> [id] message" */
+        if (!m || strncmp(m, " ERROR ", 7) != 0)
             continue;
-        m += strlen(" ERROR ");
+        m += 7;
         if (*m == '[' && strchr(m, ']')) /* the node's [id] tag */
             m = strchr(m, ']') + 1;
         m += strspn(m, " ");
@@ -507,9 +523,10 @@ static void last_error(const char *dir, char *buf, size_t cap)
 }
 
 /* Starts every node, shows progress, waits for all; returns the number that did not exit 0, of which
- * *n_stopped were stopped by the launcher (after a failure, a timeout or an interrupt). */
+ * *n_stopped were stopped by the launcher. *stop_cause: why it stopped them ("timeout", "interrupted"), NULL
+ * when it did not or when a failed node was the cause. */
 static int run_children(const launch_args_t *a, const char *topo_path, child_t *ch, size_t nn, const char *eval_x,
-                        const char *eval_y, double *wall, int *n_stopped)
+                        const char *eval_y, double *wall, int *n_stopped, const char **stop_cause)
 {
     char node_bin[PATH_MAX];
     pftnode_path(a->pftnode, node_bin, sizeof node_bin);
@@ -540,7 +557,7 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
     int killed = 0;     /* SIGTERM sent to every running node */
     double kill_at = 0; /* then SIGKILL to those still running at this time */
     const char *stop_why = NULL;
-    char why[256];
+    char why[PATH_MAX + 64];
     while (left > 0) {
         for (size_t i = 0; i < nn; i++) {
             if (ch[i].exited || ch[i].absent)
@@ -573,10 +590,10 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
         if (!stop_why && s_interrupted)
             stop_why = "interrupted";
         if (!stop_why && a->timeout > 0 && el > a->timeout)
-            stop_why = "timeout (--timeout)";
+            stop_why = "timeout";
         if (!killed && stop_why) {
             fprintf(stderr, "%s: stopping every node%s\n", stop_why,
-                    s_interrupted || a->keep_going ? "" : " (--keep-going lets them run on to their deadlines)");
+                    stop_why == why ? " (--keep-going lets them run on to their deadlines)" : "");
             for (size_t i = 0; i < nn; i++)
                 if (!ch[i].exited && ch[i].pid > 0)
                     kill(ch[i].pid, SIGTERM), ch[i].stopped = 1;
@@ -595,14 +612,20 @@ static int run_children(const launch_args_t *a, const char *topo_path, child_t *
     sigaction(SIGTERM, &old_term, NULL);
     int failed = 0;
     *n_stopped = 0;
+    *stop_cause = stop_why && stop_why != why ? stop_why : NULL;
     for (size_t i = 0; i < nn; i++) {
         if (ch[i].absent)
             continue;
         int ok = WIFEXITED(ch[i].status) && WEXITSTATUS(ch[i].status) == 0;
         if (!ok) {
             failed++;
-            *n_stopped += ch[i].stopped;
-            if (ch[i].stopped)
+            /* stopped: signalled by the launcher and ended by that signal, not by a failure of its own */
+            int stopped = ch[i].stopped && (WIFEXITED(ch[i].status)
+                                                ? WEXITSTATUS(ch[i].status) == PFT_EXIT_INTERRUPTED
+                                                : WTERMSIG(ch[i].status) == SIGTERM ||
+                                                      WTERMSIG(ch[i].status) == SIGKILL);
+            *n_stopped += stopped;
+            if (stopped)
                 fprintf(stderr, "node %s was stopped by the launcher (see %s/node.log)\n", ch[i].id, ch[i].dir);
             else {
                 char err[512];
@@ -625,14 +648,22 @@ static double jnum(json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* An accuracy with 4 decimals, or "-" where the node has none (it failed or was stopped). */
-static const char *num_or_dash(char *buf, size_t cap, double v)
+/* v with prec decimals, or "-" where the node has none (it failed or was stopped). */
+static const char *cell(char *buf, size_t cap, int prec, double v)
 {
     if (isnan(v))
         snprintf(buf, cap, "-");
     else
-        snprintf(buf, cap, "%.4f", v);
+        snprintf(buf, cap, "%.*f", prec, v);
     return buf;
+}
+
+static size_t n_absent(const child_t *ch, size_t nn)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < nn; i++)
+        k += ch[i].absent != 0;
+    return k;
 }
 
 static void print_table(json_t *nodes, json_t *baselines)
@@ -646,11 +677,13 @@ static void print_table(json_t *nodes, json_t *baselines)
         json_t *id = json_object_get(n, "id"), *role = json_object_get(n, "role");
         if (!role)
             role = json_object_get(n, "status");
-        char al[32], ag[32];
-        printf("%-12s %-9s %9s %9s %7.0f %7.0f %11.0f %11.0f %6.1f %7.2f\n", json_string_value(id),
-               role ? json_string_value(role) : "?", num_or_dash(al, sizeof al, jnum(n, "accuracy_local")),
-               num_or_dash(ag, sizeof ag, jnum(n, "accuracy_global")), jnum(n, "n_real"), jnum(n, "n_synthetic"),
-               jnum(n, "bytes_sent"), jnum(n, "bytes_received"), jnum(n, "em_iters_mean"), jnum(n, "em_seconds"));
+        char c[8][40];
+        printf("%-12s %-9s %9s %9s %7s %7s %11s %11s %6s %7s\n", json_string_value(id),
+               role ? json_string_value(role) : "?", cell(c[0], 40, 4, jnum(n, "accuracy_local")),
+               cell(c[1], 40, 4, jnum(n, "accuracy_global")), cell(c[2], 40, 0, jnum(n, "n_real")),
+               cell(c[3], 40, 0, jnum(n, "n_synthetic")), cell(c[4], 40, 0, jnum(n, "bytes_sent")),
+               cell(c[5], 40, 0, jnum(n, "bytes_received")), cell(c[6], 40, 1, jnum(n, "em_iters_mean")),
+               cell(c[7], 40, 2, jnum(n, "em_seconds")));
     }
     if (baselines && json_object_get(baselines, "centralized")) {
         printf("baselines on the union of test splits: centralized %.4f, local-only mean %.4f",
@@ -897,8 +930,11 @@ int pft_cmd_launch(int argc, char **argv)
         exit_code = 0;
         goto cleanup;
     }
+    if ((rc = check_ports(topo, ch)))
+        goto fail;
     int n_stopped = 0;
-    int failed = run_children(&a, resolved, ch, nn, eval_x, eval_y, &wall, &n_stopped);
+    const char *stop_cause = NULL;
+    int failed = run_children(&a, resolved, ch, nn, eval_x, eval_y, &wall, &n_stopped, &stop_cause);
     for (size_t i = 0; i < nn; i++) {
         char *p = pft_fsio_join(ch[i].dir, "result.json");
         json_error_t err;
@@ -990,9 +1026,12 @@ int pft_cmd_launch(int argc, char **argv)
     pft_free(rp);
     json_decref(res);
     exit_code = failed ? 1 : 0;
-    if (failed && n_stopped)
-        fprintf(stderr, "pftnet launch: %d of %zu nodes failed; %d more were stopped\n", failed - n_stopped, nn,
-                n_stopped);
+    if (stop_cause)
+        fprintf(stderr, "pftnet launch: stopped (%s); %d of %zu started nodes did not finish\n", stop_cause,
+                failed, nn - n_absent(ch, nn));
+    else if (failed && n_stopped)
+        fprintf(stderr, "pftnet launch: %d of %zu nodes failed; %d more stopped by the launcher\n",
+                failed - n_stopped, nn, n_stopped);
     else if (failed)
         fprintf(stderr, "pftnet launch: %d of %zu nodes failed\n", failed, nn);
     goto cleanup;

@@ -257,7 +257,7 @@ int pft_cmd_report(int argc, char **argv)
         {"plots", PFT_OPT_STRING, &a.plots, NULL, 1, 0, 0, "DIR",
          "make plots with gnuplot into DIR (with their .dat/.gp files); the Markdown links them relative to "
          "--out's folder; plot files an earlier report made in DIR and this one does not are removed (listed in "
-         "DIR/" PLOT_MANIFEST ")"},
+         "DIR/" PLOT_MANIFEST "), so give each report its own DIR"},
         {"format", PFT_OPT_STRING, &a.format, "svg", 1, 0, 0, "svg|png", "image format of the plots"},
         {"title", PFT_OPT_STRING, &a.title, "pftnet report", 1, 0, 0, "TEXT", "title of the report"},
         {"notes", PFT_OPT_STRING, &a.notes, NULL, 1, 0, 0, "DIR",

@@ -221,30 +221,67 @@ static void test_failed_node_stops_the_run(void)
     CHECK(grep_file("node a failed (see .*): stopping every node", err));
     CHECK(grep_file("node b was stopped by the launcher", err));
     CHECK(grep_file("node a failed with exit code 11: privacy budget: .* would exceed 0.5", err)); /* its error */
-    CHECK(grep_file("1 of 2 nodes failed; 1 more were stopped", err));
+    CHECK(grep_file("1 of 2 nodes failed; 1 more stopped by the launcher", err));
+}
+
+static void test_timeout_stops_the_run(void)
+{
+    /* a is not started, b would wait 120 s for it: --timeout 2 stops b and says so */
+    char topo[512], out[512], err[600];
+    write_topo("timeout", "  a -> b;", topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/timeout", s_tmp);
+    json_t *r = NULL;
+    CHECK(launch(topo, out, "--absent a --timeout 2", &r) == 1);
+    json_t *b = pft_e2e_find_id(json_object_get(r, "nodes"), "b");
+    CHECK(b && strstr(json_string_value(json_object_get(b, "status")) ?: "", "stopped") != NULL);
+    json_decref(r);
+    snprintf(err, sizeof err, "%s.stderr", out);
+    CHECK(grep_file("^timeout: stopping every node$", err));
+    CHECK(grep_file("stopped (timeout); 1 of 1 started nodes did not finish", err));
 }
 
 static void test_port_in_use_refused(void)
 {
-    /* an automatic endpoint whose port is taken: refused before any node starts, naming node and port */
+    /* a node's port is taken: refused before any node starts, naming node and port; --prepare-only (which starts
+     * nothing) does not care */
     int port = pft_e2e_free_port();
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     CHECK(bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 1) == 0);
-    char topo[512], out[512], body[128], err[600];
-    snprintf(body, sizeof body, "  port_base = %d;\n  a -> b;", port - 1);
+    char topo[512], out[512], body[160], err[600];
+    snprintf(body, sizeof body, "  a -> b;\n  b [endpoint = \"tcp://127.0.0.1:%d\"];", port);
     write_topo("portbusy", body, topo, sizeof topo);
     snprintf(out, sizeof out, "%s/portbusy", s_tmp);
     json_t *r = NULL;
     CHECK(launch(topo, out, NULL, &r) == 1);
     CHECK(r == NULL); /* nothing started */
     json_decref(r);
-    close(fd);
     snprintf(err, sizeof err, "%s.stderr", out);
     char want[128];
-    snprintf(want, sizeof want, "node b: tcp://127.0.0.1:%d is already in use", port);
+    snprintf(want, sizeof want, "node b: tcp://127.0.0.1:%d cannot be bound on this machine (Address already in use)",
+             port);
     CHECK(grep_file(want, err));
+    snprintf(out, sizeof out, "%s/portbusy-prep", s_tmp);
+    CHECK(launch(topo, out, "--prepare-only", &r) == 0);
+    json_decref(r);
+    close(fd);
+}
+
+static void test_automatic_ports_distinct(void)
+{
+    /* 300 automatic endpoints, each a distinct free port (the launcher refuses a topology with two equal ones) */
+    char topo[512], out[512], body[8192];
+    int n = 0;
+    n += snprintf(body + n, sizeof body - (size_t)n, "  samples = 7;\n  ");
+    for (int i = 0; i < 300; i++)
+        n += snprintf(body + n, sizeof body - (size_t)n, "%sn%03d", i ? " -> " : "", i);
+    snprintf(body + n, sizeof body - (size_t)n, ";");
+    write_topo("auto300", body, topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/auto300", s_tmp);
+    json_t *r = NULL;
+    CHECK(launch(topo, out, "--prepare-only --insecure", &r) == 0);
+    json_decref(r);
 }
 
 static void test_relative_out_dir(void)
@@ -277,7 +314,9 @@ int main(void)
     RUN(test_fallback_around_dead_node);
     RUN(test_dp_guarantee_travels);
     RUN(test_failed_node_stops_the_run);
+    RUN(test_timeout_stops_the_run);
     RUN(test_port_in_use_refused);
+    RUN(test_automatic_ports_distinct);
     RUN(test_relative_out_dir);
     return pft_e2e_finish(s_tmp, pft_test_done());
 }
