@@ -489,6 +489,8 @@ static int fit(objective_t *o, const pft_head_opts_t *opts, pft_head_t **out, pf
         goto done;
     int iters = 0, stored = 0, next = 0, converged = cur->gmax <= opts->tol;
     while (!converged && iters < opts->max_iter) {
+        if (opts->on_iter)
+            opts->on_iter(opts->on_iter_ctx);
         lbfgs_direction(cur->g, S, Y, rho, alpha, stored, next, m, P, dir);
         cur->gtd = dot(cur->g, dir, P);
         if (!(cur->gtd < 0.0)) { /* not a descent direction: restart from steepest descent */

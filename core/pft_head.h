@@ -20,6 +20,9 @@ typedef struct {
     int standardize; /* 1 (default): optimise in centred, per-feature-scaled coordinates. Only a
                         preconditioner: the objective, its optimum and the exported weights (which act
                         on raw input) are those above; it just converges in far fewer iterations. */
+    void (*on_iter)(void *ctx); /* called once per L-BFGS iteration (the caller's chance to do other work
+                                   between iterations); default NULL. Does not change the fit. */
+    void *on_iter_ctx;
 } pft_head_opts_t;
 
 /* What a fit did. */

@@ -1063,6 +1063,38 @@ static json_t *class_acc_json(const double *acc, int n)
     return a;
 }
 
+/* Serves the transport between steps of a long computation (the head's L-BFGS iterations), so that an
+ * acknowledgement arriving meanwhile is read and retransmissions go out while the successor is still up.
+ * libzmq drops a reply still queued on a DEALER (ZMQ_IMMEDIATE) once its peer disconnects: a node that polled
+ * only after training lost the ACK of a successor that finished first, and waited out send_deadline. */
+static void serve_while_busy(void *ctx)
+{
+    node_t *nd = ctx;
+    if (!nd->tp)
+        return;
+    (void)pft_transport_poll(nd->tp, 0); /* a failure here shows again in finish_sends */
+    save_acks(nd);
+}
+
+#ifdef PFT_TEST_HOOKS
+/* Test hook: PFT_TEST_BUSY=<id>:<ms> makes node <id> busy for ms before training its head (serving the
+ * transport as training does), to test a successor that finishes first. */
+static void busy_point(node_t *nd)
+{
+    const char *v = getenv("PFT_TEST_BUSY");
+    size_t n = strlen(nd->me->id);
+    if (!v || strncmp(v, nd->me->id, n) != 0 || v[n] != ':')
+        return;
+    pft_warn("test hook: busy for %s ms", v + n + 1);
+    for (double end = pft_fsio_now() + atof(v + n + 1) / 1000; pft_fsio_now() < end;) {
+        usleep(50000);
+        serve_while_busy(nd);
+    }
+}
+#else
+#define busy_point(nd) ((void)0)
+#endif
+
 /* Trains the head on head_rows, evaluates it, writes head.npy; fills result fields. */
 static int train_head(node_t *nd, json_t *res)
 {
@@ -1073,8 +1105,11 @@ static int train_head(node_t *nd, json_t *res)
     pft_head_opts_t ho;
     pft_head_opts_default(&ho);
     ho.l2 = 1.0 / (nd->run->head_c * (nd->n_real + nd->n_synthetic)); /* represented rows */
+    ho.on_iter = serve_while_busy;
+    ho.on_iter_ctx = nd;
     pft_head_t *head = NULL;
     pft_head_info_t info;
+    busy_point(nd);
     double t0 = pft_fsio_now();
     int rc = pft_head_fit(nd->head_rows.x, nd->head_rows.y, nd->head_rows.n, d, nd->n_classes, &ho, &head, &info);
     nd->head_seconds = pft_fsio_now() - t0;

@@ -224,6 +224,28 @@ static void test_failed_node_stops_the_run(void)
     CHECK(grep_file("1 of 2 nodes failed; 1 more stopped by the launcher", err));
 }
 
+static void test_ack_read_while_busy(void)
+{
+    /* a sends to b, then is busy for 6 s (PFT_TEST_BUSY: as head training, serving the transport); b finishes and
+     * exits meanwhile. a must still have read b's ACK: libzmq drops a reply still queued when the peer goes away,
+     * so a node that read it only afterwards waited out send_deadline and failed. */
+#ifndef PFT_TEST_HOOKS
+    printf("  skipped: built without PFT_TEST_HOOKS\n");
+#else
+    char topo[512], out[512];
+    write_topo("busy", "  send_deadline = 20;\n  a -> b;", topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/busy", s_tmp);
+    json_t *r = NULL;
+    setenv("PFT_TEST_BUSY", "a:6000", 1);
+    CHECK(launch(topo, out, NULL, &r) == 0);
+    unsetenv("PFT_TEST_BUSY");
+    json_t *a = pft_e2e_find_id(json_object_get(r, "nodes"), "a");
+    json_t *sent = json_array_get(json_object_get(a, "sent"), 0);
+    CHECK(sent && strcmp(json_string_value(json_object_get(sent, "state")) ?: "", "acked") == 0);
+    json_decref(r);
+#endif
+}
+
 static void test_timeout_stops_the_run(void)
 {
     /* a is not started, b would wait 120 s for it: --timeout 2 stops b and says so */
@@ -315,6 +337,7 @@ int main(void)
     RUN(test_dp_guarantee_travels);
     RUN(test_failed_node_stops_the_run);
     RUN(test_timeout_stops_the_run);
+    RUN(test_ack_read_while_busy);
     RUN(test_port_in_use_refused);
     RUN(test_automatic_ports_distinct);
     RUN(test_relative_out_dir);
