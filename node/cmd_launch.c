@@ -57,6 +57,7 @@ typedef struct {
     int exited, status;
     int absent;      /* not started (--absent) */
     int stopped;     /* still running when the launcher stopped the run */
+    int listen_fd;   /* the node's port, bound and listening, held for it until it is started (-1: none) */
     long max_rss_kb; /* peak resident memory of the process (wait4) */
     char state[128];
     pft_dataset_t *train, *test; /* raw (unpreprocessed) copies for baselines */
@@ -67,14 +68,14 @@ typedef struct {
  * with SO_REUSEADDR may bind one port while neither listens, so only a listener keeps the next probe off it. */
 static int probe_port(int port, int *fd)
 {
-    *fd = socket(AF_INET, SOCK_STREAM, 0);
+    *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (*fd < 0)
         return -1;
     int one = 1;
     setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    return bind(*fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(*fd, 1) == 0 ? 0 : -1;
+    return bind(*fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(*fd, SOMAXCONN) == 0 ? 0 : -1;
 }
 
 /* The lowest port of the kernel's ephemeral range (outgoing connections take their local ports there). */
@@ -91,8 +92,8 @@ static int ephemeral_low(void)
 }
 
 /* A free TCP port on 127.0.0.1, below the ephemeral range when it can (a port picked there could be taken by
- * any outgoing connection before its node binds it): the socket stays bound (so the next call gets another
- * port) until the caller closes *fd; racy by nature once closed, fine for local simulations. */
+ * any outgoing connection before its node binds it). *fd is left listening on it: the launcher hands it to
+ * the node (pftnode --listen-fd), so that no other process can take the port in between. */
 static int free_port(int *fd)
 {
     static unsigned seed;
@@ -106,14 +107,11 @@ static int free_port(int *fd)
         if (*fd >= 0)
             close(*fd), *fd = -1;
     }
-    *fd = socket(AF_INET, SOCK_STREAM, 0); /* the kernel's choice */
-    if (*fd < 0)
+    if (probe_port(0, fd) != 0) /* the kernel's choice */
         return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a;
     socklen_t len = sizeof a;
-    if (bind(*fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(*fd, (struct sockaddr *)&a, &len) == 0)
-        return ntohs(a.sin_port);
-    return -1;
+    return getsockname(*fd, (struct sockaddr *)&a, &len) == 0 ? ntohs(a.sin_port) : -1;
 }
 
 static int load_optional_i32(const char *dir, const char *name, int32_t **out, int64_t *n)
@@ -353,21 +351,16 @@ static int make_keys(pft_topo_t *topo, const char *out_dir, child_t *ch, size_t 
     return rc;
 }
 
-static int assign_endpoints(pft_topo_t *topo)
+static int assign_endpoints(pft_topo_t *topo, child_t *ch)
 {
     const pft_topo_run_t *run = pft_topo_run(topo);
-    int port_base = run->port_base;
+    int port_base = run->port_base, rc = 0;
     size_t nn = pft_topo_node_count(topo);
-    int *fds = pft_alloc_array(nn + 1, sizeof *fds), rc = 0;
-    if (!fds)
-        return pft_err(PFT_ENOMEM, "out of memory");
-    for (size_t i = 0; i < nn; i++)
-        fds[i] = -1;
     for (size_t i = 0; i < nn && rc == 0; i++) {
         const pft_topo_node_t *n = pft_topo_node(topo, i);
         if (n->endpoint)
             continue;
-        int port = port_base ? port_base + (int)i : free_port(&fds[i]);
+        int port = port_base ? port_base + (int)i : free_port(&ch[i].listen_fd);
         if (port <= 0) {
             rc = pft_err(PFT_ENET, "no free TCP port for node %s", n->id);
             break;
@@ -378,40 +371,42 @@ static int assign_endpoints(pft_topo_t *topo)
         snprintf(id, sizeof id, "%s", n->id);
         rc = pft_topo_set_node_attr(topo, id, "endpoint", ep);
     }
-    for (size_t i = 0; i < nn; i++) /* all ports distinct: now let the nodes have them */
-        if (fds[i] >= 0)
-            close(fds[i]);
-    pft_free(fds);
     return rc;
 }
 
-/* A loopback port that a node about to start cannot bind would fail it only once the others wait for it: refuses
- * the run now, naming the node and the port. Nodes not started here (--absent) are not checked. */
-static int check_ports(const pft_topo_t *topo, const child_t *ch)
+static void close_port(child_t *c)
+{
+    if (c->listen_fd >= 0)
+        close(c->listen_fd);
+    c->listen_fd = -1;
+}
+
+/* Holds each loopback port of a node about to start (bound and listening, for spawn to hand over): a port
+ * that cannot be bound would fail its node only once the others wait for it, so the run is refused now,
+ * naming the node and the port. Nodes not started here (--absent) get none. */
+static int hold_ports(const pft_topo_t *topo, child_t *ch)
 {
     size_t nn = pft_topo_node_count(topo);
-    int *fds = pft_alloc_array(nn + 1, sizeof *fds), rc = 0;
-    if (!fds)
-        return pft_err(PFT_ENOMEM, "out of memory");
-    for (size_t i = 0; i < nn; i++)
-        fds[i] = -1;
-    for (size_t i = 0; i < nn && rc == 0; i++) {
+    for (size_t i = 0; i < nn; i++) {
         const pft_topo_node_t *n = pft_topo_node(topo, i);
         int port;
-        if (ch[i].absent || !n->endpoint || sscanf(n->endpoint, "tcp://127.0.0.1:%d", &port) != 1 ||
-            probe_port(port, &fds[i]) == 0)
+        if (ch[i].absent)
+            close_port(&ch[i]);
+        if (ch[i].absent || ch[i].listen_fd >= 0 || !n->endpoint ||
+            sscanf(n->endpoint, "tcp://127.0.0.1:%d", &port) != 1)
             continue;
-        rc = pft_err(PFT_ENET,
-                     "node %s: %s cannot be bound on this machine (%s); free the port or move the node (--set "
-                     "port_base=N moves automatic endpoints, unset or 0 lets the launcher pick free ports)",
-                     n->id, n->endpoint, strerror(errno));
+        if (probe_port(port, &ch[i].listen_fd) == 0)
+            continue;
+        int err = errno;
+        close_port(&ch[i]);
+        return pft_err(PFT_ENET,
+                       "node %s: %s cannot be bound on this machine (%s); free the port or move the node (--set "
+                       "port_base=N moves automatic endpoints, unset or 0 lets the launcher pick free ports)",
+                       n->id, n->endpoint, strerror(err));
     }
-    for (size_t i = 0; i < nn; i++)
-        if (fds[i] >= 0)
-            close(fds[i]);
-    pft_free(fds);
-    return rc;
+    return 0;
 }
+
 
 static void pftnode_path(const char *given, char *buf, size_t len)
 {
@@ -473,12 +468,19 @@ static pid_t spawn(const char *pftnode, const char *topo, child_t *c, const char
             argv[a++] = "--eval-labels";
             argv[a++] = eval_y;
         }
+        char fd_text[16];
+        if (c->listen_fd >= 0 && fcntl(c->listen_fd, F_SETFD, 0) == 0) { /* this one survives exec */
+            snprintf(fd_text, sizeof fd_text, "%d", c->listen_fd);
+            argv[a++] = "--listen-fd";
+            argv[a++] = fd_text;
+        }
         argv[a] = NULL;
         execvp(pftnode, (char *const *)argv);
         fprintf(stderr, "cannot run %s: %s\n", pftnode, strerror(errno));
         _exit(127);
     }
     pft_free(log);
+    close_port(c); /* the node has it now */
     return pid;
 }
 
@@ -867,6 +869,8 @@ int pft_cmd_launch(int argc, char **argv)
         rc = pft_err(PFT_ENOMEM, "out of memory");
         goto fail;
     }
+    for (size_t i = 0; i < nn; i++)
+        ch[i].listen_fd = -1;
     for (size_t i = 0; i < nn; i++) {
         ch[i].id = pft_topo_node(topo, i)->id;
         ch[i].dir = pft_fsio_join(a.out_dir, ch[i].id);
@@ -891,7 +895,7 @@ int pft_cmd_launch(int argc, char **argv)
         goto fail;
     for (size_t i = 0; i < nn; i++) /* pointers are stale after set_attr */
         ch[i].id = pft_topo_node(topo, i)->id;
-    if ((rc = assign_endpoints(topo)))
+    if ((rc = assign_endpoints(topo, ch)))
         goto fail;
     for (size_t i = 0; i < nn; i++)
         ch[i].id = pft_topo_node(topo, i)->id;
@@ -915,6 +919,8 @@ int pft_cmd_launch(int argc, char **argv)
     }
 
     if (a.prepare_only) {
+        for (size_t i = 0; i < nn; i++) /* the nodes are started later, by hand: they bind themselves */
+            close_port(&ch[i]);
         char node_bin[PATH_MAX];
         pftnode_path(a.pftnode, node_bin, sizeof node_bin);
         for (size_t i = 0; i < nn; i++) {
@@ -930,7 +936,7 @@ int pft_cmd_launch(int argc, char **argv)
         exit_code = 0;
         goto cleanup;
     }
-    if ((rc = check_ports(topo, ch)))
+    if ((rc = hold_ports(topo, ch)))
         goto fail;
     int n_stopped = 0;
     const char *stop_cause = NULL;
@@ -1040,6 +1046,7 @@ fail:
     exit_code = rc == PFT_ETOPO || rc == PFT_EINVAL ? 2 : 1;
 cleanup:
     for (size_t i = 0; ch && i < nn; i++) {
+        close_port(&ch[i]);
         pft_free(ch[i].dir);
         pft_free(ch[i].key);
         pft_dataset_destroy(&ch[i].train);

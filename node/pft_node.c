@@ -28,6 +28,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -1375,6 +1379,26 @@ static int write_result(node_t *nd, json_t *res, int exit_code)
 
 /* Keys: this node's keypair and every node's public key; CURVE keys for the transport. Without keys in the
  * topology the node runs only with --insecure (plain text, unsigned bundles), and says so. */
+/* A socket handed over with --listen-fd must be a listening TCP socket on the port of the node's endpoint. */
+static int check_listen_fd(int fd, const char *endpoint)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    int listening = 0, port = -1;
+    socklen_t ol = sizeof listening;
+    const char *colon = endpoint ? strrchr(endpoint, ':') : NULL;
+    if (colon)
+        port = atoi(colon + 1);
+    if (getsockname(fd, (struct sockaddr *)&a, &len) != 0 || a.sin_family != AF_INET)
+        return pft_err(PFT_ENET, "--listen-fd %d: not an IPv4 socket (%s)", fd, strerror(errno));
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ol) != 0 || !listening)
+        return pft_err(PFT_ENET, "--listen-fd %d: the socket is not listening", fd);
+    if (ntohs(a.sin_port) != port)
+        return pft_err(PFT_ENET, "--listen-fd %d: the socket is bound to port %d, the endpoint %s says %d", fd,
+                       ntohs(a.sin_port), endpoint ? endpoint : "(none)", port);
+    return 0;
+}
+
 static int setup_keys(node_t *nd, pft_transport_opts_t *to, uint8_t cpub[PFT_KEY_CURVE_LEN],
                       uint8_t csec[PFT_KEY_CURVE_LEN])
 {
@@ -1526,6 +1550,12 @@ int pft_node_run(const pft_node_args_t *args)
     pft_transport_opts_t to;
     pft_transport_opts_default(&to);
     to.max_msg_size = (int64_t)nd.run->max_bundle_mb << 20;
+    if (args->listen_fd >= 0 && (rc = check_listen_fd(args->listen_fd, nd.me->endpoint)) != 0) {
+        pft_error("%s", pft_errmsg());
+        code = PFT_EXIT_NETWORK;
+        goto out;
+    }
+    to.listen_fd = args->listen_fd;
     uint8_t cpub[PFT_KEY_CURVE_LEN], csec[PFT_KEY_CURVE_LEN];
     if ((rc = setup_keys(&nd, &to, cpub, csec)) != 0) {
         pft_error("%s", pft_errmsg());
@@ -1544,7 +1574,8 @@ int pft_node_run(const pft_node_args_t *args)
         code = exit_for(rc);
         goto out;
     }
-    pft_info("listening on %s", pft_transport_endpoint(nd.tp));
+    pft_info("listening on %s%s", pft_transport_endpoint(nd.tp),
+             args->listen_fd >= 0 ? " (socket handed over by the launcher)" : "");
     crash_point("before-receive");
     load_stored_inbox(&nd);
 

@@ -32,6 +32,8 @@ typedef struct {
     int linger_ms;             /* after finishing, keep answering duplicate deliveries this long */
     const char *key;           /* this node's secret key file; NULL: the .key beside its `key` .pub */
     int insecure;              /* 1: plain text, no signatures (the topology names no keys) */
+    int listen_fd;             /* a listening TCP socket bound to this node's endpoint, handed over by
+                                  pftnet launch (which held the port until now); -1: bind the endpoint */
 } pft_node_args_t;
 
 /* Runs the node to completion; logs through pft_log; returns a pft_node_exit_t. */

@@ -16,7 +16,7 @@ static void on_signal(int sig)
 int main(int argc, char **argv)
 {
     const char *topology, *id, *out, *level, *eval_x, *eval_y, *key;
-    int linger, insecure;
+    int linger, insecure, listen_fd;
     const pft_opt_t opts[] = {
         {"topology", PFT_OPT_STRING, &topology, NULL, 0, -1, 1, "T.dot", "topology file"},
         {"id", PFT_OPT_STRING, &id, NULL, 0, -1, 1, "NAME", "this node's id in the topology"},
@@ -31,6 +31,9 @@ int main(int argc, char **argv)
         {"insecure", PFT_OPT_FLAG, &insecure, NULL, 0, -1, 0, NULL,
          "plain-text connections, unsigned bundles (only when the topology names no keys); logs a warning"},
         {"log-level", PFT_OPT_STRING, &level, "info", 0, -1, 0, "L", "debug, info, warn or error"},
+        {"listen-fd", PFT_OPT_INT, &listen_fd, "-1", -1, 1 << 20, 0, "FD",
+         "take over this inherited listening TCP socket, bound to the node's endpoint, instead of binding "
+         "(pftnet launch hands each node its port this way, so no other process can take it meanwhile)"},
         {0},
     };
     static char summary[2048];
@@ -69,6 +72,6 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    pft_node_args_t args = {topology, id, out, eval_x, eval_y, linger, key, insecure};
+    pft_node_args_t args = {topology, id, out, eval_x, eval_y, linger, key, insecure, listen_fd};
     return pft_node_run(&args);
 }

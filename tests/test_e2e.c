@@ -243,7 +243,27 @@ static void test_ack_read_while_busy(void)
     json_t *sent = json_array_get(json_object_get(a, "sent"), 0);
     CHECK(sent && strcmp(json_string_value(json_object_get(sent, "state")) ?: "", "acked") == 0);
     json_decref(r);
+    char log[600]; /* the launcher held each node's port and handed it over */
+    snprintf(log, sizeof log, "%s/b/node.log", out);
+    CHECK(grep_file("listening on tcp://127.0.0.1:[0-9]* (socket handed over by the launcher)", log));
 #endif
+}
+
+static void test_listen_fd_checked(void)
+{
+    /* pftnode --listen-fd takes over only a listening socket on its endpoint's port: anything else is refused */
+    char topo[512], out[512], cmd[2048], log[600];
+    write_topo("lfd", "  a -> b;", topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/lfd", s_tmp);
+    json_t *r = NULL;
+    CHECK(launch(topo, out, "--prepare-only --insecure", &r) == 0);
+    json_decref(r);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnode --topology %s/topology.dot --id a --out %s/a --insecure --listen-fd 0 "
+             "< /dev/null > %s/a.log 2>&1", PFT_BINARY_DIR, out, out, out);
+    int st = system(cmd);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 5);
+    snprintf(log, sizeof log, "%s/a.log", out);
+    CHECK(grep_file("--listen-fd 0: not an IPv4 socket", log));
 }
 
 static void test_timeout_stops_the_run(void)
@@ -338,6 +358,7 @@ int main(void)
     RUN(test_failed_node_stops_the_run);
     RUN(test_timeout_stops_the_run);
     RUN(test_ack_read_while_busy);
+    RUN(test_listen_fd_checked);
     RUN(test_port_in_use_refused);
     RUN(test_automatic_ports_distinct);
     RUN(test_relative_out_dir);

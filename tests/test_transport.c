@@ -1,6 +1,9 @@
 /* Tests of pft_transport: two transports in one process over tcp://127.0.0.1 (free ports), ACK/NACK,
  * retries, duplicates, oversized and malformed input, deadlines, counters. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <zmq.h>
 
 #include "pft_alloc.h"
@@ -101,6 +104,37 @@ static void test_delivery_and_ack(void)
     pft_transport_destroy(&s);
     pft_transport_destroy(&r);
     pft_transport_destroy(&r);
+}
+
+/* A receiver that takes over a socket someone else bound and kept listening (pftnet launch holds each node's
+ * port until the node has it): delivery as usual, on that very port. */
+static void test_listen_fd(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 16) == 0);
+    CHECK(getsockname(fd, (struct sockaddr *)&a, &alen) == 0);
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", ntohs(a.sin_port));
+    pft_transport_opts_t o;
+    pft_transport_opts_default(&o);
+    CHECK(o.listen_fd == -1);
+    o.listen_fd = fd;
+    sink_t sink = {0};
+    pft_transport_t *r = pft_transport_new(ep, &o, on_message, &sink);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(r && s);
+    CHECK(r && strcmp(pft_transport_endpoint(r), ep) == 0);
+    CHECK(s && pft_transport_add_peer(s, "r", ep, NULL) == 0);
+    uint8_t *msg;
+    size_t len;
+    message(2, 100, &msg, &len);
+    int h = s ? pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000) : -1;
+    CHECK(h >= 0 && pump(r, s, s, h, 5000) == PFT_SEND_ACKED && sink.calls == 1);
+    pft_free(msg);
+    pft_transport_destroy(&s);
+    pft_transport_destroy(&r); /* closes fd with the socket */
 }
 
 /* The sender queues before the receiver exists; it binds later and still gets it. */
@@ -348,6 +382,7 @@ static void test_options(void)
 int main(void)
 {
     RUN(test_delivery_and_ack);
+    RUN(test_listen_fd);
     RUN(test_receiver_starts_later);
     RUN(test_transient_retry);
     RUN(test_duplicates);

@@ -107,6 +107,7 @@ void pft_transport_opts_default(pft_transport_opts_t *opts)
     opts->retry_max_ms = 5000;
     opts->reconnect_ivl_ms = 100;
     opts->max_remembered = 4096;
+    opts->listen_fd = -1;
 }
 
 int64_t pft_transport_now_ms(void)
@@ -314,6 +315,8 @@ pft_transport_t *pft_transport_new(const char *endpoint, const pft_transport_opt
     if (self->curve && setup_curve_server(self))
         goto fail;
     if (!(self->router_mon = monitor_new(self, self->router, MON_HS_FAILED)))
+        goto fail;
+    if (opts->listen_fd >= 0 && setopt_int(self->router, ZMQ_USE_FD, opts->listen_fd, "ZMQ_USE_FD"))
         goto fail;
     if (zmq_bind(self->router, endpoint) != 0) {
         pft_err(PFT_ENET, "transport: cannot bind %s: %s", endpoint, zmq_strerror(zmq_errno()));

@@ -43,6 +43,9 @@ typedef struct {
     pft_transport_id_fn id_fn; /* id of a body; NULL: pft_bundle_message_id (BLAKE2b-256 of the bundle
                                   payload inside the envelope, i.e. the bundle id) */
     void *zmq_context;         /* borrowed libzmq context (e.g. to share inproc://); NULL: one of our own */
+    int listen_fd;             /* a TCP socket already bound to endpoint's address and listening, which the
+                                  inbound socket takes over (ZMQ_USE_FD) instead of binding, e.g. one handed
+                                  over by a launcher that holds the port until the node has it; -1: bind [-1] */
     /* CURVE security: this node's X25519 keypair, 32 bytes each (copied; pft_keypair_curve() derives it
      * from the node's Ed25519 key). Both NULL: plain text. Both set: the ROUTER is a CURVE server whose
      * ZAP handler (serviced inside pft_transport_poll, no thread) admits only client keys given to
