@@ -407,7 +407,6 @@ static int hold_ports(const pft_topo_t *topo, child_t *ch)
     return 0;
 }
 
-
 static void pftnode_path(const char *given, char *buf, size_t len)
 {
     if (given) {
