@@ -362,7 +362,8 @@ static int assign_endpoints(pft_topo_t *topo, child_t *ch)
             continue;
         int port = port_base ? port_base + (int)i : free_port(&ch[i].listen_fd);
         if (port <= 0) {
-            rc = pft_err(PFT_ENET, "no free TCP port for node %s", n->id);
+            rc = pft_err(PFT_ENET, "no free TCP port for node %s (last error: %s%s)", n->id, strerror(errno),
+                         errno == EMFILE ? "; the launcher holds one socket per node: raise `ulimit -n`" : "");
             break;
         }
         char ep[64];
@@ -854,6 +855,11 @@ int pft_cmd_launch(int argc, char **argv)
     if (rc)
         goto fail;
     nn = pft_topo_node_count(topo);
+    struct rlimit fl; /* one held socket per node until it starts: raise the soft limit where that needs it */
+    if (getrlimit(RLIMIT_NOFILE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY && fl.rlim_cur < nn + 256) {
+        fl.rlim_cur = fl.rlim_max == RLIM_INFINITY || fl.rlim_max > nn + 256 ? nn + 256 : fl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &fl);
+    }
     if ((rc = check_out_dir(a.out_dir, a.force)) || (rc = pft_fsio_mkdirs(a.out_dir)))
         goto fail;
     /* every path the launcher writes into the resolved topology must be absolute: relative ones would be read
