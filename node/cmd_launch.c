@@ -11,6 +11,7 @@
 #include "pft_node.h"
 #include "pft_npy.h"
 #include "pft_partition.h"
+#include "pft_port.h"
 #include "pft_topo.h"
 
 #include <arpa/inet.h>
@@ -62,57 +63,6 @@ typedef struct {
     char state[128];
     pft_dataset_t *train, *test; /* raw (unpreprocessed) copies for baselines */
 } child_t;
-
-/* 0 if a listener could bind 127.0.0.1:port now (SO_REUSEADDR, as libzmq binds: a TIME_WAIT connection does
- * not count), else -1 with errno set. The probe socket is left listening in *fd (-1 if none): two sockets
- * with SO_REUSEADDR may bind one port while neither listens, so only a listener keeps the next probe off it. */
-static int probe_port(int port, int *fd)
-{
-    *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (*fd < 0)
-        return -1;
-    int one = 1;
-    setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    return bind(*fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(*fd, SOMAXCONN) == 0 ? 0 : -1;
-}
-
-/* The lowest port of the kernel's ephemeral range (outgoing connections take their local ports there). */
-static int ephemeral_low(void)
-{
-    int lo = 32768, hi;
-    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    if (f) {
-        if (fscanf(f, "%d %d", &lo, &hi) != 2)
-            lo = 32768;
-        fclose(f);
-    }
-    return lo;
-}
-
-/* A free TCP port on 127.0.0.1, below the ephemeral range when it can (a port picked there could be taken by
- * any outgoing connection before its node binds it). *fd is left listening on it: the launcher hands it to
- * the node (pftnode --listen-fd), so that no other process can take the port in between. */
-static int free_port(int *fd)
-{
-    static unsigned seed;
-    if (!seed)
-        seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
-    int lo = 10000, hi = ephemeral_low();
-    for (int attempt = 0; hi - lo >= 1000 && attempt < 200; attempt++) {
-        int port = lo + (int)(rand_r(&seed) % (unsigned)(hi - lo));
-        if (probe_port(port, fd) == 0)
-            return port;
-        if (*fd >= 0)
-            close(*fd), *fd = -1;
-    }
-    if (probe_port(0, fd) != 0) /* the kernel's choice */
-        return -1;
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    return getsockname(*fd, (struct sockaddr *)&a, &len) == 0 ? ntohs(a.sin_port) : -1;
-}
 
 static int load_optional_i32(const char *dir, const char *name, int32_t **out, int64_t *n)
 {
@@ -360,7 +310,7 @@ static int assign_endpoints(pft_topo_t *topo, child_t *ch)
         const pft_topo_node_t *n = pft_topo_node(topo, i);
         if (n->endpoint)
             continue;
-        int port = port_base ? port_base + (int)i : free_port(&ch[i].listen_fd);
+        int port = port_base ? port_base + (int)i : pft_port_pick(&ch[i].listen_fd);
         if (port <= 0) {
             rc = pft_err(PFT_ENET, "no free TCP port for node %s (last error: %s%s)", n->id, strerror(errno),
                          errno == EMFILE ? "; the launcher holds one socket per node: raise `ulimit -n`" : "");
@@ -396,7 +346,7 @@ static int hold_ports(const pft_topo_t *topo, child_t *ch)
         if (ch[i].absent || ch[i].listen_fd >= 0 || !n->endpoint ||
             sscanf(n->endpoint, "tcp://127.0.0.1:%d", &port) != 1)
             continue;
-        if (probe_port(port, &ch[i].listen_fd) == 0)
+        if (pft_port_probe(port, &ch[i].listen_fd) == 0)
             continue;
         int err = errno;
         close_port(&ch[i]);

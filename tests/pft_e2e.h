@@ -8,6 +8,7 @@
 #include "pft_error.h"
 #include "pft_gmm.h"
 #include "pft_keys.h"
+#include "pft_port.h"
 #include "pft_transport.h"
 
 #include <arpa/inet.h>
@@ -15,45 +16,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
 
-/* A TCP port on 127.0.0.1 that was free a moment ago. */
+/* A TCP port on 127.0.0.1 that was free a moment ago (picked as pftnet launch picks them, then released). */
 static inline int pft_e2e_free_port(void)
 {
-    /* below the kernel's ephemeral range, as pftnet launch picks them: an outgoing connection (whose local
-     * port comes from that range) cannot take it before the node or peer that is to listen on it binds it */
-    static unsigned seed;
-    if (!seed)
-        seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
-    int lo = 32768, hi;
-    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    if (f) {
-        if (fscanf(f, "%d %d", &lo, &hi) != 2)
-            lo = 32768;
-        fclose(f);
-    }
-    for (int attempt = 0; lo - 10000 >= 1000 && attempt < 200; attempt++) {
-        int port = 10000 + (int)(rand_r(&seed) % (unsigned)(lo - 10000));
-        int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        int ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-        if (fd >= 0)
-            close(fd);
-        if (ok)
-            return port;
-    }
-    int fd = socket(AF_INET, SOCK_STREAM, 0); /* the kernel's choice */
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &len);
-    close(fd);
-    return ntohs(a.sin_port);
+    int fd, port = pft_port_pick(&fd);
+    if (fd >= 0)
+        close(fd);
+    return port;
 }
 
 /* Polls t until send h ends or max_ms pass; returns its state. */
