@@ -11,10 +11,12 @@ sanflags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit
 # Debug keeps asserts on, -O1 keeps the fuzzer fast enough.
 cmake -S "$root" -B "$bdir" -DCMAKE_C_COMPILER="$CC" -DCMAKE_BUILD_TYPE=Debug -DPFT_SANITIZE=ON \
     -DBUILD_TESTING=OFF -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link" -DCMAKE_C_FLAGS_DEBUG="-O1 -g" >/dev/null
-cmake --build "$bdir" --target pft_core pft_wire pft_topology pft_nodelib -j"$(nproc)"
+cmake --build "$bdir" --target pft_core pft_wire pft_topology pft_common pft_peer pft_launch pft_report pft_cmds -j"$(nproc)"
 
-incs=(-I"$root/core" -I"$root/wire" -I"$root/topology" -I"$root/node" $(pkg-config --cflags libcgraph))
-libs=("$bdir/node/libpft_nodelib.a" "$bdir/wire/libpft_wire.a" "$bdir/topology/libpft_topology.a" "$bdir/core/libpft_core.a")
+incs=(-I"$root/core" -I"$root/wire" -I"$root/topology" -I"$root/node/common" -I"$root/node/peer" -I"$root/node/launch"
+    -I"$root/node/report" -I"$root/node/pftnet" $(pkg-config --cflags libcgraph))
+libs=("$bdir/node/libpft_cmds.a" "$bdir/node/libpft_launch.a" "$bdir/node/libpft_report.a" "$bdir/node/libpft_peer.a"
+    "$bdir/node/libpft_common.a" "$bdir/wire/libpft_wire.a" "$bdir/topology/libpft_topology.a" "$bdir/core/libpft_core.a")
 # shellcheck disable=SC2207
 deps=($(pkg-config --libs libzmq msgpack libsodium libcgraph lapacke openblas jansson) -lm)
 cflags=(-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O1 -g -Wall -Wextra -Wshadow -Werror
