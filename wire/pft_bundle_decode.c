@@ -1,0 +1,691 @@
+/* pft_bundle_decode: a wire message to a bundle, trusting nothing: the scan, the schema, then the values.
+ *
+ * Decoding: pft_mpscan first walks the raw bytes (every header canonical, every declared length within the
+ * bytes that remain, the object count capped), and only then msgpack-c's unpacker builds the object tree,
+ * whose memory is thereby bounded by max_objects; the tree is then checked field by field against the
+ * schema and the limits, and values are checked before any GMM is built. See docs/WIRE.md §3. */
+#include "pft_bundle.h"
+
+#include <math.h>
+#include <msgpack.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pft_alloc.h"
+#include "pft_bundle_internal.h"
+#include "pft_error.h"
+#include "pft_half.h"
+#include "pft_mpscan.h"
+
+#define WEIGHT_TOL 1e-6
+
+/* ---------- limits ---------- */
+
+void pft_bundle_limits_default(pft_bundle_limits_t *limits)
+{
+    limits->max_bytes = (size_t)256 << 20;
+    limits->max_classes = 65536;
+    limits->max_k = 1024;
+    limits->max_d = 65536;
+    limits->max_nodes = 4096;
+    limits->max_parents = 4096;
+    limits->max_objects = (size_t)1 << 21;
+    limits->max_model_bytes = (size_t)4 << 30;
+}
+
+/* ---------- numbers, little endian ---------- */
+
+static uint32_t get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Number i of an array of dtype numbers at src. */
+static double get_value(const uint8_t *src, size_t i, pft_dtype_t dt)
+{
+    if (dt == PFT_DTYPE_F16)
+        return pft_half_to_float((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
+    uint32_t u = get_le32(src + 4 * i);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Number i of an array of binary64 at src (weights). */
+static double get_f64(const uint8_t *src, size_t i)
+{
+    uint64_t u = (uint64_t)get_le32(src + 8 * i) | (uint64_t)get_le32(src + 8 * i + 4) << 32;
+    double v;
+    memcpy(&v, &u, 8);
+    return v;
+}
+
+/* The binary64 at p (a DP guarantee's ε or δ). */
+static double le_get_f64(const uint8_t *p)
+{
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++)
+        u |= (uint64_t)p[i] << (8 * i);
+    double v;
+    memcpy(&v, &u, 8);
+    return v;
+}
+
+/* ---------- typed access to the object tree ---------- */
+
+static const char *type_name(msgpack_object_type t)
+{
+    switch (t) {
+    case MSGPACK_OBJECT_NIL:
+        return "nil";
+    case MSGPACK_OBJECT_BOOLEAN:
+        return "bool";
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        return "integer";
+    case MSGPACK_OBJECT_STR:
+        return "str";
+    case MSGPACK_OBJECT_BIN:
+        return "bin";
+    case MSGPACK_OBJECT_ARRAY:
+        return "array";
+    default:
+        return "other";
+    }
+}
+
+/* A decoding context: the place being read, prepended to every message. */
+typedef struct {
+    char where[160];
+} ctx_t;
+
+static int bad(const ctx_t *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(const ctx_t *c, int code, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return pft_err(code, "bundle decode: %s%s%s", c->where, c->where[0] ? ": " : "", msg);
+}
+
+static int want_array(const ctx_t *c, const msgpack_object *o, const char *field, uint32_t lo, uint32_t hi,
+                      int range_code)
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY)
+        return bad(c, PFT_EFORMAT, "%s: expected array, got %s", field, type_name(o->type));
+    if (o->via.array.size < lo || o->via.array.size > hi)
+        return bad(c, range_code, "%s: %u elements, expected %u..%u", field, o->via.array.size, lo, hi);
+    return 0;
+}
+
+static int want_uint(const ctx_t *c, const msgpack_object *o, const char *field, uint64_t lo, uint64_t hi,
+                     int range_code, uint64_t *out)
+{
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return bad(c, PFT_EFORMAT, "%s: expected non-negative integer, got %s%s", field, type_name(o->type),
+                   o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ? " (negative)" : "");
+    if (o->via.u64 < lo || o->via.u64 > hi)
+        return bad(c, range_code, "%s = %llu outside %llu..%llu", field, (unsigned long long)o->via.u64,
+                   (unsigned long long)lo, (unsigned long long)hi);
+    *out = o->via.u64;
+    return 0;
+}
+
+static int want_name(const ctx_t *c, const msgpack_object *o, const char *field,
+                     char out[PFT_BUNDLE_MAX_NAME + 1])
+{
+    if (o->type != MSGPACK_OBJECT_STR)
+        return bad(c, PFT_EFORMAT, "%s: expected str, got %s", field, type_name(o->type));
+    if (!pft_bundle__name_ok(o->via.str.ptr, o->via.str.size))
+        return bad(c, PFT_EFORMAT, "%s: must be 1..%d bytes without control characters (%u bytes)", field,
+                   PFT_BUNDLE_MAX_NAME, o->via.str.size);
+    memcpy(out, o->via.str.ptr, o->via.str.size);
+    out[o->via.str.size] = '\0';
+    return 0;
+}
+
+static int want_bin(const ctx_t *c, const msgpack_object *o, const char *field, uint64_t size)
+{
+    if (o->type != MSGPACK_OBJECT_BIN)
+        return bad(c, PFT_EFORMAT, "%s: expected bin, got %s", field, type_name(o->type));
+    if (o->via.bin.size != size)
+        return bad(c, PFT_EFORMAT, "%s: %u bytes, expected %llu", field, o->via.bin.size,
+                   (unsigned long long)size);
+    return 0;
+}
+
+/* ---------- the envelope ---------- */
+
+int pft_envelope_parse(const uint8_t *buf, size_t len, const pft_bundle_limits_t *limits, pft_envelope_t *out)
+{
+    pft_bundle_limits_t def;
+    if (!limits) {
+        pft_bundle_limits_default(&def);
+        limits = &def;
+    }
+    memset(out, 0, sizeof *out);
+    if (!buf && len)
+        return pft_err(PFT_EINVAL, "envelope: NULL buffer");
+    if (len > limits->max_bytes)
+        return pft_err(PFT_ERANGE, "bundle decode: message of %zu bytes exceeds the limit of %zu", len,
+                       limits->max_bytes);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    ctx_t c = {"envelope"};
+    int rc = pft_mp_unpack(buf, len, 16, "bundle decode: envelope", &u);
+    if (rc)
+        goto done;
+    const msgpack_object *o = &u.data;
+    if ((rc = want_array(&c, o, "top level", 4, 4, PFT_EFORMAT)))
+        goto done;
+    const msgpack_object *f = o->via.array.ptr;
+    if (f[0].type != MSGPACK_OBJECT_STR || f[0].via.str.size != 4 ||
+        memcmp(f[0].via.str.ptr, PFT_BUNDLE_MAGIC, 4)) {
+        rc = bad(&c, PFT_EFORMAT, "magic is not \"%s\"", PFT_BUNDLE_MAGIC);
+        goto done;
+    }
+    uint64_t version = 0;
+    if ((rc = want_uint(&c, &f[1], "version", 0, UINT64_MAX, PFT_EFORMAT, &version)))
+        goto done;
+    if (version != PFT_BUNDLE_VERSION) {
+        rc = bad(&c, PFT_EUNSUPPORTED, "version %llu not supported (this build reads %d)",
+                 (unsigned long long)version, PFT_BUNDLE_VERSION);
+        goto done;
+    }
+    if (f[2].type != MSGPACK_OBJECT_BIN) {
+        rc = bad(&c, PFT_EFORMAT, "payload: expected bin, got %s", type_name(f[2].type));
+        goto done;
+    }
+    if (f[3].type == MSGPACK_OBJECT_BIN) {
+        if (f[3].via.bin.size < 1 || f[3].via.bin.size > PFT_BUNDLE_MAX_SIG) {
+            rc = bad(&c, PFT_EFORMAT, "signature of %u bytes (1..%d)", f[3].via.bin.size, PFT_BUNDLE_MAX_SIG);
+            goto done;
+        }
+        out->sig = (const uint8_t *)f[3].via.bin.ptr;
+        out->sig_len = f[3].via.bin.size;
+    } else if (f[3].type != MSGPACK_OBJECT_NIL) {
+        rc = bad(&c, PFT_EFORMAT, "signature: expected bin or nil, got %s", type_name(f[3].type));
+        goto done;
+    }
+    out->payload = (const uint8_t *)f[2].via.bin.ptr;
+    out->payload_len = f[2].via.bin.size;
+done:
+    msgpack_unpacked_destroy(&u);
+    if (rc)
+        memset(out, 0, sizeof *out);
+    return rc;
+}
+
+int pft_bundle_message_id(const uint8_t *msg, size_t len, uint8_t id[PFT_BUNDLE_ID_LEN])
+{
+    pft_envelope_t env;
+    int rc = pft_envelope_parse(msg, len, NULL, &env);
+    if (rc)
+        return rc;
+    pft_bundle_hash(env.payload, env.payload_len, id);
+    return 0;
+}
+
+/* ---------- a class ---------- */
+
+/* A class's header fields, checked against the schema and the limits. */
+typedef struct {
+    uint64_t label, n, cov, k;
+    uint64_t rank; /* lowrank: q; 0 otherwise */
+    uint64_t d, m; /* the bundle's dimension; covariance numbers per component on the wire */
+} class_shape_t;
+
+/* The decoded parameters of a class, in the layout pft_gmm_set_params* take. */
+typedef struct {
+    double *w, *mu, *cv, *fa;
+    size_t cvn, nfa; /* numbers in cv (full: K·d·d, the Cholesky factors) and in fa (K·d·q) */
+} class_values_t;
+
+/* Estimated bytes a decoded GMM keeps (steady) and needs on top while it is being built (transient:
+ * our temporaries and those of pft_gmm_set_params). q: lowrank rank (0 otherwise). */
+static void model_bytes(pft_cov_t cov, uint64_t k, uint64_t d, uint64_t q, uint64_t *steady,
+                        uint64_t *transient)
+{
+    uint64_t cl = cov == PFT_COV_FULL ? d * d : cov == PFT_COV_SPHER ? 1 : d;
+    uint64_t ncov = cov == PFT_COV_FULL ? 2 : 1; /* covariances, and Cholesky factors for full */
+    *steady = 8 * k * (d + 1) + 8 * ncov * k * cl + 8 * k * d * q;
+    *transient = 8 * k * (d + 2) + 8 * (1 + ncov) * k * cl + 8 * k * d * q;
+}
+
+/* Schema of class ci (object o): its element count, header fields and the length of every bin, all before
+ * anything is allocated for it. Names the class (and its label) in c. */
+static int read_shape(ctx_t *c, const pft_bundle_t *b, const pft_bundle_limits_t *lim, int ci,
+                      const msgpack_object *o, class_shape_t *s)
+{
+    int rc = want_array(c, o, "entry", PFT_BUNDLE__N_CLASS_FIELDS, PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK,
+                        PFT_EFORMAT);
+    if (rc)
+        return rc;
+    const msgpack_object *f = o->via.array.ptr;
+    s->rank = 0;
+    if ((rc = want_uint(c, &f[0], "label", 0, INT32_MAX, PFT_EFORMAT, &s->label)))
+        return rc;
+    snprintf(c->where, sizeof c->where, "class %d (label %d)", ci, (int)s->label);
+    if (ci > 0 && (int)s->label <= b->classes[ci - 1].label)
+        return bad(c, PFT_EFORMAT, "label not greater than the previous label %d (classes sorted, unique)",
+                   b->classes[ci - 1].label);
+    if ((rc = want_uint(c, &f[1], "n", 1, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, &s->n)) ||
+        (rc = want_uint(c, &f[2], "covariance type", 0, 3, PFT_EFORMAT, &s->cov)))
+        return rc;
+    uint32_t nf = s->cov == PFT_COV_LOWRANK ? PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK : PFT_BUNDLE__N_CLASS_FIELDS;
+    if (o->via.array.size != nf)
+        return bad(c, PFT_EFORMAT, "entry: %u elements, expected %u for covariance type %d",
+                   o->via.array.size, nf, (int)s->cov);
+    if ((rc = want_uint(c, &f[3], "K", 1, lim->max_k, PFT_ERANGE, &s->k)))
+        return rc;
+    uint64_t k = s->k, d = (uint64_t)b->d, es = pft_bundle__dtype_size(b->dtype);
+    s->d = d;
+    s->m = pft_bundle__cov_len((pft_cov_t)s->cov, d);
+    if ((rc = want_bin(c, &f[4], "weights", 8 * k)) || (rc = want_bin(c, &f[5], "means", k * d * es)) ||
+        (rc = want_bin(c, &f[6], "covariances", k * s->m * es)))
+        return rc;
+    if (s->cov == PFT_COV_LOWRANK && ((rc = want_uint(c, &f[7], "rank", 0, d - 1, PFT_EFORMAT, &s->rank)) ||
+                                      (rc = want_bin(c, &f[8], "factors", k * d * s->rank * es))))
+        return rc;
+    return 0;
+}
+
+/* Adds the class's estimated memory (steady) to *model_total; PFT_ERANGE if that, with the transient of
+ * building it, would pass max_model_bytes. */
+static int charge_model(const ctx_t *c, const pft_bundle_limits_t *lim, const class_shape_t *s,
+                        uint64_t *model_total)
+{
+    uint64_t steady, transient;
+    model_bytes((pft_cov_t)s->cov, s->k, s->d, s->rank, &steady, &transient);
+    if (steady + transient > lim->max_model_bytes - *model_total)
+        return bad(c, PFT_ERANGE, "decoded models would exceed the limit of %zu bytes", lim->max_model_bytes);
+    *model_total += steady;
+    return 0;
+}
+
+/* Room for the values of a class of shape s; PFT_ENOMEM (the caller frees v in any case). */
+static int values_alloc(const ctx_t *c, const class_shape_t *s, class_values_t *v)
+{
+    v->cvn = s->cov == PFT_COV_FULL ? (size_t)(s->k * s->d * s->d) : (size_t)(s->k * s->m);
+    v->nfa = (size_t)(s->k * s->d * s->rank);
+    v->w = pft_alloc_array((size_t)s->k, sizeof *v->w);
+    v->mu = pft_alloc_array((size_t)(s->k * s->d), sizeof *v->mu);
+    v->cv = pft_alloc_array(v->cvn, sizeof *v->cv);
+    v->fa = pft_alloc_array(v->nfa + 1, sizeof *v->fa);
+    if (!v->w || !v->mu || !v->cv || !v->fa)
+        return bad(c, PFT_ENOMEM, "out of memory");
+    return 0;
+}
+
+static void values_free(class_values_t *v)
+{
+    PFT_FREE(v->w);
+    PFT_FREE(v->mu);
+    PFT_FREE(v->cv);
+    PFT_FREE(v->fa);
+}
+
+/* k fp64 weights from src into w: finite, ≥ 0, summing to 1 within WEIGHT_TOL; then renormalised. */
+static int read_weights(const ctx_t *c, const uint8_t *src, size_t k, double *w)
+{
+    double sum = 0;
+    for (size_t j = 0; j < k; j++) {
+        w[j] = get_f64(src, j);
+        if (!isfinite(w[j]) || !(w[j] >= 0))
+            return bad(c, PFT_ENUMERIC, "weight[%zu] = %g is %s", j, w[j],
+                       isfinite(w[j]) ? "negative" : "not finite");
+        sum += w[j];
+    }
+    if (!(fabs(sum - 1.0) <= WEIGHT_TOL))
+        return bad(c, PFT_ENUMERIC, "weights sum to %.17g, not 1 (tolerance %g)", sum, WEIGHT_TOL);
+    for (size_t j = 0; j < k; j++)
+        w[j] /= sum;
+    return 0;
+}
+
+/* k·d means from src into mu: finite. */
+static int read_means(const ctx_t *c, const uint8_t *src, size_t k, size_t d, pft_dtype_t dt, double *mu)
+{
+    for (size_t j = 0; j < k * d; j++) {
+        mu[j] = get_value(src, j, dt);
+        if (!isfinite(mu[j]))
+            return bad(c, PFT_ENUMERIC, "component %zu: mean[%zu] = %g is not finite", j / d, j % d, mu[j]);
+    }
+    return 0;
+}
+
+/* k lower triangles (row by row) from src into the k d×d factors L (upper parts 0): finite, diagonal > 0. */
+static int read_chol(const ctx_t *c, const uint8_t *src, size_t k, size_t d, pft_dtype_t dt, double *L)
+{
+    memset(L, 0, k * d * d * sizeof *L);
+    size_t o = 0;
+    for (size_t j = 0; j < k; j++)
+        for (size_t r = 0; r < d; r++)
+            for (size_t q = 0; q <= r; q++, o++) {
+                double v = get_value(src, o, dt);
+                if (!isfinite(v))
+                    return bad(c, PFT_ENUMERIC, "component %zu: cholesky[%zu][%zu] = %g is not finite", j, r,
+                               q, v);
+                if (q == r && !(v > 0))
+                    return bad(c, PFT_ENUMERIC, "component %zu: cholesky[%zu][%zu] = %g is not positive", j,
+                               r, q, v);
+                L[(j * d + r) * d + q] = v;
+            }
+    return 0;
+}
+
+/* k·m variances (diag, spher, lowrank's Ψ) from src into var: finite and > 0 (so -0 is rejected). */
+static int read_variances(const ctx_t *c, const uint8_t *src, size_t k, size_t m, pft_dtype_t dt, double *var)
+{
+    for (size_t j = 0; j < k * m; j++) {
+        var[j] = get_value(src, j, dt);
+        if (!isfinite(var[j]) || !(var[j] > 0))
+            return bad(c, PFT_ENUMERIC, "component %zu: variance[%zu] = %g is not %s", j / m, j % m, var[j],
+                       isfinite(var[j]) ? "positive" : "finite");
+    }
+    return 0;
+}
+
+/* k·d·q loadings (component, dimension, factor) from src into fa: finite. */
+static int read_factors(const ctx_t *c, const uint8_t *src, size_t k, size_t d, size_t q, pft_dtype_t dt,
+                        double *fa)
+{
+    for (size_t j = 0; j < k * d * q; j++) {
+        fa[j] = get_value(src, j, dt);
+        if (!isfinite(fa[j]))
+            return bad(c, PFT_ENUMERIC, "component %zu: factor[%zu][%zu] = %g is not finite", j / (d * q),
+                       j % (d * q) / q, j % q, fa[j]);
+    }
+    return 0;
+}
+
+/* Every value of the class whose fields are f, into v; the first violation reported (PFT_ENUMERIC). */
+static int read_values(const ctx_t *c, const class_shape_t *s, const msgpack_object *f, pft_dtype_t dt,
+                       class_values_t *v)
+{
+    size_t k = (size_t)s->k, d = (size_t)s->d, m = (size_t)s->m;
+    const uint8_t *wb = (const uint8_t *)f[4].via.bin.ptr, *mub = (const uint8_t *)f[5].via.bin.ptr,
+                  *cb = (const uint8_t *)f[6].via.bin.ptr;
+    int rc = read_weights(c, wb, k, v->w);
+    if (!rc)
+        rc = read_means(c, mub, k, d, dt, v->mu);
+    if (!rc)
+        rc = s->cov == PFT_COV_FULL ? read_chol(c, cb, k, d, dt, v->cv)
+                                    : read_variances(c, cb, k, m, dt, v->cv);
+    if (!rc && s->cov == PFT_COV_LOWRANK)
+        rc = read_factors(c, (const uint8_t *)f[8].via.bin.ptr, k, d, (size_t)s->rank, dt, v->fa);
+    return rc;
+}
+
+/* The GMM of shape s with values v into *out (pft_gmm_set_params* re-validate them). PFT_ENOMEM, or the
+ * error of set_params naming the class. */
+static int build_gmm(const ctx_t *c, const class_shape_t *s, const class_values_t *v, pft_gmm_t **out)
+{
+    pft_cov_t cov = (pft_cov_t)s->cov;
+    pft_gmm_t *g = cov == PFT_COV_LOWRANK ? pft_gmm_new_lowrank((int)s->k, (int)s->d, (int)s->rank)
+                                          : pft_gmm_new((int)s->k, (int)s->d, cov);
+    if (!g)
+        return bad(c, PFT_ENOMEM, "out of memory");
+    int rc = cov == PFT_COV_FULL      ? pft_gmm_set_params_chol(g, v->w, v->mu, v->cv)
+             : cov == PFT_COV_LOWRANK ? pft_gmm_set_params_lowrank(g, v->w, v->mu, v->fa, v->cv)
+                                      : pft_gmm_set_params(g, v->w, v->mu, v->cv);
+    if (rc) {
+        rc = pft_err_wrap(rc, "bundle decode: %s", c->where);
+        pft_gmm_destroy(&g);
+        return rc;
+    }
+    *out = g;
+    return 0;
+}
+
+/* Checks and builds class ci from its object o into b->classes[ci]: schema, memory budget, values, GMM. */
+static int decode_class(pft_bundle_t *b, const pft_bundle_limits_t *lim, int ci, const msgpack_object *o,
+                        uint64_t *model_total)
+{
+    ctx_t c;
+    snprintf(c.where, sizeof c.where, "class %d", ci);
+    class_shape_t s;
+    int rc = read_shape(&c, b, lim, ci, o, &s);
+    if (!rc)
+        rc = charge_model(&c, lim, &s, model_total);
+    if (rc)
+        return rc;
+    class_values_t v = {0};
+    pft_gmm_t *g = NULL;
+    rc = values_alloc(&c, &s, &v);
+    if (!rc)
+        rc = read_values(&c, &s, o->via.array.ptr, b->dtype, &v);
+    if (!rc)
+        rc = build_gmm(&c, &s, &v, &g);
+    if (!rc) {
+        b->classes[ci] = (pft_bundle__class_t){.label = (int)s.label, .n = s.n, .gmm = g};
+        b->n_classes = ci + 1;
+    }
+    values_free(&v);
+    return rc;
+}
+
+/* ---------- provenance ---------- */
+
+/* The count pairs (array o, its size already checked) of entry pe, whose pairs have room for them:
+ * [label, count], labels 0..2^31-1 strictly ascending, counts 1..2^48. */
+static int decode_counts(const ctx_t *c, const msgpack_object *o, pft_bundle__prov_t *pe)
+{
+    for (uint32_t j = 0; j < o->via.array.size; j++) {
+        const msgpack_object *p = &o->via.array.ptr[j];
+        char field[48];
+        snprintf(field, sizeof field, "count pair %u", j);
+        int rc = want_array(c, p, field, 2, 2, PFT_EFORMAT);
+        if (rc)
+            return rc;
+        uint64_t label, count;
+        snprintf(field, sizeof field, "count pair %u: label", j);
+        if ((rc = want_uint(c, &p->via.array.ptr[0], field, 0, INT32_MAX, PFT_EFORMAT, &label)))
+            return rc;
+        if (j > 0 && (int)label <= pe->pairs[j - 1].label)
+            return bad(c, PFT_EFORMAT, "count pair %u: label %d not after %d (sorted, unique)", j, (int)label,
+                       pe->pairs[j - 1].label);
+        snprintf(field, sizeof field, "count pair %u: count", j);
+        if ((rc = want_uint(c, &p->via.array.ptr[1], field, 1, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, &count)))
+            return rc;
+        pe->pairs[j] = (pft_bundle__pair_t){.label = (int)label, .count = count};
+        pe->n = (int)j + 1;
+    }
+    return 0;
+}
+
+/* The DP guarantee g of entry pe: bin(16), ε and δ as little-endian binary64, 0 < ε ≤ 1e6, 0 ≤ δ ≤ 1. */
+static int decode_dp(const ctx_t *c, const msgpack_object *g, pft_bundle__prov_t *pe)
+{
+    int rc = want_bin(c, g, "dp guarantee", 16);
+    if (rc)
+        return rc;
+    double eps = le_get_f64((const uint8_t *)g->via.bin.ptr),
+           delta = le_get_f64((const uint8_t *)g->via.bin.ptr + 8);
+    if (!(eps > 0 && eps <= 1e6) || !(delta >= 0 && delta <= 1))
+        return bad(c, PFT_EFORMAT, "dp guarantee (%g, %g) outside 0 < epsilon <= 1e6, 0 <= delta <= 1", eps,
+                   delta);
+    pe->dp_eps = eps;
+    pe->dp_delta = delta;
+    return 0;
+}
+
+/* The provenance (array o) into b: entries [node, counts] or [node, counts, dp], node ids strictly ascending.
+ */
+static int decode_prov(pft_bundle_t *b, const pft_bundle_limits_t *lim, const msgpack_object *o)
+{
+    ctx_t c = {"provenance"};
+    int rc = want_array(&c, o, "list", 0, lim->max_nodes, PFT_ERANGE);
+    if (rc)
+        return rc;
+    uint32_t n = o->via.array.size;
+    if (n) {
+        b->prov = pft_calloc(n, sizeof *b->prov);
+        if (!b->prov)
+            return bad(&c, PFT_ENOMEM, "out of memory");
+        b->cap_prov = (int)n;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const msgpack_object *e = &o->via.array.ptr[i];
+        snprintf(c.where, sizeof c.where, "provenance entry %u", i);
+        if ((rc = want_array(&c, e, "entry", 2, 3, PFT_EFORMAT)))
+            return rc;
+        char node[PFT_BUNDLE_MAX_NAME + 1];
+        if ((rc = want_name(&c, &e->via.array.ptr[0], "node id", node)))
+            return rc;
+        snprintf(c.where, sizeof c.where, "provenance entry %u ('%s')", i, node);
+        if (i > 0 && strcmp(node, b->prov[i - 1].node) <= 0)
+            return bad(&c, PFT_EFORMAT, "node id not after '%s' (entries sorted, unique)",
+                       b->prov[i - 1].node);
+        const msgpack_object *pairs = &e->via.array.ptr[1];
+        if ((rc = want_array(&c, pairs, "counts", 1, lim->max_classes, PFT_ERANGE)))
+            return rc;
+        pft_bundle__prov_t *pe = &b->prov[i];
+        pe->node = pft_strdup(node);
+        pe->pairs = pft_alloc_array(pairs->via.array.size, sizeof *pe->pairs);
+        b->n_prov = (int)i + 1;
+        if (!pe->node || !pe->pairs)
+            return bad(&c, PFT_ENOMEM, "out of memory");
+        pe->cap = (int)pairs->via.array.size;
+        if ((rc = decode_counts(&c, pairs, pe)))
+            return rc;
+        if (e->via.array.size == 3 && (rc = decode_dp(&c, &e->via.array.ptr[2], pe)))
+            return rc;
+    }
+    return 0;
+}
+
+/* ---------- the payload ---------- */
+
+/* The header fields f[0..4] (run id, producer, flags, dtype, d) as a new bundle without content in *bp. */
+static int decode_header(const ctx_t *c, const msgpack_object *f, const pft_bundle_limits_t *lim,
+                         pft_bundle_t **bp)
+{
+    char run_id[PFT_BUNDLE_MAX_NAME + 1], producer[PFT_BUNDLE_MAX_NAME + 1];
+    uint64_t flags, dtype, d;
+    int rc;
+    if ((rc = want_name(c, &f[0], "run id", run_id)) || (rc = want_name(c, &f[1], "producer", producer)) ||
+        (rc = want_uint(c, &f[2], "flags", 0, UINT32_MAX, PFT_EFORMAT, &flags)))
+        return rc;
+    if (flags & ~(uint64_t)PFT_BUNDLE_FLAGS_KNOWN)
+        return bad(c, PFT_EFORMAT, "flags 0x%llx have unknown bits", (unsigned long long)flags);
+    if ((rc = want_uint(c, &f[3], "dtype", 0, 1, PFT_EFORMAT, &dtype)) ||
+        (rc = want_uint(c, &f[4], "d", 1, lim->max_d, PFT_ERANGE, &d)))
+        return rc;
+    pft_bundle_t *b = pft_bundle_new(run_id, producer, (pft_dtype_t)dtype, (int)d);
+    if (!b)
+        return bad(c, PFT_ENOMEM, "out of memory");
+    b->flags = (uint32_t)flags;
+    *bp = b;
+    return 0;
+}
+
+/* The parents (array o) into b: bin(32) ids, strictly ascending. */
+static int decode_parents(const ctx_t *c, pft_bundle_t *b, const pft_bundle_limits_t *lim,
+                          const msgpack_object *o)
+{
+    int rc = want_array(c, o, "parents", 0, lim->max_parents, PFT_ERANGE);
+    if (rc)
+        return rc;
+    uint32_t np = o->via.array.size;
+    if (np) {
+        b->parents = pft_alloc_array(np, PFT_BUNDLE_ID_LEN);
+        if (!b->parents)
+            return bad(c, PFT_ENOMEM, "out of memory");
+        b->cap_parents = (int)np;
+    }
+    for (uint32_t i = 0; i < np; i++) {
+        const msgpack_object *p = &o->via.array.ptr[i];
+        char field[32];
+        snprintf(field, sizeof field, "parent %u", i);
+        if ((rc = want_bin(c, p, field, PFT_BUNDLE_ID_LEN)))
+            return rc;
+        if (i > 0 && memcmp(p->via.bin.ptr, b->parents[i - 1], PFT_BUNDLE_ID_LEN) <= 0)
+            return bad(c, PFT_EFORMAT, "parent %u not after parent %u (sorted, unique)", i, i - 1);
+        memcpy(b->parents[i], p->via.bin.ptr, PFT_BUNDLE_ID_LEN);
+        b->n_parents = (int)i + 1;
+    }
+    return 0;
+}
+
+/* The classes (array o) into b, their decoded memory summed against max_model_bytes. */
+static int decode_classes(const ctx_t *c, pft_bundle_t *b, const pft_bundle_limits_t *lim,
+                          const msgpack_object *o)
+{
+    int rc = want_array(c, o, "classes", 0, lim->max_classes, PFT_ERANGE);
+    if (rc)
+        return rc;
+    uint32_t nc = o->via.array.size;
+    if (nc) {
+        b->classes = pft_calloc(nc, sizeof *b->classes);
+        if (!b->classes)
+            return bad(c, PFT_ENOMEM, "out of memory");
+        b->cap_classes = (int)nc;
+    }
+    uint64_t model_total = 0;
+    for (uint32_t i = 0; i < nc; i++)
+        if ((rc = decode_class(b, lim, (int)i, &o->via.array.ptr[i], &model_total)))
+            return rc;
+    return 0;
+}
+
+/* The payload bytes as a new bundle in *bp (without the kept payload, id and signature). */
+static int decode_payload(pft_bundle_t **bp, const uint8_t *payload, size_t plen,
+                          const pft_bundle_limits_t *lim)
+{
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    ctx_t c = {"payload"};
+    pft_bundle_t *b = NULL;
+    int rc = pft_mp_unpack(payload, plen, lim->max_objects, "bundle decode: payload", &u);
+    if (rc)
+        goto done;
+    if ((rc = want_array(&c, &u.data, "top level", PFT_BUNDLE__N_PAYLOAD_FIELDS, PFT_BUNDLE__N_PAYLOAD_FIELDS,
+                         PFT_EFORMAT)))
+        goto done;
+    const msgpack_object *f = u.data.via.array.ptr;
+    if ((rc = decode_header(&c, f, lim, &b)) || (rc = decode_parents(&c, b, lim, &f[5])) ||
+        (rc = decode_prov(b, lim, &f[6])) || (rc = decode_classes(&c, b, lim, &f[7])) ||
+        (rc = pft_bundle__check_counts(b, PFT_EFORMAT, "bundle decode")))
+        goto done;
+    *bp = b;
+    b = NULL;
+done:
+    pft_bundle_destroy(&b);
+    msgpack_unpacked_destroy(&u);
+    return rc;
+}
+
+int pft_bundle_decode(const uint8_t *buf, size_t len, const pft_bundle_limits_t *limits, pft_bundle_t **out)
+{
+    pft_bundle_limits_t def;
+    if (!limits) {
+        pft_bundle_limits_default(&def);
+        limits = &def;
+    }
+    *out = NULL;
+    pft_envelope_t env;
+    int rc = pft_envelope_parse(buf, len, limits, &env);
+    if (rc)
+        return rc;
+    pft_bundle_t *b = NULL;
+    rc = decode_payload(&b, env.payload, env.payload_len, limits);
+    if (rc)
+        return rc;
+    b->payload = pft_alloc(env.payload_len);
+    if (!b->payload) {
+        pft_bundle_destroy(&b);
+        return pft_err(PFT_ENOMEM, "bundle decode: out of memory");
+    }
+    memcpy(b->payload, env.payload, env.payload_len);
+    b->payload_len = env.payload_len;
+    pft_bundle_hash(env.payload, env.payload_len, b->id);
+    if (env.sig_len)
+        memcpy(b->sig, env.sig, env.sig_len);
+    b->sig_len = env.sig_len;
+    *out = b;
+    return 0;
+}

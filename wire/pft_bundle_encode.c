@@ -1,0 +1,332 @@
+/* pft_bundle_encode: a bundle to canonical msgpack (payload, envelope), and its id (the payload's hash).
+ *
+ * msgpack-c's packer writes into our own growable buffer (pft_alloc); every integer, string, bin and array
+ * header in its shortest form, so that a bundle has one byte string, hence one id. See docs/WIRE.md §1–2. */
+#include "pft_bundle.h"
+
+#include <math.h>
+#include <msgpack.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pft_alloc.h"
+#include "pft_bundle_internal.h"
+#include "pft_error.h"
+#include "pft_half.h"
+
+/* ---------- the output buffer ---------- */
+
+/* Growable output of the packer. */
+typedef struct {
+    uint8_t *buf;
+    size_t len, cap;
+} wbuf_t;
+
+static int wbuf_reserve(wbuf_t *w, size_t extra)
+{
+    if (extra <= w->cap - w->len)
+        return 0;
+    size_t nc = w->cap ? w->cap : 256;
+    while (nc - w->len < extra) {
+        if (nc > SIZE_MAX / 2)
+            return -1;
+        nc *= 2;
+    }
+    uint8_t *p = pft_realloc(w->buf, nc);
+    if (!p)
+        return -1;
+    w->buf = p;
+    w->cap = nc;
+    return 0;
+}
+
+/* msgpack_packer_write callback. */
+static int wbuf_write(void *data, const char *p, size_t n)
+{
+    wbuf_t *w = data;
+    if (wbuf_reserve(w, n))
+        return -1;
+    memcpy(w->buf + w->len, p, n);
+    w->len += n;
+    return 0;
+}
+
+/* ---------- numbers, little endian ---------- */
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Writes v at dst[i] in dtype (little endian). positive: a positive value that would round to zero is
+ * sent as the smallest positive subnormal. Returns 0, or -1 if the value is not finite or overflows. */
+static int put_value(uint8_t *dst, size_t i, double v, pft_dtype_t dt, int positive)
+{
+    if (!isfinite(v))
+        return -1;
+    if (dt == PFT_DTYPE_F16) {
+        uint16_t h = pft_half_from_float((float)v);
+        if ((h & 0x7c00u) == 0x7c00u)
+            return -1;
+        if (positive && v > 0 && (h & 0x7fffu) == 0)
+            h = 1;
+        dst[2 * i] = (uint8_t)h;
+        dst[2 * i + 1] = (uint8_t)(h >> 8);
+    } else {
+        float f = (float)v;
+        if (!isfinite(f))
+            return -1;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        if (positive && v > 0 && (u & 0x7fffffffu) == 0)
+            u = 1;
+        put_le32(dst + 4 * i, u);
+    }
+    return 0;
+}
+
+static void put_f64(uint8_t *dst, size_t i, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    put_le32(dst + 8 * i, (uint32_t)u);
+    put_le32(dst + 8 * i + 4, (uint32_t)(u >> 32));
+}
+
+static void le_put_f64(uint8_t *p, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(u >> (8 * i));
+}
+
+/* ---------- the payload ---------- */
+
+static int range_err(const pft_bundle_t *self, int ci, int comp, const char *what, double v)
+{
+    return pft_err(PFT_ERANGE, "bundle encode: class %d (label %d): component %d: %s = %g does not fit %s",
+                   ci, self->classes[ci].label, comp, what, v,
+                   self->dtype == PFT_DTYPE_F16 ? "fp16" : "fp32");
+}
+
+/* Writes one class: [label, n, cov, k, weights, means, covs] (lowrank: [..., Ψ, q, W]). */
+static int encode_class(const pft_bundle_t *self, int ci, msgpack_packer *pk, wbuf_t *w)
+{
+    const pft_bundle__class_t *c = &self->classes[ci];
+    const pft_gmm_t *g = c->gmm;
+    pft_dtype_t dt = self->dtype;
+    size_t k = (size_t)pft_gmm_k(g), d = (size_t)self->d, es = pft_bundle__dtype_size(dt);
+    pft_cov_t cov = pft_gmm_cov(g);
+    size_t m = pft_bundle__cov_len(cov, d);
+    int fail = msgpack_pack_array(pk, cov == PFT_COV_LOWRANK ? PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK
+                                                             : PFT_BUNDLE__N_CLASS_FIELDS) ||
+               msgpack_pack_int64(pk, c->label) || msgpack_pack_uint64(pk, c->n) ||
+               msgpack_pack_uint64(pk, (uint64_t)cov) || msgpack_pack_uint64(pk, k);
+    /* weights: fp64 */
+    const double *wt = pft_gmm_weights(g);
+    fail = fail || msgpack_pack_bin(pk, 8 * k) || wbuf_reserve(w, 8 * k);
+    if (fail)
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    for (size_t j = 0; j < k; j++)
+        put_f64(w->buf + w->len, j, wt[j]);
+    w->len += 8 * k;
+    /* means */
+    const double *mu = pft_gmm_means(g);
+    if (msgpack_pack_bin(pk, k * d * es) || wbuf_reserve(w, k * d * es))
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    for (size_t j = 0; j < k * d; j++) {
+        if (put_value(w->buf + w->len, j, mu[j], dt, 0)) {
+            char what[48];
+            snprintf(what, sizeof what, "mean[%zu]", j % d);
+            return range_err(self, ci, (int)(j / d), what, mu[j]);
+        }
+    }
+    w->len += k * d * es;
+    /* covariances */
+    if (msgpack_pack_bin(pk, k * m * es) || wbuf_reserve(w, k * m * es))
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    uint8_t *dst = w->buf + w->len;
+    if (cov == PFT_COV_FULL) {
+        const double *L = pft_gmm_chol(g);
+        size_t o = 0;
+        for (size_t j = 0; j < k; j++) {
+            for (size_t r = 0; r < d; r++) {
+                for (size_t q = 0; q <= r; q++, o++) {
+                    double v = L[(j * d + r) * d + q];
+                    if (put_value(dst, o, v, dt, q == r)) {
+                        char what[64];
+                        snprintf(what, sizeof what, "cholesky[%zu][%zu]", r, q);
+                        return range_err(self, ci, (int)j, what, v);
+                    }
+                }
+            }
+        }
+    } else {
+        const double *var = pft_gmm_covars(g);
+        for (size_t j = 0; j < k * m; j++) {
+            if (put_value(dst, j, var[j], dt, 1)) {
+                char what[48];
+                snprintf(what, sizeof what, "variance[%zu]", j % m);
+                return range_err(self, ci, (int)(j / m), what, var[j]);
+            }
+        }
+    }
+    w->len += k * m * es;
+    if (cov != PFT_COV_LOWRANK)
+        return 0;
+    /* lowrank: q, then W (K×d×q, row-major: component, dimension, factor) */
+    size_t q = (size_t)pft_gmm_rank(g);
+    const double *W = pft_gmm_factors(g);
+    if (msgpack_pack_uint64(pk, q) || msgpack_pack_bin(pk, k * d * q * es) || wbuf_reserve(w, k * d * q * es))
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    dst = w->buf + w->len;
+    for (size_t j = 0; j < k * d * q; j++) {
+        if (put_value(dst, j, W[j], dt, 0)) {
+            char what[64];
+            snprintf(what, sizeof what, "factor[%zu][%zu]", j % (d * q) / q, j % q);
+            return range_err(self, ci, (int)(j / (d * q)), what, W[j]);
+        }
+    }
+    w->len += k * d * q * es;
+    return 0;
+}
+
+int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    if (self->payload) {
+        uint8_t *copy = pft_alloc(self->payload_len);
+        if (!copy)
+            return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+        memcpy(copy, self->payload, self->payload_len);
+        *buf = copy;
+        *len = self->payload_len;
+        return 0;
+    }
+    int rc = pft_bundle__check_counts(self, PFT_EINVAL, "bundle encode");
+    if (rc)
+        return rc;
+    wbuf_t w = {0};
+    if (wbuf_reserve(&w, pft_bundle_formula_bytes(self) + 1024 + (size_t)self->n_prov * 96 +
+                             (size_t)self->n_parents * 34 + (size_t)self->n_classes * 128))
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &w, wbuf_write);
+    int fail = msgpack_pack_array(&pk, PFT_BUNDLE__N_PAYLOAD_FIELDS) ||
+               msgpack_pack_str_with_body(&pk, self->run_id, strlen(self->run_id)) ||
+               msgpack_pack_str_with_body(&pk, self->producer, strlen(self->producer)) ||
+               msgpack_pack_uint64(&pk, self->flags) || msgpack_pack_uint64(&pk, (uint64_t)self->dtype) ||
+               msgpack_pack_uint64(&pk, (uint64_t)self->d) ||
+               msgpack_pack_array(&pk, (size_t)self->n_parents);
+    for (int i = 0; !fail && i < self->n_parents; i++)
+        fail = msgpack_pack_bin_with_body(&pk, self->parents[i], PFT_BUNDLE_ID_LEN);
+    fail = fail || msgpack_pack_array(&pk, (size_t)self->n_prov);
+    for (int i = 0; !fail && i < self->n_prov; i++) {
+        const pft_bundle__prov_t *e = &self->prov[i];
+        fail = msgpack_pack_array(&pk, e->dp_eps > 0 ? 3 : 2) ||
+               msgpack_pack_str_with_body(&pk, e->node, strlen(e->node)) ||
+               msgpack_pack_array(&pk, (size_t)e->n);
+        for (int j = 0; !fail && j < e->n; j++)
+            fail = msgpack_pack_array(&pk, 2) || msgpack_pack_int64(&pk, e->pairs[j].label) ||
+                   msgpack_pack_uint64(&pk, e->pairs[j].count);
+        if (!fail && e->dp_eps > 0) { /* DP guarantee: 16 bytes, eps and delta as little-endian binary64 */
+            uint8_t g[16];
+            le_put_f64(g, e->dp_eps);
+            le_put_f64(g + 8, e->dp_delta);
+            fail = msgpack_pack_bin_with_body(&pk, g, sizeof g);
+        }
+    }
+    fail = fail || msgpack_pack_array(&pk, (size_t)self->n_classes);
+    if (fail) {
+        pft_free(w.buf);
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    }
+    for (int i = 0; i < self->n_classes; i++) {
+        rc = encode_class(self, i, &pk, &w);
+        if (rc) {
+            pft_free(w.buf);
+            return rc;
+        }
+    }
+    *buf = w.buf;
+    *len = w.len;
+    return 0;
+}
+
+/* ---------- the envelope ---------- */
+
+int pft_envelope_pack(const uint8_t *payload, size_t payload_len, const uint8_t *sig, size_t sig_len,
+                      uint8_t **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    if (sig_len > PFT_BUNDLE_MAX_SIG || (sig_len && !sig) || (payload_len && !payload))
+        return pft_err(PFT_EINVAL, "envelope: bad arguments (signature %zu bytes, at most %d)", sig_len,
+                       PFT_BUNDLE_MAX_SIG);
+    wbuf_t w = {0};
+    if (wbuf_reserve(&w, payload_len + sig_len + 32))
+        return pft_err(PFT_ENOMEM, "envelope: out of memory");
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &w, wbuf_write);
+    int fail = msgpack_pack_array(&pk, 4) || msgpack_pack_str_with_body(&pk, PFT_BUNDLE_MAGIC, 4) ||
+               msgpack_pack_uint64(&pk, PFT_BUNDLE_VERSION) ||
+               msgpack_pack_bin_with_body(&pk, payload, payload_len) ||
+               (sig_len ? msgpack_pack_bin_with_body(&pk, sig, sig_len) : msgpack_pack_nil(&pk));
+    if (fail) {
+        pft_free(w.buf);
+        return pft_err(PFT_ENOMEM, "envelope: out of memory");
+    }
+    *buf = w.buf;
+    *len = w.len;
+    return 0;
+}
+
+int pft_bundle_encode(const pft_bundle_t *self, uint8_t **buf, size_t *len)
+{
+    uint8_t *payload = NULL;
+    size_t plen = 0;
+    int rc = pft_bundle_encode_payload(self, &payload, &plen);
+    if (rc)
+        return rc;
+    rc = pft_envelope_pack(payload, plen, self->sig_len ? self->sig : NULL, self->sig_len, buf, len);
+    pft_free(payload);
+    return rc;
+}
+
+/* ---------- ids ---------- */
+
+void pft_bundle_hash(const uint8_t *payload, size_t len, uint8_t id[PFT_BUNDLE_ID_LEN])
+{
+    crypto_generichash(id, PFT_BUNDLE_ID_LEN, payload, len, NULL, 0);
+}
+
+int pft_bundle_id(const pft_bundle_t *self, uint8_t id[PFT_BUNDLE_ID_LEN])
+{
+    if (self->payload) {
+        memcpy(id, self->id, PFT_BUNDLE_ID_LEN);
+        return 0;
+    }
+    uint8_t *payload = NULL;
+    size_t plen = 0;
+    int rc = pft_bundle_encode_payload(self, &payload, &plen);
+    if (rc)
+        return rc;
+    pft_bundle_hash(payload, plen, id);
+    pft_free(payload);
+    return 0;
+}
+
+char *pft_bundle_id_hex(const uint8_t id[PFT_BUNDLE_ID_LEN], char out[2 * PFT_BUNDLE_ID_LEN + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < PFT_BUNDLE_ID_LEN; i++) {
+        out[2 * i] = hex[id[i] >> 4];
+        out[2 * i + 1] = hex[id[i] & 15];
+    }
+    out[2 * PFT_BUNDLE_ID_LEN] = '\0';
+    return out;
+}

@@ -1,0 +1,68 @@
+/* pft_bundle_internal: INTERNAL to wire/pft_bundle*.c (the bundle struct and the helpers its files share);
+ * no other module includes it, everything else goes through pft_bundle.h. */
+#ifndef PFT_BUNDLE_INTERNAL_H
+#define PFT_BUNDLE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pft_bundle.h"
+#include "pft_gmm.h"
+
+/* Fixed array lengths of the payload schema (docs/WIRE.md §2). */
+#define PFT_BUNDLE__N_PAYLOAD_FIELDS 8
+#define PFT_BUNDLE__N_CLASS_FIELDS 7         /* full, diag, spher */
+#define PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK 9 /* lowrank: the 7, then rank q and the factor loadings W */
+
+/* One (label, count) of a provenance entry. */
+typedef struct {
+    int label;
+    uint64_t count;
+} pft_bundle__pair_t;
+
+/* One node of the provenance. */
+typedef struct {
+    char *node;
+    pft_bundle__pair_t *pairs; /* sorted by label */
+    int n, cap;
+    double dp_eps, dp_delta; /* DP guarantee of this node's data (dp_eps > 0), else 0, 0 */
+} pft_bundle__prov_t;
+
+/* One class: its label, the real features it stands for, its model. */
+typedef struct {
+    int label;
+    uint64_t n;
+    pft_gmm_t *gmm;
+} pft_bundle__class_t;
+
+struct pft_bundle_t {
+    char run_id[PFT_BUNDLE_MAX_NAME + 1];
+    char producer[PFT_BUNDLE_MAX_NAME + 1];
+    uint32_t flags;
+    pft_dtype_t dtype;
+    int d;
+    pft_bundle__class_t *classes; /* sorted by label */
+    int n_classes, cap_classes;
+    pft_bundle__prov_t *prov; /* sorted by node id */
+    int n_prov, cap_prov;
+    uint8_t (*parents)[PFT_BUNDLE_ID_LEN]; /* sorted */
+    int n_parents, cap_parents;
+    uint8_t sig[PFT_BUNDLE_MAX_SIG];
+    size_t sig_len;
+    uint8_t *payload; /* the bytes this bundle was decoded from; dropped on any change */
+    size_t payload_len;
+    uint8_t id[PFT_BUNDLE_ID_LEN]; /* valid while payload is set */
+};
+
+/* 1 if s[0..len) is a valid run or node id: 1..PFT_BUNDLE_MAX_NAME bytes, no control bytes. */
+int pft_bundle__name_ok(const char *s, size_t len);
+/* Bytes per number of dtype on the wire (2 or 4). */
+size_t pft_bundle__dtype_size(pft_dtype_t dt);
+/* Covariance numbers per component on the wire (lowrank: Ψ; its loadings W travel in a field of their own).
+ */
+size_t pft_bundle__cov_len(pft_cov_t cov, size_t d);
+/* Provenance consistency (every class's n is the sum of its provenance counts, every provenance label has a
+ * class), checked before encoding and after decoding: 0, or rc_code with a message prefixed by who. */
+int pft_bundle__check_counts(const pft_bundle_t *self, int rc_code, const char *who);
+
+#endif
