@@ -341,7 +341,8 @@ int pft_topo_classes_parse(const char *text, int n_classes, unsigned char *flags
         if (a > b)
             return pft_err(PFT_EINVAL, "class set '%s': range %ld-%ld runs backwards", text, a, b);
         if (flags && b >= n_classes)
-            return pft_err(PFT_EINVAL, "class set '%s': %ld-%ld is not within 0-%d", text, a, b, n_classes - 1);
+            return pft_err(PFT_EINVAL, "class set '%s': %ld-%ld is not within 0-%d", text, a, b,
+                           n_classes - 1);
         for (long c = a; flags && c <= b; c++)
             flags[c] = 1;
         any = 1;
