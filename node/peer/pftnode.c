@@ -1,4 +1,5 @@
-/* pftnode: runs one peer of a pftnet topology (see pft_node.h for what it does, README for exit codes). */
+/* pftnode: runs one peer of a pftnet topology (see pft_node.h for what it does, docs/USAGE.md for exit
+ * codes). */
 #include "pft_cli.h"
 #include "pft_log.h"
 #include "pft_node.h"
@@ -13,13 +14,25 @@ static void on_signal(int sig)
     pft_node_request_stop();
 }
 
+/* `pftnode --exit-codes [--markdown]`: the exit-code table as text or as the Markdown table in docs/USAGE.md
+ * (tests/e2e_docs.sh checks that the two agree). */
+static void print_exit_codes(int markdown)
+{
+    if (markdown)
+        printf("| code | meaning |\n|---|---|\n");
+#define PFT_X_PRINT(name, value, text) printf(markdown ? "| %d | %s |\n" : "%2d  %s\n", value, text);
+    PFT_NODE_EXIT_TABLE(PFT_X_PRINT)
+#undef PFT_X_PRINT
+}
+
 int main(int argc, char **argv)
 {
     const char *topology, *id, *out, *level, *eval_x, *eval_y, *key;
-    int linger, insecure, listen_fd;
+    int linger, insecure, listen_fd, exit_codes = 0, markdown = 0;
+    /* --topology and --id are checked after parsing (--exit-codes needs neither) */
     const pft_opt_t opts[] = {
-        {"topology", PFT_OPT_STRING, &topology, NULL, 0, -1, 1, "T.dot", "topology file"},
-        {"id", PFT_OPT_STRING, &id, NULL, 0, -1, 1, "NAME", "this node's id in the topology"},
+        {"topology", PFT_OPT_STRING, &topology, NULL, 0, -1, 0, "T.dot", "topology file (required)"},
+        {"id", PFT_OPT_STRING, &id, NULL, 0, -1, 0, "NAME", "this node's id in the topology (required)"},
         {"out", PFT_OPT_STRING, &out, NULL, 0, -1, 0, "DIR", "output and state folder (default out/<id>)"},
         {"eval-features", PFT_OPT_STRING, &eval_x, NULL, 0, -1, 0, "X.npy",
          "features of the union of all nodes' test splits (accuracy_global)"},
@@ -34,23 +47,39 @@ int main(int argc, char **argv)
         {"listen-fd", PFT_OPT_INT, &listen_fd, "-1", -1, 1 << 20, 0, "FD",
          "take over this inherited listening TCP socket, bound to the node's endpoint, instead of binding "
          "(pftnet launch hands each node its port this way, so no other process can take it meanwhile)"},
+        {"exit-codes", PFT_OPT_FLAG, &exit_codes, NULL, 0, -1, 0, NULL, "print the exit codes and exit"},
+        {"markdown", PFT_OPT_FLAG, &markdown, NULL, 0, -1, 0, NULL,
+         "with --exit-codes: as a Markdown table (the one in docs/USAGE.md)"},
         {0},
     };
     static char summary[2048];
-    int n = snprintf(summary, sizeof summary,
-                     "Runs one peer of decentralized FedPFT: waits for its predecessors' GMM bundles, samples from\n"
-                     "them, refits per-class GMMs by EM on the union with its own features, forwards the new bundle\n"
-                     "to its successors, trains and evaluates its softmax head, and writes result.json, head.npy\n"
-                     "and the bundle it sent to its output folder.\n\nexit codes:");
-#define PFT_X_HELP(name, value, text) \
+    int n = snprintf(
+        summary, sizeof summary,
+        "Runs one peer of decentralized FedPFT: waits for its predecessors' GMM bundles, samples from\n"
+        "them, refits per-class GMMs by EM on the union with its own features, forwards the new bundle\n"
+        "to its successors, trains and evaluates its softmax head, and writes result.json, head.npy\n"
+        "and the bundle it sent to its output folder.\n\nexit codes:");
+#define PFT_X_HELP(name, value, text)                                                                        \
     n += snprintf(summary + n, sizeof summary - (size_t)n, "\n  %2d  %s", value, text);
     PFT_NODE_EXIT_TABLE(PFT_X_HELP)
 #undef PFT_X_HELP
     const pft_cli_t cli = {"pftnode", NULL, 0, 0, summary, opts};
-    eval_x = eval_y = out = key = NULL;
+    topology = id = eval_x = eval_y = out = key = NULL;
     int rc = pft_cli_parse(&cli, argc, argv, NULL, NULL);
     if (rc)
         return rc == 1 ? 0 : PFT_EXIT_USAGE;
+    if (exit_codes) {
+        print_exit_codes(markdown);
+        return PFT_EXIT_OK;
+    }
+    if (markdown) {
+        fprintf(stderr, "pftnode: --markdown goes with --exit-codes (see --help)\n");
+        return PFT_EXIT_USAGE;
+    }
+    if (!topology || !id) {
+        fprintf(stderr, "pftnode: --%s is required (see --help)\n", topology ? "id" : "topology");
+        return PFT_EXIT_USAGE;
+    }
     pft_log_level_t lv;
     if (pft_log_parse_level(level, &lv) != 0) {
         fprintf(stderr, "pftnode: --log-level '%s': expected debug, info, warn or error\n", level);

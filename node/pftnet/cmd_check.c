@@ -1,5 +1,5 @@
 /* cmd_check: `pftnet check TOPO.dot [--json]` validates a topology and prints kind, roles, settings and
- * hand-offs. */
+ * hand-offs; `pftnet check --attributes [--markdown]` lists the topology attributes. */
 #include "pft_cli.h"
 #include "pft_cmd.h"
 #include "pft_error.h"
@@ -59,6 +59,43 @@ static void print_attributes(void)
     }
 }
 
+/* Writes text to stdout with the characters Markdown would read as markup escaped; in a code span
+ * (code = 1) only '|', which GitHub's tables split cells on even there. */
+static void md_cell(const char *text, int code)
+{
+    for (const char *p = text; *p; p++) {
+        if (*p == '|' || (!code && strchr("\\`*[]<>", *p)))
+            putchar('\\');
+        putchar(*p);
+    }
+}
+
+/* The attribute table as a Markdown table (docs/USAGE.md holds this output between marker comments;
+ * tests/e2e_docs.sh checks that the two agree). */
+static void print_attributes_markdown(void)
+{
+    size_t n;
+    const pft_topo_attr_t *tab = pft_topo_attr_table(&n);
+    printf("| name | scope | default | values | meaning |\n|---|---|---|---|---|\n");
+    for (size_t i = 0; i < n; i++) {
+        char vals[128];
+        pft_topo_attr_values_text(&tab[i], vals, sizeof vals);
+        printf("| `%s` | %s | ", tab[i].name, pft_topo_attr_scope_name(tab[i].scopes));
+        if (tab[i].def) {
+            printf("`");
+            md_cell(tab[i].def, 1);
+            printf("`");
+        } else {
+            printf("–");
+        }
+        printf(" | `");
+        md_cell(vals, 1);
+        printf("` | ");
+        md_cell(tab[i].help, 0);
+        printf(" |\n");
+    }
+}
+
 static void print_text(const pft_topo_t *t)
 {
     const pft_topo_run_t *r = pft_topo_run(t);
@@ -71,10 +108,12 @@ static void print_text(const pft_topo_t *t)
     if (r->root_id)
         printf("root: %s\n", r->root_id);
     printf("settings: k=%d cov=%s dtype=%s prep=%s seed=%llu deadline=%gs send_deadline=%gs on_missing=%s\n"
-           "          max_iter=%d tol=%g reg_covar=%g n_init=%d head_c=%g em_draws=%d head_draws=%d max_bundle_mb=%d\n",
+           "          max_iter=%d tol=%g reg_covar=%g n_init=%d head_c=%g em_draws=%d head_draws=%d "
+           "max_bundle_mb=%d\n",
            r->k, cov_name(r->cov), s_dtype_names[r->dtype], s_prep_names[r->prep],
            (unsigned long long)r->seed, r->deadline, r->send_deadline, s_missing_names[r->on_missing],
-           r->max_iter, r->tol, r->reg_covar, r->n_init, r->head_c, r->em_draws, r->head_draws, r->max_bundle_mb);
+           r->max_iter, r->tol, r->reg_covar, r->n_init, r->head_c, r->em_draws, r->head_draws,
+           r->max_bundle_mb);
     if (r->dataset)
         printf("simulation: dataset=%s partition=%s samples=%d%s\n", r->dataset, r->partition, r->samples,
                r->samples ? " per node" : " (all of each share)");
@@ -276,7 +315,7 @@ static int emit_json(json_t *root)
 
 int pft_cmd_check(int argc, char **argv)
 {
-    int json = 0, no_data = 0, resolved = 0, attributes = 0;
+    int json = 0, no_data = 0, resolved = 0, attributes = 0, markdown = 0;
     const pft_opt_t opts[] = {
         {"json", PFT_OPT_FLAG, &json, NULL, 1, 0, 0, NULL, "print the result as JSON on stdout"},
         {"no-data-check", PFT_OPT_FLAG, &no_data, NULL, 1, 0, 0, NULL,
@@ -284,7 +323,9 @@ int pft_cmd_check(int argc, char **argv)
         {"resolved", PFT_OPT_FLAG, &resolved, NULL, 1, 0, 0, NULL,
          "require an endpoint and train/labels on every node (what pftnode needs)"},
         {"attributes", PFT_OPT_FLAG, &attributes, NULL, 1, 0, 0, NULL,
-         "list the topology attributes (name, scope, default, values) and exit"},
+         "list the topology attributes (name, scope, default, values, meaning) and exit"},
+        {"markdown", PFT_OPT_FLAG, &markdown, NULL, 1, 0, 0, NULL,
+         "with --attributes: print them as a Markdown table (the one in docs/USAGE.md)"},
         {NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL},
     };
     const pft_cli_t cli = {
@@ -296,7 +337,9 @@ int pft_cmd_check(int argc, char **argv)
             "Validates a topology file (Graphviz DOT digraph) and prints its kind (chain, ring, dag, mesh),\n"
             "each node's role, predecessors, successors and effective settings, the numbered order of\n"
             "hand-offs and the idle edges (a mesh's primary edges that carry none). Exit status 0 if valid,\n"
-            "2 with the reason on stderr if not.",
+            "2 with the reason on stderr if not. `pftnet check --attributes` lists every attribute a "
+            "topology\n"
+            "may set instead (add --markdown for the table in docs/USAGE.md).",
         .opts = opts,
     };
     const char *pos[1] = {NULL};
@@ -306,8 +349,15 @@ int pft_cmd_check(int argc, char **argv)
         return 0;
     if (rc)
         return 2;
+    if (markdown && !attributes) {
+        fprintf(stderr, "pftnet check: --markdown goes with --attributes (see --help)\n");
+        return 2;
+    }
     if (attributes) {
-        print_attributes();
+        if (markdown)
+            print_attributes_markdown();
+        else
+            print_attributes();
         return 0;
     }
     if (n_pos < 1) {
