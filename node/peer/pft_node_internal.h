@@ -1,0 +1,169 @@
+/* pft_node_internal: the peer's state and the functions its files share. Internal to node/peer: never include
+ * it from elsewhere (the public interface is pft_node.h).
+ *
+ * One run of a node is split by noun, as CZMQ/Zyre split an actor:
+ *   pft_node.c          the stage machine and pft_node_run (the loop), exit codes, status, stop, test hooks
+ *   pft_node_setup.c    data, keys, the handed-over listening socket, inbound slots and outbound peers
+ *   pft_node_inbox.c    matching, accepting, storing and loading inbound bundles; waiting for a stage's
+ *   pft_node_refit.c    sampling, EM per class, drift, the head's rows
+ *   pft_node_release.c  DP-FedPFT: releases, the ledger, its setup
+ *   pft_node_outbox.c   sending, acknowledgements on disk, fallback successors, waiting for the sends
+ *   pft_node_result.c   the head's training and evaluation, result.json
+ * Functions shared between these files are named pft_node__<file>_<verb>; the rest are static. */
+#ifndef PFT_NODE_INTERNAL_H
+#define PFT_NODE_INTERNAL_H
+
+#include "pft_node.h"
+
+#include "pft_bundle.h"
+#include "pft_dataset.h"
+#include "pft_dp.h"
+#include "pft_keys.h"
+#include "pft_topo.h"
+#include "pft_transport.h"
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One inbound hand-off addressed to this node. */
+typedef struct {
+    size_t handoff;       /* index in the run's hand-off list */
+    const char *from;     /* sender id */
+    const char *producer; /* expected producer id of the bundle */
+    int complete;         /* 1: the complete bundle (ring or mesh lap 2) */
+    double deadline;      /* absolute pft_fsio_now() time */
+    pft_bundle_t *bundle; /* decoded and validated; NULL until it arrives */
+    uint8_t *bytes;       /* the message as received (forwarded unchanged for FORWARD) */
+    size_t len;
+    uint8_t id[PFT_BUNDLE_ID_LEN];
+    int missing;      /* 1: its deadline passed without it */
+    int via_fallback; /* 1: filled by a fallback predecessor's bundle instead of `from`'s */
+} inbound_t;
+
+/* One send this node made. */
+typedef struct {
+    const char *to;
+    int handle;
+    int lap;
+    size_t bytes;
+    char id_hex[2 * PFT_BUNDLE_ID_LEN + 1];
+    uint8_t *msg;           /* the message, kept for a fallback send */
+    const char *instead_of; /* fallback send: the primary successor that stayed unreachable; else NULL */
+    int fell_back;          /* 1: this send failed and its bundle went to the fallback successor(s) */
+    size_t seq;             /* hand-off number (0 for a fallback send) */
+    int acked_before; /* 1: acknowledged in an earlier run of this node (recorded on disk): not resent */
+    int ack_saved;    /* 1: its acknowledgement is recorded on disk */
+} outbound_t;
+
+/* Rows for EM or the head, grown as classes are added. */
+typedef struct {
+    float *x;
+    int32_t *y;
+    int n, cap, d;
+} rows_t;
+
+/* One peer's whole state for a run. */
+typedef struct {
+    const pft_node_args_t *args;
+    pft_topo_t *topo;
+    const pft_topo_run_t *run;
+    const pft_topo_node_t *me;
+    size_t my_index;
+    const char *complete_producer; /* producer of the complete bundle (ring: the producer; mesh: the root,
+                                    * whose role is also PFT_ROLE_PRODUCER); NULL for a chain or dag */
+    pft_dataset_t *train, *test, *eval;
+    int n_classes;
+    int *own_counts; /* real training rows per class (n_classes) */
+    pft_transport_t *tp;
+    inbound_t *in;
+    size_t n_in;
+    outbound_t *out;
+    size_t n_out;
+    double t_start;
+    char *inbox_dir;
+    /* results */
+    rows_t head_rows; /* what the head trains on */
+    int n_real, n_synthetic;
+    double em_seconds, head_seconds;
+    long em_iters;
+    int em_fits;
+    pft_bundle_t *knowledge; /* provenance the node ended with */
+    json_t *drift;           /* per received bundle: mean log-lik of own features under it */
+    int rejected;            /* inbound bundles refused by validation */
+    json_t *refusals;        /* their reasons */
+    /* security (unless --insecure) */
+    pft_keypair_t *kp;  /* this node's keypair */
+    pft_pubkey_t *keys; /* every node's public key, by node index */
+    /* DP-FedPFT (dp_epsilon > 0) */
+    pft_rng_t *dp_rng;      /* noise generator, seeded from the OS (never from the run seed) */
+    pft_dp_budget_t budget; /* ledger, persisted in out/dp_ledger.json */
+    json_t *dp;             /* what the releases were, for result.json */
+    double dp_delta_max;    /* largest delta over this bundle's classes */
+    int dp_clipped;         /* rows clipped to norm 1 */
+} node_t;
+
+/* pft_node.c: the run's shared plumbing. */
+int pft_node__stopping(void); /* 1 once a stop was requested */
+void pft_node__set_status(node_t *nd, const char *state, const char *detail); /* out/status, best effort */
+#ifdef PFT_TEST_HOOKS
+void pft_node__crash_point(const char *point); /* SIGKILL here if PFT_CRASH_AT=<point> */
+#else
+#define pft_node__crash_point(point) ((void)0)
+#endif
+
+/* pft_node_setup.c: each returns 0 or a pft error code (with its message set). */
+/* Loads and preps train/test/eval; sets n_classes and own_counts. */
+int pft_node__setup_data(node_t *nd);
+/* Checks that a --listen-fd socket listens on the endpoint's port. */
+int pft_node__setup_listen_fd(int fd, const char *endpoint);
+/* This node's keypair and every public key; CURVE keys into to (nothing with --insecure). */
+int pft_node__setup_keys(node_t *nd, pft_transport_opts_t *to, uint8_t cpub[PFT_KEY_CURVE_LEN],
+                         uint8_t csec[PFT_KEY_CURVE_LEN]);
+/* Inbound slots, outbound peers (fallbacks too), the keys allowed to connect. */
+int pft_node__setup_io(node_t *nd);
+
+/* pft_node_inbox.c */
+/* The transport's callback for one inbound message (ctx is the node_t). */
+int pft_node__inbox_on_message(void *ctx, const uint8_t *buf, size_t len, char *reason, size_t rlen);
+/* Loads the bundles stored in out/inbox/ by an earlier run of this node. */
+void pft_node__inbox_load(node_t *nd);
+/* Waits until each of the stage's inbound hand-offs arrived or passed its deadline. */
+int pft_node__inbox_wait(node_t *nd, const pft_stage_t *st);
+/* The stage's received bundles into list (room for st->n_recv), largest knowledge first; returns how many. */
+size_t pft_node__inbox_stage_bundles(node_t *nd, const pft_stage_t *st, inbound_t **list);
+/* A FORWARD stage's complete bundle, or NULL if it did not arrive. */
+inbound_t *pft_node__inbox_complete(node_t *nd, const pft_stage_t *st);
+
+/* pft_node_refit.c */
+/* A REFIT stage's bundle (*out, the caller's); in a final stage also the head's rows. */
+int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out);
+/* The head's rows for an adopted complete bundle (s->bundle may be NULL: own rows only). */
+int pft_node__refit_adopt(node_t *nd, const inbound_t *s);
+void pft_node__rows_free(rows_t *r);
+
+/* pft_node_release.c: DP-FedPFT. */
+/* Checks k = 1, loads the ledger, seeds the noise; sets nd->dp (nothing else without DP). */
+int pft_node__release_setup(node_t *nd);
+/* One class's noisy K = 1 Gaussian of x (n rows) into *out. */
+int pft_node__release_fit(node_t *nd, int c, const float *x, int n, pft_gmm_t **out);
+/* Charges one bundle's release to the ledger and persists it; PFT_EBUDGET past the budget. */
+int pft_node__release_charge(node_t *nd);
+
+/* pft_node_outbox.c */
+/* Sends a stage's message to its successors (not again where acknowledged before a restart). */
+int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, size_t len);
+/* Records newly acknowledged hand-offs in out/acked/. */
+void pft_node__outbox_save_acks(node_t *nd);
+/* A send's pft_send_state_t; acknowledged before a restart counts as acknowledged. */
+int pft_node__outbox_state(const node_t *nd, const outbound_t *o, int *rc, const char **reason);
+/* Waits for every send to end, falling back where the topology says; returns how many reached no one. */
+int pft_node__outbox_finish(node_t *nd, int *interrupted);
+
+/* pft_node_result.c */
+/* Trains the head on nd->head_rows, evaluates it, writes out/head.npy; fills res. */
+int pft_node__result_train_head(node_t *nd, json_t *res);
+/* Fills res with the run's outcome and writes out/result.json. */
+int pft_node__result_write(node_t *nd, json_t *res, int exit_code);
+
+#endif

@@ -1,0 +1,195 @@
+/* pft_node_outbox: a peer's sends: to its successors, acknowledgements recorded on disk, fallback successors.
+ */
+#include "pft_node_internal.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+#include "pft_log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Acknowledged hand-offs are recorded in out/acked/h<seq> (the bundle id), so that a node restarted after a
+ * crash does not send again what its successor already stored (the successor may be gone by then). */
+static char *ack_path(const node_t *nd, size_t seq)
+{
+    char name[64];
+    snprintf(name, sizeof name, "acked/h%zu", seq);
+    return pft_fsio_join(nd->args->out_dir, name);
+}
+
+/* Records every newly acknowledged hand-off in out/acked/ (best effort: retried at the next call). */
+void pft_node__outbox_save_acks(node_t *nd)
+{
+    for (size_t i = 0; i < nd->n_out; i++) {
+        outbound_t *o = &nd->out[i];
+        if (o->ack_saved || !o->seq || o->acked_before ||
+            pft_transport_send_state(nd->tp, o->handle, NULL, NULL) != PFT_SEND_ACKED)
+            continue;
+        char *path = ack_path(nd, o->seq);
+        if (path && pft_fsio_write_atomic(path, o->id_hex, strlen(o->id_hex)) == 0)
+            o->ack_saved = 1;
+        pft_free(path);
+    }
+}
+
+/* 1 if hand-off seq was acknowledged for bundle id_hex in an earlier run. */
+static int acked_earlier(const node_t *nd, size_t seq, const char *id_hex)
+{
+    char *path = ack_path(nd, seq);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int yes = path && pft_fsio_exists(path) && pft_fsio_read(path, 256, &buf, &len) == 0 &&
+              len == strlen(id_hex) && memcmp(buf, id_hex, len) == 0;
+    pft_free(buf);
+    pft_free(path);
+    return yes;
+}
+
+/* A send's state; one acknowledged before a restart counts as acknowledged. */
+int pft_node__outbox_state(const node_t *nd, const outbound_t *o, int *rc, const char **reason)
+{
+    if (o->acked_before) {
+        if (rc)
+            *rc = 0;
+        if (reason)
+            *reason = "acknowledged before a restart";
+        return PFT_SEND_ACKED;
+    }
+    return pft_transport_send_state(nd->tp, o->handle, rc, reason);
+}
+
+/* Sends one stage's message to each of its successors, except where an earlier run of this node was already
+ * acknowledged; keeps a copy for a fallback send. Returns 0 or an error code. */
+int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, size_t len)
+{
+    const pft_handoff_t *h;
+    pft_topo_handoffs(nd->topo, &h);
+    for (size_t j = 0; j < st->n_send; j++) {
+        const pft_handoff_t *ho = &h[st->send[j]];
+        const pft_topo_node_t *peer = pft_topo_node(nd->topo, ho->to);
+        const pft_topo_edge_t *e = pft_topo_edge_find(nd->topo, ho->from, ho->to);
+        double dl = e ? e->send_deadline : nd->run->send_deadline;
+        uint8_t id[PFT_BUNDLE_ID_LEN];
+        int rc = pft_bundle_message_id(bytes, len, id);
+        if (rc)
+            return rc;
+        char hex[2 * PFT_BUNDLE_ID_LEN + 1];
+        pft_bundle_id_hex(id, hex);
+        if (acked_earlier(nd, ho->seq, hex)) {
+            outbound_t *o = &nd->out[nd->n_out++];
+            *o = (outbound_t){.to = peer->id,
+                              .handle = -1,
+                              .lap = ho->lap,
+                              .bytes = len,
+                              .seq = ho->seq,
+                              .acked_before = 1};
+            memcpy(o->id_hex, hex, sizeof hex);
+            pft_info("hand-off %zu to %s was acknowledged before a restart: not sent again", ho->seq,
+                     peer->id);
+            continue;
+        }
+        int handle = pft_transport_send(nd->tp, peer->id, bytes, len, id,
+                                        pft_transport_now_ms() + (int64_t)(dl * 1000));
+        if (handle < 0)
+            return pft_err_wrap(handle, "sending to %s", peer->id);
+        outbound_t *o = &nd->out[nd->n_out++];
+        o->seq = ho->seq;
+        o->to = peer->id;
+        o->handle = handle;
+        o->lap = ho->lap;
+        o->bytes = len;
+        if (nd->me->n_fallbacks && (o->msg = pft_alloc(len)))
+            memcpy(o->msg, bytes, len);
+        pft_bundle_id_hex(id, o->id_hex);
+        pft_info("sending %s bundle %.12s to %s (hand-off %zu, lap %d, %zu bytes)",
+                 ho->what == PFT_WHAT_FORWARD ? "complete" : "refit", o->id_hex, peer->id, ho->seq, ho->lap,
+                 len);
+    }
+    return 0;
+}
+
+/* A primary send that failed (its successor stayed unreachable past send_deadline) goes to every fallback
+ * successor instead. Returns the number of fallback sends queued. */
+static int fall_back(node_t *nd)
+{
+    int queued = 0;
+    size_t n = nd->n_out;
+    for (size_t i = 0; i < n; i++) {
+        outbound_t *o = &nd->out[i];
+        if (o->fell_back || o->instead_of || !o->msg ||
+            pft_node__outbox_state(nd, o, NULL, NULL) != PFT_SEND_FAILED)
+            continue;
+        o->fell_back = 1;
+        for (size_t k = 0; k < nd->me->n_fallbacks; k++) {
+            const pft_topo_node_t *peer = pft_topo_node(nd->topo, nd->me->fallbacks[k]);
+            const pft_topo_edge_t *e = pft_topo_edge_find(nd->topo, nd->my_index, peer->index);
+            double dl = e ? e->send_deadline : nd->run->send_deadline;
+            int handle = pft_transport_send(nd->tp, peer->id, o->msg, o->bytes, NULL,
+                                            pft_transport_now_ms() + (int64_t)(dl * 1000));
+            if (handle < 0) {
+                pft_error("fallback to %s: %s", peer->id, pft_errmsg());
+                continue;
+            }
+            outbound_t *f = &nd->out[nd->n_out++];
+            *f = (outbound_t){
+                .to = peer->id, .handle = handle, .lap = o->lap, .bytes = o->bytes, .instead_of = o->to};
+            memcpy(f->id_hex, o->id_hex, sizeof f->id_hex);
+            pft_warn("%s stayed unreachable: sending bundle %.12s to fallback %s", o->to, o->id_hex,
+                     peer->id);
+            queued++;
+        }
+    }
+    return queued;
+}
+
+/* Waits for every send to end (acked, rejected or failed, falling back where the topology says); returns how
+ * many hand-offs did not reach anyone. */
+int pft_node__outbox_finish(node_t *nd, int *interrupted)
+{
+    for (;;) {
+        while (pft_transport_pending(nd->tp) > 0) {
+            if (pft_node__stopping()) {
+                *interrupted = 1;
+                break;
+            }
+            pft_node__set_status(nd, "sending", "waiting for acknowledgements");
+            int rc = pft_transport_poll(nd->tp, 200);
+            pft_node__outbox_save_acks(nd);
+            if (rc && rc != PFT_EINTR)
+                break;
+            if (nd->me->n_fallbacks)
+                fall_back(nd);
+        }
+        if (*interrupted || !nd->me->n_fallbacks || fall_back(nd) == 0)
+            break;
+    }
+    pft_node__outbox_save_acks(nd);
+    int bad = 0;
+    for (size_t i = 0; i < nd->n_out; i++) {
+        int rc;
+        const char *reason;
+        outbound_t *o = &nd->out[i];
+        int st = pft_node__outbox_state(nd, o, &rc, &reason);
+        int rescued = 0;
+        for (size_t j = 0; o->fell_back && j < nd->n_out; j++)
+            rescued |= nd->out[j].instead_of == o->to && strcmp(nd->out[j].id_hex, o->id_hex) == 0 &&
+                       pft_transport_send_state(nd->tp, nd->out[j].handle, NULL, NULL) == PFT_SEND_ACKED;
+        if (st == PFT_SEND_ACKED)
+            pft_info("hand-off to %s%s%s acknowledged", o->to, o->instead_of ? " instead of " : "",
+                     o->instead_of ? o->instead_of : "");
+        else if (rescued)
+            pft_warn("hand-off to %s %s; its fallback was acknowledged", o->to,
+                     pft_send_state_name((pft_send_state_t)st));
+        else if (!o->instead_of) {
+            bad++;
+            pft_error("hand-off to %s %s: %s", o->to, pft_send_state_name((pft_send_state_t)st),
+                      reason && *reason                        ? reason
+                      : st == PFT_SEND_PENDING && *interrupted ? "interrupted before it was acknowledged"
+                      : rc                                     ? pft_strerror(rc)
+                                                               : "not acknowledged");
+        }
+    }
+    return bad;
+}

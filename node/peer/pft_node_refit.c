@@ -1,0 +1,377 @@
+/* pft_node_refit: a stage's refit (EM per class on own rows ∪ samples of the received bundles), drift, head
+ * rows. */
+#include "pft_node_internal.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+#include "pft_gmm.h"
+#include "pft_log.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static int rows_reserve(rows_t *r, int extra)
+{
+    if (r->n + extra <= r->cap)
+        return 0;
+    int cap = r->cap ? r->cap : 1024;
+    while (cap < r->n + extra)
+        cap *= 2;
+    float *x = pft_realloc(r->x, (size_t)cap * (size_t)r->d * sizeof *x);
+    if (!x)
+        return PFT_ENOMEM;
+    r->x = x;
+    int32_t *y = pft_realloc(r->y, (size_t)cap * sizeof *y);
+    if (!y)
+        return PFT_ENOMEM;
+    r->y = y;
+    r->cap = cap;
+    return 0;
+}
+
+static int rows_append(rows_t *r, const float *x, int n, int label)
+{
+    if (n <= 0)
+        return 0;
+    if (rows_reserve(r, n) != 0)
+        return pft_err(PFT_ENOMEM, "out of memory for %d more rows", n);
+    memcpy(r->x + (size_t)r->n * r->d, x, (size_t)n * r->d * sizeof(float));
+    for (int i = 0; i < n; i++)
+        r->y[r->n + i] = label;
+    r->n += n;
+    return 0;
+}
+
+void pft_node__rows_free(rows_t *r)
+{
+    PFT_FREE(r->x);
+    PFT_FREE(r->y);
+    r->n = r->cap = 0;
+}
+
+/* Rows of knowledge in bundle b for class label that `counted` does not hold yet. */
+static uint64_t new_count(const pft_bundle_t *b, int ci, const pft_bundle_t *counted)
+{
+    int label = pft_bundle_class_label(b, ci);
+    uint64_t n = 0, in_prov = 0;
+    for (int p = 0; p < pft_bundle_prov_n_nodes(b); p++) {
+        const char *node = pft_bundle_prov_node(b, p);
+        uint64_t c = pft_bundle_prov_count(b, node, label);
+        in_prov += c;
+        if (pft_bundle_prov_count(counted, node, label) == 0)
+            n += c;
+    }
+    if (pft_bundle_prov_n_nodes(b) == 0 || in_prov == 0)
+        return pft_bundle_class_count(b, ci); /* no provenance for the class: trust the count */
+    return n;
+}
+
+/* Draws n samples of class ci of b into out (n×d). */
+static int sample_class(node_t *nd, const pft_bundle_t *b, int ci, int n, float *out, uint64_t salt)
+{
+    pft_rng_t *rng = pft_rng_new(
+        pft_rng_derive(nd->run->seed, fnv1a(nd->me->id) ^ salt, (uint64_t)pft_bundle_class_label(b, ci)));
+    if (!rng)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    int rc = pft_gmm_sample(pft_bundle_class_gmm(b, ci), rng, n, out);
+    pft_rng_destroy(&rng);
+    return rc;
+}
+
+/* Appends m samples of class ci of b to the head's rows. */
+static int add_samples(node_t *nd, const pft_bundle_t *b, int ci, uint64_t m, uint64_t salt)
+{
+    int d = pft_dataset_d(nd->train);
+    if (m > INT32_MAX / 4 || rows_reserve(&nd->head_rows, (int)m) != 0)
+        return pft_err(PFT_ENOMEM, "class %d: cannot hold %llu samples", pft_bundle_class_label(b, ci),
+                       (unsigned long long)m);
+    int rc = sample_class(nd, b, ci, (int)m, nd->head_rows.x + (size_t)nd->head_rows.n * d, salt);
+    if (rc)
+        return rc;
+    for (uint64_t j = 0; j < m; j++)
+        nd->head_rows.y[nd->head_rows.n + (int)j] = pft_bundle_class_label(b, ci);
+    nd->head_rows.n += (int)m;
+    return 0;
+}
+
+/* Mean log-likelihood of this node's real features of each class under bundle b (the drift meter). */
+static void record_drift(node_t *nd, const char *what, const pft_bundle_t *b)
+{
+    double total = 0;
+    long n_total = 0;
+    for (int ci = 0; ci < pft_bundle_n_classes(b); ci++) {
+        int label = pft_bundle_class_label(b, ci), n;
+        float *xc = NULL;
+        if (label >= pft_dataset_n_classes(nd->train) ||
+            pft_dataset_gather_class(nd->train, label, &xc, &n) || !n) {
+            pft_free(xc);
+            continue;
+        }
+        double ll;
+        if (pft_gmm_score(pft_bundle_class_gmm(b, ci), xc, n, &ll) == 0 && isfinite(ll)) {
+            total += ll * n;
+            n_total += n;
+        }
+        pft_free(xc);
+    }
+    if (n_total)
+        json_array_append_new(nd->drift, json_pack("{s:s,s:s,s:f,s:i}", "bundle", what, "producer",
+                                                   pft_bundle_producer(b), "own_avg_loglik", total / n_total,
+                                                   "own_rows", (int)n_total));
+}
+
+/* The head's rows for class c: the real rows and, per received bundle, m·head_draws fresh samples for the
+ * m rows it stands for; real rows are repeated head_draws times so that every represented row weighs the
+ * same. More draws only lower the Monte Carlo noise of the synthetic set; the objective stays the same
+ * (the head's L2 strength follows the represented count, not the row count). */
+static int head_rows_add(node_t *nd, int c, const float *own, int n_own, inbound_t **recv,
+                         const uint64_t *take, size_t nr)
+{
+    int f = nd->run->head_draws, rc = 0;
+    for (int rep = 0; rep < f && rc == 0; rep++)
+        rc = rows_append(&nd->head_rows, own, n_own, c);
+    for (size_t r = 0; r < nr && rc == 0; r++) {
+        uint64_t m = take ? take[r * (size_t)nd->n_classes + (size_t)c] : 0;
+        int ci = pft_bundle_find_class(recv[r]->bundle, c);
+        if (!m || ci < 0)
+            continue;
+        rc = add_samples(nd, recv[r]->bundle, ci, m * (uint64_t)f, 0x4eadULL + r);
+    }
+    return rc;
+}
+
+/* Rows per represented row in the EM union: real rows repeated, synthetic ones drawn that many times over,
+ * so that every represented row keeps its weight while the Monte Carlo noise of the samples shrinks.
+ * DP releases use the plain union (their sensitivity is per row). */
+static int em_draws(const node_t *nd)
+{
+    if (nd->me->dp_epsilon > 0)
+        return 1;
+    return nd->run->em_draws;
+}
+
+/* What a refit draws on: the stage's received bundles, largest knowledge first, and per bundle r and class c
+ * the rows of knowledge it adds that nothing before it counted (take[r·n_classes + c]). */
+typedef struct {
+    inbound_t **recv;
+    size_t nr;
+    uint64_t *take;
+} refit_in_t;
+
+/* Counts: own data first, then each bundle's not-yet-counted contributors, into counted and in->take. Records
+ * each bundle's drift and names it as a parent of b. Returns 0 or an error code (a class out of range). */
+static int count_received(node_t *nd, refit_in_t *in, pft_bundle_t *b, pft_bundle_t *counted)
+{
+    int rc;
+    for (int c = 0; c < nd->n_classes; c++)
+        if (nd->own_counts[c] &&
+            (rc = pft_bundle_prov_add(counted, nd->me->id, c, (uint64_t)nd->own_counts[c])))
+            return rc;
+    for (size_t r = 0; r < in->nr; r++) {
+        const pft_bundle_t *rb = in->recv[r]->bundle;
+        for (int ci = 0; ci < pft_bundle_n_classes(rb); ci++) {
+            int label = pft_bundle_class_label(rb, ci);
+            if (label >= nd->n_classes)
+                return pft_err(PFT_EINVAL, "bundle from %s has class %d; this run has %d classes",
+                               pft_bundle_producer(rb), label, nd->n_classes);
+            in->take[r * (size_t)nd->n_classes + (size_t)label] = new_count(rb, ci, counted);
+        }
+        if ((rc = pft_bundle_prov_merge(counted, rb)))
+            return rc;
+        record_drift(nd, "received", rb);
+        pft_bundle_add_parent(b, in->recv[r]->id);
+    }
+    return 0;
+}
+
+/* Appends to cls, for class c, f fresh samples per row of knowledge each received bundle adds; counts them
+ * in *represented and nd->n_synthetic. */
+static int class_samples(node_t *nd, int c, const refit_in_t *in, int f, rows_t *cls, int *represented)
+{
+    int rc;
+    for (size_t r = 0; r < in->nr; r++) {
+        uint64_t m = in->take[r * (size_t)nd->n_classes + (size_t)c];
+        int ci = pft_bundle_find_class(in->recv[r]->bundle, c);
+        if (!m || ci < 0)
+            continue;
+        *represented += (int)m;
+        nd->n_synthetic += (int)m;
+        m *= (uint64_t)f;
+        if (m > INT32_MAX / 2 || (rc = rows_reserve(cls, (int)m)))
+            return pft_err(PFT_ENOMEM, "class %d: cannot hold %llu samples", c, (unsigned long long)m);
+        if ((rc = sample_class(nd, in->recv[r]->bundle, ci, (int)m, cls->x + (size_t)cls->n * cls->d,
+                               (uint64_t)r)))
+            return rc;
+        for (uint64_t j = 0; j < m; j++)
+            cls->y[cls->n + (int)j] = c;
+        cls->n += (int)m;
+    }
+    return 0;
+}
+
+/* Fills cls with the union EM fits for class c: own rows and samples of the received bundles, em_draws times
+ * each. Sets *n_own (real rows) and *represented (rows of knowledge the union stands for). */
+static int class_union(node_t *nd, int c, const refit_in_t *in, rows_t *cls, int *n_own, int *represented)
+{
+    float *xc = NULL;
+    int rc = 0;
+    cls->n = 0;
+    *n_own = 0;
+    if (c < pft_dataset_n_classes(nd->train))
+        rc = pft_dataset_gather_class(nd->train, c, &xc, n_own);
+    if (rc == 0)
+        rc = rows_append(cls, xc, *n_own, c);
+    pft_free(xc);
+    if (rc)
+        return rc;
+    int f = em_draws(nd);
+    *represented = *n_own;
+    if (f > 1 && *n_own > 0 && (rc = rows_reserve(cls, *n_own * (f - 1)))) /* before copying from cls->x */
+        return rc;
+    for (int rep = 1; rep < f; rep++)
+        if ((rc = rows_append(cls, cls->x, *n_own, c)))
+            return rc;
+    return class_samples(nd, c, in, f, cls, represented);
+}
+
+static void em_opts(const node_t *nd, int c, pft_gmm_opts_t *go)
+{
+    pft_gmm_opts_default(go);
+    go->k = nd->me->k;
+    go->cov = nd->me->cov;
+    go->rank = nd->me->cov_rank;
+    go->max_iter = nd->run->max_iter;
+    go->tol = nd->run->tol;
+    go->reg_covar = nd->run->reg_covar;
+    go->n_init = nd->run->n_init;
+    go->seed = pft_rng_derive(nd->run->seed, fnv1a(nd->me->id), (uint64_t)c);
+}
+
+/* Fits class c on its union (EM, or a DP release) and adds the model to b as standing for `represented` rows.
+ */
+static int fit_class(node_t *nd, int c, const rows_t *cls, int n_own, int represented, pft_bundle_t *b)
+{
+    pft_gmm_opts_t go;
+    pft_gmm_t *g = NULL;
+    pft_node__set_status(nd, "fitting", NULL);
+    em_opts(nd, c, &go);
+    pft_gmm_info_t info = {.iters = 1, .k_used = 1};
+    double t0 = pft_fsio_now();
+    int rc = nd->me->dp_epsilon > 0 ? pft_node__release_fit(nd, c, cls->x, cls->n, &g)
+                                    : pft_gmm_fit(cls->x, cls->n, cls->d, &go, &g, &info);
+    double dt = pft_fsio_now() - t0;
+    if (rc) {
+        pft_err_wrap(rc, "%s for class %d (%d rows)", nd->me->dp_epsilon > 0 ? "DP release" : "EM", c,
+                     cls->n);
+        pft_gmm_destroy(&g);
+        return rc;
+    }
+    nd->em_seconds += dt;
+    nd->em_iters += info.iters;
+    nd->em_fits++;
+    pft_debug("class %d: %d real + %d synthetic rows, K=%d, %d EM iterations, %.2fs", c, n_own,
+              cls->n - n_own, info.k_used, info.iters, dt);
+    rc = pft_bundle_add_class(b, c, (uint64_t)represented, &g);
+    pft_gmm_destroy(&g);
+    return rc;
+}
+
+/* Stamps b: the provenance counted, this node's DP guarantee, the complete flag. */
+static int seal(node_t *nd, pft_bundle_t *b, const pft_bundle_t *counted, int complete)
+{
+    int rc;
+    if ((rc = pft_bundle_prov_merge(b, counted)))
+        return rc;
+    if (nd->me->dp_epsilon > 0 && pft_bundle_prov_contains(b, nd->me->id) &&
+        (rc = pft_bundle_prov_set_dp(b, nd->me->id, nd->me->dp_epsilon, nd->dp_delta_max)))
+        return rc;
+    if (complete && (rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE)))
+        return rc;
+    return 0;
+}
+
+/* EM on own rows ∪ samples of the received bundles, per class; builds the outbound bundle (*out, the
+ * caller's). In a final stage also fills the head's rows. On error *out is untouched and the message says
+ * why. */
+int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
+{
+    int d = pft_dataset_d(nd->train), rc = PFT_ENOMEM;
+    refit_in_t in = {.recv = pft_calloc(st->n_recv + 1, sizeof *in.recv)};
+    in.nr = in.recv ? pft_node__inbox_stage_bundles(nd, st, in.recv) : 0;
+    pft_bundle_t *b = pft_bundle_new(nd->run->run, nd->me->id, (pft_dtype_t)nd->run->dtype, d);
+    pft_bundle_t *counted = pft_bundle_new(nd->run->run, nd->me->id, PFT_DTYPE_F32, d);
+    in.take = pft_calloc(in.nr * (size_t)nd->n_classes + 1, sizeof *in.take);
+    rows_t cls = {.d = d};
+    if (!in.recv || !b || !counted || !in.take)
+        goto done;
+    if ((rc = count_received(nd, &in, b, counted)))
+        goto done;
+    for (int c = 0; c < nd->n_classes; c++) {
+        int n_own = 0, represented = 0;
+        if ((rc = class_union(nd, c, &in, &cls, &n_own, &represented)))
+            goto done;
+        nd->n_real += n_own;
+        if (cls.n == 0)
+            continue;
+        if ((rc = fit_class(nd, c, &cls, n_own, represented, b)))
+            goto done;
+        if (nd->em_fits == 2)
+            pft_node__crash_point("mid-em");
+        if (st->final && (rc = head_rows_add(nd, c, cls.x, n_own, in.recv, in.take, in.nr)))
+            goto done;
+    }
+    if ((rc = seal(nd, b, counted, complete)))
+        goto done;
+    record_drift(nd, "sent", b);
+    *out = b;
+    b = NULL;
+    rc = 0;
+done:
+    if (rc == PFT_ENOMEM && !strstr(pft_errmsg(), "memory"))
+        pft_err(rc, "out of memory while refitting");
+    pft_free(in.take);
+    pft_free(in.recv);
+    pft_node__rows_free(&cls);
+    pft_bundle_destroy(&counted);
+    pft_bundle_destroy(&b);
+    return rc;
+}
+
+/* Head rows for an adopted complete bundle: own rows ∪ samples standing for everyone else's data
+ * (the bundle's count minus what this node itself contributed to it), head_draws times as above. */
+int pft_node__refit_adopt(node_t *nd, const inbound_t *s)
+{
+    int rc = 0, f = nd->run->head_draws;
+    const pft_bundle_t *b = s->bundle;
+    float *xc = NULL;
+    if (b)
+        record_drift(nd, "received", b);
+    for (int c = 0; c < nd->n_classes && rc == 0; c++) {
+        int n_own = 0;
+        if (c < pft_dataset_n_classes(nd->train) &&
+            (rc = pft_dataset_gather_class(nd->train, c, &xc, &n_own)))
+            break;
+        for (int rep = 0; rep < f && rc == 0; rep++)
+            rc = rows_append(&nd->head_rows, xc, n_own, c);
+        PFT_FREE(xc);
+        nd->n_real += n_own;
+        int ci = b ? pft_bundle_find_class(b, c) : -1;
+        if (rc || ci < 0)
+            continue;
+        uint64_t total = pft_bundle_class_count(b, ci), mine = pft_bundle_prov_count(b, nd->me->id, c);
+        uint64_t m = total > mine ? total - mine : 0;
+        nd->n_synthetic += (int)m;
+        if (m)
+            rc = add_samples(nd, b, ci, m * (uint64_t)f, 0xc0);
+    }
+    return rc;
+}

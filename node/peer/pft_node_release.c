@@ -1,0 +1,101 @@
+/* pft_node_release: DP-FedPFT releases (paper §4.3): one noisy Gaussian per class, the privacy ledger, its
+ * setup. */
+#include "pft_node_internal.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+#include "pft_log.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+/* DP-FedPFT (paper §4.3): a K = 1 Gaussian of the class's union, clipped to norm ≤ 1, released with Gaussian
+ * noise (pft_dp). The union itself is left untouched (the head still trains on it). */
+int pft_node__release_fit(node_t *nd, int c, const float *x, int n, pft_gmm_t **out)
+{
+    int d = pft_dataset_d(nd->train);
+    float *xc = pft_alloc_array((size_t)n * (size_t)d, sizeof *xc);
+    if (!xc)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    memcpy(xc, x, (size_t)n * (size_t)d * sizeof *xc);
+    nd->dp_clipped += pft_dp_clip(xc, n, d);
+    pft_dp_info_t info;
+    double delta = nd->me->dp_delta > 0 ? nd->me->dp_delta : PFT_DP_DELTA_AUTO;
+    int rc = pft_dp_fit(xc, n, d, nd->me->cov, nd->me->dp_epsilon, delta, (pft_dp_mech_t)nd->me->dp_mech,
+                        nd->run->reg_covar, nd->dp_rng, out, &info);
+    pft_free(xc);
+    if (rc)
+        return rc;
+    if (info.delta > nd->dp_delta_max)
+        nd->dp_delta_max = info.delta;
+    json_array_append_new(json_object_get(nd->dp, "per_class"),
+                          json_pack("{s:i,s:i,s:f,s:f,s:f,s:b,s:i}", "class", c, "n", n, "epsilon", info.eps,
+                                    "delta", info.delta, "sigma", info.sigma, "sigma_raised",
+                                    info.sigma_raised, "n_floored", info.n_floored));
+    return 0;
+}
+
+/* Charges the release of one bundle (classes are disjoint: parallel composition, so (ε, max δ)) to the ledger
+ * and persists it before anything is sent. PFT_EBUDGET when the node's total would be exceeded. */
+int pft_node__release_charge(node_t *nd)
+{
+    int rc = pft_dp_budget_charge(&nd->budget, nd->me->dp_epsilon, nd->dp_delta_max);
+    if (rc)
+        return rc;
+    char *path = pft_fsio_join(nd->args->out_dir, "dp_ledger.json");
+    json_t *o = json_pack("{s:f,s:f,s:i}", "eps_spent", nd->budget.eps_spent, "delta_spent",
+                          nd->budget.delta_spent, "releases", nd->budget.releases);
+    char *text = o ? json_dumps(o, JSON_REAL_PRECISION(17)) : NULL;
+    rc = path && text ? pft_fsio_write_atomic(path, text, strlen(text)) : PFT_ENOMEM;
+    free(text);
+    json_decref(o);
+    pft_free(path);
+    return rc;
+}
+
+/* DP setup: K must be 1, the ledger is loaded, the noise generator seeded from the OS. */
+int pft_node__release_setup(node_t *nd)
+{
+    nd->dp = json_object();
+    if (!(nd->me->dp_epsilon > 0))
+        return 0;
+    if (nd->me->k != 1)
+        return pft_err(PFT_ETOPO,
+                       "node '%s': DP-FedPFT releases one Gaussian per class: set k = 1 (it has k = %d)",
+                       nd->me->id, nd->me->k);
+    double total = nd->me->dp_budget > 0 ? nd->me->dp_budget : INFINITY;
+    pft_dp_budget_init(&nd->budget, total, 1.0);
+    char *path = pft_fsio_join(nd->args->out_dir, "dp_ledger.json");
+    json_error_t err;
+    json_t *l = path && pft_fsio_exists(path) ? json_load_file(path, 0, &err) : NULL;
+    if (l) {
+        nd->budget.eps_spent = json_number_value(json_object_get(l, "eps_spent"));
+        nd->budget.delta_spent = json_number_value(json_object_get(l, "delta_spent"));
+        nd->budget.releases = (int)json_integer_value(json_object_get(l, "releases"));
+        json_decref(l);
+    }
+    pft_free(path);
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed)
+        return pft_err(PFT_EIO, "getrandom failed: cannot seed the DP noise");
+#ifdef PFT_TEST_HOOKS
+    if (getenv("PFT_DP_SEED")) {
+        seed = strtoull(getenv("PFT_DP_SEED"), NULL, 10);
+        pft_warn("test hook: DP noise seeded from PFT_DP_SEED (not private)");
+    }
+#endif
+    nd->dp_rng = pft_rng_new(seed);
+    if (!nd->dp_rng)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    json_object_set_new(nd->dp, "mechanism", json_string(pft_dp_mech_name((pft_dp_mech_t)nd->me->dp_mech)));
+    json_object_set_new(nd->dp, "epsilon", json_real(nd->me->dp_epsilon));
+    json_object_set_new(nd->dp, "per_class", json_array());
+    pft_info("DP-FedPFT: epsilon %g per release, delta %s, mechanism %s, budget %s (spent %g in %d releases)",
+             nd->me->dp_epsilon, nd->me->dp_delta > 0 ? "given" : "1/n",
+             pft_dp_mech_name((pft_dp_mech_t)nd->me->dp_mech), isfinite(total) ? "limited" : "unlimited",
+             nd->budget.eps_spent, nd->budget.releases);
+    return 0;
+}
