@@ -53,7 +53,8 @@ int pft_partition_parse(const char *text, pft_part_spec_t *spec)
         return 0;
     }
     return pft_err(PFT_EINVAL,
-                   "partition '%s': expected iid, dirichlet:<beta>, labels:<ranges>|<ranges>... or domain", text);
+                   "partition '%s': expected iid, dirichlet:<beta>, labels:<ranges>|<ranges>... or domain",
+                   text);
 }
 
 int pft_partition_parse_classes(const char *text, int n_classes, uint8_t *flags)
@@ -112,8 +113,8 @@ static void put(int32_t **lists, int *counts, int i, int32_t r)
 }
 
 /* Eligibility of a row for node i under the labels/domain filters (NULL filters accept all). */
-static int eligible(const pft_part_spec_t *spec, uint8_t *const *cls, const pft_part_node_t *nodes, int i, int y,
-                    int dom)
+static int eligible(const pft_part_spec_t *spec, uint8_t *const *cls, const pft_part_node_t *nodes, int i,
+                    int y, int dom)
 {
     if (spec->kind == PFT_PART_LABELS && !cls[i][y])
         return 0;
@@ -123,9 +124,9 @@ static int eligible(const pft_part_spec_t *spec, uint8_t *const *cls, const pft_
 }
 
 /* Splits one set of rows (train or test) into lists. props: Dirichlet proportions n_classes × n_nodes. */
-static int split_rows(const pft_part_spec_t *spec, uint8_t *const *cls, const pft_part_node_t *nodes, int n_nodes,
-                      int n_classes, const double *props, const int32_t *y, const int32_t *dom, int n,
-                      pft_rng_t *rng, int32_t **lists, int *counts)
+static int split_rows(const pft_part_spec_t *spec, uint8_t *const *cls, const pft_part_node_t *nodes,
+                      int n_nodes, int n_classes, const double *props, const int32_t *y, const int32_t *dom,
+                      int n, pft_rng_t *rng, int32_t **lists, int *counts)
 {
     int rc = PFT_ENOMEM;
     int32_t *rows = pft_alloc_array((size_t)n + 1, sizeof *rows);
@@ -171,14 +172,15 @@ done:
     return rc;
 }
 
-int pft_partition_split(const pft_part_spec_t *spec, const pft_part_node_t *nodes, int n_nodes, int n_classes,
-                        const int32_t *ytr, const int32_t *dtr, int ntr, const int32_t *yte, const int32_t *dte,
-                        int nte, uint64_t seed, pft_partition_t **out)
+/* Labels and rows checked before anything is allocated. */
+static int check_inputs(const pft_part_spec_t *spec, int n_nodes, int n_classes, const int32_t *ytr,
+                        const int32_t *dtr, int ntr, const int32_t *yte, const int32_t *dte, int nte)
 {
     if (n_nodes < 1 || n_classes < 1 || ntr < 0 || nte < 0)
         return pft_err(PFT_EINVAL, "partition: %d nodes, %d classes", n_nodes, n_classes);
     if (spec->kind == PFT_PART_DOMAIN && (!dtr || (nte > 0 && !dte)))
-        return pft_err(PFT_EINVAL, "partition 'domain' needs train_domain.npy and test_domain.npy in the dataset");
+        return pft_err(PFT_EINVAL,
+                       "partition 'domain' needs train_domain.npy and test_domain.npy in the dataset");
     for (int r = 0; r < ntr; r++)
         if (ytr[r] < 0 || ytr[r] >= n_classes)
             return pft_err(PFT_EINVAL, "partition: training label %d at row %d is not in 0..%d", ytr[r], r,
@@ -187,14 +189,16 @@ int pft_partition_split(const pft_part_spec_t *spec, const pft_part_node_t *node
         if (yte[r] < 0 || yte[r] >= n_classes)
             return pft_err(PFT_EINVAL, "partition: test label %d at row %d is not in 0..%d", yte[r], r,
                            n_classes - 1);
+    return 0;
+}
 
-    int rc = PFT_ENOMEM;
-    pft_rng_t *rng = pft_rng_new(pft_rng_derive(seed, 0x7061727469ULL, 0));
+/* An empty partition whose per-node lists can hold every row (ntr train, nte test); NULL when out of memory.
+ */
+static pft_partition_t *partition_new(int n_nodes, int ntr, int nte)
+{
     pft_partition_t *self = pft_calloc(1, sizeof *self);
-    uint8_t **cls = pft_calloc((size_t)n_nodes, sizeof *cls);
-    double *props = NULL;
-    if (!rng || !self || !cls)
-        goto fail;
+    if (!self)
+        return NULL;
     self->n_nodes = n_nodes;
     self->train = pft_calloc((size_t)n_nodes, sizeof *self->train);
     self->test = pft_calloc((size_t)n_nodes, sizeof *self->test);
@@ -208,78 +212,119 @@ int pft_partition_split(const pft_part_spec_t *spec, const pft_part_node_t *node
         if (!self->train[i] || !self->test[i])
             goto fail;
     }
-    if (spec->kind == PFT_PART_LABELS) {
-        for (int i = 0; i < n_nodes; i++) {
-            char buf[1024];
-            const char *set = nodes[i].classes;
-            if (!set) {
-                if (spec->n_ranges != n_nodes) {
-                    rc = pft_err(PFT_EINVAL,
-                                 "partition labels: %d ranges given for %d nodes (or set 'classes' on each node)",
-                                 spec->n_ranges, n_nodes);
-                    goto fail;
-                }
-                if (nth_range(spec, i, buf, sizeof buf) != 0) {
-                    rc = pft_err(PFT_EINVAL, "partition labels: range %d is malformed", i);
-                    goto fail;
-                }
-                set = buf;
-            }
-            cls[i] = pft_alloc((size_t)n_classes);
-            if (!cls[i])
-                goto fail;
-            rc = pft_partition_parse_classes(set, n_classes, cls[i]);
-            if (rc)
-                goto fail;
+    return self;
+fail:
+    pft_partition_destroy(&self);
+    return NULL;
+}
+
+/* Labels: each node's class flags (n_classes bytes) into cls[i], from its own `classes` or else the spec's
+ * i-th range. Other kinds: nothing. */
+static int class_filters(const pft_part_spec_t *spec, const pft_part_node_t *nodes, int n_nodes,
+                         int n_classes, uint8_t **cls)
+{
+    if (spec->kind != PFT_PART_LABELS)
+        return 0;
+    for (int i = 0; i < n_nodes; i++) {
+        char buf[1024];
+        const char *set = nodes[i].classes;
+        if (!set) {
+            if (spec->n_ranges != n_nodes)
+                return pft_err(
+                    PFT_EINVAL,
+                    "partition labels: %d ranges given for %d nodes (or set 'classes' on each node)",
+                    spec->n_ranges, n_nodes);
+            if (nth_range(spec, i, buf, sizeof buf) != 0)
+                return pft_err(PFT_EINVAL, "partition labels: range %d is malformed", i);
+            set = buf;
         }
+        cls[i] = pft_alloc((size_t)n_classes);
+        if (!cls[i])
+            return PFT_ENOMEM;
+        int rc = pft_partition_parse_classes(set, n_classes, cls[i]);
+        if (rc)
+            return rc;
     }
+    return 0;
+}
+
+/* Domain: every node must name its domain. */
+static int check_domains(const pft_part_spec_t *spec, const pft_part_node_t *nodes, int n_nodes)
+{
     if (spec->kind == PFT_PART_DOMAIN)
         for (int i = 0; i < n_nodes; i++)
-            if (nodes[i].domain < 0) {
-                rc = pft_err(PFT_EINVAL, "partition domain: node %d has no 'domain' attribute", i);
-                goto fail;
-            }
-    /* Dirichlet: with a small beta some node can draw (almost) nothing; as in NIID-Bench (Li et al. 2022) the
-     * proportions are drawn again until every node holds at least PFT_PART_MIN_ROWS training rows (fewer when
-     * the dataset is too small for that). */
+            if (nodes[i].domain < 0)
+                return pft_err(PFT_EINVAL, "partition domain: node %d has no 'domain' attribute", i);
+    return 0;
+}
+
+/* Dirichlet: each class's node proportions props[c·n_nodes + i] ~ Dirichlet(beta), normalised gamma draws. */
+static void draw_proportions(const pft_part_spec_t *spec, int n_nodes, int n_classes, pft_rng_t *rng,
+                             double *props)
+{
+    for (int c = 0; c < n_classes; c++) {
+        double s = 0;
+        for (int i = 0; i < n_nodes; i++)
+            s += props[(size_t)c * n_nodes + i] = pft_rng_gamma(rng, spec->beta);
+        for (int i = 0; i < n_nodes; i++)
+            props[(size_t)c * n_nodes + i] = s > 0 ? props[(size_t)c * n_nodes + i] / s : 1.0 / n_nodes;
+    }
+}
+
+/* The training rows every node must hold under Dirichlet: PFT_PART_MIN_ROWS, or ntr / (2·n_nodes) when that
+ * is smaller, and at least 1 when there are as many rows as nodes. */
+static int dirichlet_min_rows(int ntr, int n_nodes)
+{
     int min_rows = ntr / (2 * n_nodes) < PFT_PART_MIN_ROWS ? ntr / (2 * n_nodes) : PFT_PART_MIN_ROWS;
-    int attempt = 0;
     if (min_rows < 1)
         min_rows = ntr >= n_nodes ? 1 : 0;
-    if (spec->kind == PFT_PART_DIRICHLET && !(props = pft_alloc_array((size_t)n_classes * n_nodes, sizeof *props)))
-        goto fail;
-redraw:
-    if (spec->kind == PFT_PART_DIRICHLET) {
-        for (int c = 0; c < n_classes; c++) {
-            double s = 0;
-            for (int i = 0; i < n_nodes; i++)
-                s += props[(size_t)c * n_nodes + i] = pft_rng_gamma(rng, spec->beta);
-            for (int i = 0; i < n_nodes; i++)
-                props[(size_t)c * n_nodes + i] = s > 0 ? props[(size_t)c * n_nodes + i] / s : 1.0 / n_nodes;
-        }
-    }
-    for (int i = 0; i < n_nodes; i++)
-        self->n_train[i] = 0;
-    rc = split_rows(spec, cls, nodes, n_nodes, n_classes, props, ytr, dtr, ntr, rng, self->train, self->n_train);
-    if (rc == 0 && spec->kind == PFT_PART_DIRICHLET) {
+    return min_rows;
+}
+
+/* What split_rows needs besides the rows. */
+typedef struct {
+    const pft_part_spec_t *spec;
+    uint8_t *const *cls;          /* labels: per-node class flags */
+    const pft_part_node_t *nodes; /* the nodes' requests */
+    int n_nodes, n_classes;
+    double *props;  /* Dirichlet: n_classes × n_nodes proportions; NULL otherwise */
+    pft_rng_t *rng; /* the partition's one random stream */
+} split_ctx_t;
+
+/* Splits the training rows into self->train. Dirichlet: with a small beta some node can draw (almost)
+ * nothing; as in NIID-Bench (Li et al. 2022) the proportions are drawn again until every node holds at least
+ * dirichlet_min_rows training rows, at most PFT_PART_MAX_DRAWS times. */
+static int split_train(pft_partition_t *self, const split_ctx_t *x, const int32_t *ytr, const int32_t *dtr,
+                       int ntr)
+{
+    int dirichlet = x->spec->kind == PFT_PART_DIRICHLET, min_rows = dirichlet_min_rows(ntr, x->n_nodes);
+    for (int attempt = 0;;) {
+        if (dirichlet)
+            draw_proportions(x->spec, x->n_nodes, x->n_classes, x->rng, x->props);
+        for (int i = 0; i < x->n_nodes; i++)
+            self->n_train[i] = 0;
+        int rc = split_rows(x->spec, x->cls, x->nodes, x->n_nodes, x->n_classes, x->props, ytr, dtr, ntr,
+                            x->rng, self->train, self->n_train);
+        if (rc || !dirichlet)
+            return rc;
         int least = ntr;
-        for (int i = 0; i < n_nodes; i++)
+        for (int i = 0; i < x->n_nodes; i++)
             least = self->n_train[i] < least ? self->n_train[i] : least;
-        if (least < min_rows && ++attempt < PFT_PART_MAX_DRAWS)
-            goto redraw;
-        if (least < min_rows) {
-            rc = pft_err(PFT_EINVAL,
-                         "partition dirichlet:%g: after %d draws some node still holds fewer than %d training rows; "
-                         "raise beta or use fewer nodes",
-                         spec->beta, PFT_PART_MAX_DRAWS, min_rows);
-            goto fail;
-        }
+        if (least >= min_rows)
+            return 0;
+        if (++attempt >= PFT_PART_MAX_DRAWS)
+            return pft_err(
+                PFT_EINVAL,
+                "partition dirichlet:%g: after %d draws some node still holds fewer than %d training "
+                "rows; raise beta or use fewer nodes",
+                x->spec->beta, PFT_PART_MAX_DRAWS, min_rows);
     }
-    if (rc == 0)
-        rc = split_rows(spec, cls, nodes, n_nodes, n_classes, props, yte, dte, nte, rng, self->test, self->n_test);
-    if (rc)
-        goto fail;
-    for (int i = 0; i < n_nodes; i++) {
+}
+
+/* Caps each node's training rows at its size (a seeded random subset) and sorts every list. */
+static void cap_and_sort(pft_partition_t *self, const pft_part_node_t *nodes, pft_rng_t *rng)
+{
+    for (int i = 0; i < self->n_nodes; i++) {
         if (nodes[i].size > 0 && nodes[i].size < self->n_train[i]) {
             pft_rng_shuffle(rng, self->train[i], (size_t)self->n_train[i]);
             self->n_train[i] = nodes[i].size;
@@ -287,9 +332,37 @@ redraw:
         qsort(self->train[i], (size_t)self->n_train[i], sizeof(int32_t), cmp_i32);
         qsort(self->test[i], (size_t)self->n_test[i], sizeof(int32_t), cmp_i32);
     }
+}
+
+int pft_partition_split(const pft_part_spec_t *spec, const pft_part_node_t *nodes, int n_nodes, int n_classes,
+                        const int32_t *ytr, const int32_t *dtr, int ntr, const int32_t *yte,
+                        const int32_t *dte, int nte, uint64_t seed, pft_partition_t **out)
+{
+    int rc = check_inputs(spec, n_nodes, n_classes, ytr, dtr, ntr, yte, dte, nte);
+    if (rc)
+        return rc;
+    rc = PFT_ENOMEM;
+    pft_rng_t *rng = pft_rng_new(pft_rng_derive(seed, 0x7061727469ULL, 0));
+    pft_partition_t *self = NULL;
+    uint8_t **cls = pft_calloc((size_t)n_nodes, sizeof *cls);
+    split_ctx_t x = {spec, cls, nodes, n_nodes, n_classes, NULL, rng};
+    if (!rng || !cls || !(self = partition_new(n_nodes, ntr, nte)))
+        goto fail;
+    if ((rc = class_filters(spec, nodes, n_nodes, n_classes, cls)) ||
+        (rc = check_domains(spec, nodes, n_nodes)))
+        goto fail;
+    if (spec->kind == PFT_PART_DIRICHLET &&
+        !(x.props = pft_alloc_array((size_t)n_classes * n_nodes, sizeof *x.props))) {
+        rc = PFT_ENOMEM;
+        goto fail;
+    }
+    if ((rc = split_train(self, &x, ytr, dtr, ntr)) ||
+        (rc = split_rows(spec, cls, nodes, n_nodes, n_classes, x.props, yte, dte, nte, rng, self->test,
+                         self->n_test)))
+        goto fail;
+    cap_and_sort(self, nodes, rng);
     *out = self;
     self = NULL;
-    rc = 0;
 fail:
     if (rc == PFT_ENOMEM)
         pft_err(rc, "partition: out of memory");
@@ -297,7 +370,7 @@ fail:
         for (int i = 0; i < n_nodes; i++)
             pft_free(cls[i]);
     pft_free(cls);
-    pft_free(props);
+    pft_free(x.props);
     pft_rng_destroy(&rng);
     pft_partition_destroy(&self);
     return rc;

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -109,130 +110,189 @@ static int sample_bundle(const pft_bundle_t *b, int n_classes, uint64_t seed, pf
     return 0;
 }
 
-int pft_cmd_synth(int argc, char **argv)
+/* Parses argv into *a, *go, *prep and *dtype; returns -1 to go on, else the exit code (0 after --help). */
+static int parse_args(int argc, char **argv, synth_args_t *a, pft_gmm_opts_t *go, pft_prep_t *prep,
+                      pft_dtype_t *dtype)
 {
-    synth_args_t a;
     const pft_opt_t opts[] = {
-        {"train-features", PFT_OPT_STRING, &a.train_x, NULL, 0, -1, 1, "X.npy", "training features"},
-        {"train-labels", PFT_OPT_STRING, &a.train_y, NULL, 0, -1, 1, "Y.npy", "training labels"},
-        {"test-features", PFT_OPT_STRING, &a.test_x, NULL, 0, -1, 1, "X.npy", "test features"},
-        {"test-labels", PFT_OPT_STRING, &a.test_y, NULL, 0, -1, 1, "Y.npy", "test labels"},
-        {"k", PFT_OPT_INT, &a.k, "10", 1, 1024, 0, "K", "components per class"},
-        {"cov", PFT_OPT_STRING, &a.cov_name, "diag", 0, -1, 0, "TYPE", "covariance: full, diag, spher or lowrank"},
-        {"rank", PFT_OPT_INT, &a.rank, "32", 1, 65535, 0, "Q", "lowrank: factors per component (clamped to d-1)"},
-        {"max-iter", PFT_OPT_INT, &a.max_iter, "100", 1, 100000, 0, "N", "EM iterations at most"},
-        {"tol", PFT_OPT_DOUBLE, &a.tol, "1e-3", 0, 1e3, 0, "T", "EM tolerance on the mean log-likelihood"},
-        {"reg-covar", PFT_OPT_DOUBLE, &a.reg, "1e-6", 0, 1e3, 0, "R", "added to every variance"},
-        {"n-init", PFT_OPT_INT, &a.n_init, "1", 1, 100, 0, "N", "EM restarts"},
-        {"seed", PFT_OPT_U64, &a.seed, "0", 0, -1, 0, "S", "seed (initialisation and sampling)"},
-        {"prep", PFT_OPT_STRING, &a.prep_name, "l2", 0, -1, 0, "P", "feature preprocessing: none, l2, sqrt-l2"},
-        {"dtype", PFT_OPT_STRING, &a.dtype_name, "fp16", 0, -1, 0, "T",
+        {"train-features", PFT_OPT_STRING, &a->train_x, NULL, 0, -1, 1, "X.npy", "training features"},
+        {"train-labels", PFT_OPT_STRING, &a->train_y, NULL, 0, -1, 1, "Y.npy", "training labels"},
+        {"test-features", PFT_OPT_STRING, &a->test_x, NULL, 0, -1, 1, "X.npy", "test features"},
+        {"test-labels", PFT_OPT_STRING, &a->test_y, NULL, 0, -1, 1, "Y.npy", "test labels"},
+        {"k", PFT_OPT_INT, &a->k, "10", 1, 1024, 0, "K", "components per class"},
+        {"cov", PFT_OPT_STRING, &a->cov_name, "diag", 0, -1, 0, "TYPE",
+         "covariance: full, diag, spher or lowrank"},
+        {"rank", PFT_OPT_INT, &a->rank, "32", 1, 65535, 0, "Q",
+         "lowrank: factors per component (clamped to d-1)"},
+        {"max-iter", PFT_OPT_INT, &a->max_iter, "100", 1, 100000, 0, "N", "EM iterations at most"},
+        {"tol", PFT_OPT_DOUBLE, &a->tol, "1e-3", 0, 1e3, 0, "T", "EM tolerance on the mean log-likelihood"},
+        {"reg-covar", PFT_OPT_DOUBLE, &a->reg, "1e-6", 0, 1e3, 0, "R", "added to every variance"},
+        {"n-init", PFT_OPT_INT, &a->n_init, "1", 1, 100, 0, "N", "EM restarts"},
+        {"seed", PFT_OPT_U64, &a->seed, "0", 0, -1, 0, "S", "seed (initialisation and sampling)"},
+        {"prep", PFT_OPT_STRING, &a->prep_name, "l2", 0, -1, 0, "P",
+         "feature preprocessing: none, l2, sqrt-l2"},
+        {"dtype", PFT_OPT_STRING, &a->dtype_name, "fp16", 0, -1, 0, "T",
          "parameter encoding the GMMs go through: fp16 or fp32"},
-        {"head-c", PFT_OPT_DOUBLE, &a.head_c, "1", 1e-6, 1e6, 0, "C", "head inverse L2 strength (as sklearn's C)"},
-        {"json", PFT_OPT_FLAG, &a.json, NULL, 0, -1, 0, NULL, "print one JSON object on stdout"},
+        {"head-c", PFT_OPT_DOUBLE, &a->head_c, "1", 1e-6, 1e6, 0, "C",
+         "head inverse L2 strength (as sklearn's C)"},
+        {"json", PFT_OPT_FLAG, &a->json, NULL, 0, -1, 0, NULL, "print one JSON object on stdout"},
         {0},
     };
     const pft_cli_t cli = {
-        "pftnet synth", NULL, 0, 0,
+        "pftnet synth",
+        NULL,
+        0,
+        0,
         "Centralized FedPFT with one client (paper Fig. 7 left): fits one GMM per class on the training\n"
-        "features, passes the parameters through the wire codec (fp16 by default), samples as many points per\n"
-        "class as the class had, trains the softmax head on the samples and reports its test accuracy beside\n"
+        "features, passes the parameters through the wire codec (fp16 by default), samples as many points "
+        "per\n"
+        "class as the class had, trains the softmax head on the samples and reports its test accuracy "
+        "beside\n"
         "the head trained on the raw features, and the bytes the GMMs cost.",
         opts};
     int rc = pft_cli_parse(&cli, argc, argv, NULL, NULL);
     if (rc)
         return rc == 1 ? 0 : 2;
-    pft_gmm_opts_t go;
-    pft_gmm_opts_default(&go);
-    pft_prep_t prep;
-    pft_dtype_t dtype;
-    if (pft_cov_parse(a.cov_name, &go.cov) != 0 || pft_prep_parse(a.prep_name, &prep) != 0) {
+    pft_gmm_opts_default(go);
+    if (pft_cov_parse(a->cov_name, &go->cov) != 0 || pft_prep_parse(a->prep_name, prep) != 0) {
         fprintf(stderr, "pftnet synth: %s\n", pft_errmsg());
         return 2;
     }
-    if (strcmp(a.dtype_name, "fp16") == 0)
-        dtype = PFT_DTYPE_F16;
-    else if (strcmp(a.dtype_name, "fp32") == 0)
-        dtype = PFT_DTYPE_F32;
+    if (strcmp(a->dtype_name, "fp16") == 0)
+        *dtype = PFT_DTYPE_F16;
+    else if (strcmp(a->dtype_name, "fp32") == 0)
+        *dtype = PFT_DTYPE_F32;
     else {
-        fprintf(stderr, "pftnet synth: --dtype '%s': expected fp16 or fp32\n", a.dtype_name);
+        fprintf(stderr, "pftnet synth: --dtype '%s': expected fp16 or fp32\n", a->dtype_name);
         return 2;
     }
-    go.k = a.k;
-    go.rank = a.rank;
-    go.max_iter = a.max_iter;
-    go.tol = a.tol;
-    go.reg_covar = a.reg;
-    go.n_init = a.n_init;
-    go.seed = a.seed;
+    go->k = a->k;
+    go->rank = a->rank;
+    go->max_iter = a->max_iter;
+    go->tol = a->tol;
+    go->reg_covar = a->reg;
+    go->n_init = a->n_init;
+    go->seed = a->seed;
+    return -1;
+}
 
-    pft_dataset_t *train = NULL, *test = NULL, *syn = NULL;
-    pft_bundle_t *b = NULL;
-    double fit_s = 0, iters = 0, acc_raw = 0, acc_syn = 0, raw_s = 0, syn_s = 0;
-    size_t wire = 0;
-    rc = pft_npy_load_dataset(a.train_x, a.train_y, 0, &train);
+/* What one synth run produced. */
+typedef struct {
+    pft_dataset_t *train, *test, *syn; /* preprocessed raw splits, and the GMM samples */
+    pft_bundle_t *b;                   /* the GMMs as a peer would receive them */
+    double fit_s, iters;               /* summed fit seconds, mean EM iterations per class */
+    double acc_raw, acc_syn;           /* test accuracy of the head on raw / synthetic features */
+    double raw_s, syn_s;               /* their training seconds */
+    size_t wire;                       /* bytes of the encoded bundle */
+} synth_run_t;
+
+static void run_free(synth_run_t *r)
+{
+    pft_dataset_destroy(&r->train);
+    pft_dataset_destroy(&r->test);
+    pft_dataset_destroy(&r->syn);
+    pft_bundle_destroy(&r->b);
+}
+
+/* Loads both splits (same columns) and preprocesses them. */
+static int load_splits(const synth_args_t *a, pft_prep_t prep, synth_run_t *r)
+{
+    int rc = pft_npy_load_dataset(a->train_x, a->train_y, 0, &r->train);
     if (rc == 0)
-        rc = pft_npy_load_dataset(a.test_x, a.test_y, pft_dataset_n_classes(train), &test);
-    if (rc == 0 && pft_dataset_d(test) != pft_dataset_d(train))
-        rc = pft_err(PFT_EINVAL, "%s has %d columns but %s has %d", a.test_x, pft_dataset_d(test), a.train_x,
-                     pft_dataset_d(train));
+        rc = pft_npy_load_dataset(a->test_x, a->test_y, pft_dataset_n_classes(r->train), &r->test);
+    if (rc == 0 && pft_dataset_d(r->test) != pft_dataset_d(r->train))
+        rc = pft_err(PFT_EINVAL, "%s has %d columns but %s has %d", a->test_x, pft_dataset_d(r->test),
+                     a->train_x, pft_dataset_d(r->train));
     if (rc == 0)
-        rc = pft_dataset_apply_prep(train, prep);
+        rc = pft_dataset_apply_prep(r->train, prep);
     if (rc == 0)
-        rc = pft_dataset_apply_prep(test, prep);
-    if (rc == 0 && !a.json)
-        fprintf(stderr, "fitting %s K=%d GMMs for %d classes (%d samples, d=%d)...\n", a.cov_name, a.k,
-                pft_dataset_n_classes(train), pft_dataset_n(train), pft_dataset_d(train));
-    if (rc == 0 && !a.json && go.cov == PFT_COV_LOWRANK)
+        rc = pft_dataset_apply_prep(r->test, prep);
+    return rc;
+}
+
+/* Fits the GMMs, samples them and trains both heads (progress on stderr unless json). */
+static int run_synth(const synth_args_t *a, const pft_gmm_opts_t *go, pft_dtype_t dtype, synth_run_t *r)
+{
+    int nc = pft_dataset_n_classes(r->train), d = pft_dataset_d(r->train);
+    if (!a->json)
+        fprintf(stderr, "fitting %s K=%d GMMs for %d classes (%d samples, d=%d)...\n", a->cov_name, a->k, nc,
+                pft_dataset_n(r->train), d);
+    if (!a->json && go->cov == PFT_COV_LOWRANK)
         fprintf(stderr, "lowrank: rank %d per component (d·q + 2d + 1 numbers per component)\n",
-                a.rank < pft_dataset_d(train) ? a.rank : pft_dataset_d(train) - 1);
+                a->rank < d ? a->rank : d - 1);
+    int rc = fit_bundle(r->train, go, dtype, &r->b, &r->fit_s, &r->iters, &r->wire);
     if (rc == 0)
-        rc = fit_bundle(train, &go, dtype, &b, &fit_s, &iters, &wire);
-    if (rc == 0)
-        rc = sample_bundle(b, pft_dataset_n_classes(train), a.seed, &syn);
-    if (rc == 0 && !a.json)
+        rc = sample_bundle(r->b, nc, a->seed, &r->syn);
+    if (rc == 0 && !a->json)
         fprintf(stderr, "training heads on raw and synthetic features...\n");
     if (rc == 0)
-        rc = pft_baseline_accuracy(train, test, pft_dataset_n_classes(train), a.head_c, &acc_raw, &raw_s);
+        rc = pft_baseline_accuracy(r->train, r->test, nc, a->head_c, &r->acc_raw, &r->raw_s);
     if (rc == 0)
-        rc = pft_baseline_accuracy(syn, test, pft_dataset_n_classes(train), a.head_c, &acc_syn, &syn_s);
-    if (rc) {
-        fprintf(stderr, "pftnet synth: %s\n", pft_errmsg());
-        pft_dataset_destroy(&train);
-        pft_dataset_destroy(&test);
-        pft_dataset_destroy(&syn);
-        pft_bundle_destroy(&b);
-        return 1;
-    }
+        rc = pft_baseline_accuracy(r->syn, r->test, nc, a->head_c, &r->acc_syn, &r->syn_s);
+    return rc;
+}
+
+/* Parameters of every GMM in the bundle (what the wire carries per number). */
+static size_t bundle_params(const pft_bundle_t *b)
+{
     size_t params = 0;
     for (int i = 0; i < pft_bundle_n_classes(b); i++)
         params += pft_gmm_n_wire_params(pft_bundle_class_gmm(b, i));
-    int nc = pft_bundle_n_classes(b);
-    if (a.json) {
-        json_t *o = json_pack("{s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:s,s:i,s:s,s:s,s:f,s:f,s:f}", "acc_raw", acc_raw,
-                              "acc_synth", acc_syn, "gap", acc_raw - acc_syn, "bytes_fp16", (json_int_t)(params * 2),
-                              "bytes_per_class_fp16", (json_int_t)(nc ? params * 2 / (size_t)nc : 0), "bytes_bundle",
-                              (json_int_t)wire, "n_train", (json_int_t)pft_dataset_n(train), "cov", a.cov_name, "k",
-                              a.k, "prep", a.prep_name, "dtype", a.dtype_name, "fit_seconds", fit_s,
-                              "head_seconds", raw_s + syn_s, "em_iters_mean", iters);
-        if (go.cov == PFT_COV_LOWRANK && nc)
-            json_object_set_new(o, "rank", json_integer(pft_gmm_rank(pft_bundle_class_gmm(b, 0))));
-        json_object_set_new(o, "seed", json_integer((json_int_t)a.seed));
-        char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(8));
-        printf("%s\n", s);
-        free(s);
-        json_decref(o);
-    } else {
-        printf("acc_raw    %.4f  (head on %d raw features, %.2fs)\n", acc_raw, pft_dataset_n(train), raw_s);
-        printf("acc_synth  %.4f  (head on %d GMM samples, %.2fs)\n", acc_syn, pft_dataset_n(syn), syn_s);
-        printf("gap        %.2f points\n", 100 * (acc_raw - acc_syn));
-        printf("bytes      %zu at 16 bits (%zu per class); bundle on the wire %zu bytes (%s)\n", params * 2,
-               nc ? params * 2 / (size_t)nc : 0, wire, a.dtype_name);
-        printf("fit        %.2fs, %.1f EM iterations per class\n", fit_s, iters);
-    }
-    pft_dataset_destroy(&train);
-    pft_dataset_destroy(&test);
-    pft_dataset_destroy(&syn);
-    pft_bundle_destroy(&b);
-    return 0;
+    return params;
+}
+
+static void print_json(const synth_args_t *a, const pft_gmm_opts_t *go, const synth_run_t *r)
+{
+    size_t params = bundle_params(r->b);
+    int nc = pft_bundle_n_classes(r->b);
+    json_t *o = json_pack("{s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:s,s:i,s:s,s:s,s:f,s:f,s:f}", "acc_raw", r->acc_raw,
+                          "acc_synth", r->acc_syn, "gap", r->acc_raw - r->acc_syn, "bytes_fp16",
+                          (json_int_t)(params * 2), "bytes_per_class_fp16",
+                          (json_int_t)(nc ? params * 2 / (size_t)nc : 0), "bytes_bundle", (json_int_t)r->wire,
+                          "n_train", (json_int_t)pft_dataset_n(r->train), "cov", a->cov_name, "k", a->k,
+                          "prep", a->prep_name, "dtype", a->dtype_name, "fit_seconds", r->fit_s,
+                          "head_seconds", r->raw_s + r->syn_s, "em_iters_mean", r->iters);
+    if (go->cov == PFT_COV_LOWRANK && nc)
+        json_object_set_new(o, "rank", json_integer(pft_gmm_rank(pft_bundle_class_gmm(r->b, 0))));
+    json_object_set_new(o, "seed", json_integer((json_int_t)a->seed));
+    char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(8));
+    printf("%s\n", s);
+    free(s);
+    json_decref(o);
+}
+
+static void print_text(const synth_args_t *a, const synth_run_t *r)
+{
+    size_t params = bundle_params(r->b);
+    int nc = pft_bundle_n_classes(r->b);
+    printf("acc_raw    %.4f  (head on %d raw features, %.2fs)\n", r->acc_raw, pft_dataset_n(r->train),
+           r->raw_s);
+    printf("acc_synth  %.4f  (head on %d GMM samples, %.2fs)\n", r->acc_syn, pft_dataset_n(r->syn), r->syn_s);
+    printf("gap        %.2f points\n", 100 * (r->acc_raw - r->acc_syn));
+    printf("bytes      %zu at 16 bits (%zu per class); bundle on the wire %zu bytes (%s)\n", params * 2,
+           nc ? params * 2 / (size_t)nc : 0, r->wire, a->dtype_name);
+    printf("fit        %.2fs, %.1f EM iterations per class\n", r->fit_s, r->iters);
+}
+
+int pft_cmd_synth(int argc, char **argv)
+{
+    synth_args_t a;
+    pft_gmm_opts_t go;
+    pft_prep_t prep;
+    pft_dtype_t dtype;
+    int exit_code = parse_args(argc, argv, &a, &go, &prep, &dtype);
+    if (exit_code >= 0)
+        return exit_code;
+    synth_run_t r = {0};
+    int rc = load_splits(&a, prep, &r);
+    if (rc == 0)
+        rc = run_synth(&a, &go, dtype, &r);
+    if (rc)
+        fprintf(stderr, "pftnet synth: %s\n", pft_errmsg());
+    else if (a.json)
+        print_json(&a, &go, &r);
+    else
+        print_text(&a, &r);
+    run_free(&r);
+    return rc ? 1 : 0;
 }

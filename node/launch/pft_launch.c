@@ -1,0 +1,98 @@
+/* pft_launch: a launch's life cycle (new, destroy), the helpers its steps share, and --prepare-only. */
+#include "pft_launch_int.h"
+
+#include "pft_alloc.h"
+
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* The pftnode binary: the one given, else $PFTNODE, else the pftnode beside this program, else "pftnode". */
+static void pftnode_path(const char *given, char *buf, size_t len)
+{
+    if (given) {
+        snprintf(buf, len, "%s", given);
+        return;
+    }
+    const char *env = getenv("PFTNODE");
+    if (env && *env) {
+        snprintf(buf, len, "%s", env);
+        return;
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        snprintf(buf, len, "%s/pftnode", dirname(self));
+        if (access(buf, X_OK) == 0)
+            return;
+    }
+    snprintf(buf, len, "pftnode");
+}
+
+pft_launch_t *pft_launch_new(const pft_launch_opts_t *opts)
+{
+    pft_launch_t *self = pft_calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->o = *opts;
+    pftnode_path(opts->pftnode, self->node_bin, sizeof self->node_bin);
+    return self;
+}
+
+void pft_launch_destroy(pft_launch_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    pft_launch_t *self = *self_p;
+    if (self->signals_caught) {
+        sigaction(SIGINT, &self->old_int, NULL);
+        sigaction(SIGTERM, &self->old_term, NULL);
+    }
+    for (size_t i = 0; self->ch && i < self->nn; i++) {
+        pft_launch__close_port(&self->ch[i]);
+        pft_free(self->ch[i].dir);
+        pft_free(self->ch[i].key);
+        pft_dataset_destroy(&self->ch[i].train);
+        pft_dataset_destroy(&self->ch[i].test);
+    }
+    pft_free(self->ch);
+    pft_free(self->resolved);
+    pft_free(self->eval_x);
+    pft_free(self->eval_y);
+    pft_dataset_destroy(&self->eval);
+    pft_topo_destroy(&self->topo);
+    pft_free(self);
+    *self_p = NULL;
+}
+
+void pft_launch__refresh_ids(pft_launch_t *self)
+{
+    for (size_t i = 0; i < self->nn; i++)
+        self->ch[i].id = pft_topo_node(self->topo, i)->id;
+}
+
+void pft_launch__close_port(pft_launch_child_t *c)
+{
+    if (c->listen_fd >= 0)
+        close(c->listen_fd);
+    c->listen_fd = -1;
+}
+
+void pft_launch_print_commands(pft_launch_t *self)
+{
+    for (size_t i = 0; i < self->nn; i++) /* the nodes are started later, by hand: they bind themselves */
+        pft_launch__close_port(&self->ch[i]);
+    for (size_t i = 0; i < self->nn; i++) {
+        const pft_launch_child_t *c = &self->ch[i];
+        printf("%s --topology %s --id %s --out %s", self->node_bin, self->resolved, c->id, c->dir);
+        if (self->o.insecure)
+            printf(" --insecure");
+        if (c->key)
+            printf(" --key %s", c->key);
+        if (self->eval_x)
+            printf(" --eval-features %s --eval-labels %s", self->eval_x, self->eval_y);
+        printf("\n");
+    }
+}

@@ -1,0 +1,65 @@
+/* pft_launch: the local simulator behind `pftnet launch`, in four steps: prepare the run folder, start one
+ * pftnode process per node, watch them to the end, collect their results. */
+#ifndef PFT_LAUNCH_H
+#define PFT_LAUNCH_H
+
+#include "pft_cli.h"
+
+/* What `pftnet launch` was asked to do (its options). Strings are borrowed for the life of the run. */
+typedef struct {
+    const char *topo_path; /* the topology file */
+    const char *out_dir;   /* output folder (one sub-folder per node) */
+    const char *pftnode;   /* pftnode binary; NULL: $PFTNODE, else beside pftnet, else on PATH */
+    const char *log_level; /* the nodes' --log-level */
+    const char *order;     /* "forward" or "reverse": the order nodes are started in */
+    const char *absent;    /* "ID[,ID]": nodes not started; NULL: none */
+    const char *seed;      /* --seed as text (a graph attribute override); NULL: absent */
+    const char *tag;       /* experiment name for results.json; NULL: the graph name */
+    const char *variant;   /* method label for results.json; NULL: from the run's settings */
+    pft_opt_list_t set;    /* --set NAME=VALUE: graph attribute overrides */
+    double timeout;        /* stop every node after this many seconds (0: never) */
+    int json;              /* print results.json on stdout instead of the table */
+    int quiet;             /* no progress lines */
+    int no_baselines;      /* skip the baselines */
+    int force;             /* delete an earlier run in out_dir */
+    int insecure;          /* no keys: plain text, unsigned bundles */
+    int keep_going;        /* a failed node does not stop the others */
+    int exit_interrupted;  /* pftnode's exit code when it stopped on SIGTERM (PFT_EXIT_INTERRUPTED) */
+    /* Makes node id's keypair as the files sk (secret) and pk (public), or checks the one in sk when that
+     * file exists (an earlier start of the same run); 0 or an error code. Required unless insecure: keys
+     * belong to wire/, which launch/ does not call. */
+    int (*keypair)(const char *id, const char *sk, const char *pk);
+} pft_launch_opts_t;
+
+typedef struct pft_launch_t pft_launch_t;
+
+/* A run for opts (copied; its strings stay borrowed); NULL when out of memory. */
+pft_launch_t *pft_launch_new(const pft_launch_opts_t *opts);
+
+/* Stops nothing: closes held ports, restores signal handlers, frees; nulls *self_p; safe twice. */
+void pft_launch_destroy(pft_launch_t **self_p);
+
+/* Step 1. Loads the topology and applies the overrides, makes the output folder (refusing an earlier run
+ * without force), gives each node its folder, its data (partitioned in a simulation, its own files
+ * otherwise), an endpoint (holding automatic ports) and a key, writes the resolved DIR/topology.dot and the
+ * global evaluation set DIR/eval_{x,y}.npy. Prints progress unless quiet or json. Returns 0, or an error
+ * code with the message in pft_errmsg() (PFT_ETOPO / PFT_EINVAL: the user's input is wrong). */
+int pft_launch_prepare(pft_launch_t *self);
+
+/* After prepare, instead of starting: releases the held ports and prints each node's pftnode command. */
+void pft_launch_print_commands(pft_launch_t *self);
+
+/* Step 2. Holds every node's loopback port (refusing a port that cannot be bound), catches SIGINT/SIGTERM
+ * and starts one pftnode per node not absent, in the order asked. Returns 0 or PFT_ENET (nothing started). */
+int pft_launch_start(pft_launch_t *self);
+
+/* Step 3. Shows progress until every started node has exited, stopping them all on a failure (unless
+ * keep_going), on the timeout or on a signal; then names each node that failed and how. */
+void pft_launch_watch(pft_launch_t *self);
+
+/* Step 4. Gathers every node's result.json, the fallback hand-offs and (unless no_baselines) the baselines
+ * into DIR/results.json, prints it or the table and a summary. *exit_code: 0, or 1 when a node failed.
+ * Returns 0, or the error code of the baselines (nothing written then). */
+int pft_launch_collect(pft_launch_t *self, int *exit_code);
+
+#endif

@@ -1,0 +1,244 @@
+/* pft_launch_collect: step 4 of a launch: every node's result.json, the fallback hand-offs and the baselines
+ * into DIR/results.json, the table and the summary of failures. */
+#include "pft_launch_int.h"
+
+#include "pft_alloc.h"
+#include "pft_baseline.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every node's result.json in file order (a stub naming its status when it has none), with max_rss_kb. */
+static json_t *collect_nodes(const pft_launch_t *self)
+{
+    json_t *nodes = json_array();
+    for (size_t i = 0; i < self->nn; i++) {
+        const pft_launch_child_t *c = &self->ch[i];
+        char *p = pft_fsio_join(c->dir, "result.json");
+        json_error_t err;
+        json_t *r = p ? json_load_file(p, 0, &err) : NULL;
+        if (!r)
+            r = json_pack("{s:s,s:s}", "id", c->id, "status", c->absent ? "absent" : "no result.json");
+        /* the node's own VmHWM when it reported one: wait4's figure includes the launcher's size at fork */
+        json_t *own = json_object_get(r, "peak_rss_kb");
+        json_object_set_new(r, "max_rss_kb",
+                            json_integer(json_is_integer(own) && json_integer_value(own) > 0
+                                             ? json_integer_value(own)
+                                             : c->max_rss_kb));
+        json_array_append_new(nodes, r);
+        pft_free(p);
+    }
+    return nodes;
+}
+
+/* Every bundle a node sent along a fallback edge ({from, to, instead_of, state}), each shown unless quiet. */
+static json_t *collect_fallbacks(json_t *nodes, int show)
+{
+    json_t *fallbacks = json_array();
+    size_t ni;
+    json_t *nr;
+    json_array_foreach(nodes, ni, nr)
+    {
+        size_t si;
+        json_t *sv;
+        json_array_foreach(json_object_get(nr, "sent"), si, sv)
+        {
+            json_t *ff = json_object_get(sv, "fallback_for");
+            if (!ff)
+                continue;
+            json_array_append_new(fallbacks, json_pack("{s:O,s:O,s:O,s:O}", "from", json_object_get(nr, "id"),
+                                                       "to", json_object_get(sv, "to"), "instead_of", ff,
+                                                       "state", json_object_get(sv, "state")));
+            if (show)
+                fprintf(stderr, "fallback: %s -> %s instead of %s (%s)\n",
+                        json_string_value(json_object_get(nr, "id")),
+                        json_string_value(json_object_get(sv, "to")), json_string_value(ff),
+                        json_string_value(json_object_get(sv, "state")));
+        }
+    }
+    return fallbacks;
+}
+
+/* The baselines on the union of all test splits into out, after the nodes so they do not compete for the
+ * CPU. Preprocesses eval and the nodes' rows in place. */
+static int run_baselines(pft_launch_t *self, json_t *out)
+{
+    const pft_topo_run_t *br = pft_topo_run(self->topo);
+    pft_baseline_node_t *bn = pft_calloc(self->nn, sizeof *bn);
+    if (!self->o.quiet && !self->o.json)
+        fprintf(stderr, "computing baselines (centralized, local-only, ensemble, average, KD)...\n");
+    int rc =
+        bn ? pft_dataset_apply_prep(self->eval, (pft_prep_t)br->prep) : pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < self->nn && rc == 0; i++) {
+        pft_launch_child_t *c = &self->ch[i];
+        bn[i] = (pft_baseline_node_t){.id = c->id, .train = c->train};
+        if (c->train)
+            rc = pft_dataset_apply_prep(c->train, (pft_prep_t)br->prep);
+    }
+    if (rc == 0)
+        rc = pft_baseline_all(bn, (int)self->nn, self->eval, pft_dataset_n_classes(self->eval), br->head_c,
+                              pft_baseline_destination(self->topo), br->seed, out);
+    pft_free(bn);
+    return rc;
+}
+
+static const char *cov_name(int c)
+{
+    static const char *const covs[] = {"full", "diag", "spher", "lowrank"};
+    return c >= 0 && c < 4 ? covs[c] : "?";
+}
+
+/* The method label of a run: "FedPFT <cov> K=<k>" (+ rank, DP) from the run's defaults. */
+static void default_variant(const pft_topo_t *topo, char *buf, size_t cap)
+{
+    const pft_topo_run_t *r = pft_topo_run(topo);
+    int c = (int)r->cov;
+    int off = snprintf(buf, cap, "FedPFT %s", cov_name(c));
+    if (c == 3 && off > 0 && (size_t)off < cap)
+        off += snprintf(buf + off, cap - (size_t)off, " q=%d", r->cov_rank);
+    if (off > 0 && (size_t)off < cap)
+        off += snprintf(buf + off, cap - (size_t)off, " K=%d", r->k);
+    if (r->dp_epsilon > 0 && off > 0 && (size_t)off < cap)
+        snprintf(buf + off, cap - (size_t)off, ", DP eps=%g", r->dp_epsilon);
+}
+
+/* The run's settings as results.json records them. */
+static json_t *settings_json(const pft_topo_run_t *run)
+{
+    const char *prep = run->prep == PFT_TOPO_PREP_NONE ? "none"
+                       : run->prep == PFT_TOPO_PREP_L2 ? "l2"
+                                                       : "sqrt-l2";
+    return json_pack("{s:i,s:s,s:s,s:s,s:i,s:i,s:f,s:s,s:i}", "k", run->k, "cov", cov_name((int)run->cov),
+                     "dtype", run->dtype == PFT_TOPO_FP32 ? "fp32" : "fp16", "prep", prep, "em_draws",
+                     run->em_draws, "head_draws", run->head_draws, "dp_epsilon", run->dp_epsilon, "partition",
+                     run->partition ? run->partition : "", "samples", run->samples);
+}
+
+/* The whole of results.json; takes fallbacks, borrows nodes and baselines. */
+static json_t *results_json(const pft_launch_t *self, json_t *nodes, json_t *baselines, json_t *fallbacks)
+{
+    const pft_topo_run_t *run = pft_topo_run(self->topo);
+    char variant[160];
+    default_variant(self->topo, variant, sizeof variant);
+    const char *tag = self->o.tag ? self->o.tag : run->name ? run->name : run->run;
+    return json_pack("{s:s,s:s,s:s,s:s,s:I,s:s,s:i,s:f,s:o,s:O,s:O,s:o}", "topology", self->o.topo_path,
+                     "run", run->run ? run->run : "", "tag", tag, "variant",
+                     self->o.variant ? self->o.variant : variant, "seed", (json_int_t)run->seed, "kind",
+                     pft_kind_name(pft_topo_kind(self->topo)), "n_nodes", (int)self->nn, "wall_seconds",
+                     self->wall, "settings", settings_json(run), "nodes", nodes, "baselines", baselines,
+                     "fallbacks", fallbacks);
+}
+
+static double jnum(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* v with prec decimals, or "-" where the node has none (it failed or was stopped). */
+static const char *cell(char *buf, size_t cap, int prec, double v)
+{
+    if (isnan(v))
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.*f", prec, v);
+    return buf;
+}
+
+static void print_table(json_t *nodes, json_t *baselines)
+{
+    printf("%-12s %-9s %9s %9s %7s %7s %11s %11s %6s %7s\n", "node", "role", "acc_local", "acc_glob",
+           "n_real", "n_synth", "bytes_sent", "bytes_recv", "em_it", "em_s");
+    size_t i;
+    json_t *n;
+    json_array_foreach(nodes, i, n)
+    {
+        json_t *id = json_object_get(n, "id"), *role = json_object_get(n, "role");
+        if (!role)
+            role = json_object_get(n, "status");
+        char c[8][40];
+        printf("%-12s %-9s %9s %9s %7s %7s %11s %11s %6s %7s\n", json_string_value(id),
+               role ? json_string_value(role) : "?", cell(c[0], 40, 4, jnum(n, "accuracy_local")),
+               cell(c[1], 40, 4, jnum(n, "accuracy_global")), cell(c[2], 40, 0, jnum(n, "n_real")),
+               cell(c[3], 40, 0, jnum(n, "n_synthetic")), cell(c[4], 40, 0, jnum(n, "bytes_sent")),
+               cell(c[5], 40, 0, jnum(n, "bytes_received")), cell(c[6], 40, 1, jnum(n, "em_iters_mean")),
+               cell(c[7], 40, 2, jnum(n, "em_seconds")));
+    }
+    if (baselines && json_object_get(baselines, "centralized")) {
+        printf("baselines on the union of test splits: centralized %.4f, local-only mean %.4f",
+               jnum(baselines, "centralized"), jnum(baselines, "local_only_mean"));
+        if (json_is_number(json_object_get(baselines, "ensemble")))
+            printf(", ensemble %.4f, average %.4f", jnum(baselines, "ensemble"), jnum(baselines, "average"));
+        if (json_is_number(json_object_get(baselines, "kd")))
+            printf(", KD %.4f (T=%g, into %s)", jnum(baselines, "kd"), jnum(baselines, "kd_temperature"),
+                   json_string_value(json_object_get(baselines, "kd_node")) ?: "?");
+        printf("\n");
+    }
+}
+
+/* Writes res as DIR/results.json and prints it (--json) or the table. */
+static void write_results(const pft_launch_t *self, json_t *res, json_t *nodes, json_t *baselines)
+{
+    char *rp = pft_fsio_join(self->o.out_dir, "results.json");
+    char *text = json_dumps(res, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
+    if (rp && text)
+        pft_fsio_write_atomic(rp, text, strlen(text));
+    if (self->o.json)
+        printf("%s\n", text ? text : "{}");
+    else
+        print_table(nodes, baselines);
+    if (!self->o.quiet && !self->o.json)
+        fprintf(stderr, "results: %s (%.1fs)\n", rp ? rp : "?", self->wall);
+    free(text);
+    pft_free(rp);
+}
+
+/* The last line: why nodes did not finish, if any did not. */
+static void print_summary(const pft_launch_t *self)
+{
+    size_t nn = self->nn, n_absent = 0;
+    for (size_t i = 0; i < nn; i++)
+        n_absent += self->ch[i].absent != 0;
+    if (self->stop_cause)
+        fprintf(stderr, "pftnet launch: stopped (%s); %d of %zu started nodes did not finish\n",
+                self->stop_cause, self->failed, nn - n_absent);
+    else if (self->failed && self->n_stopped)
+        fprintf(stderr, "pftnet launch: %d of %zu nodes failed; %d more stopped by the launcher\n",
+                self->failed - self->n_stopped, nn, self->n_stopped);
+    else if (self->failed)
+        fprintf(stderr, "pftnet launch: %d of %zu nodes failed\n", self->failed, nn);
+}
+
+int pft_launch_collect(pft_launch_t *self, int *exit_code)
+{
+    json_t *nodes = collect_nodes(self), *baselines = json_object();
+    json_t *fallbacks = collect_fallbacks(nodes, !self->o.quiet && !self->o.json);
+    json_object_set_new(baselines, "handoffs",
+                        json_integer((json_int_t)pft_topo_handoffs(self->topo, &(const pft_handoff_t *){0})));
+    int rc = 0;
+    if (!self->o.no_baselines && self->eval && self->failed < (int)self->nn)
+        rc = run_baselines(self, baselines);
+    if (rc) {
+        json_decref(nodes);
+        json_decref(baselines);
+        json_decref(fallbacks);
+        return rc;
+    }
+    const size_t *order;
+    size_t n_order = pft_topo_order(self->topo, &order);
+    for (size_t h = 0; h < n_order; h++)
+        json_object_set_new(json_array_get(nodes, order[h]), "hop", json_integer((json_int_t)h));
+    json_t *res = results_json(self, nodes, baselines, fallbacks);
+    write_results(self, res, nodes, baselines);
+    json_decref(res);
+    json_decref(nodes);
+    json_decref(baselines);
+    print_summary(self);
+    *exit_code = self->failed ? 1 : 0;
+    return 0;
+}

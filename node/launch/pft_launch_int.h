@@ -1,0 +1,61 @@
+/* pft_launch_int: internal to node/launch/pft_launch*.c: the state of one launch and the helpers its steps
+ * share. Not for other modules: they use pft_launch.h. */
+#ifndef PFT_LAUNCH_INT_H
+#define PFT_LAUNCH_INT_H
+
+#include "pft_dataset.h"
+#include "pft_launch.h"
+#include "pft_topo.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* One node of the run, as the launcher sees it. */
+typedef struct {
+    const char *id;              /* points into the topology: stale after a set (pft_launch__refresh_ids) */
+    char *dir;                   /* DIR/<id> */
+    char *key;                   /* secret key file passed with --key, or NULL */
+    pid_t pid;                   /* its pftnode process (-1: could not be started) */
+    int exited, status;          /* wait status once exited */
+    int absent;                  /* not started (--absent) */
+    int stopped;                 /* still running when the launcher stopped the run */
+    int listen_fd;               /* its port, bound and listening, held until it is started (-1: none) */
+    long max_rss_kb;             /* peak resident memory of the process (wait4) */
+    char state[128];             /* the first word of DIR/<id>/status */
+    pft_dataset_t *train, *test; /* raw (unpreprocessed) copies for baselines; NULL: none */
+} pft_launch_child_t;
+
+struct pft_launch_t {
+    pft_launch_opts_t o;     /* the options; o.out_dir becomes out_abs in prepare */
+    pft_topo_t *topo;        /* the topology, resolved as prepare goes */
+    pft_launch_child_t *ch;  /* one per node, in file order */
+    size_t nn;               /* number of nodes */
+    char out_abs[PATH_MAX];  /* absolute output folder */
+    char node_bin[PATH_MAX]; /* the pftnode binary */
+    char *resolved;          /* DIR/topology.dot */
+    pft_dataset_t *eval;     /* union of the test shares (raw); NULL: none */
+    char *eval_x, *eval_y;   /* DIR/eval_x.npy, DIR/eval_y.npy; NULL without eval */
+    double t0, wall;         /* start time, seconds until the last node exited */
+    int failed;              /* started nodes that did not exit 0 */
+    int n_stopped;           /* of those, stopped by the launcher */
+    const char *stop_cause;  /* "timeout", "interrupted", or NULL (none, or a failed node) */
+    int signals_caught;      /* old_int and old_term hold the handlers to restore */
+    struct sigaction old_int, old_term;
+};
+
+/* Internal. Points every ch[i].id at the topology's current node ids (stale after each pft_topo_set_*). */
+void pft_launch__refresh_ids(pft_launch_t *self);
+
+/* Internal. Closes c's held port, if any. */
+void pft_launch__close_port(pft_launch_child_t *c);
+
+/* Internal. The data step of prepare: a simulation's partition into DIR/<id>/data (pointing the topology at
+ * each share), else each node's own files; fills ch[].train and ch[].test. */
+int pft_launch__load_data(pft_launch_t *self);
+
+/* Internal. The concatenation of every node's test share into *out (NULL if none). */
+int pft_launch__concat_tests(const pft_launch_t *self, pft_dataset_t **out);
+
+#endif

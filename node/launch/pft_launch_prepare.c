@@ -1,0 +1,252 @@
+/* pft_launch_prepare: step 1 of a launch: the run folder, each node's folder, data, endpoint and key, the
+ * resolved topology and the global evaluation set. */
+#define _XOPEN_SOURCE 700 /* nftw flags */
+#include "pft_launch_int.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+#include "pft_npy.h"
+#include "pft_port.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+/* --set NAME=VALUE… and --seed N as graph attributes, validated together like the file's own. */
+static int apply_overrides(pft_topo_t *topo, const pft_launch_opts_t *a)
+{
+    const char *kv[2 * (PFT_OPT_LIST_MAX + 1) + 1];
+    char *names[PFT_OPT_LIST_MAX];
+    int n = 0, rc = 0;
+    for (int i = 0; i < a->set.n; i++) {
+        const char *eq = strchr(a->set.v[i], '=');
+        if (!eq || eq == a->set.v[i]) {
+            rc = pft_err(PFT_EINVAL, "--set '%s': expected NAME=VALUE", a->set.v[i]);
+            goto done;
+        }
+        names[i] = pft_strdup(a->set.v[i]);
+        if (!names[i]) {
+            rc = pft_err(PFT_ENOMEM, "out of memory");
+            goto done;
+        }
+        names[i][eq - a->set.v[i]] = '\0';
+        n = i + 1;
+        kv[2 * i] = names[i];
+        kv[2 * i + 1] = eq + 1;
+    }
+    int m = 2 * n;
+    if (a->seed) {
+        kv[m++] = "seed";
+        kv[m++] = a->seed;
+    }
+    kv[m] = NULL;
+    if (m)
+        rc = pft_topo_set_graph_attrs(topo, kv);
+    if (rc)
+        pft_err_wrap(rc, "%s: --set/--seed", pft_topo_path(topo));
+done:
+    for (int i = 0; i < n; i++)
+        pft_free(names[i]);
+    return rc;
+}
+
+/* One held socket per node until it starts: raises the soft open-files limit where that needs it. */
+static void raise_fd_limit(size_t nn)
+{
+    struct rlimit fl;
+    if (getrlimit(RLIMIT_NOFILE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY && fl.rlim_cur < nn + 256) {
+        fl.rlim_cur = fl.rlim_max == RLIM_INFINITY || fl.rlim_max > nn + 256 ? nn + 256 : fl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &fl);
+    }
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path) == 0 ? 0 : -1;
+}
+
+/* An earlier run in dir would be resumed by its nodes (they reload what they stored); a new launch needs a
+ * clean folder. Returns 0 when dir is absent or empty, or was removed with --force. */
+static int check_out_dir(const char *dir, int force)
+{
+    char *p = pft_fsio_join(dir, "topology.dot");
+    int used = p && pft_fsio_exists(p);
+    pft_free(p);
+    if (!used)
+        return 0;
+    if (!force)
+        return pft_err(PFT_EINVAL,
+                       "%s holds an earlier run (its nodes would resume from it); choose another --out "
+                       "or add --force to delete it",
+                       dir);
+    if (nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        return pft_err(PFT_EIO, "%s: cannot delete the earlier run: %s", dir, strerror(errno));
+    return 0;
+}
+
+/* Makes the output folder and switches o.out_dir to its absolute path: every path the launcher writes into
+ * the resolved topology must be absolute, as relative ones would be read against the topology file's folder.
+ */
+static int make_out_dir(pft_launch_t *self)
+{
+    int rc;
+    if ((rc = check_out_dir(self->o.out_dir, self->o.force)) || (rc = pft_fsio_mkdirs(self->o.out_dir)))
+        return rc;
+    if (!realpath(self->o.out_dir, self->out_abs))
+        return pft_err(PFT_EIO, "%s: %s", self->o.out_dir, strerror(errno));
+    self->o.out_dir = self->out_abs;
+    return 0;
+}
+
+/* One child per node, each with its folder DIR/<id>; the --absent ones marked. */
+static int make_children(pft_launch_t *self)
+{
+    size_t nn = self->nn;
+    self->ch = pft_calloc(nn, sizeof *self->ch);
+    if (!self->ch)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nn; i++)
+        self->ch[i].listen_fd = -1;
+    for (size_t i = 0; i < nn; i++) {
+        pft_launch_child_t *c = &self->ch[i];
+        c->id = pft_topo_node(self->topo, i)->id;
+        c->dir = pft_fsio_join(self->o.out_dir, c->id);
+        if (!c->dir)
+            return pft_err(PFT_ENOMEM, "out of memory");
+        int rc = pft_fsio_mkdirs(c->dir);
+        if (rc)
+            return rc;
+    }
+    for (const char *p = self->o.absent; p && *p;) {
+        size_t len = strcspn(p, ",");
+        size_t i = 0;
+        while (i < nn && !(strlen(self->ch[i].id) == len && strncmp(self->ch[i].id, p, len) == 0))
+            i++;
+        if (i == nn)
+            return pft_err(PFT_EINVAL, "--absent: no node '%.*s' in %s", (int)len, p, self->o.topo_path);
+        self->ch[i].absent = 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* Every node without an endpoint gets tcp://127.0.0.1:PORT: port_base + its index when the run sets
+ * port_base, else a free port, held by a listening socket in its listen_fd. */
+static int assign_endpoints(pft_launch_t *self)
+{
+    int port_base = pft_topo_run(self->topo)->port_base, rc = 0;
+    for (size_t i = 0; i < self->nn && rc == 0; i++) {
+        const pft_topo_node_t *n = pft_topo_node(self->topo, i);
+        if (n->endpoint)
+            continue;
+        int port = port_base ? port_base + (int)i : pft_port_pick(&self->ch[i].listen_fd);
+        if (port <= 0) {
+            rc =
+                pft_err(PFT_ENET, "no free TCP port for node %s (last error: %s%s)", n->id, strerror(errno),
+                        errno == EMFILE ? "; the launcher holds one socket per node: raise `ulimit -n`" : "");
+            break;
+        }
+        char ep[64];
+        snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+        char id[128];
+        snprintf(id, sizeof id, "%s", n->id);
+        rc = pft_topo_set_node_attr(self->topo, id, "endpoint", ep);
+    }
+    return rc;
+}
+
+/* Node c's keypair in dir (the caller's keypair function); the topology names its public half; c->key gets
+ * the secret key file. */
+static int make_key(pft_topo_t *topo, const char *dir, pft_launch_child_t *c,
+                    int (*keypair)(const char *, const char *, const char *))
+{
+    char name[160];
+    snprintf(name, sizeof name, "%s.key", c->id);
+    char *sk = pft_fsio_join(dir, name);
+    snprintf(name, sizeof name, "%s.pub", c->id);
+    char *pk = pft_fsio_join(dir, name);
+    int rc = sk && pk ? keypair(c->id, sk, pk) : PFT_ENOMEM;
+    if (rc == 0)
+        rc = pft_topo_set_node_attr(topo, c->id, "key", pk);
+    if (rc == 0) {
+        c->key = sk;
+        sk = NULL;
+    }
+    pft_free(sk);
+    pft_free(pk);
+    return rc;
+}
+
+/* Simulation keys: every node without a `key` gets a keypair in DIR/keys (kept across restarts of the same
+ * run), and the topology names its public half. */
+static int make_keys(pft_launch_t *self)
+{
+    char *dir = pft_fsio_join(self->o.out_dir, "keys");
+    int rc = dir ? pft_fsio_mkdirs(dir) : PFT_ENOMEM;
+    if (rc == 0)
+        chmod(dir, 0700);
+    for (size_t i = 0; i < self->nn && rc == 0; i++) {
+        if (pft_topo_node(self->topo, i)->key)
+            continue;
+        rc = make_key(self->topo, dir, &self->ch[i], self->o.keypair);
+        pft_launch__refresh_ids(self); /* stale after set_attr */
+    }
+    pft_free(dir);
+    return rc;
+}
+
+/* The resolved topology (every attribute the launcher set) as DIR/topology.dot, the file the nodes read. */
+static int write_resolved(pft_launch_t *self)
+{
+    self->resolved = pft_fsio_join(self->o.out_dir, "topology.dot");
+    if (!self->resolved)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    return pft_topo_write(self->topo, self->resolved);
+}
+
+/* The union of every node's test share as DIR/eval_{x,y}.npy (the nodes' accuracy_global); none without. */
+static int write_eval(pft_launch_t *self)
+{
+    int rc = pft_launch__concat_tests(self, &self->eval);
+    if (rc || !self->eval)
+        return rc;
+    self->eval_x = pft_fsio_join(self->o.out_dir, "eval_x.npy");
+    self->eval_y = pft_fsio_join(self->o.out_dir, "eval_y.npy");
+    if (!self->eval_x || !self->eval_y)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    const pft_dataset_t *e = self->eval;
+    if ((rc = pft_npy_write_f32(self->eval_x, pft_dataset_x(e), pft_dataset_n(e), pft_dataset_d(e))))
+        return rc;
+    return pft_npy_write_i32(self->eval_y, pft_dataset_y(e), pft_dataset_n(e));
+}
+
+int pft_launch_prepare(pft_launch_t *self)
+{
+    int rc = pft_topo_load(self->o.topo_path, PFT_TOPO_SKIP_DATA_CHECK, &self->topo);
+    if (rc == 0)
+        rc = apply_overrides(self->topo, &self->o);
+    if (rc)
+        return rc;
+    self->nn = pft_topo_node_count(self->topo);
+    raise_fd_limit(self->nn);
+    if ((rc = make_out_dir(self)) || (rc = make_children(self)) || (rc = pft_launch__load_data(self)))
+        return rc;
+    pft_launch__refresh_ids(self); /* pointers are stale after set_attr */
+    if ((rc = assign_endpoints(self)))
+        return rc;
+    pft_launch__refresh_ids(self);
+    if (!self->o.insecure && (rc = make_keys(self)))
+        return rc;
+    pft_launch__refresh_ids(self);
+    if ((rc = write_resolved(self)))
+        return rc;
+    return write_eval(self);
+}

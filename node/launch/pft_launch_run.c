@@ -1,0 +1,311 @@
+/* pft_launch_run: steps 2 and 3 of a launch: start one pftnode process per node, then watch them (progress,
+ * failures, the timeout, SIGINT/SIGTERM) until every one has exited. */
+#include "pft_launch_int.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+#include "pft_port.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t s_interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    s_interrupted = 1;
+}
+
+/* Holds each loopback port of a node about to start (bound and listening, for spawn to hand over): a port
+ * that cannot be bound would fail its node only once the others wait for it, so the run is refused now,
+ * naming the node and the port. Nodes not started here (--absent) get none. */
+static int hold_ports(pft_launch_t *self)
+{
+    for (size_t i = 0; i < self->nn; i++) {
+        const pft_topo_node_t *n = pft_topo_node(self->topo, i);
+        pft_launch_child_t *c = &self->ch[i];
+        int port;
+        if (c->absent)
+            pft_launch__close_port(c);
+        if (c->absent || c->listen_fd >= 0 || !n->endpoint ||
+            sscanf(n->endpoint, "tcp://127.0.0.1:%d", &port) != 1)
+            continue;
+        if (pft_port_probe(port, &c->listen_fd) == 0)
+            continue;
+        int err = errno;
+        pft_launch__close_port(c);
+        return pft_err(
+            PFT_ENET,
+            "node %s: %s cannot be bound on this machine (%s); free the port or move the node (--set "
+            "port_base=N moves automatic endpoints, unset or 0 lets the launcher pick free ports)",
+            n->id, n->endpoint, strerror(err));
+    }
+    return 0;
+}
+
+/* In the child: pftnode's command line for c into argv (room for 20), fd_text holding its --listen-fd. */
+static void node_argv(const pft_launch_t *self, const pft_launch_child_t *c, const char **argv, char *fd_text,
+                      size_t fd_cap)
+{
+    int a = 0;
+    argv[a++] = self->node_bin;
+    argv[a++] = "--topology";
+    argv[a++] = self->resolved;
+    argv[a++] = "--id";
+    argv[a++] = c->id;
+    argv[a++] = "--out";
+    argv[a++] = c->dir;
+    argv[a++] = "--log-level";
+    argv[a++] = self->o.log_level;
+    if (self->o.insecure)
+        argv[a++] = "--insecure";
+    if (c->key) {
+        argv[a++] = "--key";
+        argv[a++] = c->key;
+    }
+    if (self->eval_x) {
+        argv[a++] = "--eval-features";
+        argv[a++] = self->eval_x;
+        argv[a++] = "--eval-labels";
+        argv[a++] = self->eval_y;
+    }
+    if (c->listen_fd >= 0 && fcntl(c->listen_fd, F_SETFD, 0) == 0) { /* this one survives exec */
+        snprintf(fd_text, fd_cap, "%d", c->listen_fd);
+        argv[a++] = "--listen-fd";
+        argv[a++] = fd_text;
+    }
+    argv[a] = NULL;
+}
+
+/* Starts c's pftnode in its own process group, its output appended to c->dir/node.log, handing it c's held
+ * port. Returns its pid, or -1. */
+static pid_t spawn(const pft_launch_t *self, pft_launch_child_t *c)
+{
+    char *log = pft_fsio_join(c->dir, "node.log");
+    if (!log)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        const char *argv[20];
+        char fd_text[16];
+        node_argv(self, c, argv, fd_text, sizeof fd_text);
+        execvp(self->node_bin, (char *const *)argv);
+        fprintf(stderr, "cannot run %s: %s\n", self->node_bin, strerror(errno));
+        _exit(127);
+    }
+    pft_free(log);
+    pft_launch__close_port(c); /* the node has it now */
+    return pid;
+}
+
+int pft_launch_start(pft_launch_t *self)
+{
+    int rc = hold_ports(self);
+    if (rc)
+        return rc;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &self->old_int);
+    sigaction(SIGTERM, &sa, &self->old_term);
+    self->signals_caught = 1;
+    self->t0 = pft_fsio_now();
+    int reverse = self->o.order && strcmp(self->o.order, "reverse") == 0;
+    for (size_t k = 0; k < self->nn; k++) {
+        pft_launch_child_t *c = &self->ch[reverse ? self->nn - 1 - k : k];
+        if (c->absent) {
+            c->exited = 1;
+            snprintf(c->state, sizeof c->state, "absent");
+            continue;
+        }
+        c->pid = spawn(self, c);
+        snprintf(c->state, sizeof c->state, "started");
+        if (c->pid < 0)
+            c->exited = 1, c->status = 127 << 8;
+    }
+    if (!self->o.quiet)
+        fprintf(stderr, "started %zu pftnode processes (%s); logs in %s/<id>/node.log\n", self->nn,
+                self->node_bin, self->o.out_dir);
+    return 0;
+}
+
+/* The first word of c->dir/status into c->state (kept when the file cannot be read). */
+static void read_status(pft_launch_child_t *c)
+{
+    char *p = pft_fsio_join(c->dir, "status");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (p && pft_fsio_read(p, 4096, &buf, &len) == 0) {
+        char *nl = strchr((char *)buf, '\n');
+        if (nl)
+            *nl = '\0';
+        char *sp = strchr((char *)buf, ' ');
+        if (sp)
+            *sp = '\0'; /* the state word; the detail is for humans reading the file */
+        snprintf(c->state, sizeof c->state, "%s", (char *)buf);
+    }
+    pft_free(buf);
+    pft_free(p);
+}
+
+/* The message of the last ERROR line of dir/node.log into buf ("" if none). */
+static void last_error(const char *dir, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    char *path = pft_fsio_join(dir, "node.log");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    char line[4096]; /* pft_log writes lines of up to 2048 bytes */
+    while (f && fgets(line, sizeof line, f)) {
+        const char *m = strchr(line, ' '); /* "<timestamp> <LEVEL> [id] message" */
+        if (!m || strncmp(m, " ERROR ", 7) != 0)
+            continue;
+        m += 7;
+        if (*m == '[' && strchr(m, ']')) /* the node's [id] tag */
+            m = strchr(m, ']') + 1;
+        m += strspn(m, " ");
+        snprintf(buf, cap, "%.*s", (int)strcspn(m, "\n"), m);
+    }
+    if (f)
+        fclose(f);
+    pft_free(path);
+}
+
+/* What the watch loop tracks between polls. */
+typedef struct {
+    size_t left;          /* started nodes still running */
+    char last[4096];      /* the last progress line shown */
+    int killed;           /* SIGTERM sent to every running node */
+    double kill_at;       /* then SIGKILL to those still running at this time */
+    const char *stop_why; /* why the run is being stopped: "interrupted", "timeout" or why; NULL: it is not */
+    char why[PATH_MAX + 64]; /* a failed node, as the cause */
+} watch_t;
+
+/* Collects the nodes that exited since the last poll and reads every running node's status. A failed node
+ * leaves its successors waiting until their deadlines: unless keep_going, it becomes the cause to stop. */
+static void reap(pft_launch_t *self, watch_t *w)
+{
+    for (size_t i = 0; i < self->nn; i++) {
+        pft_launch_child_t *c = &self->ch[i];
+        if (c->exited || c->absent)
+            continue;
+        int st;
+        struct rusage ru;
+        pid_t r = wait4(c->pid, &st, WNOHANG, &ru);
+        if (r == c->pid) {
+            c->max_rss_kb = ru.ru_maxrss;
+            c->exited = 1;
+            c->status = st;
+            w->left--;
+            if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !self->o.keep_going && !w->stop_why &&
+                w->left > 0) {
+                snprintf(w->why, sizeof w->why, "node %s failed (see %s/node.log)", c->id, c->dir);
+                w->stop_why = w->why;
+            }
+        }
+        read_status(c);
+    }
+}
+
+/* One line of every node's state, printed when it changed (unless quiet). */
+static void show_progress(const pft_launch_t *self, watch_t *w)
+{
+    char line[4096];
+    int n = 0;
+    for (size_t i = 0; i < self->nn && n < (int)sizeof line - 200; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%s%s:%s", i ? "  " : "", self->ch[i].id,
+                      self->ch[i].state);
+    if (!self->o.quiet && strcmp(line, w->last) != 0) {
+        fprintf(stderr, "[%6.1fs] %s\n", pft_fsio_now() - self->t0, line);
+        snprintf(w->last, sizeof w->last, "%s", line);
+    }
+}
+
+/* Sends sig to every started node still running, marking it stopped by the launcher. */
+static void signal_running(pft_launch_t *self, int sig)
+{
+    for (size_t i = 0; i < self->nn; i++)
+        if (!self->ch[i].exited && self->ch[i].pid > 0)
+            kill(self->ch[i].pid, sig), self->ch[i].stopped = 1;
+}
+
+/* At el seconds into the run: on a signal, the timeout or a failed node, SIGTERM to every running node, and
+ * SIGKILL to those still running 10 s later. */
+static void enforce_stop(pft_launch_t *self, watch_t *w, double el)
+{
+    if (!w->stop_why && s_interrupted)
+        w->stop_why = "interrupted";
+    if (!w->stop_why && self->o.timeout > 0 && el > self->o.timeout)
+        w->stop_why = "timeout";
+    if (!w->killed && w->stop_why) {
+        fprintf(stderr, "%s: stopping every node%s\n", w->stop_why,
+                w->stop_why == w->why ? " (--keep-going lets them run on to their deadlines)" : "");
+        signal_running(self, SIGTERM);
+        w->killed = 1;
+        w->kill_at = el + 10;
+    } else if (w->killed && el > w->kill_at) {
+        signal_running(self, SIGKILL);
+    }
+}
+
+/* Names how a started node that did not exit 0 ended; returns 1 if the launcher stopped it (signalled by the
+ * launcher and ended by that signal, not by a failure of its own). */
+static int report_failure(const pft_launch_t *self, const pft_launch_child_t *c)
+{
+    int st = c->status;
+    int stopped = c->stopped && (WIFEXITED(st) ? WEXITSTATUS(st) == self->o.exit_interrupted
+                                               : WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGKILL);
+    if (stopped) {
+        fprintf(stderr, "node %s was stopped by the launcher (see %s/node.log)\n", c->id, c->dir);
+        return 1;
+    }
+    char err[512];
+    last_error(c->dir, err, sizeof err);
+    if (WIFEXITED(st))
+        fprintf(stderr, "node %s failed with exit code %d%s%s (see %s/node.log)\n", c->id, WEXITSTATUS(st),
+                err[0] ? ": " : "", err, c->dir);
+    else
+        fprintf(stderr, "node %s was killed by signal %d%s%s (see %s/node.log)\n", c->id, WTERMSIG(st),
+                err[0] ? ": " : "", err, c->dir);
+    return 0;
+}
+
+void pft_launch_watch(pft_launch_t *self)
+{
+    watch_t w = {0};
+    for (size_t i = 0; i < self->nn; i++)
+        w.left += !self->ch[i].absent;
+    while (w.left > 0) {
+        reap(self, &w);
+        show_progress(self, &w);
+        enforce_stop(self, &w, pft_fsio_now() - self->t0);
+        if (w.left)
+            usleep(100000);
+    }
+    self->wall = pft_fsio_now() - self->t0;
+    sigaction(SIGINT, &self->old_int, NULL);
+    sigaction(SIGTERM, &self->old_term, NULL);
+    self->signals_caught = 0;
+    self->stop_cause = w.stop_why && w.stop_why != w.why ? w.stop_why : NULL;
+    self->failed = self->n_stopped = 0;
+    for (size_t i = 0; i < self->nn; i++) {
+        const pft_launch_child_t *c = &self->ch[i];
+        if (c->absent || (WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0))
+            continue;
+        self->failed++;
+        self->n_stopped += report_failure(self, c);
+    }
+}
