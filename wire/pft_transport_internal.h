@@ -1,0 +1,150 @@
+/* pft_transport internals shared by pft_transport*.c only: constants, structs, cross-file helpers. */
+#ifndef PFT_TRANSPORT_INTERNAL_H
+#define PFT_TRANSPORT_INTERNAL_H
+
+/* INTERNAL: not part of the public API (that is pft_transport.h). Include only from wire/pft_transport*.c.
+ * Cross-file functions are named pft_transport__*; everything else stays static in its file. */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#include "pft_bundle.h"
+#include "pft_transport.h"
+
+#define HDR_MAGIC "PFTM"
+#define HDR_VERSION 1
+#define HDR_LEN (4 + 1 + 1 + PFT_TRANSPORT_ID_LEN)
+#define T_BUNDLE 'B'
+#define T_ACK 'A'
+#define T_NACK 'N'
+#define MAX_REPLY 4096          /* outbound sockets never read more than this from a peer */
+#define MAX_PER_POLL 256        /* inbound messages handled per poll, so replies are not starved */
+#define SIZE_BYTES_PER_MS 50000 /* assumed throughput for the size-based first retry delay */
+#define KEY_LEN 32              /* bytes of a CURVE (X25519) key */
+#define CURVE_FRAME_OVERHEAD 64 /* allowance for CURVE's per-message framing (33 bytes in libzmq 4.3.4) */
+#define ZAP_ENDPOINT "inproc://zeromq.zap.01" /* ZMQ RFC 27: fixed, one per libzmq context */
+#define ZAP_DOMAIN "pftnet"                   /* our ROUTER's ZMQ_ZAP_DOMAIN; other domains are refused */
+#define MAX_HS_ERROR 200                      /* bytes of a handshake failure description */
+#define RECONNECT_MIN_MS 1000 /* first reconnection after a refused handshake (libzmq gives up on those) */
+#define RECONNECT_MAX_MS 16000
+#define MON_HS_FAILED                                                                                        \
+    (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |                            \
+     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+
+typedef struct {
+    char name[PFT_BUNDLE_MAX_NAME + 1];
+    char *endpoint;
+    void *sock;                      /* DEALER */
+    void *mon;                       /* PAIR receiving the DEALER's handshake events */
+    char hs_error[MAX_HS_ERROR + 1]; /* last handshake failure, "" after a success */
+    int hs_specific;                 /* hs_error names the cause (authentication, mismatch) */
+    int64_t reconnect_at;            /* when to reconnect after a refused handshake; 0: not planned */
+    int reconnect_delay;             /* ms, doubles per refusal up to RECONNECT_MAX_MS */
+} peer_t;
+
+typedef struct {
+    uint8_t key[KEY_LEN];
+    char name[PFT_BUNDLE_MAX_NAME + 1];
+} allowed_t;
+
+/* What a poll item is. */
+typedef enum { ITEM_ROUTER, ITEM_ZAP, ITEM_ROUTER_MON, ITEM_PEER, ITEM_PEER_MON } item_kind_t;
+
+typedef struct {
+    int peer;
+    uint8_t id[PFT_TRANSPORT_ID_LEN];
+    zmq_msg_t body; /* open while pending */
+    size_t len;
+    int64_t deadline, next_attempt;
+    int interval, base_interval, max_interval;
+    int attempts;
+    pft_send_state_t state;
+    int rc;
+    char reason[PFT_TRANSPORT_MAX_REASON + 1];
+} send_t;
+
+struct pft_transport_t {
+    pft_transport_opts_t opts;
+    void *ctx;
+    int own_ctx;
+    void *router;
+    char endpoint[256];
+    pft_transport_on_message_fn on_message;
+    void *cb_ctx;
+    peer_t *peers;
+    int n_peers, cap_peers;
+    send_t *sends;
+    int n_sends, cap_sends;
+    int n_pending;
+    zmq_pollitem_t *items; /* router, zap, router monitor, then two per peer (cap 3 + 2 * cap_peers) */
+    item_kind_t *item_kind;
+    int *item_peer;
+    int curve;                     /* 1: CURVE server and clients */
+    uint8_t curve_public[KEY_LEN]; /* our X25519 keypair (copied; wiped on destroy) */
+    uint8_t curve_secret[KEY_LEN];
+    void *zap;        /* REP bound at ZAP_ENDPOINT (CURVE only) */
+    void *router_mon; /* PAIR receiving the ROUTER's handshake failure events */
+    int n_monitors;   /* monitor endpoints made, for unique names */
+    allowed_t *allowed;
+    int n_allowed, cap_allowed;
+    const char *sender; /* during on_message: the sender's allowed name (CURVE) */
+    char last_denial[160];
+    uint8_t (*accepted)[PFT_TRANSPORT_ID_LEN]; /* ring of accepted ids */
+    int n_accepted, accepted_next;
+    pft_transport_stats_t stats;
+};
+
+/* ---- pft_transport.c: object, options, poll loop ---- */
+
+/* Sets the error message "transport: what: <zmq error>" and returns code. */
+int pft_transport__zerr(int code, const char *what);
+/* Sets an int socket option; 0, or PFT_ENET with the message set. */
+int pft_transport__setopt_int(void *sock, int opt, int v, const char *what);
+/* Grows the poll arrays to hold the router, ZAP, router monitor and two items per peer for cap peers. */
+int pft_transport__grow_items(pft_transport_t *self, int cap);
+/* Copies text into dst[cap], truncating. */
+void pft_transport__copy_text(char *dst, size_t cap, const char *src);
+
+/* ---- pft_transport_send.c: outbound peers, retries/backoff, deadlines, replies ---- */
+
+/* The message id of buf (opts.id_fn, or the bundle's own id); 0 or a negative error code. */
+int pft_transport__id_of(const pft_transport_t *self, const uint8_t *buf, size_t len,
+                         uint8_t id[PFT_TRANSPORT_ID_LEN]);
+/* Due transmissions, expiries and reconnections. */
+void pft_transport__run_timers(pft_transport_t *self);
+/* Milliseconds until the next timer (transmission, deadline, reconnection), or -1 if none. */
+int64_t pft_transport__next_timer(const pft_transport_t *self);
+/* Reads every waiting ACK/NACK on peer pi's DEALER. */
+void pft_transport__handle_replies(pft_transport_t *self, int pi);
+
+/* ---- pft_transport_recv.c: frames, inbound ROUTER, ACK/NACK replies, duplicate ids ---- */
+
+/* Writes the HDR_LEN-byte message header. */
+void pft_transport__make_header(uint8_t hdr[HDR_LEN], char type, const uint8_t id[PFT_TRANSPORT_ID_LEN]);
+/* Returns the type of a valid header (id filled in), or 0. */
+char pft_transport__parse_header(const zmq_msg_t *m, uint8_t id[PFT_TRANSPORT_ID_LEN]);
+/* Reads one whole multipart message from sock into parts[0..max) (extra parts are read and dropped);
+ * returns the number of parts (> max: malformed), 0 if nothing was waiting, -1 on error. */
+int pft_transport__recv_parts(void *sock, zmq_msg_t *parts, int max);
+/* Closes the parts recv_parts kept (n as it returned). */
+void pft_transport__close_parts(zmq_msg_t *parts, int n, int max);
+/* Handles every waiting inbound message on the ROUTER (up to MAX_PER_POLL). */
+void pft_transport__handle_inbound(pft_transport_t *self);
+
+/* ---- pft_transport_zap.c: CURVE (ZAP handler, allowed keys) and handshake monitors ---- */
+
+/* CURVE: binds the ZAP handler (before the ROUTER exists: with no handler bound, libzmq admits every
+ * CURVE client) and makes the ROUTER a CURVE server. 0 or a negative error code (message set). */
+int pft_transport__setup_curve_server(pft_transport_t *self);
+/* Answers every waiting ZAP request. */
+void pft_transport__handle_zap(pft_transport_t *self);
+/* Starts delivering sock's events in mask to a new PAIR socket and returns it, or NULL (message set). */
+void *pft_transport__monitor_new(pft_transport_t *self, void *sock, int mask);
+/* Stops monitoring sock and closes *mon_p (in this order: a monitor must never send to a closed PAIR). */
+void pft_transport__monitor_close(void *sock, void **mon_p);
+/* Reads every waiting event of a monitor. peer: the peer the monitored DEALER belongs to, or NULL for the
+ * ROUTER. */
+void pft_transport__handle_monitor(pft_transport_t *self, void *mon, peer_t *peer);
+
+#endif

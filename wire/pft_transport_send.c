@@ -1,0 +1,344 @@
+/* pft_transport_send: outbound peers (DEALERs), transmissions, retries/backoff, deadlines, ACK/NACK. */
+#include "pft_transport.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "pft_alloc.h"
+#include "pft_bundle.h"
+#include "pft_error.h"
+#include "pft_transport_internal.h"
+
+static int find_peer(const pft_transport_t *self, const char *name)
+{
+    for (int i = 0; i < self->n_peers; i++)
+        if (strcmp(self->peers[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *endpoint,
+                           const uint8_t *server_public_key)
+{
+    if (!name || !endpoint || strlen(name) < 1 || strlen(name) > PFT_BUNDLE_MAX_NAME)
+        return pft_err(PFT_EINVAL, "transport: peer name must be 1..%d bytes", PFT_BUNDLE_MAX_NAME);
+    if (self->curve && !server_public_key)
+        return pft_err(
+            PFT_EUNSUPPORTED,
+            "transport: peer '%s': this transport uses CURVE; the peer's server public key is needed "
+            "(plain text and CURVE do not mix)",
+            name);
+    if (!self->curve && server_public_key)
+        return pft_err(
+            PFT_EUNSUPPORTED,
+            "transport: peer '%s': a server public key was given but this transport is plain text (no "
+            "keypair in its options); plain text and CURVE do not mix",
+            name);
+    if (find_peer(self, name) >= 0)
+        return pft_err(PFT_EINVAL, "transport: peer '%s' added twice", name);
+    if (self->n_peers == self->cap_peers) {
+        int nc = self->cap_peers ? 2 * self->cap_peers : 4;
+        peer_t *p = pft_realloc(self->peers, (size_t)nc * sizeof *p);
+        if (!p)
+            return pft_err(PFT_ENOMEM, "transport: out of memory");
+        self->peers = p;
+        if (pft_transport__grow_items(self, nc))
+            return PFT_ENOMEM;
+        self->cap_peers = nc;
+    }
+    peer_t *p = &self->peers[self->n_peers];
+    memset(p, 0, sizeof *p);
+    int rc = PFT_ENET;
+    p->endpoint = pft_strdup(endpoint);
+    if (!p->endpoint) {
+        rc = pft_err(PFT_ENOMEM, "transport: out of memory");
+        goto fail;
+    }
+    p->sock = zmq_socket(self->ctx, ZMQ_DEALER);
+    if (!p->sock) {
+        rc = pft_transport__zerr(PFT_ENET, "zmq_socket(DEALER)");
+        goto fail;
+    }
+    int64_t maxreply = MAX_REPLY;
+    if (zmq_setsockopt(p->sock, ZMQ_MAXMSGSIZE, &maxreply, sizeof maxreply) != 0) {
+        rc = pft_transport__zerr(PFT_ENET, "ZMQ_MAXMSGSIZE");
+        goto fail;
+    }
+    /* IMMEDIATE: queue only on a completed connection, so a peer that is down costs a retry, not a pile of
+     * copies delivered at once when it comes up. LINGER 0: an unacknowledged send has failed anyway. */
+    if ((rc = pft_transport__setopt_int(p->sock, ZMQ_IMMEDIATE, 1, "ZMQ_IMMEDIATE")) ||
+        (rc = pft_transport__setopt_int(p->sock, ZMQ_SNDHWM, self->opts.sndhwm, "ZMQ_SNDHWM")) ||
+        (rc = pft_transport__setopt_int(p->sock, ZMQ_RCVHWM, 1000, "ZMQ_RCVHWM")) ||
+        (rc = pft_transport__setopt_int(p->sock, ZMQ_LINGER, 0, "ZMQ_LINGER")) ||
+        (rc = pft_transport__setopt_int(p->sock, ZMQ_RECONNECT_IVL, self->opts.reconnect_ivl_ms,
+                                        "ZMQ_RECONNECT_IVL")) ||
+        (rc = pft_transport__setopt_int(p->sock, ZMQ_RECONNECT_IVL_MAX, 10 * self->opts.reconnect_ivl_ms,
+                                        "ZMQ_RECONNECT_IVL_MAX")))
+        goto fail;
+    if (self->curve && (zmq_setsockopt(p->sock, ZMQ_CURVE_SERVERKEY, server_public_key, KEY_LEN) != 0 ||
+                        zmq_setsockopt(p->sock, ZMQ_CURVE_PUBLICKEY, self->curve_public, KEY_LEN) != 0 ||
+                        zmq_setsockopt(p->sock, ZMQ_CURVE_SECRETKEY, self->curve_secret, KEY_LEN) != 0)) {
+        rc = pft_transport__zerr(PFT_ENET, "CURVE client keys");
+        goto fail;
+    }
+    if (!(p->mon =
+              pft_transport__monitor_new(self, p->sock, MON_HS_FAILED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED))) {
+        rc = PFT_ENET;
+        goto fail;
+    }
+    if (zmq_connect(p->sock, endpoint) != 0) {
+        rc = pft_err(zmq_errno() == EINVAL || zmq_errno() == EPROTONOSUPPORT ? PFT_EINVAL : PFT_ENET,
+                     "transport: peer '%s': cannot connect to %s: %s", name, endpoint,
+                     zmq_strerror(zmq_errno()));
+        goto fail;
+    }
+    memcpy(p->name, name, strlen(name) + 1);
+    self->n_peers++;
+    return 0;
+fail:
+    if (p->sock) {
+        pft_transport__monitor_close(p->sock, &p->mon);
+        zmq_close(p->sock);
+    }
+    pft_free(p->endpoint);
+    memset(p, 0, sizeof *p);
+    return rc;
+}
+
+int pft_transport__id_of(const pft_transport_t *self, const uint8_t *buf, size_t len,
+                         uint8_t id[PFT_TRANSPORT_ID_LEN])
+{
+    return self->opts.id_fn ? self->opts.id_fn(buf, len, id) : pft_bundle_message_id(buf, len, id);
+}
+
+int pft_transport_send(pft_transport_t *self, const char *peer, const uint8_t *bytes, size_t len,
+                       const uint8_t id[PFT_TRANSPORT_ID_LEN], int64_t deadline_ms)
+{
+    int pi = peer ? find_peer(self, peer) : -1;
+    if (pi < 0)
+        return pft_err(PFT_EINVAL, "transport: unknown peer '%s'", peer ? peer : "(null)");
+    if (!bytes || len == 0)
+        return pft_err(PFT_EINVAL, "transport: empty message for peer '%s'", peer);
+    if ((uint64_t)len > (uint64_t)self->opts.max_msg_size)
+        return pft_err(PFT_ERANGE, "transport: message of %zu bytes for peer '%s' exceeds max_msg_size %lld",
+                       len, peer, (long long)self->opts.max_msg_size);
+    if (self->n_sends == INT32_MAX)
+        return pft_err(PFT_ERANGE, "transport: too many sends");
+    uint8_t computed[PFT_TRANSPORT_ID_LEN];
+    if (!id) {
+        int rc = pft_transport__id_of(self, bytes, len, computed);
+        if (rc)
+            return pft_err_wrap(rc, "transport: send to '%s'", peer);
+        id = computed;
+    }
+    if (self->n_sends == self->cap_sends) {
+        int nc = self->cap_sends ? 2 * self->cap_sends : 8;
+        send_t *s = pft_realloc(self->sends, (size_t)nc * sizeof *s);
+        if (!s)
+            return pft_err(PFT_ENOMEM, "transport: out of memory");
+        self->sends = s;
+        self->cap_sends = nc;
+    }
+    send_t *s = &self->sends[self->n_sends];
+    memset(s, 0, sizeof *s);
+    if (zmq_msg_init_size(&s->body, len) != 0)
+        return pft_err(PFT_ENOMEM, "transport: out of memory for a %zu-byte message", len);
+    memcpy(zmq_msg_data(&s->body), bytes, len);
+    s->peer = pi;
+    memcpy(s->id, id, PFT_TRANSPORT_ID_LEN);
+    s->len = len;
+    s->deadline = deadline_ms;
+    s->next_attempt = pft_transport_now_ms();
+    int64_t base = self->opts.retry_initial_ms + (int64_t)(len / SIZE_BYTES_PER_MS);
+    s->base_interval = base > INT32_MAX / 4 ? INT32_MAX / 4 : (int)base;
+    s->interval = s->base_interval;
+    s->max_interval = s->base_interval > self->opts.retry_max_ms ? s->base_interval : self->opts.retry_max_ms;
+    s->state = PFT_SEND_PENDING;
+    self->n_pending++;
+    return self->n_sends++;
+}
+
+static void finish(pft_transport_t *self, send_t *s, pft_send_state_t state, int rc, const char *reason)
+{
+    s->state = state;
+    s->rc = rc;
+    pft_transport__copy_text(s->reason, sizeof s->reason, reason ? reason : "");
+    zmq_msg_close(&s->body);
+    self->n_pending--;
+    if (state == PFT_SEND_ACKED)
+        self->stats.acked++;
+    else if (state == PFT_SEND_REJECTED)
+        self->stats.rejected_by_peer++;
+    else
+        self->stats.failed++;
+}
+
+/* One transmission of s; 1 if it went out, 0 if libzmq could not take it now (no connection, HWM). */
+static int transmit(pft_transport_t *self, send_t *s)
+{
+    void *sock = self->peers[s->peer].sock;
+    uint8_t hdr[HDR_LEN];
+    pft_transport__make_header(hdr, T_BUNDLE, s->id);
+    if (zmq_send(sock, hdr, HDR_LEN, ZMQ_SNDMORE | ZMQ_DONTWAIT) != HDR_LEN)
+        return 0;
+    zmq_msg_t copy;
+    zmq_msg_init(&copy);
+    zmq_msg_copy(&copy, &s->body); /* shares the buffer (reference counted) */
+    if (zmq_msg_send(&copy, sock, ZMQ_DONTWAIT) < 0) {
+        /* Cannot happen once the first part was accepted (libzmq sends multipart messages atomically). */
+        zmq_msg_close(&copy);
+        return 0;
+    }
+    return 1;
+}
+
+/* libzmq ends a connection whose handshake was refused (authentication, security mismatch) for good; we
+ * connect again after a backoff, so that a key allowed later, or a peer restarted with the right
+ * configuration, is reached. */
+static void run_reconnects(pft_transport_t *self, int64_t now)
+{
+    for (int i = 0; i < self->n_peers; i++) {
+        peer_t *p = &self->peers[i];
+        if (!p->reconnect_at || now < p->reconnect_at)
+            continue;
+        p->reconnect_at = 0;
+        zmq_disconnect(p->sock, p->endpoint); /* ENOENT when libzmq already dropped it: fine */
+        zmq_connect(p->sock, p->endpoint);    /* it worked once with this endpoint */
+    }
+}
+
+/* Due transmissions and expiries. */
+void pft_transport__run_timers(pft_transport_t *self)
+{
+    int64_t now = pft_transport_now_ms();
+    run_reconnects(self, now);
+    for (int i = 0; i < self->n_sends; i++) {
+        send_t *s = &self->sends[i];
+        if (s->state != PFT_SEND_PENDING)
+            continue;
+        if (s->deadline > 0 && now >= s->deadline) {
+            char why[1024];
+            const peer_t *p = &self->peers[s->peer];
+            snprintf(why, sizeof why,
+                     "no acknowledgement from peer '%.64s' (%.100s) before the deadline, %d "
+                     "transmissions%s%.200s%s%.200s",
+                     p->name, p->endpoint, s->attempts, s->reason[0] ? "; last: " : "", s->reason,
+                     p->hs_error[0] ? "; handshake failed: " : "", p->hs_error);
+            finish(self, s, PFT_SEND_FAILED, PFT_ETIMEOUT, why);
+            continue;
+        }
+        if (now < s->next_attempt)
+            continue;
+        if (transmit(self, s)) {
+            if (s->attempts > 0)
+                self->stats.retries++;
+            s->attempts++;
+            self->stats.transmissions++;
+            self->stats.bytes_sent += s->len;
+            s->next_attempt = now + s->interval;
+            s->interval = s->interval > s->max_interval / 2 ? s->max_interval : 2 * s->interval;
+        } else {
+            s->next_attempt = now + self->opts.retry_initial_ms; /* not connected yet: try again soon */
+        }
+    }
+}
+
+/* Milliseconds until the next timer (transmission, deadline, reconnection), or -1 if none. */
+int64_t pft_transport__next_timer(const pft_transport_t *self)
+{
+    int64_t now = pft_transport_now_ms(), best = -1;
+    for (int i = 0; i < self->n_peers; i++) {
+        int64_t t = self->peers[i].reconnect_at;
+        if (t) {
+            int64_t dt = t > now ? t - now : 0;
+            if (best < 0 || dt < best)
+                best = dt;
+        }
+    }
+    for (int i = 0; i < self->n_sends; i++) {
+        const send_t *s = &self->sends[i];
+        if (s->state != PFT_SEND_PENDING)
+            continue;
+        int64_t t = s->next_attempt;
+        if (s->deadline > 0 && s->deadline < t)
+            t = s->deadline;
+        int64_t dt = t > now ? t - now : 0;
+        if (best < 0 || dt < best)
+            best = dt;
+    }
+    return best;
+}
+
+static int is_transient(int code)
+{
+    return code == PFT_ENOMEM || code == PFT_EIO || code == PFT_EINTR || code == PFT_ETIMEOUT;
+}
+
+static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[PFT_TRANSPORT_ID_LEN],
+                     int code, const char *reason)
+{
+    for (int i = 0; i < self->n_sends; i++) {
+        send_t *s = &self->sends[i];
+        if (s->state != PFT_SEND_PENDING || s->peer != pi || memcmp(s->id, id, PFT_TRANSPORT_ID_LEN) != 0)
+            continue;
+        if (type == T_ACK) {
+            finish(self, s, PFT_SEND_ACKED, 0, "");
+        } else if (is_transient(code)) {
+            pft_transport__copy_text(s->reason, sizeof s->reason, reason);
+        } else {
+            finish(self, s, PFT_SEND_REJECTED, code, reason);
+        }
+    }
+}
+
+void pft_transport__handle_replies(pft_transport_t *self, int pi)
+{
+    for (int k = 0; k < MAX_PER_POLL; k++) {
+        zmq_msg_t parts[2];
+        int n = pft_transport__recv_parts(self->peers[pi].sock, parts, 2);
+        if (n <= 0)
+            return;
+        uint8_t id[PFT_TRANSPORT_ID_LEN];
+        char type = n <= 2 ? pft_transport__parse_header(&parts[0], id) : 0;
+        if (type == T_ACK && n == 1) {
+            on_reply(self, pi, T_ACK, id, 0, "");
+        } else if (type == T_NACK && n == 2 && zmq_msg_size(&parts[1]) >= 4 &&
+                   zmq_msg_size(&parts[1]) <= 4 + PFT_TRANSPORT_MAX_REASON) {
+            const uint8_t *b = zmq_msg_data(&parts[1]);
+            int32_t code =
+                (int32_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);
+            char reason[PFT_TRANSPORT_MAX_REASON + 1];
+            size_t rl = zmq_msg_size(&parts[1]) - 4;
+            memcpy(reason, b + 4, rl);
+            reason[rl] = '\0';
+            for (size_t i = 0; i < rl; i++) /* a peer's text goes into our logs: keep it printable */
+                if ((unsigned char)reason[i] < 0x20 || reason[i] == 0x7f)
+                    reason[i] = '?';
+            if (code >= 0 || code < -1000)
+                code = PFT_EREJECT;
+            on_reply(self, pi, T_NACK, id, code, reason);
+        } else {
+            self->stats.malformed++;
+        }
+        pft_transport__close_parts(parts, n, 2);
+    }
+}
+
+int pft_transport_send_state(const pft_transport_t *self, int handle, int *rc, const char **reason)
+{
+    if (handle < 0 || handle >= self->n_sends)
+        return pft_err(PFT_EINVAL, "transport: unknown send handle %d", handle);
+    const send_t *s = &self->sends[handle];
+    if (rc)
+        *rc = s->rc;
+    if (reason)
+        *reason = s->reason;
+    return (int)s->state;
+}
+
+int pft_transport_pending(const pft_transport_t *self)
+{
+    return self->n_pending;
+}
