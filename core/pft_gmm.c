@@ -30,13 +30,15 @@ const char *pft_cov_name(pft_cov_t cov)
         return "spher";
     case PFT_COV_LOWRANK:
         return "lowrank";
+    case PFT_COV_TIED:
+        return "tied";
     }
     return NULL;
 }
 
 int pft_cov_parse(const char *name, pft_cov_t *out)
 {
-    static const pft_cov_t all[] = {PFT_COV_FULL, PFT_COV_DIAG, PFT_COV_SPHER, PFT_COV_LOWRANK};
+    static const pft_cov_t all[] = {PFT_COV_FULL, PFT_COV_DIAG, PFT_COV_SPHER, PFT_COV_LOWRANK, PFT_COV_TIED};
     if (!name || !out)
         return pft_err(PFT_EINVAL, "covariance type: missing name");
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -48,7 +50,8 @@ int pft_cov_parse(const char *name, pft_cov_t *out)
         *out = PFT_COV_SPHER;
         return 0;
     }
-    return pft_err(PFT_EINVAL, "unknown covariance type '%s' (expected full, diag, spher or lowrank)", name);
+    return pft_err(PFT_EINVAL, "unknown covariance type '%s' (expected full, diag, spher, lowrank or tied)",
+                   name);
 }
 
 int pft_gmm__cov_valid(pft_cov_t cov)
@@ -67,6 +70,8 @@ static size_t cov_len(pft_cov_t cov, size_t d)
         return d;
     case PFT_COV_SPHER:
         return 1;
+    case PFT_COV_TIED: /* not a mixture */
+        break;
     }
     return 0;
 }

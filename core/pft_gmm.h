@@ -15,9 +15,10 @@ typedef enum {
     PFT_COV_DIAG = 1,
     PFT_COV_SPHER = 2,
     PFT_COV_LOWRANK = 3,
+    PFT_COV_TIED = 4, /* not a mixture: exact LDA statistics (pft_gstat); pft_gmm refuses it */
 } pft_cov_t;
 
-/* "full" / "diag" / "spher" / "lowrank"; NULL for an unknown value. */
+/* "full" / "diag" / "spher" / "lowrank" / "tied"; NULL for an unknown value. */
 const char *pft_cov_name(pft_cov_t cov);
 /* Parses a name; returns 0 and sets *out, or PFT_EINVAL. */
 int pft_cov_parse(const char *name, pft_cov_t *out);

@@ -98,6 +98,29 @@ int pft_la_eigh(double *a, int n, double *w)
     return 0;
 }
 
+int pft_la_eigh_dc(double *a, int n, double *w)
+{
+    double q = 0;
+    lapack_int iq = 0;
+    lapack_int info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', n, a, n, w, &q, -1, &iq, -1);
+    if (info != 0)
+        return pft_err(PFT_ENUMERIC, "eigh: workspace query failed (%d)", (int)info);
+    lapack_int lwork = (lapack_int)q, liwork = iq;
+    double *work = pft_alloc_array((size_t)lwork, sizeof *work);
+    lapack_int *iwork = pft_alloc_array((size_t)liwork, sizeof *iwork);
+    if (!work || !iwork) {
+        pft_free(work);
+        pft_free(iwork);
+        return pft_err(PFT_ENOMEM, "eigh: out of memory");
+    }
+    info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', n, a, n, w, work, lwork, iwork, liwork);
+    pft_free(work);
+    pft_free(iwork);
+    if (info != 0)
+        return pft_err(PFT_ENUMERIC, "eigh: LAPACK dsyevd failed (%d)", (int)info);
+    return 0;
+}
+
 int pft_la_spd_inverse(const double *l, double *inv, int n)
 {
     /* row-major lower = column-major upper: DPOTRI on U = Lᵀ leaves the upper triangle of A⁻¹ there,

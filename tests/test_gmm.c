@@ -59,8 +59,12 @@ static void test_cov_names(void)
     CHECK(pft_cov_parse("diag", &c) == 0 && c == PFT_COV_DIAG);
     CHECK(pft_cov_parse("spher", &c) == 0 && c == PFT_COV_SPHER);
     CHECK(pft_cov_parse("spherical", &c) == 0 && c == PFT_COV_SPHER);
-    CHECK(pft_cov_parse("tied", &c) == PFT_EINVAL);
-    CHECK(strstr(pft_errmsg(), "tied") != NULL);
+    /* tied names exact LDA statistics (pft_gstat), not a mixture: parsed, but no GMM has it */
+    CHECK(pft_cov_parse("tied", &c) == 0 && c == PFT_COV_TIED);
+    CHECK(strcmp(pft_cov_name(PFT_COV_TIED), "tied") == 0);
+    CHECK(pft_gmm_new(1, 4, PFT_COV_TIED) == NULL);
+    CHECK(pft_cov_parse("banded", &c) == PFT_EINVAL);
+    CHECK(strstr(pft_errmsg(), "banded") != NULL);
     CHECK(pft_cov_parse(NULL, &c) == PFT_EINVAL);
 }
 

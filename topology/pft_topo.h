@@ -44,6 +44,11 @@ enum {
 
 typedef enum { PFT_TOPO_FP16 = 0, PFT_TOPO_FP32 = 1 } pft_topo_dtype_t;
 typedef enum { PFT_TOPO_PREP_NONE = 0, PFT_TOPO_PREP_L2 = 1, PFT_TOPO_PREP_SQRT_L2 = 2 } pft_topo_prep_t;
+/* How a node with cov=full, k=1 merges what it receives (attribute merge). */
+typedef enum { PFT_TOPO_MERGE_EXACT = 0, PFT_TOPO_MERGE_SAMPLE = 1 } pft_topo_merge_t;
+/* The node's classifier (attribute head); AUTO is resolved at load: GAUSSIAN for exact statistics, else
+ * LOGREG. */
+typedef enum { PFT_TOPO_HEAD_AUTO = 0, PFT_TOPO_HEAD_LOGREG = 1, PFT_TOPO_HEAD_GAUSSIAN = 2 } pft_topo_head_t;
 /* What a node does when a predecessor's bundle has not arrived by the deadline. */
 typedef enum { PFT_TOPO_MISSING_PROCEED = 0, PFT_TOPO_MISSING_FAIL = 1 } pft_topo_missing_t;
 /* Simulation partitions; the values equal node/pft_partition.h's pft_part_kind_t. */
@@ -64,9 +69,12 @@ typedef struct {
     int samples;            /* simulation: training rows per node (0: all of its share), default */
     uint64_t seed;          /* run seed */
     pft_topo_dtype_t dtype; /* parameter encoding on the wire */
-    pft_topo_prep_t prep;   /* feature preprocessing, identical on every node */
-    double deadline;        /* seconds a node waits for all its predecessors (edges may override) */
-    double send_deadline;   /* seconds a sender retries one hand-off (edges may override) */
+    pft_topo_dtype_t stats_dtype;  /* encoding of exact statistics on the wire */
+    int merge;                     /* pft_topo_merge_t default for nodes */
+    int head;                      /* pft_topo_head_t default for nodes */
+    pft_topo_prep_t prep;          /* feature preprocessing, identical on every node */
+    double deadline;               /* seconds a node waits for all its predecessors (edges may override) */
+    double send_deadline;          /* seconds a sender retries one hand-off (edges may override) */
     pft_topo_missing_t on_missing; /* policy when a predecessor never arrives */
     int max_iter;                  /* EM iterations at most */
     double tol;                    /* EM convergence tolerance */
@@ -109,15 +117,18 @@ typedef struct {
     int k;                   /* effective GMM components per class */
     pft_cov_t cov;           /* effective covariance family */
     int cov_rank;            /* effective lowrank rank (meaningful for cov=lowrank only) */
-    int samples;             /* simulation: effective rows for this node (0: all of its share) */
-    int has_data;            /* 0 (attribute data = false): no training rows of its own, e.g. an aggregator */
-    int domain;              /* simulation, partition=domain: domain id; -1: none */
-    const char *classes;     /* simulation, partition=labels: class set ("0-3", "0,2,5"); NULL: none */
-    double dp_epsilon;       /* effective DP-FedPFT epsilon (0: off) */
-    double dp_delta;         /* effective delta (0: 1/n) */
-    int dp_mech;             /* effective mechanism (pft_dp_mech_t) */
-    double dp_budget;        /* effective total epsilon budget (0: unlimited) */
-    size_t n_preds;          /* primary predecessors (node indices, ascending) */
+    int merge;               /* pft_topo_merge_t as written */
+    int head;                /* pft_topo_head_t, resolved: never AUTO after loading */
+    int exact;    /* 1: the node carries exact statistics (cov=tied, or full with k=1 and merge=exact) */
+    int samples;  /* simulation: effective rows for this node (0: all of its share) */
+    int has_data; /* 0 (attribute data = false): no training rows of its own, e.g. an aggregator */
+    int domain;   /* simulation, partition=domain: domain id; -1: none */
+    const char *classes; /* simulation, partition=labels: class set ("0-3", "0,2,5"); NULL: none */
+    double dp_epsilon;   /* effective DP-FedPFT epsilon (0: off) */
+    double dp_delta;     /* effective delta (0: 1/n) */
+    int dp_mech;         /* effective mechanism (pft_dp_mech_t) */
+    double dp_budget;    /* effective total epsilon budget (0: unlimited) */
+    size_t n_preds;      /* primary predecessors (node indices, ascending) */
     const size_t *preds;
     size_t n_succs; /* primary successors */
     const size_t *succs;
@@ -193,5 +204,14 @@ int pft_topo_set_graph_attr(pft_topo_t *self, const char *name, const char *valu
  * comments dropped. Every node is declared first, in index order, and edges follow in index order, so
  * it loads back to the same settings, node indices and edge order. PFT_EIO with a message on failure. */
 int pft_topo_write(const pft_topo_t *self, const char *path);
+
+/* Exact statistics travel as parts, each summing a group of contributors (DESIGN.md §8). For node v, fills
+ * groups[u] (node_count entries) for every node u: -1 if u's rows never reach v (along lap-1 hand-offs and
+ * fallback edges; u = v reaches itself), else the id of u's part at v, the smallest node index of its group.
+ * Two contributors share a part iff every rejoin after v (a node with several such predecessors) receives
+ * both through the same predecessors; so a rejoin can take each part whole from the first of its arrived
+ * predecessors that carries it, and counts every contributor exactly once. Chains and rings: one group.
+ * PFT_ENOMEM. */
+int pft_topo_part_groups(const pft_topo_t *self, size_t v, long *groups);
 
 #endif

@@ -28,15 +28,21 @@
 #define KEY_PREFIX "pftnet-ed25519-public "
 
 /* Enum names; the index is the stored value. */
-static const char *const s_cov[] = {"full", "diag", "spher", "lowrank", NULL};
+static const char *const s_cov[] = {"full", "diag", "spher", "lowrank", "tied", NULL};
+static const char *const s_merge[] = {"exact", "sample", NULL};
+static const char *const s_head[] = {"auto", "logreg", "gaussian", NULL};
 static const char *const s_dtype[] = {"fp16", "fp32", NULL};
 static const char *const s_prep[] = {"none", "l2", "sqrt-l2", NULL};
 static const char *const s_missing[] = {"proceed", "fail", NULL};
 static const char *const s_dp_mech[] = {"thm41", "b3", NULL};
 
-_Static_assert(PFT_COV_FULL == 0 && PFT_COV_DIAG == 1 && PFT_COV_SPHER == 2 && PFT_COV_LOWRANK == 3,
+_Static_assert(PFT_COV_FULL == 0 && PFT_COV_DIAG == 1 && PFT_COV_SPHER == 2 && PFT_COV_LOWRANK == 3 &&
+                   PFT_COV_TIED == 4,
                "s_cov order");
 _Static_assert(PFT_TOPO_FP16 == 0 && PFT_TOPO_FP32 == 1, "s_dtype order");
+_Static_assert(PFT_TOPO_MERGE_EXACT == 0 && PFT_TOPO_MERGE_SAMPLE == 1, "s_merge order");
+_Static_assert(PFT_TOPO_HEAD_AUTO == 0 && PFT_TOPO_HEAD_LOGREG == 1 && PFT_TOPO_HEAD_GAUSSIAN == 2,
+               "s_head order");
 _Static_assert(PFT_TOPO_PREP_NONE == 0 && PFT_TOPO_PREP_L2 == 1 && PFT_TOPO_PREP_SQRT_L2 == 2,
                "s_prep order");
 _Static_assert(PFT_TOPO_MISSING_PROCEED == 0 && PFT_TOPO_MISSING_FAIL == 1, "s_missing order");
@@ -52,7 +58,16 @@ static const pft_topo_attr_t s_table[] = {
     {"k", G | N, PFT_ATTR_INT, "10", 1, 1024, NULL,
      "GMM components per class", GO(k), NO(k), NONE},
     {"cov", G | N, PFT_ATTR_ENUM, "diag", 0, 0, s_cov,
-     "covariance family of the GMMs (lowrank: W Wᵀ + Ψ, rank cov_rank)", GO(cov), NO(cov), NONE},
+     "covariance family (lowrank: W Wᵀ + Ψ, rank cov_rank; tied: exact LDA statistics, one shared scatter)",
+     GO(cov), NO(cov), NONE},
+    {"merge", G | N, PFT_ATTR_ENUM, "exact", 0, 0, s_merge,
+     "cov=full with k=1: exact (merge statistics in closed form) or sample (the paper's protocol); tied is "
+     "always exact, the mixtures always sample",
+     GO(merge), NO(merge), NONE},
+    {"head", G | N, PFT_ATTR_ENUM, "auto", 0, 0, s_head,
+     "classifier: logreg (softmax head on rows) or gaussian (LDA/QDA from class statistics); auto: gaussian "
+     "for exact statistics, logreg otherwise",
+     GO(head), NO(head), NONE},
     {"cov_rank", G | N, PFT_ATTR_INT, "32", 1, 65535, NULL,
      "cov=lowrank: factors per component (clamped to d-1); bytes per component d*q + 2d + 1 numbers",
      GO(cov_rank), NO(cov_rank), NONE},
@@ -60,6 +75,8 @@ static const pft_topo_attr_t s_table[] = {
      "run seed (k-means++ initialisation, sampling, partitions)", GO(seed), NONE, NONE},
     {"dtype", G, PFT_ATTR_ENUM, "fp16", 0, 0, s_dtype,
      "encoding of GMM parameters on the wire", GO(dtype), NONE, NONE},
+    {"stats_dtype", G, PFT_ATTR_ENUM, "fp32", 0, 0, s_dtype,
+     "encoding of exact statistics (means, covariances) on the wire", GO(stats_dtype), NONE, NONE},
     {"prep", G, PFT_ATTR_ENUM, "l2", 0, 0, s_prep,
      "feature preprocessing, applied identically on every node before anything else", GO(prep), NONE, NONE},
     {"start", G, PFT_ATTR_NAME, NULL, 0, 0, NULL,

@@ -147,7 +147,7 @@ int pft_topo__build(const pft_topo_t *t, pft_topo__model_t *m)
         (rc = pft_topo__parse_edge_attrs(t, m)) || (rc = pft_topo__plan_graph(t, m)) ||
         (rc = pft_topo__check_fallbacks(t, m)) || (rc = pft_topo__check_simulation(t, m)) ||
         (rc = pft_topo__check_endpoints(t, m)) || (rc = pft_topo__check_data(t, m)) ||
-        (rc = pft_topo__check_keys(t, m)))
+        (rc = pft_topo__check_keys(t, m)) || (rc = pft_topo__check_families(t, m)))
         goto fail;
     link_nodes(m);
     return 0;

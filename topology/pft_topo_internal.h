@@ -105,5 +105,7 @@ int pft_topo__check_endpoints(const pft_topo_t *t, pft_topo__model_t *m);
 int pft_topo__check_data(const pft_topo_t *t, pft_topo__model_t *m);
 /* Node keys: every node or none, none shared, key files present. */
 int pft_topo__check_keys(const pft_topo_t *t, pft_topo__model_t *m);
+/* pft_topo_family.c: resolves each node's `exact` and `head`, refuses combinations that are not built. */
+int pft_topo__check_families(const pft_topo_t *t, pft_topo__model_t *m);
 
 #endif

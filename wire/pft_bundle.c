@@ -1,7 +1,9 @@
-/* pft_bundle: the bundle object (per-class GMMs, counts, provenance, parents, flags, signature); its codec is
+/* pft_bundle: the bundle object (per-class GMMs or statistics parts, counts, provenance, parents, flags,
+ * signature); its codec is
  * in pft_bundle_encode.c and pft_bundle_decode.c, the struct in pft_bundle_internal.h. See docs/WIRE.md. */
 #include "pft_bundle.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "pft_alloc.h"
@@ -96,6 +98,15 @@ pft_bundle_t *pft_bundle_new(const char *run_id, const char *producer, pft_dtype
     return self;
 }
 
+static void part_free(pft_bundle__part_t *p)
+{
+    pft_gstat_destroy(&p->st);
+    for (int j = 0; j < p->n_contrib; j++)
+        pft_free(p->contrib[j]);
+    PFT_FREE(p->contrib);
+    p->n_contrib = 0;
+}
+
 void pft_bundle_destroy(pft_bundle_t **self_p)
 {
     if (!self_p || !*self_p)
@@ -104,6 +115,9 @@ void pft_bundle_destroy(pft_bundle_t **self_p)
     for (int i = 0; i < self->n_classes; i++)
         pft_gmm_destroy(&self->classes[i].gmm);
     pft_free(self->classes);
+    for (int i = 0; i < self->n_parts; i++)
+        part_free(&self->parts[i]);
+    pft_free(self->parts);
     for (int i = 0; i < self->n_prov; i++) {
         pft_free(self->prov[i].node);
         pft_free(self->prov[i].pairs);
@@ -121,6 +135,11 @@ int pft_bundle_add_class(pft_bundle_t *self, int label, uint64_t n, pft_gmm_t **
 {
     if (!self || !gmm_p || !*gmm_p)
         return pft_err(PFT_EINVAL, "bundle: add_class: NULL argument");
+    if (self->n_parts > 0)
+        return pft_err(PFT_EINVAL,
+                       "bundle: class %d: the bundle carries statistics parts (classes or parts, "
+                       "never both)",
+                       label);
     if (label < 0)
         return pft_err(PFT_EINVAL, "bundle: class label %d is negative", label);
     if (n < 1 || n > PFT_BUNDLE_MAX_COUNT)
@@ -185,6 +204,143 @@ int pft_bundle_find_class(const pft_bundle_t *self, int label)
             hi = mid - 1;
     }
     return -1;
+}
+
+/* ---------- statistics parts ---------- */
+
+int pft_bundle__part_find(const pft_bundle__part_t *p, const char *node)
+{
+    int lo = 0, hi = p->n_contrib - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(p->contrib[mid], node);
+        if (c == 0)
+            return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+void pft_bundle__part_name(const pft_bundle__part_t *p, int i, char *out, size_t n)
+{
+    size_t o = (size_t)snprintf(out, n, "part %d (contributors ", i);
+    for (int j = 0; j < p->n_contrib && o < n; j++) {
+        if (o + strlen(p->contrib[j]) + 8 > 100 && j > 0) {
+            o += (size_t)snprintf(out + o, n - o, ",... %d in all", p->n_contrib);
+            break;
+        }
+        o += (size_t)snprintf(out + o, n - o, "%s%s", j ? "," : "", p->contrib[j]);
+    }
+    if (o < n)
+        snprintf(out + o, n - o, ")");
+}
+
+/* Checks the arguments of add_part (everything but memory); 0 or PFT_EINVAL. */
+static int part_args_ok(const pft_bundle_t *self, const char *const *contrib, int nc, const pft_gstat_t *st)
+{
+    if (self->n_classes > 0)
+        return pft_err(PFT_EINVAL,
+                       "bundle: add_part: the bundle carries GMM classes (classes or parts, never "
+                       "both)");
+    if (pft_gstat_dim(st) != self->d)
+        return pft_err(PFT_EINVAL, "bundle: add_part: statistics of dimension %d, bundle dimension %d",
+                       pft_gstat_dim(st), self->d);
+    if (self->n_parts > 0 && pft_gstat_kind(st) != pft_gstat_kind(self->parts[0].st))
+        return pft_err(
+            PFT_EINVAL, "bundle: add_part: %s statistics in a bundle of %s parts (one kind per bundle)",
+            pft_gstat_kind_name(pft_gstat_kind(st)), pft_gstat_kind_name(pft_gstat_kind(self->parts[0].st)));
+    int ncl = pft_gstat_n_classes(st);
+    if (ncl < 1 || ncl > 65536)
+        return pft_err(PFT_EINVAL, "bundle: add_part: %d classes, expected 1..65536", ncl);
+    for (int c = 0; c < ncl; c++)
+        if (pft_gstat_count(st, c) > PFT_BUNDLE_MAX_COUNT)
+            return pft_err(PFT_EINVAL, "bundle: add_part: class %d (label %d): count %llu exceeds 2^48", c,
+                           pft_gstat_label(st, c), (unsigned long long)pft_gstat_count(st, c));
+    int total = nc;
+    for (int i = 0; i < self->n_parts; i++)
+        total += self->parts[i].n_contrib;
+    if (nc < 1 || !contrib || total > 4096)
+        return pft_err(PFT_EINVAL, "bundle: add_part: %d contributors (1.., at most 4096 over all parts)",
+                       nc);
+    for (int j = 0; j < nc; j++) {
+        if (!contrib[j] || !pft_bundle__name_ok(contrib[j], strlen(contrib[j])))
+            return pft_err(PFT_EINVAL,
+                           "bundle: add_part: contributor %d: node ids are 1..%d bytes without control "
+                           "characters",
+                           j, PFT_BUNDLE_MAX_NAME);
+        if (j > 0 && strcmp(contrib[j - 1], contrib[j]) >= 0)
+            return pft_err(PFT_EINVAL, "bundle: add_part: contributor '%s' not after '%s' (sorted, unique)",
+                           contrib[j], contrib[j - 1]);
+        for (int i = 0; i < self->n_parts; i++)
+            if (pft_bundle__part_find(&self->parts[i], contrib[j]) >= 0) {
+                char name[160];
+                pft_bundle__part_name(&self->parts[i], i, name, sizeof name);
+                return pft_err(PFT_EINVAL, "bundle: add_part: contributor '%s' is already in %s", contrib[j],
+                               name);
+            }
+    }
+    return 0;
+}
+
+int pft_bundle_add_part(pft_bundle_t *self, const char *const *contributors, int n_contrib,
+                        pft_gstat_t **st_p)
+{
+    if (!self || !st_p || !*st_p)
+        return pft_err(PFT_EINVAL, "bundle: add_part: NULL argument");
+    int rc = part_args_ok(self, contributors, n_contrib, *st_p);
+    if (rc)
+        return rc;
+    rc = grow((void **)&self->parts, &self->cap_parts, self->n_parts + 1, sizeof(pft_bundle__part_t));
+    if (rc)
+        return rc;
+    pft_bundle__part_t p = {.contrib = pft_calloc((size_t)n_contrib, sizeof(char *))};
+    if (!p.contrib)
+        return pft_err(PFT_ENOMEM, "bundle: out of memory");
+    for (; p.n_contrib < n_contrib; p.n_contrib++) {
+        p.contrib[p.n_contrib] = pft_strdup(contributors[p.n_contrib]);
+        if (!p.contrib[p.n_contrib]) {
+            part_free(&p);
+            return pft_err(PFT_ENOMEM, "bundle: out of memory");
+        }
+    }
+    int pos = self->n_parts;
+    while (pos > 0 && strcmp(self->parts[pos - 1].contrib[0], p.contrib[0]) > 0)
+        pos--;
+    memmove(&self->parts[pos + 1], &self->parts[pos], (size_t)(self->n_parts - pos) * sizeof p);
+    p.st = *st_p;
+    self->parts[pos] = p;
+    self->n_parts++;
+    *st_p = NULL;
+    drop_cache(self);
+    return 0;
+}
+
+int pft_bundle_is_stats(const pft_bundle_t *self)
+{
+    return self->n_parts > 0;
+}
+
+int pft_bundle_n_parts(const pft_bundle_t *self)
+{
+    return self->n_parts;
+}
+
+const pft_gstat_t *pft_bundle_part_stats(const pft_bundle_t *self, int i)
+{
+    return self->parts[i].st;
+}
+
+int pft_bundle_part_n_contributors(const pft_bundle_t *self, int i)
+{
+    return self->parts[i].n_contrib;
+}
+
+const char *pft_bundle_part_contributor(const pft_bundle_t *self, int i, int j)
+{
+    return self->parts[i].contrib[j];
 }
 
 /* ---------- provenance ---------- */
@@ -500,16 +656,98 @@ const uint8_t *pft_bundle_signature(const pft_bundle_t *self, size_t *len)
 
 size_t pft_bundle_formula_bytes(const pft_bundle_t *self)
 {
-    size_t n = 0;
+    size_t n = 0, d = (size_t)self->d, tri = d * (d + 1) / 2;
     for (int i = 0; i < self->n_classes; i++)
         n += pft_gmm_n_wire_params(self->classes[i].gmm);
+    for (int i = 0; i < self->n_parts; i++) {
+        const pft_gstat_t *st = self->parts[i].st;
+        size_t ncl = (size_t)pft_gstat_n_classes(st);
+        n += ncl * (1 + d) + (pft_gstat_kind(st) == PFT_GSTAT_FULL ? ncl * tri : tri);
+    }
     return n * pft_bundle__dtype_size(self->dtype);
 }
 
 /* ---------- consistency of counts and provenance ---------- */
 
+/* Statistics bundle: each provenance node owned by exactly one part (owner[], -1 for none), every part
+ * contributor a provenance node. */
+static int check_owners(const pft_bundle_t *self, int rc_code, const char *who, int *owner)
+{
+    char name[160];
+    for (int p = 0; p < self->n_prov; p++)
+        owner[p] = -1;
+    for (int i = 0; i < self->n_parts; i++) {
+        const pft_bundle__part_t *pt = &self->parts[i];
+        for (int j = 0; j < pt->n_contrib; j++) {
+            int p = prov_find(self, pt->contrib[j]);
+            pft_bundle__part_name(pt, i, name, sizeof name);
+            if (p < 0)
+                return pft_err(rc_code, "%s: %s: contributor '%s' is not a provenance node", who, name,
+                               pt->contrib[j]);
+            if (owner[p] >= 0)
+                return pft_err(rc_code, "%s: %s: contributor '%s' is also a contributor of part %d", who,
+                               name, pt->contrib[j], owner[p]);
+            owner[p] = i;
+        }
+    }
+    for (int p = 0; p < self->n_prov; p++)
+        if (owner[p] < 0)
+            return pft_err(rc_code, "%s: provenance node '%s' is the contributor of no part", who,
+                           self->prov[p].node);
+    return 0;
+}
+
+/* Statistics bundle: part i's class counts against its contributors' provenance (sums: room for its classes).
+ */
+static int check_part_counts(const pft_bundle_t *self, int rc_code, const char *who, int i, uint64_t *sums)
+{
+    const pft_bundle__part_t *pt = &self->parts[i];
+    int ncl = pft_gstat_n_classes(pt->st);
+    char name[160];
+    pft_bundle__part_name(pt, i, name, sizeof name);
+    memset(sums, 0, (size_t)ncl * sizeof *sums);
+    for (int j = 0; j < pt->n_contrib; j++) {
+        const pft_bundle__prov_t *e = &self->prov[prov_find(self, pt->contrib[j])];
+        for (int k = 0; k < e->n; k++) {
+            int c = pft_gstat_find(pt->st, e->pairs[k].label);
+            if (c < 0)
+                return pft_err(rc_code, "%s: provenance node '%s': label %d has no class in %s", who, e->node,
+                               e->pairs[k].label, name);
+            sums[c] += e->pairs[k].count; /* ≤ 4096 · 2^48: no overflow */
+        }
+    }
+    for (int c = 0; c < ncl; c++)
+        if (sums[c] != pft_gstat_count(pt->st, c))
+            return pft_err(
+                rc_code,
+                "%s: %s: class %d (label %d): n = %llu but its contributors' provenance counts sum "
+                "to %llu",
+                who, name, c, pft_gstat_label(pt->st, c), (unsigned long long)pft_gstat_count(pt->st, c),
+                (unsigned long long)sums[c]);
+    return 0;
+}
+
+static int check_parts(const pft_bundle_t *self, int rc_code, const char *who)
+{
+    int max_cl = 1;
+    for (int i = 0; i < self->n_parts; i++)
+        if (pft_gstat_n_classes(self->parts[i].st) > max_cl)
+            max_cl = pft_gstat_n_classes(self->parts[i].st);
+    int *owner = pft_alloc_array((size_t)self->n_prov + 1, sizeof *owner);
+    uint64_t *sums = pft_alloc_array((size_t)max_cl, sizeof *sums);
+    int rc = !owner || !sums ? pft_err(PFT_ENOMEM, "%s: out of memory", who)
+                             : check_owners(self, rc_code, who, owner);
+    for (int i = 0; !rc && i < self->n_parts; i++)
+        rc = check_part_counts(self, rc_code, who, i, sums);
+    pft_free(owner);
+    pft_free(sums);
+    return rc;
+}
+
 int pft_bundle__check_counts(const pft_bundle_t *self, int rc_code, const char *who)
 {
+    if (self->n_parts > 0)
+        return check_parts(self, rc_code, who);
     for (int i = 0; i < self->n_classes; i++) {
         uint64_t sum = 0;
         for (int p = 0; p < self->n_prov; p++) {

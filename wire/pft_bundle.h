@@ -1,4 +1,5 @@
-/* pft_bundle: one node's outbound knowledge (per-class GMMs, counts, provenance) and its msgpack codec. */
+/* pft_bundle: one node's outbound knowledge (per-class GMMs or exact statistics parts, counts, provenance)
+ * and its msgpack codec. */
 #ifndef PFT_BUNDLE_H
 #define PFT_BUNDLE_H
 
@@ -6,6 +7,7 @@
 #include <stdint.h>
 
 #include "pft_gmm.h"
+#include "pft_gstat.h"
 
 /* Wire format: an envelope msgpack [ "PFTB", 1, payload: bin, signature: bin | nil ] whose payload is
  * itself canonical msgpack (docs/WIRE.md gives the schema). The bundle id is BLAKE2b-256 of the payload
@@ -46,6 +48,9 @@ void pft_bundle_limits_default(pft_bundle_limits_t *limits);
 
 typedef struct pft_bundle_t pft_bundle_t;
 
+/* A bundle holds EITHER per-class GMMs (add_class) OR exact Gaussian statistics parts (add_part), never
+ * both; with neither it is an empty GMM bundle. */
+
 /* A bundle with no classes. run_id and producer: 1..64 bytes, no control characters; d ≥ 1.
  * NULL on failure (bad argument or out of memory; pft_errmsg() says which). */
 pft_bundle_t *pft_bundle_new(const char *run_id, const char *producer, pft_dtype_t dtype, int d);
@@ -54,9 +59,27 @@ void pft_bundle_destroy(pft_bundle_t **self_p);
 
 /* Adds class `label` (≥ 0, not yet present) standing for n (1..PFT_BUNDLE_MAX_COUNT) real features,
  * modelled by *gmm_p (dimension must be d). Takes ownership: on success *gmm_p is set to NULL; on error
- * (PFT_EINVAL, PFT_ENOMEM) the bundle is unaltered and the caller keeps the GMM. Classes are kept
- * sorted by label. */
+ * (PFT_EINVAL, PFT_ENOMEM; PFT_EINVAL too when the bundle has statistics parts) the bundle is unaltered
+ * and the caller keeps the GMM. Classes are kept sorted by label. */
 int pft_bundle_add_class(pft_bundle_t *self, int label, uint64_t n, pft_gmm_t **gmm_p);
+
+/* Statistics parts: exact statistics *st_p summing the rows of the n_contrib nodes `contributors` (node
+ * ids, strictly ascending bytewise, none already in another part). Parts travel apart so that a receiver
+ * where paths rejoin can count each contributor once (it chooses which parts to take). Takes ownership: on
+ * success *st_p is set to NULL; on error the bundle is unaltered and the caller keeps the statistics.
+ * PFT_EINVAL: the bundle has GMM classes; the statistics' d differs from the bundle's, or their kind from
+ * earlier parts' (one kind per bundle), or they have no class or a class count above 2^48; n_contrib < 1;
+ * a contributor id invalid (as node ids), out of order, or in another part; more than 4096 contributors
+ * over all parts. PFT_ENOMEM. Parts are kept sorted by their first contributor. */
+int pft_bundle_add_part(pft_bundle_t *self, const char *const *contributors, int n_contrib,
+                        pft_gstat_t **st_p);
+/* 1 if the bundle carries statistics parts (then it has no GMM class). */
+int pft_bundle_is_stats(const pft_bundle_t *self);
+int pft_bundle_n_parts(const pft_bundle_t *self);
+/* Borrowed: part i's statistics, contributors (sorted) and contributor j. */
+const pft_gstat_t *pft_bundle_part_stats(const pft_bundle_t *self, int i);
+int pft_bundle_part_n_contributors(const pft_bundle_t *self, int i);
+const char *pft_bundle_part_contributor(const pft_bundle_t *self, int i, int j);
 
 /* Provenance: the nodes whose real data the bundle contains, with per-class counts.
  * Records that `node` contributed `count` (≥ 1) features of class `label`; adds to an existing count.
@@ -66,9 +89,9 @@ int pft_bundle_prov_add(pft_bundle_t *self, const char *node, int label, uint64_
  * is skipped (the same data reached us along two paths, e.g. a diamond), with a different count it is
  * an error (PFT_EINVAL; self is then unaltered). PFT_ENOMEM. */
 int pft_bundle_prov_merge(pft_bundle_t *self, const pft_bundle_t *other);
-/* The differential-privacy guarantee (ε, δ) under which `node`'s data entered the run (its own DP-FedPFT release);
- * travels with the entry and survives merges (a different guarantee for the same node is a conflict).
- * PFT_EINVAL if node is not in the provenance or (ε, δ) is not 0 < ε ≤ 1e6, 0 ≤ δ ≤ 1. */
+/* The differential-privacy guarantee (ε, δ) under which `node`'s data entered the run (its own DP-FedPFT
+ * release); travels with the entry and survives merges (a different guarantee for the same node is a
+ * conflict). PFT_EINVAL if node is not in the provenance or (ε, δ) is not 0 < ε ≤ 1e6, 0 ≤ δ ≤ 1. */
 int pft_bundle_prov_set_dp(pft_bundle_t *self, const char *node, double eps, double delta);
 /* Entry i's guarantee: 1 and (ε, δ) if it has one, else 0 (and 0, 0). */
 int pft_bundle_prov_dp(const pft_bundle_t *self, int i, double *eps, double *delta);
@@ -112,9 +135,12 @@ const uint8_t *pft_bundle_signature(const pft_bundle_t *self, size_t *len);
 /* Canonical payload bytes (what the id hashes and a signature covers), in a new buffer the caller frees
  * with pft_free. Deterministic: equal bundles give equal bytes. A decoded, unmodified bundle gives back
  * exactly the payload it was decoded from. Checks before writing that every class's n equals the sum of
- * its provenance counts and every provenance label has a class (PFT_EINVAL), and that every value fits
- * the dtype (PFT_ERANGE: e.g. a mean beyond ±65504 in fp16; positive variances and Cholesky diagonals
- * that would round to 0 are sent as the smallest positive subnormal instead). */
+ * its provenance counts and every provenance label has a class (statistics bundles: the rules of
+ * pft_bundle_add_part's parts versus the provenance, docs/WIRE.md §2) (PFT_EINVAL), and that every value
+ * fits the dtype (PFT_ERANGE: e.g. a mean beyond ±65504 in fp16; positive variances and Cholesky diagonals
+ * that would round to 0 are sent as the smallest positive subnormal instead). Statistics travel as
+ * covariances M/n (and W/N), rounded to the dtype; their positive semi-definiteness is not checked here
+ * (the decoder checks it). */
 int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *len);
 /* The whole wire message: envelope around the payload with the bundle's signature (or nil). Same errors;
  * the caller frees *buf with pft_free. */
@@ -125,9 +151,10 @@ int pft_bundle_id(const pft_bundle_t *self, uint8_t id[PFT_BUNDLE_ID_LEN]);
 /* Decodes and validates a wire message (limits NULL: defaults). Never trusts the bytes: on the first
  * violation returns PFT_EFORMAT (structure, types, lengths), PFT_ERANGE (a maximum exceeded),
  * PFT_ENUMERIC (a value: non-finite, negative weight, weights not summing to 1, variance or Cholesky
- * diagonal not positive), PFT_EUNSUPPORTED (other envelope version) or PFT_ENOMEM, with a message naming
- * the place, e.g. "class 3 (label 5): component 2: variance[17] = -0 is not positive"; *out is then
- * NULL. On success *out is a new bundle (the caller destroys it). The signature is carried, not verified. */
+ * diagonal not positive, a statistics covariance with a negative diagonal or not positive semi-definite),
+ * PFT_EUNSUPPORTED (other envelope version) or PFT_ENOMEM, with a message naming the place, e.g. "class 3
+ * (label 5): component 2: variance[17] = -0 is not positive"; *out is then NULL. On success *out is a new
+ * bundle (the caller destroys it). The signature is carried, not verified. */
 int pft_bundle_decode(const uint8_t *buf, size_t len, const pft_bundle_limits_t *limits, pft_bundle_t **out);
 
 /* Envelope only, no payload parsing: borrowed pointers into buf. limits NULL: defaults (max_bytes).
@@ -153,7 +180,8 @@ int pft_bundle_message_id(const uint8_t *msg, size_t len, uint8_t id[PFT_BUNDLE_
 char *pft_bundle_id_hex(const uint8_t id[PFT_BUNDLE_ID_LEN], char out[2 * PFT_BUNDLE_ID_LEN + 1]);
 
 /* Bytes the paper's formula predicts for the parameters at the bundle's dtype width (2 or 4 bytes per
- * number, pft_gmm_n_wire_params summed over classes); for comparing with the encoded size. */
+ * number, pft_gmm_n_wire_params summed over classes; statistics: per part, classes × (1 + d) numbers, plus
+ * d(d+1)/2 per class for FULL or d(d+1)/2 once for TIED); for comparing with the encoded size. */
 size_t pft_bundle_formula_bytes(const pft_bundle_t *self);
 
 #endif

@@ -1,7 +1,8 @@
 /* pft_bundle_encode: a bundle to canonical msgpack (payload, envelope), and its id (the payload's hash).
  *
  * msgpack-c's packer writes into our own growable buffer (pft_alloc); every integer, string, bin and array
- * header in its shortest form, so that a bundle has one byte string, hence one id. See docs/WIRE.md §1–2. */
+ * header in its shortest form, so that a bundle has one byte string, hence one id. Statistics parts travel
+ * as covariances (scatter / count), which are scale-free and so fit fp16. See docs/WIRE.md §1–2. */
 #include "pft_bundle.h"
 
 #include <math.h>
@@ -194,6 +195,83 @@ static int encode_class(const pft_bundle_t *self, int ci, msgpack_packer *pk, wb
     return 0;
 }
 
+/* ---------- statistics parts ---------- */
+
+static int part_range_err(const pft_bundle_t *self, int pi, int ci, const char *what, double v)
+{
+    char name[160];
+    pft_bundle__part_name(&self->parts[pi], pi, name, sizeof name);
+    const pft_gstat_t *st = self->parts[pi].st;
+    const char *dt = self->dtype == PFT_DTYPE_F16 ? "fp16" : "fp32";
+    if (ci < 0)
+        return pft_err(PFT_ERANGE, "bundle encode: %s: %s = %g does not fit %s", name, what, v, dt);
+    return pft_err(PFT_ERANGE, "bundle encode: %s: class %d (label %d): %s = %g does not fit %s", name, ci,
+                   pft_gstat_label(st, ci), what, v, dt);
+}
+
+/* Writes the covariance s/n (s: d×d scatter) as a bin of its lower triangle, row by row, in dtype. */
+static int put_cov(const pft_bundle_t *self, int pi, int ci, const double *s, double n, msgpack_packer *pk,
+                   wbuf_t *w)
+{
+    size_t d = (size_t)self->d, m = d * (d + 1) / 2, es = pft_bundle__dtype_size(self->dtype);
+    if (msgpack_pack_bin(pk, m * es) || wbuf_reserve(w, m * es))
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    size_t o = 0;
+    for (size_t r = 0; r < d; r++)
+        for (size_t q = 0; q <= r; q++, o++) {
+            double v = s[r * d + q] / n;
+            if (put_value(w->buf + w->len, o, v, self->dtype, 0)) {
+                char what[64];
+                snprintf(what, sizeof what, "%scovariance[%zu][%zu]", ci < 0 ? "shared " : "", r, q);
+                return part_range_err(self, pi, ci, what, v);
+            }
+        }
+    w->len += m * es;
+    return 0;
+}
+
+/* Writes part pi: [kind, contributors, classes ([label, n, mean, cov] or [label, n, mean]), shared]. */
+static int encode_part(const pft_bundle_t *self, int pi, msgpack_packer *pk, wbuf_t *w)
+{
+    const pft_bundle__part_t *p = &self->parts[pi];
+    const pft_gstat_t *st = p->st;
+    pft_gstat_kind_t kind = pft_gstat_kind(st);
+    size_t d = (size_t)self->d, es = pft_bundle__dtype_size(self->dtype);
+    int ncl = pft_gstat_n_classes(st);
+    int fail = msgpack_pack_array(pk, PFT_BUNDLE__N_PART_FIELDS) || msgpack_pack_uint64(pk, (uint64_t)kind) ||
+               msgpack_pack_array(pk, (size_t)p->n_contrib);
+    for (int j = 0; !fail && j < p->n_contrib; j++)
+        fail = msgpack_pack_str_with_body(pk, p->contrib[j], strlen(p->contrib[j]));
+    fail = fail || msgpack_pack_array(pk, (size_t)ncl);
+    for (int c = 0; !fail && c < ncl; c++) {
+        const double *mu = pft_gstat_mean(st, c);
+        fail = msgpack_pack_array(pk, kind == PFT_GSTAT_FULL ? PFT_BUNDLE__N_STAT_FIELDS_FULL
+                                                             : PFT_BUNDLE__N_STAT_FIELDS_TIED) ||
+               msgpack_pack_int64(pk, pft_gstat_label(st, c)) ||
+               msgpack_pack_uint64(pk, pft_gstat_count(st, c)) || msgpack_pack_bin(pk, d * es) ||
+               wbuf_reserve(w, d * es);
+        if (fail)
+            break;
+        for (size_t j = 0; j < d; j++)
+            if (put_value(w->buf + w->len, j, mu[j], self->dtype, 0)) {
+                char what[48];
+                snprintf(what, sizeof what, "mean[%zu]", j);
+                return part_range_err(self, pi, c, what, mu[j]);
+            }
+        w->len += d * es;
+        if (kind == PFT_GSTAT_FULL) {
+            int rc = put_cov(self, pi, c, pft_gstat_scatter(st, c), (double)pft_gstat_count(st, c), pk, w);
+            if (rc)
+                return rc;
+        }
+    }
+    if (fail)
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    if (kind == PFT_GSTAT_FULL)
+        return msgpack_pack_nil(pk) ? pft_err(PFT_ENOMEM, "bundle encode: out of memory") : 0;
+    return put_cov(self, pi, -1, pft_gstat_tied_scatter(st), (double)pft_gstat_total(st), pk, w);
+}
+
 int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *len)
 {
     *buf = NULL;
@@ -216,7 +294,8 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     msgpack_packer pk;
     msgpack_packer_init(&pk, &w, wbuf_write);
-    int fail = msgpack_pack_array(&pk, PFT_BUNDLE__N_PAYLOAD_FIELDS) ||
+    int fail = msgpack_pack_array(&pk, self->n_parts ? PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS
+                                                     : PFT_BUNDLE__N_PAYLOAD_FIELDS) ||
                msgpack_pack_str_with_body(&pk, self->run_id, strlen(self->run_id)) ||
                msgpack_pack_str_with_body(&pk, self->producer, strlen(self->producer)) ||
                msgpack_pack_uint64(&pk, self->flags) || msgpack_pack_uint64(&pk, (uint64_t)self->dtype) ||
@@ -247,6 +326,17 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
     }
     for (int i = 0; i < self->n_classes; i++) {
         rc = encode_class(self, i, &pk, &w);
+        if (rc) {
+            pft_free(w.buf);
+            return rc;
+        }
+    }
+    if (self->n_parts && msgpack_pack_array(&pk, (size_t)self->n_parts)) {
+        pft_free(w.buf);
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    }
+    for (int i = 0; i < self->n_parts; i++) {
+        rc = encode_part(self, i, &pk, &w);
         if (rc) {
             pft_free(w.buf);
             return rc;

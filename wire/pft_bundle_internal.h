@@ -8,9 +8,14 @@
 
 #include "pft_bundle.h"
 #include "pft_gmm.h"
+#include "pft_gstat.h"
 
 /* Fixed array lengths of the payload schema (docs/WIRE.md §2). */
-#define PFT_BUNDLE__N_PAYLOAD_FIELDS 8
+#define PFT_BUNDLE__N_PAYLOAD_FIELDS 8       /* GMM classes (or an empty bundle) */
+#define PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS 9 /* the 8, classes empty, then the statistics parts */
+#define PFT_BUNDLE__N_PART_FIELDS 4          /* kind, contributors, classes, shared */
+#define PFT_BUNDLE__N_STAT_FIELDS_FULL 4     /* label, n, mean, covariance */
+#define PFT_BUNDLE__N_STAT_FIELDS_TIED 3     /* label, n, mean */
 #define PFT_BUNDLE__N_CLASS_FIELDS 7         /* full, diag, spher */
 #define PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK 9 /* lowrank: the 7, then rank q and the factor loadings W */
 
@@ -35,6 +40,13 @@ typedef struct {
     pft_gmm_t *gmm;
 } pft_bundle__class_t;
 
+/* One statistics part: exact statistics summing the rows of its contributors. */
+typedef struct {
+    pft_gstat_t *st;
+    char **contrib; /* node ids, strictly ascending (bytewise) */
+    int n_contrib;
+} pft_bundle__part_t;
+
 struct pft_bundle_t {
     char run_id[PFT_BUNDLE_MAX_NAME + 1];
     char producer[PFT_BUNDLE_MAX_NAME + 1];
@@ -43,6 +55,8 @@ struct pft_bundle_t {
     int d;
     pft_bundle__class_t *classes; /* sorted by label */
     int n_classes, cap_classes;
+    pft_bundle__part_t *parts; /* statistics parts (never with classes), sorted by first contributor */
+    int n_parts, cap_parts;
     pft_bundle__prov_t *prov; /* sorted by node id */
     int n_prov, cap_prov;
     uint8_t (*parents)[PFT_BUNDLE_ID_LEN]; /* sorted */
@@ -61,8 +75,15 @@ size_t pft_bundle__dtype_size(pft_dtype_t dt);
 /* Covariance numbers per component on the wire (lowrank: Ψ; its loadings W travel in a field of their own).
  */
 size_t pft_bundle__cov_len(pft_cov_t cov, size_t d);
-/* Provenance consistency (every class's n is the sum of its provenance counts, every provenance label has a
- * class), checked before encoding and after decoding: 0, or rc_code with a message prefixed by who. */
+/* Index of node in part p's contributors, or -1. */
+int pft_bundle__part_find(const pft_bundle__part_t *p, const char *node);
+/* "part i (contributors a,b,...)" into out (contributors elided past ~100 bytes), for messages. */
+void pft_bundle__part_name(const pft_bundle__part_t *p, int i, char *out, size_t n);
+/* Provenance consistency, checked before encoding and after decoding: 0, or rc_code with a message prefixed
+ * by who (PFT_ENOMEM possible for a statistics bundle). GMM bundle: every class's n is the sum of its
+ * provenance counts, every provenance label has a class. Statistics bundle: every part contributor is a
+ * provenance node, every provenance node contributes to exactly one part, each of its labels has a class in
+ * that part, and every part class's n is the sum of its contributors' counts for the label. */
 int pft_bundle__check_counts(const pft_bundle_t *self, int rc_code, const char *who);
 
 #endif

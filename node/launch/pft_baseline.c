@@ -8,6 +8,9 @@
  *   α·CE(label) + (1−α)·T²·CE(mean teacher softmax at T, student softmax at T); T picked on held-out rows. */
 #include "pft_baseline.h"
 
+#include "pft_ghead.h"
+#include "pft_gstat.h"
+
 #include "pft_alloc.h"
 #include "pft_error.h"
 #include "pft_fsio.h"
@@ -324,6 +327,32 @@ static int set(json_t *obj, const char *key, json_t *v)
     return v && json_object_set_new(obj, key, v) == 0 ? 0 : pft_err(PFT_ENOMEM, "baselines: out of memory");
 }
 
+/* The Gaussian (LDA) head of every node's rows, shrinkage chosen by cross-validation over all of them, as a
+ * central server holding the raw rows would: centralized_gaussian, centralized_gaussian_alpha. */
+static int centralized_gaussian(const pft_dataset_t *all, const pft_dataset_t *eval, int C, json_t *out)
+{
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, pft_dataset_d(all));
+    int rc = st ? pft_gstat_add_rows(st, pft_dataset_x(all), pft_dataset_y(all), (size_t)pft_dataset_n(all))
+                : PFT_ENOMEM;
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    pft_ghead_t *h = NULL;
+    pft_ghead_info_t info;
+    double acc = 0;
+    if (rc == 0)
+        rc = pft_ghead_fit(st, pft_dataset_x(all), pft_dataset_y(all), pft_dataset_n(all), C, &o, &h, &info);
+    if (rc == 0)
+        rc = pft_ghead_accuracy(h, pft_dataset_x(eval), pft_dataset_y(eval), pft_dataset_n(eval), &acc, NULL,
+                                NULL);
+    if (rc == 0)
+        rc = set(out, "centralized_gaussian", json_real(acc));
+    if (rc == 0)
+        rc = set(out, "centralized_gaussian_alpha", json_real(info.alpha));
+    pft_ghead_destroy(&h);
+    pft_gstat_destroy(&st);
+    return rc;
+}
+
 /* Centralized head on every node's rows; centralized_bytes: the raw rows that would have to move. */
 static int centralized(const pft_baseline_node_t *nodes, int n_nodes, const pft_dataset_t *eval, int C,
                        double head_c, int dest, json_t *out)
@@ -351,6 +380,8 @@ static int centralized(const pft_baseline_node_t *nodes, int n_nodes, const pft_
         rc = set(out, "centralized_n_train", json_integer(pft_dataset_n(all)));
     if (rc == 0)
         rc = set(out, "centralized_bytes", json_integer(moved));
+    if (rc == 0)
+        rc = centralized_gaussian(all, eval, C, out);
     pft_head_destroy(&h);
     pft_dataset_destroy(&all);
     return rc;

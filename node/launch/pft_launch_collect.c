@@ -172,6 +172,8 @@ static void print_table(json_t *nodes, json_t *baselines)
     if (baselines && json_object_get(baselines, "centralized")) {
         printf("baselines on the union of test splits: centralized %.4f, local-only mean %.4f",
                jnum(baselines, "centralized"), jnum(baselines, "local_only_mean"));
+        if (json_is_number(json_object_get(baselines, "centralized_gaussian")))
+            printf(", centralized gaussian %.4f", jnum(baselines, "centralized_gaussian"));
         if (json_is_number(json_object_get(baselines, "ensemble")))
             printf(", ensemble %.4f, average %.4f", jnum(baselines, "ensemble"), jnum(baselines, "average"));
         if (json_is_number(json_object_get(baselines, "kd")))

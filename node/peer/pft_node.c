@@ -217,6 +217,7 @@ static void node_free(node_t *nd)
     pft_free(nd->own_counts);
     pft_free(nd->inbox_dir);
     pft_node__rows_free(&nd->head_rows);
+    pft_gstat_destroy(&nd->head_stats);
     pft_bundle_destroy(&nd->knowledge);
     pft_dataset_destroy(&nd->train);
     pft_dataset_destroy(&nd->test);

@@ -16,6 +16,7 @@
 #include "pft_node.h"
 
 #include "pft_bundle.h"
+#include "pft_gstat.h"
 #include "pft_dataset.h"
 #include "pft_dp.h"
 #include "pft_keys.h"
@@ -83,7 +84,9 @@ typedef struct {
     double t_start;
     char *inbox_dir;
     /* results */
-    rows_t head_rows; /* what the head trains on */
+    rows_t head_rows;        /* what a logreg head trains on */
+    pft_gstat_t *head_stats; /* what a Gaussian head is built from (head = gaussian) */
+    int head_has_own;        /* head_stats include this node's own rows (they may choose the shrinkage) */
     int n_real, n_synthetic;
     double em_seconds, head_seconds;
     long em_iters;
@@ -141,6 +144,20 @@ int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_
 /* The head's rows for an adopted complete bundle (s->bundle may be NULL: own rows only). */
 int pft_node__refit_adopt(node_t *nd, const inbound_t *s);
 void pft_node__rows_free(rows_t *r);
+
+/* pft_node_stats.c: exact statistics. */
+/* A REFIT stage of an exact node: own statistics ∪ the received parts, each contributor once; one outbound
+ * part per group of the plan (pft_topo_part_groups); in a final stage also nd->head_stats. */
+int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out);
+/* nd->head_stats from an adopted complete statistics bundle (s->bundle may be NULL: own rows only). */
+int pft_node__stats_adopt(node_t *nd, const inbound_t *s);
+/* A sampling node's Gaussian head statistics: own rows exactly, plus each received mixture's moments for the
+ * rows it adds (take, as the refit counted them), plus a complete bundle's moments minus own rows. */
+int pft_node__stats_for_mixtures(node_t *nd, inbound_t **recv, const uint64_t *take, size_t nr,
+                                 const pft_bundle_t *complete);
+/* The Gaussian head from nd->head_stats (shrinkage by cross-validation over own rows), evaluated; head.npy
+ * (LDA) or head_qda_*.npy (QDA); fills res. */
+int pft_node__stats_train_head(node_t *nd, json_t *res);
 
 /* pft_node_release.c: DP-FedPFT. */
 /* Checks k = 1, loads the ledger, seeds the noise; sets nd->dp (nothing else without DP). */

@@ -304,6 +304,9 @@ static int seal(node_t *nd, pft_bundle_t *b, const pft_bundle_t *counted, int co
  * why. */
 int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
 {
+    if (nd->me->exact)
+        return pft_node__stats_refit(nd, st, complete, out);
+    int gaussian = nd->me->head == PFT_TOPO_HEAD_GAUSSIAN;
     int d = pft_dataset_d(nd->train), rc = PFT_ENOMEM;
     refit_in_t in = {.recv = pft_calloc(st->n_recv + 1, sizeof *in.recv)};
     in.nr = in.recv ? pft_node__inbox_stage_bundles(nd, st, in.recv) : 0;
@@ -326,9 +329,11 @@ int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_
             goto done;
         if (nd->em_fits == 2)
             pft_node__crash_point("mid-em");
-        if (st->final && (rc = head_rows_add(nd, c, cls.x, n_own, in.recv, in.take, in.nr)))
+        if (st->final && !gaussian && (rc = head_rows_add(nd, c, cls.x, n_own, in.recv, in.take, in.nr)))
             goto done;
     }
+    if (st->final && gaussian && (rc = pft_node__stats_for_mixtures(nd, in.recv, in.take, in.nr, NULL)))
+        goto done;
     if ((rc = seal(nd, b, counted, complete)))
         goto done;
     record_drift(nd, "sent", b);
@@ -350,7 +355,9 @@ done:
  * (the bundle's count minus what this node itself contributed to it), head_draws times as above. */
 int pft_node__refit_adopt(node_t *nd, const inbound_t *s)
 {
-    int rc = 0, f = nd->run->head_draws;
+    if (nd->me->exact)
+        return pft_node__stats_adopt(nd, s);
+    int rc = 0, f = nd->me->head == PFT_TOPO_HEAD_GAUSSIAN ? 0 : nd->run->head_draws;
     const pft_bundle_t *b = s->bundle;
     float *xc = NULL;
     if (b)
@@ -370,8 +377,10 @@ int pft_node__refit_adopt(node_t *nd, const inbound_t *s)
         uint64_t total = pft_bundle_class_count(b, ci), mine = pft_bundle_prov_count(b, nd->me->id, c);
         uint64_t m = total > mine ? total - mine : 0;
         nd->n_synthetic += (int)m;
-        if (m)
+        if (m && f)
             rc = add_samples(nd, b, ci, m * (uint64_t)f, 0xc0);
     }
+    if (rc == 0 && f == 0)
+        rc = pft_node__stats_for_mixtures(nd, NULL, NULL, 0, b);
     return rc;
 }

@@ -57,6 +57,8 @@ static void busy_point(node_t *nd)
 /* Trains the head on head_rows, evaluates it, writes head.npy; fills result fields. */
 int pft_node__result_train_head(node_t *nd, json_t *res)
 {
+    if (nd->me->head == PFT_TOPO_HEAD_GAUSSIAN)
+        return pft_node__stats_train_head(nd, res);
     pft_node__set_status(nd, "training", NULL);
     int d = pft_dataset_d(nd->train);
     if (nd->head_rows.n == 0)

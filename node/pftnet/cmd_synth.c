@@ -9,6 +9,8 @@
 #include "pft_fsio.h"
 #include "pft_gmm.h"
 #include "pft_npy.h"
+#include "pft_ghead.h"
+#include "pft_gstat.h"
 #include "pft_head.h"
 
 #include <jansson.h>
@@ -17,7 +19,7 @@
 #include <string.h>
 
 typedef struct {
-    const char *train_x, *train_y, *test_x, *test_y, *cov_name, *prep_name, *dtype_name;
+    const char *train_x, *train_y, *test_x, *test_y, *cov_name, *prep_name, *dtype_name, *head_name;
     int k, rank, max_iter, n_init, json;
     double tol, reg, head_c;
     uint64_t seed;
@@ -121,7 +123,7 @@ static int parse_args(int argc, char **argv, synth_args_t *a, pft_gmm_opts_t *go
         {"test-labels", PFT_OPT_STRING, &a->test_y, NULL, 0, -1, 1, "Y.npy", "test labels"},
         {"k", PFT_OPT_INT, &a->k, "10", 1, 1024, 0, "K", "components per class"},
         {"cov", PFT_OPT_STRING, &a->cov_name, "diag", 0, -1, 0, "TYPE",
-         "covariance: full, diag, spher or lowrank"},
+         "covariance: full, diag, spher, lowrank or tied (exact LDA statistics)"},
         {"rank", PFT_OPT_INT, &a->rank, "32", 1, 65535, 0, "Q",
          "lowrank: factors per component (clamped to d-1)"},
         {"max-iter", PFT_OPT_INT, &a->max_iter, "100", 1, 100000, 0, "N", "EM iterations at most"},
@@ -135,6 +137,11 @@ static int parse_args(int argc, char **argv, synth_args_t *a, pft_gmm_opts_t *go
          "parameter encoding the GMMs go through: fp16 or fp32"},
         {"head-c", PFT_OPT_DOUBLE, &a->head_c, "1", 1e-6, 1e6, 0, "C",
          "head inverse L2 strength (as sklearn's C)"},
+        {"head", PFT_OPT_STRING, &a->head_name, "auto", 0, -1, 0, "H",
+         "classifier of what would be sent: logreg (softmax head on samples) or gaussian (LDA/QDA from the "
+         "class "
+         "statistics, shrinkage by cross-validation over the training rows); auto: gaussian for exact "
+         "statistics (cov tied, or full with k 1), logreg otherwise"},
         {"json", PFT_OPT_FLAG, &a->json, NULL, 0, -1, 0, NULL, "print one JSON object on stdout"},
         {0},
     };
@@ -156,6 +163,17 @@ static int parse_args(int argc, char **argv, synth_args_t *a, pft_gmm_opts_t *go
     pft_gmm_opts_default(go);
     if (pft_cov_parse(a->cov_name, &go->cov) != 0 || pft_prep_parse(a->prep_name, prep) != 0) {
         fprintf(stderr, "pftnet synth: %s\n", pft_errmsg());
+        return 2;
+    }
+    if (strcmp(a->head_name, "auto") == 0)
+        a->head_name =
+            go->cov == PFT_COV_TIED || (go->cov == PFT_COV_FULL && a->k == 1) ? "gaussian" : "logreg";
+    if (strcmp(a->head_name, "gaussian") != 0 && strcmp(a->head_name, "logreg") != 0) {
+        fprintf(stderr, "pftnet synth: --head '%s': expected logreg, gaussian or auto\n", a->head_name);
+        return 2;
+    }
+    if (go->cov == PFT_COV_TIED && strcmp(a->head_name, "gaussian") != 0) {
+        fprintf(stderr, "pftnet synth: --cov tied is exact statistics: use --head gaussian\n");
         return 2;
     }
     if (strcmp(a->dtype_name, "fp16") == 0)
@@ -184,6 +202,7 @@ typedef struct {
     double acc_raw, acc_syn;           /* test accuracy of the head on raw / synthetic features */
     double raw_s, syn_s;               /* their training seconds */
     size_t wire;                       /* bytes of the encoded bundle */
+    pft_ghead_info_t ghead;            /* --head gaussian: how the head was built */
 } synth_run_t;
 
 static void run_free(synth_run_t *r)
@@ -210,9 +229,88 @@ static int load_splits(const synth_args_t *a, pft_prep_t prep, synth_run_t *r)
     return rc;
 }
 
+/* Exact statistics of the training rows through the wire codec (one part, contributor "client"), into r->b.
+ */
+static int stats_bundle(const synth_run_t *r, pft_gstat_kind_t kind, pft_dtype_t dtype, pft_bundle_t **out,
+                        size_t *wire)
+{
+    int d = pft_dataset_d(r->train), rc = 0;
+    pft_gstat_t *st = pft_gstat_new(kind, d);
+    pft_bundle_t *b = pft_bundle_new("synth", "client", dtype, d);
+    const char *who[1] = {"client"};
+    if (!st || !b)
+        rc = PFT_ENOMEM;
+    if (rc == 0)
+        rc = pft_gstat_add_rows(st, pft_dataset_x(r->train), pft_dataset_y(r->train),
+                                (size_t)pft_dataset_n(r->train));
+    for (int i = 0; rc == 0 && i < pft_gstat_n_classes(st); i++)
+        rc = pft_bundle_prov_add(b, "client", pft_gstat_label(st, i), pft_gstat_count(st, i));
+    if (rc == 0)
+        rc = pft_bundle_add_part(b, who, 1, &st);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (rc == 0)
+        rc = pft_bundle_encode(b, &buf, &len);
+    pft_bundle_destroy(&b);
+    if (rc == 0)
+        rc = pft_bundle_decode(buf, len, NULL, &b);
+    pft_free(buf);
+    pft_gstat_destroy(&st);
+    *wire = len;
+    *out = b;
+    return rc;
+}
+
+/* The Gaussian head of what the bundle carries: its statistics, or its mixtures' moments; accuracy on test.
+ */
+static int gaussian_accuracy(synth_run_t *r, const synth_args_t *a, pft_gmm_opts_t const *go)
+{
+    int nc = pft_dataset_n_classes(r->train), rc = 0, own = pft_bundle_is_stats(r->b);
+    pft_gstat_t *st = NULL;
+    if (own)
+        st = pft_gstat_dup(pft_bundle_part_stats(r->b, 0));
+    else if ((st = pft_gstat_new(PFT_GSTAT_FULL, pft_dataset_d(r->train))))
+        for (int i = 0; rc == 0 && i < pft_bundle_n_classes(r->b); i++)
+            rc = pft_gstat_add_gmm(st, pft_bundle_class_gmm(r->b, i), pft_bundle_class_label(r->b, i),
+                                   pft_bundle_class_count(r->b, i));
+    if (!st)
+        return PFT_ENOMEM;
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.kind = pft_gstat_kind(st) == PFT_GSTAT_FULL && own ? PFT_GHEAD_QDA : PFT_GHEAD_LDA;
+    o.seed = a->seed;
+    pft_ghead_t *h = NULL;
+    double t0 = pft_fsio_now();
+    if (rc == 0) /* own rows choose the shrinkage only where the statistics are exactly theirs */
+        rc = pft_ghead_fit(st, pft_dataset_x(r->train), pft_dataset_y(r->train),
+                           own ? pft_dataset_n(r->train) : 0, nc, &o, &h, &r->ghead);
+    if (rc == 0)
+        rc = pft_ghead_accuracy(h, pft_dataset_x(r->test), pft_dataset_y(r->test), pft_dataset_n(r->test),
+                                &r->acc_syn, NULL, NULL);
+    r->syn_s = pft_fsio_now() - t0;
+    (void)go;
+    pft_ghead_destroy(&h);
+    pft_gstat_destroy(&st);
+    return rc;
+}
+
 /* Fits the GMMs, samples them and trains both heads (progress on stderr unless json). */
 static int run_synth(const synth_args_t *a, const pft_gmm_opts_t *go, pft_dtype_t dtype, synth_run_t *r)
 {
+    if (strcmp(a->head_name, "gaussian") == 0) {
+        int nc = pft_dataset_n_classes(r->train), rc;
+        int exact = go->cov == PFT_COV_TIED || (go->cov == PFT_COV_FULL && a->k == 1);
+        if (exact)
+            rc = stats_bundle(r, go->cov == PFT_COV_TIED ? PFT_GSTAT_TIED : PFT_GSTAT_FULL, dtype, &r->b,
+                              &r->wire);
+        else
+            rc = fit_bundle(r->train, go, dtype, &r->b, &r->fit_s, &r->iters, &r->wire);
+        if (rc == 0)
+            rc = pft_baseline_accuracy(r->train, r->test, nc, a->head_c, &r->acc_raw, &r->raw_s);
+        if (rc == 0)
+            rc = gaussian_accuracy(r, a, go);
+        return rc;
+    }
     int nc = pft_dataset_n_classes(r->train), d = pft_dataset_d(r->train);
     if (!a->json)
         fprintf(stderr, "fitting %s K=%d GMMs for %d classes (%d samples, d=%d)...\n", a->cov_name, a->k, nc,
@@ -235,6 +333,8 @@ static int run_synth(const synth_args_t *a, const pft_gmm_opts_t *go, pft_dtype_
 /* Parameters of every GMM in the bundle (what the wire carries per number). */
 static size_t bundle_params(const pft_bundle_t *b)
 {
+    if (pft_bundle_is_stats(b))
+        return pft_bundle_formula_bytes(b) / (pft_bundle_dtype(b) == PFT_DTYPE_F16 ? 2 : 4);
     size_t params = 0;
     for (int i = 0; i < pft_bundle_n_classes(b); i++)
         params += pft_gmm_n_wire_params(pft_bundle_class_gmm(b, i));
@@ -255,6 +355,15 @@ static void print_json(const synth_args_t *a, const pft_gmm_opts_t *go, const sy
     if (go->cov == PFT_COV_LOWRANK && nc)
         json_object_set_new(o, "rank", json_integer(pft_gmm_rank(pft_bundle_class_gmm(r->b, 0))));
     json_object_set_new(o, "seed", json_integer((json_int_t)a->seed));
+    json_object_set_new(o, "head", json_string(a->head_name));
+    if (strcmp(a->head_name, "gaussian") == 0) {
+        json_object_set_new(o, "gaussian_kind", json_string(pft_ghead_kind_name(r->ghead.kind)));
+        json_object_set_new(o, "shrinkage", json_real(r->ghead.alpha));
+        json_object_set_new(o, "shrinkage_rule", json_string(r->ghead.rule));
+        json_object_set_new(o, "oas_shrinkage", json_real(r->ghead.oas_alpha));
+        if (r->ghead.kind == PFT_GHEAD_QDA)
+            json_object_set_new(o, "qda_lambda", json_real(r->ghead.lambda));
+    }
     char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(8));
     printf("%s\n", s);
     free(s);
@@ -267,7 +376,12 @@ static void print_text(const synth_args_t *a, const synth_run_t *r)
     int nc = pft_bundle_n_classes(r->b);
     printf("acc_raw    %.4f  (head on %d raw features, %.2fs)\n", r->acc_raw, pft_dataset_n(r->train),
            r->raw_s);
-    printf("acc_synth  %.4f  (head on %d GMM samples, %.2fs)\n", r->acc_syn, pft_dataset_n(r->syn), r->syn_s);
+    if (strcmp(a->head_name, "gaussian") == 0)
+        printf("acc_synth  %.4f  (Gaussian head %s of what would be sent, shrinkage %.3g by %s, %.2fs)\n",
+               r->acc_syn, pft_ghead_kind_name(r->ghead.kind), r->ghead.alpha, r->ghead.rule, r->syn_s);
+    else
+        printf("acc_synth  %.4f  (head on %d GMM samples, %.2fs)\n", r->acc_syn, pft_dataset_n(r->syn),
+               r->syn_s);
     printf("gap        %.2f points\n", 100 * (r->acc_raw - r->acc_syn));
     printf("bytes      %zu at 16 bits (%zu per class); bundle on the wire %zu bytes (%s)\n", params * 2,
            nc ? params * 2 / (size_t)nc : 0, r->wire, a->dtype_name);

@@ -8,6 +8,7 @@
 
 #include "pft_alloc.h"
 #include "pft_bundle.h"
+#include "pft_gstat.h"
 #include "pft_error.h"
 #include "pft_gmm.h"
 
@@ -112,6 +113,15 @@ static pft_bundle_t *rebuild(const pft_bundle_t *o)
         pft_bundle_new(pft_bundle_run_id(o), pft_bundle_producer(o), pft_bundle_dtype(o), pft_bundle_dim(o));
     if (!re)
         FAIL("bundle_new refuses decoded header: %s", pft_errmsg());
+    for (int i = 0; i < pft_bundle_n_parts(o); i++) { /* statistics parts, in their (canonical) order */
+        pft_gstat_t *st = pft_gstat_dup(pft_bundle_part_stats(o, i));
+        int nw = pft_bundle_part_n_contributors(o, i);
+        const char *who[4096];
+        for (int j = 0; j < nw && j < 4096; j++)
+            who[j] = pft_bundle_part_contributor(o, i, j);
+        if (!st || nw > 4096 || pft_bundle_add_part(re, who, nw, &st) != 0)
+            FAIL("add_part refuses decoded part %d: %s", i, pft_errmsg());
+    }
     for (int i = 0; i < pft_bundle_n_classes(o); i++) {
         pft_gmm_t *g = pft_gmm_dup(pft_bundle_class_gmm(o, i));
         if (!g)

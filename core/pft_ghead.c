@@ -1,0 +1,983 @@
+/* pft_ghead: LDA and QDA heads from exact class statistics, shrinkage chosen by exact-downdate CV
+ * (pft_ghead.h). */
+#include "pft_ghead.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_linalg.h"
+#include "pft_rng.h"
+
+#define GH_MAX_CV_ROWS 4000 /* own rows scored by the cross-validation at most (a seeded subset) */
+#define GH_NO_CLASS (-1e30) /* bias of a label without statistics (finite, so exportable as float) */
+
+static const double k_alpha_grid[] = {0,   0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2,
+                                      0.3, 0.4,   0.5,   0.6,  0.7,  0.8,  0.9, 0.95};
+#define N_ALPHA ((int)(sizeof k_alpha_grid / sizeof k_alpha_grid[0]))
+static const double k_lambda_grid[] = {0.25, 0.5, 0.75};
+#define N_LAMBDA ((int)(sizeof k_lambda_grid / sizeof k_lambda_grid[0]))
+
+struct pft_ghead_t {
+    pft_ghead_kind_t kind;
+    int C, d;
+    pft_head_t *lin; /* LDA */
+    double *mean;    /* QDA: C×d */
+    double *chol;    /* QDA: C×d×d */
+    double *bias;    /* QDA: C */
+};
+
+const char *pft_ghead_kind_name(pft_ghead_kind_t kind)
+{
+    return kind == PFT_GHEAD_LDA ? "lda" : kind == PFT_GHEAD_QDA ? "qda" : NULL;
+}
+
+void pft_ghead_opts_default(pft_ghead_opts_t *opts)
+{
+    opts->kind = PFT_GHEAD_LDA;
+    opts->alpha = PFT_GHEAD_AUTO;
+    opts->lambda = PFT_GHEAD_AUTO;
+    opts->folds = 5;
+    opts->min_cv_rows = 10;
+    opts->seed = 0;
+}
+
+void pft_ghead_destroy(pft_ghead_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    pft_ghead_t *h = *self_p;
+    pft_head_destroy(&h->lin);
+    pft_free(h->mean);
+    pft_free(h->chol);
+    pft_free(h->bias);
+    pft_free(h);
+    *self_p = NULL;
+}
+
+pft_ghead_kind_t pft_ghead_kind(const pft_ghead_t *self)
+{
+    return self->kind;
+}
+int pft_ghead_n_classes(const pft_ghead_t *self)
+{
+    return self->C;
+}
+int pft_ghead_dim(const pft_ghead_t *self)
+{
+    return self->d;
+}
+const pft_head_t *pft_ghead_linear(const pft_ghead_t *self)
+{
+    return self->lin;
+}
+const double *pft_ghead_qda_means(const pft_ghead_t *self)
+{
+    return self->mean;
+}
+const double *pft_ghead_qda_chol(const pft_ghead_t *self)
+{
+    return self->chol;
+}
+const double *pft_ghead_qda_bias(const pft_ghead_t *self)
+{
+    return self->bias;
+}
+
+/* ---- the statistics in the eigenbasis of the pooled scatter -------------------------------------------- */
+
+/* What the LDA fit and its cross-validation share: W = Eᵀ diag(lam) E, class means projected. */
+typedef struct {
+    const pft_gstat_t *st;
+    int d, S;      /* dimension, classes in st */
+    double N;      /* rows */
+    double *E;     /* d×d, row i the eigenvector of lam[i] */
+    double *lam;   /* d eigenvalues of W, ascending, clamped at 0 */
+    double sumlam; /* tr W */
+    double *Mt;    /* S×d projected class means */
+    double *n;     /* S class counts */
+} eig_t;
+
+static void eig_free(eig_t *e)
+{
+    PFT_FREE(e->E);
+    PFT_FREE(e->lam);
+    PFT_FREE(e->Mt);
+    PFT_FREE(e->n);
+}
+
+static int eig_init(eig_t *e, const pft_gstat_t *st)
+{
+    memset(e, 0, sizeof *e);
+    e->st = st;
+    e->d = pft_gstat_dim(st);
+    e->S = pft_gstat_n_classes(st);
+    e->N = (double)pft_gstat_total(st);
+    int d = e->d, S = e->S;
+    e->E = pft_alloc_array((size_t)d * d, sizeof(double));
+    e->lam = pft_alloc_array((size_t)d, sizeof(double));
+    e->Mt = pft_alloc_array((size_t)S * d, sizeof(double));
+    e->n = pft_alloc_array((size_t)S, sizeof(double));
+    double *mu = pft_alloc_array((size_t)S * d, sizeof(double));
+    if (!e->E || !e->lam || !e->Mt || !e->n || !mu) {
+        pft_free(mu);
+        eig_free(e);
+        return pft_err(PFT_ENOMEM, "gaussian head: out of memory for d = %d", d);
+    }
+    pft_gstat_pooled(st, e->E);
+    int rc = pft_la_eigh_dc(e->E, d, e->lam);
+    if (rc != 0) {
+        pft_free(mu);
+        eig_free(e);
+        return pft_err_wrap(rc, "gaussian head: eigendecomposition of the pooled scatter");
+    }
+    e->sumlam = 0;
+    for (int i = 0; i < d; i++) {
+        if (e->lam[i] < 0)
+            e->lam[i] = 0; /* rounding of a PSD matrix */
+        e->sumlam += e->lam[i];
+    }
+    for (int c = 0; c < S; c++) {
+        memcpy(mu + (size_t)c * d, pft_gstat_mean(st, c), (size_t)d * sizeof(double));
+        e->n[c] = (double)pft_gstat_count(st, c);
+    }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, d, d, 1.0, mu, d, e->E, d, 0.0, e->Mt, d);
+    pft_free(mu);
+    return 0;
+}
+
+/* OAS shrinkage of the covariance W/N (scikit-learn's oas: mean(S²) and tr(S)/d from the eigenvalues). */
+static double oas_alpha(const eig_t *e)
+{
+    double d = e->d, N = e->N;
+    double mu = e->sumlam / (N * d), a = 0;
+    for (int i = 0; i < e->d; i++)
+        a += (e->lam[i] / N) * (e->lam[i] / N);
+    a /= d * d;
+    double num = a + mu * mu, den = (N + 1.0) * (a - mu * mu / d);
+    if (den <= 0)
+        return 1.0;
+    double s = num / den;
+    return s > 1.0 ? 1.0 : s < 0 ? 0 : s;
+}
+
+/* Diagonal of the shrunk covariance (1-α) W/N + α (tr W / (N d)) I in the eigenbasis, floored at 1e-12 of
+ * its largest entry. Returns 1 if no floor was needed. */
+static int shrunk_diag(const double *lam, int d, double N, double sumlam, double alpha, double *D)
+{
+    double t = sumlam / (N * d), mx = 0;
+    for (int i = 0; i < d; i++) {
+        D[i] = (1.0 - alpha) * lam[i] / N + alpha * t;
+        if (D[i] > mx)
+            mx = D[i];
+    }
+    int ok = mx > 0;
+    for (int i = 0; i < d; i++)
+        if (!(D[i] > 1e-12 * mx)) {
+            D[i] = mx > 0 ? 1e-12 * mx : 1e-300;
+            ok = 0;
+        }
+    return ok;
+}
+
+/* ---- cross-validation folds over the caller's own rows --------------------------------------------------
+ */
+
+typedef struct {
+    int n;     /* rows taking part */
+    int F;     /* folds */
+    int *row;  /* n: index into the caller's x */
+    int *cls;  /* n: class index in st */
+    int *fold; /* n */
+} folds_t;
+
+static void folds_free(folds_t *f)
+{
+    PFT_FREE(f->row);
+    PFT_FREE(f->cls);
+    PFT_FREE(f->fold);
+}
+
+/* Own rows → class indices (checking they can be in st), a seeded subset of at most GH_MAX_CV_ROWS, and a
+ * stratified assignment to folds. */
+static int folds_make(folds_t *f, const pft_gstat_t *st, const int32_t *y, int n, int folds, uint64_t seed)
+{
+    memset(f, 0, sizeof *f);
+    int S = pft_gstat_n_classes(st);
+    int *perm = pft_alloc_array((size_t)n, sizeof(int));
+    uint64_t *own = pft_calloc((size_t)S, sizeof(uint64_t));
+    f->row = pft_alloc_array((size_t)n, sizeof(int));
+    f->cls = pft_alloc_array((size_t)n, sizeof(int));
+    f->fold = pft_alloc_array((size_t)n, sizeof(int));
+    pft_rng_t *rng = pft_rng_new(pft_rng_derive(seed, 0x67686561, 0));
+    int rc = (!perm || !own || !f->row || !f->cls || !f->fold || !rng)
+                 ? pft_err(PFT_ENOMEM, "gaussian head: out of memory for %d rows", n)
+                 : 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        int c = pft_gstat_find(st, y[i]);
+        if (c < 0 || ++own[c] > pft_gstat_count(st, c))
+            rc = pft_err(PFT_EINVAL, "gaussian head: own row %d (label %d) is not part of the statistics", i,
+                         (int)y[i]);
+        perm[i] = i;
+    }
+    if (rc == 0) {
+        for (int i = n - 1; i > 0; i--) { /* Fisher–Yates */
+            int j = (int)pft_rng_below(rng, (uint64_t)i + 1);
+            int t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        f->n = n < GH_MAX_CV_ROWS ? n : GH_MAX_CV_ROWS;
+        f->F = folds < f->n ? folds : f->n;
+        /* stratified: per class in shuffled order, dealt round-robin, continuing across classes */
+        int next = 0, k = 0;
+        for (int c = 0; c < S; c++)
+            for (int i = 0; i < f->n; i++) {
+                int r = perm[i];
+                if (pft_gstat_find(st, y[r]) != c)
+                    continue;
+                f->row[k] = r;
+                f->cls[k] = c;
+                f->fold[k] = next;
+                next = (next + 1) % f->F;
+                k++;
+            }
+    }
+    pft_rng_destroy(&rng);
+    pft_free(perm);
+    pft_free(own);
+    if (rc != 0)
+        folds_free(f);
+    return rc;
+}
+
+/* Score tallies per grid point. */
+typedef struct {
+    int valid;
+    long correct, total;
+    double loss;
+} tally_t;
+
+static void tally_row(tally_t *t, const double *s, const int *present, int S, int truth)
+{
+    int best = -1;
+    double mx = -DBL_MAX;
+    for (int c = 0; c < S; c++)
+        if (present[c] && (best < 0 || s[c] > mx)) {
+            mx = s[c];
+            best = c;
+        }
+    double z = 0;
+    for (int c = 0; c < S; c++)
+        if (present[c])
+            z += exp(s[c] - mx);
+    double lse = mx + log(z);
+    t->correct += best == truth;
+    t->total++;
+    t->loss += present[truth] ? lse - s[truth] : 50.0; /* a class emptied by the fold: capped penalty */
+}
+
+/* Index of the best tally: accuracy, then cross-entropy, then the later (larger) grid point. */
+static int tally_best(const tally_t *t, int m)
+{
+    int best = -1;
+    for (int i = 0; i < m; i++) {
+        if (!t[i].valid || t[i].total == 0)
+            continue;
+        if (best < 0 || t[i].correct > t[best].correct ||
+            (t[i].correct == t[best].correct && t[i].loss <= t[best].loss))
+            best = i;
+    }
+    return best;
+}
+
+/* ---- LDA cross-validation with the Woodbury identity ----------------------------------------------------
+ */
+
+/* One fold of LDA's cross-validation: every α of the grid scores the fold's rows (projected: Yt, r×d) with
+ * the statistics minus those rows. */
+typedef struct {
+    const eig_t *e;
+    int r, m;        /* held-out rows, downdate columns */
+    double Np, trWp; /* N' and tr W' */
+    double *Yt;      /* r×d projected held-out rows */
+    int *truth;      /* r class indices */
+    double *U;       /* m×d downdate columns (rows here) */
+    double *Mp;      /* S×d projected class means without the fold */
+    double *logpi;   /* S */
+    int *present;    /* S: class still has rows */
+} fold_t;
+
+static void fold_free(fold_t *f)
+{
+    PFT_FREE(f->Yt);
+    PFT_FREE(f->truth);
+    PFT_FREE(f->U);
+    PFT_FREE(f->Mp);
+    PFT_FREE(f->logpi);
+    PFT_FREE(f->present);
+}
+
+static int fold_build(fold_t *f, const eig_t *e, const folds_t *fs, const double *Yall, int which)
+{
+    int d = e->d, S = e->S;
+    memset(f, 0, sizeof *f);
+    f->e = e;
+    for (int k = 0; k < fs->n; k++)
+        f->r += fs->fold[k] == which;
+    int r = f->r;
+    double *sum = pft_calloc((size_t)S * d, sizeof(double));
+    double *cnt = pft_calloc((size_t)S, sizeof(double));
+    f->Yt = pft_alloc_array((size_t)r * d, sizeof(double));
+    f->truth = pft_alloc_array((size_t)r, sizeof(int));
+    f->U = pft_alloc_array((size_t)(r + S) * d, sizeof(double));
+    f->Mp = pft_calloc((size_t)S * d, sizeof(double));
+    f->logpi = pft_alloc_array((size_t)S, sizeof(double));
+    f->present = pft_alloc_array((size_t)S, sizeof(int));
+    if (!sum || !cnt || !f->Yt || !f->truth || !f->U || !f->Mp || !f->logpi || !f->present) {
+        pft_free(sum);
+        pft_free(cnt);
+        fold_free(f);
+        return pft_err(PFT_ENOMEM, "gaussian head: out of memory for a fold");
+    }
+    int j = 0;
+    for (int k = 0; k < fs->n; k++) {
+        if (fs->fold[k] != which)
+            continue;
+        int c = fs->cls[k];
+        memcpy(f->Yt + (size_t)j * d, Yall + (size_t)k * d, (size_t)d * sizeof(double));
+        f->truth[j++] = c;
+        cblas_daxpy(d, 1.0, Yall + (size_t)k * d, 1, sum + (size_t)c * d, 1);
+        cnt[c] += 1;
+    }
+    f->Np = e->N - r;
+    /* columns: each removed row about its class's removed mean; per class the between-part column */
+    double norm2 = 0;
+    int m = 0;
+    for (j = 0; j < r; j++) {
+        int c = f->truth[j];
+        double *u = f->U + (size_t)m++ * d;
+        for (int i = 0; i < d; i++)
+            u[i] = f->Yt[(size_t)j * d + i] - sum[(size_t)c * d + i] / cnt[c];
+    }
+    for (int c = 0; c < S; c++) {
+        double nc = e->n[c], rc = cnt[c], np = nc - rc;
+        f->present[c] = np > 0;
+        f->logpi[c] = np > 0 ? log(np / f->Np) : -INFINITY;
+        for (int i = 0; i < d; i++)
+            f->Mp[(size_t)c * d + i] =
+                np > 0 ? (nc * e->Mt[(size_t)c * d + i] - sum[(size_t)c * d + i]) / np : 0.0;
+        if (rc > 0 && np > 0) {
+            double g = sqrt(np * rc / nc);
+            double *u = f->U + (size_t)m++ * d;
+            for (int i = 0; i < d; i++)
+                u[i] = g * (f->Mp[(size_t)c * d + i] - sum[(size_t)c * d + i] / rc);
+        }
+    }
+    f->m = m;
+    for (size_t i = 0; i < (size_t)m * d; i++)
+        norm2 += f->U[i] * f->U[i];
+    f->trWp = e->sumlam - norm2;
+    pft_free(sum);
+    pft_free(cnt);
+    return 0;
+}
+
+/* Scores the fold's rows for one α into the tally. Work buffers sized by the caller (see lda_cv). */
+static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, double *UD, double *K, double *P,
+                      double *Q, double *X, double *s, double *v)
+{
+    const eig_t *e = f->e;
+    int d = e->d, S = e->S, r = f->r, m = f->m;
+    if (f->Np <= 0 || f->trWp <= 0)
+        return 0;
+    if (!shrunk_diag(e->lam, d, f->Np, f->trWp, alpha, D) && alpha == 0)
+        return 0; /* α = 0 with a singular W: not a valid point */
+    double beta = (1.0 - alpha) / f->Np;
+    for (int a = 0; a < m; a++)
+        for (int i = 0; i < d; i++)
+            UD[(size_t)a * d + i] = f->U[(size_t)a * d + i] / D[i];
+    if (m > 0) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, m, d, -beta, UD, d, f->U, d, 0.0, K, m);
+        for (int a = 0; a < m; a++)
+            K[(size_t)a * m + a] += 1.0;
+        if (pft_la_chol_lower(K, m) != 0)
+            return 0; /* the downdated covariance is not positive definite at this α */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, r, d, 1.0, UD, d, f->Yt, d, 0.0, P, r);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, S, d, 1.0, UD, d, f->Mp, d, 0.0, Q, S);
+    }
+    /* X = Yt D⁻¹ Mpᵀ (r×S); quadratic terms per row and per class */
+    double *YD = UD; /* reuse: only the first row block is needed at a time */
+    (void)YD;
+    for (int j = 0; j < r; j++) {
+        const double *yj = f->Yt + (size_t)j * d;
+        double ay = 0;
+        for (int i = 0; i < d; i++)
+            ay += yj[i] * yj[i] / D[i];
+        for (int c = 0; c < S; c++) {
+            const double *mc = f->Mp + (size_t)c * d;
+            double cross = 0, bc = 0;
+            for (int i = 0; i < d; i++) {
+                cross += yj[i] * mc[i] / D[i];
+                bc += mc[i] * mc[i] / D[i];
+            }
+            X[c] = ay - 2 * cross + bc;
+        }
+        for (int c = 0; c < S; c++) {
+            double corr = 0;
+            if (m > 0) {
+                for (int a = 0; a < m; a++)
+                    v[a] = P[(size_t)a * r + j] - Q[(size_t)a * S + c];
+                cblas_dtrsv(CblasRowMajor, CblasLower, CblasNoTrans, CblasNonUnit, m, K, m, v, 1);
+                for (int a = 0; a < m; a++)
+                    corr += v[a] * v[a];
+            }
+            s[c] = f->logpi[c] - 0.5 * (X[c] + beta * corr);
+        }
+        tally_row(t, s, f->present, S, f->truth[j]);
+    }
+    t->valid = 1;
+    return 0;
+}
+
+/* Chooses α by cross-validation; *alpha_out, info's cv fields. */
+static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const pft_ghead_opts_t *o,
+                  double *alpha_out, double *lambda_out, pft_ghead_info_t *info, folds_t *fs_out)
+{
+    int d = e->d, S = e->S;
+    folds_t fs;
+    int rc = folds_make(&fs, e->st, y, n, o->folds, o->seed);
+    if (rc != 0)
+        return rc;
+    double *Y = pft_alloc_array((size_t)fs.n * d, sizeof(double));
+    double *xr = pft_alloc_array((size_t)d, sizeof(double));
+    tally_t tl[N_ALPHA];
+    memset(tl, 0, sizeof tl);
+    size_t mmax = (size_t)fs.n + S;
+    double *D = pft_alloc_array((size_t)d, sizeof(double));
+    double *UD = pft_alloc_array(mmax * d, sizeof(double));
+    double *K = pft_alloc_array(mmax * mmax, sizeof(double));
+    double *P = pft_alloc_array(mmax * fs.n, sizeof(double));
+    double *Q = pft_alloc_array(mmax * S, sizeof(double));
+    double *X = pft_alloc_array((size_t)S, sizeof(double));
+    double *s = pft_alloc_array((size_t)S, sizeof(double));
+    double *v = pft_alloc_array(mmax, sizeof(double));
+    if (!Y || !xr || !D || !UD || !K || !P || !Q || !X || !s || !v)
+        rc = pft_err(PFT_ENOMEM, "gaussian head: out of memory for cross-validation");
+    for (int k = 0; rc == 0 && k < fs.n; k++) { /* project the rows: Y = X Eᵀ */
+        const float *xk = x + (size_t)fs.row[k] * d;
+        for (int i = 0; i < d; i++)
+            xr[i] = xk[i];
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, d, d, 1.0, e->E, d, xr, 1, 0.0, Y + (size_t)k * d, 1);
+    }
+    for (int f = 0; rc == 0 && f < fs.F; f++) {
+        fold_t fo;
+        rc = fold_build(&fo, e, &fs, Y, f);
+        for (int a = 0; rc == 0 && a < N_ALPHA; a++) {
+            tally_t one = {0};
+            fold_score(&fo, k_alpha_grid[a], &one, D, UD, K, P, Q, X, s, v);
+            if (!one.valid) {
+                tl[a].valid = -1; /* invalid in some fold: never chosen */
+                continue;
+            }
+            if (tl[a].valid >= 0)
+                tl[a].valid = 1;
+            tl[a].correct += one.correct;
+            tl[a].total += one.total;
+            tl[a].loss += one.loss;
+        }
+        if (rc == 0)
+            fold_free(&fo);
+    }
+    if (rc == 0) {
+        for (int a = 0; a < N_ALPHA; a++)
+            if (tl[a].valid < 0)
+                tl[a].valid = 0;
+        int b = tally_best(tl, N_ALPHA);
+        if (b < 0)
+            rc = pft_err(PFT_ENUMERIC, "gaussian head: no shrinkage of the grid gives a positive definite "
+                                       "covariance in every fold");
+        else {
+            *alpha_out = k_alpha_grid[b];
+            *lambda_out = 1.0;
+            info->rule = "cv";
+            info->folds = fs.F;
+            info->cv_rows = fs.n;
+            info->cv_acc = (double)tl[b].correct / (double)tl[b].total;
+        }
+    }
+    pft_free(Y);
+    pft_free(xr);
+    pft_free(D);
+    pft_free(UD);
+    pft_free(K);
+    pft_free(P);
+    pft_free(Q);
+    pft_free(X);
+    pft_free(s);
+    pft_free(v);
+    if (rc == 0 && fs_out)
+        *fs_out = fs;
+    else
+        folds_free(&fs);
+    return rc;
+}
+
+/* The linear head of LDA at shrinkage α. */
+static int lda_build(const eig_t *e, double alpha, int C, pft_ghead_t *h)
+{
+    int d = e->d, S = e->S;
+    float *wb = pft_calloc((size_t)C * (d + 1), sizeof(float));
+    double *D = pft_alloc_array((size_t)d, sizeof(double));
+    double *a = pft_alloc_array((size_t)d, sizeof(double));
+    double *w = pft_alloc_array((size_t)d, sizeof(double));
+    double *mbar = pft_calloc((size_t)d, sizeof(double));
+    int rc = (!wb || !D || !a || !w || !mbar) ? pft_err(PFT_ENOMEM, "gaussian head: out of memory") : 0;
+    if (rc == 0) {
+        shrunk_diag(e->lam, d, e->N, e->sumlam, alpha, D);
+        for (int c = 0; c < S; c++)
+            cblas_daxpy(d, e->n[c] / e->N, e->Mt + (size_t)c * d, 1, mbar, 1);
+        for (int l = 0; l < C; l++)
+            wb[(size_t)l * (d + 1) + d] = (float)GH_NO_CLASS;
+        for (int c = 0; c < S; c++) {
+            const double *mc = e->Mt + (size_t)c * d;
+            double b = log(e->n[c] / e->N);
+            for (int i = 0; i < d; i++) {
+                a[i] = (mc[i] - mbar[i]) / D[i];
+                b -= 0.5 * a[i] * (mc[i] + mbar[i]);
+            }
+            cblas_dgemv(CblasRowMajor, CblasTrans, d, d, 1.0, e->E, d, a, 1, 0.0, w, 1);
+            float *row = wb + (size_t)pft_gstat_label(e->st, c) * (d + 1);
+            for (int i = 0; i < d; i++)
+                row[i] = (float)w[i];
+            row[d] = (float)b;
+        }
+        rc = pft_head_from_weights(C, d, wb, &h->lin);
+        if (rc != 0)
+            rc = pft_err_wrap(rc, "gaussian head: LDA weights at α = %g", alpha);
+    }
+    pft_free(wb);
+    pft_free(D);
+    pft_free(a);
+    pft_free(w);
+    pft_free(mbar);
+    return rc;
+}
+
+/* ---- QDA ------------------------------------------------------------------------------------------------
+ */
+
+/* A = (1-α)[(1-λ) Mc/nc + λ W/N] + α (tr/d) I, factorised in place (lower Cholesky); log det into *logdet. */
+static int qda_factor(double *A, const double *Mc, double nc, const double *W, double N, double alpha,
+                      double lambda, int d, double *logdet)
+{
+    size_t dd = (size_t)d * d;
+    for (size_t i = 0; i < dd; i++)
+        A[i] = (1.0 - lambda) * (Mc ? Mc[i] : 0.0) / nc + lambda * W[i] / N;
+    double tr = 0;
+    for (int i = 0; i < d; i++)
+        tr += A[(size_t)i * d + i];
+    for (size_t i = 0; i < dd; i++)
+        A[i] *= 1.0 - alpha;
+    for (int i = 0; i < d; i++)
+        A[(size_t)i * d + i] += alpha * tr / d;
+    int rc = pft_la_chol_lower(A, d);
+    if (rc != 0)
+        return rc;
+    double ld = 0;
+    for (int i = 0; i < d; i++)
+        ld += 2.0 * log(A[(size_t)i * d + i]);
+    *logdet = ld;
+    return 0;
+}
+
+/* q[i] = ‖L⁻¹(x_i - μ)‖² for the n rows of x (double, overwritten). */
+static void qda_quad(const double *L, const double *mu, double *x, int n, int d, double *q)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < d; j++)
+            x[(size_t)i * d + j] -= mu[j];
+    cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, n, d, 1.0, L, d, x, d);
+    for (int i = 0; i < n; i++) {
+        double s = 0;
+        for (int j = 0; j < d; j++)
+            s += x[(size_t)i * d + j] * x[(size_t)i * d + j];
+        q[i] = s;
+    }
+}
+
+/* λ by cross-validation over the folds (α fixed): each fold removes its rows exactly from every class's
+ * scatter and from W, in the original basis. */
+static int qda_cv(const pft_gstat_t *st, const float *x, const folds_t *fs, double alpha, double *lambda_out,
+                  double *acc_out)
+{
+    int d = pft_gstat_dim(st), S = pft_gstat_n_classes(st);
+    size_t dd = (size_t)d * d;
+    double N = (double)pft_gstat_total(st);
+    tally_t tl[N_LAMBDA];
+    memset(tl, 0, sizeof tl);
+    double *W = pft_alloc_array(dd, sizeof(double));
+    double *Wp = pft_alloc_array(dd, sizeof(double));
+    double *Mc = pft_alloc_array(dd, sizeof(double));
+    double *A = pft_alloc_array(dd, sizeof(double));
+    double *U = pft_alloc_array((size_t)(fs->n + S) * d, sizeof(double));
+    double *Xr = pft_alloc_array((size_t)fs->n * d, sizeof(double));
+    double *Z = pft_alloc_array((size_t)fs->n * d, sizeof(double));
+    double *mp = pft_alloc_array((size_t)S * d, sizeof(double));
+    double *rs = pft_alloc_array((size_t)S * d, sizeof(double));
+    double *rcnt = pft_alloc_array((size_t)S, sizeof(double));
+    double *sc = pft_alloc_array((size_t)fs->n * S, sizeof(double));
+    double *q = pft_alloc_array((size_t)fs->n, sizeof(double));
+    int *truth = pft_alloc_array((size_t)fs->n, sizeof(int));
+    int *present = pft_alloc_array((size_t)S, sizeof(int));
+    int rc =
+        (!W || !Wp || !Mc || !A || !U || !Xr || !Z || !mp || !rs || !rcnt || !sc || !q || !truth || !present)
+            ? pft_err(PFT_ENOMEM, "gaussian head: out of memory for QDA cross-validation")
+            : 0;
+    if (rc == 0)
+        pft_gstat_pooled(st, W);
+    for (int f = 0; rc == 0 && f < fs->F; f++) {
+        int r = 0;
+        memset(rs, 0, (size_t)S * d * sizeof(double));
+        memset(rcnt, 0, (size_t)S * sizeof(double));
+        for (int k = 0; k < fs->n; k++) {
+            if (fs->fold[k] != f)
+                continue;
+            const float *xk = x + (size_t)fs->row[k] * d;
+            for (int j = 0; j < d; j++) {
+                Xr[(size_t)r * d + j] = xk[j];
+                rs[(size_t)fs->cls[k] * d + j] += xk[j];
+            }
+            truth[r++] = fs->cls[k];
+            rcnt[fs->cls[k]] += 1;
+        }
+        /* W' = W - Σ_c (U_c U_cᵀ) with per-class columns: rows about their removed mean, one between column
+         */
+        memcpy(Wp, W, dd * sizeof(double));
+        double Np = N - r;
+        for (int c = 0; c < S; c++) {
+            double nc = (double)pft_gstat_count(st, c), np = nc - rcnt[c];
+            const double *mu = pft_gstat_mean(st, c);
+            present[c] = np > 0;
+            for (int j = 0; j < d; j++)
+                mp[(size_t)c * d + j] = np > 0 ? (nc * mu[j] - rs[(size_t)c * d + j]) / np : 0;
+        }
+        for (int c = 0; c < S; c++) {
+            if (rcnt[c] == 0)
+                continue;
+            int m = 0;
+            double nc = (double)pft_gstat_count(st, c), np = nc - rcnt[c];
+            for (int i = 0; i < r; i++)
+                if (truth[i] == c) {
+                    for (int j = 0; j < d; j++)
+                        U[(size_t)m * d + j] = Xr[(size_t)i * d + j] - rs[(size_t)c * d + j] / rcnt[c];
+                    m++;
+                }
+            if (np > 0) {
+                double g = sqrt(np * rcnt[c] / nc);
+                for (int j = 0; j < d; j++)
+                    U[(size_t)m * d + j] = g * (mp[(size_t)c * d + j] - rs[(size_t)c * d + j] / rcnt[c]);
+                m++;
+            }
+            cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, d, m, -1.0, U, d, 1.0, Wp, d);
+        }
+        pft_la_sym_from_lower(Wp, d);
+        for (int l = 0; rc == 0 && l < N_LAMBDA; l++) {
+            int ok = 1;
+            for (int c = 0; c < S && ok; c++) {
+                if (!present[c]) {
+                    for (int i = 0; i < r; i++)
+                        sc[(size_t)i * S + c] = -INFINITY;
+                    continue;
+                }
+                double nc = (double)pft_gstat_count(st, c), np = nc - rcnt[c];
+                memcpy(Mc, pft_gstat_scatter(st, c), dd * sizeof(double));
+                if (rcnt[c] > 0) { /* the class's own downdate */
+                    int m = 0;
+                    for (int i = 0; i < r; i++)
+                        if (truth[i] == c) {
+                            for (int j = 0; j < d; j++)
+                                U[(size_t)m * d + j] =
+                                    Xr[(size_t)i * d + j] - rs[(size_t)c * d + j] / rcnt[c];
+                            m++;
+                        }
+                    double g = sqrt(np * rcnt[c] / nc);
+                    for (int j = 0; j < d; j++)
+                        U[(size_t)m * d + j] = g * (mp[(size_t)c * d + j] - rs[(size_t)c * d + j] / rcnt[c]);
+                    m++;
+                    cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, d, m, -1.0, U, d, 1.0, Mc, d);
+                    pft_la_sym_from_lower(Mc, d);
+                }
+                double logdet;
+                if (qda_factor(A, Mc, np, Wp, Np, alpha, k_lambda_grid[l], d, &logdet) != 0) {
+                    ok = 0;
+                    break;
+                }
+                memcpy(Z, Xr, (size_t)r * d * sizeof(double));
+                qda_quad(A, mp + (size_t)c * d, Z, r, d, q);
+                for (int i = 0; i < r; i++)
+                    sc[(size_t)i * S + c] = log(np / Np) - 0.5 * logdet - 0.5 * q[i];
+            }
+            if (!ok) {
+                tl[l].valid = -1;
+                continue;
+            }
+            if (tl[l].valid >= 0)
+                tl[l].valid = 1;
+            for (int i = 0; i < r; i++)
+                tally_row(&tl[l], sc + (size_t)i * S, present, S, truth[i]);
+        }
+    }
+    if (rc == 0) {
+        for (int l = 0; l < N_LAMBDA; l++)
+            if (tl[l].valid < 0)
+                tl[l].valid = 0;
+        int b = tally_best(tl, N_LAMBDA);
+        if (b < 0)
+            rc = pft_err(PFT_ENUMERIC, "gaussian head: no QDA covariance is positive definite in every fold");
+        else {
+            *lambda_out = k_lambda_grid[b];
+            *acc_out = (double)tl[b].correct / (double)tl[b].total;
+        }
+    }
+    pft_free(W);
+    pft_free(Wp);
+    pft_free(Mc);
+    pft_free(A);
+    pft_free(U);
+    pft_free(Xr);
+    pft_free(Z);
+    pft_free(mp);
+    pft_free(rs);
+    pft_free(rcnt);
+    pft_free(sc);
+    pft_free(q);
+    pft_free(truth);
+    pft_free(present);
+    return rc;
+}
+
+static int qda_build(const pft_gstat_t *st, double alpha, double lambda, int C, pft_ghead_t *h)
+{
+    int d = pft_gstat_dim(st), S = pft_gstat_n_classes(st);
+    size_t dd = (size_t)d * d;
+    double N = (double)pft_gstat_total(st);
+    double *W = pft_alloc_array(dd, sizeof(double));
+    h->mean = pft_calloc((size_t)C * d, sizeof(double));
+    h->chol = pft_calloc((size_t)C * dd, sizeof(double));
+    h->bias = pft_alloc_array((size_t)C, sizeof(double));
+    if (!W || !h->mean || !h->chol || !h->bias) {
+        pft_free(W);
+        return pft_err(PFT_ENOMEM, "gaussian head: out of memory for QDA (%d classes, d = %d)", C, d);
+    }
+    pft_gstat_pooled(st, W);
+    for (int l = 0; l < C; l++) {
+        h->bias[l] = -INFINITY;
+        for (int i = 0; i < d; i++) /* an identity factor keeps the unused classes well defined */
+            h->chol[(size_t)l * dd + (size_t)i * d + i] = 1.0;
+    }
+    int rc = 0;
+    for (int c = 0; rc == 0 && c < S; c++) {
+        int l = pft_gstat_label(st, c);
+        double nc = (double)pft_gstat_count(st, c), logdet;
+        rc = qda_factor(h->chol + (size_t)l * dd, pft_gstat_scatter(st, c), nc, W, N, alpha, lambda, d,
+                        &logdet);
+        if (rc != 0) {
+            rc = pft_err_wrap(rc, "gaussian head: QDA covariance of label %d (α = %g, λ = %g)", l, alpha,
+                              lambda);
+            break;
+        }
+        memcpy(h->mean + (size_t)l * d, pft_gstat_mean(st, c), (size_t)d * sizeof(double));
+        h->bias[l] = log(nc / N) - 0.5 * logdet;
+    }
+    pft_free(W);
+    return rc;
+}
+
+/* ---- fit and use ----------------------------------------------------------------------------------------
+ */
+
+static int check_args(const pft_gstat_t *st, int n, int C, const pft_ghead_opts_t *o)
+{
+    if (!st || n < 0 || C < 1 || !o)
+        return pft_err(PFT_EINVAL, "gaussian head: bad arguments");
+    if (!pft_ghead_kind_name(o->kind) || o->folds < 2 || o->folds > 20 || o->min_cv_rows < 2 ||
+        !(o->alpha == PFT_GHEAD_AUTO || (o->alpha >= 0 && o->alpha <= 1)) ||
+        !(o->lambda == PFT_GHEAD_AUTO || (o->lambda >= 0 && o->lambda <= 1)))
+        return pft_err(PFT_EINVAL, "gaussian head: bad options (kind %d, folds %d, α %g, λ %g)", (int)o->kind,
+                       o->folds, o->alpha, o->lambda);
+    if (o->kind == PFT_GHEAD_QDA && pft_gstat_kind(st) != PFT_GSTAT_FULL)
+        return pft_err(PFT_EINVAL, "gaussian head: QDA needs per-class (full) statistics, not tied ones");
+    int S = pft_gstat_n_classes(st);
+    if (S < 1)
+        return pft_err(PFT_EINVAL, "gaussian head: the statistics hold no class");
+    if (pft_gstat_label(st, S - 1) >= C)
+        return pft_err(PFT_EINVAL, "gaussian head: label %d ≥ %d classes", pft_gstat_label(st, S - 1), C);
+    return 0;
+}
+
+int pft_ghead_fit(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                  const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info)
+{
+    *out = NULL;
+    int rc = check_args(st, n, n_classes, opts);
+    if (rc != 0)
+        return rc;
+    pft_ghead_info_t inf = {.kind = opts->kind, .lambda = 1.0, .cv_acc = NAN};
+    inf.n_classes = pft_gstat_n_classes(st);
+    inf.n_rows = pft_gstat_total(st);
+    pft_ghead_t *h = pft_calloc(1, sizeof *h);
+    if (!h)
+        return pft_err(PFT_ENOMEM, "gaussian head: out of memory");
+    h->kind = opts->kind;
+    h->C = n_classes;
+    h->d = pft_gstat_dim(st);
+    eig_t e;
+    rc = eig_init(&e, st);
+    if (rc != 0) {
+        pft_free(h);
+        return rc;
+    }
+    inf.oas_alpha = oas_alpha(&e);
+    double alpha = inf.oas_alpha, lambda = opts->kind == PFT_GHEAD_QDA ? 0.5 : 1.0, lam_cv = 1.0;
+    folds_t fs = {0};
+    int have_folds = 0;
+    int can_cv = n >= opts->min_cv_rows && inf.n_classes >= 2;
+    if (opts->alpha != PFT_GHEAD_AUTO) {
+        alpha = opts->alpha;
+        inf.rule = "fixed";
+    } else if (can_cv) {
+        rc = lda_cv(&e, x, y, n, opts, &alpha, &lam_cv, &inf, &fs);
+        have_folds = rc == 0;
+    } else {
+        inf.rule = "oas";
+    }
+    if (rc == 0 && opts->kind == PFT_GHEAD_QDA) {
+        if (opts->lambda != PFT_GHEAD_AUTO)
+            lambda = opts->lambda;
+        else if (can_cv) {
+            if (!have_folds) {
+                rc = folds_make(&fs, st, y, n, opts->folds, opts->seed);
+                have_folds = rc == 0;
+                inf.folds = fs.F;
+                inf.cv_rows = fs.n;
+            }
+            if (rc == 0)
+                rc = qda_cv(st, x, &fs, alpha, &lambda, &inf.cv_acc);
+            if (rc == 0 && opts->alpha != PFT_GHEAD_AUTO)
+                inf.rule = "cv";
+        }
+    }
+    if (rc == 0)
+        rc = opts->kind == PFT_GHEAD_LDA ? lda_build(&e, alpha, n_classes, h)
+                                         : qda_build(st, alpha, lambda, n_classes, h);
+    if (have_folds)
+        folds_free(&fs);
+    eig_free(&e);
+    if (rc != 0) {
+        pft_ghead_destroy(&h);
+        return rc;
+    }
+    inf.alpha = alpha;
+    inf.lambda = opts->kind == PFT_GHEAD_QDA ? lambda : 1.0;
+    if (info)
+        *info = inf;
+    *out = h;
+    return 0;
+}
+
+int pft_ghead_scores(const pft_ghead_t *self, const float *x, int n, double *scores)
+{
+    int C = self->C, d = self->d;
+    if (self->kind == PFT_GHEAD_LDA) {
+        float *lg = pft_alloc_array((size_t)n * C, sizeof(float));
+        if (!lg)
+            return pft_err(PFT_ENOMEM, "gaussian head: out of memory for %d rows", n);
+        int rc = pft_head_logits(self->lin, x, n, lg);
+        for (size_t i = 0; rc == 0 && i < (size_t)n * C; i++)
+            scores[i] = lg[i];
+        pft_free(lg);
+        return rc;
+    }
+    enum { CHUNK = 512 };
+    double *z = pft_alloc_array((size_t)CHUNK * d, sizeof(double));
+    double *q = pft_alloc_array(CHUNK, sizeof(double));
+    if (!z || !q) {
+        pft_free(z);
+        pft_free(q);
+        return pft_err(PFT_ENOMEM, "gaussian head: out of memory");
+    }
+    for (int at = 0; at < n; at += CHUNK) {
+        int m = n - at < CHUNK ? n - at : CHUNK;
+        for (int c = 0; c < C; c++) {
+            if (self->bias[c] == -INFINITY) {
+                for (int i = 0; i < m; i++)
+                    scores[(size_t)(at + i) * C + c] = -INFINITY;
+                continue;
+            }
+            for (size_t i = 0; i < (size_t)m * d; i++)
+                z[i] = x[(size_t)at * d + i];
+            qda_quad(self->chol + (size_t)c * d * d, self->mean + (size_t)c * d, z, m, d, q);
+            for (int i = 0; i < m; i++)
+                scores[(size_t)(at + i) * C + c] = self->bias[c] - 0.5 * q[i];
+        }
+    }
+    pft_free(z);
+    pft_free(q);
+    return 0;
+}
+
+int pft_ghead_predict(const pft_ghead_t *self, const float *x, int n, int32_t *out)
+{
+    int C = self->C;
+    double *s = pft_alloc_array((size_t)(n > 0 ? n : 1) * C, sizeof(double));
+    if (!s)
+        return pft_err(PFT_ENOMEM, "gaussian head: out of memory for %d rows", n);
+    int rc = pft_ghead_scores(self, x, n, s);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        int best = 0;
+        for (int c = 1; c < C; c++)
+            if (s[(size_t)i * C + c] > s[(size_t)i * C + best])
+                best = c;
+        out[i] = best;
+    }
+    pft_free(s);
+    return rc;
+}
+
+int pft_ghead_accuracy(const pft_ghead_t *self, const float *x, const int32_t *y, int n, double *acc,
+                       double *acc_class, int *counts)
+{
+    int C = self->C;
+    for (int i = 0; i < n; i++)
+        if (y[i] < 0 || y[i] >= C)
+            return pft_err(PFT_EINVAL, "gaussian head: label %d outside [0, %d)", (int)y[i], C);
+    int32_t *pred = pft_alloc_array((size_t)(n > 0 ? n : 1), sizeof(int32_t));
+    int *tot = pft_calloc((size_t)C, sizeof(int)), *hit = pft_calloc((size_t)C, sizeof(int));
+    int rc = (!pred || !tot || !hit) ? pft_err(PFT_ENOMEM, "gaussian head: out of memory") : 0;
+    if (rc == 0)
+        rc = pft_ghead_predict(self, x, n, pred);
+    if (rc == 0) {
+        long ok = 0;
+        for (int i = 0; i < n; i++) {
+            tot[y[i]]++;
+            if (pred[i] == y[i]) {
+                hit[y[i]]++;
+                ok++;
+            }
+        }
+        *acc = n > 0 ? (double)ok / n : 0;
+        for (int c = 0; c < C; c++) {
+            if (acc_class)
+                acc_class[c] = tot[c] ? (double)hit[c] / tot[c] : NAN;
+            if (counts)
+                counts[c] = tot[c];
+        }
+    }
+    pft_free(pred);
+    pft_free(tot);
+    pft_free(hit);
+    return rc;
+}

@@ -1,0 +1,102 @@
+/* pft_ghead: the Gaussian (Bayes) classifier of exact class statistics: LDA (shared covariance) or QDA.
+ *
+ * Given per-class counts n_c, means μ_c and scatters (pft_gstat), the classifier scores
+ *     LDA: s_c(x) = log π_c - ½ (x - μ_c)ᵀ Σ_α⁻¹ (x - μ_c),             Σ = W / N (W the pooled scatter),
+ *     QDA: s_c(x) = log π_c - ½ log|Σ_c| - ½ (x - μ_c)ᵀ Σ_c⁻¹ (x - μ_c),
+ *          Σ_c = (1-α)[(1-λ) M_c/n_c + λ W/N] + α t_c I,
+ * with π_c = n_c / N, the shrinkage Σ_α = (1-α) Σ + α (tr Σ / d) I toward the scaled identity, and t_c the
+ * mean eigenvalue of the bracket. LDA is linear: its weights are exported as the [W | b] of a pft_head
+ * (w_c = Σ_α⁻¹(μ_c - μ̄), b_c = log π_c - ½ (μ_c - μ̄)ᵀ Σ_α⁻¹ (μ_c + μ̄), μ̄ the overall mean: the same argmax
+ * and posteriors, smaller numbers).
+ *
+ * How α (and QDA's λ) is chosen (`rule` in the info):
+ *  - "cv": k-fold cross-validation over the caller's own rows, which must be part of the statistics. Each
+ *    fold's rows are removed from the statistics exactly (the pairwise update run backwards), the classifier
+ *    of the remaining statistics scores them, and the α with the best held-out accuracy wins (ties: the lower
+ *    held-out cross-entropy, then the larger α). LDA works in the eigenbasis of the total W: a fold's removal
+ *    is a low-rank downdate W' = W - UUᵀ (one column per removed row and per affected class), solved with
+ *    the Woodbury identity, so all folds and all α of the grid cost one eigendecomposition. QDA then chooses
+ *    λ ∈ {0.25, 0.5, 0.75} the same way (one Cholesky factorisation per fold, λ and class), keeping LDA's α.
+ *  - "oas": the Oracle Approximating Shrinkage estimate (Chen, Wiesel, Eldar & Hero 2010, as scikit-learn's
+ *    OAS) computed from the statistics alone, when the caller has fewer than `min_cv_rows` own rows (a
+ *    data-less aggregator); QDA then uses λ = 0.5.
+ *  - "fixed": opts.alpha (and opts.lambda) given. */
+#ifndef PFT_GHEAD_H
+#define PFT_GHEAD_H
+
+#include <stdint.h>
+
+#include "pft_gstat.h"
+#include "pft_head.h"
+
+typedef enum {
+    PFT_GHEAD_LDA = 0,
+    PFT_GHEAD_QDA = 1,
+} pft_ghead_kind_t;
+
+/* "lda" / "qda"; NULL for an unknown value. */
+const char *pft_ghead_kind_name(pft_ghead_kind_t kind);
+
+/* opts.alpha / opts.lambda value meaning "choose it". */
+#define PFT_GHEAD_AUTO (-1.0)
+
+typedef struct {
+    pft_ghead_kind_t kind; /* default LDA; QDA needs FULL statistics */
+    double alpha;          /* shrinkage in [0, 1], or PFT_GHEAD_AUTO (default) */
+    double lambda;         /* QDA: weight of the pooled covariance in [0, 1], or PFT_GHEAD_AUTO (default) */
+    int folds;             /* cross-validation folds, 2..20; default 5 (fewer rows: one fold per row) */
+    int min_cv_rows;       /* own rows below which OAS is used instead of cross-validation; default 10 */
+    uint64_t seed;         /* assignment of rows to folds; default 0 */
+} pft_ghead_opts_t;
+
+typedef struct {
+    pft_ghead_kind_t kind;
+    double alpha;     /* the shrinkage used */
+    double lambda;    /* QDA: the pooled weight used; LDA: 1 */
+    const char *rule; /* "cv", "oas" or "fixed" (static string) */
+    int folds;        /* folds of the cross-validation (0 unless rule is "cv") */
+    int cv_rows;      /* own rows scored in the cross-validation */
+    double cv_acc;    /* held-out accuracy of the chosen α (λ); NaN without cross-validation */
+    double oas_alpha; /* the OAS estimate (always computed, for the record) */
+    int n_classes;    /* classes of the statistics */
+    uint64_t n_rows;  /* rows the statistics stand for */
+} pft_ghead_info_t;
+
+void pft_ghead_opts_default(pft_ghead_opts_t *opts);
+
+typedef struct pft_ghead_t pft_ghead_t;
+
+/* Fits the classifier of the statistics st for labels 0..n_classes-1 (a label without statistics gets
+ * probability 0; every label of st must be < n_classes). x, y: the caller's own rows (n ≥ 0, n×d float32),
+ * already included in st, used only to choose α (λ). On success *out is a new head and info, if not NULL, is
+ * filled. Errors: PFT_EINVAL (bad options or arguments, QDA from TIED statistics, no class, a label of st ≥
+ * n_classes, own rows not contained in st), PFT_ENUMERIC (a covariance not positive definite even with the
+ * chosen shrinkage, e.g. α = 0 from fewer rows than dimensions), PFT_ENOMEM. *out is NULL on error. */
+int pft_ghead_fit(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                  const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info);
+
+/* Frees *self_p and sets it to NULL; safe on NULL and twice. */
+void pft_ghead_destroy(pft_ghead_t **self_p);
+
+pft_ghead_kind_t pft_ghead_kind(const pft_ghead_t *self);
+int pft_ghead_n_classes(const pft_ghead_t *self);
+int pft_ghead_dim(const pft_ghead_t *self);
+/* LDA: the equivalent linear head (borrowed; its weights are head.npy's [W | b]); NULL for QDA. */
+const pft_head_t *pft_ghead_linear(const pft_ghead_t *self);
+
+/* QDA's parameters (borrowed; NULL for LDA): means C×d, lower Cholesky factors C×d×d of the Σ_c, and the
+ * biases C: s_c(x) = bias_c - ½ ‖L_c⁻¹ (x - μ_c)‖². A class without statistics has bias -inf. */
+const double *pft_ghead_qda_means(const pft_ghead_t *self);
+const double *pft_ghead_qda_chol(const pft_ghead_t *self);
+const double *pft_ghead_qda_bias(const pft_ghead_t *self);
+
+/* scores[i·C + c] = s_c(x_i) for the n×d rows of x (double). PFT_ENOMEM. */
+int pft_ghead_scores(const pft_ghead_t *self, const float *x, int n, double *scores);
+/* out[i] = argmax_c s_c(x_i) (the lowest c on ties). PFT_ENOMEM. */
+int pft_ghead_predict(const pft_ghead_t *self, const float *x, int n, int32_t *out);
+/* Fraction of rows predicted correctly, and per-class accuracy as pft_head_class_accuracy (acc_class and
+ * counts may be NULL). PFT_EINVAL for labels outside [0, C), PFT_ENOMEM. */
+int pft_ghead_accuracy(const pft_ghead_t *self, const float *x, const int32_t *y, int n, double *acc,
+                       double *acc_class, int *counts);
+
+#endif

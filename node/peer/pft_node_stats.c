@@ -1,0 +1,452 @@
+/* pft_node_stats: exact statistics in a peer: refit by merging parts (each contributor counted once), the
+ * statistics of the Gaussian head, and the Gaussian head itself (DESIGN.md §8). */
+#include "pft_node_internal.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+#include "pft_ghead.h"
+#include "pft_linalg.h"
+#include "pft_log.h"
+#include "pft_npy.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A part taken for this node's statistics. */
+typedef struct {
+    pft_gstat_t *st; /* owned */
+    size_t *who;     /* contributor node indices */
+    int n_who;
+    const pft_bundle_t *b; /* where its provenance is read (NULL: this node's own rows) */
+} part_t;
+
+typedef struct {
+    part_t *p;
+    int n, cap;
+    unsigned char *covered; /* by node index */
+    size_t n_nodes;
+} parts_t;
+
+static void parts_free(parts_t *ps)
+{
+    for (int i = 0; i < ps->n; i++) {
+        pft_gstat_destroy(&ps->p[i].st);
+        pft_free(ps->p[i].who);
+    }
+    PFT_FREE(ps->p);
+    PFT_FREE(ps->covered);
+    ps->n = ps->cap = 0;
+}
+
+static pft_gstat_kind_t my_kind(const node_t *nd)
+{
+    return nd->me->cov == PFT_COV_TIED ? PFT_GSTAT_TIED : PFT_GSTAT_FULL;
+}
+
+/* Takes *st (on success) as a part of contributors who[0..n); refuses a part that overlaps what is already
+ * counted without being contained in it; skips one that is wholly counted (returns 1). */
+static int parts_take(parts_t *ps, pft_gstat_t **st, const size_t *who, int n_who, const pft_bundle_t *b,
+                      const char *from)
+{
+    int seen = 0;
+    for (int i = 0; i < n_who; i++)
+        seen += ps->covered[who[i]];
+    if (seen == n_who)
+        return 1;
+    if (seen > 0)
+        return pft_err(
+            PFT_EINVAL,
+            "a part of %s's bundle sums %d contributors of which %d are already counted: it cannot be "
+            "split, so taking it would count rows twice (does the sender use this topology?)",
+            from, n_who, seen);
+    if (ps->n == ps->cap) {
+        int cap = ps->cap ? 2 * ps->cap : 8;
+        part_t *np = pft_realloc(ps->p, (size_t)cap * sizeof *np);
+        if (!np)
+            return pft_err(PFT_ENOMEM, "out of memory");
+        ps->p = np;
+        ps->cap = cap;
+    }
+    part_t *p = &ps->p[ps->n];
+    p->who = pft_alloc_array((size_t)n_who, sizeof *p->who);
+    if (!p->who)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    memcpy(p->who, who, (size_t)n_who * sizeof *who);
+    p->n_who = n_who;
+    p->b = b;
+    p->st = *st;
+    *st = NULL;
+    for (int i = 0; i < n_who; i++)
+        ps->covered[who[i]] = 1;
+    ps->n++;
+    return 0;
+}
+
+/* Node indices of names; PFT_EINVAL for a name that is not a node of the topology. */
+static int indices_of(const node_t *nd, const char *const *names, int n, size_t *out, const char *from)
+{
+    for (int i = 0; i < n; i++) {
+        const pft_topo_node_t *t = pft_topo_find(nd->topo, names[i]);
+        if (!t)
+            return pft_err(PFT_EINVAL,
+                           "%s's bundle counts rows of '%s', which is not a node of this topology", from,
+                           names[i]);
+        out[i] = t->index;
+    }
+    return 0;
+}
+
+/* The parts of a received bundle: its statistics parts, or one FULL part of a mixture bundle's moments. */
+static int take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b)
+{
+    const char *from = pft_bundle_producer(b);
+    int np = pft_bundle_prov_n_nodes(b), rc = 0;
+    size_t *who = pft_alloc_array((size_t)(np > 0 ? np : 1), sizeof *who);
+    const char **names = pft_alloc_array((size_t)(np > 0 ? np : 1), sizeof *names);
+    if (!who || !names) {
+        rc = pft_err(PFT_ENOMEM, "out of memory");
+        goto done;
+    }
+    if (!pft_bundle_is_stats(
+            b)) { /* a mixture bundle: its classes' exact moments, all contributors together */
+        pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_FULL, pft_bundle_dim(b));
+        rc = st ? 0 : PFT_ENOMEM;
+        for (int ci = 0; rc == 0 && ci < pft_bundle_n_classes(b); ci++)
+            rc = pft_gstat_add_gmm(st, pft_bundle_class_gmm(b, ci), pft_bundle_class_label(b, ci),
+                                   pft_bundle_class_count(b, ci));
+        for (int i = 0; i < np; i++)
+            names[i] = pft_bundle_prov_node(b, i);
+        if (rc == 0 && (rc = indices_of(nd, names, np, who, from)) == 0)
+            rc = parts_take(ps, &st, who, np, b, from);
+        pft_gstat_destroy(&st);
+        rc = rc == 1 ? 0 : rc;
+        goto done;
+    }
+    for (int i = 0; rc == 0 && i < pft_bundle_n_parts(b); i++) {
+        int nw = pft_bundle_part_n_contributors(b, i);
+        for (int j = 0; j < nw && j < np; j++)
+            names[j] = pft_bundle_part_contributor(b, i, j);
+        if (nw > np) {
+            rc = pft_err(PFT_EINVAL, "%s's bundle: a part has more contributors than its provenance", from);
+            break;
+        }
+        if ((rc = indices_of(nd, names, nw, who, from)) != 0)
+            break;
+        pft_gstat_t *st = pft_gstat_dup(pft_bundle_part_stats(b, i));
+        rc = st ? parts_take(ps, &st, who, nw, b, from) : PFT_ENOMEM;
+        pft_gstat_destroy(&st);
+        rc = rc == 1 ? 0 : rc;
+    }
+done:
+    pft_free(who);
+    pft_free(names);
+    return rc;
+}
+
+/* This node's own rows as a part (nothing for a node without rows). */
+static int take_own(node_t *nd, parts_t *ps)
+{
+    int n = pft_dataset_n(nd->train);
+    if (n == 0)
+        return 0;
+    pft_gstat_t *st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train));
+    int rc = st ? pft_gstat_add_rows(st, pft_dataset_x(nd->train), pft_dataset_y(nd->train), (size_t)n)
+                : PFT_ENOMEM;
+    if (rc == 0)
+        rc = parts_take(ps, &st, &nd->my_index, 1, NULL, nd->me->id);
+    pft_gstat_destroy(&st);
+    return rc == 1 ? 0 : rc;
+}
+
+/* Merge of every taken part, in this node's kind. */
+static int parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out)
+{
+    pft_gstat_t *t = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train));
+    int rc = t ? 0 : PFT_ENOMEM;
+    for (int i = 0; rc == 0 && i < ps->n; i++)
+        rc = pft_gstat_merge(t, ps->p[i].st);
+    if (rc != 0) {
+        pft_gstat_destroy(&t);
+        return pft_err_wrap(rc, "merging the statistics");
+    }
+    *out = t;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Records the provenance of part p's contributors in b: counts from the bundle the part came from, or own. */
+static int part_provenance(node_t *nd, const part_t *p, pft_bundle_t *b)
+{
+    int rc = 0;
+    for (int w = 0; rc == 0 && w < p->n_who; w++) {
+        const char *id = pft_topo_node(nd->topo, p->who[w])->id;
+        if (!p->b) {
+            for (int c = 0; rc == 0 && c < nd->n_classes; c++)
+                if (nd->own_counts[c])
+                    rc = pft_bundle_prov_add(b, id, c, (uint64_t)nd->own_counts[c]);
+            continue;
+        }
+        for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++) {
+            if (strcmp(pft_bundle_prov_node(p->b, e), id) != 0)
+                continue;
+            for (int j = 0; rc == 0 && j < pft_bundle_prov_n_labels(p->b, e); j++) {
+                int label;
+                uint64_t count;
+                pft_bundle_prov_entry(p->b, e, j, &label, &count);
+                rc = pft_bundle_prov_add(b, id, label, count);
+            }
+        }
+    }
+    return rc;
+}
+
+/* One outbound part per group of the plan: the taken parts of a group merged. */
+static int add_group_parts(node_t *nd, const parts_t *ps, pft_bundle_t *b)
+{
+    size_t n = pft_topo_node_count(nd->topo);
+    long *grp = pft_alloc_array(n, sizeof *grp);
+    const char **ids = pft_alloc_array(n, sizeof *ids);
+    int rc = grp && ids ? pft_topo_part_groups(nd->topo, nd->my_index, grp) : PFT_ENOMEM;
+    for (int i = 0; rc == 0 && i < ps->n; i++) /* a part must lie within one group */
+        for (int w = 1; w < ps->p[i].n_who; w++)
+            if (grp[ps->p[i].who[w]] != grp[ps->p[i].who[0]])
+                rc = pft_err(PFT_EINVAL,
+                             "a received part joins '%s' and '%s', which this node's plan keeps apart",
+                             pft_topo_node(nd->topo, ps->p[i].who[0])->id,
+                             pft_topo_node(nd->topo, ps->p[i].who[w])->id);
+    for (size_t g = 0; rc == 0 && g < n; g++) {
+        if (grp[g] != (long)g)
+            continue;
+        pft_gstat_t *st = NULL;
+        int n_ids = 0;
+        for (int i = 0; rc == 0 && i < ps->n; i++) {
+            if (grp[ps->p[i].who[0]] != (long)g)
+                continue;
+            if (!st && !(st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train))))
+                rc = PFT_ENOMEM;
+            if (rc == 0)
+                rc = pft_gstat_merge(st, ps->p[i].st);
+            for (int w = 0; w < ps->p[i].n_who; w++)
+                ids[n_ids++] = pft_topo_node(nd->topo, ps->p[i].who[w])->id;
+            if (rc == 0)
+                rc = part_provenance(nd, &ps->p[i], b);
+        }
+        if (rc == 0 && st) {
+            qsort(ids, (size_t)n_ids, sizeof *ids, cmp_str);
+            rc = pft_bundle_add_part(b, ids, n_ids, &st);
+        }
+        pft_gstat_destroy(&st);
+    }
+    pft_free(grp);
+    pft_free(ids);
+    return rc;
+}
+
+int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
+{
+    pft_node__set_status(nd, "merging", NULL);
+    double t0 = pft_fsio_now();
+    size_t n = pft_topo_node_count(nd->topo);
+    parts_t ps = {.covered = pft_calloc(n, 1), .n_nodes = n};
+    inbound_t **recv = pft_calloc(st->n_recv + 1, sizeof *recv);
+    int d = pft_dataset_d(nd->train);
+    pft_dtype_t dt = nd->run->stats_dtype == PFT_TOPO_FP16 ? PFT_DTYPE_F16 : PFT_DTYPE_F32;
+    pft_bundle_t *b = pft_bundle_new(nd->run->run, nd->me->id, dt, d);
+    int rc = ps.covered && recv && b ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    size_t nr = rc == 0 ? pft_node__inbox_stage_bundles(nd, st, recv) : 0;
+    if (rc == 0)
+        rc = take_own(nd, &ps);
+    for (size_t r = 0; rc == 0 && r < nr; r++) {
+        rc = take_bundle(nd, &ps, recv[r]->bundle);
+        if (rc == 0)
+            rc = pft_bundle_add_parent(b, recv[r]->id);
+    }
+    if (rc == 0)
+        rc = add_group_parts(nd, &ps, b);
+    if (rc == 0 && complete)
+        rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE);
+    if (rc == 0 && st->final) {
+        pft_gstat_destroy(&nd->head_stats);
+        rc = parts_total(nd, &ps, &nd->head_stats);
+        nd->head_has_own = 1;
+    }
+    if (rc == 0) {
+        nd->n_real = pft_dataset_n(nd->train);
+        nd->em_seconds += pft_fsio_now() - t0;
+        pft_info("merged own statistics with %d received part(s) into %d part(s) in %.2fs",
+                 ps.n - (nd->n_real > 0), pft_bundle_n_parts(b), pft_fsio_now() - t0);
+        nd->em_fits++;
+        *out = b;
+        b = NULL;
+    }
+    parts_free(&ps);
+    pft_free(recv);
+    pft_bundle_destroy(&b);
+    return rc;
+}
+
+int pft_node__stats_adopt(node_t *nd, const inbound_t *s)
+{
+    size_t n = pft_topo_node_count(nd->topo);
+    parts_t ps = {.covered = pft_calloc(n, 1), .n_nodes = n};
+    int rc = ps.covered ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    if (rc == 0 && s->bundle)
+        rc = take_bundle(nd, &ps, s->bundle);
+    nd->head_has_own = ps.covered && ps.covered[nd->my_index];
+    if (rc == 0 && !nd->head_has_own) /* no complete bundle, or one without this node: add own rows */
+        rc = take_own(nd, &ps);
+    nd->head_has_own = 1;
+    if (rc == 0) {
+        pft_gstat_destroy(&nd->head_stats);
+        rc = parts_total(nd, &ps, &nd->head_stats);
+    }
+    nd->n_real = pft_dataset_n(nd->train);
+    parts_free(&ps);
+    return rc;
+}
+
+int pft_node__stats_for_mixtures(node_t *nd, inbound_t **recv, const uint64_t *take, size_t nr,
+                                 const pft_bundle_t *complete)
+{
+    pft_gstat_destroy(&nd->head_stats);
+    nd->head_stats = pft_gstat_new(PFT_GSTAT_FULL, pft_dataset_d(nd->train));
+    if (!nd->head_stats)
+        return PFT_ENOMEM;
+    int rc = pft_gstat_add_rows(nd->head_stats, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
+                                (size_t)pft_dataset_n(nd->train));
+    nd->head_has_own = 1;
+    for (size_t r = 0; rc == 0 && r < nr; r++)
+        for (int c = 0; rc == 0 && c < nd->n_classes; c++) {
+            uint64_t m = take[r * (size_t)nd->n_classes + (size_t)c];
+            int ci = pft_bundle_find_class(recv[r]->bundle, c);
+            if (m && ci >= 0)
+                rc = pft_gstat_add_gmm(nd->head_stats, pft_bundle_class_gmm(recv[r]->bundle, ci), c, m);
+        }
+    for (int c = 0; rc == 0 && complete && c < nd->n_classes; c++) {
+        int ci = pft_bundle_find_class(complete, c);
+        if (ci < 0)
+            continue;
+        uint64_t total = pft_bundle_class_count(complete, ci),
+                 mine = pft_bundle_prov_count(complete, nd->me->id, c);
+        if (total > mine)
+            rc = pft_gstat_add_gmm(nd->head_stats, pft_bundle_class_gmm(complete, ci), c, total - mine);
+    }
+    return rc;
+}
+
+/* ---- the Gaussian head ----------------------------------------------------------------------------------
+ */
+
+static int write_qda(const node_t *nd, const pft_ghead_t *h)
+{
+    int C = pft_ghead_n_classes(h), d = pft_ghead_dim(h), rc = 0;
+    size_t dd = (size_t)d * d;
+    float *buf = pft_alloc_array((size_t)C * dd, sizeof(float));
+    if (!buf)
+        return pft_err(PFT_ENOMEM, "out of memory writing the QDA head");
+    struct {
+        const char *name;
+        const double *v;
+        size_t cols;
+    } parts[3] = {{"head_qda_means.npy", pft_ghead_qda_means(h), (size_t)d},
+                  {"head_qda_chol.npy", pft_ghead_qda_chol(h), dd},
+                  {"head_qda_bias.npy", pft_ghead_qda_bias(h), 1}};
+    for (int k = 0; rc == 0 && k < 3; k++) {
+        for (size_t i = 0; i < (size_t)C * parts[k].cols; i++)
+            buf[i] = isinf(parts[k].v[i]) ? -3.0e38f : (float)parts[k].v[i];
+        char *path = pft_fsio_join(nd->args->out_dir, parts[k].name);
+        rc = path ? pft_npy_write_f32(path, buf, C, (int64_t)parts[k].cols) : PFT_ENOMEM;
+        pft_free(path);
+    }
+    pft_free(buf);
+    return rc;
+}
+
+static json_t *class_acc_json(const double *acc, int n)
+{
+    json_t *a = json_array();
+    for (int c = 0; c < n; c++)
+        json_array_append_new(a, isnan(acc[c]) ? json_null() : json_real(acc[c]));
+    return a;
+}
+
+static int evaluate(const node_t *nd, const pft_ghead_t *h, json_t *res)
+{
+    const pft_dataset_t *sets[2] = {nd->test, nd->eval};
+    const char *names[2] = {"accuracy_local", "accuracy_global"};
+    const char *pc_names[2] = {"per_class_accuracy_local", "per_class_accuracy_global"};
+    double *acc = pft_calloc((size_t)nd->n_classes, sizeof *acc);
+    if (!acc)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    int rc = 0;
+    for (int k = 0; rc == 0 && k < 2; k++) {
+        if (!sets[k]) {
+            json_object_set_new(res, names[k], json_null());
+            continue;
+        }
+        double a;
+        rc = pft_ghead_accuracy(h, pft_dataset_x(sets[k]), pft_dataset_y(sets[k]), pft_dataset_n(sets[k]), &a,
+                                acc, NULL);
+        if (rc == 0) {
+            json_object_set_new(res, names[k], json_real(a));
+            json_object_set_new(res, pc_names[k], class_acc_json(acc, nd->n_classes));
+            pft_info("%s %.4f on %d test rows", names[k], a, pft_dataset_n(sets[k]));
+        }
+    }
+    pft_free(acc);
+    return rc;
+}
+
+int pft_node__stats_train_head(node_t *nd, json_t *res)
+{
+    pft_node__set_status(nd, "training", NULL);
+    if (!nd->head_stats || pft_gstat_n_classes(nd->head_stats) == 0)
+        return pft_err(PFT_EINVAL, "no class statistics for the Gaussian head");
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.kind = nd->me->exact && nd->me->cov == PFT_COV_FULL ? PFT_GHEAD_QDA : PFT_GHEAD_LDA;
+    o.seed = nd->run->seed;
+    pft_ghead_t *h = NULL;
+    pft_ghead_info_t info;
+    int n_own = nd->head_has_own ? pft_dataset_n(nd->train) : 0;
+    double t0 = pft_fsio_now();
+    int rc = pft_ghead_fit(nd->head_stats, pft_dataset_x(nd->train), pft_dataset_y(nd->train), n_own,
+                           nd->n_classes, &o, &h, &info);
+    nd->head_seconds = pft_fsio_now() - t0;
+    if (rc)
+        return pft_err_wrap(rc, "the Gaussian head from %llu rows of statistics",
+                            (unsigned long long)pft_gstat_total(nd->head_stats));
+    pft_info("Gaussian head (%s) from %llu rows: shrinkage %.3g (%s%s), %.2fs",
+             pft_ghead_kind_name(info.kind), (unsigned long long)info.n_rows, info.alpha, info.rule,
+             strcmp(info.rule, "cv") ? "" : " over own rows", nd->head_seconds);
+    char *path = pft_fsio_join(nd->args->out_dir, "head.npy");
+    if (!path)
+        rc = PFT_ENOMEM;
+    else if (info.kind == PFT_GHEAD_LDA)
+        rc = pft_npy_write_f32(path, pft_head_weights(pft_ghead_linear(h)), nd->n_classes,
+                               pft_ghead_dim(h) + 1);
+    else
+        rc = write_qda(nd, h);
+    pft_free(path);
+    if (rc == 0)
+        rc = evaluate(nd, h, res);
+    if (rc == 0) {
+        json_t *g =
+            json_pack("{s:s,s:f,s:s,s:f,s:i,s:i,s:f,s:I}", "kind", pft_ghead_kind_name(info.kind), "alpha",
+                      info.alpha, "rule", info.rule, "oas_alpha", info.oas_alpha, "folds", info.folds,
+                      "cv_rows", info.cv_rows, "lambda", info.lambda, "rows", (json_int_t)info.n_rows);
+        if (g && !isnan(info.cv_acc))
+            json_object_set_new(g, "cv_accuracy", json_real(info.cv_acc));
+        json_object_set_new(res, "gaussian_head", g ? g : json_null());
+        json_object_set_new(res, "head", json_string("gaussian"));
+        json_object_set_new(res, "head_iters", json_integer(0));
+    }
+    pft_ghead_destroy(&h);
+    return rc;
+}

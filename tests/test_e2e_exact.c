@@ -1,0 +1,212 @@
+/* End-to-end: exact statistics (cov = tied, head = gaussian) over real pftnode processes on loopback, on the
+ * bundled PACS example data. Along a chain, a diamond (paths rejoin), a ring and a mesh, every node that
+ * received everyone's knowledge counts each row once and has exactly the centralized Gaussian head: the head
+ * rebuilt here from all nodes' raw rows, at the shrinkage the node chose, gives the node's accuracy to one
+ * row. In the diamond, b and c send their own statistics apart from a's, so that d can take a's once. */
+#include "pft_alloc.h"
+#include "pft_bundle.h"
+#include "pft_e2e_run.h"
+#include "pft_ghead.h"
+#include "pft_gstat.h"
+#include "pft_npy.h"
+#include "pft_prep.h"
+#include "pft_test.h"
+
+#include <jansson.h>
+#include <sys/wait.h>
+
+#define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
+#define ROWS 60 /* training rows per node */
+
+static char s_tmp[256];
+
+static void write_topo(const char *name, const char *body, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s.dot", s_tmp, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    fprintf(f,
+            "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = %d; cov = tied; prep = l2;\n"
+            "  deadline = 120; send_deadline = 60;\n%s}\n",
+            name, EXAMPLE_DATA, ROWS, body);
+    fclose(f);
+}
+
+static json_t *launch(const char *name, const char *body, char *out, size_t len)
+{
+    char topo[512], cmd[4096];
+    write_topo(name, body, topo, sizeof topo);
+    snprintf(out, len, "%s/%s", s_tmp, name);
+    snprintf(cmd, sizeof cmd,
+             "PFTNODE=%s/node/pftnode %s/node/pftnet launch %s --out %s --quiet --no-baselines > %s.stdout "
+             "2> %s.stderr",
+             PFT_BINARY_DIR, PFT_BINARY_DIR, topo, out, out, out);
+    int st = system(cmd);
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    CHECK_MSG(code == 0, "%s: launch exit %d (see %s.stderr, %s/*/node.log)", name, code, out, out);
+    char path[600];
+    snprintf(path, sizeof path, "%s/results.json", out);
+    json_error_t err;
+    return json_load_file(path, 0, &err);
+}
+
+/* Rows of a .npy pair, l2-normalised as the nodes do. */
+static int load_rows(const char *dir, const char *stem, float **x, int32_t **y, int64_t *n, int64_t *d)
+{
+    char px[600], py[600];
+    snprintf(px, sizeof px, "%s/%s_x.npy", dir, stem);
+    snprintf(py, sizeof py, "%s/%s_y.npy", dir, stem);
+    int64_t ny;
+    if (pft_npy_read_f32(px, x, n, d) != 0 || pft_npy_read_i32(py, y, &ny) != 0 || ny != *n)
+        return -1;
+    return pft_prep_apply(PFT_PREP_L2, *x, (int)*n, (int)*d);
+}
+
+/* The centralized Gaussian head of every node's raw rows at shrinkage alpha, scored on the run's eval set. */
+static double central_accuracy(const char *out, json_t *nodes, double alpha, int *n_eval)
+{
+    pft_gstat_t *st = NULL;
+    size_t i;
+    json_t *n;
+    int C = 0;
+    json_array_foreach(nodes, i, n)
+    {
+        char dir[600];
+        snprintf(dir, sizeof dir, "%s/%s/data", out, json_string_value(json_object_get(n, "id")));
+        float *x = NULL;
+        int32_t *y = NULL;
+        int64_t rows = 0, d = 0;
+        CHECK(load_rows(dir, "train", &x, &y, &rows, &d) == 0);
+        if (!st)
+            st = pft_gstat_new(PFT_GSTAT_TIED, (int)d);
+        CHECK(st && pft_gstat_add_rows(st, x, y, (size_t)rows) == 0);
+        for (int64_t r = 0; r < rows; r++)
+            C = y[r] + 1 > C ? y[r] + 1 : C;
+        pft_free(x);
+        pft_free(y);
+    }
+    float *ex = NULL;
+    int32_t *ey = NULL;
+    int64_t ne = 0, d = 0;
+    CHECK(load_rows(out, "eval", &ex, &ey, &ne, &d) == 0);
+    for (int64_t r = 0; r < ne; r++)
+        C = ey[r] + 1 > C ? ey[r] + 1 : C;
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.alpha = alpha;
+    pft_ghead_t *h = NULL;
+    double acc = -1;
+    if (st && pft_ghead_fit(st, NULL, NULL, 0, C, &o, &h, NULL) == 0)
+        CHECK(pft_ghead_accuracy(h, ex, ey, (int)ne, &acc, NULL, NULL) == 0);
+    *n_eval = (int)ne;
+    pft_ghead_destroy(&h);
+    pft_gstat_destroy(&st);
+    pft_free(ex);
+    pft_free(ey);
+    return acc;
+}
+
+/* Every node listed in `complete` holds every node's rows once and the centralized head's accuracy. */
+static void check_complete(const char *name, json_t *r, const char *out, const char *const *complete,
+                           int n_nodes)
+{
+    CHECK(r != NULL);
+    if (!r)
+        return;
+    json_t *nodes = json_object_get(r, "nodes");
+    CHECK((int)json_array_size(nodes) == n_nodes);
+    for (int k = 0; complete[k]; k++) {
+        json_t *n = pft_e2e_find_id(nodes, complete[k]);
+        CHECK(n != NULL);
+        if (!n)
+            continue;
+        CHECK_MSG(strcmp(json_string_value(json_object_get(n, "status")), "ok") == 0, "%s %s: %s", name,
+                  complete[k], json_string_value(json_object_get(n, "status")));
+        CHECK_MSG(pft_e2e_prov_nodes(n) == n_nodes && pft_e2e_prov_total(n) == ROWS * n_nodes,
+                  "%s %s: provenance %d nodes, %ld rows", name, complete[k], pft_e2e_prov_nodes(n),
+                  pft_e2e_prov_total(n));
+        json_t *g = json_object_get(n, "gaussian_head");
+        CHECK_MSG(g && pft_e2e_jint(g, "rows") == ROWS * n_nodes, "%s %s: head on %ld rows", name,
+                  complete[k], g ? pft_e2e_jint(g, "rows") : -1);
+        if (!g)
+            continue;
+        int ne = 0;
+        double central = central_accuracy(out, nodes, json_real_value(json_object_get(g, "alpha")), &ne);
+        double acc = json_real_value(json_object_get(n, "accuracy_global"));
+        CHECK_MSG(fabs(acc - central) <= 1.0 / ne + 1e-9, "%s %s: accuracy %.4f, centralized %.4f (%d rows)",
+                  name, complete[k], acc, central, ne);
+        fprintf(stderr, "  %s %s: accuracy %.4f = centralized %.4f (α = %g)\n", name, complete[k], acc,
+                central, json_real_value(json_object_get(g, "alpha")));
+    }
+}
+
+static void test_chain(void)
+{
+    char out[512];
+    json_t *r = launch("chain4", "  a -> b -> c -> d;\n", out, sizeof out);
+    check_complete("chain4", r, out, (const char *const[]){"d", NULL}, 4);
+    json_decref(r);
+}
+
+/* b's bundle holds two parts, {a} and {b}: a reaches d along two paths. */
+static void check_parts(const char *out)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/b/bundle.pftb", out);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    static uint8_t buf[1 << 24];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    pft_bundle_t *b = NULL;
+    CHECK(pft_bundle_decode(buf, len, NULL, &b) == 0);
+    CHECK(b && pft_bundle_is_stats(b) && pft_bundle_n_parts(b) == 2);
+    for (int i = 0; b && i < pft_bundle_n_parts(b); i++)
+        CHECK(pft_bundle_part_n_contributors(b, i) == 1);
+    pft_bundle_destroy(&b);
+}
+
+static void test_diamond(void)
+{
+    char out[512];
+    json_t *r = launch("diamond", "  a -> b; a -> c; b -> d; c -> d;\n", out, sizeof out);
+    check_complete("diamond", r, out, (const char *const[]){"d", NULL}, 4);
+    check_parts(out);
+    json_decref(r);
+}
+
+static void test_ring(void)
+{
+    char out[512];
+    json_t *r = launch("ring5", "  start = a;\n  a -> b -> c -> d -> e -> a;\n", out, sizeof out);
+    check_complete("ring5", r, out, (const char *const[]){"a", "b", "c", "d", "e", NULL}, 5);
+    json_decref(r);
+}
+
+static void test_mesh(void)
+{
+    char out[512];
+    json_t *r = launch("mesh6",
+                       "  root = a;\n  a -> b -> c -> d -> e -> f -> a;\n  a -> d; c -> a; e -> b; f -> c;\n",
+                       out, sizeof out);
+    check_complete("mesh6", r, out, (const char *const[]){"a", "b", "c", "d", "e", "f", NULL}, 6);
+    json_decref(r);
+}
+
+int main(void)
+{
+    if (access(EXAMPLE_DATA "/train_x.npy", R_OK) != 0) {
+        printf("skipped: %s not found\n", EXAMPLE_DATA);
+        return PFT_TEST_SKIP;
+    }
+    if (pft_e2e_scratch(s_tmp, sizeof s_tmp, "pft_e2e_exact") != 0)
+        return 1;
+    RUN(test_chain);
+    RUN(test_diamond);
+    RUN(test_ring);
+    RUN(test_mesh);
+    return pft_e2e_finish(s_tmp, pft_test_done());
+}

@@ -1,0 +1,345 @@
+/* Tests of pft_gstat and pft_ghead: exact merging against centralized statistics, PSD checks, mixture moments,
+ * the Gaussian heads against the Bayes rule, and the cross-validation against a brute-force refit per fold. */
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_ghead.h"
+#include "pft_gstat.h"
+#include "pft_linalg.h"
+#include "pft_rng.h"
+#include "pft_test.h"
+
+/* n rows in d dims of C classes: class c centred at c·shift on dimension c % d, correlated noise. */
+static void make_rows(int n, int d, int C, double shift, uint64_t seed, float *x, int32_t *y)
+{
+    pft_rng_t *r = pft_rng_new(seed);
+    for (int i = 0; i < n; i++) {
+        y[i] = (int32_t)pft_rng_below(r, (uint64_t)C);
+        double common = pft_rng_normal(r);
+        for (int j = 0; j < d; j++)
+            x[(size_t)i * d + j] =
+                (float)(0.5 * common + pft_rng_normal(r) * (1.0 + 0.1 * j) + (j == y[i] % d ? shift * y[i] : 0) + 3);
+    }
+    pft_rng_destroy(&r);
+}
+
+static double rel_err(const double *a, const double *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num += (a[i] - b[i]) * (a[i] - b[i]);
+        den += b[i] * b[i];
+    }
+    return sqrt(num / (den > 0 ? den : 1));
+}
+
+/* A chain of parts merged one by one equals the statistics of all rows at once (1e-9 relative). */
+static void test_chain_merge_exact(void)
+{
+    const int d = 12, C = 4, parts = 6, per = 40;
+    float *x = malloc(sizeof(float) * parts * per * d);
+    int32_t *y = malloc(sizeof(int32_t) * parts * per);
+    make_rows(parts * per, d, C, 2.0, 7, x, y);
+    for (int kind = 0; kind < 2; kind++) {
+        pft_gstat_t *central = pft_gstat_new((pft_gstat_kind_t)kind, d);
+        CHECK(pft_gstat_add_rows(central, x, y, (size_t)parts * per) == 0);
+        pft_gstat_t *acc = pft_gstat_new((pft_gstat_kind_t)kind, d);
+        for (int p = 0; p < parts; p++) { /* each node: own rows, then merge into what came from upstream */
+            pft_gstat_t *own = pft_gstat_new((pft_gstat_kind_t)kind, d);
+            CHECK(pft_gstat_add_rows(own, x + (size_t)p * per * d, y + p * per, (size_t)per) == 0);
+            CHECK(pft_gstat_merge(acc, own) == 0);
+            pft_gstat_destroy(&own);
+        }
+        CHECK(pft_gstat_n_classes(acc) == pft_gstat_n_classes(central));
+        CHECK(pft_gstat_total(acc) == (uint64_t)parts * per);
+        double worst = 0;
+        for (int c = 0; c < pft_gstat_n_classes(acc); c++) {
+            CHECK(pft_gstat_count(acc, c) == pft_gstat_count(central, c));
+            double e = rel_err(pft_gstat_mean(acc, c), pft_gstat_mean(central, c), (size_t)d);
+            worst = e > worst ? e : worst;
+            if (kind == PFT_GSTAT_FULL) {
+                e = rel_err(pft_gstat_scatter(acc, c), pft_gstat_scatter(central, c), (size_t)d * d);
+                worst = e > worst ? e : worst;
+            }
+        }
+        double *wa = malloc(sizeof(double) * d * d), *wc = malloc(sizeof(double) * d * d);
+        pft_gstat_pooled(acc, wa);
+        pft_gstat_pooled(central, wc);
+        double e = rel_err(wa, wc, (size_t)d * d);
+        worst = e > worst ? e : worst;
+        CHECK_MSG(worst < 1e-9, "%s: relative error %.3g", pft_gstat_kind_name((pft_gstat_kind_t)kind), worst);
+        /* the naive one-pass formula, for scale: the scatter from Σxxᵀ - nμμᵀ in double */
+        free(wa);
+        free(wc);
+        pft_gstat_destroy(&acc);
+        pft_gstat_destroy(&central);
+    }
+    free(x);
+    free(y);
+}
+
+/* FULL merges into TIED (pooled); the reverse is refused; dup is deep. */
+static void test_kinds(void)
+{
+    const int d = 5, n = 60;
+    float x[60 * 5];
+    int32_t y[60];
+    make_rows(n, d, 3, 1.0, 3, x, y);
+    pft_gstat_t *full = pft_gstat_new(PFT_GSTAT_FULL, d), *tied = pft_gstat_new(PFT_GSTAT_TIED, d);
+    CHECK(pft_gstat_add_rows(full, x, y, n) == 0);
+    CHECK(pft_gstat_add_rows(tied, x, y, n) == 0);
+    pft_gstat_t *t2 = pft_gstat_new(PFT_GSTAT_TIED, d);
+    CHECK(pft_gstat_merge(t2, full) == 0);
+    double a[25], b[25];
+    pft_gstat_pooled(t2, a);
+    pft_gstat_pooled(tied, b);
+    CHECK(rel_err(a, b, 25) < 1e-12);
+    CHECK(pft_gstat_merge(full, tied) == PFT_EINVAL);
+    CHECK(pft_gstat_scatter(tied, 0) == NULL && pft_gstat_tied_scatter(full) == NULL);
+    pft_gstat_t *dup = pft_gstat_dup(full);
+    CHECK(dup && pft_gstat_total(dup) == (uint64_t)n);
+    pft_gstat_destroy(&dup);
+    pft_gstat_destroy(&dup);
+    /* bad input leaves the statistics unaltered */
+    float bad[5] = {1, 2, NAN, 4, 5};
+    int32_t lab = 0;
+    CHECK(pft_gstat_add_rows(full, bad, &lab, 1) == PFT_EINVAL);
+    lab = -1;
+    CHECK(pft_gstat_add_rows(full, x, &lab, 1) == PFT_EINVAL);
+    CHECK(pft_gstat_total(full) == (uint64_t)n);
+    double m[5] = {0};
+    CHECK(pft_gstat_add_class(full, 1, 0, m, NULL) == PFT_EINVAL);
+    m[2] = INFINITY;
+    CHECK(pft_gstat_add_class(full, 1, 3, m, NULL) == PFT_EINVAL);
+    CHECK(pft_gstat_new(PFT_GSTAT_FULL, 0) == NULL);
+    pft_gstat_destroy(&full);
+    pft_gstat_destroy(&tied);
+    pft_gstat_destroy(&t2);
+}
+
+/* A mixture's moments: two components, known answer. */
+static void test_mixture_moments(void)
+{
+    const int d = 2;
+    double w[2] = {0.25, 0.75}, mu[4] = {0, 0, 4, 2}, cov[8] = {1, 0.5, 0.5, 2, 3, 0, 0, 1};
+    pft_gstat_t *s = pft_gstat_new(PFT_GSTAT_FULL, d);
+    CHECK(pft_gstat_add_mixture(s, 0, 100, 2, w, mu, cov) == 0);
+    const double *m = pft_gstat_mean(s, 0), *sc = pft_gstat_scatter(s, 0);
+    CHECK_NEAR(m[0], 3.0, 1e-12);
+    CHECK_NEAR(m[1], 1.5, 1e-12);
+    /* Σ = Σ w_k Σ_k + Σ w_k (μ_k - μ)(μ_k - μ)ᵀ: [[2.5+3, 0.125+1.5], [.., 1.25+0.75]] */
+    CHECK_NEAR(sc[0] / 100, 0.25 * 1 + 0.75 * 3 + 0.25 * 9 + 0.75 * 1, 1e-12);
+    CHECK_NEAR(sc[1] / 100, 0.25 * 0.5 + 0.25 * 3 * 1.5 + 0.75 * 1 * 0.5, 1e-12);
+    CHECK_NEAR(sc[3] / 100, 0.25 * 2 + 0.75 * 1 + 0.25 * 2.25 + 0.75 * 0.25, 1e-12);
+    CHECK_NEAR(sc[1], sc[2], 0);
+    pft_gstat_destroy(&s);
+}
+
+/* PSD check: a rank-deficient scatter rounded to fp32 passes, an indefinite matrix does not. */
+static void test_check_psd(void)
+{
+    const int d = 30, n = 10; /* n < d: singular scatter */
+    float x[10 * 30];
+    int32_t y[10] = {0};
+    make_rows(n, d, 1, 0, 11, x, y);
+    pft_gstat_t *s = pft_gstat_new(PFT_GSTAT_FULL, d);
+    CHECK(pft_gstat_add_rows(s, x, y, n) == 0);
+    double m[900];
+    memcpy(m, pft_gstat_scatter(s, 0), sizeof m);
+    for (int i = 0; i < d * d; i++)
+        m[i] = (float)m[i];
+    CHECK(pft_gstat_check_psd(m, d, 0x1p-24) == 0);
+    m[0] = -m[0];
+    CHECK(pft_gstat_check_psd(m, d, 0x1p-24) == PFT_ENUMERIC);
+    memcpy(m, pft_gstat_scatter(s, 0), sizeof m);
+    m[1] = m[d] = 10 * sqrt(m[0] * m[d + 1]); /* a 2×2 minor with a negative determinant */
+    CHECK(pft_gstat_check_psd(m, d, 0x1p-24) == PFT_ENUMERIC);
+    pft_gstat_destroy(&s);
+}
+
+/* Statistics of known Gaussians (set exactly through add_class); the heads' decisions are the Bayes rule's. */
+static void test_bayes_rule(void)
+{
+    const int d = 4, C = 3, n_test = 500;
+    double mus[3][4] = {{0, 0, 0, 0}, {2, 1, 0, -1}, {-1, 2, 1, 0}};
+    double sig[3][16];
+    double base[16] = {2, 0.5, 0, 0, 0.5, 1, 0.2, 0, 0, 0.2, 1.5, 0.3, 0, 0, 0.3, 1};
+    uint64_t ns[3] = {100, 300, 600};
+    for (int kind = 0; kind < 2; kind++) {
+        pft_gstat_t *st = pft_gstat_new(kind == 0 ? PFT_GSTAT_TIED : PFT_GSTAT_FULL, d);
+        for (int c = 0; c < C; c++) {
+            double sc[16];
+            for (int i = 0; i < 16; i++) {
+                sig[c][i] = base[i] * (kind == 0 ? 1.0 : 1.0 + 0.5 * c) + (kind == 1 && i % 5 == 0 ? 0.3 * c : 0);
+                sc[i] = sig[c][i] * (double)ns[c];
+            }
+            CHECK(pft_gstat_add_class(st, c, ns[c], mus[c], sc) == 0);
+        }
+        pft_ghead_opts_t o;
+        pft_ghead_opts_default(&o);
+        o.kind = kind == 0 ? PFT_GHEAD_LDA : PFT_GHEAD_QDA;
+        o.alpha = 0;
+        o.lambda = 0;
+        pft_ghead_t *h = NULL;
+        pft_ghead_info_t info;
+        CHECK(pft_ghead_fit(st, NULL, NULL, 0, C, &o, &h, &info) == 0);
+        CHECK(info.rule && strcmp(info.rule, "fixed") == 0);
+        /* naive Bayes rule */
+        float x[500 * 4];
+        pft_rng_t *r = pft_rng_new(5);
+        for (int i = 0; i < n_test * d; i++)
+            x[i] = (float)(2.0 * pft_rng_normal(r));
+        pft_rng_destroy(&r);
+        int32_t pred[500];
+        CHECK(pft_ghead_predict(h, x, n_test, pred) == 0);
+        double N = 1000, pooled[16] = {0};
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < 16; i++)
+                pooled[i] += sig[c][i] * (double)ns[c] / N;
+        int agree = 0;
+        for (int t = 0; t < n_test; t++) {
+            int best = -1;
+            double bs = -INFINITY;
+            for (int c = 0; c < C; c++) {
+                double L[16];
+                memcpy(L, kind == 0 ? pooled : sig[c], sizeof L);
+                CHECK(pft_la_chol_lower(L, d) == 0);
+                double z[4], ld = 0;
+                for (int i = 0; i < d; i++) { /* forward solve L z = x - μ */
+                    double v = x[t * d + i] - mus[c][i];
+                    for (int j = 0; j < i; j++)
+                        v -= L[i * d + j] * z[j];
+                    z[i] = v / L[i * d + i];
+                    ld += 2 * log(L[i * d + i]);
+                }
+                double q = 0;
+                for (int i = 0; i < d; i++)
+                    q += z[i] * z[i];
+                double s = log((double)ns[c] / N) - 0.5 * q - (kind == 1 ? 0.5 * ld : 0);
+                if (s > bs) {
+                    bs = s;
+                    best = c;
+                }
+            }
+            agree += best == pred[t];
+        }
+        CHECK_MSG(agree == n_test, "%s: %d of %d decisions agree", kind == 0 ? "LDA" : "QDA", agree, n_test);
+        pft_ghead_destroy(&h);
+        pft_ghead_destroy(&h);
+        pft_gstat_destroy(&st);
+    }
+}
+
+/* Brute force: held-out accuracy of LDA at α for leave-one-out over own rows, refitting from scratch. */
+static double loo_acc(const float *up_x, const int32_t *up_y, int n_up, const float *x, const int32_t *y, int n,
+                      int d, int C, double alpha)
+{
+    int ok = 0;
+    for (int hold = 0; hold < n; hold++) {
+        pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
+        pft_gstat_add_rows(st, up_x, up_y, (size_t)n_up);
+        for (int i = 0; i < n; i++)
+            if (i != hold)
+                pft_gstat_add_rows(st, x + (size_t)i * d, y + i, 1);
+        pft_ghead_opts_t o;
+        pft_ghead_opts_default(&o);
+        o.alpha = alpha;
+        pft_ghead_t *h = NULL;
+        if (pft_ghead_fit(st, NULL, NULL, 0, C, &o, &h, NULL) == 0) {
+            int32_t p;
+            pft_ghead_predict(h, x + (size_t)hold * d, 1, &p);
+            ok += p == y[hold];
+        }
+        pft_ghead_destroy(&h);
+        pft_gstat_destroy(&st);
+    }
+    return (double)ok / n;
+}
+
+/* The cross-validation's exact downdate (Woodbury in the eigenbasis) agrees with refitting per fold. */
+static void test_cv_matches_refit(void)
+{
+    const int d = 20, C = 3, n_up = 40, n = 15; /* N = 55 > d; the LOO statistics lose one row */
+    float up[40 * 20], x[15 * 20];
+    int32_t uy[40], y[15];
+    make_rows(n_up, d, C, 1.2, 21, up, uy);
+    make_rows(n, d, C, 1.2, 22, x, y);
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
+    CHECK(pft_gstat_add_rows(st, up, uy, n_up) == 0);
+    CHECK(pft_gstat_add_rows(st, x, y, n) == 0);
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.folds = 20; /* more folds than rows: leave-one-out, so the assignment does not matter */
+    pft_ghead_t *h = NULL;
+    pft_ghead_info_t info;
+    CHECK(pft_ghead_fit(st, x, y, n, C, &o, &h, &info) == 0);
+    CHECK(strcmp(info.rule, "cv") == 0 && info.folds == n && info.cv_rows == n);
+    double brute = loo_acc(up, uy, n_up, x, y, n, d, C, info.alpha);
+    CHECK_NEAR(info.cv_acc, brute, 1e-12);
+    double grid[] = {0.001, 0.01, 0.05, 0.1, 0.3, 0.5, 0.9};
+    for (size_t g = 0; g < sizeof grid / sizeof grid[0]; g++)
+        CHECK_MSG(loo_acc(up, uy, n_up, x, y, n, d, C, grid[g]) <= info.cv_acc + 1e-12, "α = %g beats the choice",
+                  grid[g]);
+    CHECK(info.oas_alpha >= 0 && info.oas_alpha <= 1);
+    pft_ghead_destroy(&h);
+    /* own rows that are not part of the statistics are refused */
+    int32_t wrong[15];
+    for (int i = 0; i < n; i++)
+        wrong[i] = 3; /* a label the statistics do not hold */
+    CHECK(pft_ghead_fit(st, x, wrong, n, C, &o, &h, &info) == PFT_EINVAL && h == NULL);
+    /* QDA from tied statistics is refused; a label beyond n_classes too */
+    o.kind = PFT_GHEAD_QDA;
+    CHECK(pft_ghead_fit(st, x, y, n, C, &o, &h, &info) == PFT_EINVAL);
+    o.kind = PFT_GHEAD_LDA;
+    CHECK(pft_ghead_fit(st, x, y, n, 2, &o, &h, &info) == PFT_EINVAL);
+    /* few own rows: OAS */
+    CHECK(pft_ghead_fit(st, x, y, 3, C, &o, &h, &info) == 0 && strcmp(info.rule, "oas") == 0);
+    CHECK_NEAR(info.alpha, info.oas_alpha, 0);
+    pft_ghead_destroy(&h);
+    pft_gstat_destroy(&st);
+}
+
+/* QDA with chosen λ: runs, labels without statistics are never predicted, accuracy well above chance. */
+static void test_qda_cv(void)
+{
+    const int d = 6, C = 4, n = 400;
+    float *x = malloc(sizeof(float) * n * d);
+    int32_t *y = malloc(sizeof(int32_t) * n);
+    make_rows(n, d, 3, 3.0, 31, x, y); /* labels 0..2 only; C = 4 */
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_FULL, d);
+    CHECK(pft_gstat_add_rows(st, x, y, n) == 0);
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.kind = PFT_GHEAD_QDA;
+    pft_ghead_t *h = NULL;
+    pft_ghead_info_t info;
+    CHECK(pft_ghead_fit(st, x, y, n, C, &o, &h, &info) == 0);
+    CHECK(info.lambda == 0.25 || info.lambda == 0.5 || info.lambda == 0.75);
+    CHECK(info.cv_acc > 0.6);
+    double acc, pc[4];
+    int cnt[4];
+    CHECK(pft_ghead_accuracy(h, x, y, n, &acc, pc, cnt) == 0);
+    CHECK(acc > 0.6 && cnt[3] == 0 && isnan(pc[3]));
+    int32_t *p = malloc(sizeof(int32_t) * n);
+    CHECK(pft_ghead_predict(h, x, n, p) == 0);
+    int never3 = 1;
+    for (int i = 0; i < n; i++)
+        never3 &= p[i] != 3;
+    CHECK(never3);
+    free(p);
+    pft_ghead_destroy(&h);
+    pft_gstat_destroy(&st);
+    free(x);
+    free(y);
+}
+
+int main(void)
+{
+    RUN(test_chain_merge_exact);
+    RUN(test_kinds);
+    RUN(test_mixture_moments);
+    RUN(test_check_psd);
+    RUN(test_bayes_rule);
+    RUN(test_cv_matches_refit);
+    RUN(test_qda_cv);
+    return pft_test_done();
+}

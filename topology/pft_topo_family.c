@@ -1,0 +1,172 @@
+/* pft_topo_family: which nodes carry exact statistics (cov, k, merge, head), checked at load, and how their
+ * contributors' statistics must travel apart so that a rejoin counts each contributor once. */
+#include "pft_topo_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+
+static int attr_line(const pft_topo_t *t, const pft_topo_node_t *nd, const char *name)
+{
+    int line = pft_dotscan_node_attr_line(t->scan, nd->id, name);
+    if (!line)
+        line = pft_dotscan_graph_attr_line(t->scan, name);
+    return line ? line : nd->line;
+}
+
+/* Resolves each node's exactness and head, and refuses the combinations that are not built. */
+int pft_topo__check_families(const pft_topo_t *t, pft_topo__model_t *m)
+{
+    int n_exact = 0;
+    for (size_t v = 0; v < m->n; v++) {
+        pft_topo_node_t *nd = &m->nodes[v];
+        if (nd->cov == PFT_COV_TIED && nd->merge == PFT_TOPO_MERGE_SAMPLE)
+            return pft_topo__fail_at(
+                t, attr_line(t, nd, "merge"), PFT_ETOPO,
+                "node '%s': cov = tied is exact statistics; merge = sample applies to "
+                "cov = full with k = 1 (use cov = full, k = 1, merge = sample for the paper's "
+                "protocol)",
+                nd->id);
+        nd->exact = nd->cov == PFT_COV_TIED ||
+                    (nd->cov == PFT_COV_FULL && nd->k == 1 && nd->merge == PFT_TOPO_MERGE_EXACT);
+        if (nd->head == PFT_TOPO_HEAD_AUTO)
+            nd->head = nd->exact ? PFT_TOPO_HEAD_GAUSSIAN : PFT_TOPO_HEAD_LOGREG;
+        if (nd->exact && nd->head == PFT_TOPO_HEAD_LOGREG)
+            return pft_topo__fail_at(
+                t, attr_line(t, nd, "head"), PFT_ETOPO,
+                "node '%s': head = logreg on exact statistics is not built yet (use head = "
+                "gaussian, or merge = sample)",
+                nd->id);
+        if (nd->exact && nd->dp_epsilon > 0)
+            return pft_topo__fail_at(t, attr_line(t, nd, "dp_epsilon"), PFT_ETOPO,
+                                     "node '%s': differential privacy for exact statistics is not built yet "
+                                     "(use a mixture family, e.g. cov = diag, k = 1)",
+                                     nd->id);
+        n_exact += nd->exact;
+    }
+    if (n_exact > 0 && (size_t)n_exact < m->n)
+        for (size_t v = 0; v < m->n; v++)
+            if (!m->nodes[v].exact)
+                return pft_topo__fail_at(
+                    t, attr_line(t, &m->nodes[v], "cov"), PFT_ETOPO,
+                    "node '%s' samples mixtures (cov = %s) while other nodes carry exact "
+                    "statistics: a run uses one or the other",
+                    m->nodes[v].id, pft_cov_name(m->nodes[v].cov));
+    return 0;
+}
+
+/* ---- part groups ----------------------------------------------------------------------------------------
+ */
+
+typedef struct {
+    size_t n;
+    size_t *off, *adj;  /* predecessors in the knowledge graph: adj[off[w] .. off[w+1]) */
+    unsigned char *anc; /* n×n: anc[u·n + a] = 1 if a's rows reach u (a == u included) */
+} kgraph_t;
+
+static void kgraph_free(kgraph_t *g)
+{
+    PFT_FREE(g->off);
+    PFT_FREE(g->adj);
+    PFT_FREE(g->anc);
+}
+
+/* The graph along which a node's rows travel before a complete bundle exists: lap-1 hand-offs and fallback
+ * edges (a fallback carries the same bundle as the primary it replaces). */
+static int kgraph_build(const pft_topo_t *t, kgraph_t *g)
+{
+    memset(g, 0, sizeof *g);
+    size_t n = t->m.n;
+    const pft_handoff_t *h;
+    size_t nh = pft_topo_handoffs(t, &h), ne = 0;
+    size_t cap = nh + t->m.n_edges;
+    size_t(*e)[2] = pft_alloc_array(cap + 1, sizeof *e);
+    g->n = n;
+    g->off = pft_calloc(n + 1, sizeof *g->off);
+    g->adj = pft_alloc_array(cap + 1, sizeof *g->adj);
+    g->anc = pft_calloc(n * n, 1);
+    size_t *stack = pft_alloc_array(n + 1, sizeof *stack);
+    if (!e || !g->off || !g->adj || !g->anc || !stack) {
+        pft_free(e);
+        pft_free(stack);
+        kgraph_free(g);
+        return pft_err(PFT_ENOMEM, "out of memory for the part groups of %zu nodes", n);
+    }
+    for (size_t i = 0; i < nh; i++)
+        if (h[i].lap == 1) {
+            e[ne][0] = h[i].from;
+            e[ne++][1] = h[i].to;
+        }
+    for (size_t i = 0; i < t->m.n_edges; i++)
+        if (t->m.edges[i].fallback) {
+            e[ne][0] = t->m.edges[i].tail;
+            e[ne++][1] = t->m.edges[i].head;
+        }
+    for (size_t i = 0; i < ne; i++)
+        g->off[e[i][1] + 1]++;
+    for (size_t w = 0; w < n; w++)
+        g->off[w + 1] += g->off[w];
+    size_t *fill = stack; /* reuse as a cursor per node */
+    for (size_t w = 0; w < n; w++)
+        fill[w] = g->off[w];
+    for (size_t i = 0; i < ne; i++)
+        g->adj[fill[e[i][1]]++] = e[i][0];
+    for (size_t u = 0; u < n; u++) { /* ancestors of u, by a search backwards */
+        unsigned char *a = g->anc + u * n;
+        size_t top = 0;
+        a[u] = 1;
+        stack[top++] = u;
+        while (top) {
+            size_t w = stack[--top];
+            for (size_t k = g->off[w]; k < g->off[w + 1]; k++)
+                if (!a[g->adj[k]]) {
+                    a[g->adj[k]] = 1;
+                    stack[top++] = g->adj[k];
+                }
+        }
+    }
+    pft_free(e);
+    pft_free(stack);
+    return 0;
+}
+
+int pft_topo_part_groups(const pft_topo_t *self, size_t v, long *groups)
+{
+    kgraph_t g;
+    int rc = kgraph_build(self, &g);
+    if (rc != 0)
+        return rc;
+    size_t n = g.n;
+    /* key of contributor u: for every rejoin w below v (several predecessors), which of w's predecessors u's
+     * rows reach w through; stored as one byte per (w, predecessor) */
+    size_t klen = 0;
+    for (size_t w = 0; w < n; w++)
+        if (w != v && g.anc[w * n + v] && g.off[w + 1] - g.off[w] >= 2)
+            klen += g.off[w + 1] - g.off[w];
+    unsigned char *key = pft_calloc(n * (klen ? klen : 1), 1);
+    if (!key) {
+        kgraph_free(&g);
+        return pft_err(PFT_ENOMEM, "out of memory for the part groups");
+    }
+    for (size_t u = 0; u < n; u++) {
+        groups[u] = g.anc[v * n + u] ? (long)u : -1;
+        if (groups[u] < 0)
+            continue;
+        size_t at = 0;
+        for (size_t w = 0; w < n; w++) {
+            if (w == v || !g.anc[w * n + v] || g.off[w + 1] - g.off[w] < 2)
+                continue;
+            for (size_t k = g.off[w]; k < g.off[w + 1]; k++)
+                key[u * klen + at++] = g.anc[g.adj[k] * n + u];
+        }
+    }
+    for (size_t u = 0; u < n; u++) /* the group id is the smallest member */
+        for (size_t a = 0; groups[u] == (long)u && a < u; a++)
+            if (groups[a] == (long)a && memcmp(key + u * klen, key + a * klen, klen) == 0)
+                groups[u] = (long)a;
+    pft_free(key);
+    kgraph_free(&g);
+    return 0;
+}
