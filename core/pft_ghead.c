@@ -1,6 +1,7 @@
 /* pft_ghead: LDA and QDA heads from exact class statistics, shrinkage chosen by exact-downdate CV
  * (pft_ghead.h). */
 #include "pft_ghead.h"
+#include "pft_ghead_internal.h"
 
 #include <float.h>
 #include <math.h>
@@ -11,23 +12,11 @@
 #include "pft_linalg.h"
 #include "pft_rng.h"
 
-#define GH_MAX_CV_ROWS 4000 /* own rows scored by the cross-validation at most (a seeded subset) */
 #define GH_NO_CLASS (-1e30) /* bias of a label without statistics (finite, so exportable as float) */
 
 static const double k_alpha_grid[] = {0,   0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2,
                                       0.3, 0.4,   0.5,   0.6,  0.7,  0.8,  0.9, 0.95};
 #define N_ALPHA ((int)(sizeof k_alpha_grid / sizeof k_alpha_grid[0]))
-static const double k_lambda_grid[] = {0.25, 0.5, 0.75};
-#define N_LAMBDA ((int)(sizeof k_lambda_grid / sizeof k_lambda_grid[0]))
-
-struct pft_ghead_t {
-    pft_ghead_kind_t kind;
-    int C, d;
-    pft_head_t *lin; /* LDA */
-    double *mean;    /* QDA: C×d */
-    double *chol;    /* QDA: C×d×d */
-    double *bias;    /* QDA: C */
-};
 
 const char *pft_ghead_kind_name(pft_ghead_kind_t kind)
 {
@@ -182,18 +171,7 @@ static int shrunk_diag(const double *lam, int d, double N, double sumlam, double
     return ok;
 }
 
-/* ---- cross-validation folds over the caller's own rows --------------------------------------------------
- */
-
-typedef struct {
-    int n;     /* rows taking part */
-    int F;     /* folds */
-    int *row;  /* n: index into the caller's x */
-    int *cls;  /* n: class index in st */
-    int *fold; /* n */
-} folds_t;
-
-static void folds_free(folds_t *f)
+void pft_ghead__folds_free(folds_t *f)
 {
     PFT_FREE(f->row);
     PFT_FREE(f->cls);
@@ -202,7 +180,8 @@ static void folds_free(folds_t *f)
 
 /* Own rows → class indices (checking they can be in st), a seeded subset of at most GH_MAX_CV_ROWS, and a
  * stratified assignment to folds. */
-static int folds_make(folds_t *f, const pft_gstat_t *st, const int32_t *y, int n, int folds, uint64_t seed)
+int pft_ghead__folds_make(folds_t *f, const pft_gstat_t *st, const int32_t *y, int n, int folds,
+                          uint64_t seed)
 {
     memset(f, 0, sizeof *f);
     int S = pft_gstat_n_classes(st);
@@ -249,18 +228,11 @@ static int folds_make(folds_t *f, const pft_gstat_t *st, const int32_t *y, int n
     pft_free(perm);
     pft_free(own);
     if (rc != 0)
-        folds_free(f);
+        pft_ghead__folds_free(f);
     return rc;
 }
 
-/* Score tallies per grid point. */
-typedef struct {
-    int valid;
-    long correct, total;
-    double loss;
-} tally_t;
-
-static void tally_row(tally_t *t, const double *s, const int *present, int S, int truth)
+void pft_ghead__tally_row(tally_t *t, const double *s, const int *present, int S, int truth)
 {
     int best = -1;
     double mx = -DBL_MAX;
@@ -280,7 +252,7 @@ static void tally_row(tally_t *t, const double *s, const int *present, int S, in
 }
 
 /* Index of the best tally: accuracy, then cross-entropy, then the later (larger) grid point. */
-static int tally_best(const tally_t *t, int m)
+int pft_ghead__tally_best(const tally_t *t, int m)
 {
     int best = -1;
     for (int i = 0; i < m; i++) {
@@ -436,7 +408,7 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, doub
             }
             s[c] = f->logpi[c] - 0.5 * (X[c] + beta * corr);
         }
-        tally_row(t, s, f->present, S, f->truth[j]);
+        pft_ghead__tally_row(t, s, f->present, S, f->truth[j]);
     }
     t->valid = 1;
     return 0;
@@ -448,7 +420,7 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
 {
     int d = e->d, S = e->S;
     folds_t fs;
-    int rc = folds_make(&fs, e->st, y, n, o->folds, o->seed);
+    int rc = pft_ghead__folds_make(&fs, e->st, y, n, o->folds, o->seed);
     if (rc != 0)
         return rc;
     double *Y = pft_alloc_array((size_t)fs.n * d, sizeof(double));
@@ -495,7 +467,7 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
         for (int a = 0; a < N_ALPHA; a++)
             if (tl[a].valid < 0)
                 tl[a].valid = 0;
-        int b = tally_best(tl, N_ALPHA);
+        int b = pft_ghead__tally_best(tl, N_ALPHA);
         if (b < 0)
             rc = pft_err(PFT_ENUMERIC, "gaussian head: no shrinkage of the grid gives a positive definite "
                                        "covariance in every fold");
@@ -521,7 +493,7 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
     if (rc == 0 && fs_out)
         *fs_out = fs;
     else
-        folds_free(&fs);
+        pft_ghead__folds_free(&fs);
     return rc;
 }
 
@@ -563,236 +535,6 @@ static int lda_build(const eig_t *e, double alpha, int C, pft_ghead_t *h)
     pft_free(a);
     pft_free(w);
     pft_free(mbar);
-    return rc;
-}
-
-/* ---- QDA ------------------------------------------------------------------------------------------------
- */
-
-/* A = (1-α)[(1-λ) Mc/nc + λ W/N] + α (tr/d) I, factorised in place (lower Cholesky); log det into *logdet. */
-static int qda_factor(double *A, const double *Mc, double nc, const double *W, double N, double alpha,
-                      double lambda, int d, double *logdet)
-{
-    size_t dd = (size_t)d * d;
-    for (size_t i = 0; i < dd; i++)
-        A[i] = (1.0 - lambda) * (Mc ? Mc[i] : 0.0) / nc + lambda * W[i] / N;
-    double tr = 0;
-    for (int i = 0; i < d; i++)
-        tr += A[(size_t)i * d + i];
-    for (size_t i = 0; i < dd; i++)
-        A[i] *= 1.0 - alpha;
-    for (int i = 0; i < d; i++)
-        A[(size_t)i * d + i] += alpha * tr / d;
-    int rc = pft_la_chol_lower(A, d);
-    if (rc != 0)
-        return rc;
-    double ld = 0;
-    for (int i = 0; i < d; i++)
-        ld += 2.0 * log(A[(size_t)i * d + i]);
-    *logdet = ld;
-    return 0;
-}
-
-/* q[i] = ‖L⁻¹(x_i - μ)‖² for the n rows of x (double, overwritten). */
-static void qda_quad(const double *L, const double *mu, double *x, int n, int d, double *q)
-{
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < d; j++)
-            x[(size_t)i * d + j] -= mu[j];
-    cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, n, d, 1.0, L, d, x, d);
-    for (int i = 0; i < n; i++) {
-        double s = 0;
-        for (int j = 0; j < d; j++)
-            s += x[(size_t)i * d + j] * x[(size_t)i * d + j];
-        q[i] = s;
-    }
-}
-
-/* λ by cross-validation over the folds (α fixed): each fold removes its rows exactly from every class's
- * scatter and from W, in the original basis. */
-static int qda_cv(const pft_gstat_t *st, const float *x, const folds_t *fs, double alpha, double *lambda_out,
-                  double *acc_out)
-{
-    int d = pft_gstat_dim(st), S = pft_gstat_n_classes(st);
-    size_t dd = (size_t)d * d;
-    double N = (double)pft_gstat_total(st);
-    tally_t tl[N_LAMBDA];
-    memset(tl, 0, sizeof tl);
-    double *W = pft_alloc_array(dd, sizeof(double));
-    double *Wp = pft_alloc_array(dd, sizeof(double));
-    double *Mc = pft_alloc_array(dd, sizeof(double));
-    double *A = pft_alloc_array(dd, sizeof(double));
-    double *U = pft_alloc_array((size_t)(fs->n + S) * d, sizeof(double));
-    double *Xr = pft_alloc_array((size_t)fs->n * d, sizeof(double));
-    double *Z = pft_alloc_array((size_t)fs->n * d, sizeof(double));
-    double *mp = pft_alloc_array((size_t)S * d, sizeof(double));
-    double *rs = pft_alloc_array((size_t)S * d, sizeof(double));
-    double *rcnt = pft_alloc_array((size_t)S, sizeof(double));
-    double *sc = pft_alloc_array((size_t)fs->n * S, sizeof(double));
-    double *q = pft_alloc_array((size_t)fs->n, sizeof(double));
-    int *truth = pft_alloc_array((size_t)fs->n, sizeof(int));
-    int *present = pft_alloc_array((size_t)S, sizeof(int));
-    int rc =
-        (!W || !Wp || !Mc || !A || !U || !Xr || !Z || !mp || !rs || !rcnt || !sc || !q || !truth || !present)
-            ? pft_err(PFT_ENOMEM, "gaussian head: out of memory for QDA cross-validation")
-            : 0;
-    if (rc == 0)
-        pft_gstat_pooled(st, W);
-    for (int f = 0; rc == 0 && f < fs->F; f++) {
-        int r = 0;
-        memset(rs, 0, (size_t)S * d * sizeof(double));
-        memset(rcnt, 0, (size_t)S * sizeof(double));
-        for (int k = 0; k < fs->n; k++) {
-            if (fs->fold[k] != f)
-                continue;
-            const float *xk = x + (size_t)fs->row[k] * d;
-            for (int j = 0; j < d; j++) {
-                Xr[(size_t)r * d + j] = xk[j];
-                rs[(size_t)fs->cls[k] * d + j] += xk[j];
-            }
-            truth[r++] = fs->cls[k];
-            rcnt[fs->cls[k]] += 1;
-        }
-        /* W' = W - Σ_c (U_c U_cᵀ) with per-class columns: rows about their removed mean, one between column
-         */
-        memcpy(Wp, W, dd * sizeof(double));
-        double Np = N - r;
-        for (int c = 0; c < S; c++) {
-            double nc = (double)pft_gstat_count(st, c), np = nc - rcnt[c];
-            const double *mu = pft_gstat_mean(st, c);
-            present[c] = np > 0;
-            for (int j = 0; j < d; j++)
-                mp[(size_t)c * d + j] = np > 0 ? (nc * mu[j] - rs[(size_t)c * d + j]) / np : 0;
-        }
-        for (int c = 0; c < S; c++) {
-            if (rcnt[c] == 0)
-                continue;
-            int m = 0;
-            double nc = (double)pft_gstat_count(st, c), np = nc - rcnt[c];
-            for (int i = 0; i < r; i++)
-                if (truth[i] == c) {
-                    for (int j = 0; j < d; j++)
-                        U[(size_t)m * d + j] = Xr[(size_t)i * d + j] - rs[(size_t)c * d + j] / rcnt[c];
-                    m++;
-                }
-            if (np > 0) {
-                double g = sqrt(np * rcnt[c] / nc);
-                for (int j = 0; j < d; j++)
-                    U[(size_t)m * d + j] = g * (mp[(size_t)c * d + j] - rs[(size_t)c * d + j] / rcnt[c]);
-                m++;
-            }
-            cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, d, m, -1.0, U, d, 1.0, Wp, d);
-        }
-        pft_la_sym_from_lower(Wp, d);
-        for (int l = 0; rc == 0 && l < N_LAMBDA; l++) {
-            int ok = 1;
-            for (int c = 0; c < S && ok; c++) {
-                if (!present[c]) {
-                    for (int i = 0; i < r; i++)
-                        sc[(size_t)i * S + c] = -INFINITY;
-                    continue;
-                }
-                double nc = (double)pft_gstat_count(st, c), np = nc - rcnt[c];
-                memcpy(Mc, pft_gstat_scatter(st, c), dd * sizeof(double));
-                if (rcnt[c] > 0) { /* the class's own downdate */
-                    int m = 0;
-                    for (int i = 0; i < r; i++)
-                        if (truth[i] == c) {
-                            for (int j = 0; j < d; j++)
-                                U[(size_t)m * d + j] =
-                                    Xr[(size_t)i * d + j] - rs[(size_t)c * d + j] / rcnt[c];
-                            m++;
-                        }
-                    double g = sqrt(np * rcnt[c] / nc);
-                    for (int j = 0; j < d; j++)
-                        U[(size_t)m * d + j] = g * (mp[(size_t)c * d + j] - rs[(size_t)c * d + j] / rcnt[c]);
-                    m++;
-                    cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, d, m, -1.0, U, d, 1.0, Mc, d);
-                    pft_la_sym_from_lower(Mc, d);
-                }
-                double logdet;
-                if (qda_factor(A, Mc, np, Wp, Np, alpha, k_lambda_grid[l], d, &logdet) != 0) {
-                    ok = 0;
-                    break;
-                }
-                memcpy(Z, Xr, (size_t)r * d * sizeof(double));
-                qda_quad(A, mp + (size_t)c * d, Z, r, d, q);
-                for (int i = 0; i < r; i++)
-                    sc[(size_t)i * S + c] = log(np / Np) - 0.5 * logdet - 0.5 * q[i];
-            }
-            if (!ok) {
-                tl[l].valid = -1;
-                continue;
-            }
-            if (tl[l].valid >= 0)
-                tl[l].valid = 1;
-            for (int i = 0; i < r; i++)
-                tally_row(&tl[l], sc + (size_t)i * S, present, S, truth[i]);
-        }
-    }
-    if (rc == 0) {
-        for (int l = 0; l < N_LAMBDA; l++)
-            if (tl[l].valid < 0)
-                tl[l].valid = 0;
-        int b = tally_best(tl, N_LAMBDA);
-        if (b < 0)
-            rc = pft_err(PFT_ENUMERIC, "gaussian head: no QDA covariance is positive definite in every fold");
-        else {
-            *lambda_out = k_lambda_grid[b];
-            *acc_out = (double)tl[b].correct / (double)tl[b].total;
-        }
-    }
-    pft_free(W);
-    pft_free(Wp);
-    pft_free(Mc);
-    pft_free(A);
-    pft_free(U);
-    pft_free(Xr);
-    pft_free(Z);
-    pft_free(mp);
-    pft_free(rs);
-    pft_free(rcnt);
-    pft_free(sc);
-    pft_free(q);
-    pft_free(truth);
-    pft_free(present);
-    return rc;
-}
-
-static int qda_build(const pft_gstat_t *st, double alpha, double lambda, int C, pft_ghead_t *h)
-{
-    int d = pft_gstat_dim(st), S = pft_gstat_n_classes(st);
-    size_t dd = (size_t)d * d;
-    double N = (double)pft_gstat_total(st);
-    double *W = pft_alloc_array(dd, sizeof(double));
-    h->mean = pft_calloc((size_t)C * d, sizeof(double));
-    h->chol = pft_calloc((size_t)C * dd, sizeof(double));
-    h->bias = pft_alloc_array((size_t)C, sizeof(double));
-    if (!W || !h->mean || !h->chol || !h->bias) {
-        pft_free(W);
-        return pft_err(PFT_ENOMEM, "gaussian head: out of memory for QDA (%d classes, d = %d)", C, d);
-    }
-    pft_gstat_pooled(st, W);
-    for (int l = 0; l < C; l++) {
-        h->bias[l] = -INFINITY;
-        for (int i = 0; i < d; i++) /* an identity factor keeps the unused classes well defined */
-            h->chol[(size_t)l * dd + (size_t)i * d + i] = 1.0;
-    }
-    int rc = 0;
-    for (int c = 0; rc == 0 && c < S; c++) {
-        int l = pft_gstat_label(st, c);
-        double nc = (double)pft_gstat_count(st, c), logdet;
-        rc = qda_factor(h->chol + (size_t)l * dd, pft_gstat_scatter(st, c), nc, W, N, alpha, lambda, d,
-                        &logdet);
-        if (rc != 0) {
-            rc = pft_err_wrap(rc, "gaussian head: QDA covariance of label %d (α = %g, λ = %g)", l, alpha,
-                              lambda);
-            break;
-        }
-        memcpy(h->mean + (size_t)l * d, pft_gstat_mean(st, c), (size_t)d * sizeof(double));
-        h->bias[l] = log(nc / N) - 0.5 * logdet;
-    }
-    pft_free(W);
     return rc;
 }
 
@@ -859,22 +601,22 @@ int pft_ghead_fit(const pft_gstat_t *st, const float *x, const int32_t *y, int n
             lambda = opts->lambda;
         else if (can_cv) {
             if (!have_folds) {
-                rc = folds_make(&fs, st, y, n, opts->folds, opts->seed);
+                rc = pft_ghead__folds_make(&fs, st, y, n, opts->folds, opts->seed);
                 have_folds = rc == 0;
                 inf.folds = fs.F;
                 inf.cv_rows = fs.n;
             }
             if (rc == 0)
-                rc = qda_cv(st, x, &fs, alpha, &lambda, &inf.cv_acc);
+                rc = pft_ghead__qda_cv(st, x, &fs, alpha, &lambda, &inf.cv_acc);
             if (rc == 0 && opts->alpha != PFT_GHEAD_AUTO)
                 inf.rule = "cv";
         }
     }
     if (rc == 0)
         rc = opts->kind == PFT_GHEAD_LDA ? lda_build(&e, alpha, n_classes, h)
-                                         : qda_build(st, alpha, lambda, n_classes, h);
+                                         : pft_ghead__qda_build(st, alpha, lambda, n_classes, h);
     if (have_folds)
-        folds_free(&fs);
+        pft_ghead__folds_free(&fs);
     eig_free(&e);
     if (rc != 0) {
         pft_ghead_destroy(&h);
@@ -919,7 +661,7 @@ int pft_ghead_scores(const pft_ghead_t *self, const float *x, int n, double *sco
             }
             for (size_t i = 0; i < (size_t)m * d; i++)
                 z[i] = x[(size_t)at * d + i];
-            qda_quad(self->chol + (size_t)c * d * d, self->mean + (size_t)c * d, z, m, d, q);
+            pft_ghead__qda_quad(self->chol + (size_t)c * d * d, self->mean + (size_t)c * d, z, m, d, q);
             for (int i = 0; i < m; i++)
                 scores[(size_t)(at + i) * C + c] = self->bias[c] - 0.5 * q[i];
         }

@@ -1,0 +1,56 @@
+/* pft_ghead_internal: INTERNAL to core/pft_ghead*.c (the head's struct, the cross-validation folds and
+ * tallies both heads share); everything else goes through pft_ghead.h. */
+#ifndef PFT_GHEAD_INTERNAL_H
+#define PFT_GHEAD_INTERNAL_H
+
+#include "pft_ghead.h"
+
+#define GH_MAX_CV_ROWS 4000 /* own rows scored by the cross-validation at most (a seeded subset) */
+
+struct pft_ghead_t {
+    pft_ghead_kind_t kind;
+    int C, d;
+    pft_head_t *lin; /* LDA */
+    double *mean;    /* QDA: C×d */
+    double *chol;    /* QDA: C×d×d */
+    double *bias;    /* QDA: C */
+};
+
+/* Cross-validation folds over the caller's own rows.-----------------------------------------------
+ */
+
+typedef struct {
+    int n;     /* rows taking part */
+    int F;     /* folds */
+    int *row;  /* n: index into the caller's x */
+    int *cls;  /* n: class index in st */
+    int *fold; /* n */
+} folds_t;
+
+/* Score tallies per grid point. */
+typedef struct {
+    int valid;
+    long correct, total;
+    double loss;
+} tally_t;
+
+/* Own rows → class indices (checked to be part of st), a seeded subset of at most GH_MAX_CV_ROWS, stratified
+ * into folds. 0, PFT_EINVAL (a row not in st), PFT_ENOMEM. */
+int pft_ghead__folds_make(folds_t *f, const pft_gstat_t *st, const int32_t *y, int n, int folds,
+                          uint64_t seed);
+void pft_ghead__folds_free(folds_t *f);
+/* Tallies one scored row (s over the S classes; absent classes skipped). */
+void pft_ghead__tally_row(tally_t *t, const double *s, const int *present, int S, int truth);
+/* Index of the best valid tally (accuracy, then cross-entropy, then the later grid point), or -1. */
+int pft_ghead__tally_best(const tally_t *t, int m);
+
+/* pft_ghead_qda.c */
+/* λ by cross-validation over the folds at shrinkage α: *lambda_out, *acc_out. */
+int pft_ghead__qda_cv(const pft_gstat_t *st, const float *x, const folds_t *fs, double alpha,
+                      double *lambda_out, double *acc_out);
+/* The QDA parameters of st at (α, λ) into h. */
+int pft_ghead__qda_build(const pft_gstat_t *st, double alpha, double lambda, int C, pft_ghead_t *h);
+/* q[i] = ‖L⁻¹(x_i - μ)‖² for the n rows of x (double, overwritten). */
+void pft_ghead__qda_quad(const double *L, const double *mu, double *x, int n, int d, double *q);
+
+#endif
