@@ -416,7 +416,7 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, doub
 
 /* Chooses α by cross-validation; *alpha_out, info's cv fields. */
 static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const pft_ghead_opts_t *o,
-                  double *alpha_out, double *lambda_out, pft_ghead_info_t *info, folds_t *fs_out)
+                  double *alpha_out, pft_ghead_info_t *info, folds_t *fs_out)
 {
     int d = e->d, S = e->S;
     folds_t fs;
@@ -473,7 +473,6 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
                                        "covariance in every fold");
         else {
             *alpha_out = k_alpha_grid[b];
-            *lambda_out = 1.0;
             info->rule = "cv";
             info->folds = fs.F;
             info->cv_rows = fs.n;
@@ -583,7 +582,7 @@ int pft_ghead_fit(const pft_gstat_t *st, const float *x, const int32_t *y, int n
         return rc;
     }
     inf.oas_alpha = oas_alpha(&e);
-    double alpha = inf.oas_alpha, lambda = opts->kind == PFT_GHEAD_QDA ? 0.5 : 1.0, lam_cv = 1.0;
+    double alpha = inf.oas_alpha, lambda = opts->kind == PFT_GHEAD_QDA ? 0.5 : 1.0;
     folds_t fs = {0};
     int have_folds = 0;
     int can_cv = n >= opts->min_cv_rows && inf.n_classes >= 2;
@@ -591,7 +590,7 @@ int pft_ghead_fit(const pft_gstat_t *st, const float *x, const int32_t *y, int n
         alpha = opts->alpha;
         inf.rule = "fixed";
     } else if (can_cv) {
-        rc = lda_cv(&e, x, y, n, opts, &alpha, &lam_cv, &inf, &fs);
+        rc = lda_cv(&e, x, y, n, opts, &alpha, &inf, &fs);
         have_folds = rc == 0;
     } else {
         inf.rule = "oas";
@@ -608,8 +607,6 @@ int pft_ghead_fit(const pft_gstat_t *st, const float *x, const int32_t *y, int n
             }
             if (rc == 0)
                 rc = pft_ghead__qda_cv(st, x, &fs, alpha, &lambda, &inf.cv_acc);
-            if (rc == 0 && opts->alpha != PFT_GHEAD_AUTO)
-                inf.rule = "cv";
         }
     }
     if (rc == 0)

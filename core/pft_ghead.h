@@ -53,7 +53,8 @@ typedef struct {
     pft_ghead_kind_t kind;
     double alpha;     /* the shrinkage used */
     double lambda;    /* QDA: the pooled weight used; LDA: 1 */
-    const char *rule; /* "cv", "oas" or "fixed" (static string) */
+    const char *rule; /* how α was chosen: "cv", "oas" or "fixed" (static string); QDA's λ is chosen by
+                         cross-validation whenever opts.lambda is AUTO and the own rows allow it, else 0.5 */
     int folds;        /* folds of the cross-validation (0 unless rule is "cv") */
     int cv_rows;      /* own rows scored in the cross-validation */
     double cv_acc;    /* held-out accuracy of the chosen α (λ); NaN without cross-validation */

@@ -1,10 +1,14 @@
-/* pft_test_bundle: random valid GMMs for the bundle tests (test_bundle.c, test_bundle_reject.c). */
+/* pft_test_bundle: random valid GMMs and hostile-bytes sweeps for the bundle tests (test_bundle*.c). */
 #ifndef PFT_TEST_BUNDLE_H
 #define PFT_TEST_BUNDLE_H
 
 #include <stdint.h>
 
+#include <string.h>
+
 #include "pft_alloc.h"
+#include "pft_bundle.h"
+#include "pft_error.h"
 #include "pft_gmm.h"
 #include "pft_rng.h"
 #include "pft_test.h"
@@ -70,6 +74,46 @@ static inline pft_gmm_t *make_gmm(pft_rng_t *r, int k, int d, pft_cov_t cov, int
     pft_free(mu);
     pft_free(cv);
     return g;
+}
+
+/* A decoded bundle must be fully usable: it re-encodes and decodes again. */
+static inline int pft_test_usable(const pft_bundle_t *o)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (pft_bundle_encode(o, &buf, &len))
+        return 0;
+    pft_bundle_t *again = NULL;
+    int rc = pft_bundle_decode(buf, len, NULL, &again);
+    pft_free(buf);
+    pft_bundle_destroy(&again);
+    return rc == 0;
+}
+
+/* Decodes every single-bit flip of buf: counts the flips rejected, those decoding to a usable bundle, and the
+ * bad outcomes (a decoded bundle that is not usable; a refusal without an error code, a message, or with a
+ * bundle). */
+static inline void pft_test_bit_flips(const uint8_t *buf, size_t len, int *accepted, int *rejected, int *bad)
+{
+    *accepted = *rejected = *bad = 0;
+    uint8_t *copy = pft_alloc(len);
+    for (size_t i = 0; copy && i < len * 8; i++) {
+        memcpy(copy, buf, len);
+        copy[i / 8] ^= (uint8_t)(1u << (i % 8));
+        pft_bundle_t *o = NULL;
+        int rc = pft_bundle_decode(copy, len, NULL, &o);
+        if (rc == 0) {
+            (*accepted)++;
+            if (!o || !pft_test_usable(o))
+                (*bad)++;
+        } else {
+            (*rejected)++;
+            if (o || rc >= 0 || strlen(pft_errmsg()) == 0)
+                (*bad)++;
+        }
+        pft_bundle_destroy(&o);
+    }
+    pft_free(copy);
 }
 
 #endif

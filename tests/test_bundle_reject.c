@@ -33,20 +33,6 @@ static void small_message(uint8_t **buf, size_t *len)
     pft_rng_destroy(&r);
 }
 
-/* A decoded bundle must be fully usable: it re-encodes and decodes again. */
-static int usable(const pft_bundle_t *o)
-{
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    if (pft_bundle_encode(o, &buf, &len))
-        return 0;
-    pft_bundle_t *again = NULL;
-    int rc = pft_bundle_decode(buf, len, NULL, &again);
-    pft_free(buf);
-    pft_bundle_destroy(&again);
-    return rc == 0;
-}
-
 static void test_truncation(void)
 {
     uint8_t *buf = NULL;
@@ -72,28 +58,11 @@ static void test_bit_flips(void)
     uint8_t *buf = NULL;
     size_t len = 0;
     small_message(&buf, &len);
-    int accepted = 0, rejected = 0, bad = 0;
-    uint8_t *copy = pft_alloc(len);
-    for (size_t i = 0; i < len * 8; i++) {
-        memcpy(copy, buf, len);
-        copy[i / 8] ^= (uint8_t)(1u << (i % 8));
-        pft_bundle_t *o = NULL;
-        int rc = pft_bundle_decode(copy, len, NULL, &o);
-        if (rc == 0) {
-            accepted++;
-            if (!o || !usable(o))
-                bad++;
-        } else {
-            rejected++;
-            if (o || rc >= 0 || strlen(pft_errmsg()) == 0)
-                bad++;
-        }
-        pft_bundle_destroy(&o);
-    }
+    int accepted, rejected, bad;
+    pft_test_bit_flips(buf, len, &accepted, &rejected, &bad);
     CHECK(bad == 0);
     CHECK(rejected > 0);
     printf("  %zu single-bit flips: %d rejected, %d decoded to valid bundles\n", len * 8, rejected, accepted);
-    pft_free(copy);
     pft_free(buf);
 }
 
@@ -122,7 +91,7 @@ static void test_random_mutations(void)
             }
         }
         pft_bundle_t *o = NULL;
-        if (pft_bundle_decode(m, n, NULL, &o) == 0 && !usable(o))
+        if (pft_bundle_decode(m, n, NULL, &o) == 0 && !pft_test_usable(o))
             bad++;
         pft_bundle_destroy(&o);
         pft_free(m);

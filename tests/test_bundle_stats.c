@@ -13,6 +13,7 @@
 #include "pft_gstat.h"
 #include "pft_rng.h"
 #include "pft_test.h"
+#include "pft_test_bundle.h"
 
 /* ---------- fixtures ---------- */
 
@@ -531,19 +532,6 @@ static void test_model_budget(void)
 
 /* ---------- hostile bytes ---------- */
 
-static int usable(const pft_bundle_t *o)
-{
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    if (pft_bundle_encode(o, &buf, &len))
-        return 0;
-    pft_bundle_t *again = NULL;
-    int rc = pft_bundle_decode(buf, len, NULL, &again);
-    pft_free(buf);
-    pft_bundle_destroy(&again);
-    return rc == 0;
-}
-
 static void small_message(pft_gstat_kind_t kind, uint8_t **buf, size_t *len)
 {
     pft_bundle_t *b = two_part_bundle(21, kind, PFT_DTYPE_F16, 2);
@@ -579,29 +567,12 @@ static void test_bit_flips(void)
         uint8_t *buf = NULL;
         size_t len = 0;
         small_message((pft_gstat_kind_t)kind, &buf, &len);
-        int accepted = 0, rejected = 0, bad = 0;
-        uint8_t *copy = pft_alloc(len);
-        for (size_t i = 0; i < len * 8; i++) {
-            memcpy(copy, buf, len);
-            copy[i / 8] ^= (uint8_t)(1u << (i % 8));
-            pft_bundle_t *o = NULL;
-            int rc = pft_bundle_decode(copy, len, NULL, &o);
-            if (rc == 0) {
-                accepted++;
-                if (!o || !usable(o))
-                    bad++;
-            } else {
-                rejected++;
-                if (o || rc >= 0 || strlen(pft_errmsg()) == 0)
-                    bad++;
-            }
-            pft_bundle_destroy(&o);
-        }
+        int accepted, rejected, bad;
+        pft_test_bit_flips(buf, len, &accepted, &rejected, &bad);
         CHECK(bad == 0);
         CHECK(rejected > 0);
         printf("  %s: %zu single-bit flips: %d rejected, %d decoded to valid bundles\n",
                pft_gstat_kind_name(kind), len * 8, rejected, accepted);
-        pft_free(copy);
         pft_free(buf);
     }
 }
@@ -623,7 +594,7 @@ static void test_alloc_failures(void)
         CHECK(rc == 0 || (rc < 0 && o == NULL));
         if (rc == 0) {
             dec_at = (int)n;
-            CHECK(usable(o));
+            CHECK(pft_test_usable(o));
         }
         pft_bundle_destroy(&o);
     }

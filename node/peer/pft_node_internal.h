@@ -178,6 +178,12 @@ int pft_node__outbox_state(const node_t *nd, const outbound_t *o, int *rc, const
 int pft_node__outbox_finish(node_t *nd, int *interrupted);
 
 /* pft_node_result.c */
+/* A head's accuracy and per-class accuracy (n_classes entries, NaN for a class without rows) on set. */
+typedef int (*pft_node__scorer_t)(const void *model, const pft_dataset_t *set, double *acc,
+                                  double *acc_class);
+/* Scores a head on the test split and the eval set: accuracy_local / _global and their per-class arrays in
+ * res (null where the set is missing). */
+int pft_node__result_evaluate(node_t *nd, json_t *res, pft_node__scorer_t score, const void *model);
 /* Trains the head on nd->head_rows, evaluates it, writes out/head.npy; fills res. */
 int pft_node__result_train_head(node_t *nd, json_t *res);
 /* Fills res with the run's outcome and writes out/result.json. */

@@ -54,6 +54,40 @@ static void busy_point(node_t *nd)
 #define busy_point(nd) ((void)0)
 #endif
 
+/* The softmax head's accuracy and per-class accuracy (pft_node__result_evaluate's scorer). */
+static int head_accuracy(const void *model, const pft_dataset_t *set, double *acc, double *acc_class)
+{
+    int rc = pft_head_accuracy(model, pft_dataset_x(set), pft_dataset_y(set), pft_dataset_n(set), acc);
+    return rc ? rc
+              : pft_head_class_accuracy(model, pft_dataset_x(set), pft_dataset_y(set), pft_dataset_n(set),
+                                        acc_class, NULL);
+}
+
+int pft_node__result_evaluate(node_t *nd, json_t *res, pft_node__scorer_t score, const void *model)
+{
+    const pft_dataset_t *sets[2] = {nd->test, nd->eval};
+    const char *names[2] = {"accuracy_local", "accuracy_global"};
+    const char *pc_names[2] = {"per_class_accuracy_local", "per_class_accuracy_global"};
+    double *acc = pft_calloc((size_t)nd->n_classes, sizeof *acc);
+    if (!acc)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    int rc = 0;
+    for (int k = 0; rc == 0 && k < 2; k++) {
+        if (!sets[k]) {
+            json_object_set_new(res, names[k], json_null());
+            continue;
+        }
+        double a;
+        if ((rc = score(model, sets[k], &a, acc)) != 0)
+            break;
+        json_object_set_new(res, names[k], json_real(a));
+        json_object_set_new(res, pc_names[k], class_acc_json(acc, nd->n_classes));
+        pft_info("%s %.4f on %d test rows", names[k], a, pft_dataset_n(sets[k]));
+    }
+    pft_free(acc);
+    return rc;
+}
+
 /* Trains the head on head_rows, evaluates it, writes head.npy; fills result fields. */
 int pft_node__result_train_head(node_t *nd, json_t *res)
 {
@@ -79,38 +113,19 @@ int pft_node__result_train_head(node_t *nd, json_t *res)
         return pft_err_wrap(rc, "training the head on %d rows", nd->head_rows.n);
     pft_info("head trained on %d rows (%d real, %d synthetic) in %.2fs, %d L-BFGS iterations",
              nd->head_rows.n, nd->n_real, nd->n_synthetic, nd->head_seconds, info.iters);
-    double *acc = pft_calloc((size_t)nd->n_classes, sizeof *acc);
     char *path = pft_fsio_join(nd->args->out_dir, "head.npy");
-    if (!acc || !path) {
+    if (!path) {
         rc = pft_err(PFT_ENOMEM, "out of memory");
         goto done;
     }
     rc = pft_npy_write_f32(path, pft_head_weights(head), nd->n_classes, d + 1);
     if (rc)
         goto done;
-    const pft_dataset_t *sets[2] = {nd->test, nd->eval};
-    const char *names[2] = {"accuracy_local", "accuracy_global"};
-    const char *pc_names[2] = {"per_class_accuracy_local", "per_class_accuracy_global"};
-    for (int k = 0; k < 2; k++) {
-        if (!sets[k]) {
-            json_object_set_new(res, names[k], json_null());
-            continue;
-        }
-        double a;
-        rc = pft_head_accuracy(head, pft_dataset_x(sets[k]), pft_dataset_y(sets[k]), pft_dataset_n(sets[k]),
-                               &a);
-        if (rc == 0)
-            rc = pft_head_class_accuracy(head, pft_dataset_x(sets[k]), pft_dataset_y(sets[k]),
-                                         pft_dataset_n(sets[k]), acc, NULL);
-        if (rc)
-            goto done;
-        json_object_set_new(res, names[k], json_real(a));
-        json_object_set_new(res, pc_names[k], class_acc_json(acc, nd->n_classes));
-        pft_info("%s %.4f on %d test rows", names[k], a, pft_dataset_n(sets[k]));
-    }
+    rc = pft_node__result_evaluate(nd, res, head_accuracy, head);
+    if (rc)
+        goto done;
     json_object_set_new(res, "head_iters", json_integer(info.iters));
 done:
-    pft_free(acc);
     pft_free(path);
     pft_head_destroy(&head);
     return rc;

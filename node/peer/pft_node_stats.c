@@ -368,39 +368,11 @@ static int write_qda(const node_t *nd, const pft_ghead_t *h)
     return rc;
 }
 
-static json_t *class_acc_json(const double *acc, int n)
+/* The Gaussian head's accuracy and per-class accuracy (pft_node__result_evaluate's scorer). */
+static int ghead_accuracy(const void *model, const pft_dataset_t *set, double *acc, double *acc_class)
 {
-    json_t *a = json_array();
-    for (int c = 0; c < n; c++)
-        json_array_append_new(a, isnan(acc[c]) ? json_null() : json_real(acc[c]));
-    return a;
-}
-
-static int evaluate(const node_t *nd, const pft_ghead_t *h, json_t *res)
-{
-    const pft_dataset_t *sets[2] = {nd->test, nd->eval};
-    const char *names[2] = {"accuracy_local", "accuracy_global"};
-    const char *pc_names[2] = {"per_class_accuracy_local", "per_class_accuracy_global"};
-    double *acc = pft_calloc((size_t)nd->n_classes, sizeof *acc);
-    if (!acc)
-        return pft_err(PFT_ENOMEM, "out of memory");
-    int rc = 0;
-    for (int k = 0; rc == 0 && k < 2; k++) {
-        if (!sets[k]) {
-            json_object_set_new(res, names[k], json_null());
-            continue;
-        }
-        double a;
-        rc = pft_ghead_accuracy(h, pft_dataset_x(sets[k]), pft_dataset_y(sets[k]), pft_dataset_n(sets[k]), &a,
-                                acc, NULL);
-        if (rc == 0) {
-            json_object_set_new(res, names[k], json_real(a));
-            json_object_set_new(res, pc_names[k], class_acc_json(acc, nd->n_classes));
-            pft_info("%s %.4f on %d test rows", names[k], a, pft_dataset_n(sets[k]));
-        }
-    }
-    pft_free(acc);
-    return rc;
+    return pft_ghead_accuracy(model, pft_dataset_x(set), pft_dataset_y(set), pft_dataset_n(set), acc,
+                              acc_class, NULL);
 }
 
 int pft_node__stats_train_head(node_t *nd, json_t *res)
@@ -435,7 +407,7 @@ int pft_node__stats_train_head(node_t *nd, json_t *res)
         rc = write_qda(nd, h);
     pft_free(path);
     if (rc == 0)
-        rc = evaluate(nd, h, res);
+        rc = pft_node__result_evaluate(nd, res, ghead_accuracy, h);
     if (rc == 0) {
         json_t *g =
             json_pack("{s:s,s:f,s:s,s:f,s:i,s:i,s:f,s:I}", "kind", pft_ghead_kind_name(info.kind), "alpha",
