@@ -31,6 +31,8 @@ void pft_ghead_opts_default(pft_ghead_opts_t *opts)
     opts->folds = 5;
     opts->min_cv_rows = 10;
     opts->seed = 0;
+    opts->on_iter = NULL;
+    opts->on_iter_ctx = NULL;
 }
 
 void pft_ghead_destroy(pft_ghead_t **self_p)
@@ -462,6 +464,8 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
         }
         if (rc == 0)
             fold_free(&fo);
+        if (o->on_iter)
+            o->on_iter(o->on_iter_ctx);
     }
     if (rc == 0) {
         for (int a = 0; a < N_ALPHA; a++)
@@ -581,6 +585,8 @@ int pft_ghead_fit(const pft_gstat_t *st, const float *x, const int32_t *y, int n
         pft_free(h);
         return rc;
     }
+    if (opts->on_iter)
+        opts->on_iter(opts->on_iter_ctx);
     inf.oas_alpha = oas_alpha(&e);
     double alpha = inf.oas_alpha, lambda = opts->kind == PFT_GHEAD_QDA ? 0.5 : 1.0;
     folds_t fs = {0};
@@ -606,12 +612,12 @@ int pft_ghead_fit(const pft_gstat_t *st, const float *x, const int32_t *y, int n
                 inf.cv_rows = fs.n;
             }
             if (rc == 0)
-                rc = pft_ghead__qda_cv(st, x, &fs, alpha, &lambda, &inf.cv_acc);
+                rc = pft_ghead__qda_cv(st, x, &fs, alpha, opts, &lambda, &inf.cv_acc);
         }
     }
     if (rc == 0)
         rc = opts->kind == PFT_GHEAD_LDA ? lda_build(&e, alpha, n_classes, h)
-                                         : pft_ghead__qda_build(st, alpha, lambda, n_classes, h);
+                                         : pft_ghead__qda_build(st, alpha, lambda, n_classes, opts, h);
     if (have_folds)
         pft_ghead__folds_free(&fs);
     eig_free(&e);

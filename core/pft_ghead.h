@@ -47,6 +47,9 @@ typedef struct {
     int folds;             /* cross-validation folds, 2..20; default 5 (fewer rows: one fold per row) */
     int min_cv_rows;       /* own rows below which OAS is used instead of cross-validation; default 10 */
     uint64_t seed;         /* assignment of rows to folds; default 0 */
+    void (*on_iter)(void *ctx); /* called between the steps of the fit (each fold, each factorisation): the
+                                   caller's chance to do other work; default NULL. Does not change the fit. */
+    void *on_iter_ctx;
 } pft_ghead_opts_t;
 
 typedef struct {

@@ -47,9 +47,10 @@ int pft_ghead__tally_best(const tally_t *t, int m);
 /* pft_ghead_qda.c */
 /* λ by cross-validation over the folds at shrinkage α: *lambda_out, *acc_out. */
 int pft_ghead__qda_cv(const pft_gstat_t *st, const float *x, const folds_t *fs, double alpha,
-                      double *lambda_out, double *acc_out);
+                      const pft_ghead_opts_t *o, double *lambda_out, double *acc_out);
 /* The QDA parameters of st at (α, λ) into h. */
-int pft_ghead__qda_build(const pft_gstat_t *st, double alpha, double lambda, int C, pft_ghead_t *h);
+int pft_ghead__qda_build(const pft_gstat_t *st, double alpha, double lambda, int C, const pft_ghead_opts_t *o,
+                         pft_ghead_t *h);
 /* q[i] = ‖L⁻¹(x_i - μ)‖² for the n rows of x (double, overwritten). */
 void pft_ghead__qda_quad(const double *L, const double *mu, double *x, int n, int d, double *q);
 

@@ -186,7 +186,7 @@ static int class_scores(qcv_t *v, int c, double alpha, double lambda)
 }
 
 int pft_ghead__qda_cv(const pft_gstat_t *st, const float *x, const folds_t *fs, double alpha,
-                      double *lambda_out, double *acc_out)
+                      const pft_ghead_opts_t *o, double *lambda_out, double *acc_out)
 {
     qcv_t v;
     int rc = qcv_alloc(&v, st, fs->n);
@@ -198,8 +198,11 @@ int pft_ghead__qda_cv(const pft_gstat_t *st, const float *x, const folds_t *fs, 
         fold_downdate(&v, x, fs, f);
         for (int l = 0; l < N_LAMBDA; l++) {
             int ok = 1;
-            for (int c = 0; c < v.S && ok; c++)
+            for (int c = 0; c < v.S && ok; c++) {
                 ok = class_scores(&v, c, alpha, k_lambda_grid[l]) == 0;
+                if (o->on_iter)
+                    o->on_iter(o->on_iter_ctx);
+            }
             if (!ok) {
                 tl[l].valid = -1; /* not positive definite in some fold: never chosen */
                 continue;
@@ -224,7 +227,8 @@ int pft_ghead__qda_cv(const pft_gstat_t *st, const float *x, const folds_t *fs, 
     return rc;
 }
 
-int pft_ghead__qda_build(const pft_gstat_t *st, double alpha, double lambda, int C, pft_ghead_t *h)
+int pft_ghead__qda_build(const pft_gstat_t *st, double alpha, double lambda, int C, const pft_ghead_opts_t *o,
+                         pft_ghead_t *h)
 {
     int d = pft_gstat_dim(st), S = pft_gstat_n_classes(st);
     size_t dd = (size_t)d * d;
@@ -256,6 +260,8 @@ int pft_ghead__qda_build(const pft_gstat_t *st, double alpha, double lambda, int
         }
         memcpy(h->mean + (size_t)l * d, pft_gstat_mean(st, c), (size_t)d * sizeof(double));
         h->bias[l] = log(nc / N) - 0.5 * logdet;
+        if (o->on_iter)
+            o->on_iter(o->on_iter_ctx);
     }
     pft_free(W);
     return rc;

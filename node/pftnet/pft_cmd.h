@@ -8,5 +8,6 @@ int pft_cmd_check(int argc, char **argv);
 int pft_cmd_launch(int argc, char **argv);
 int pft_cmd_keygen(int argc, char **argv);
 int pft_cmd_report(int argc, char **argv);
+int pft_cmd_inspect(int argc, char **argv);
 
 #endif

@@ -17,6 +17,7 @@ static const command_t s_commands[] = {
     {"synth", pft_cmd_synth, "one-client FedPFT: head on GMM samples vs head on raw features"},
     {"keygen", pft_cmd_keygen, "generate a node keypair (NAME.key secret, NAME.pub public)"},
     {"report", pft_cmd_report, "Markdown tables and gnuplot plots from launch results and synth lines"},
+    {"inspect", pft_cmd_inspect, "print what a bundle file holds; verify its signature with --key"},
     {NULL, NULL, NULL},
 };
 
