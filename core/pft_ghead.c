@@ -118,7 +118,7 @@ static int eig_init(eig_t *e, const pft_gstat_t *st)
         return pft_err(PFT_ENOMEM, "gaussian head: out of memory for d = %d", d);
     }
     pft_gstat_pooled(st, e->E);
-    int rc = pft_la_eigh_dc(e->E, d, e->lam);
+    int rc = pft_la_eigh_fast(e->E, d, e->lam);
     if (rc != 0) {
         pft_free(mu);
         eig_free(e);

@@ -5,7 +5,7 @@
 
 #include "pft_ghead.h"
 
-#define GH_MAX_CV_ROWS 4000 /* own rows scored by the cross-validation at most (a seeded subset) */
+#define GH_MAX_CV_ROWS 1000 /* own rows scored by the cross-validation at most (a seeded subset) */
 
 struct pft_ghead_t {
     pft_ghead_kind_t kind;

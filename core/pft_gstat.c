@@ -260,14 +260,73 @@ int pft_gstat_add_tied_scatter(pft_gstat_t *self, const double *w)
     return 0;
 }
 
-/* Rows of x with label `label`, centred at their mean, into (mean, scatter); m = their number (≥ 1). */
-static int batch_class(const pft_gstat_t *s, const float *x, const int32_t *y, size_t n, int label, size_t m,
-                       double *mean, double *scatter)
+static void class_remove(pft_gstat_t *s, int at)
 {
-    int d = s->d;
-    double *xc = pft_alloc_array(m, (size_t)d * sizeof(double));
-    if (!xc)
-        return pft_err(PFT_ENOMEM, "gstat: out of memory for %zu rows", m);
+    class_free(&s->cls[at]);
+    memmove(&s->cls[at], &s->cls[at + 1], (size_t)(s->n_classes - at - 1) * sizeof *s->cls);
+    s->n_classes--;
+}
+
+/* Inserts an empty class for every label of labels[0..n) not yet present, so that the merges that follow
+ * cannot fail; on failure removes the ones it inserted and returns the error (self unaltered). */
+static int ensure_classes(pft_gstat_t *s, const int *labels, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (pft_gstat_find(s, labels[i]) >= 0)
+            continue;
+        int rc = class_insert(s, labels[i]);
+        if (rc < 0) {
+            for (int at = s->n_classes - 1; at >= 0; at--)
+                if (s->cls[at].n == 0)
+                    class_remove(s, at);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Distinct labels of y[0..n) (in order of first appearance) with their row counts; *n_out of them. */
+static int distinct_labels(const int32_t *y, size_t n, int **labels, size_t **counts, int *n_out)
+{
+    int cap = 16, k = 0, ok = 1;
+    int *lab = pft_alloc_array((size_t)cap, sizeof *lab);
+    size_t *cnt = pft_alloc_array((size_t)cap, sizeof *cnt);
+    ok = lab && cnt;
+    for (size_t i = 0; ok && i < n; i++) {
+        int j = 0;
+        while (j < k && lab[j] != y[i])
+            j++;
+        if (j == k && k == cap) {
+            int *nl = pft_realloc(lab, 2 * (size_t)cap * sizeof *lab);
+            lab = nl ? nl : lab;
+            size_t *nc = nl ? pft_realloc(cnt, 2 * (size_t)cap * sizeof *cnt) : NULL;
+            cnt = nc ? nc : cnt;
+            ok = nl && nc;
+            cap *= 2;
+        }
+        if (ok && j == k) {
+            lab[k] = y[i];
+            cnt[k++] = 0;
+        }
+        if (ok)
+            cnt[j]++;
+    }
+    if (!ok) {
+        pft_free(lab);
+        pft_free(cnt);
+        return pft_err(PFT_ENOMEM, "gstat: out of memory for the labels");
+    }
+    *labels = lab;
+    *counts = cnt;
+    *n_out = k;
+    return 0;
+}
+
+/* The rows of `label` centred at their mean (m rows into xc), the mean into mean; their scatter is added to
+ * target (lower triangle, then both) by one SYRK. */
+static void batch_class(int d, const float *x, const int32_t *y, size_t n, int label, size_t m, double *xc,
+                        double *mean, double *target)
+{
     memset(mean, 0, (size_t)d * sizeof(double));
     for (size_t i = 0; i < n; i++)
         if (y[i] == label)
@@ -283,11 +342,8 @@ static int batch_class(const pft_gstat_t *s, const float *x, const int32_t *y, s
             xc[r * d + j] = (double)x[i * (size_t)d + j] - mean[j];
         r++;
     }
-    memset(scatter, 0, (size_t)d * d * sizeof(double));
-    cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, d, (int)m, 1.0, xc, d, 0.0, scatter, d);
-    pft_la_sym_from_lower(scatter, d);
-    pft_free(xc);
-    return 0;
+    cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, d, (int)m, 1.0, xc, d, 1.0, target, d);
+    pft_la_sym_from_lower(target, d);
 }
 
 int pft_gstat_add_rows(pft_gstat_t *self, const float *x, const int32_t *y, size_t n)
@@ -300,32 +356,35 @@ int pft_gstat_add_rows(pft_gstat_t *self, const float *x, const int32_t *y, size
             if (!isfinite(x[i * (size_t)d + j]))
                 return pft_err(PFT_EINVAL, "gstat: row %zu: feature %d is not finite", i, j);
     }
-    pft_gstat_t *work = pft_gstat_dup(self); /* all or nothing */
-    double *mean = pft_alloc((size_t)d * sizeof(double));
-    double *scatter = pft_alloc_array((size_t)d * d, sizeof(double));
-    int rc = (!work || !mean || !scatter) ? pft_err(PFT_ENOMEM, "gstat: out of memory") : 0;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        int label = y[i];
-        int seen = 0;
-        for (size_t p = 0; p < i && !seen; p++)
-            seen = y[p] == label;
-        if (seen)
-            continue;
-        size_t m = 0;
-        for (size_t p = i; p < n; p++)
-            m += y[p] == label;
-        rc = batch_class(work, x, y, n, label, m, mean, scatter);
-        if (rc == 0)
-            rc = pft_gstat_add_class(work, label, m, mean, scatter);
+    int *labels = NULL, k = 0;
+    size_t *counts = NULL, maxm = 1;
+    int rc = distinct_labels(y, n, &labels, &counts, &k);
+    if (rc != 0)
+        return rc;
+    for (int i = 0; i < k; i++) {
+        int at = pft_gstat_find(self, labels[i]);
+        if (at >= 0 && self->cls[at].n > GSTAT_MAX_COUNT - counts[i])
+            rc = pft_err(PFT_EINVAL, "gstat: class %d: count overflows", labels[i]);
+        maxm = counts[i] > maxm ? counts[i] : maxm;
     }
-    if (rc == 0) { /* swap the contents */
-        pft_gstat_t tmp = *self;
-        *self = *work;
-        *work = tmp;
+    /* everything that can fail comes first: self is unaltered on error, and the merges cannot fail */
+    double *xc = rc == 0 ? pft_alloc_array(maxm, (size_t)d * sizeof(double)) : NULL;
+    double *mean = rc == 0 ? pft_alloc((size_t)d * sizeof(double)) : NULL;
+    if (rc == 0 && (!xc || !mean))
+        rc = pft_err(PFT_ENOMEM, "gstat: out of memory for %zu rows", maxm);
+    if (rc == 0)
+        rc = ensure_classes(self, labels, k);
+    for (int i = 0; rc == 0 && i < k; i++) {
+        gclass_t *c = &self->cls[pft_gstat_find(self, labels[i])];
+        /* the batch's own scatter goes straight into the target; merge_part then adds the between term */
+        batch_class(d, x, y, n, labels[i], counts[i], xc, mean,
+                    self->kind == PFT_GSTAT_FULL ? c->scatter : self->w);
+        merge_part(self, c, counts[i], mean, NULL);
     }
-    pft_gstat_destroy(&work);
+    pft_free(xc);
     pft_free(mean);
-    pft_free(scatter);
+    pft_free(labels);
+    pft_free(counts);
     return rc;
 }
 
@@ -336,22 +395,25 @@ int pft_gstat_merge(pft_gstat_t *self, const pft_gstat_t *other)
     if (self->kind == PFT_GSTAT_FULL && other->kind == PFT_GSTAT_TIED)
         return pft_err(PFT_EINVAL,
                        "gstat: tied statistics cannot merge into full ones (no per-class scatter)");
-    pft_gstat_t *work = pft_gstat_dup(self);
-    if (!work)
-        return PFT_ENOMEM;
+    int *labels = pft_alloc_array((size_t)(other->n_classes > 0 ? other->n_classes : 1), sizeof *labels);
+    if (!labels)
+        return pft_err(PFT_ENOMEM, "gstat: out of memory");
     int rc = 0;
+    for (int i = 0; i < other->n_classes; i++) {
+        labels[i] = other->cls[i].label;
+        int at = pft_gstat_find(self, labels[i]);
+        if (at >= 0 && self->cls[at].n > GSTAT_MAX_COUNT - other->cls[i].n)
+            rc = pft_err(PFT_EINVAL, "gstat: class %d: count overflows", labels[i]);
+    }
+    if (rc == 0) /* in place: once the classes exist, nothing can fail */
+        rc = ensure_classes(self, labels, other->n_classes);
     for (int i = 0; rc == 0 && i < other->n_classes; i++) {
-        const gclass_t *c = &other->cls[i];
-        rc = pft_gstat_add_class(work, c->label, c->n, c->mean, c->scatter);
+        const gclass_t *o = &other->cls[i];
+        merge_part(self, &self->cls[pft_gstat_find(self, o->label)], o->n, o->mean, o->scatter);
     }
     if (rc == 0 && other->w)
-        rc = pft_gstat_add_tied_scatter(work, other->w);
-    if (rc == 0) {
-        pft_gstat_t tmp = *self;
-        *self = *work;
-        *work = tmp;
-    }
-    pft_gstat_destroy(&work);
+        cblas_daxpy(self->d * self->d, 1.0, other->w, 1, self->w, 1);
+    pft_free(labels);
     return rc;
 }
 

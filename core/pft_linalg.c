@@ -98,27 +98,40 @@ int pft_la_eigh(double *a, int n, double *w)
     return 0;
 }
 
-int pft_la_eigh_dc(double *a, int n, double *w)
+int pft_la_eigh_fast(double *a, int n, double *w)
 {
+    /* DSYEVR (relatively robust representations) writes the vectors to a separate Z: n² doubles beside a and
+     * O(n) workspace, where DSYEVD wants 2n² more. Z's columns (column-major) are row-major rows, as in eigh.
+     */
+    double *z = pft_alloc_array((size_t)n * (size_t)n, sizeof *z);
+    lapack_int *isuppz = pft_alloc_array(2 * (size_t)n, sizeof *isuppz);
     double q = 0;
-    lapack_int iq = 0;
-    lapack_int info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', n, a, n, w, &q, -1, &iq, -1);
-    if (info != 0)
-        return pft_err(PFT_ENUMERIC, "eigh: workspace query failed (%d)", (int)info);
+    lapack_int iq = 0, m = 0;
+    lapack_int info = z && isuppz ? LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', 'A', 'U', n, a, n, 0, 0, 0, 0,
+                                                        0, &m, w, z, n, isuppz, &q, -1, &iq, -1)
+                                  : -1000;
     lapack_int lwork = (lapack_int)q, liwork = iq;
-    double *work = pft_alloc_array((size_t)lwork, sizeof *work);
-    lapack_int *iwork = pft_alloc_array((size_t)liwork, sizeof *iwork);
-    if (!work || !iwork) {
-        pft_free(work);
-        pft_free(iwork);
-        return pft_err(PFT_ENOMEM, "eigh: out of memory");
+    double *work = info == 0 ? pft_alloc_array((size_t)lwork, sizeof *work) : NULL;
+    lapack_int *iwork = info == 0 ? pft_alloc_array((size_t)liwork, sizeof *iwork) : NULL;
+    int rc = 0;
+    if (info == -1000 || (info == 0 && (!work || !iwork)))
+        rc = pft_err(PFT_ENOMEM, "eigh: out of memory");
+    else if (info != 0)
+        rc = pft_err(PFT_ENUMERIC, "eigh: workspace query failed (%d)", (int)info);
+    if (rc == 0) {
+        info = LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', 'A', 'U', n, a, n, 0, 0, 0, 0, 0, &m, w, z, n,
+                                   isuppz, work, lwork, iwork, liwork);
+        if (info != 0 || m != n)
+            rc = pft_err(PFT_ENUMERIC, "eigh: LAPACK dsyevr failed (%d, %d of %d eigenvalues)", (int)info,
+                         (int)m, n);
+        else
+            memcpy(a, z, (size_t)n * (size_t)n * sizeof *a);
     }
-    info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', n, a, n, w, work, lwork, iwork, liwork);
+    pft_free(z);
+    pft_free(isuppz);
     pft_free(work);
     pft_free(iwork);
-    if (info != 0)
-        return pft_err(PFT_ENUMERIC, "eigh: LAPACK dsyevd failed (%d)", (int)info);
-    return 0;
+    return rc;
 }
 
 int pft_la_spd_inverse(const double *l, double *inv, int n)

@@ -30,9 +30,10 @@ int pft_la_orthonormalize(double *a, int rows, int cols);
  * PFT_ENOMEM / PFT_ENUMERIC (LAPACK did not converge; a is then clobbered). */
 int pft_la_eigh(double *a, int n, double *w);
 
-/* As pft_la_eigh, by the divide-and-conquer driver (LAPACK dsyevd): several times faster for large n, the
- * eigenvectors may differ in sign (and within repeated eigenvalues). 0, or PFT_ENOMEM / PFT_ENUMERIC. */
-int pft_la_eigh_dc(double *a, int n, double *w);
+/* As pft_la_eigh, by LAPACK's MRRR driver (dsyevr): several times faster than dsyev for large n, with n² +
+ * O(n) doubles of scratch (dsyevd needs 2n²). The eigenvectors may differ in sign (and within repeated
+ * eigenvalues). 0, or PFT_ENOMEM / PFT_ENUMERIC (a is then clobbered). */
+int pft_la_eigh_fast(double *a, int n, double *w);
 
 /* inv (n×n, row-major, both triangles) = (L Lᵀ)⁻¹ from the lower Cholesky factor l (upper part ignored).
  * 0, or PFT_ENUMERIC (a zero diagonal). For small n: multiplying by an explicit inverse with DGEMM beats

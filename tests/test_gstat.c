@@ -332,6 +332,37 @@ static void test_qda_cv(void)
     free(y);
 }
 
+/* Allocation failure at every allocation of add_rows and merge: a clean PFT_ENOMEM with the statistics unaltered,
+ * or success. */
+static void test_alloc_failures(void)
+{
+    const int d = 6, n = 50;
+    float x[50 * 6];
+    int32_t y[50];
+    make_rows(n, d, 4, 1.0, 41, x, y);
+    pft_gstat_t *base = pft_gstat_new(PFT_GSTAT_FULL, d), *other = pft_gstat_new(PFT_GSTAT_FULL, d);
+    CHECK(pft_gstat_add_rows(base, x, y, 20) == 0 && pft_gstat_add_rows(other, x + 20 * d, y + 20, 30) == 0);
+    int bad = 0, ok = 0;
+    for (int op = 0; op < 2; op++)
+        for (long k = 0; k < 40; k++) {
+            pft_gstat_t *s = pft_gstat_dup(base);
+            pft_alloc_fail_after(k);
+            int rc = op == 0 ? pft_gstat_add_rows(s, x + 20 * d, y + 20, 30) : pft_gstat_merge(s, other);
+            pft_alloc_fail_after(-1);
+            if (rc == 0)
+                ok++;
+            else if (rc != PFT_ENOMEM || pft_gstat_total(s) != 20 ||
+                     pft_gstat_n_classes(s) != pft_gstat_n_classes(base) ||
+                     rel_err(pft_gstat_mean(s, 0), pft_gstat_mean(base, 0), (size_t)d) != 0)
+                bad++;
+            pft_gstat_destroy(&s);
+        }
+    CHECK(bad == 0);
+    CHECK(ok > 0);
+    pft_gstat_destroy(&base);
+    pft_gstat_destroy(&other);
+}
+
 int main(void)
 {
     RUN(test_chain_merge_exact);
@@ -341,5 +372,6 @@ int main(void)
     RUN(test_bayes_rule);
     RUN(test_cv_matches_refit);
     RUN(test_qda_cv);
+    RUN(test_alloc_failures);
     return pft_test_done();
 }
