@@ -39,11 +39,6 @@ int pft_topo__check_families(const pft_topo_t *t, pft_topo__model_t *m)
                 "node '%s': head = logreg on exact statistics is not built yet (use head = "
                 "gaussian, or merge = sample)",
                 nd->id);
-        if (nd->exact && nd->dp_epsilon > 0)
-            return pft_topo__fail_at(t, attr_line(t, nd, "dp_epsilon"), PFT_ETOPO,
-                                     "node '%s': differential privacy for exact statistics is not built yet "
-                                     "(use a mixture family, e.g. cov = diag, k = 1)",
-                                     nd->id);
         n_exact += nd->exact;
     }
     if (n_exact > 0 && (size_t)n_exact < m->n)

@@ -164,6 +164,9 @@ int pft_node__stats_train_head(node_t *nd, json_t *res);
 int pft_node__release_setup(node_t *nd);
 /* One class's noisy K = 1 Gaussian of x (n rows) into *out. */
 int pft_node__release_fit(node_t *nd, int c, const float *x, int n, pft_gmm_t **out);
+/* The (ε, δ)-DP release of this node's own rows' exact statistics of kind (pft_gstat_dp) into *out; records
+ * σ, Δ₂ and the clipped rows in nd->dp "release" and δ in nd->dp_delta_max. */
+int pft_node__release_stats(node_t *nd, pft_gstat_kind_t kind, pft_gstat_t **out);
 /* Charges one bundle's release to the ledger and persists it; PFT_EBUDGET past the budget. */
 int pft_node__release_charge(node_t *nd);
 
@@ -178,6 +181,8 @@ int pft_node__outbox_state(const node_t *nd, const outbound_t *o, int *rc, const
 int pft_node__outbox_finish(node_t *nd, int *interrupted);
 
 /* pft_node_result.c */
+/* Serves the transport (acks, retransmissions) between the steps of a long computation; ctx is the node_t. */
+void pft_node__result_serve(void *ctx);
 /* A head's accuracy and per-class accuracy (n_classes entries, NaN for a class without rows) on set. */
 typedef int (*pft_node__scorer_t)(const void *model, const pft_dataset_t *set, double *acc,
                                   double *acc_class);

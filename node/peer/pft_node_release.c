@@ -1,10 +1,11 @@
-/* pft_node_release: DP-FedPFT releases (paper §4.3): one noisy Gaussian per class, the privacy ledger, its
- * setup. */
+/* pft_node_release: DP-FedPFT releases (paper §4.3): one noisy Gaussian per class; DP releases of exact
+ * statistics (pft_gstat_dp); the privacy ledger, its setup. */
 #include "pft_node_internal.h"
 
 #include "pft_alloc.h"
 #include "pft_error.h"
 #include "pft_fsio.h"
+#include "pft_gstat_dp.h"
 #include "pft_log.h"
 
 #include <math.h>
@@ -38,6 +39,32 @@ int pft_node__release_fit(node_t *nd, int c, const float *x, int n, pft_gmm_t **
     return 0;
 }
 
+/* The DP release of exact statistics (pft_gstat_dp): the node's own rows once per bundle, its noisy sums and
+ * second moment(s), post-processed. The node's head keeps using its exact rows (pft_node_stats.c). */
+int pft_node__release_stats(node_t *nd, pft_gstat_kind_t kind, pft_gstat_t **out)
+{
+    double delta = nd->me->dp_delta > 0 ? nd->me->dp_delta : PFT_DP_DELTA_AUTO;
+    pft_gstat_dp_info_t info;
+    int rc = pft_gstat_dp_release(kind, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
+                                  (size_t)pft_dataset_n(nd->train), pft_dataset_d(nd->train),
+                                  nd->me->dp_epsilon, delta, nd->dp_rng, out, &info);
+    if (rc)
+        return pft_err_wrap(rc, "DP release of the exact statistics");
+    nd->dp_delta_max = info.delta;
+    nd->dp_clipped = info.clipped; /* the same rows at every release */
+    json_object_set_new(
+        nd->dp, "release",
+        json_pack("{s:s,s:I,s:f,s:f,s:f,s:f,s:b,s:i,s:i,s:I}", "kind", pft_gstat_kind_name(kind), "rows",
+                  (json_int_t)info.n, "epsilon", info.eps, "delta", info.delta, "sensitivity", info.sens,
+                  "sigma", info.sigma, "sigma_raised", info.sigma_raised, "clipped_rows", info.clipped,
+                  "n_floored", info.n_floored, "noisy_elements", (json_int_t)info.noisy_elems));
+    pft_info("DP release of %zu rows' %s statistics: epsilon %g, delta %g, sigma %.4g (sensitivity %.4f), %d "
+             "rows clipped, %d eigenvalues clamped",
+             info.n, pft_gstat_kind_name(kind), info.eps, info.delta, info.sigma, info.sens, info.clipped,
+             info.n_floored);
+    return 0;
+}
+
 /* Charges the release of one bundle (classes are disjoint: parallel composition, so (ε, max δ)) to the ledger
  * and persists it before anything is sent. PFT_EBUDGET when the node's total would be exceeded. */
 int pft_node__release_charge(node_t *nd)
@@ -56,13 +83,13 @@ int pft_node__release_charge(node_t *nd)
     return rc;
 }
 
-/* DP setup: K must be 1, the ledger is loaded, the noise generator seeded from the OS. */
+/* DP setup: K must be 1 (mixture families), the ledger is loaded, the noise generator seeded from the OS. */
 int pft_node__release_setup(node_t *nd)
 {
     nd->dp = json_object();
     if (!(nd->me->dp_epsilon > 0))
         return 0;
-    if (nd->me->k != 1)
+    if (!nd->me->exact && nd->me->k != 1)
         return pft_err(PFT_ETOPO,
                        "node '%s': DP-FedPFT releases one Gaussian per class: set k = 1 (it has k = %d)",
                        nd->me->id, nd->me->k);
@@ -90,12 +117,14 @@ int pft_node__release_setup(node_t *nd)
     nd->dp_rng = pft_rng_new(seed);
     if (!nd->dp_rng)
         return pft_err(PFT_ENOMEM, "out of memory");
-    json_object_set_new(nd->dp, "mechanism", json_string(pft_dp_mech_name((pft_dp_mech_t)nd->me->dp_mech)));
+    const char *mech = nd->me->exact ? "exact_stats" : pft_dp_mech_name((pft_dp_mech_t)nd->me->dp_mech);
+    json_object_set_new(nd->dp, "mechanism", json_string(mech));
     json_object_set_new(nd->dp, "epsilon", json_real(nd->me->dp_epsilon));
-    json_object_set_new(nd->dp, "per_class", json_array());
-    pft_info("DP-FedPFT: epsilon %g per release, delta %s, mechanism %s, budget %s (spent %g in %d releases)",
-             nd->me->dp_epsilon, nd->me->dp_delta > 0 ? "given" : "1/n",
-             pft_dp_mech_name((pft_dp_mech_t)nd->me->dp_mech), isfinite(total) ? "limited" : "unlimited",
+    if (!nd->me->exact)
+        json_object_set_new(nd->dp, "per_class", json_array());
+    pft_info("%s: epsilon %g per release, delta %s, mechanism %s, budget %s (spent %g in %d releases)",
+             nd->me->exact ? "DP for exact statistics" : "DP-FedPFT", nd->me->dp_epsilon,
+             nd->me->dp_delta > 0 ? "given" : "1/n", mech, isfinite(total) ? "limited" : "unlimited",
              nd->budget.eps_spent, nd->budget.releases);
     return 0;
 }

@@ -26,7 +26,7 @@ static json_t *class_acc_json(const double *acc, int n)
  * acknowledgement arriving meanwhile is read and retransmissions go out while the successor is still up.
  * libzmq drops a reply still queued on a DEALER (ZMQ_IMMEDIATE) once its peer disconnects: a node that polled
  * only after training lost the ACK of a successor that finished first, and waited out send_deadline. */
-static void serve_while_busy(void *ctx)
+void pft_node__result_serve(void *ctx)
 {
     node_t *nd = ctx;
     if (!nd->tp)
@@ -47,7 +47,7 @@ static void busy_point(node_t *nd)
     pft_warn("test hook: busy for %s ms", v + n + 1);
     for (double end = pft_fsio_now() + atof(v + n + 1) / 1000; pft_fsio_now() < end;) {
         usleep(50000);
-        serve_while_busy(nd);
+        pft_node__result_serve(nd);
     }
 }
 #else
@@ -100,7 +100,7 @@ int pft_node__result_train_head(node_t *nd, json_t *res)
     pft_head_opts_t ho;
     pft_head_opts_default(&ho);
     ho.l2 = 1.0 / (nd->run->head_c * (nd->n_real + nd->n_synthetic)); /* represented rows */
-    ho.on_iter = serve_while_busy;
+    ho.on_iter = pft_node__result_serve;
     ho.on_iter_ctx = nd;
     pft_head_t *head = NULL;
     pft_head_info_t info;
@@ -281,6 +281,12 @@ int pft_node__result_write(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "received", recv);
     json_object_set_new(res, "missing", missing);
     json_object_set_new(res, "drift", json_incref(nd->drift));
+    json_t *noise =
+        nd->dp ? json_object_get(nd->dp, "noise") : NULL; /* exact statistics (pft_node_stats.c) */
+    if (noise) {
+        json_object_set(res, "dp_noise", noise);
+        json_object_del(nd->dp, "noise");
+    }
     if (nd->me->dp_epsilon > 0 && nd->dp) {
         dp_json(nd);
         json_object_set_new(res, "dp", json_incref(nd->dp));

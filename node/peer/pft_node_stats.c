@@ -6,18 +6,21 @@
 #include "pft_error.h"
 #include "pft_fsio.h"
 #include "pft_ghead.h"
+#include "pft_gstat_dp.h"
 #include "pft_linalg.h"
 #include "pft_log.h"
 #include "pft_npy.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* A part taken for this node's statistics. */
 typedef struct {
-    pft_gstat_t *st; /* owned */
-    size_t *who;     /* contributor node indices */
+    pft_gstat_t *st; /* owned: what is sent on (this node's own part: its DP release when dp_epsilon > 0) */
+    pft_gstat_t *exact; /* owned: own rows without noise, for this node's head only (DP release); else NULL */
+    size_t *who;        /* contributor node indices */
     int n_who;
     const pft_bundle_t *b; /* where its provenance is read (NULL: this node's own rows) */
 } part_t;
@@ -33,6 +36,7 @@ static void parts_free(parts_t *ps)
 {
     for (int i = 0; i < ps->n; i++) {
         pft_gstat_destroy(&ps->p[i].st);
+        pft_gstat_destroy(&ps->p[i].exact);
         pft_free(ps->p[i].who);
     }
     PFT_FREE(ps->p);
@@ -77,6 +81,7 @@ static int parts_take(parts_t *ps, pft_gstat_t **st, const size_t *who, int n_wh
     p->n_who = n_who;
     p->b = b;
     p->st = *st;
+    p->exact = NULL;
     *st = NULL;
     for (int i = 0; i < n_who; i++)
         ps->covered[who[i]] = 1;
@@ -145,28 +150,38 @@ done:
     return rc;
 }
 
-/* This node's own rows as a part (nothing for a node without rows). */
-static int take_own(node_t *nd, parts_t *ps)
+/* This node's own rows as a part (nothing for a node without rows). With release set and dp_epsilon > 0 the
+ * part is the node's (ε, δ)-DP release of its statistics (pft_gstat_dp; what goes on), and the exact
+ * statistics are kept beside it for the node's own head (its own rows need no protection from itself). */
+static int take_own(node_t *nd, parts_t *ps, int release)
 {
     int n = pft_dataset_n(nd->train);
     if (n == 0)
         return 0;
-    pft_gstat_t *st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train));
+    pft_gstat_t *st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train)), *noisy = NULL;
     int rc = st ? pft_gstat_add_rows(st, pft_dataset_x(nd->train), pft_dataset_y(nd->train), (size_t)n)
                 : PFT_ENOMEM;
+    int dp = release && nd->me->dp_epsilon > 0;
+    if (rc == 0 && dp)
+        rc = pft_node__release_stats(nd, my_kind(nd), &noisy);
     if (rc == 0)
-        rc = parts_take(ps, &st, &nd->my_index, 1, NULL, nd->me->id);
+        rc = parts_take(ps, dp ? &noisy : &st, &nd->my_index, 1, NULL, nd->me->id);
+    if (rc == 0 && dp) {
+        ps->p[ps->n - 1].exact = st;
+        st = NULL;
+    }
     pft_gstat_destroy(&st);
+    pft_gstat_destroy(&noisy);
     return rc == 1 ? 0 : rc;
 }
 
-/* Merge of every taken part, in this node's kind. */
+/* Merge of every taken part, in this node's kind (own rows exactly where a DP release went on instead). */
 static int parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out)
 {
     pft_gstat_t *t = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train));
     int rc = t ? 0 : PFT_ENOMEM;
     for (int i = 0; rc == 0 && i < ps->n; i++)
-        rc = pft_gstat_merge(t, ps->p[i].st);
+        rc = pft_gstat_merge(t, ps->p[i].exact ? ps->p[i].exact : ps->p[i].st);
     if (rc != 0) {
         pft_gstat_destroy(&t);
         return pft_err_wrap(rc, "merging the statistics");
@@ -180,7 +195,8 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Records the provenance of part p's contributors in b: counts from the bundle the part came from, or own. */
+/* Records the provenance of part p's contributors in b: counts and DP guarantee from the bundle the part came
+ * from, or own (with this node's (ε, δ) when the part is its DP release). */
 static int part_provenance(node_t *nd, const part_t *p, pft_bundle_t *b)
 {
     int rc = 0;
@@ -190,6 +206,8 @@ static int part_provenance(node_t *nd, const part_t *p, pft_bundle_t *b)
             for (int c = 0; rc == 0 && c < nd->n_classes; c++)
                 if (nd->own_counts[c])
                     rc = pft_bundle_prov_add(b, id, c, (uint64_t)nd->own_counts[c]);
+            if (rc == 0 && p->exact)
+                rc = pft_bundle_prov_set_dp(b, id, nd->me->dp_epsilon, nd->dp_delta_max);
             continue;
         }
         for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++) {
@@ -201,9 +219,117 @@ static int part_provenance(node_t *nd, const part_t *p, pft_bundle_t *b)
                 pft_bundle_prov_entry(p->b, e, j, &label, &count);
                 rc = pft_bundle_prov_add(b, id, label, count);
             }
+            double eps, delta;
+            if (rc == 0 && pft_bundle_prov_dp(p->b, e, &eps, &delta))
+                rc = pft_bundle_prov_set_dp(b, id, eps, delta);
         }
     }
     return rc;
+}
+
+/* Noise of one contributor's part of the head's statistics: σ of its release (0: none) and whether its rows
+ * entered exactly here (own rows kept beside own release). Sets *eps, *delta when it has a guarantee. */
+static double contributor_sigma(const node_t *nd, const part_t *p, const char *id, double *eps, double *delta,
+                                int *has_dp, int *exact_here)
+{
+    *has_dp = *exact_here = 0;
+    *eps = *delta = 0;
+    if (!p->b) { /* own rows: exact in the head, whether or not a DP release of them went on */
+        *exact_here = 1;
+        if (nd->me->dp_epsilon > 0 && nd->dp_delta_max > 0) {
+            *has_dp = 1;
+            *eps = nd->me->dp_epsilon;
+            *delta = nd->dp_delta_max;
+        }
+    } else {
+        for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++)
+            if (strcmp(pft_bundle_prov_node(p->b, e), id) == 0)
+                *has_dp = pft_bundle_prov_dp(p->b, e, eps, delta);
+    }
+    if (!*has_dp || !(*delta > 0 && *delta < 1))
+        return 0.0;
+    double s = pft_gstat_dp_sigma(*eps, *delta);
+    return isnan(s) ? 0.0 : s;
+}
+
+/* Adds σ² to the variance of every class contributor id holds (its provenance labels, or own counts). */
+static void add_class_var(const node_t *nd, const part_t *p, const char *id, double var, double *v)
+{
+    if (!p->b) {
+        for (int c = 0; c < nd->n_classes; c++)
+            v[c] += nd->own_counts[c] ? var : 0.0;
+        return;
+    }
+    for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++) {
+        if (strcmp(pft_bundle_prov_node(p->b, e), id) != 0)
+            continue;
+        for (int j = 0; j < pft_bundle_prov_n_labels(p->b, e); j++) {
+            int label;
+            uint64_t count;
+            pft_bundle_prov_entry(p->b, e, j, &label, &count);
+            if (label >= 0 && label < nd->n_classes)
+                v[label] += var;
+        }
+    }
+}
+
+/* result.json "dp_noise" (kept in nd->dp under "noise"): the noise accumulated over hops in the head's
+ * statistics (nd->head_stats, the merge of ps). Each DP contributor's σ follows from its (ε, δ) since Δ₂ is
+ * fixed (pft_gstat_dp_sigma); the merged sums Σ_k s̃_k carry Σ_k σ_k² per entry, as does the merged second
+ * moment (TIED: every contributor; FULL: per class, the contributors holding it); a merged class mean carries
+ * the standard deviation sqrt(Σ σ_k²) / n_c per entry. Nothing when no contributor released with DP. */
+static void noise_json(node_t *nd, const parts_t *ps)
+{
+    double *v = pft_calloc((size_t)nd->n_classes, sizeof *v), tied = 0.0;
+    json_t *per = json_array(), *nonpriv = json_array();
+    int any = 0;
+    for (int i = 0; v && per && nonpriv && i < ps->n; i++)
+        for (int w = 0; w < ps->p[i].n_who; w++) {
+            const char *id = pft_topo_node(nd->topo, ps->p[i].who[w])->id;
+            double eps, delta;
+            int has_dp, exact_here;
+            double s = contributor_sigma(nd, &ps->p[i], id, &eps, &delta, &has_dp, &exact_here);
+            if (!has_dp) {
+                json_array_append_new(nonpriv, json_string(id));
+                continue;
+            }
+            any = 1;
+            json_array_append_new(per, json_pack("{s:s,s:f,s:f,s:f,s:b}", "node", id, "epsilon", eps, "delta",
+                                                 delta, "sigma", s, "exact_here", exact_here));
+            if (exact_here)
+                continue;
+            add_class_var(nd, &ps->p[i], id, s * s, v);
+            tied += s * s;
+        }
+    if (any && nd->dp && nd->head_stats) {
+        json_t *sums = json_object(), *mstd = json_object(), *s2 = json_object();
+        for (int i = 0; i < pft_gstat_n_classes(nd->head_stats); i++) {
+            int c = pft_gstat_label(nd->head_stats, i);
+            char key[16];
+            snprintf(key, sizeof key, "%d", c);
+            double var = c < nd->n_classes ? v[c] : 0.0;
+            json_object_set_new(sums, key, json_real(var));
+            json_object_set_new(mstd, key, json_real(sqrt(var) / (double)pft_gstat_count(nd->head_stats, i)));
+            json_object_set_new(s2, key, json_real(var));
+        }
+        json_t *o =
+            json_pack("{s:s,s:f,s:o,s:o,s:o,s:o}", "kind", pft_gstat_kind_name(my_kind(nd)), "sensitivity",
+                      PFT_GSTAT_DP_SENS, "per_contributor", json_incref(per), "non_private",
+                      json_incref(nonpriv), "sum_variance_sums", sums, "mean_std_per_entry", mstd);
+        if (o && my_kind(nd) == PFT_GSTAT_TIED) {
+            json_decref(s2);
+            json_object_set_new(o, "sum_variance_second_moment", json_real(tied));
+        } else if (o) {
+            json_object_set_new(o, "sum_variance_second_moment", s2);
+        } else {
+            json_decref(s2);
+        }
+        if (o)
+            json_object_set_new(nd->dp, "noise", o);
+    }
+    json_decref(per);
+    json_decref(nonpriv);
+    pft_free(v);
 }
 
 /* One outbound part per group of the plan: the taken parts of a group merged. */
@@ -261,7 +387,7 @@ int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_b
     int rc = ps.covered && recv && b ? 0 : pft_err(PFT_ENOMEM, "out of memory");
     size_t nr = rc == 0 ? pft_node__inbox_stage_bundles(nd, st, recv) : 0;
     if (rc == 0)
-        rc = take_own(nd, &ps);
+        rc = take_own(nd, &ps, 1);
     for (size_t r = 0; rc == 0 && r < nr; r++) {
         rc = take_bundle(nd, &ps, recv[r]->bundle);
         if (rc == 0)
@@ -275,6 +401,8 @@ int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_b
         pft_gstat_destroy(&nd->head_stats);
         rc = parts_total(nd, &ps, &nd->head_stats);
         nd->head_has_own = 1;
+        if (rc == 0)
+            noise_json(nd, &ps);
     }
     if (rc == 0) {
         nd->n_real = pft_dataset_n(nd->train);
@@ -300,12 +428,14 @@ int pft_node__stats_adopt(node_t *nd, const inbound_t *s)
         rc = take_bundle(nd, &ps, s->bundle);
     nd->head_has_own = ps.covered && ps.covered[nd->my_index];
     if (rc == 0 && !nd->head_has_own) /* no complete bundle, or one without this node: add own rows */
-        rc = take_own(nd, &ps);
+        rc = take_own(nd, &ps, 0);
     nd->head_has_own = 1;
     if (rc == 0) {
         pft_gstat_destroy(&nd->head_stats);
         rc = parts_total(nd, &ps, &nd->head_stats);
     }
+    if (rc == 0)
+        noise_json(nd, &ps);
     nd->n_real = pft_dataset_n(nd->train);
     parts_free(&ps);
     return rc;
@@ -384,6 +514,8 @@ int pft_node__stats_train_head(node_t *nd, json_t *res)
     pft_ghead_opts_default(&o);
     o.kind = nd->me->exact && nd->me->cov == PFT_COV_FULL ? PFT_GHEAD_QDA : PFT_GHEAD_LDA;
     o.seed = nd->run->seed;
+    o.on_iter = pft_node__result_serve; /* an acknowledgement arriving meanwhile must be read (DESIGN.md) */
+    o.on_iter_ctx = nd;
     pft_ghead_t *h = NULL;
     pft_ghead_info_t info;
     int n_own = nd->head_has_own ? pft_dataset_n(nd->train) : 0;

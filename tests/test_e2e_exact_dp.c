@@ -1,0 +1,126 @@
+/* End-to-end: differential privacy for exact statistics (cov = tied, pft_gstat_dp) over real pftnode
+ * processes on loopback, on the bundled PACS example data. In a chain a -> b where a releases with dp_epsilon
+ * = 1, the run succeeds, a's (ε, δ) travels in the provenance to b's privacy section, b's result.json
+ * accounts the noise a's release put into its statistics, and a budget below one release stops a with
+ * exit 11. */
+#include "pft_e2e_run.h"
+#include "pft_gstat_dp.h"
+#include "pft_test.h"
+
+#include <jansson.h>
+#include <sys/wait.h>
+
+#define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
+#define ROWS 60 /* training rows per node */
+
+static char s_tmp[256];
+
+/* Runs pftnet launch on a topology with body; returns its exit status and results.json into *r. */
+static int launch(const char *name, const char *body, const char *extra, char *out, size_t len, json_t **r)
+{
+    char topo[512], cmd[4096];
+    snprintf(topo, sizeof topo, "%s/%s.dot", s_tmp, name);
+    FILE *f = fopen(topo, "w");
+    if (!f)
+        return -1;
+    fprintf(f,
+            "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = %d; cov = tied; prep = l2;\n"
+            "  deadline = 120; send_deadline = 60;\n%s}\n",
+            name, EXAMPLE_DATA, ROWS, body);
+    fclose(f);
+    snprintf(out, len, "%s/%s", s_tmp, name);
+    snprintf(
+        cmd, sizeof cmd,
+        "PFTNODE=%s/node/pftnode %s/node/pftnet launch %s --out %s --quiet --no-baselines %s > %s.stdout "
+        "2> %s.stderr",
+        PFT_BINARY_DIR, PFT_BINARY_DIR, topo, out, extra ? extra : "", out, out);
+    int st = system(cmd);
+    char path[600];
+    snprintf(path, sizeof path, "%s/results.json", out);
+    json_error_t err;
+    *r = json_load_file(path, 0, &err);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static json_t *node_result(const char *out, const char *id)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s/result.json", out, id);
+    json_error_t err;
+    return json_load_file(path, 0, &err);
+}
+
+static double jreal(json_t *o, const char *k)
+{
+    return json_number_value(json_object_get(o, k));
+}
+
+static void test_chain_dp(void)
+{
+    char out[512];
+    json_t *r = NULL;
+    int code = launch("dpchain", "  a [dp_epsilon = 1];\n  a -> b;\n", NULL, out, sizeof out, &r);
+    CHECK_MSG(code == 0, "launch exit %d (see %s.stderr, %s/*/node.log)", code, out, out);
+    json_decref(r);
+    json_t *a = node_result(out, "a"), *b = node_result(out, "b");
+    CHECK(a && b);
+    if (!a || !b)
+        goto done;
+    CHECK(pft_e2e_jint(a, "exit_code") == 0 && pft_e2e_jint(b, "exit_code") == 0);
+    /* a's release: σ from (ε, δ = 1/60), Δ₂ = 3/√2, one charge on the ledger */
+    json_t *dp = json_object_get(a, "dp"), *rel = json_object_get(dp, "release");
+    CHECK(rel && strcmp(json_string_value(json_object_get(dp, "mechanism")), "exact_stats") == 0);
+    CHECK_NEAR(jreal(rel, "sensitivity"), 3.0 / sqrt(2.0), 1e-6);
+    CHECK_NEAR(jreal(rel, "delta"), 1.0 / ROWS, 1e-9);
+    double sigma = pft_gstat_dp_sigma(1.0, 1.0 / ROWS);
+    CHECK_NEAR(jreal(rel, "sigma"), sigma, 1e-6 * sigma);
+    CHECK(pft_e2e_jint(rel, "clipped_rows") == 0 && pft_e2e_jint(rel, "rows") == ROWS);
+    CHECK(pft_e2e_jint(json_object_get(dp, "budget"), "releases") == 1);
+    /* a's guarantee reached b in the provenance; b released without DP */
+    json_t *per = json_object_get(json_object_get(b, "privacy"), "per_node");
+    json_t *pa = json_object_get(per, "a");
+    CHECK(pa && jreal(pa, "epsilon") == 1.0);
+    CHECK(pa && fabs(jreal(pa, "delta") - 1.0 / ROWS) < 1e-9);
+    CHECK(json_is_null(json_object_get(per, "b")));
+    CHECK(pft_e2e_prov_nodes(b) == 2 && pft_e2e_prov_total(b) == 2 * ROWS);
+    /* the noise accumulated in b's statistics: a's σ (b's own rows are exact) */
+    json_t *nz = json_object_get(b, "dp_noise");
+    CHECK(nz != NULL);
+    json_t *pc = json_object_get(nz, "per_contributor");
+    CHECK(json_array_size(pc) == 1);
+    json_t *e0 = json_array_get(pc, 0);
+    CHECK(e0 && strcmp(json_string_value(json_object_get(e0, "node")), "a") == 0);
+    CHECK_NEAR(jreal(e0, "sigma"), sigma, 1e-6 * sigma);
+    CHECK_NEAR(jreal(nz, "sum_variance_second_moment"), sigma * sigma, 1e-6 * sigma * sigma);
+    CHECK(json_array_size(json_object_get(nz, "non_private")) == 1);
+    CHECK(json_object_get(b, "accuracy_global") && jreal(b, "accuracy_global") > 0);
+done:
+    json_decref(a);
+    json_decref(b);
+}
+
+static void test_budget(void)
+{
+    /* a budget smaller than one release: a refuses to release (exit 11); b finishes on its own rows */
+    char out[512];
+    json_t *r = NULL;
+    int code = launch("dpbudget", "  a [dp_epsilon = 1, dp_budget = 0.5];\n  a -> b [deadline = 3];\n",
+                      "--keep-going", out, sizeof out, &r);
+    CHECK_MSG(code == 1, "launch exit %d", code);
+    CHECK(r && pft_e2e_jint(pft_e2e_find_id(json_object_get(r, "nodes"), "a"), "exit_code") == 11);
+    CHECK(r && pft_e2e_jint(pft_e2e_find_id(json_object_get(r, "nodes"), "b"), "exit_code") == 0);
+    json_decref(r);
+}
+
+int main(void)
+{
+    if (access(EXAMPLE_DATA "/train_x.npy", R_OK) != 0) {
+        printf("skipped: %s not found\n", EXAMPLE_DATA);
+        return PFT_TEST_SKIP;
+    }
+    if (pft_e2e_scratch(s_tmp, sizeof s_tmp, "pft_e2e_exact_dp") != 0)
+        return 1;
+    RUN(test_chain_dp);
+    RUN(test_budget);
+    return pft_e2e_finish(s_tmp, pft_test_done());
+}
