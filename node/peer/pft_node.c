@@ -90,6 +90,34 @@ static void sent_point(node_t *nd, int rc)
 #define sent_point(nd, rc) ((void)0)
 #endif
 
+/* A bundle holding only b's provenance (with its DP guarantees): all that the node reports of a bundle once
+ * its models are used; the models of a d = 1280 bundle weigh megabytes to tens of megabytes. NULL if out of
+ * memory. */
+static pft_bundle_t *provenance_only(const node_t *nd, const pft_bundle_t *b)
+{
+    pft_bundle_t *p = pft_bundle_new(nd->run->run, pft_bundle_producer(b), PFT_DTYPE_F32, pft_bundle_dim(b));
+    if (p && pft_bundle_prov_merge(p, b) != 0)
+        pft_bundle_destroy(&p);
+    return p;
+}
+
+/* After a stage: its received bundles are kept for their provenance only (the slot stays filled, so a
+ * retransmission is still recognised by its id). */
+static void release_models(node_t *nd, const pft_stage_t *st)
+{
+    for (size_t i = 0; i < nd->n_in; i++)
+        for (size_t j = 0; j < st->n_recv; j++) {
+            inbound_t *s = &nd->in[i];
+            if (s->handoff != st->recv[j] || !s->bundle)
+                continue;
+            pft_bundle_t *light = provenance_only(nd, s->bundle);
+            if (light) {
+                pft_bundle_destroy(&s->bundle);
+                s->bundle = light;
+            }
+        }
+}
+
 /* REFIT: a new bundle from own data and the received ones, charged to the DP ledger, signed, stored as
  * out/bundle.pftb and sent to the stage's successors; it becomes the node's knowledge. */
 static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
@@ -128,7 +156,11 @@ static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
     sent_point(nd, rc);
     pft_free(buf);
     pft_bundle_destroy(&nd->knowledge);
-    nd->knowledge = b;
+    nd->knowledge = provenance_only(nd, b); /* sent: the encoded copy is in the outbox */
+    if (nd->knowledge)
+        pft_bundle_destroy(&b);
+    else
+        nd->knowledge = b;
     return rc;
 }
 
@@ -166,9 +198,9 @@ static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
     if (rc)
         return rc;
     nd->n_real = nd->n_synthetic = 0; /* result.json reports the last stage's union */
-    if (st->action == PFT_WHAT_REFIT)
-        return refit_stage(nd, k, st);
-    return forward_stage(nd, k, st);
+    rc = st->action == PFT_WHAT_REFIT ? refit_stage(nd, k, st) : forward_stage(nd, k, st);
+    release_models(nd, st);
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------------- */

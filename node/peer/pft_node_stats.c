@@ -19,6 +19,8 @@
 /* A part taken for this node's statistics. */
 typedef struct {
     pft_gstat_t *st; /* owned: what is sent on (this node's own part: its DP release when dp_epsilon > 0) */
+    const pft_gstat_t
+        *view;          /* borrowed instead of st: a received bundle's part (the bundle outlives the refit) */
     pft_gstat_t *exact; /* owned: own rows without noise, for this node's head only (DP release); else NULL */
     size_t *who;        /* contributor node indices */
     int n_who;
@@ -49,10 +51,17 @@ static pft_gstat_kind_t my_kind(const node_t *nd)
     return nd->me->cov == PFT_COV_TIED ? PFT_GSTAT_TIED : PFT_GSTAT_FULL;
 }
 
-/* Takes *st (on success) as a part of contributors who[0..n); refuses a part that overlaps what is already
- * counted without being contained in it; skips one that is wholly counted (returns 1). */
-static int parts_take(parts_t *ps, pft_gstat_t **st, const size_t *who, int n_who, const pft_bundle_t *b,
-                      const char *from)
+/* The statistics a part stands for. */
+static const pft_gstat_t *part_stats(const part_t *p)
+{
+    return p->st ? p->st : p->view;
+}
+
+/* Takes *st (owned; on success) or view (borrowed; st NULL) as a part of contributors who[0..n); refuses a
+ * part that overlaps what is already counted without being contained in it; skips one that is wholly counted
+ * (returns 1). */
+static int parts_take(parts_t *ps, pft_gstat_t **st, const pft_gstat_t *view, const size_t *who, int n_who,
+                      const pft_bundle_t *b, const char *from)
 {
     int seen = 0;
     for (int i = 0; i < n_who; i++)
@@ -80,9 +89,11 @@ static int parts_take(parts_t *ps, pft_gstat_t **st, const size_t *who, int n_wh
     memcpy(p->who, who, (size_t)n_who * sizeof *who);
     p->n_who = n_who;
     p->b = b;
-    p->st = *st;
+    p->st = st ? *st : NULL;
+    p->view = st ? NULL : view;
     p->exact = NULL;
-    *st = NULL;
+    if (st)
+        *st = NULL;
     for (int i = 0; i < n_who; i++)
         ps->covered[who[i]] = 1;
     ps->n++;
@@ -124,7 +135,7 @@ static int take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b)
         for (int i = 0; i < np; i++)
             names[i] = pft_bundle_prov_node(b, i);
         if (rc == 0 && (rc = indices_of(nd, names, np, who, from)) == 0)
-            rc = parts_take(ps, &st, who, np, b, from);
+            rc = parts_take(ps, &st, NULL, who, np, b, from);
         pft_gstat_destroy(&st);
         rc = rc == 1 ? 0 : rc;
         goto done;
@@ -139,9 +150,7 @@ static int take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b)
         }
         if ((rc = indices_of(nd, names, nw, who, from)) != 0)
             break;
-        pft_gstat_t *st = pft_gstat_dup(pft_bundle_part_stats(b, i));
-        rc = st ? parts_take(ps, &st, who, nw, b, from) : PFT_ENOMEM;
-        pft_gstat_destroy(&st);
+        rc = parts_take(ps, NULL, pft_bundle_part_stats(b, i), who, nw, b, from);
         rc = rc == 1 ? 0 : rc;
     }
 done:
@@ -165,7 +174,7 @@ static int take_own(node_t *nd, parts_t *ps, int release)
     if (rc == 0 && dp)
         rc = pft_node__release_stats(nd, my_kind(nd), &noisy);
     if (rc == 0)
-        rc = parts_take(ps, dp ? &noisy : &st, &nd->my_index, 1, NULL, nd->me->id);
+        rc = parts_take(ps, dp ? &noisy : &st, NULL, &nd->my_index, 1, NULL, nd->me->id);
     if (rc == 0 && dp) {
         ps->p[ps->n - 1].exact = st;
         st = NULL;
@@ -181,7 +190,7 @@ static int parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out)
     pft_gstat_t *t = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train));
     int rc = t ? 0 : PFT_ENOMEM;
     for (int i = 0; rc == 0 && i < ps->n; i++)
-        rc = pft_gstat_merge(t, ps->p[i].exact ? ps->p[i].exact : ps->p[i].st);
+        rc = pft_gstat_merge(t, ps->p[i].exact ? ps->p[i].exact : part_stats(&ps->p[i]));
     if (rc != 0) {
         pft_gstat_destroy(&t);
         return pft_err_wrap(rc, "merging the statistics");
@@ -357,7 +366,7 @@ static int add_group_parts(node_t *nd, const parts_t *ps, pft_bundle_t *b)
             if (!st && !(st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train))))
                 rc = PFT_ENOMEM;
             if (rc == 0)
-                rc = pft_gstat_merge(st, ps->p[i].st);
+                rc = pft_gstat_merge(st, part_stats(&ps->p[i]));
             for (int w = 0; w < ps->p[i].n_who; w++)
                 ids[n_ids++] = pft_topo_node(nd->topo, ps->p[i].who[w])->id;
             if (rc == 0)
@@ -537,6 +546,7 @@ int pft_node__stats_train_head(node_t *nd, json_t *res)
                                pft_ghead_dim(h) + 1);
     else
         rc = write_qda(nd, h);
+    pft_gstat_destroy(&nd->head_stats); /* fitted: the evaluation needs the head only */
     pft_free(path);
     if (rc == 0)
         rc = pft_node__result_evaluate(nd, res, ghead_accuracy, h);
