@@ -169,6 +169,26 @@ static void check_parts(const char *out)
     pft_bundle_destroy(&b);
 }
 
+/* head = logreg on exact statistics: the softmax head trains on own rows and draws from the class Gaussians
+ * standing for everyone else's rows. */
+static void test_logreg_head(void)
+{
+    char out[512];
+    json_t *r = launch("chain3lr", "  head = logreg;\n  a -> b -> c;\n", out, sizeof out);
+    json_t *n = r ? pft_e2e_find_id(json_object_get(r, "nodes"), "c") : NULL;
+    CHECK(n != NULL);
+    if (n) {
+        CHECK(strcmp(json_string_value(json_object_get(n, "status")), "ok") == 0);
+        CHECK(json_object_get(n, "gaussian_head") == NULL);
+        CHECK_MSG(pft_e2e_jint(n, "n_real") == ROWS && pft_e2e_jint(n, "n_synthetic") == 2 * ROWS,
+                  "c: %ld real, %ld synthetic rows", pft_e2e_jint(n, "n_real"),
+                  pft_e2e_jint(n, "n_synthetic"));
+        double acc = json_real_value(json_object_get(n, "accuracy_global"));
+        CHECK_MSG(acc > 0.5 && acc <= 1.0, "c: accuracy_global %.3f", acc);
+    }
+    json_decref(r);
+}
+
 static void test_diamond(void)
 {
     char out[512];
@@ -205,6 +225,7 @@ int main(void)
     if (pft_e2e_scratch(s_tmp, sizeof s_tmp, "pft_e2e_exact") != 0)
         return 1;
     RUN(test_chain);
+    RUN(test_logreg_head);
     RUN(test_diamond);
     RUN(test_ring);
     RUN(test_mesh);

@@ -33,12 +33,6 @@ int pft_topo__check_families(const pft_topo_t *t, pft_topo__model_t *m)
                     (nd->cov == PFT_COV_FULL && nd->k == 1 && nd->merge == PFT_TOPO_MERGE_EXACT);
         if (nd->head == PFT_TOPO_HEAD_AUTO)
             nd->head = nd->exact ? PFT_TOPO_HEAD_GAUSSIAN : PFT_TOPO_HEAD_LOGREG;
-        if (nd->exact && nd->head == PFT_TOPO_HEAD_LOGREG)
-            return pft_topo__fail_at(
-                t, attr_line(t, nd, "head"), PFT_ETOPO,
-                "node '%s': head = logreg on exact statistics is not built yet (use head = "
-                "gaussian, or merge = sample)",
-                nd->id);
         n_exact += nd->exact;
     }
     if (n_exact > 0 && (size_t)n_exact < m->n)

@@ -144,6 +144,9 @@ int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_
 /* The head's rows for an adopted complete bundle (s->bundle may be NULL: own rows only). */
 int pft_node__refit_adopt(node_t *nd, const inbound_t *s);
 void pft_node__rows_free(rows_t *r);
+/* Room for extra more rows (0 or PFT_ENOMEM); appends n rows of label (0 or PFT_ENOMEM with a message). */
+int pft_node__rows_reserve(rows_t *r, int extra);
+int pft_node__rows_append(rows_t *r, const float *x, int n, int label);
 
 /* pft_node_stats.c: exact statistics. */
 /* A REFIT stage of an exact node: own statistics ∪ the received parts, each contributor once; one outbound

@@ -19,7 +19,7 @@ static uint64_t fnv1a(const char *s)
     return h;
 }
 
-static int rows_reserve(rows_t *r, int extra)
+int pft_node__rows_reserve(rows_t *r, int extra)
 {
     if (r->n + extra <= r->cap)
         return 0;
@@ -38,11 +38,11 @@ static int rows_reserve(rows_t *r, int extra)
     return 0;
 }
 
-static int rows_append(rows_t *r, const float *x, int n, int label)
+int pft_node__rows_append(rows_t *r, const float *x, int n, int label)
 {
     if (n <= 0)
         return 0;
-    if (rows_reserve(r, n) != 0)
+    if (pft_node__rows_reserve(r, n) != 0)
         return pft_err(PFT_ENOMEM, "out of memory for %d more rows", n);
     memcpy(r->x + (size_t)r->n * r->d, x, (size_t)n * r->d * sizeof(float));
     for (int i = 0; i < n; i++)
@@ -91,7 +91,7 @@ static int sample_class(node_t *nd, const pft_bundle_t *b, int ci, int n, float 
 static int add_samples(node_t *nd, const pft_bundle_t *b, int ci, uint64_t m, uint64_t salt)
 {
     int d = pft_dataset_d(nd->train);
-    if (m > INT32_MAX / 4 || rows_reserve(&nd->head_rows, (int)m) != 0)
+    if (m > INT32_MAX / 4 || pft_node__rows_reserve(&nd->head_rows, (int)m) != 0)
         return pft_err(PFT_ENOMEM, "class %d: cannot hold %llu samples", pft_bundle_class_label(b, ci),
                        (unsigned long long)m);
     int rc = sample_class(nd, b, ci, (int)m, nd->head_rows.x + (size_t)nd->head_rows.n * d, salt);
@@ -138,7 +138,7 @@ static int head_rows_add(node_t *nd, int c, const float *own, int n_own, inbound
 {
     int f = nd->run->head_draws, rc = 0;
     for (int rep = 0; rep < f && rc == 0; rep++)
-        rc = rows_append(&nd->head_rows, own, n_own, c);
+        rc = pft_node__rows_append(&nd->head_rows, own, n_own, c);
     for (size_t r = 0; r < nr && rc == 0; r++) {
         uint64_t m = take ? take[r * (size_t)nd->n_classes + (size_t)c] : 0;
         int ci = pft_bundle_find_class(recv[r]->bundle, c);
@@ -206,7 +206,7 @@ static int class_samples(node_t *nd, int c, const refit_in_t *in, int f, rows_t 
         *represented += (int)m;
         nd->n_synthetic += (int)m;
         m *= (uint64_t)f;
-        if (m > INT32_MAX / 2 || (rc = rows_reserve(cls, (int)m)))
+        if (m > INT32_MAX / 2 || (rc = pft_node__rows_reserve(cls, (int)m)))
             return pft_err(PFT_ENOMEM, "class %d: cannot hold %llu samples", c, (unsigned long long)m);
         if ((rc = sample_class(nd, in->recv[r]->bundle, ci, (int)m, cls->x + (size_t)cls->n * cls->d,
                                (uint64_t)r)))
@@ -229,16 +229,17 @@ static int class_union(node_t *nd, int c, const refit_in_t *in, rows_t *cls, int
     if (c < pft_dataset_n_classes(nd->train))
         rc = pft_dataset_gather_class(nd->train, c, &xc, n_own);
     if (rc == 0)
-        rc = rows_append(cls, xc, *n_own, c);
+        rc = pft_node__rows_append(cls, xc, *n_own, c);
     pft_free(xc);
     if (rc)
         return rc;
     int f = em_draws(nd);
     *represented = *n_own;
-    if (f > 1 && *n_own > 0 && (rc = rows_reserve(cls, *n_own * (f - 1)))) /* before copying from cls->x */
+    if (f > 1 && *n_own > 0 &&
+        (rc = pft_node__rows_reserve(cls, *n_own * (f - 1)))) /* before copying from cls->x */
         return rc;
     for (int rep = 1; rep < f; rep++)
-        if ((rc = rows_append(cls, cls->x, *n_own, c)))
+        if ((rc = pft_node__rows_append(cls, cls->x, *n_own, c)))
             return rc;
     return class_samples(nd, c, in, f, cls, represented);
 }
@@ -368,7 +369,7 @@ int pft_node__refit_adopt(node_t *nd, const inbound_t *s)
             (rc = pft_dataset_gather_class(nd->train, c, &xc, &n_own)))
             break;
         for (int rep = 0; rep < f && rc == 0; rep++)
-            rc = rows_append(&nd->head_rows, xc, n_own, c);
+            rc = pft_node__rows_append(&nd->head_rows, xc, n_own, c);
         PFT_FREE(xc);
         nd->n_real += n_own;
         int ci = b ? pft_bundle_find_class(b, c) : -1;

@@ -6,6 +6,8 @@
 #include "pft_error.h"
 #include "pft_fsio.h"
 #include "pft_ghead.h"
+#include "pft_gmm.h"
+#include "pft_rng.h"
 #include "pft_gstat_dp.h"
 #include "pft_linalg.h"
 #include "pft_log.h"
@@ -383,6 +385,70 @@ static int add_group_parts(node_t *nd, const parts_t *ps, pft_bundle_t *b)
     return rc;
 }
 
+/* A softmax head on exact statistics (head = logreg): its rows are the node's own, and per class as many
+ * draws from the Gaussian N(μ_c, Σ) of the statistics as the class has rows beyond the node's own (Σ = W/N
+ * for tied statistics, M_c/n_c for full ones, reg_covar added), head_draws times each, as the sampling path
+ * does. Fills nd->head_rows and the row counters; the statistics are freed. */
+static int logreg_rows(node_t *nd)
+{
+    const pft_gstat_t *st = nd->head_stats;
+    int d = pft_gstat_dim(st), f = nd->run->head_draws, rc = 0;
+    size_t dd = (size_t)d * d;
+    double N = (double)pft_gstat_total(st), one = 1.0;
+    double *cov = pft_alloc_array(dd, sizeof *cov);
+    float *xc = NULL;
+    nd->n_real = nd->n_synthetic = 0;
+    if (!cov)
+        return pft_err(PFT_ENOMEM, "out of memory for a %d×%d covariance", d, d);
+    for (int c = 0; rc == 0 && c < nd->n_classes; c++) {
+        int n_own = 0;
+        if (c < pft_dataset_n_classes(nd->train) &&
+            (rc = pft_dataset_gather_class(nd->train, c, &xc, &n_own)))
+            break;
+        for (int rep = 0; rep < f && rc == 0; rep++)
+            rc = pft_node__rows_append(&nd->head_rows, xc, n_own, c);
+        PFT_FREE(xc);
+        nd->n_real += n_own;
+        int i = pft_gstat_find(st, c);
+        uint64_t n_c = i >= 0 ? pft_gstat_count(st, i) : 0;
+        uint64_t m = n_c > (uint64_t)n_own ? n_c - (uint64_t)n_own : 0;
+        if (rc || m == 0)
+            continue;
+        if (m * (uint64_t)f > INT32_MAX / 4) {
+            rc = pft_err(PFT_ENOMEM, "class %d: %llu rows to draw", c, (unsigned long long)m);
+            break;
+        }
+        const double *S =
+            pft_gstat_kind(st) == PFT_GSTAT_TIED ? pft_gstat_tied_scatter(st) : pft_gstat_scatter(st, i);
+        double div = pft_gstat_kind(st) == PFT_GSTAT_TIED ? N : (double)n_c;
+        for (size_t k = 0; k < dd; k++)
+            cov[k] = S[k] / div;
+        for (int j = 0; j < d; j++)
+            cov[(size_t)j * d + j] += nd->run->reg_covar;
+        pft_gmm_t *g = pft_gmm_new(1, d, PFT_COV_FULL);
+        pft_rng_t *rng = pft_rng_new(pft_rng_derive(nd->run->seed, 0x6c6f67ULL ^ nd->my_index, (uint64_t)c));
+        int take = (int)(m * (uint64_t)f);
+        rc = g && rng ? pft_gmm_set_params(g, &one, pft_gstat_mean(st, i), cov) : PFT_ENOMEM;
+        if (rc == 0)
+            rc = pft_node__rows_reserve(&nd->head_rows, take);
+        if (rc == 0)
+            rc = pft_gmm_sample(g, rng, take, nd->head_rows.x + (size_t)nd->head_rows.n * d);
+        for (int j = 0; rc == 0 && j < take; j++)
+            nd->head_rows.y[nd->head_rows.n + j] = c;
+        if (rc == 0) {
+            nd->head_rows.n += take;
+            nd->n_synthetic += (int)m;
+        } else {
+            pft_err_wrap(rc, "drawing the head's rows of class %d from its Gaussian", c);
+        }
+        pft_gmm_destroy(&g);
+        pft_rng_destroy(&rng);
+    }
+    pft_free(cov);
+    pft_gstat_destroy(&nd->head_stats);
+    return rc;
+}
+
 int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
 {
     pft_node__set_status(nd, "merging", NULL);
@@ -413,8 +479,14 @@ int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_b
         if (rc == 0)
             noise_json(nd, &ps);
     }
+    int n_synth = 0;
+    if (rc == 0 && st->final && nd->me->head == PFT_TOPO_HEAD_LOGREG) {
+        rc = logreg_rows(nd);
+        n_synth = nd->n_synthetic;
+    }
     if (rc == 0) {
         nd->n_real = pft_dataset_n(nd->train);
+        nd->n_synthetic = n_synth;
         nd->em_seconds += pft_fsio_now() - t0;
         pft_info("merged own statistics with %d received part(s) into %d part(s) in %.2fs",
                  ps.n - (nd->n_real > 0), pft_bundle_n_parts(b), pft_fsio_now() - t0);
@@ -446,6 +518,8 @@ int pft_node__stats_adopt(node_t *nd, const inbound_t *s)
     if (rc == 0)
         noise_json(nd, &ps);
     nd->n_real = pft_dataset_n(nd->train);
+    if (rc == 0 && nd->me->head == PFT_TOPO_HEAD_LOGREG)
+        rc = logreg_rows(nd);
     parts_free(&ps);
     return rc;
 }
