@@ -27,7 +27,7 @@ static int fsync_dir_of(const char *path)
     return 0;
 }
 
-int pft_fsio_write_atomic(const char *path, const void *buf, size_t len)
+static int write_replace(const char *path, const void *buf, size_t len, int durable)
 {
     size_t n = strlen(path) + 32;
     char *tmp = pft_alloc(n);
@@ -56,11 +56,11 @@ int pft_fsio_write_atomic(const char *path, const void *buf, size_t len)
         p += w;
         left -= (size_t)w;
     }
-    if (fsync(fd) != 0 || close(fd) != 0) {
+    if ((durable && fsync(fd) != 0) || close(fd) != 0) {
         int e = errno;
         unlink(tmp);
         pft_free(tmp);
-        return pft_err(PFT_EIO, "%s: fsync failed: %s", path, strerror(e));
+        return pft_err(PFT_EIO, "%s: %s failed: %s", path, durable ? "fsync" : "close", strerror(e));
     }
     if (rename(tmp, path) != 0) {
         int e = errno;
@@ -69,7 +69,17 @@ int pft_fsio_write_atomic(const char *path, const void *buf, size_t len)
         return pft_err(PFT_EIO, "%s: rename failed: %s", path, strerror(e));
     }
     pft_free(tmp);
-    return fsync_dir_of(path);
+    return durable ? fsync_dir_of(path) : 0;
+}
+
+int pft_fsio_write_atomic(const char *path, const void *buf, size_t len)
+{
+    return write_replace(path, buf, len, 1);
+}
+
+int pft_fsio_write_replace(const char *path, const void *buf, size_t len)
+{
+    return write_replace(path, buf, len, 0);
 }
 
 int pft_fsio_read(const char *path, size_t max, uint8_t **buf, size_t *len)
@@ -84,7 +94,8 @@ int pft_fsio_read(const char *path, size_t max, uint8_t **buf, size_t *len)
     }
     if ((size_t)st.st_size > max) {
         fclose(f);
-        return pft_err(PFT_ERANGE, "%s: %lld bytes exceeds the limit of %zu", path, (long long)st.st_size, max);
+        return pft_err(PFT_ERANGE, "%s: %lld bytes exceeds the limit of %zu", path, (long long)st.st_size,
+                       max);
     }
     size_t n = (size_t)st.st_size;
     uint8_t *b = pft_alloc(n + 1);

@@ -8,6 +8,9 @@
 /* Writes len bytes to path atomically and durably: a temporary file in the same folder, fsync, rename over
  * path, fsync of the folder. On error path is unaltered; PFT_EIO with the path and errno text. */
 int pft_fsio_write_atomic(const char *path, const void *buf, size_t len);
+/* The same replacement (readers see the old or the new content, never a mix) without fsync: not durable
+ * across a power cut, for files that only report (a node's status). Same errors. */
+int pft_fsio_write_replace(const char *path, const void *buf, size_t len);
 /* Reads a whole file of at most max bytes into a new buffer (NUL-terminated for convenience, not counted).
  * PFT_EIO if it cannot be read, PFT_ERANGE if larger than max. */
 int pft_fsio_read(const char *path, size_t max, uint8_t **buf, size_t *len);

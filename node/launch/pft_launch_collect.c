@@ -150,25 +150,86 @@ static const char *cell(char *buf, size_t cap, int prec, double v)
     return buf;
 }
 
-static void print_table(json_t *nodes, json_t *baselines)
+#define TABLE_ROWS 20 /* nodes printed at most; the full table goes to DIR/table.txt */
+
+static void table_row(FILE *f, json_t *n)
 {
-    printf("%-12s %-9s %9s %9s %7s %7s %11s %11s %6s %7s\n", "node", "role", "acc_local", "acc_glob",
-           "n_real", "n_synth", "bytes_sent", "bytes_recv", "em_it", "em_s");
-    size_t i;
-    json_t *n;
-    json_array_foreach(nodes, i, n)
-    {
-        json_t *id = json_object_get(n, "id"), *role = json_object_get(n, "role");
-        if (!role)
-            role = json_object_get(n, "status");
-        char c[8][40];
-        printf("%-12s %-9s %9s %9s %7s %7s %11s %11s %6s %7s\n", json_string_value(id),
-               role ? json_string_value(role) : "?", cell(c[0], 40, 4, jnum(n, "accuracy_local")),
-               cell(c[1], 40, 4, jnum(n, "accuracy_global")), cell(c[2], 40, 0, jnum(n, "n_real")),
-               cell(c[3], 40, 0, jnum(n, "n_synthetic")), cell(c[4], 40, 0, jnum(n, "bytes_sent")),
-               cell(c[5], 40, 0, jnum(n, "bytes_received")), cell(c[6], 40, 1, jnum(n, "em_iters_mean")),
-               cell(c[7], 40, 2, jnum(n, "em_seconds")));
+    json_t *id = json_object_get(n, "id"), *role = json_object_get(n, "role");
+    if (!role)
+        role = json_object_get(n, "status");
+    char c[8][40];
+    fprintf(f, "%-12s %-9s %9s %9s %7s %7s %11s %11s %6s %7s\n", json_string_value(id),
+            role ? json_string_value(role) : "?", cell(c[0], 40, 4, jnum(n, "accuracy_local")),
+            cell(c[1], 40, 4, jnum(n, "accuracy_global")), cell(c[2], 40, 0, jnum(n, "n_real")),
+            cell(c[3], 40, 0, jnum(n, "n_synthetic")), cell(c[4], 40, 0, jnum(n, "bytes_sent")),
+            cell(c[5], 40, 0, jnum(n, "bytes_received")), cell(c[6], 40, 1, jnum(n, "em_iters_mean")),
+            cell(c[7], 40, 2, jnum(n, "em_seconds")));
+}
+
+/* Marks in pick the k nodes with the lowest (sign 1) or highest (sign -1) value of key; NaN counts as worst.
+ */
+static void pick_extremes(json_t *nodes, const char *key, int sign, int k, unsigned char *pick)
+{
+    size_t nn = json_array_size(nodes);
+    for (int r = 0; r < k; r++) {
+        size_t best = nn;
+        double bv = 0;
+        for (size_t i = 0; i < nn; i++) {
+            double v = jnum(json_array_get(nodes, i), key);
+            v = isnan(v) ? -INFINITY * sign : v * sign;
+            if (pick[i] & 2)
+                continue;
+            if (best == nn || v < bv)
+                best = i, bv = v;
+        }
+        if (best < nn)
+            pick[best] |= 3; /* 1: shown, 2: taken in this ranking */
     }
+    for (size_t i = 0; i < nn; i++)
+        pick[i] &= 1;
+}
+
+/* The table of nodes into f; with limit, at most about TABLE_ROWS of them: the first and last five, the five
+ * least accurate and the five with the slowest heads, in file order. Returns how many were left out. */
+static size_t print_nodes(FILE *f, json_t *nodes, int limit)
+{
+    size_t nn = json_array_size(nodes), left = 0;
+    unsigned char *pick = calloc(nn ? nn : 1, 1);
+    fprintf(f, "%-12s %-9s %9s %9s %7s %7s %11s %11s %6s %7s\n", "node", "role", "acc_local", "acc_glob",
+            "n_real", "n_synth", "bytes_sent", "bytes_recv", "em_it", "em_s");
+    for (size_t i = 0; i < nn; i++)
+        if (pick)
+            pick[i] = !limit || nn <= TABLE_ROWS || i < 5 || i + 5 >= nn;
+    if (pick && limit && nn > TABLE_ROWS) {
+        pick_extremes(nodes, "accuracy_global", 1, 5, pick);
+        pick_extremes(nodes, "head_seconds", -1, 5, pick);
+    }
+    for (size_t i = 0; i < nn; i++) {
+        if (pick && !pick[i]) {
+            left++;
+            continue;
+        }
+        table_row(f, json_array_get(nodes, i));
+    }
+    free(pick);
+    return left;
+}
+
+static void print_table(const pft_launch_t *self, json_t *nodes, json_t *baselines)
+{
+    size_t left = print_nodes(stdout, nodes, 1);
+    char *tp = pft_fsio_join(self->o.out_dir, "table.txt");
+    FILE *f = tp ? fopen(tp, "w") : NULL;
+    if (f) {
+        print_nodes(f, nodes, 0);
+        fclose(f);
+    }
+    if (left)
+        printf("... %zu more nodes (the first and last five, the five least accurate and the five slowest "
+               "heads are "
+               "shown); every node: %s\n",
+               left, tp ? tp : "table.txt");
+    pft_free(tp);
     if (baselines && json_object_get(baselines, "centralized")) {
         printf("baselines on the union of test splits: centralized %.4f, local-only mean %.4f",
                jnum(baselines, "centralized"), jnum(baselines, "local_only_mean"));
@@ -193,7 +254,7 @@ static void write_results(const pft_launch_t *self, json_t *res, json_t *nodes, 
     if (self->o.json)
         printf("%s\n", text ? text : "{}");
     else
-        print_table(nodes, baselines);
+        print_table(self, nodes, baselines);
     if (!self->o.quiet && !self->o.json)
         fprintf(stderr, "results: %s (%.1fs)\n", rp ? rp : "?", self->wall);
     free(text);

@@ -190,8 +190,11 @@ static int partition_dataset(pft_launch_t *self, int quiet)
                 pft_dataset_n(src.train), pft_dataset_n(src.test), pft_dataset_d(src.train),
                 pft_dataset_n_classes(src.train), run->partition ? run->partition : "iid");
     rc = source_split(self->topo, &src, share, &part);
-    for (size_t i = 0; i < nn && rc == 0; i++)
-        rc = write_share(&self->ch[i], part, share[i], &src, snap + i * 4, quiet);
+    for (size_t i = 0; i < nn && rc == 0; i++) /* a big topology: the first and last five shares */
+        rc = write_share(&self->ch[i], part, share[i], &src, snap + i * 4,
+                         quiet || (nn > 12 && i >= 5 && i + 5 < nn));
+    if (rc == 0 && !quiet && nn > 12)
+        fprintf(stderr, "  (%zu more nodes: see each DIR/<id>/data/)\n", nn - 10);
     if (rc == 0)
         rc = point_topology(self, snap);
 done:

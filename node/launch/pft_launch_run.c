@@ -215,6 +215,8 @@ static void last_error(const char *dir, char *buf, size_t cap)
 typedef struct {
     size_t left;          /* started nodes still running */
     char last[4096];      /* the last progress line shown */
+    double shown_at;      /* when it was shown */
+    int tty;              /* stderr is a terminal: one line updated in place */
     int killed;           /* SIGTERM sent to every running node */
     double kill_at;       /* then SIGKILL to those still running at this time */
     const char *stop_why; /* why the run is being stopped: "interrupted", "timeout" or why; NULL: it is not */
@@ -247,18 +249,93 @@ static void reap(pft_launch_t *self, watch_t *w)
     }
 }
 
-/* One line of every node's state, printed when it changed (unless quiet). */
-static void show_progress(const pft_launch_t *self, watch_t *w)
+#define PROGRESS_NODES 8    /* up to this many nodes: one line of every node's state */
+#define PROGRESS_PERIOD 5.0 /* not a terminal: a summary line at most this often (seconds) */
+#define PROGRESS_TTY_PERIOD 0.2
+
+/* A big topology's progress in one line: a bar, counts per state, elapsed and an estimate, who is working. */
+static void summary_line(const pft_launch_t *self, char *line, size_t cap, double el)
 {
-    char line[4096];
-    int n = 0;
-    for (size_t i = 0; i < self->nn && n < (int)sizeof line - 200; i++)
-        n += snprintf(line + n, sizeof line - (size_t)n, "%s%s:%s", i ? "  " : "", self->ch[i].id,
-                      self->ch[i].state);
-    if (!self->o.quiet && strcmp(line, w->last) != 0) {
-        fprintf(stderr, "[%6.1fs] %s\n", pft_fsio_now() - self->t0, line);
-        snprintf(w->last, sizeof w->last, "%s", line);
+    static const char *const idle[] = {"started", "starting", "waiting", "done", "absent", NULL};
+    struct {
+        char state[128];
+        size_t n;
+    } tally[16];
+    size_t nt = 0, done = 0, total = 0;
+    for (size_t i = 0; i < self->nn; i++) {
+        const pft_launch_child_t *c = &self->ch[i];
+        const char *s = c->exited && !c->absent ? "exited" : c->state;
+        total += !c->absent;
+        done += c->exited && !c->absent;
+        size_t k = 0;
+        while (k < nt && strcmp(tally[k].state, s) != 0)
+            k++;
+        if (k == nt && nt < 16) {
+            snprintf(tally[nt].state, sizeof tally[nt].state, "%s", s);
+            tally[nt++].n = 0;
+        }
+        if (k < nt)
+            tally[k].n++;
     }
+    char bar[21];
+    size_t fill = total ? 20 * done / total : 20;
+    for (size_t i = 0; i < 20; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[20] = '\0';
+    int n = snprintf(line, cap, "[%s] %zu/%zu exited  %.0fs", bar, done, total, el);
+    if (done > 0 && done < total)
+        n +=
+            snprintf(line + n, cap - (size_t)n, " (~%.0fs left)", el / (double)done * (double)(total - done));
+    for (size_t k = 0; k < nt && n < (int)cap - 40; k++)
+        if (strcmp(tally[k].state, "exited") != 0)
+            n += snprintf(line + n, cap - (size_t)n, "  %s %zu", tally[k].state, tally[k].n);
+    int shown = 0, busy = 0;
+    for (size_t i = 0; i < self->nn; i++) {
+        const pft_launch_child_t *c = &self->ch[i];
+        int working = !c->exited;
+        for (int k = 0; working && idle[k]; k++)
+            working = strcmp(c->state, idle[k]) != 0;
+        if (!working)
+            continue;
+        busy++;
+        if (shown < 4 && n < (int)cap - 80)
+            n += snprintf(line + n, cap - (size_t)n, "%s%s:%s", shown ? " " : "  working: ", c->id, c->state),
+                shown++;
+    }
+    if (busy > shown && n < (int)cap - 20)
+        snprintf(line + n, cap - (size_t)n, " +%d more", busy - shown);
+}
+
+/* Progress on stderr (unless quiet). Up to PROGRESS_NODES nodes: every node's state, a line when it changes.
+ * More: one summary line, updated in place on a terminal, else printed at most every PROGRESS_PERIOD seconds.
+ * final: the run is over (a last line, and the terminal's line is ended). */
+static void show_progress(const pft_launch_t *self, watch_t *w, int final)
+{
+    if (self->o.quiet)
+        return;
+    double now = pft_fsio_now(), el = now - self->t0;
+    char line[4096];
+    if (self->nn <= PROGRESS_NODES) {
+        int n = 0;
+        for (size_t i = 0; i < self->nn && n < (int)sizeof line - 200; i++)
+            n += snprintf(line + n, sizeof line - (size_t)n, "%s%s:%s", i ? "  " : "", self->ch[i].id,
+                          self->ch[i].state);
+        if (strcmp(line, w->last) != 0) {
+            fprintf(stderr, "[%6.1fs] %s\n", el, line);
+            snprintf(w->last, sizeof w->last, "%s", line);
+        }
+        return;
+    }
+    double period = w->tty ? PROGRESS_TTY_PERIOD : PROGRESS_PERIOD;
+    if (!final && now - w->shown_at < period)
+        return;
+    summary_line(self, line, sizeof line, el);
+    if (w->tty)
+        fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
+    else if (final || strcmp(line, w->last) != 0)
+        fprintf(stderr, "[%6.1fs] %s\n", el, line);
+    snprintf(w->last, sizeof w->last, "%s", line);
+    w->shown_at = now;
 }
 
 /* Sends sig to every started node still running, marking it stopped by the launcher. */
@@ -312,12 +389,12 @@ static int report_failure(const pft_launch_t *self, const pft_launch_child_t *c)
 
 void pft_launch_watch(pft_launch_t *self)
 {
-    watch_t w = {0};
+    watch_t w = {.tty = isatty(2)};
     for (size_t i = 0; i < self->nn; i++)
         w.left += !self->ch[i].absent;
     while (w.left > 0) {
         reap(self, &w);
-        show_progress(self, &w);
+        show_progress(self, &w, w.left == 0);
         enforce_stop(self, &w, pft_fsio_now() - self->t0);
         if (w.left)
             usleep(100000);
