@@ -61,9 +61,11 @@ print("%-12s wall %6.1f s  RSS/node mean %5.1f max %5.1f MB  last node %.4f  cen
       ns[0]["bytes_sent"], ",".join(sorted(set(n["status"] for n in ns)))))
 PY
 }
-run tied-fp32 --set cov=tied --set stats_dtype=fp32
-OPENBLAS_NUM_THREADS=1 "$out/stats_error" "$out/tied-fp32" "$last" "$nodes" n | sed 's/^/             fp32: /'
-run tied-fp16 --set cov=tied --set stats_dtype=fp16 --no-baselines
-OPENBLAS_NUM_THREADS=1 "$out/stats_error" "$out/tied-fp16" "$last" "$nodes" n | sed 's/^/             fp16: /'
+alpha() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nodes"][-1]["gaussian_head"]["alpha"])' "$1"; }
+for dt in fp32 fp16; do
+    run "tied-$dt" --set cov=tied --set stats_dtype=$dt
+    OPENBLAS_NUM_THREADS=1 "$out/stats_error" "$out/tied-$dt" "$last" "$nodes" n "$(alpha "$out/tied-$dt/results.json")" |
+        sed "s/^/             $dt: /"
+done
 [ "$sampling" = 1 ] && run sampling
 exit 0
