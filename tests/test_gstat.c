@@ -1,9 +1,11 @@
-/* Tests of pft_gstat and pft_ghead: exact merging against centralized statistics, PSD checks, mixture moments,
- * the Gaussian heads against the Bayes rule, and the cross-validation against a brute-force refit per fold. */
+/* Tests of pft_gstat and pft_ghead: exact merging against centralized statistics, PSD checks, mixture
+ * moments, the Gaussian heads against the Bayes rule, and the cross-validation against a brute-force refit
+ * per fold. */
 #include "pft_alloc.h"
 #include "pft_error.h"
 #include "pft_ghead.h"
 #include "pft_gstat.h"
+#include "pft_gstat_lowrank.h"
 #include "pft_linalg.h"
 #include "pft_rng.h"
 #include "pft_test.h"
@@ -16,8 +18,8 @@ static void make_rows(int n, int d, int C, double shift, uint64_t seed, float *x
         y[i] = (int32_t)pft_rng_below(r, (uint64_t)C);
         double common = pft_rng_normal(r);
         for (int j = 0; j < d; j++)
-            x[(size_t)i * d + j] =
-                (float)(0.5 * common + pft_rng_normal(r) * (1.0 + 0.1 * j) + (j == y[i] % d ? shift * y[i] : 0) + 3);
+            x[(size_t)i * d + j] = (float)(0.5 * common + pft_rng_normal(r) * (1.0 + 0.1 * j) +
+                                           (j == y[i] % d ? shift * y[i] : 0) + 3);
     }
     pft_rng_destroy(&r);
 }
@@ -66,7 +68,8 @@ static void test_chain_merge_exact(void)
         pft_gstat_pooled(central, wc);
         double e = rel_err(wa, wc, (size_t)d * d);
         worst = e > worst ? e : worst;
-        CHECK_MSG(worst < 1e-9, "%s: relative error %.3g", pft_gstat_kind_name((pft_gstat_kind_t)kind), worst);
+        CHECK_MSG(worst < 1e-9, "%s: relative error %.3g", pft_gstat_kind_name((pft_gstat_kind_t)kind),
+                  worst);
         /* the naive one-pass formula, for scale: the scatter from Σxxᵀ - nμμᵀ in double */
         free(wa);
         free(wc);
@@ -156,7 +159,8 @@ static void test_check_psd(void)
     pft_gstat_destroy(&s);
 }
 
-/* Statistics of known Gaussians (set exactly through add_class); the heads' decisions are the Bayes rule's. */
+/* Statistics of known Gaussians (set exactly through add_class); the heads' decisions are the Bayes rule's.
+ */
 static void test_bayes_rule(void)
 {
     const int d = 4, C = 3, n_test = 500;
@@ -169,7 +173,8 @@ static void test_bayes_rule(void)
         for (int c = 0; c < C; c++) {
             double sc[16];
             for (int i = 0; i < 16; i++) {
-                sig[c][i] = base[i] * (kind == 0 ? 1.0 : 1.0 + 0.5 * c) + (kind == 1 && i % 5 == 0 ? 0.3 * c : 0);
+                sig[c][i] =
+                    base[i] * (kind == 0 ? 1.0 : 1.0 + 0.5 * c) + (kind == 1 && i % 5 == 0 ? 0.3 * c : 0);
                 sc[i] = sig[c][i] * (double)ns[c];
             }
             CHECK(pft_gstat_add_class(st, c, ns[c], mus[c], sc) == 0);
@@ -230,8 +235,8 @@ static void test_bayes_rule(void)
 }
 
 /* Brute force: held-out accuracy of LDA at α for leave-one-out over own rows, refitting from scratch. */
-static double loo_acc(const float *up_x, const int32_t *up_y, int n_up, const float *x, const int32_t *y, int n,
-                      int d, int C, double alpha)
+static double loo_acc(const float *up_x, const int32_t *up_y, int n_up, const float *x, const int32_t *y,
+                      int n, int d, int C, double alpha)
 {
     int ok = 0;
     for (int hold = 0; hold < n; hold++) {
@@ -277,8 +282,8 @@ static void test_cv_matches_refit(void)
     CHECK_NEAR(info.cv_acc, brute, 1e-12);
     double grid[] = {0.001, 0.01, 0.05, 0.1, 0.3, 0.5, 0.9};
     for (size_t g = 0; g < sizeof grid / sizeof grid[0]; g++)
-        CHECK_MSG(loo_acc(up, uy, n_up, x, y, n, d, C, grid[g]) <= info.cv_acc + 1e-12, "α = %g beats the choice",
-                  grid[g]);
+        CHECK_MSG(loo_acc(up, uy, n_up, x, y, n, d, C, grid[g]) <= info.cv_acc + 1e-12,
+                  "α = %g beats the choice", grid[g]);
     CHECK(info.oas_alpha >= 0 && info.oas_alpha <= 1);
     pft_ghead_destroy(&h);
     /* own rows that are not part of the statistics are refused */
@@ -332,8 +337,8 @@ static void test_qda_cv(void)
     free(y);
 }
 
-/* Allocation failure at every allocation of add_rows and merge: a clean PFT_ENOMEM with the statistics unaltered,
- * or success. */
+/* Allocation failure at every allocation of add_rows and merge: a clean PFT_ENOMEM with the statistics
+ * unaltered, or success. */
 static void test_alloc_failures(void)
 {
     const int d = 6, n = 50;
@@ -363,6 +368,96 @@ static void test_alloc_failures(void)
     pft_gstat_destroy(&other);
 }
 
+/* C = A Aᵀ (d×d) with A d×r Gaussian, column j scaled by 0.7^j (a decaying spectrum), r ≤ d. */
+static void make_psd(int d, int r, uint64_t seed, double *c)
+{
+    double *a = malloc(sizeof(double) * (size_t)d * r);
+    pft_rng_t *g = pft_rng_new(seed);
+    for (int i = 0; i < d; i++)
+        for (int j = 0; j < r; j++)
+            a[(size_t)i * r + j] = pft_rng_normal(g) * pow(0.7, j);
+    for (int i = 0; i < d; i++)
+        for (int k = 0; k < d; k++) {
+            double v = 0;
+            for (int j = 0; j < r; j++)
+                v += a[(size_t)i * r + j] * a[(size_t)k * r + j];
+            c[(size_t)i * d + k] = v;
+        }
+    pft_rng_destroy(&g);
+    free(a);
+}
+
+/* Low-rank-plus-diagonal form of a shared covariance: exact when rank(C) ≤ q, the diagonal kept, psi ≥ 0, the
+ * error not increasing in q, signs canonical, bad arguments refused. */
+static void test_lowrank_shared(void)
+{
+    const int d = 24;
+    double *c = malloc(sizeof(double) * d * d), *r = malloc(sizeof(double) * d * d);
+    double *u = malloc(sizeof(double) * d * d), *psi = malloc(sizeof(double) * d);
+    /* rank 5: exact from q = 5 on */
+    make_psd(d, 5, 3, c);
+    for (int q = 5; q <= d; q += 6) {
+        CHECK(pft_gstat_lowrank_shared(c, d, q, u, psi) == 0);
+        pft_gstat_lowrank_expand(u, psi, d, q, r);
+        CHECK_MSG(rel_err(r, c, (size_t)d * d) < 1e-10, "q = %d: error %g", q, rel_err(r, c, (size_t)d * d));
+    }
+    /* full rank, decaying spectrum: diagonal exact, psi ≥ 0, error non-increasing in q, symmetric */
+    make_psd(d, d, 4, c);
+    double prev = INFINITY;
+    for (int q = 0; q <= d; q++) {
+        CHECK(pft_gstat_lowrank_shared(c, d, q, u, psi) == 0);
+        pft_gstat_lowrank_expand(u, psi, d, q, r);
+        int diag_ok = 1, psi_ok = 1, sym_ok = 1;
+        for (int i = 0; i < d; i++) {
+            diag_ok &= fabs(r[(size_t)i * d + i] - c[(size_t)i * d + i]) <= 1e-10 * c[(size_t)i * d + i];
+            psi_ok &= psi[i] >= 0 && !signbit(psi[i]);
+            for (int k = 0; k < i; k++)
+                sym_ok &= r[(size_t)i * d + k] == r[(size_t)k * d + i];
+        }
+        CHECK_MSG(diag_ok && psi_ok && sym_ok, "q = %d", q);
+        double e = rel_err(r, c, (size_t)d * d);
+        CHECK_MSG(e <= prev * (1 + 1e-9) + 1e-14, "q = %d: error %g after %g", q, e, prev);
+        prev = e;
+        if (q == 1 || q == 4) /* the leading directions carry most of it */
+            CHECK_MSG(e < (q == 1 ? 0.6 : 0.3), "q = %d: error %g", q, e);
+        /* each column's largest-magnitude entry is positive */
+        for (int j = 0; j < q; j++) {
+            int at = 0;
+            for (int i = 1; i < d; i++)
+                if (fabs(u[(size_t)i * q + j]) > fabs(u[(size_t)at * q + j]))
+                    at = i;
+            CHECK(u[(size_t)at * q + j] >= 0);
+        }
+    }
+    CHECK(prev < 1e-10);
+    /* deterministic */
+    double *u2 = malloc(sizeof(double) * d * 8), *psi2 = malloc(sizeof(double) * d);
+    CHECK(pft_gstat_lowrank_shared(c, d, 8, u, psi) == 0 && pft_gstat_lowrank_shared(c, d, 8, u2, psi2) == 0);
+    CHECK(memcmp(u, u2, sizeof(double) * d * 8) == 0 && memcmp(psi, psi2, sizeof(double) * d) == 0);
+    /* a zero matrix: U = 0, psi = +0 */
+    memset(c, 0, sizeof(double) * d * d);
+    CHECK(pft_gstat_lowrank_shared(c, d, 3, u, psi) == 0);
+    CHECK(u[0] == 0 && psi[0] == 0 && !signbit(psi[0]));
+    /* refused */
+    CHECK(pft_gstat_lowrank_shared(c, d, -1, u, psi) == PFT_EINVAL);
+    CHECK(pft_gstat_lowrank_shared(c, d, d + 1, u, psi) == PFT_EINVAL);
+    c[5] = NAN;
+    CHECK(pft_gstat_lowrank_shared(c, d, 3, u, psi) == PFT_EINVAL);
+    c[5] = 0;
+    for (long k = 0; k < 6; k++) { /* allocation failure: a clean PFT_ENOMEM */
+        pft_alloc_fail_after(k);
+        int rc = pft_gstat_lowrank_shared(c, d, 3, u, psi);
+        pft_alloc_fail_after(-1);
+        CHECK(rc == 0 || rc == PFT_ENOMEM);
+    }
+    free(c);
+    free(r);
+    free(u);
+    free(psi);
+    free(u2);
+    free(psi2);
+}
+
 int main(void)
 {
     RUN(test_chain_merge_exact);
@@ -373,5 +468,6 @@ int main(void)
     RUN(test_cv_matches_refit);
     RUN(test_qda_cv);
     RUN(test_alloc_failures);
+    RUN(test_lowrank_shared);
     return pft_test_done();
 }

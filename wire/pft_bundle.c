@@ -318,6 +318,23 @@ int pft_bundle_add_part(pft_bundle_t *self, const char *const *contributors, int
     return 0;
 }
 
+int pft_bundle_set_shared_rank(pft_bundle_t *self, int q)
+{
+    if (!self || q < 0 || q > self->d - 1)
+        return pft_err(PFT_EINVAL, "bundle: shared covariance rank %d outside 0..%d (d - 1)", q,
+                       self ? self->d - 1 : 0);
+    if (q != self->shared_rank) {
+        self->shared_rank = q;
+        drop_cache(self);
+    }
+    return 0;
+}
+
+int pft_bundle_shared_rank(const pft_bundle_t *self)
+{
+    return self->shared_rank;
+}
+
 int pft_bundle_is_stats(const pft_bundle_t *self)
 {
     return self->n_parts > 0;
@@ -662,7 +679,8 @@ size_t pft_bundle_formula_bytes(const pft_bundle_t *self)
     for (int i = 0; i < self->n_parts; i++) {
         const pft_gstat_t *st = self->parts[i].st;
         size_t ncl = (size_t)pft_gstat_n_classes(st);
-        n += ncl * (1 + d) + (pft_gstat_kind(st) == PFT_GSTAT_FULL ? ncl * tri : tri);
+        size_t shared = self->shared_rank > 0 ? d * (size_t)self->shared_rank + d : tri;
+        n += ncl * (1 + d) + (pft_gstat_kind(st) == PFT_GSTAT_FULL ? ncl * tri : shared);
     }
     return n * pft_bundle__dtype_size(self->dtype);
 }

@@ -73,6 +73,14 @@ int pft_bundle_add_class(pft_bundle_t *self, int label, uint64_t n, pft_gmm_t **
  * over all parts. PFT_ENOMEM. Parts are kept sorted by their first contributor. */
 int pft_bundle_add_part(pft_bundle_t *self, const char *const *contributors, int n_contrib,
                         pft_gstat_t **st_p);
+/* Form of the shared covariance of TIED parts on the wire: 0 (the default) its dense lower triangle,
+ * d(d+1)/2 numbers; q in 1..d-1 a rank-q factor U and a diagonal psi, d·q + d numbers, with
+ * C ≈ U Uᵀ + diag(psi) (pft_gstat_lowrank_shared: the q leading eigenpairs, the diagonal kept exactly; lossy
+ * unless rank(C) ≤ q). One form for all parts of a bundle; ignored for FULL parts and GMM bundles. Changing
+ * it drops a decoded bundle's kept payload. 0, or PFT_EINVAL (q outside 0..d-1). */
+int pft_bundle_set_shared_rank(pft_bundle_t *self, int q);
+/* The form set, or the one a decoded bundle's parts travelled in (0: dense). */
+int pft_bundle_shared_rank(const pft_bundle_t *self);
 /* 1 if the bundle carries statistics parts (then it has no GMM class). */
 int pft_bundle_is_stats(const pft_bundle_t *self);
 int pft_bundle_n_parts(const pft_bundle_t *self);
@@ -181,7 +189,8 @@ char *pft_bundle_id_hex(const uint8_t id[PFT_BUNDLE_ID_LEN], char out[2 * PFT_BU
 
 /* Bytes the paper's formula predicts for the parameters at the bundle's dtype width (2 or 4 bytes per
  * number, pft_gmm_n_wire_params summed over classes; statistics: per part, classes × (1 + d) numbers, plus
- * d(d+1)/2 per class for FULL or d(d+1)/2 once for TIED); for comparing with the encoded size. */
+ * d(d+1)/2 per class for FULL or d(d+1)/2 once for TIED, d·q + d with shared rank q > 0); for comparing with
+ * the encoded size. */
 size_t pft_bundle_formula_bytes(const pft_bundle_t *self);
 
 #endif

@@ -16,6 +16,7 @@
 #include "pft_alloc.h"
 #include "pft_bundle_internal.h"
 #include "pft_error.h"
+#include "pft_gstat_lowrank.h"
 #include "pft_half.h"
 #include "pft_mpscan.h"
 
@@ -596,11 +597,31 @@ static int decode_contributors(ctx_t *c, const pft_bundle_t *b, int pi, const ms
     return 0;
 }
 
-/* Schema of the classes (array o, size checked) and the shared field of a part of this kind: element counts,
- * labels strictly ascending, counts, bin lengths; the part's total count into *total. Nothing allocated. */
-static int stat_shapes(const ctx_t *c, const pft_bundle_t *b, pft_gstat_kind_t kind, const msgpack_object *o,
-                       const msgpack_object *shared, double *total)
+/* Schema of a tied part's shared field: a bin (the dense lower triangle; *rank = 0) or [q, psi, U] with q in
+ * 1..d-1 and bins of d and d·q numbers (*rank = q). */
+static int shared_shape(const ctx_t *c, const pft_bundle_t *b, const msgpack_object *shared, uint64_t *rank)
 {
+    uint64_t d = (uint64_t)b->d, es = pft_bundle__dtype_size(b->dtype);
+    *rank = 0;
+    if (shared->type != MSGPACK_OBJECT_ARRAY)
+        return want_bin(c, shared, "shared covariance", d * (d + 1) / 2 * es);
+    int rc = want_array(c, shared, "shared covariance (low rank)", 3, 3, PFT_EFORMAT);
+    if (rc ||
+        (rc = want_uint(c, &shared->via.array.ptr[0], "shared covariance: rank", 1, d - 1, PFT_EFORMAT,
+                        rank)) ||
+        (rc = want_bin(c, &shared->via.array.ptr[1], "shared covariance: psi", d * es)) ||
+        (rc = want_bin(c, &shared->via.array.ptr[2], "shared covariance: factor", d * *rank * es)))
+        return rc;
+    return 0;
+}
+
+/* Schema of the classes (array o, size checked) and the shared field of a part of this kind: element counts,
+ * labels strictly ascending, counts, bin lengths; the part's total count into *total, the shared field's
+ * rank into *rank (0: dense or full). Nothing allocated. */
+static int stat_shapes(const ctx_t *c, const pft_bundle_t *b, pft_gstat_kind_t kind, const msgpack_object *o,
+                       const msgpack_object *shared, double *total, uint64_t *rank)
+{
+    *rank = 0;
     uint64_t d = (uint64_t)b->d, es = pft_bundle__dtype_size(b->dtype), tri = d * (d + 1) / 2;
     uint32_t nf = kind == PFT_GSTAT_FULL ? PFT_BUNDLE__N_STAT_FIELDS_FULL : PFT_BUNDLE__N_STAT_FIELDS_TIED;
     uint64_t prev = 0;
@@ -633,7 +654,7 @@ static int stat_shapes(const ctx_t *c, const pft_bundle_t *b, pft_gstat_kind_t k
             return rc;
     }
     if (kind == PFT_GSTAT_TIED)
-        return want_bin(c, shared, "shared covariance", tri * es);
+        return shared_shape(c, b, shared, rank);
     if (shared->type != MSGPACK_OBJECT_NIL)
         return bad(c, PFT_EFORMAT, "shared covariance: expected nil for full statistics, got %s",
                    type_name(shared->type));
@@ -666,6 +687,39 @@ static int read_cov(const ctx_t *c, const uint8_t *src, size_t d, pft_dtype_t dt
     return 0;
 }
 
+/* A low-rank shared covariance [q, psi, U] (shape checked, q = b->shared_rank) into the symmetric d×d s as
+ * n·(U Uᵀ + diag psi): psi finite and ≥ +0, U finite (then positive semi-definite by construction). */
+static int read_shared_lowrank(const ctx_t *c, const pft_bundle_t *b, const msgpack_object *shared, double n,
+                               double *s)
+{
+    size_t d = (size_t)b->d, q = (size_t)b->shared_rank;
+    const uint8_t *pb = (const uint8_t *)shared->via.array.ptr[1].via.bin.ptr;
+    const uint8_t *ub = (const uint8_t *)shared->via.array.ptr[2].via.bin.ptr;
+    double *psi = pft_alloc_array(d, sizeof *psi), *u = pft_alloc_array(d * q, sizeof *u);
+    int rc = psi && u ? 0 : bad(c, PFT_ENOMEM, "out of memory");
+    for (size_t r = 0; rc == 0 && r < d; r++) {
+        psi[r] = get_value(pb, r, b->dtype);
+        if (!isfinite(psi[r]))
+            rc = bad(c, PFT_ENUMERIC, "shared covariance: psi[%zu] = %g is not finite", r, psi[r]);
+        else if (psi[r] < 0 || signbit(psi[r]))
+            rc = bad(c, PFT_ENUMERIC, "shared covariance: psi[%zu] = %g is negative", r, psi[r]);
+    }
+    for (size_t i = 0; rc == 0 && i < d * q; i++) {
+        u[i] = get_value(ub, i, b->dtype);
+        if (!isfinite(u[i]))
+            rc = bad(c, PFT_ENUMERIC, "shared covariance: factor[%zu][%zu] = %g is not finite", i / q, i % q,
+                     u[i]);
+    }
+    if (rc == 0) {
+        pft_gstat_lowrank_expand(u, psi, (int)d, (int)q, s);
+        for (size_t i = 0; i < d * d; i++)
+            s[i] *= n;
+    }
+    pft_free(psi);
+    pft_free(u);
+    return rc;
+}
+
 /* The values of the classes (array o, shapes checked) and shared covariance of a part (named part) into st;
  * mean and s: room for d and d×d doubles. */
 static int stat_values(ctx_t *c, const pft_bundle_t *b, const char *part, pft_gstat_t *st,
@@ -696,7 +750,9 @@ static int stat_values(ctx_t *c, const pft_bundle_t *b, const char *part, pft_gs
     snprintf(c->where, sizeof c->where, "%s", part);
     if (kind == PFT_GSTAT_FULL)
         return 0;
-    int rc = read_cov(c, (const uint8_t *)shared->via.bin.ptr, d, b->dtype, "shared covariance", total, s);
+    int rc = b->shared_rank > 0 ? read_shared_lowrank(c, b, shared, total, s)
+                                : read_cov(c, (const uint8_t *)shared->via.bin.ptr, d, b->dtype,
+                                           "shared covariance", total, s);
     if (!rc && (rc = pft_gstat_add_tied_scatter(st, s)))
         rc = pft_err_wrap(rc, "bundle decode: %s", c->where);
     return rc;
@@ -730,13 +786,19 @@ static int decode_part(pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi, 
         (rc = want_array(&c, &f[2], "classes", 1, lim->max_classes, PFT_ERANGE)))
         return rc;
     double total;
-    if ((rc = stat_shapes(&c, b, (pft_gstat_kind_t)kind, &f[2], &f[3], &total)))
+    uint64_t rank;
+    if ((rc = stat_shapes(&c, b, (pft_gstat_kind_t)kind, &f[2], &f[3], &total, &rank)))
         return rc;
+    if (pi == 0)
+        b->shared_rank = (int)rank;
+    else if ((int)rank != b->shared_rank)
+        return bad(&c, PFT_EFORMAT, "shared covariance of rank %d, part 0's has %d (one form per bundle)",
+                   (int)rank, b->shared_rank);
     /* Estimated memory: means, scatters (per class for full, one for tied), and the transient d×d matrix
-     * plus the PSD check's copy. */
+     * plus the PSD check's copy (low rank: plus U and psi, no PSD check). */
     uint64_t d = (uint64_t)b->d, ncl = f[2].via.array.size;
     uint64_t steady = 8 * ncl * (d + 4) + 8 * d * d * (kind == PFT_GSTAT_FULL ? ncl : 1);
-    uint64_t transient = 16 * d * d + 8 * d;
+    uint64_t transient = rank > 0 ? 8 * d * d + 8 * d * (rank + 2) : 16 * d * d + 8 * d;
     if (steady + transient > lim->max_model_bytes - *model_total)
         return bad(&c, PFT_ERANGE, "decoded models would exceed the limit of %zu bytes",
                    lim->max_model_bytes);

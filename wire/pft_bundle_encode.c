@@ -14,6 +14,7 @@
 #include "pft_alloc.h"
 #include "pft_bundle_internal.h"
 #include "pft_error.h"
+#include "pft_gstat_lowrank.h"
 #include "pft_half.h"
 
 /* ---------- the output buffer ---------- */
@@ -230,7 +231,52 @@ static int put_cov(const pft_bundle_t *self, int pi, int ci, const double *s, do
     return 0;
 }
 
-/* Writes part pi: [kind, contributors, classes ([label, n, mean, cov] or [label, n, mean]), shared]. */
+/* Writes the shared covariance w/n (w: d×d scatter) in low-rank form [q, psi, U]: the rank-q factor U (d×q,
+ * row-major) and the diagonal psi of pft_gstat_lowrank_shared, in dtype. */
+static int put_shared_lowrank(const pft_bundle_t *self, int pi, const double *wsc, double n,
+                              msgpack_packer *pk, wbuf_t *w)
+{
+    size_t d = (size_t)self->d, q = (size_t)self->shared_rank, es = pft_bundle__dtype_size(self->dtype);
+    double *c = pft_alloc_array(d * d, sizeof *c), *u = pft_alloc_array(d * q, sizeof *u),
+           *psi = pft_alloc_array(d, sizeof *psi);
+    int rc = c && u && psi ? 0 : pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    for (size_t i = 0; rc == 0 && i < d * d; i++)
+        c[i] = wsc[i] / n;
+    if (rc == 0 && (rc = pft_gstat_lowrank_shared(c, (int)d, (int)q, u, psi))) {
+        char name[160];
+        pft_bundle__part_name(&self->parts[pi], pi, name, sizeof name);
+        rc = pft_err_wrap(rc, "bundle encode: %s: shared covariance of rank %zu", name, q);
+    }
+    if (rc == 0 && (msgpack_pack_array(pk, 3) || msgpack_pack_uint64(pk, q) || msgpack_pack_bin(pk, d * es) ||
+                    wbuf_reserve(w, d * es)))
+        rc = pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    for (size_t r = 0; rc == 0 && r < d; r++)
+        if (put_value(w->buf + w->len, r, psi[r], self->dtype, 1)) {
+            char what[48];
+            snprintf(what, sizeof what, "shared psi[%zu]", r);
+            rc = part_range_err(self, pi, -1, what, psi[r]);
+        }
+    if (rc == 0) {
+        w->len += d * es;
+        if (msgpack_pack_bin(pk, d * q * es) || wbuf_reserve(w, d * q * es))
+            rc = pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    }
+    for (size_t i = 0; rc == 0 && i < d * q; i++)
+        if (put_value(w->buf + w->len, i, u[i], self->dtype, 0)) {
+            char what[64];
+            snprintf(what, sizeof what, "shared factor[%zu][%zu]", i / q, i % q);
+            rc = part_range_err(self, pi, -1, what, u[i]);
+        }
+    if (rc == 0)
+        w->len += d * q * es;
+    pft_free(c);
+    pft_free(u);
+    pft_free(psi);
+    return rc;
+}
+
+/* Writes part pi: [kind, contributors, classes ([label, n, mean, cov] or [label, n, mean]), shared] (shared:
+ * nil, the dense lower triangle, or [q, psi, U] with a shared rank q > 0). */
 static int encode_part(const pft_bundle_t *self, int pi, msgpack_packer *pk, wbuf_t *w)
 {
     const pft_bundle__part_t *p = &self->parts[pi];
@@ -269,6 +315,8 @@ static int encode_part(const pft_bundle_t *self, int pi, msgpack_packer *pk, wbu
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     if (kind == PFT_GSTAT_FULL)
         return msgpack_pack_nil(pk) ? pft_err(PFT_ENOMEM, "bundle encode: out of memory") : 0;
+    if (self->shared_rank > 0)
+        return put_shared_lowrank(self, pi, pft_gstat_tied_scatter(st), (double)pft_gstat_total(st), pk, w);
     return put_cov(self, pi, -1, pft_gstat_tied_scatter(st), (double)pft_gstat_total(st), pk, w);
 }
 

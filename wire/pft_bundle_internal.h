@@ -57,6 +57,7 @@ struct pft_bundle_t {
     int n_classes, cap_classes;
     pft_bundle__part_t *parts; /* statistics parts (never with classes), sorted by first contributor */
     int n_parts, cap_parts;
+    int shared_rank;          /* tied parts' shared covariance: 0 dense, q > 0 rank-q factor plus diagonal */
     pft_bundle__prov_t *prov; /* sorted by node id */
     int n_prov, cap_prov;
     uint8_t (*parents)[PFT_BUNDLE_ID_LEN]; /* sorted */

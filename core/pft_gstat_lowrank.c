@@ -1,0 +1,69 @@
+/* pft_gstat_lowrank: rank-q factor plus diagonal of a shared covariance (theory in pft_gstat_lowrank.h). */
+#include "pft_gstat_lowrank.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_linalg.h"
+
+int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *psi)
+{
+    if (d < 1 || q < 0 || q > d)
+        return pft_err(PFT_EINVAL, "gstat lowrank: q = %d outside 0..d (d = %d)", q, d);
+    size_t dd = (size_t)d * (size_t)d;
+    for (size_t i = 0; i < dd; i++)
+        if (!isfinite(C[i]))
+            return pft_err(PFT_EINVAL, "gstat lowrank: C[%zu][%zu] = %g is not finite", i / (size_t)d,
+                           i % (size_t)d, C[i]);
+    for (int r = 0; r < d; r++)
+        psi[r] = C[(size_t)r * d + r];
+    if (q == 0) {
+        for (int r = 0; r < d; r++)
+            psi[r] = psi[r] > 0 ? psi[r] : 0.0;
+        return 0;
+    }
+    double *a = pft_alloc_array(dd, sizeof *a), *w = pft_alloc_array((size_t)d, sizeof *w);
+    int rc = a && w ? 0 : pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for a %d×%d matrix", d, d);
+    if (rc == 0) {
+        memcpy(a, C, dd * sizeof *a);
+        rc = pft_la_eigh_fast(a, d, w); /* ascending; row i of a is the eigenvector of w[i] */
+    }
+    for (int j = 0; rc == 0 && j < q; j++) {
+        const double *v = a + (size_t)(d - 1 - j) * d;
+        double lam = w[d - 1 - j] > 0 ? w[d - 1 - j] : 0.0, s = sqrt(lam), big = 0;
+        int at = 0;
+        for (int r = 0; r < d; r++)
+            if (fabs(v[r]) > big) {
+                big = fabs(v[r]);
+                at = r;
+            }
+        if (v[at] < 0)
+            s = -s;
+        for (int r = 0; r < d; r++)
+            U[(size_t)r * q + j] = v[r] * s;
+    }
+    for (int r = 0; rc == 0 && r < d; r++) {
+        double p = psi[r];
+        for (int j = 0; j < q; j++)
+            p -= U[(size_t)r * q + j] * U[(size_t)r * q + j];
+        psi[r] = p > 0 ? p : 0.0; /* never -0: one byte string per content on the wire */
+    }
+    pft_free(a);
+    pft_free(w);
+    return rc;
+}
+
+void pft_gstat_lowrank_expand(const double *U, const double *psi, int d, int q, double *C)
+{
+    size_t dd = (size_t)d * (size_t)d;
+    if (q > 0) {
+        cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, d, q, 1.0, U, q, 0.0, C, d);
+        pft_la_sym_from_lower(C, d);
+    } else {
+        memset(C, 0, dd * sizeof *C);
+    }
+    for (int r = 0; r < d; r++)
+        C[(size_t)r * d + r] += psi[r];
+}
