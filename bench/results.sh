@@ -7,6 +7,8 @@
 #   gmm-family accuracy vs bytes, cov x K, one client (§6.1, Fig. 7 left)  pftnet synth
 #   ring8      ring of 8                                                  configs/ring8.dot
 #   graph10    random strongly connected graph of 10                      configs/graph10.dot
+# Beside FedPFT, every experiment runs the exact-statistics family (docs/DESIGN.md §8: cov = tied, LDA statistics
+# merged exactly, Gaussian head), and the synth grid adds Gaussian-head rows (tied, diag K=10, full K=1).
 # Every run is kept under OUT (one folder per experiment/variant/seed, with its logs); a run whose results
 # exist is not repeated, so an interrupted invocation resumes. --smoke is CI's reduced version: one seed, the
 # bundled example data, one EM/head draw, small families; it writes OUT/RESULTS.md instead of docs/.
@@ -21,7 +23,8 @@ Runs the experiments of docs/RESULTS.md (3 seeds; about 35 minutes on 2 cores) a
 
 options:
   --smoke            reduced version for CI: seed 0, examples/data/pacs-small, 60 rows per node, K=2,
-                     one EM/head draw, families spher/diag K<=2 (checks the pipeline, not the accuracies)
+                     one EM/head draw, families spher/diag K<=2, exact statistics (tied) only in the two-client
+                     experiments and the synth grid (checks the pipeline, not the accuracies)
   --only LIST        comma-separated experiments: chain,labelshift,covshift,star,gmm-family,ring8,graph10
   --seeds "S ..."    seeds (default "0 1 2"; --smoke: "0")
   --full-k "K ..."   K values for the full-covariance family (default "1 5 10"; at d=1280 a full K=20 bundle
@@ -115,9 +118,34 @@ launch() {
     fi
 }
 
+# dp_exact_ok CFG: 0 if the launcher accepts DP on exact statistics for configs/CFG (probed once per config with
+# --prepare-only: DP for exact statistics may not be built yet, and the launcher then refuses it at load).
+declare -A dp_exact=()
+dp_exact_ok() {
+    local cfg="$1" tmp msg
+    if [ -z "${dp_exact[$cfg]:-}" ]; then
+        tmp="$(mktemp -d)"
+        if msg=$(cd "$here" && "$pftnet" launch "configs/$cfg" --out "$tmp/probe" --prepare-only "${common[@]}" \
+            --set cov=tied --set dp_epsilon=1 2>&1 >/dev/null); then
+            dp_exact[$cfg]=yes
+        else
+            dp_exact[$cfg]=no
+            echo "notice: skipping the variant 'DP exact LDA, eps=1' on $cfg: the launcher refuses it:" >&2
+            echo "  ${msg##*: }" >&2
+        fi
+        rm -rf "$tmp"
+    fi
+    [ "${dp_exact[$cfg]}" = yes ]
+}
+
+# the exact-statistics family beside FedPFT (dirs named so that they sort after FedPFT's: the report lists
+# variants in the order it finds them)
+exact=(--set cov=tied --variant "Exact LDA (tied, gaussian head)" --no-baselines)
+
 for s in $seeds; do
     if want chain; then
         launch chain fedpft chain5.dot "$s"
+        [ "$smoke" = 1 ] || launch chain tied-exact chain5.dot "$s" "${exact[@]}"
     fi
     for exp in labelshift covshift; do
         want $exp || continue
@@ -129,43 +157,60 @@ for s in $seeds; do
         launch $exp diag-k$k $cfg "$s" --set cov=diag --set k=$k --variant "FedPFT diag K=$k"
         if [ "$smoke" = 1 ]; then
             launch $exp spher-k1 $cfg "$s" --set cov=spher --set k=1 --variant "FedPFT spher K=1" --no-baselines
-            continue
+        else
+            launch $exp diag-k20 $cfg "$s" --set cov=diag --set k=20 --variant "FedPFT diag K=20" --no-baselines
+            launch $exp spher-k1 $cfg "$s" --set cov=spher --set k=1 --variant "FedPFT spher K=1" --no-baselines
+            launch $exp dp-diag-k1 $cfg "$s" --set cov=diag --set k=1 --set dp_epsilon=1 \
+                --variant "DP-FedPFT diag K=1, eps=1, delta=1/n" --no-baselines
         fi
-        launch $exp diag-k20 $cfg "$s" --set cov=diag --set k=20 --variant "FedPFT diag K=20" --no-baselines
-        launch $exp spher-k1 $cfg "$s" --set cov=spher --set k=1 --variant "FedPFT spher K=1" --no-baselines
-        launch $exp dp-diag-k1 $cfg "$s" --set cov=diag --set k=1 --set dp_epsilon=1 \
-            --variant "DP-FedPFT diag K=1, eps=1, delta=1/n" --no-baselines
+        launch $exp tied-exact $cfg "$s" "${exact[@]}"
+        if [ "$rerun" = 1 ] || [ ! -f "$out/$exp/tied-exact-dp/s$s/results.json" ]; then
+            dp_exact_ok $cfg || continue
+        fi
+        launch $exp tied-exact-dp $cfg "$s" --set cov=tied --set dp_epsilon=1 --variant "DP exact LDA, eps=1" \
+            --no-baselines
     done
     if want star; then
         if [ "$smoke" = 1 ]; then # 2100 rows: Dirichlet(0.1) over 20 clients leaves some with almost nothing
             launch star fedpft star20.dot "$s" --set "partition=dirichlet:0.5"
         else
             launch star fedpft star20.dot "$s"
+            launch star tied-exact star20.dot "$s" "${exact[@]}"
         fi
     fi
     if want ring8; then
         launch ring8 fedpft ring8.dot "$s"
+        [ "$smoke" = 1 ] || launch ring8 tied-exact ring8.dot "$s" "${exact[@]}"
     fi
     if want graph10; then
         launch graph10 fedpft graph10.dot "$s"
+        [ "$smoke" = 1 ] || launch graph10 tied-exact graph10.dot "$s" "${exact[@]}"
     fi
     if want gmm-family; then
-        families="spher:1,5,10,20,50 diag:1,5,10,20,50 full:${full_k// /,}"
-        [ "$smoke" = 1 ] && families="spher:1,2 diag:1,2"
+        # cov:K,K[:head]; head logreg (FedPFT: a softmax head on samples) unless named. full K=1 is asked for
+        # logreg explicitly: synth's default head for it is the exact (QDA) one.
+        families="spher:1,5,10,20,50 diag:1,5,10,20,50 full:${full_k// /,} tied:1:gaussian diag:10:gaussian"
+        families="$families full:1:gaussian"
+        [ "$smoke" = 1 ] && families="spher:1,2 diag:1,2 tied:1:gaussian"
         mkdir -p "$out/gmm-family"
         for fam in $families; do
             cov="${fam%%:*}"
-            for k in $(echo "${fam#*:}" | tr ',' ' '); do
-                f="$out/gmm-family/$cov-k$k-s$s.jsonl"
+            ks="${fam#*:}"
+            head=logreg
+            [[ "$ks" == *:* ]] && head="${ks#*:}" ks="${ks%%:*}"
+            suffix=""
+            [ "$head" = logreg ] || suffix="-$head"
+            for k in ${ks//,/ }; do
+                f="$out/gmm-family/$cov-k$k$suffix-s$s.jsonl"
                 if [ "$rerun" = 0 ] && [ -s "$f" ]; then
                     skipped=$((skipped + 1))
                     continue
                 fi
                 t0=$(date +%s)
-                printf '%-11s %-18s seed %s ... ' gmm-family "$cov K=$k" "$s"
+                printf '%-11s %-18s seed %s ... ' gmm-family "$cov K=$k${suffix:+ $head}" "$s"
                 if "$pftnet" synth --train-features "$data/train_x.npy" --train-labels "$data/train_y.npy" \
                     --test-features "$data/test_x.npy" --test-labels "$data/test_y.npy" --cov "$cov" --k "$k" \
-                    --seed "$s" --json >"$f.tmp" 2>"$f.log"; then
+                    --head "$head" --seed "$s" --json >"$f.tmp" 2>"$f.log"; then
                     mv "$f.tmp" "$f"
                     runs=$((runs + 1))
                     printf 'done in %ds\n' $(($(date +%s) - t0))

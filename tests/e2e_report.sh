@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # e2e_report: runs the real `pftnet report` on the hand-made results in tests/fixtures/report/good (two seeds of a
 # 3-node chain, one of them in the old format and with a timed-out node; a 2-node run with two variants and every
-# baseline; synth lines) and checks the Markdown exactly: mean ± std strings, row order, "—" for baselines without
+# baseline; synth lines; in tests/fixtures/report/exact a chain with an exact-statistics variant whose run has no
+# baselines, the centralized Gaussian baseline and synth lines with Gaussian heads) and checks the Markdown exactly: mean ± std strings, row order, "—" for baselines without
 # a value, section order (directory order, then command-line order), notes, determinism; the errors for malformed
 # files (naming file and line); and, when gnuplot is installed, that --plots writes non-empty SVG (and PNG) files
 # with their .dat/.gp beside them, linked relative to --out's folder (that part is skipped without gnuplot).
@@ -95,6 +96,35 @@ EOF
 grep -q '^| node | hop' <(sed -n '/^## pair/,$p' "$W/good.md") && fail "pair (2 nodes) has a per-node table"
 grep -q '!\[' "$W/good.md" && fail "image links without --plots"
 
+# ---- exact statistics (tests/fixtures/report/exact): a run without baselines first, the centralized Gaussian
+# baseline, the shrinkage column, settings cov "?" shown as the nodes' own, synth heads ------------------------
+(cd "$FX" && "$PFTNET" report exact >"$W/exact.md" 2>"$W/exact.err") || fail "report exact exited $? ($(cat "$W/exact.err"))"
+expect_block "exact comparison" "$W/exact.md" <<'EOF'
+| Centralized | 73.00 (1) | 1.02 MB |
+| Centralized Gaussian (LDA) | 78.00 (1) | 1.02 MB |
+| Local only (mean of nodes) | 50.00 (1) | 0 B |
+| Exact LDA (tied, gaussian head) | 78.00 (1) | 6.60 MB |
+| FedPFT diag K=5 | 71.00 (1) | 720.0 kB |
+EOF
+grep -qx 'Centralized Gaussian (LDA): the Gaussian (LDA) head on the same raw rows as Centralized, its shrinkage chosen by 5-fold cross-validation over them (α per seed: 0.5); an exact-statistics run'"'"'s nodes with everyone'"'"'s knowledge hold the same statistics.' "$W/exact.md" ||
+    fail "exact: centralized Gaussian note"
+expect_block "exact per node" "$W/exact.md" <<'EOF'
+1 run (seed 0), wall time 2.0 s. Settings: k=5, cov=tied. Head: Gaussian (LDA) from the node's class statistics, shrinkage α of the final node(s) 0.50 (rule: cv).
+
+| node | hop | role | accuracy (%) | local-only (%) | knowledge | real rows | synthetic rows | drift: own log-lik under received / sent GMM | shrinkage α | bytes sent |
+|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|--:|
+| a | 0 | source | 62.00 | 50.00 | 1/3 | 100 | 0 | — / — | 0.90 | 3.30 MB |
+| b | 1 | relay | 70.00 | 48.00 | 2/3 | 100 | 0 | — / — | 0.70 | 3.30 MB |
+| c | 2 | sink | 78.00 | 52.00 | 3/3 | 100 | 0 | — / — | 0.50 | 0 B |
+EOF
+expect_block "exact synth heads" "$W/exact.md" <<'EOF'
+| cov | head | K | bytes per class (fp16) | bundle bytes | acc_synth (%) | gap to raw (pp) |
+|:--|:--|--:|--:|--:|--:|--:|
+| diag | logreg | 10 | 51.2 kB | 360.0 kB | 75.00 ± 1.41 (2) | 5.00 ± 1.41 (2) |
+| diag | gaussian (LDA, α 0.04) | 10 | 51.2 kB | 360.0 kB | 79.00 (1) | 1.00 (1) |
+| tied | gaussian (LDA, α 0.1) | 1 | — | 1.65 MB | 85.00 ± 1.41 (2) | -5.00 ± 1.41 (2) |
+EOF
+
 # ---- command-line order, explicit files, determinism --------------------------------------------------------
 (cd "$FX/good" && "$PFTNET" report pair chain3/s1/results.json chain3/s0 >"$W/order.md") || fail "report in order exited $?"
 headings=$(grep '^## ' "$W/order.md" | tr '\n' ' ')
@@ -148,6 +178,18 @@ if command -v gnuplot >/dev/null 2>&1; then
     "$PFTNET" report "$FX/good" --out "$W/rep/report.md" --plots "$W/rep/plots" 2>"$W/plots.err" ||
         fail "report --plots exited $?"
     [ -s "$W/plots.err" ] && fail "report --plots (gnuplot) wrote to stderr: $(cat "$W/plots.err")"
+    # exact statistics: per-hop plot with the centralized Gaussian line, drift of the FedPFT variant only
+    "$PFTNET" report "$FX/exact" --out "$W/ex/report.md" --plots "$W/ex/plots" 2>"$W/ex.err" ||
+        fail "report exact --plots exited $? ($(cat "$W/ex.err"))"
+    [ -s "$W/ex.err" ] && fail "report exact --plots wrote to stderr: $(cat "$W/ex.err")"
+    for img in exact3-acc-bytes exact3-accuracy exact3-drift exact-family-synth; do
+        grep -q '<svg' "$W/ex/plots/$img.svg" 2>/dev/null || fail "exact: $img.svg missing or not SVG"
+    done
+    grep -q "title 'centralized Gaussian (LDA)'" "$W/ex/plots/exact3-accuracy.gp" ||
+        fail "exact: no centralized Gaussian line in exact3-accuracy.gp"
+    grep -q "xtic(2)" "$W/ex/plots/exact3-drift.gp" || fail "exact: drift plot without node names"
+    grep -q "title 'tied + gaussian head (LDA)'" "$W/ex/plots/exact-family-synth.gp" ||
+        fail "exact: no tied series in exact-family-synth.gp"
     for img in chain3-accuracy chain3-drift gmm-family-synth pair-acc-bytes pair-accuracy; do
         f=$W/rep/plots/$img.svg
         { [ -s "$f" ] && grep -q '<svg' "$f"; } || fail "$img.svg missing or not SVG"

@@ -17,8 +17,9 @@ doc="$tmp/out/RESULTS.md"
 for tag in chain labelshift covshift star gmm-family ring8 graph10; do
     grep -q "^## $tag\$" "$doc" || fail "no section '## $tag' in RESULTS.md"
 done
-# the two-client tables carry every baseline and both FedPFT variants, each with a number
-for row in "Centralized" "Ensemble" "Average" "KD" "FedPFT diag K=2" "FedPFT spher K=1"; do
+# the two-client tables carry every baseline, both FedPFT variants and the exact-statistics one, each with a number
+for row in "Centralized" "Centralized Gaussian (LDA)" "Ensemble" "Average" "KD" "FedPFT diag K=2" "FedPFT spher K=1" \
+    "Exact LDA (tied, gaussian head)"; do
     n=$(grep -c "^| $row[^|]* | [0-9]" "$doc" || true)
     [ "$n" -ge 2 ] || fail "row '$row' with a number found $n times (expected in labelshift and covshift)"
 done
@@ -26,5 +27,13 @@ done
 grep -q "| 8/8 |" "$doc" || fail "ring8: no node with knowledge 8/8"
 if grep -E "^\| [a-h] \|" "$doc" | grep -q "| [1-7]/8 |"; then fail "ring8: a node without everyone's knowledge"; fi
 [ "$(grep -c "| 10/10 |" "$doc")" -ge 10 ] || fail "graph10: not every node has knowledge 10/10"
+# the synth grid has its exact (tied, Gaussian head) row
+grep -q "^| tied | gaussian (LDA, α [0-9.]*) | 1 | .* | [0-9]" "$doc" || fail "gmm-family: no tied Gaussian-head row"
+# DP on exact statistics: run, or skipped with a notice when the launcher refuses it
+if grep -q "skipping the variant 'DP exact LDA, eps=1'" "$tmp/log"; then
+    echo "(DP exact LDA skipped: the launcher refuses it)"
+else
+    [ "$(grep -c "^| DP exact LDA, eps=1 | [0-9]" "$doc")" -ge 2 ] || fail "no 'DP exact LDA, eps=1' rows"
+fi
 ls "$tmp/out/plots/"*.svg >/dev/null 2>&1 || fail "no plots"
 echo "results smoke: ok"

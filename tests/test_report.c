@@ -106,6 +106,49 @@ static void test_set_and_exp(void)
     CHECK(set == NULL);
 }
 
+/* An exact-statistics variant beside FedPFT: its run (first in directory order) has no baselines, so the
+ * seed's come from the FedPFT run; the centralized Gaussian baseline; shrinkage; synth heads. */
+static void test_exact(void)
+{
+    pft_report_set_t *set = pft_report_set_new();
+    CHECK(set && pft_report_set_add_path(set, FX "/exact") == 0);
+    pft_report_exp_t *e = NULL;
+    CHECK(pft_report_exp_build(set, "exact3", &e) == 0 && e);
+    if (e) {
+        CHECK(e->n_runs == 2 && e->n_seeds == 1 && e->n_variants == 2 && e->n_rows == 5);
+        CHECK(e->centralized_row == 0 && e->centralized_gaussian_row == 1);
+        CHECK(strcmp(row(e, 1)->label, "Centralized Gaussian (LDA)") == 0);
+        CHECK_NEAR(pft_stats_mean(&row(e, 1)->acc), 0.78, 1e-12);
+        CHECK_NEAR(pft_stats_mean(&row(e, 1)->bytes), 1024000, 1e-9);
+        CHECK_MSG(strcmp(e->cg_alpha, "0.5") == 0, "%s", e->cg_alpha);
+        const pft_report_variant_t *x = &e->variants[0];
+        CHECK(strcmp(x->name, "Exact LDA (tied, gaussian head)") == 0 && row(e, x->row)->fedpft);
+        CHECK(x->gaussian && strcmp(x->gaussian, "lda") == 0 && strcmp(x->alpha_rule, "cv") == 0);
+        CHECK(x->cov && strcmp(x->cov, "tied") == 0);
+        CHECK(x->final_alpha.n == 1 && fabs(pft_stats_mean(&x->final_alpha) - 0.5) < 1e-12);
+        CHECK(x->n_nodes == 3 && x->nodes[0].alpha.n == 1 &&
+              fabs(pft_stats_mean(&x->nodes[0].alpha) - 0.9) < 1e-12);
+        CHECK(x->nodes[2].synthetic.n == 1 && pft_stats_mean(&x->nodes[2].synthetic) == 0);
+        CHECK(x->nodes[1].drift_recv.n == 0 && x->nodes[1].drift_sent.n == 0);
+        /* local-only figures of the exact run come from the seed's baselines in the other run */
+        CHECK(x->nodes[2].local_only.n == 1 && fabs(pft_stats_mean(&x->nodes[2].local_only) - 0.52) < 1e-12);
+        CHECK(e->variants[1].gaussian == NULL && e->variants[1].final_alpha.n == 0);
+        pft_report_exp_destroy(&e);
+    }
+    CHECK(pft_report_exp_build(set, "exact-family", &e) == 0 && e);
+    if (e) {
+        /* a line without "head" is logreg's; heads sort logreg first within a cov */
+        CHECK(e->n_lines == 5 && e->n_synth == 3 && e->synth_heads);
+        CHECK(strcmp(e->synth[0].cov, "diag") == 0 && strcmp(e->synth[0].head, "logreg") == 0 &&
+              e->synth[0].acc_synth.n == 2 && e->synth[0].shrinkage.n == 0 && !e->synth[0].gaussian);
+        CHECK(strcmp(e->synth[1].cov, "diag") == 0 && strcmp(e->synth[1].head, "gaussian") == 0);
+        CHECK(strcmp(e->synth[2].cov, "tied") == 0 && strcmp(e->synth[2].gaussian, "lda") == 0 &&
+              e->synth[2].shrinkage.n == 2 && fabs(pft_stats_mean(&e->synth[2].shrinkage) - 0.1) < 1e-12);
+        pft_report_exp_destroy(&e);
+    }
+    pft_report_set_destroy(&set);
+}
+
 static void test_errors(void)
 {
     pft_report_set_t *set = pft_report_set_new();
@@ -125,6 +168,7 @@ int main(void)
 {
     RUN(test_stats);
     RUN(test_set_and_exp);
+    RUN(test_exact);
     RUN(test_errors);
     return pft_test_done();
 }

@@ -18,5 +18,5 @@ set linetype 8 lc rgb '#17becf'
 set xlabel 'hop (node)'
 set ylabel 'own rows: average log-likelihood'
 set offsets 0.3, 0.3, 0, 0
-plot 'chain-drift.dat' index 0 using 1:3:4:xtic(2) with yerrorlines lw 2 pt 7 title 'under the received GMM', \
-     'chain-drift.dat' index 0 using 1:5:6 with yerrorlines lw 2 pt 5 dt 3 title 'under the GMM it sent'
+plot 'chain-drift.dat' index 0 using 1:3:4:xtic(2) with yerrorlines lw 2 pt 7 title 'FedPFT diag K=10: under the received GMM', \
+     'chain-drift.dat' index 0 using 1:5:6 with yerrorlines lw 2 pt 5 dt 3 title 'FedPFT diag K=10: under the GMM it sent'

@@ -17,12 +17,13 @@ set linetype 7 lc rgb '#e377c2'
 set linetype 8 lc rgb '#17becf'
 set logscale x 10
 set xrange [4186.8:1.48992e+08]
-set yrange [39:87]
+set yrange [36:89]
 set format x '%.0s %cB'
 set mxtics 10
 set xtics (10000, 100000, 1e+06, 1e+07, 1e+08)
 set xlabel 'bytes communicated (log scale)'
 set ylabel 'accuracy (%)'
 plot 'labelshift-acc-bytes.dat' index 0 using 1:2:3 with yerrorbars pt 5 ps 1.4 lc rgb '#d62728' title 'baselines', \
-     'labelshift-acc-bytes.dat' index 1 using 1:2:3 with yerrorbars pt 7 ps 1.4 lc rgb '#1f77b4' title 'FedPFT', \
-     'labelshift-acc-bytes.dat' index 2 using 1:2:3 with labels left notitle
+     'labelshift-acc-bytes.dat' index 1 using 1:2:3 with yerrorbars pt 7 ps 1.4 lc rgb '#1f77b4' title 'FedPFT and exact statistics', \
+     'labelshift-acc-bytes.dat' index 2 using 1:2:3 with labels left notitle, \
+     'labelshift-acc-bytes.dat' index 3 using 1:2:3 with labels right notitle

@@ -16,13 +16,14 @@ set linetype 6 lc rgb '#8c564b'
 set linetype 7 lc rgb '#e377c2'
 set linetype 8 lc rgb '#17becf'
 set logscale x 10
-set xrange [100430:3.01836e+07]
-set yrange [54:80]
+set xrange [100430:2.91767e+08]
+set yrange [54:82]
 set format x '%.0s %cB'
 set mxtics 10
-set xtics (200000, 500000, 1e+06, 2e+06, 5e+06, 1e+07, 2e+07)
+set xtics (200000, 500000, 1e+06, 2e+06, 5e+06, 1e+07, 2e+07, 5e+07, 1e+08, 2e+08)
 set xlabel 'bytes communicated (log scale)'
 set ylabel 'accuracy (%)'
 plot 'ring8-acc-bytes.dat' index 0 using 1:2:3 with yerrorbars pt 5 ps 1.4 lc rgb '#d62728' title 'baselines', \
-     'ring8-acc-bytes.dat' index 1 using 1:2:3 with yerrorbars pt 7 ps 1.4 lc rgb '#1f77b4' title 'FedPFT', \
-     'ring8-acc-bytes.dat' index 2 using 1:2:3 with labels left notitle
+     'ring8-acc-bytes.dat' index 1 using 1:2:3 with yerrorbars pt 7 ps 1.4 lc rgb '#1f77b4' title 'FedPFT and exact statistics', \
+     'ring8-acc-bytes.dat' index 2 using 1:2:3 with labels left notitle, \
+     'ring8-acc-bytes.dat' index 3 using 1:2:3 with labels right notitle

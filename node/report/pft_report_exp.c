@@ -1,7 +1,8 @@
 /* pft_report_exp: one experiment (all runs and synth lines of one tag) summarised over seeds: the comparison
  * table (baselines and FedPFT variants), per-node figures per variant, and the synth family table.
  *
- * Baselines do not depend on the FedPFT variant: for each seed they are read from the first run of that seed.
+ * Baselines do not depend on the FedPFT variant: for each seed they are read from the first run of that seed
+ * that has them (variants after the first are usually run with --no-baselines).
  * A FedPFT run's accuracy is the mean accuracy_global of its final nodes (the sinks of a chain or DAG; every
  * node of a ring or mesh, where all end with everyone's knowledge), its bytes the sum of bytes_sent over its
  * nodes. */
@@ -61,6 +62,9 @@ typedef struct {
 
 static const baseline_def_t s_baselines[] = {
     {"centralized", "centralized_bytes", "Centralized"},
+    /* the Gaussian (LDA) head on the same raw rows, shrinkage by cross-validation over them: the head every
+     * node of an exact-statistics run should end with */
+    {"centralized_gaussian", "centralized_bytes", "Centralized Gaussian (LDA)"},
     {"local_only_mean", NULL, "Local only (mean of nodes)"},
     {"ensemble", "ensemble_bytes", "Ensemble"},
     {"average", "average_bytes", "Average"},
@@ -172,6 +176,16 @@ static int build_baselines(pft_report_exp_t *e, const json_t *const *bl, size_t 
         }
         if (strcmp(def->key, "centralized") == 0)
             e->centralized_row = (int)(e->n_rows - 1);
+        if (strcmp(def->key, "centralized_gaussian") == 0) {
+            e->centralized_gaussian_row = (int)(e->n_rows - 1);
+            for (size_t s = 0; s < n; s++) {
+                double a = jnum(bl[s], "centralized_gaussian_alpha");
+                char one[32];
+                snprintf(one, sizeof one, "%g", a);
+                if (!isnan(a))
+                    list_append(e->cg_alpha, sizeof e->cg_alpha, one);
+            }
+        }
         if (strcmp(def->key, "kd") == 0) {
             e->kd_row = (int)(e->n_rows - 1);
             kd_summary(e, bl, n, row);
@@ -237,7 +251,8 @@ static pft_report_node_t *find_or_add_node(pft_report_variant_t *v, size_t *cap,
     return n;
 }
 
-static int add_run_nodes(pft_report_variant_t *v, size_t *cap, const json_t *root, const json_t *baselines)
+static int add_run_nodes(const pft_report_exp_t *e, pft_report_variant_t *v, size_t *cap, const json_t *root,
+                         const json_t *baselines)
 {
     size_t i;
     const json_t *nd;
@@ -266,6 +281,16 @@ static int add_run_nodes(pft_report_variant_t *v, size_t *cap, const json_t *roo
         pft_stats_add(&n->drift_recv, drift_of(nd, "received"));
         pft_stats_add(&n->drift_sent, drift_of(nd, "sent"));
         pft_stats_add(&n->bytes_sent, jnum(nd, "bytes_sent"));
+        const json_t *gh = json_object_get(nd, "gaussian_head");
+        pft_stats_add(&n->alpha, jnum(gh, "alpha"));
+        if (is_final(e, nd))
+            pft_stats_add(&v->final_alpha, jnum(gh, "alpha"));
+        if (!v->cov)
+            v->cov = jstr(nd, "cov");
+        if (!v->gaussian && jstr(gh, "kind")) {
+            v->gaussian = jstr(gh, "kind");
+            v->alpha_rule = jstr(gh, "rule");
+        }
     }
     return 0;
 }
@@ -340,7 +365,7 @@ static int build_variants(pft_report_exp_t *e, const pft_report_run_t *const *ru
             run_figures(e, runs[r]->root, &acc, &bytes);
             pft_stats_add(&e->rows[v->row].acc, acc);
             pft_stats_add(&e->rows[v->row].bytes, bytes);
-            int rc = add_run_nodes(v, &cap, runs[r]->root, seed_base[r]);
+            int rc = add_run_nodes(e, v, &cap, runs[r]->root, seed_base[r]);
             if (rc)
                 return rc;
         }
@@ -357,7 +382,8 @@ static int build_runs(pft_report_exp_t *e, const pft_report_set_t *set)
     const json_t **seed_base = pft_calloc(n_all ? n_all : 1, sizeof *seed_base);
     const json_t **bl = pft_calloc(n_all ? n_all : 1, sizeof *bl);
     long long *seeds = pft_calloc(n_all ? n_all : 1, sizeof *seeds);
-    int rc = runs && seed_base && bl && seeds ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    size_t *seed_of = pft_calloc(n_all ? n_all : 1, sizeof *seed_of); /* run -> index into seeds */
+    int rc = runs && seed_base && bl && seeds && seed_of ? 0 : pft_err(PFT_ENOMEM, "out of memory");
     size_t n = 0, row_cap = 0;
     for (size_t i = 0; i < n_all && rc == 0; i++) {
         if (strcmp(all[i].tag, e->tag) != 0)
@@ -368,17 +394,21 @@ static int build_runs(pft_report_exp_t *e, const pft_report_set_t *set)
         while (s < e->n_seeds && seeds[s] != r->seed)
             s++;
         if (s == e->n_seeds) {
-            seeds[e->n_seeds] = r->seed;
-            const json_t *b = json_object_get(r->root, "baselines");
-            bl[e->n_seeds++] = json_is_object(b) ? b : NULL;
+            seeds[e->n_seeds++] = r->seed; /* bl[s] is NULL until below */
             list_append_ll(e->seeds, sizeof e->seeds, r->seed);
         }
-        seed_base[n++] = bl[s];
+        if (!bl[s]) { /* no baselines in the seed's runs so far (--no-baselines): this one's, if any */
+            const json_t *b = json_object_get(r->root, "baselines");
+            bl[s] = json_is_object(b) ? b : NULL;
+        }
+        seed_of[n++] = s;
         int nn = (int)json_array_size(json_object_get(r->root, "nodes"));
         if (nn > e->n_nodes)
             e->n_nodes = nn;
     }
     e->n_runs = n;
+    for (size_t r = 0; r < n && rc == 0; r++)
+        seed_base[r] = bl[seed_of[r]];
     if (rc == 0 && n > 0) {
         e->kind = jstr(runs[0]->root, "kind") ? jstr(runs[0]->root, "kind") : "?";
         e->topology = jstr(runs[0]->root, "topology");
@@ -404,6 +434,7 @@ static int build_runs(pft_report_exp_t *e, const pft_report_set_t *set)
     pft_free(seed_base);
     pft_free(bl);
     pft_free(seeds);
+    pft_free(seed_of);
     return rc;
 }
 
@@ -430,6 +461,13 @@ static size_t cov_order(const char *const *covs, size_t n_covs, const char *cov)
     return n_covs;
 }
 
+/* Order of heads in the synth table: logreg (FedPFT's) first, then the others by name. */
+static int head_cmp(const char *a, const char *b)
+{
+    int la = strcmp(a, "logreg") == 0, lb = strcmp(b, "logreg") == 0;
+    return la != lb ? lb - la : strcmp(a, b);
+}
+
 static int build_synth(pft_report_exp_t *e, const pft_report_set_t *set)
 {
     const pft_report_line_t *lines;
@@ -447,20 +485,24 @@ static int build_synth(pft_report_exp_t *e, const pft_report_set_t *set)
             continue;
         e->n_lines++;
         const char *cov = jstr(o, "cov"), *prep = jstr(o, "prep"), *dtype = jstr(o, "dtype");
+        const char *head = jstr(o, "head") ? jstr(o, "head") : "logreg";
         int k = (int)json_integer_value(json_object_get(o, "k")), rank = line_rank(o);
         size_t g = 0;
-        while (g < e->n_synth &&
-               !(strcmp(e->synth[g].cov, cov) == 0 && e->synth[g].k == k && e->synth[g].rank == rank &&
-                 same_str(e->synth[g].prep, prep) && same_str(e->synth[g].dtype, dtype)))
+        while (g < e->n_synth && !(strcmp(e->synth[g].cov, cov) == 0 && e->synth[g].k == k &&
+                                   e->synth[g].rank == rank && strcmp(e->synth[g].head, head) == 0 &&
+                                   same_str(e->synth[g].prep, prep) && same_str(e->synth[g].dtype, dtype)))
             g++;
         pft_report_synth_t *s = &e->synth[g];
         if (g == e->n_synth) {
             e->n_synth++;
             s->cov = cov;
+            s->head = head;
+            s->gaussian = jstr(o, "gaussian_kind");
             s->k = k;
             s->rank = rank;
             s->prep = prep ? prep : "?";
             s->dtype = dtype ? dtype : "?";
+            e->synth_heads |= strcmp(head, "logreg") != 0;
             if (cov_order(covs, n_covs, cov) == n_covs)
                 covs[n_covs++] = cov;
             e->synth_mixed |= !same_str(s->prep, e->synth[0].prep) || !same_str(s->dtype, e->synth[0].dtype);
@@ -469,16 +511,19 @@ static int build_synth(pft_report_exp_t *e, const pft_report_set_t *set)
         pft_stats_add(&s->bytes_bundle, jnum(o, "bytes_bundle"));
         pft_stats_add(&s->acc_synth, jnum(o, "acc_synth"));
         pft_stats_add(&s->gap, jnum(o, "gap"));
+        pft_stats_add(&s->shrinkage, jnum(o, "shrinkage"));
         pft_stats_add(&e->acc_raw, jnum(o, "acc_raw"));
     }
-    /* stable insertion sort by (cov order, K, rank) */
+    /* stable insertion sort by (cov order, head: logreg first, then by name, K, rank) */
     for (size_t i = 1; i < e->n_synth; i++) {
         pft_report_synth_t t = e->synth[i];
         size_t j = i, ct = cov_order(covs, n_covs, t.cov);
         for (; j > 0; j--) {
             const pft_report_synth_t *p = &e->synth[j - 1];
             size_t cp = cov_order(covs, n_covs, p->cov);
-            if (cp < ct || (cp == ct && (p->k < t.k || (p->k == t.k && p->rank <= t.rank))))
+            int hc = head_cmp(p->head, t.head);
+            if (cp < ct ||
+                (cp == ct && (hc < 0 || (hc == 0 && (p->k < t.k || (p->k == t.k && p->rank <= t.rank))))))
                 break;
             e->synth[j] = e->synth[j - 1];
         }
@@ -496,6 +541,7 @@ int pft_report_exp_build(const pft_report_set_t *set, const char *tag, pft_repor
         return pft_err(PFT_ENOMEM, "out of memory");
     e->tag = tag;
     e->centralized_row = -1;
+    e->centralized_gaussian_row = -1;
     e->kd_row = -1;
     int rc = build_runs(e, set);
     if (rc == 0)

@@ -31,6 +31,7 @@ typedef struct {
     pft_stats_t real, synthetic;        /* n_real, n_synthetic */
     pft_stats_t drift_recv, drift_sent; /* own_avg_loglik under the (last) received / sent GMM */
     pft_stats_t bytes_sent;             /* bytes_sent */
+    pft_stats_t alpha;                  /* gaussian_head.alpha: its Gaussian head's shrinkage */
 } pft_report_node_t;
 
 /* One FedPFT variant of the experiment. */
@@ -39,6 +40,10 @@ typedef struct {
     size_t n_runs;            /* runs (normally one per seed) */
     char seeds[128];          /* "0, 1, 2" (truncated with "…" if long) */
     const json_t *settings;   /* "settings" of its first run, or NULL */
+    const char *cov;          /* "cov" of the first node of its first run that records one, or NULL */
+    const char *gaussian;     /* gaussian_head.kind ("lda", "qda") of the first node that has one, or NULL */
+    const char *alpha_rule;   /* gaussian_head.rule ("cv", "oas") of that node, or NULL */
+    pft_stats_t final_alpha;  /* gaussian_head.alpha of its final nodes (as for accuracy), all runs */
     pft_stats_t wall;         /* wall_seconds of its runs */
     pft_report_node_t *nodes; /* sorted by hop, then first appearance */
     size_t n_nodes;
@@ -48,11 +53,14 @@ typedef struct {
 /* One (cov, K, rank, prep, dtype) group of synth lines, over seeds. */
 typedef struct {
     const char *cov, *prep, *dtype; /* prep/dtype "?" if not recorded */
+    const char *head;               /* "head" ("logreg" when not recorded: lines before the Gaussian head) */
+    const char *gaussian;           /* "gaussian_kind" ("lda", "qda") of its first line, or NULL */
     int k;
     int rank;                    /* -1: none */
     pft_stats_t bytes_per_class; /* bytes_per_class_fp16 */
     pft_stats_t bytes_bundle;    /* bytes_bundle */
     pft_stats_t acc_synth, gap;  /* fractions */
+    pft_stats_t shrinkage;       /* "shrinkage" of a Gaussian head (n = 0: none) */
 } pft_report_synth_t;
 
 /* An experiment. Strings are borrowed from the set, which must outlive it. */
@@ -69,6 +77,8 @@ typedef struct {
     pft_report_row_t *rows; /* baselines present, then one per variant */
     size_t n_rows;
     int centralized_row;            /* index of the Centralized row, or -1 */
+    int centralized_gaussian_row;   /* index of the Centralized Gaussian (LDA) row, or -1 */
+    char cg_alpha[64];              /* its shrinkage per seed ("0.5, 0.5, 0.4"), "" if not recorded */
     pft_report_variant_t *variants; /* in order of first appearance */
     size_t n_variants;
     int kd_row;          /* index of the KD row, or -1 */
@@ -76,11 +86,12 @@ typedef struct {
     pft_stats_t kd_best; /* per seed, the best test accuracy over kd_by_temperature */
     char kd_best_t[64];  /* that best T per seed, "10, 10, 5" */
     /* synth lines (n_synth = 0: none) */
-    pft_report_synth_t *synth; /* sorted by cov (first appearance), K, rank */
+    pft_report_synth_t *synth; /* sorted by cov (first appearance), head (logreg first), K, rank */
     size_t n_synth;
     size_t n_lines;
     pft_stats_t acc_raw; /* head on raw features, over all lines */
     int synth_mixed;     /* 1 if prep or dtype differ between groups (the table then shows them) */
+    int synth_heads;     /* 1 if some group's head is not logreg (the table then shows the head) */
 } pft_report_exp_t;
 
 /* Summarises the runs and lines of `tag` in set. PFT_ENOMEM; PFT_EINVAL if nothing has that tag. */

@@ -87,6 +87,13 @@ static void fmt_count(const pft_stats_t *s, char *buf, size_t cap)
         snprintf(buf, cap, "—");
 }
 
+/* A head kind in capitals ("lda" → "LDA"). */
+static void upper(FILE *f, const char *s)
+{
+    for (; *s; s++)
+        fputc(*s >= 'a' && *s <= 'z' ? *s - 'a' + 'A' : *s, f);
+}
+
 /* Text for a heading: line breaks as spaces. */
 static void heading(FILE *f, const char *level, const char *s)
 {
@@ -144,6 +151,14 @@ static void comparison(FILE *f, const pft_report_exp_t *e)
     else
         fprintf(f, "mean accuracy of the sink node(s) (%s)", e->kind);
     fprintf(f, "; bytes: sum of bytes_sent over all nodes.\n");
+    if (e->centralized_gaussian_row >= 0 && e->rows[e->centralized_gaussian_row].acc.n > 0) {
+        fprintf(
+            f, "Centralized Gaussian (LDA): the Gaussian (LDA) head on the same raw rows as Centralized, its "
+               "shrinkage chosen by 5-fold cross-validation over them");
+        if (e->cg_alpha[0])
+            fprintf(f, " (α per seed: %s)", e->cg_alpha);
+        fprintf(f, "; an exact-statistics run's nodes with everyone's knowledge hold the same statistics.\n");
+    }
     if (e->kd_row >= 0 && e->kd_best.n > 0) {
         fmt_acc(&e->kd_best, 1, acc, sizeof acc);
         fprintf(f, "KD: T chosen on a validation split of the destination's training rows");
@@ -158,7 +173,7 @@ static void comparison(FILE *f, const pft_report_exp_t *e)
     fprintf(f, "\n");
 }
 
-static void settings_line(FILE *f, const pft_report_variant_t *v)
+static void settings_line(FILE *f, const pft_report_exp_t *e, const pft_report_variant_t *v)
 {
     char wall[64];
     pft_stats_format(&v->wall, 1.0, 1, 0, wall, sizeof wall);
@@ -173,7 +188,11 @@ static void settings_line(FILE *f, const pft_report_variant_t *v)
         {
             fprintf(f, "%s%s=", first ? "" : ", ", key);
             first = 0;
-            if (json_is_string(val))
+            /* a launcher that cannot name the cov (tied) records "?": the nodes' own instead */
+            if (strcmp(key, "cov") == 0 && v->cov && json_is_string(val) &&
+                strcmp(json_string_value(val), "?") == 0)
+                fprintf(f, "%s", v->cov);
+            else if (json_is_string(val))
                 fprintf(f, "%s", json_string_value(val));
             else if (json_is_integer(val))
                 fprintf(f, "%lld", (long long)json_integer_value(val));
@@ -188,15 +207,28 @@ static void settings_line(FILE *f, const pft_report_variant_t *v)
             }
         }
     }
+    if (v->gaussian) {
+        char a[64];
+        pft_stats_format(&v->final_alpha, 1.0, 2, 0, a, sizeof a);
+        fprintf(f, ". Head: Gaussian (");
+        upper(f, v->gaussian);
+        fprintf(f, ") from the node's class statistics, shrinkage α of the final node%s %s (rule: ",
+                e->final_all ? "s" : "(s)", a);
+        cell(f, v->alpha_rule ? v->alpha_rule : "?");
+        fprintf(f, ")");
+    }
     fprintf(f, ".\n\n");
 }
 
 static void node_table(FILE *f, const pft_report_exp_t *e, const pft_report_variant_t *v)
 {
+    int ga = v->gaussian != NULL; /* a shrinkage column for Gaussian heads */
     fprintf(
-        f, "| node | hop | role | accuracy (%%) | local-only (%%) | knowledge | real rows | synthetic rows | "
-           "drift: own log-lik under received / sent GMM | bytes sent |\n"
-           "|:--|--:|:--|--:|--:|--:|--:|--:|--:|--:|\n");
+        f,
+        "| node | hop | role | accuracy (%%) | local-only (%%) | knowledge | real rows | synthetic rows | "
+        "drift: own log-lik under received / sent GMM | %sbytes sent |\n"
+        "|:--|--:|:--|--:|--:|--:|--:|--:|--:|%s--:|\n",
+        ga ? "shrinkage α | " : "", ga ? "--:|" : "");
     for (size_t i = 0; i < v->n_nodes; i++) {
         const pft_report_node_t *n = &v->nodes[i];
         char acc[96], local[96], know[64], real[64], syn[64], dr[64], ds[64], bytes[64];
@@ -223,12 +255,20 @@ static void node_table(FILE *f, const pft_report_exp_t *e, const pft_report_vari
         fprintf(f, " | %s | %s | %s%s%s", acc, local, know_varies ? "(" : "", know, know_varies ? ")" : "");
         if (n->knowledge.n > 0)
             fprintf(f, "/%d", e->n_nodes);
-        fprintf(f, " | %s | %s | %s / %s | %s |\n", real, syn, dr, ds, bytes);
+        fprintf(f, " | %s | %s | %s / %s | ", real, syn, dr, ds);
+        if (ga) {
+            char al[64];
+            pft_stats_format(&n->alpha, 1.0, 2, 0, al, sizeof al);
+            fprintf(f, "%s | ", al);
+        }
+        fprintf(f, "%s |\n", bytes);
     }
-    fprintf(f, "\nMeans ± sample std over the variant's runs; \"(n)\" marks a figure recorded in fewer runs. "
-               "Knowledge: nodes whose data reached this node (provenance) / all nodes. Drift: average "
-               "log-likelihood of the node's own rows under the GMM it received and under the GMM it sent "
-               "(higher: the GMM describes its data better).\n\n");
+    fprintf(f,
+            "\nMeans ± sample std over the variant's runs; \"(n)\" marks a figure recorded in fewer runs. "
+            "Knowledge: nodes whose data reached this node (provenance) / all nodes. Drift: average "
+            "log-likelihood of the node's own rows under the GMM it received and under the GMM it sent "
+            "(higher: the GMM describes its data better).%s\n\n",
+            ga ? " Shrinkage α: of the node's Gaussian head, Σ_α = (1−α)Σ + α(tr Σ/d)I." : "");
 }
 
 static void synth_table(FILE *f, const pft_report_exp_t *e)
@@ -236,17 +276,24 @@ static void synth_table(FILE *f, const pft_report_exp_t *e)
     char raw[96];
     fmt_acc(&e->acc_raw, 1, raw, sizeof raw);
     fprintf(f,
-            "%zu `pftnet synth --json` line%s, grouped by covariance, K and rank over seeds. Head on raw "
-            "features: %s.\n\n",
-            e->n_lines, e->n_lines == 1 ? "" : "s", raw);
+            "%zu `pftnet synth --json` line%s, grouped by covariance, %sK and rank over seeds. Head on raw "
+            "features: %s.%s\n\n",
+            e->n_lines, e->n_lines == 1 ? "" : "s", e->synth_heads ? "head, " : "", raw,
+            e->synth_heads ? " Head: logreg, the softmax head on GMM samples (FedPFT); gaussian, the Bayes "
+                             "classifier of the class statistics (LDA or QDA, shrinkage α as chosen)."
+                           : "");
     fprintf(f,
-            "| cov |%s K | bytes per class (fp16) | bundle bytes | acc_synth (%%) | gap to raw (pp) |\n"
-            "|:--|%s--:|--:|--:|--:|--:|\n",
-            e->synth_mixed ? " prep / dtype |" : "", e->synth_mixed ? ":--|" : "");
+            "| cov |%s%s K | bytes per class (fp16) | bundle bytes | acc_synth (%%) | gap to raw (pp) |\n"
+            "|:--|%s%s--:|--:|--:|--:|--:|\n",
+            e->synth_heads ? " head |" : "", e->synth_mixed ? " prep / dtype |" : "",
+            e->synth_heads ? ":--|" : "", e->synth_mixed ? ":--|" : "");
     for (size_t i = 0; i < e->n_synth; i++) {
         const pft_report_synth_t *s = &e->synth[i];
         char pc[64], bb[64], acc[96], gap[96];
-        fmt_bytes(&s->bytes_per_class, pc, sizeof pc);
+        if (pft_stats_mean(&s->bytes_per_class) > 0)
+            fmt_bytes(&s->bytes_per_class, pc, sizeof pc);
+        else /* exact statistics: no per-class size recorded */
+            snprintf(pc, sizeof pc, "—");
         fmt_bytes(&s->bytes_bundle, bb, sizeof bb);
         fmt_acc(&s->acc_synth, 1, acc, sizeof acc);
         fmt_acc(&s->gap, 1, gap, sizeof gap);
@@ -254,6 +301,17 @@ static void synth_table(FILE *f, const pft_report_exp_t *e)
         cell(f, s->cov);
         if (s->rank >= 0)
             fprintf(f, " (r=%d)", s->rank);
+        if (e->synth_heads) {
+            fprintf(f, " | ");
+            cell(f, s->head);
+            if (s->gaussian) {
+                fprintf(f, " (");
+                upper(f, s->gaussian);
+                if (s->shrinkage.n > 0)
+                    fprintf(f, ", α %.3g", pft_stats_mean(&s->shrinkage));
+                fprintf(f, ")");
+            }
+        }
         if (e->synth_mixed) {
             fprintf(f, " | ");
             cell(f, s->prep);
@@ -283,7 +341,8 @@ int pft_report_md_exp(FILE *f, const pft_report_exp_t *e, const char *stem, cons
     char alt[512];
     if (e->n_runs > 0) {
         fprintf(f, "%s, %d nodes", e->kind, e->n_nodes);
-        if (e->topology) { /* relative to the current folder when inside it (launches from scripts use absolute) */
+        if (e->topology) { /* relative to the current folder when inside it (launches from scripts use
+                              absolute) */
             char cwd[4096];
             const char *topo = e->topology;
             size_t lc = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
@@ -308,7 +367,7 @@ int pft_report_md_exp(FILE *f, const pft_report_exp_t *e, const char *stem, cons
         for (size_t vi = 0; vi < e->n_variants; vi++) {
             const pft_report_variant_t *v = &e->variants[vi];
             heading(f, "###", v->name);
-            settings_line(f, v);
+            settings_line(f, e, v);
             if (e->n_nodes > 2)
                 node_table(f, e, v);
         }

@@ -331,6 +331,14 @@ static int plot_per_node(const pft_report_exp_t *e, const char *dir, const char 
         y_extend(&ylo, &yhi, &v0->nodes[i].local_only);
     if (e->centralized_row >= 0)
         y_extend(&ylo, &yhi, &e->rows[e->centralized_row].acc);
+    /* the centralized Gaussian head is what an exact-statistics variant's complete nodes should reach */
+    int any_gaussian = 0;
+    for (size_t vi = 0; vi < nv; vi++)
+        any_gaussian |= e->variants[vi].gaussian != NULL;
+    const pft_stats_t *cg =
+        any_gaussian && e->centralized_gaussian_row >= 0 ? &e->rows[e->centralized_gaussian_row].acc : NULL;
+    if (cg && cg->n > 0)
+        y_extend(&ylo, &yhi, cg);
     char extra[1024];
     int used = y_range(extra, sizeof extra, ylo, yhi);
     used += snprintf(
@@ -341,6 +349,13 @@ static int plot_per_node(const pft_report_exp_t *e, const char *dir, const char 
         snprintf(extra + used, sizeof extra - (size_t)used, "centralized = %.6g\n",
                  pct(&e->rows[e->centralized_row].acc));
         clause(&p, "centralized with lines dt 2 lw 2 lc rgb '#333333' title 'centralized'");
+    }
+    if (cg && cg->n > 0) {
+        used = (int)strlen(extra);
+        snprintf(extra + used, sizeof extra - (size_t)used, "centralized_gaussian = %.6g\n", pct(cg));
+        clause(
+            &p,
+            "centralized_gaussian with lines dt 3 lw 2 lc rgb '#777777' title 'centralized Gaussian (LDA)'");
     }
     snprintf(t2, sizeof t2, "%s: accuracy %s", e->tag, chain ? "per hop" : "per node");
     rc = plot_finish(&p, format, t2, extra);
@@ -357,6 +372,7 @@ static int plot_drift(const pft_report_exp_t *e, const char *dir, const char *ba
     if (rc)
         return rc;
     char t1[256], t2[256];
+    int xtics = 0;
     size_t nv = e->n_variants < MAX_BLOCKS ? e->n_variants : MAX_BLOCKS;
     for (size_t vi = 0; vi < nv; vi++) {
         const pft_report_variant_t *v = &e->variants[vi];
@@ -380,14 +396,16 @@ static int plot_drift(const pft_report_exp_t *e, const char *dir, const char *ba
             any_recv |= v->nodes[i].drift_recv.n > 0;
             any_sent |= v->nodes[i].drift_sent.n > 0;
         }
+        /* the node names label the x axis from the first series drawn (variants without drift, such as exact
+         * statistics, draw none) */
         snprintf(t2, sizeof t2, "%s%sunder the received GMM", nv > 1 ? v->name : "", nv > 1 ? ": " : "");
         if (any_recv)
             clause(&p, "'%s' index %d using 1:3:4%s with yerrorlines lw 2 pt 7 title %s", p.dat, b,
-                   vi == 0 ? ":xtic(2)" : "", q(t1, sizeof t1, t2));
+                   xtics++ == 0 ? ":xtic(2)" : "", q(t1, sizeof t1, t2));
         snprintf(t2, sizeof t2, "%s%sunder the GMM it sent", nv > 1 ? v->name : "", nv > 1 ? ": " : "");
         if (any_sent)
             clause(&p, "'%s' index %d using 1:5:6%s with yerrorlines lw 2 pt 5 dt 3 title %s", p.dat, b,
-                   vi == 0 && !any_recv ? ":xtic(2)" : "", q(t1, sizeof t1, t2));
+                   xtics++ == 0 ? ":xtic(2)" : "", q(t1, sizeof t1, t2));
     }
     snprintf(t2, sizeof t2, "%s: how well the GMMs describe each node's own data", e->tag);
     rc = plot_finish(&p, format, t2,
@@ -562,10 +580,14 @@ static int plot_acc_bytes(const pft_report_exp_t *e, const char *dir, const char
     int rc = plot_open(&p, dir, base, "acc-bytes", format);
     if (!rc)
         rc = write_spots(&p, &a, s, n, series, n_series, lb);
+    int any_gaussian = 0; /* exact statistics among the variants: the legend says so */
+    for (size_t vi = 0; vi < e->n_variants; vi++)
+        any_gaussian |= e->variants[vi].gaussian != NULL;
     for (int b = 0; !rc && b < n_series; b++) {
         int fedpft = strcmp(series[b], "FedPFT variants") == 0;
         clause(&p, "'%s' index %d using 1:2:3 with yerrorbars pt %d ps 1.4 lc rgb '%s' title '%s'", p.dat, b,
-               fedpft ? 7 : 5, fedpft ? "#1f77b4" : "#d62728", fedpft ? "FedPFT" : "baselines");
+               fedpft ? 7 : 5, fedpft ? "#1f77b4" : "#d62728",
+               fedpft ? (any_gaussian ? "FedPFT and exact statistics" : "FedPFT") : "baselines");
     }
     if (!rc)
         label_clauses(&p, lb, "");
@@ -590,22 +612,42 @@ static int plot_synth(const pft_report_exp_t *e, const char *dir, const char *ba
 {
     spot_t *s = pft_calloc(e->n_synth ? e->n_synth : 1, sizeof *s);
     const char **covs = pft_calloc(e->n_synth ? e->n_synth : 1, sizeof *covs);
-    if (!s || !covs) {
+    const pft_report_synth_t **first = pft_calloc(e->n_synth ? e->n_synth : 1, sizeof *first);
+    char(*names)[96] = pft_calloc(e->n_synth ? e->n_synth : 1, sizeof *names);
+    if (!s || !covs || !first || !names) {
         pft_free(s);
         pft_free(covs);
+        pft_free(first);
+        pft_free(names);
         return pft_err(PFT_ENOMEM, "out of memory");
     }
     size_t n = 0;
     int n_covs = 0;
-    for (size_t i = 0; i < e->n_synth; i++) { /* groups are sorted by cov: one series per run of equal covs */
+    /* groups are sorted by cov, then head: one series per run of equal (cov, head), named "diag" for FedPFT's
+     * logreg head, "diag + gaussian head (LDA)" otherwise */
+    for (size_t i = 0; i < e->n_synth; i++) {
         const pft_report_synth_t *g = &e->synth[i];
         double bytes = pft_stats_mean(&g->bytes_bundle);
         if (!(bytes > 0) || g->acc_synth.n == 0)
             continue;
-        if (n_covs == 0 || strcmp(covs[n_covs - 1], g->cov) != 0) {
+        if (n_covs == 0 || strcmp(first[n_covs - 1]->cov, g->cov) != 0 ||
+            strcmp(first[n_covs - 1]->head, g->head) != 0) {
             if (n_covs == MAX_BLOCKS)
                 break;
-            covs[n_covs++] = g->cov;
+            first[n_covs] = g;
+            if (strcmp(g->head, "logreg") == 0)
+                snprintf(names[n_covs], sizeof *names, "%s", g->cov);
+            else {
+                char kind[16] = "";
+                for (size_t c = 0; g->gaussian && g->gaussian[c] && c + 1 < sizeof kind; c++)
+                    kind[c] =
+                        (char)(g->gaussian[c] >= 'a' && g->gaussian[c] <= 'z' ? g->gaussian[c] - 'a' + 'A'
+                                                                              : g->gaussian[c]);
+                snprintf(names[n_covs], sizeof *names, "%s + %s head%s%s%s", g->cov, g->head,
+                         kind[0] ? " (" : "", kind, kind[0] ? ")" : "");
+            }
+            covs[n_covs] = names[n_covs];
+            n_covs++;
         }
         s[n] =
             (spot_t){.series = n_covs - 1, .x = bytes, .y = pct(&g->acc_synth), .dy = pct_std(&g->acc_synth)};
@@ -640,7 +682,8 @@ static int plot_synth(const pft_report_exp_t *e, const char *dir, const char *ba
                 snprintf(extra + used, sizeof extra - (size_t)used, "raw = %.6g\n", pct(&e->acc_raw));
                 clause(&p, "raw with lines dt 2 lw 2 lc rgb '#333333' title 'head on raw features'");
             }
-            snprintf(title, sizeof title, "%s: accuracy of a head on GMM samples vs bundle size", e->tag);
+            snprintf(title, sizeof title, "%s: accuracy of a head on %s vs bundle size", e->tag,
+                     e->synth_heads ? "what was sent" : "GMM samples");
             rc = plot_finish(&p, format, title, extra);
             if (!rc)
                 snprintf(img, cap, "%s", p.img);
@@ -648,6 +691,8 @@ static int plot_synth(const pft_report_exp_t *e, const char *dir, const char *ba
     }
     pft_free(s);
     pft_free(covs);
+    pft_free(first);
+    pft_free(names);
     return rc;
 }
 
