@@ -90,6 +90,7 @@ void pft_gmm_opts_default(pft_gmm_opts_t *opts)
     opts->kmeans_iter = 10;
     opts->seed = 0;
     opts->rank = 32;
+    opts->min_rows = 1;
 }
 
 /* pft_gmm_new for every family; q is the lowrank rank (0 for the others). */

@@ -36,18 +36,37 @@ typedef struct {
     int kmeans_iter;  /* Lloyd iterations after k-means++ seeding; default 10 (0: seeding only) */
     uint64_t seed;    /* seed of the k-means++ initialisation (and of lowrank's PCA start); default 0 */
     int rank;         /* lowrank only: factors q per component (≥ 1; clamped to d - 1); default 32 */
+    int min_rows; /* privacy floor: every component stands for ≥ min_rows rows (weight·n, the rule below);
+                   * ≤ 1: no floor, the paper's protocol; default 1 */
 } pft_gmm_opts_t;
 
+/* The privacy floor (opts.min_rows = m > 1). A component's effective rows are weight_k · n, n the rows
+ * fitted.
+ * 1. K starts at min(opts.k, n, n / m) (K components of ≥ m rows need K·m ≤ n), at least 1.
+ * 2. The fit at K (n_init restarts, the best kept as usual). If every component meets the floor, done.
+ * 3. diag, spher, full: the component with the fewest rows is merged into the component with the nearest mean
+ *    (Euclidean), moment-preserving: weights add, and the merged mean and covariance are those of the pair's
+ *    union (diag: per dimension; spher: averaged over dimensions); repeated until every component meets it.
+ *    lowrank (a merge would leave the family): refit from scratch with K - 1 until it holds.
+ * K = 1 (weight 1) meets the floor whenever n ≥ m; with n < m the result is K = 1 and cannot meet it (callers
+ * withhold such a class). Deterministic: it depends only on x and opts. Merging was measured against
+ * refitting at a smaller K (docs/SECURITY.md, "Privacy floor"): it keeps the rest of the fit and loses less accuracy.
+ * Weights go on the wire in fp16: a decoded weight·n may fall below m by fp16's relative rounding (2⁻¹¹). */
 /* What a fit did. */
 typedef struct {
-    int k_requested;   /* opts->k */
-    int k_used;        /* components in the model (k capped at n) */
-    int iters;         /* EM iterations of the kept run (K = 1 is closed form: 1 whenever max_iter >= 1,
-                        * except lowrank, whose K = 1 fit iterates factor-analysis EM steps) */
-    int converged;     /* 1 if tol was reached before max_iter (always 1 for K = 1, max_iter >= 1, but
-                        * lowrank) */
-    int reseeded;      /* empty/collapsed components re-seeded during the kept run */
-    double avg_loglik; /* mean log-likelihood of the training data under the result */
+    int k_requested;     /* opts->k */
+    int k_used;          /* components in the model (k capped at n) */
+    int iters;           /* EM iterations of the kept run (K = 1 is closed form: 1 whenever max_iter >= 1,
+                          * except lowrank, whose K = 1 fit iterates factor-analysis EM steps) */
+    int converged;       /* 1 if tol was reached before max_iter (always 1 for K = 1, max_iter >= 1, but
+                          * lowrank) */
+    int reseeded;        /* empty/collapsed components re-seeded during the kept run */
+    double avg_loglik;   /* mean log-likelihood of the training data under the result */
+    int floor_dropped;   /* components the privacy floor removed (min(k, n) minus k_used): cap, merges, refits
+                          */
+    int floor_merged;    /* of which by merging two components */
+    int floor_refits;    /* refits the floor caused (lowrank only; 0: the first fit met it, or no floor) */
+    double min_eff_rows; /* smallest weight_k · n of the result */
 } pft_gmm_info_t;
 
 void pft_gmm_opts_default(pft_gmm_opts_t *opts);

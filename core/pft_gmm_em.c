@@ -368,6 +368,178 @@ static int check_opts(const pft_gmm_opts_t *o)
     return 0;
 }
 
+/* Smallest weight_k · n of a model. */
+static double min_eff_rows(const pft_gmm_t *g, size_t n)
+{
+    double m = INFINITY;
+    for (int c = 0; c < g->k; c++)
+        if (g->weights[c] * (double)n < m)
+            m = g->weights[c] * (double)n;
+    return m;
+}
+
+/* Components of g with weight_k · n ≥ min_rows. */
+static size_t n_meeting(const pft_gmm_t *g, size_t n, int min_rows)
+{
+    size_t ok = 0;
+    for (int c = 0; c < g->k; c++)
+        ok += g->weights[c] * (double)n >= (double)min_rows;
+    return ok;
+}
+
+/* Moment-preserving merge of component a into component b of g (diag, spher, full): a new model with K - 1
+ * components whose merged component has weight w_a + w_b and the mean and covariance of the two together.
+ * NULL on failure (message set). */
+static pft_gmm_t *merge_pair(const pft_gmm_t *g, int a, int b)
+{
+    int K = g->k, d = g->d;
+    size_t D = (size_t)d, cl = g->cov == PFT_COV_FULL ? D * D : g->cov == PFT_COV_SPHER ? 1 : D;
+    double *w = pft_alloc_array((size_t)K, sizeof *w), *mu = pft_alloc_array((size_t)K * D, sizeof *mu);
+    double *cv = pft_alloc_array((size_t)K * cl, sizeof *cv);
+    pft_gmm_t *out = w && mu && cv ? pft_gmm_new(K - 1, d, g->cov) : NULL;
+    if (!out) {
+        pft_free(w), pft_free(mu), pft_free(cv);
+        pft_err(PFT_ENOMEM, "gmm fit: out of memory");
+        return NULL;
+    }
+    int o = 0, mb = -1;
+    for (int c = 0; c < K; c++) {
+        if (c == a)
+            continue;
+        if (c == b)
+            mb = o;
+        w[o] = g->weights[c];
+        memcpy(mu + (size_t)o * D, g->means + (size_t)c * D, D * sizeof *mu);
+        memcpy(cv + (size_t)o * cl, g->covars + (size_t)c * cl, cl * sizeof *cv);
+        o++;
+    }
+    double wa = g->weights[a], wb = g->weights[b], wt = wa + wb;
+    const double *ma = g->means + (size_t)a * D, *mb_ = g->means + (size_t)b * D;
+    double *m = mu + (size_t)mb * D, *S = cv + (size_t)mb * cl;
+    const double *Sa = g->covars + (size_t)a * cl, *Sb = g->covars + (size_t)b * cl;
+    for (size_t j = 0; j < D; j++)
+        m[j] = (wa * ma[j] + wb * mb_[j]) / wt;
+    if (g->cov == PFT_COV_FULL) {
+        for (size_t i = 0; i < D; i++)
+            for (size_t j = 0; j < D; j++)
+                S[i * D + j] = (wa * (Sa[i * D + j] + (ma[i] - m[i]) * (ma[j] - m[j])) +
+                                wb * (Sb[i * D + j] + (mb_[i] - m[i]) * (mb_[j] - m[j]))) /
+                               wt;
+    } else if (g->cov == PFT_COV_SPHER) {
+        double da = 0, db = 0;
+        for (size_t j = 0; j < D; j++) {
+            da += (ma[j] - m[j]) * (ma[j] - m[j]);
+            db += (mb_[j] - m[j]) * (mb_[j] - m[j]);
+        }
+        S[0] = (wa * (Sa[0] + da / (double)D) + wb * (Sb[0] + db / (double)D)) / wt;
+    } else {
+        for (size_t j = 0; j < D; j++)
+            S[j] = (wa * (Sa[j] + (ma[j] - m[j]) * (ma[j] - m[j])) +
+                    wb * (Sb[j] + (mb_[j] - m[j]) * (mb_[j] - m[j]))) /
+                   wt;
+    }
+    w[mb] = wt;
+    if (pft_gmm_set_params(out, w, mu, cv) < 0)
+        pft_gmm_destroy(&out);
+    pft_free(w), pft_free(mu), pft_free(cv);
+    return out;
+}
+
+/* Merges the component with the fewest rows into the one with the nearest mean until every component
+ * stands for ≥ min_rows rows (or one is left). Returns 0 with *g replaced, or an error code. */
+static int merge_small(pft_gmm_t **g, size_t n, int min_rows, int *merged)
+{
+    while ((*g)->k > 1) {
+        int a = 0, K = (*g)->k, d = (*g)->d;
+        for (int c = 1; c < K; c++)
+            if ((*g)->weights[c] < (*g)->weights[a])
+                a = c;
+        if ((*g)->weights[a] * (double)n >= (double)min_rows)
+            return 0;
+        int b = -1;
+        double bd = INFINITY;
+        for (int c = 0; c < K; c++) {
+            if (c == a)
+                continue;
+            double s = 0;
+            for (int j = 0; j < d; j++) {
+                double t = (*g)->means[(size_t)a * d + j] - (*g)->means[(size_t)c * d + j];
+                s += t * t;
+            }
+            if (s < bd) {
+                bd = s;
+                b = c;
+            }
+        }
+        pft_gmm_t *m = merge_pair(*g, a, b);
+        if (!m)
+            return pft_err(PFT_ENUMERIC, "gmm fit: merging two components failed");
+        pft_gmm_destroy(g);
+        *g = m;
+        (*merged)++;
+    }
+    return 0;
+}
+
+/* The best of opts->n_init EM runs at K components into *out (uncentred) and *info. */
+static int fit_k(const float *x, size_t N, size_t D, size_t K, size_t Q, const pft_gmm_opts_t *opts,
+                 pft_gmm_t **out, pft_gmm_info_t *info)
+{
+    em_t em;
+    int rc;
+    if ((rc = em_init(&em, x, N, D, K, opts->cov, Q, opts->reg_covar)) < 0)
+        return rc;
+    pft_gmm_t *best = NULL;
+    pft_gmm_info_t best_info = {0};
+    pft_rng_t *rng = pft_rng_new(0);
+    if (!rng) {
+        rc = pft_err(PFT_ENOMEM, "gmm fit: out of memory");
+        goto done;
+    }
+    for (int r = 0; r < opts->n_init; r++) {
+        pft_rng_seed(rng, pft_rng_derive(opts->seed, 0x676d6d /* "gmm" */, (uint64_t)r));
+        int iters = 0, converged = 0;
+        if ((rc = em_run(&em, opts, rng, &iters, &converged)) < 0)
+            goto done;
+        pft_gmm_t *cand = pft_gmm_dup(em.m);
+        if (!cand) {
+            rc = pft_err(PFT_ENOMEM, "gmm fit: out of memory");
+            goto done;
+        }
+        for (size_t c = 0; c < K; c++) {
+            for (size_t j = 0; j < D; j++)
+                cand->means[c * D + j] += em.ctr[j];
+            if (opts->cov == PFT_COV_FULL)
+                pft_la_sym_from_lower(cand->covars + c * D * D, (int)D);
+        }
+        double avg;
+        if ((rc = pft_gmm_score(cand, x, (int)N, &avg)) < 0) {
+            pft_gmm_destroy(&cand);
+            goto done;
+        }
+        if (!best || avg > best_info.avg_loglik) {
+            pft_gmm_destroy(&best);
+            best = cand;
+            best_info = (pft_gmm_info_t){.k_requested = opts->k,
+                                         .k_used = (int)K,
+                                         .iters = iters,
+                                         .converged = converged,
+                                         .reseeded = em.reseeded,
+                                         .avg_loglik = avg};
+        } else {
+            pft_gmm_destroy(&cand);
+        }
+    }
+    *out = best;
+    best = NULL;
+    *info = best_info;
+done:
+    pft_gmm_destroy(&best);
+    pft_rng_destroy(&rng);
+    em_free(&em);
+    return rc;
+}
+
 int pft_gmm_fit(const float *x, int n, int d, const pft_gmm_opts_t *opts, pft_gmm_t **out,
                 pft_gmm_info_t *info)
 {
@@ -395,57 +567,40 @@ int pft_gmm_fit(const float *x, int n, int d, const pft_gmm_opts_t *opts, pft_gm
             return pft_err(PFT_ERANGE, "gmm fit: sample %zu, dimension %zu is %g (|x| must be <= %g)", i / D,
                            i % D, (double)x[i], PFT_GMM_MAX_ABS);
     }
-    em_t em;
-    if ((rc = em_init(&em, x, N, D, K, opts->cov, Q, opts->reg_covar)) < 0)
-        return rc;
-    pft_gmm_t *best = NULL;
-    pft_gmm_info_t best_info = {0};
-    pft_rng_t *rng = pft_rng_new(0);
-    if (!rng) {
-        rc = pft_err(PFT_ENOMEM, "gmm fit: out of memory");
-        goto done;
+    int min_rows = opts->min_rows > 1 ? opts->min_rows : 0;
+    size_t k_first = K;
+    if (min_rows && N / (size_t)min_rows < K) /* K components of ≥ m rows need K·m ≤ n */
+        K = N / (size_t)min_rows > 0 ? N / (size_t)min_rows : 1;
+    pft_gmm_t *g = NULL;
+    pft_gmm_info_t gi = {0};
+    int refits = 0;
+    for (;;) {
+        if ((rc = fit_k(x, N, D, K, Q, opts, &g, &gi)) < 0)
+            return rc;
+        size_t ok = min_rows ? n_meeting(g, N, min_rows) : K;
+        if (ok == K || K == 1)
+            break;
+        if (opts->cov != PFT_COV_LOWRANK) { /* merge the smallest into its nearest until all meet the floor */
+            int merged = 0;
+            if ((rc = merge_small(&g, N, min_rows, &merged)) < 0 ||
+                (rc = pft_gmm_score(g, x, n, &gi.avg_loglik)) < 0) {
+                pft_gmm_destroy(&g);
+                return rc;
+            }
+            gi.k_used = g->k;
+            gi.floor_merged = merged;
+            K = (size_t)g->k;
+            break;
+        }
+        pft_gmm_destroy(&g); /* lowrank: a merge would leave the family; refit with one component fewer */
+        K--;
+        refits++;
     }
-    for (int r = 0; r < opts->n_init; r++) {
-        pft_rng_seed(rng, pft_rng_derive(opts->seed, 0x676d6d /* "gmm" */, (uint64_t)r));
-        int iters = 0, converged = 0;
-        if ((rc = em_run(&em, opts, rng, &iters, &converged)) < 0)
-            goto done;
-        pft_gmm_t *cand = pft_gmm_dup(em.m);
-        if (!cand) {
-            rc = pft_err(PFT_ENOMEM, "gmm fit: out of memory");
-            goto done;
-        }
-        for (size_t c = 0; c < K; c++) {
-            for (size_t j = 0; j < D; j++)
-                cand->means[c * D + j] += em.ctr[j];
-            if (opts->cov == PFT_COV_FULL)
-                pft_la_sym_from_lower(cand->covars + c * D * D, d);
-        }
-        double avg;
-        if ((rc = pft_gmm_score(cand, x, n, &avg)) < 0) {
-            pft_gmm_destroy(&cand);
-            goto done;
-        }
-        if (!best || avg > best_info.avg_loglik) {
-            pft_gmm_destroy(&best);
-            best = cand;
-            best_info = (pft_gmm_info_t){.k_requested = opts->k,
-                                         .k_used = (int)K,
-                                         .iters = iters,
-                                         .converged = converged,
-                                         .reseeded = em.reseeded,
-                                         .avg_loglik = avg};
-        } else {
-            pft_gmm_destroy(&cand);
-        }
-    }
-    *out = best;
-    best = NULL;
+    gi.floor_dropped = (int)(k_first - K);
+    gi.floor_refits = refits;
+    gi.min_eff_rows = min_eff_rows(g, N);
+    *out = g;
     if (info)
-        *info = best_info;
-done:
-    pft_gmm_destroy(&best);
-    pft_rng_destroy(&rng);
-    em_free(&em);
-    return rc;
+        *info = gi;
+    return 0;
 }
