@@ -9,5 +9,6 @@ int pft_cmd_launch(int argc, char **argv);
 int pft_cmd_keygen(int argc, char **argv);
 int pft_cmd_report(int argc, char **argv);
 int pft_cmd_inspect(int argc, char **argv);
+int pft_cmd_audit(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static const command_t s_commands[] = {
     {"keygen", pft_cmd_keygen, "generate a node keypair (NAME.key secret, NAME.pub public)"},
     {"report", pft_cmd_report, "Markdown tables and gnuplot plots from launch results and synth lines"},
     {"inspect", pft_cmd_inspect, "print what a bundle file holds; verify its signature with --key"},
+    {"audit", pft_cmd_audit, "what a bundle reveals about its rows: rows per component, means near rows, membership"},
     {NULL, NULL, NULL},
 };
 
