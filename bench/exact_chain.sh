@@ -6,12 +6,15 @@
 # (bench/stats_error.c).
 #
 # usage: bash bench/exact_chain.sh [--nodes 64] [--samples 60] [--data fmnist|pacs|DIR] [--seed 0]
-#                                  [--out DIR] [--bin DIR] [--sampling]
+#                                  [--out DIR] [--bin DIR] [--sampling] [--min-rows M]
+#   --min-rows  the privacy floor (default: the attribute's default, 5); 1 releases every class, so that the
+#               last node's statistics can be compared with all rows (a withheld class shows as a count
+#               mismatch and a large error)
 #   --sampling  also run the paper's protocol on the same chain (cov = diag, k = 1, the defaults otherwise);
 #               slow: minutes
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-nodes=64 samples=60 data=fmnist seed=0 out=/tmp/pft-exact-chain bin="$here/build/node" sampling=0
+nodes=64 samples=60 data=fmnist seed=0 out=/tmp/pft-exact-chain bin="$here/build/node" sampling=0 floor=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --nodes) nodes="$2"; shift ;;
@@ -21,7 +24,8 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift ;;
     --bin) bin="$2"; shift ;;
     --sampling) sampling=1 ;;
-    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+    --min-rows) floor=(--set "min_rows=$2"); shift ;;
+    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "exact_chain.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -48,7 +52,7 @@ cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -I"$here/core" -I"$here/wire" -I"$here
 last=$(printf 'n%02d' $((nodes - 1)))
 run() { # NAME ARGS...
     local name="$1"; shift
-    "$bin/pftnet" launch "$topo" --out "$out/$name" --force --quiet --seed "$seed" "$@" > "$out/$name.log" 2>&1 ||
+    "$bin/pftnet" launch "$topo" --out "$out/$name" --force --quiet --seed "$seed" "${floor[@]}" "$@" > "$out/$name.log" 2>&1 ||
         { echo "$name: launch failed (see $out/$name.log)"; return; }
     /usr/bin/python3 - "$out/$name/results.json" "$name" <<'PY'
 import json, sys

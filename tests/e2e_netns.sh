@@ -104,7 +104,7 @@ cat >"$WORK/netns3.dot" <<EOF
 // three hosts (network namespaces) in a chain; endpoints are the namespaces' own addresses
 digraph netns3 {
     dataset = "$DATA"; partition = iid; samples = $SAMPLES; seed = 7;
-    k = 2; cov = diag; max_iter = 30; head_draws = 2; em_draws = 1;
+    k = 2; cov = diag; max_iter = 30; head_draws = 2; em_draws = 1; min_rows = 1;
     deadline = $WAIT_S; send_deadline = $WAIT_S;
     a [endpoint = "tcp://10.77.1.1:7101"];
     b [endpoint = "tcp://10.77.1.2:7102"];

@@ -1,6 +1,7 @@
-/* Crash and restart: a node killed with SIGKILL at a named point and restarted with the same command ends with the
- * same result as an undisturbed run (same accuracy, identical outbound bundle bytes), and no bundle is lost or
- * applied twice. Needs the PFT_TEST_HOOKS build (tests/run), whose pftnode honours PFT_CRASH_AT. */
+/* Crash and restart: a node killed with SIGKILL at a named point and restarted with the same command ends
+ * with the same result as an undisturbed run (same accuracy, identical outbound bundle bytes), and no bundle
+ * is lost or applied twice. Needs the PFT_TEST_HOOKS build (tests/run), whose pftnode honours PFT_CRASH_AT.
+ */
 #include "pft_test.h"
 
 #include "pft_bundle.h"
@@ -9,6 +10,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
 #define NODES 3
@@ -19,10 +21,14 @@ static const char *s_ids[NODES] = {"a", "b", "c"};
 static void write_topo(const char *path)
 {
     FILE *f = fopen(path, "w");
-    fprintf(f,
-            "digraph crash {\n  dataset = \"%s\"; partition = iid; samples = 60; k = 2; cov = diag; seed = 3;\n"
-            "  max_iter = 30; head_draws = 2; em_draws = 2; deadline = 120; send_deadline = 120;\n  a -> b -> c;\n}\n",
-            EXAMPLE_DATA);
+    fprintf(
+        f,
+        "digraph crash {\n  dataset = \"%s\"; partition = iid; samples = 60; k = 2; cov = diag; seed = 3;\n"
+        "  max_iter = 30; head_draws = 2; em_draws = 2; deadline = 120; send_deadline = 120;\n"
+        /* min_rows = 1: every class travels, so n_synthetic counts 60 rows per predecessor (the floor's own
+         * behaviour at 60 rows per node is tested by e2e_floor.sh) */
+        "  min_rows = 1;\n  a -> b -> c;\n}\n",
+        EXAMPLE_DATA);
     fclose(f);
 }
 
@@ -49,8 +55,8 @@ static pid_t start_node(const char *dir, const char *id, const char *crash_at)
             unsetenv("PFT_CRASH_AT");
         if (!freopen(log, "a", stderr))
             _exit(126);
-        execl(node, node, "--topology", topo, "--id", id, "--out", out, "--eval-features", ex, "--eval-labels", ey,
-              "--linger-ms", "300", (char *)NULL);
+        execl(node, node, "--topology", topo, "--id", id, "--out", out, "--eval-features", ex,
+              "--eval-labels", ey, "--linger-ms", "300", (char *)NULL);
         _exit(127);
     }
     return pid;
@@ -108,14 +114,15 @@ static void crash_run(const char *point, int victim)
     char dir[400], cmd[1200], topo[500];
     snprintf(dir, sizeof dir, "%s/%s-%s", s_tmp, point, s_ids[victim]);
     snprintf(topo, sizeof topo, "%s/crash.dot", s_tmp);
-    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null", PFT_BINARY_DIR,
-             topo, dir);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
+             PFT_BINARY_DIR, topo, dir);
     CHECK(sh(cmd) == 0);
     pid_t pid[NODES];
     for (int i = NODES - 1; i >= 0; i--) /* reverse order: receivers first or not, it must not matter */
         pid[i] = start_node(dir, s_ids[i], i == victim ? point : NULL);
     int sig = 0, code = wait_exit(pid[victim], &sig);
-    CHECK_MSG(sig == SIGKILL, "%s: %s ended with code %d signal %d, not SIGKILL", point, s_ids[victim], code, sig);
+    CHECK_MSG(sig == SIGKILL, "%s: %s ended with code %d signal %d, not SIGKILL", point, s_ids[victim], code,
+              sig);
     pid[victim] = start_node(dir, s_ids[victim], NULL); /* the same command, no fault */
     for (int i = 0; i < NODES; i++) {
         code = wait_exit(pid[i], &sig);
@@ -139,8 +146,50 @@ static void crash_run(const char *point, int victim)
             char p1[600], p2[600];
             snprintf(p1, sizeof p1, "%s/%s/bundle.pftb", dir, s_ids[i]);
             snprintf(p2, sizeof p2, "%s/%s/bundle.pftb", ref, s_ids[i]);
-            CHECK_MSG(same_bundle(p1, p2), "%s: %s's outbound bundle differs from the reference", point, s_ids[i]);
+            CHECK_MSG(same_bundle(p1, p2), "%s: %s's outbound bundle differs from the reference", point,
+                      s_ids[i]);
         }
+    }
+}
+
+/* A receiver that cannot store an inbound bundle (PFT_TEST_STORE_FAIL: the write fails with ENOSPC) says so
+ * at once, at error level with the path and errno text, and exits PFT_EXIT_IO (9) instead of waiting out its
+ * 120 s deadline (issue 15, 6). */
+static void test_store_fail(void)
+{
+    char dir[400], cmd[1200], topo[500];
+    snprintf(dir, sizeof dir, "%s/store-fail", s_tmp);
+    snprintf(topo, sizeof topo, "%s/crash.dot", s_tmp);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
+             PFT_BINARY_DIR, topo, dir);
+    CHECK(sh(cmd) == 0);
+    setenv("PFT_TEST_STORE_FAIL", "b", 1);
+    pid_t pid[NODES];
+    for (int i = NODES - 1; i >= 0; i--)
+        pid[i] = start_node(dir, s_ids[i], NULL);
+    unsetenv("PFT_TEST_STORE_FAIL");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int sig = 0, code = wait_exit(pid[1], &sig);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK_MSG(code == 9, "b exit %d signal %d, not 9 (PFT_EXIT_IO)", code, sig);
+    CHECK_MSG(took < 60, "b took %.1fs to fail (its deadline is 120 s)", took);
+    for (int i = 0; i < NODES; i += 2) {
+        kill(pid[i], SIGTERM);
+        wait_exit(pid[i], &sig);
+    }
+    size_t len = 0;
+    char log[600];
+    snprintf(log, sizeof log, "%s/b/node.log", dir);
+    char *text = slurp(log, &len);
+    CHECK(text != NULL);
+    if (text) {
+        text[len] = '\0';
+        const char *line = strstr(text, "ERROR");
+        CHECK_MSG(line && strstr(line, "/inbox/h1-") && strstr(line, "No space left on device"),
+                  "b's log does not report the failed store at error level with its path and errno text");
+        free(text);
     }
 }
 
@@ -177,12 +226,14 @@ int main(void)
     char topo[400], cmd[1200];
     snprintf(topo, sizeof topo, "%s/crash.dot", s_tmp);
     write_topo(topo);
-    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s/reference --quiet --no-baselines > /dev/null",
-             PFT_BINARY_DIR, topo, s_tmp);
+    snprintf(cmd, sizeof cmd,
+             "%s/node/pftnet launch %s --out %s/reference --quiet --no-baselines > /dev/null", PFT_BINARY_DIR,
+             topo, s_tmp);
     if (sh(cmd) != 0) {
         fprintf(stderr, "reference run failed\n");
         return 1;
     }
+    RUN(test_store_fail);
     RUN(test_before_receive);
     RUN(test_mid_em);
     RUN(test_retry_pending);

@@ -169,6 +169,34 @@ static void test_fallback_around_dead_node(void)
     json_decref(r);
 }
 
+static void test_ring_producer_absent(void)
+{
+    /* d, the ring's producer, never starts: the complete bundle never comes, so in lap 2 a, b and c train
+     * their heads on their own data only, and their provenance must list only themselves (issue 15, 8) */
+    char topo[512], out[512];
+    write_topo("ringabs", "  start = a;\n  a -> b -> c -> d -> a;", topo, sizeof topo);
+    snprintf(out, sizeof out, "%s/ringabs", s_tmp);
+    json_t *r = NULL;
+    CHECK(launch(topo, out, "--absent d --keep-going --set deadline=20 --set send_deadline=4", &r) == 1);
+    if (!r)
+        return;
+    const char *ids[3] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++) {
+        json_t *n = pft_e2e_find_id(json_object_get(r, "nodes"), ids[i]);
+        CHECK(n != NULL);
+        if (!n)
+            continue;
+        CHECK_MSG(pft_e2e_jint(n, "n_synthetic") == 0, "%s: n_synthetic %ld", ids[i], pft_e2e_jint(n, "n_synthetic"));
+        CHECK_MSG(pft_e2e_prov_nodes(n) == 1, "%s: provenance lists %d nodes, its head used its own data only",
+                  ids[i], pft_e2e_prov_nodes(n));
+        json_t *p0 = json_array_get(json_object_get(n, "provenance"), 0);
+        CHECK(p0 && strcmp(json_string_value(json_object_get(p0, "node")), ids[i]) == 0);
+        CHECK(pft_e2e_prov_total(n) == pft_e2e_jint(n, "n_real"));
+        CHECK(json_object_size(json_object_get(json_object_get(n, "privacy"), "per_node")) == 1);
+    }
+    json_decref(r);
+}
+
 static void test_dp_guarantee_travels(void)
 {
     /* a releases with DP-FedPFT; its guarantee rides in the provenance to c; b released without DP */
@@ -354,6 +382,7 @@ int main(void)
     RUN(test_ring5_reverse_start);
     RUN(test_diamond_no_double_count);
     RUN(test_fallback_around_dead_node);
+    RUN(test_ring_producer_absent);
     RUN(test_dp_guarantee_travels);
     RUN(test_failed_node_stops_the_run);
     RUN(test_timeout_stops_the_run);

@@ -28,7 +28,9 @@ static void write_topo(const char *name, const char *body, char *path, size_t le
         return;
     fprintf(f,
             "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = %d; cov = tied; prep = l2;\n"
-            "  deadline = 120; send_deadline = 60;\n%s}\n",
+            /* min_rows = 1: every own class travels, so the merge is exactly the centralized statistics (the
+             * floor withholds own classes below it: tests/e2e_floor.sh) */
+            "  deadline = 120; send_deadline = 60; min_rows = 1;\n%s}\n",
             name, EXAMPLE_DATA, ROWS, body);
     fclose(f);
 }

@@ -30,10 +30,12 @@ static void write_topo(const char *name, const char *prefix, int n, const char *
     FILE *f = fopen(path, "w");
     if (!f)
         return;
-    fprintf(f,
-            "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = %d; k = 1; cov = diag;\n"
-            "  max_iter = 20; head_draws = 1; em_draws = 1; deadline = 270; send_deadline = 270;\n",
-            name, EXAMPLE_DATA, SAMPLES);
+    fprintf(
+        f,
+        "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = %d; k = 1; cov = diag;\n"
+        /* min_rows = 1: 20 rows per node are below the privacy floor in every class; this test counts rows */
+        "  max_iter = 20; head_draws = 1; em_draws = 1; deadline = 270; send_deadline = 270; min_rows = 1;\n",
+        name, EXAMPLE_DATA, SAMPLES);
     if (start)
         fprintf(f, "  start = %s;\n", start);
     fprintf(f, "  ");
@@ -145,7 +147,8 @@ static void test_chain64(void)
                  pft_e2e_jint(n, "n_synthetic") == SAMPLES * (long)i && pft_e2e_jint(n, "n_real") == SAMPLES;
         if (!ok && wrong++ < 5)
             fprintf(stderr, "  node %s (expected %s): %d provenance nodes, n_real %ld, n_synthetic %ld\n",
-                    jstr(n, "id"), id, pft_e2e_prov_nodes(n), pft_e2e_jint(n, "n_real"), pft_e2e_jint(n, "n_synthetic"));
+                    jstr(n, "id"), id, pft_e2e_prov_nodes(n), pft_e2e_jint(n, "n_real"),
+                    pft_e2e_jint(n, "n_synthetic"));
     }
     CHECK_MSG(wrong == 0, "%d nodes with wrong provenance or counts", wrong);
     json_t *last = json_array_get(nodes, CHAIN_N - 1);
@@ -174,7 +177,8 @@ static void test_ring32(void)
     json_array_foreach(json_object_get(r, "nodes"), i, n)
     {
         /* every node trains on everyone's knowledge: own rows plus the other 31 nodes' */
-        int ok = pft_e2e_prov_nodes(n) == RING_N && pft_e2e_jint(n, "n_real") + pft_e2e_jint(n, "n_synthetic") == SAMPLES * RING_N;
+        int ok = pft_e2e_prov_nodes(n) == RING_N &&
+                 pft_e2e_jint(n, "n_real") + pft_e2e_jint(n, "n_synthetic") == SAMPLES * RING_N;
         if (!ok && wrong++ < 5)
             fprintf(stderr, "  node %s: %d provenance nodes, n_real %ld, n_synthetic %ld\n", jstr(n, "id"),
                     pft_e2e_prov_nodes(n), pft_e2e_jint(n, "n_real"), pft_e2e_jint(n, "n_synthetic"));

@@ -70,6 +70,7 @@ typedef struct {
     uint64_t seed;          /* run seed */
     pft_topo_dtype_t dtype; /* parameter encoding on the wire */
     pft_topo_dtype_t stats_dtype;  /* encoding of exact statistics on the wire */
+    int stats_rank;                /* cov=tied: rank of the shared covariance on the wire (0: dense) */
     int merge;                     /* pft_topo_merge_t default for nodes */
     int head;                      /* pft_topo_head_t default for nodes */
     pft_topo_prep_t prep;          /* feature preprocessing, identical on every node */
@@ -83,6 +84,7 @@ typedef struct {
     double head_c;                 /* head: inverse L2 strength (scikit-learn's C) */
     int head_draws;        /* head: synthetic draws per represented row (real rows repeated as often) */
     int em_draws;          /* EM refit: synthetic draws per represented row (real rows repeated as often) */
+    int min_rows;          /* privacy floor: rows every released component / statistic stands for, default */
     double dp_epsilon;     /* DP-FedPFT epsilon per release, default for nodes (0: off) */
     double dp_delta;       /* DP-FedPFT delta (0: 1/n) */
     int dp_mech;           /* pft_dp_mech_t: 0 thm41, 1 b3 */
@@ -128,6 +130,7 @@ typedef struct {
     double dp_delta;     /* effective delta (0: 1/n) */
     int dp_mech;         /* effective mechanism (pft_dp_mech_t) */
     double dp_budget;    /* effective total epsilon budget (0: unlimited) */
+    int min_rows;        /* effective privacy floor (1: none, the paper's protocol) */
     size_t n_preds;      /* primary predecessors (node indices, ascending) */
     const size_t *preds;
     size_t n_succs; /* primary successors */

@@ -77,6 +77,9 @@ static const pft_topo_attr_t s_table[] = {
      "encoding of GMM parameters on the wire", GO(dtype), NONE, NONE},
     {"stats_dtype", G, PFT_ATTR_ENUM, "fp32", 0, 0, s_dtype,
      "encoding of exact statistics (means, covariances) on the wire", GO(stats_dtype), NONE, NONE},
+    {"stats_rank", G, PFT_ATTR_INT, "0", 0, 65535, NULL,
+     "cov=tied: the shared covariance travels as a rank-q factor plus its diagonal (d·q + d numbers instead of "
+     "d(d+1)/2; q clamped to d-1); 0: dense", GO(stats_rank), NONE, NONE},
     {"prep", G, PFT_ATTR_ENUM, "l2", 0, 0, s_prep,
      "feature preprocessing, applied identically on every node before anything else", GO(prep), NONE, NONE},
     {"start", G, PFT_ATTR_NAME, NULL, 0, 0, NULL,
@@ -120,6 +123,11 @@ static const pft_topo_attr_t s_table[] = {
     {"dp_budget", G | N, PFT_ATTR_REAL, "0", 0, 1e6, NULL,
      "DP-FedPFT: total epsilon a node may release over all its runs (0: unlimited); refused beyond",
      GO(dp_budget), NO(dp_budget), NONE},
+    {"min_rows", G | N, PFT_ATTR_INT, "5", 1, 1000000, NULL,
+     "privacy floor: every released GMM component stands for at least this many rows (count x weight; EM "
+     "lowers K until it holds) and every released statistic for at least this many rows of a class; a class "
+     "with fewer is withheld (reported in result.json); 1: no floor, the paper's protocol",
+     GO(min_rows), NO(min_rows), NONE},
     {"max_bundle_mb", G, PFT_ATTR_INT, "512", 1, 65536, NULL,
      "largest bundle a node accepts, MiB", GO(max_bundle_mb), NONE, NONE},
     {"port_base", G, PFT_ATTR_INT, NULL, 0, 65535, NULL,

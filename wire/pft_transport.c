@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <zmq.h>
@@ -232,6 +234,21 @@ void pft_transport__copy_text(char *dst, size_t cap, const char *src)
         n = cap - 1;
     memmove(dst, src, n);
     dst[n] = '\0';
+}
+
+void pft_transport__refused(pft_transport_t *self, pft_transport_refusal_t kind, const char *fmt, ...)
+{
+    if (!self->opts.on_refusal)
+        return;
+    char reason[PFT_TRANSPORT_MAX_REASON + 64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    for (char *c = reason; *c; c++) /* parts of it may come from the network: keep it printable */
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+            *c = '?';
+    self->opts.on_refusal(self->opts.on_refusal_ctx, kind, reason);
 }
 
 /* ---- poll ---- */

@@ -29,10 +29,27 @@ typedef int (*pft_transport_id_fn)(const uint8_t *buf, size_t len, uint8_t id[PF
 typedef int (*pft_transport_on_message_fn)(void *ctx, const uint8_t *buf, size_t len, char *reason,
                                            size_t reason_len);
 
+/* What an inbound refusal the transport makes on its own (the callback's refusals are the caller's) was. */
+typedef enum {
+    PFT_REFUSAL_MALFORMED = 0, /* an inbound message that is not [header 'B', body]: dropped, no reply */
+    PFT_REFUSAL_NACK = 1,      /* a bundle message NACKed before the callback: its id unreadable or not
+                                  matching the header, or no callback */
+    PFT_REFUSAL_HANDSHAKE = 2, /* an inbound connection refused: CURVE key not allowed (ZAP), a plain-text
+                                  client of a CURVE server (or the reverse), a CURVE crypto error, a
+                                  malformed ZAP request, a client that hung up mid-handshake (beyond the
+                                  causes reported with it) */
+} pft_transport_refusal_t;
+
+/* Refusal callback: kind and a printable, NUL-terminated reason (borrowed for the call). Called from inside
+ * pft_transport_poll, once per refusal; it must not call back into the transport. */
+typedef void (*pft_transport_on_refusal_fn)(void *ctx, pft_transport_refusal_t kind, const char *reason);
+
 /* Options; pft_transport_opts_default() gives the values in brackets. */
 typedef struct {
-    int64_t max_msg_size;      /* ZMQ_MAXMSGSIZE of the inbound socket, bytes per frame [256 MiB]; a peer
-                                  sending more is disconnected by libzmq and the message never reaches us */
+    int64_t max_msg_size;      /* largest message body, bytes [256 MiB]: the inbound socket's ZMQ_MAXMSGSIZE
+                                  (plus CURVE's framing), so a peer sending more is disconnected by libzmq
+                                  before the body is allocated and never reaches us; also the envelope
+                                  limit of the default id function and the most pft_transport_send takes */
     int rcvhwm;                /* inbound high-water mark, messages per peer connection [64] */
     int sndhwm;                /* outbound high-water mark per peer [8] */
     int linger_ms;             /* how long destroy() waits to flush ACKs already queued [1000] */
@@ -40,8 +57,8 @@ typedef struct {
     int retry_max_ms;          /* cap of the doubling delay [5000] (at least the size-based first delay) */
     int reconnect_ivl_ms;      /* ZMQ_RECONNECT_IVL of outbound sockets [100] */
     int max_remembered;        /* accepted ids remembered for duplicate detection, oldest forgotten [4096] */
-    pft_transport_id_fn id_fn; /* id of a body; NULL: pft_bundle_message_id (BLAKE2b-256 of the bundle
-                                  payload inside the envelope, i.e. the bundle id) */
+    pft_transport_id_fn id_fn; /* id of a body; NULL: the bundle id (BLAKE2b-256 of the payload inside the
+                                  envelope, as pft_bundle_message_id, the envelope limited to max_msg_size) */
     void *zmq_context;         /* borrowed libzmq context (e.g. to share inproc://); NULL: one of our own */
     int listen_fd;             /* a TCP socket already bound to endpoint's address and listening, which the
                                   inbound socket takes over (ZMQ_USE_FD) instead of binding, e.g. one handed
@@ -54,6 +71,8 @@ typedef struct {
      * libzmq context (the ZAP endpoint "inproc://zeromq.zap.01" is per context). */
     const uint8_t *curve_public_key;
     const uint8_t *curve_secret_key;
+    pft_transport_on_refusal_fn on_refusal; /* told of every refusal the transport makes itself [NULL] */
+    void *on_refusal_ctx;                   /* its ctx [NULL] */
 } pft_transport_opts_t;
 
 void pft_transport_opts_default(pft_transport_opts_t *opts);

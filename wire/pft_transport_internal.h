@@ -105,6 +105,9 @@ int pft_transport__setopt_int(void *sock, int opt, int v, const char *what);
 int pft_transport__grow_items(pft_transport_t *self, int cap);
 /* Copies text into dst[cap], truncating. */
 void pft_transport__copy_text(char *dst, size_t cap, const char *src);
+/* Tells opts.on_refusal (if set) of a refusal; the reason is a printf format. */
+void pft_transport__refused(pft_transport_t *self, pft_transport_refusal_t kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- pft_transport_send.c: outbound peers, retries/backoff, deadlines, replies ---- */
 

@@ -91,6 +91,7 @@ static void on_bundle(pft_transport_t *self, zmq_msg_t *identity, const uint8_t 
     }
     uint8_t id[PFT_TRANSPORT_ID_LEN];
     char reason[PFT_TRANSPORT_MAX_REASON + 1] = "";
+    int called = 0; /* the callback saw it (and reports its own refusals) */
     int rc = pft_transport__id_of(self, buf, len, id);
     if (rc) {
         snprintf(reason, sizeof reason, "%s", pft_errmsg());
@@ -101,6 +102,7 @@ static void on_bundle(pft_transport_t *self, zmq_msg_t *identity, const uint8_t 
         rc = PFT_EUNSUPPORTED;
         snprintf(reason, sizeof reason, "transport: this node accepts no inbound messages");
     } else {
+        called = 1;
         self->sender = self->curve ? zmq_msg_gets(body, "User-Id") : NULL;
         if (self->sender && !self->sender[0])
             self->sender = NULL;
@@ -119,6 +121,8 @@ static void on_bundle(pft_transport_t *self, zmq_msg_t *identity, const uint8_t 
     if (!reason[0])
         snprintf(reason, sizeof reason, "%s", pft_strerror(rc));
     self->stats.rejected++;
+    if (!called)
+        pft_transport__refused(self, PFT_REFUSAL_NACK, "%s", reason);
     reply(self, identity, T_NACK, hid, rc, reason);
 }
 
@@ -162,8 +166,13 @@ void pft_transport__handle_inbound(pft_transport_t *self)
         uint8_t id[PFT_TRANSPORT_ID_LEN];
         if (n == 3 && pft_transport__parse_header(&parts[1], id) == T_BUNDLE && zmq_msg_size(&parts[2]) > 0)
             on_bundle(self, &parts[0], id, &parts[2]);
-        else
+        else {
             self->stats.malformed++; /* no reply: we cannot trust what it says it is */
+            pft_transport__refused(self, PFT_REFUSAL_MALFORMED,
+                                   "transport: malformed inbound message (%d frame(s), not [header, body]) "
+                                   "dropped",
+                                   n - 1);
+        }
         pft_transport__close_parts(parts, n, 3);
     }
 }

@@ -110,7 +110,17 @@ fail:
 int pft_transport__id_of(const pft_transport_t *self, const uint8_t *buf, size_t len,
                          uint8_t id[PFT_TRANSPORT_ID_LEN])
 {
-    return self->opts.id_fn ? self->opts.id_fn(buf, len, id) : pft_bundle_message_id(buf, len, id);
+    if (self->opts.id_fn)
+        return self->opts.id_fn(buf, len, id);
+    /* the bundle id, the envelope limited to max_msg_size (one limit: libzmq's, this one, the decoder's) */
+    pft_bundle_limits_t lim;
+    pft_bundle_limits_default(&lim);
+    lim.max_bytes = (size_t)self->opts.max_msg_size;
+    pft_envelope_t env;
+    int rc = pft_envelope_parse(buf, len, &lim, &env);
+    if (rc == 0)
+        pft_bundle_hash(env.payload, env.payload_len, id);
+    return rc;
 }
 
 int pft_transport_send(pft_transport_t *self, const char *peer, const uint8_t *bytes, size_t len,

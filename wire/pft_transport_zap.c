@@ -128,6 +128,7 @@ void pft_transport__handle_zap(pft_transport_t *self)
         if (!ok) {
             self->stats.handshakes_failed++;
             snprintf(self->last_denial, sizeof self->last_denial, "malformed ZAP request refused");
+            pft_transport__refused(self, PFT_REFUSAL_HANDSHAKE, "handshake: malformed ZAP request refused");
             zap_reply(self, n >= 2 && n <= 8 ? &parts[1] : NULL, "400", "malformed ZAP request", "");
             pft_transport__close_parts(parts, n, 8);
             continue;
@@ -151,6 +152,7 @@ void pft_transport__handle_zap(pft_transport_t *self)
                     addr[i] = '?';
             snprintf(self->last_denial, sizeof self->last_denial, "CURVE key %s... from %s is not allowed",
                      hex, al ? addr : "?");
+            pft_transport__refused(self, PFT_REFUSAL_HANDSHAKE, "handshake: %s", self->last_denial);
             zap_reply(self, &parts[1], "400", "client key not allowed", "");
         }
         pft_transport__close_parts(parts, n, 8);
@@ -195,11 +197,16 @@ static int describe_event(uint16_t event, uint32_t value, int curve, char *buf, 
  * and the endpoint frame. peer: the peer the monitored DEALER belongs to, or NULL for the ROUTER. */
 void pft_transport__handle_monitor(pft_transport_t *self, void *mon, peer_t *peer)
 {
+    /* inbound: one refused handshake may show up as its cause and a lost connection, or as a lost connection
+     * alone (the client hung up first: a plain-text client of a CURVE server often does); lost connections
+     * beyond the causes seen in the same batch are reported as refusals of their own */
+    int causes = 0, lost = 0;
+    char lost_at[72] = "", lost_err[64] = "";
     for (int k = 0; k < MAX_PER_POLL; k++) {
         zmq_msg_t parts[2];
         int n = pft_transport__recv_parts(mon, parts, 2);
         if (n <= 0)
-            return;
+            break;
         if (n == 2 && zmq_msg_size(&parts[0]) == 6) {
             uint16_t event;
             uint32_t value;
@@ -228,12 +235,33 @@ void pft_transport__handle_monitor(pft_transport_t *self, void *mon, peer_t *pee
                 peer->hs_error[0] = '\0';
                 peer->hs_specific = 0;
                 peer->reconnect_delay = 0;
-            } else if (!peer && failed && event != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
-                self->stats.handshakes_failed++; /* ZAP refusals are counted by the handler */
+            } else if (!peer && failed) {
+                int al = (int)(zmq_msg_size(&parts[1]) < 64 ? zmq_msg_size(&parts[1]) : 64);
+                const char *at = zmq_msg_data(&parts[1]);
+                causes += specific;
+                if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+                    /* ZAP refusals are counted and reported by the handler */
+                } else if (specific) {
+                    self->stats.handshakes_failed++;
+                    pft_transport__refused(self, PFT_REFUSAL_HANDSHAKE,
+                                           "handshake: inbound connection to %.*s refused: %s", al, at, what);
+                } else {
+                    self->stats.handshakes_failed++;
+                    lost++;
+                    snprintf(lost_at, sizeof lost_at, "%.*s", al, at);
+                    snprintf(lost_err, sizeof lost_err, "%s", zmq_strerror((int)value));
+                }
             }
         }
         pft_transport__close_parts(parts, n, 2);
     }
+    for (int i = causes; i < lost; i++)
+        pft_transport__refused(self, PFT_REFUSAL_HANDSHAKE,
+                               "handshake: inbound connection to %s failed: the client hung up during the "
+                               "handshake (%s)%s",
+                               lost_at, lost_err,
+                               self->curve ? "; a client in plain text, or one using a wrong server key?"
+                                           : "; a CURVE client of this plain-text node?");
 }
 
 int pft_transport_allow_key(pft_transport_t *self, const uint8_t key[KEY_LEN], const char *name)

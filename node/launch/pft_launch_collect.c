@@ -89,8 +89,22 @@ static int run_baselines(pft_launch_t *self, json_t *out)
 
 static const char *cov_name(int c)
 {
-    static const char *const covs[] = {"full", "diag", "spher", "lowrank"};
-    return c >= 0 && c < 4 ? covs[c] : "?";
+    const char *name = pft_cov_name((pft_cov_t)c);
+    return name ? name : "?";
+}
+
+/* The run's defaults carry exact statistics (cov = tied, or full with k = 1 and merge = exact). */
+static int run_exact(const pft_topo_run_t *r)
+{
+    return r->cov == PFT_COV_TIED ||
+           (r->cov == PFT_COV_FULL && r->k == 1 && r->merge == PFT_TOPO_MERGE_EXACT);
+}
+
+static const char *head_name(const pft_topo_run_t *r)
+{
+    int h = r->head == PFT_TOPO_HEAD_AUTO ? (run_exact(r) ? PFT_TOPO_HEAD_GAUSSIAN : PFT_TOPO_HEAD_LOGREG)
+                                          : r->head;
+    return h == PFT_TOPO_HEAD_GAUSSIAN ? "gaussian" : "logreg";
 }
 
 /* The method label of a run: "FedPFT <cov> K=<k>" (+ rank, DP) from the run's defaults. */
@@ -98,6 +112,12 @@ static void default_variant(const pft_topo_t *topo, char *buf, size_t cap)
 {
     const pft_topo_run_t *r = pft_topo_run(topo);
     int c = (int)r->cov;
+    if (run_exact(r)) {
+        int off = snprintf(buf, cap, "Exact %s (%s head)", c == PFT_COV_TIED ? "tied" : "full", head_name(r));
+        if (r->dp_epsilon > 0 && off > 0 && (size_t)off < cap)
+            snprintf(buf + off, cap - (size_t)off, ", DP eps=%g", r->dp_epsilon);
+        return;
+    }
     int off = snprintf(buf, cap, "FedPFT %s", cov_name(c));
     if (c == 3 && off > 0 && (size_t)off < cap)
         off += snprintf(buf + off, cap - (size_t)off, " q=%d", r->cov_rank);
@@ -113,10 +133,22 @@ static json_t *settings_json(const pft_topo_run_t *run)
     const char *prep = run->prep == PFT_TOPO_PREP_NONE ? "none"
                        : run->prep == PFT_TOPO_PREP_L2 ? "l2"
                                                        : "sqrt-l2";
-    return json_pack("{s:i,s:s,s:s,s:s,s:i,s:i,s:f,s:s,s:i}", "k", run->k, "cov", cov_name((int)run->cov),
-                     "dtype", run->dtype == PFT_TOPO_FP32 ? "fp32" : "fp16", "prep", prep, "em_draws",
-                     run->em_draws, "head_draws", run->head_draws, "dp_epsilon", run->dp_epsilon, "partition",
-                     run->partition ? run->partition : "", "samples", run->samples);
+    json_t *o =
+        json_pack("{s:i,s:s,s:s,s:s,s:i,s:i,s:f,s:s,s:i}", "k", run->k, "cov", cov_name((int)run->cov),
+                  "dtype", run->dtype == PFT_TOPO_FP32 ? "fp32" : "fp16", "prep", prep, "em_draws",
+                  run->em_draws, "head_draws", run->head_draws, "dp_epsilon", run->dp_epsilon, "partition",
+                  run->partition ? run->partition : "", "samples", run->samples);
+    if (o) {
+        json_object_set_new(o, "head", json_string(head_name(run)));
+        json_object_set_new(o, "merge",
+                            json_string(run->merge == PFT_TOPO_MERGE_SAMPLE ? "sample" : "exact"));
+        json_object_set_new(o, "exact", json_boolean(run_exact(run)));
+        json_object_set_new(o, "stats_dtype",
+                            json_string(run->stats_dtype == PFT_TOPO_FP16 ? "fp16" : "fp32"));
+        json_object_set_new(o, "stats_rank", json_integer(run->stats_rank));
+        json_object_set_new(o, "min_rows", json_integer(run->min_rows));
+    }
+    return o;
 }
 
 /* The whole of results.json; takes fallbacks, borrows nodes and baselines. */

@@ -235,6 +235,12 @@ int pft_launch_prepare(pft_launch_t *self)
         rc = apply_overrides(self->topo, &self->o);
     if (rc)
         return rc;
+    for (size_t i = 0; self->o.insecure && i < pft_topo_node_count(self->topo); i++)
+        if (pft_topo_node(self->topo, i)->key) /* keys in the topology mean keys are required */
+            return pft_err(PFT_ETOPO,
+                           "--insecure refused: %s names keys (node '%s'), so its nodes accept only CURVE "
+                           "connections and signed bundles; run without --insecure",
+                           self->o.topo_path, pft_topo_node(self->topo, i)->id);
     self->nn = pft_topo_node_count(self->topo);
     raise_fd_limit(self->nn);
     if ((rc = make_out_dir(self)) || (rc = make_children(self)) || (rc = pft_launch__load_data(self)))

@@ -35,7 +35,30 @@ void pft_node__crash_point(const char *point)
         raise(SIGKILL);
     }
 }
+
+int pft_node__test_hook(const node_t *nd, const char *var)
+{
+    const char *v = getenv(var);
+    return v && nd->me && strcmp(v, nd->me->id) == 0;
+}
 #endif
+
+void pft_node__limits(const node_t *nd, pft_bundle_limits_t *lim)
+{
+    pft_bundle_limits_default(lim);
+    lim->max_bytes = (size_t)nd->run->max_bundle_mb << 20;
+}
+
+int pft_node__message_id(const node_t *nd, const uint8_t *msg, size_t len, uint8_t id[PFT_BUNDLE_ID_LEN])
+{
+    pft_bundle_limits_t lim;
+    pft_node__limits(nd, &lim);
+    pft_envelope_t env;
+    int rc = pft_envelope_parse(msg, len, &lim, &env);
+    if (rc == 0)
+        pft_bundle_hash(env.payload, env.payload_len, id);
+    return rc;
+}
 
 void pft_node_request_stop(void)
 {
@@ -62,12 +85,16 @@ const char *pft_node_exit_text(int code)
 
 void pft_node__set_status(node_t *nd, const char *state, const char *detail)
 {
-    char *path = pft_fsio_join(nd->args->out_dir, "status");
-    if (!path)
-        return;
-    char buf[512];
+    char buf[sizeof nd->status];
     int n = snprintf(buf, sizeof buf, "%s %s\n", state, detail ? detail : "");
-    pft_fsio_write_atomic(path, buf, (size_t)n);
+    if (n < 0 || strcmp(buf, nd->status) == 0)
+        return; /* written when it changes: a waiting node writes nothing */
+    if (n >= (int)sizeof buf)
+        n = (int)sizeof buf - 1;
+    char *path = pft_fsio_join(nd->args->out_dir, "status");
+    /* without fsync: the file only reports (the launcher's progress) */
+    if (path && pft_fsio_write_replace(path, buf, (size_t)n) == 0)
+        memcpy(nd->status, buf, sizeof buf);
     pft_free(path);
 }
 
@@ -164,16 +191,31 @@ static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
     return rc;
 }
 
+/* The provenance of this node's own rows only (what a head trained on own data alone used); NULL if out of
+ * memory. */
+static pft_bundle_t *own_provenance(const node_t *nd)
+{
+    pft_bundle_t *p = pft_bundle_new(nd->run->run, nd->me->id, PFT_DTYPE_F32, pft_dataset_d(nd->train));
+    for (int c = 0; p && c < nd->n_classes; c++)
+        if (nd->own_counts[c] > 0 && pft_bundle_prov_add(p, nd->me->id, c, (uint64_t)nd->own_counts[c]) != 0)
+            pft_bundle_destroy(&p);
+    return p;
+}
+
 /* FORWARD: the complete bundle (ring or mesh lap 2), stored as out/complete.pftb and passed on unchanged to
- * every successor of the stage; in the final stage the head's rows come from it. */
+ * every successor of the stage; in the final stage the head's rows come from it. Without it, a final stage's
+ * head uses own data only, and the node's knowledge (result.json's provenance) says so. */
 static int forward_stage(node_t *nd, size_t k, const pft_stage_t *st)
 {
     inbound_t *s = pft_node__inbox_complete(nd, st);
     if (!s) {
         pft_warn("stage %zu: no complete bundle arrived; the head uses own data only", k + 1);
-        if (st->final)
-            return pft_node__refit_adopt(nd, &(inbound_t){.bundle = NULL});
-        return 0;
+        if (!st->final)
+            return 0;
+        pft_bundle_destroy(&nd->knowledge);
+        if (!(nd->knowledge = own_provenance(nd)))
+            return pft_err(PFT_ENOMEM, "out of memory");
+        return pft_node__refit_adopt(nd, &(inbound_t){.bundle = NULL});
     }
     char *path = pft_fsio_join(nd->args->out_dir, "complete.pftb");
     int rc = path ? pft_fsio_write_atomic(path, s->bytes, s->len) : PFT_ENOMEM;
@@ -258,6 +300,7 @@ static void node_free(node_t *nd)
     json_decref(nd->drift);
     json_decref(nd->dp);
     json_decref(nd->refusals);
+    json_decref(nd->floor);
     pft_rng_destroy(&nd->dp_rng);
     pft_keypair_destroy(&nd->kp);
     pft_free(nd->keys);
@@ -291,6 +334,8 @@ static int start(node_t *nd)
     pft_free(acked_dir);
     if (!nd->inbox_dir || dir_rc || pft_fsio_mkdirs(nd->inbox_dir) != 0)
         return fail(PFT_EXIT_IO);
+    if (pft_node__refusal_load(nd) != 0)
+        return fail(PFT_EXIT_IO);
     return PFT_EXIT_OK;
 }
 
@@ -301,7 +346,9 @@ static int open_transport(node_t *nd)
     const pft_node_args_t *args = nd->args;
     pft_transport_opts_t to;
     pft_transport_opts_default(&to);
-    to.max_msg_size = (int64_t)nd->run->max_bundle_mb << 20;
+    to.max_msg_size = (int64_t)nd->run->max_bundle_mb << 20; /* the one limit (WIRE.md §4) */
+    to.on_refusal = pft_node__refusal_on_transport;
+    to.on_refusal_ctx = nd;
     if (args->listen_fd >= 0 && pft_node__setup_listen_fd(args->listen_fd, nd->me->endpoint) != 0)
         return fail(PFT_EXIT_NETWORK);
     to.listen_fd = args->listen_fd;
@@ -347,6 +394,8 @@ static int run_stages(node_t *nd, json_t *res)
  */
 static int finish(node_t *nd, json_t *res, int code)
 {
+    if (nd->me)
+        pft_node__refusal_tick(nd, 1);
     if (nd->me && pft_node__result_write(nd, res, code) != 0) {
         pft_error("writing result.json: %s", pft_errmsg());
         if (code == PFT_EXIT_OK)
@@ -356,10 +405,15 @@ static int finish(node_t *nd, json_t *res, int code)
     if (nd->tp && code == PFT_EXIT_OK) {
         pft_transport_stats_t before, after;
         pft_transport_stats(nd->tp, &before);
-        for (double end = pft_fsio_now() + nd->args->linger_ms / 1000.0; !s_stop && pft_fsio_now() < end;)
+        int refused = nd->rejected + nd->handshakes_denied;
+        for (double end = pft_fsio_now() + nd->args->linger_ms / 1000.0; !s_stop && pft_fsio_now() < end;) {
             pft_transport_poll(nd->tp, 100);
+            pft_node__refusal_tick(nd, 0);
+        }
+        pft_node__refusal_tick(nd, 1);
         pft_transport_stats(nd->tp, &after);
-        if (after.received != before.received && pft_node__result_write(nd, res, code) != 0)
+        if ((after.received != before.received || refused != nd->rejected + nd->handshakes_denied) &&
+            pft_node__result_write(nd, res, code) != 0)
             pft_error("writing result.json: %s", pft_errmsg());
     }
     if (code == PFT_EXIT_OK)

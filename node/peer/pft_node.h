@@ -3,17 +3,17 @@
 #define PFT_NODE_H
 
 /* Exit codes of pftnode (documented in the README); one per failure kind. */
-#define PFT_NODE_EXIT_TABLE(X)                                                              \
-    X(PFT_EXIT_OK, 0, "the node completed its part of the run")                             \
-    X(PFT_EXIT_USAGE, 2, "bad command line")                                                \
-    X(PFT_EXIT_TOPOLOGY, 3, "the topology file is invalid or does not name this node")      \
-    X(PFT_EXIT_DATA, 4, "the node's data files are missing or malformed")                   \
-    X(PFT_EXIT_NETWORK, 5, "the inbound endpoint cannot be bound or a socket failed")       \
-    X(PFT_EXIT_MISSING, 6, "a predecessor's bundle did not arrive by the deadline (on_missing=fail)") \
-    X(PFT_EXIT_SEND, 7, "a successor never acknowledged (or rejected) the node's bundle")   \
-    X(PFT_EXIT_NUMERIC, 8, "EM or head training failed numerically")                        \
-    X(PFT_EXIT_IO, 9, "the output folder cannot be written")                                \
-    X(PFT_EXIT_INTERRUPTED, 10, "stopped by SIGINT/SIGTERM")                                \
+#define PFT_NODE_EXIT_TABLE(X)                                                                               \
+    X(PFT_EXIT_OK, 0, "the node completed its part of the run")                                              \
+    X(PFT_EXIT_USAGE, 2, "bad command line")                                                                 \
+    X(PFT_EXIT_TOPOLOGY, 3, "invalid topology, no such node, unusable keys, or keys with --insecure")        \
+    X(PFT_EXIT_DATA, 4, "the node's data files are missing or malformed")                                    \
+    X(PFT_EXIT_NETWORK, 5, "the inbound endpoint cannot be bound or a socket failed")                        \
+    X(PFT_EXIT_MISSING, 6, "a predecessor's bundle did not arrive by the deadline (on_missing=fail)")        \
+    X(PFT_EXIT_SEND, 7, "a successor never acknowledged (or rejected) the node's bundle")                    \
+    X(PFT_EXIT_NUMERIC, 8, "EM or head training failed numerically")                                         \
+    X(PFT_EXIT_IO, 9, "the output folder cannot be written (e.g. an inbound bundle cannot be stored)")       \
+    X(PFT_EXIT_INTERRUPTED, 10, "stopped by SIGINT/SIGTERM")                                                 \
     X(PFT_EXIT_BUDGET, 11, "releasing would exceed the node's privacy budget (dp_budget)")
 
 typedef enum {
@@ -31,7 +31,7 @@ typedef struct {
     const char *eval_labels;   /* their labels */
     int linger_ms;             /* after finishing, keep answering duplicate deliveries this long */
     const char *key;           /* this node's secret key file; NULL: the .key beside its `key` .pub */
-    int insecure;              /* 1: plain text, no signatures (the topology names no keys) */
+    int insecure;              /* 1: plain text, no signatures; refused (exit 3) if the topology names keys */
     int listen_fd;             /* a listening TCP socket bound to this node's endpoint, handed over by
                                   pftnet launch (which held the port until now); -1: bind the endpoint */
 } pft_node_args_t;

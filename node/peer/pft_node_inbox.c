@@ -1,5 +1,6 @@
 /* pft_node_inbox: inbound bundles: matched to a hand-off, validated, stored durably in out/inbox/, then
- * acknowledged. */
+ * acknowledged. A stored bundle's file name holds its id (h<hand-off>-<id hex>.pftb); a restarted node loads
+ * it only if the bytes still hash to that id and validate as on arrival (DESIGN.md §10, RELIABILITY.md §4). */
 #include "pft_node_internal.h"
 
 #include "pft_alloc.h"
@@ -7,6 +8,8 @@
 #include "pft_fsio.h"
 #include "pft_log.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -60,19 +63,33 @@ static inbound_t *match_bundle(node_t *nd, const pft_bundle_t *b, char *reason, 
     return NULL;
 }
 
-static char *inbox_path(node_t *nd, const inbound_t *s)
+/* out/inbox/h<hand-off>-<id hex>.pftb: where slot s's bundle with id id is stored. */
+static char *inbox_path(node_t *nd, const inbound_t *s, const uint8_t id[PFT_BUNDLE_ID_LEN])
 {
-    char name[64];
-    snprintf(name, sizeof name, "h%zu.pftb", s->handoff + 1);
+    char name[128], hex[2 * PFT_BUNDLE_ID_LEN + 1];
+    snprintf(name, sizeof name, "h%zu-%s.pftb", s->handoff + 1, pft_bundle_id_hex(id, hex));
     return pft_fsio_join(nd->inbox_dir, name);
 }
 
+/* Stores an accepted message durably; 0 or PFT_EIO / PFT_ENOMEM (message set: the path and errno text). */
+static int store(node_t *nd, const inbound_t *s, const uint8_t id[PFT_BUNDLE_ID_LEN], const uint8_t *buf,
+                 size_t len)
+{
+    char *path = inbox_path(nd, s, id);
+    int rc = path ? pft_fsio_write_atomic(path, buf, len) : pft_err(PFT_ENOMEM, "out of memory");
+    if (rc == 0 && pft_node__test_hook(nd, "PFT_TEST_STORE_FAIL")) {
+        remove(path);
+        rc = pft_err(PFT_EIO, "%s: write failed: %s (test hook PFT_TEST_STORE_FAIL)", path, strerror(ENOSPC));
+    }
+    pft_free(path);
+    return rc;
+}
+
 /* Validates, stores durably and records one inbound message. store = 0 when it comes from our own disk. */
-static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store, char *reason, size_t rlen)
+static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store_it, char *reason, size_t rlen)
 {
     pft_bundle_limits_t lim;
-    pft_bundle_limits_default(&lim);
-    lim.max_bytes = (size_t)nd->run->max_bundle_mb << 20;
+    pft_node__limits(nd, &lim);
     pft_bundle_t *b = NULL;
     int rc = pft_bundle_decode(buf, len, &lim, &b);
     if (rc) {
@@ -105,18 +122,16 @@ static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store,
         return PFT_ENOMEM;
     }
     memcpy(copy, buf, len);
-    if (store) {
-        char *path = inbox_path(nd, s);
-        rc = path ? pft_fsio_write_atomic(path, buf, len) : PFT_ENOMEM;
-        pft_free(path);
-        if (rc) {
-            snprintf(reason, rlen, "cannot store: %s", pft_errmsg());
-            pft_free(copy);
-            pft_bundle_destroy(&b);
-            return PFT_EIO; /* transient: the sender retries */
-        }
+    uint8_t id[PFT_BUNDLE_ID_LEN];
+    if ((rc = pft_bundle_id(b, id)) == 0 && store_it)
+        rc = store(nd, s, id, buf, len);
+    if (rc) {
+        snprintf(reason, rlen, "cannot store: %s", pft_errmsg());
+        pft_free(copy);
+        pft_bundle_destroy(&b);
+        return rc == PFT_ENOMEM ? rc : PFT_EIO; /* transient for the sender; fatal here (on_message) */
     }
-    pft_bundle_id(b, s->id);
+    memcpy(s->id, id, sizeof id);
     s->bundle = b;
     s->bytes = copy;
     s->len = len;
@@ -124,41 +139,117 @@ static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store,
     pft_info("%s bundle %.12s from %s (producer %s, %d classes, %d contributing nodes, %zu bytes)%s",
              s->complete ? "complete" : "received", pft_bundle_id_hex(s->id, hex), s->from,
              pft_bundle_producer(b), pft_bundle_n_classes(b), pft_bundle_prov_n_nodes(b), len,
-             store ? "" : " [from disk]");
+             store_it ? "" : " [from disk]");
     return 0;
 }
 
-/* The transport's callback for one inbound message: 0 acknowledges it; an error refuses it with reason
- * (PFT_EIO, PFT_ENOMEM: transient, the sender retries; anything else is counted as a rejection). */
+/* The transport's callback for one inbound message: 0 acknowledges it; an error refuses it with reason.
+ * A bundle that cannot be stored (disk full, EIO) is NACKed as transient (the sender keeps it) and ends this
+ * node's run (nd->fatal: PFT_EXIT_IO at the next loop turn); ENOMEM is transient; anything else is a refusal
+ * (pft_node__refusal). */
 int pft_node__inbox_on_message(void *ctx, const uint8_t *buf, size_t len, char *reason, size_t rlen)
 {
     node_t *nd = ctx;
     int rc = accept_message(nd, buf, len, 1, reason, rlen);
-    if (rc && rc != PFT_EIO && rc != PFT_ENOMEM) {
-        nd->rejected++;
-        pft_warn("rejected an inbound bundle (%zu bytes): %s", len, reason);
-        if (json_array_size(nd->refusals) < 100)
-            json_array_append_new(nd->refusals, json_string(reason));
+    if (rc == PFT_EIO) {
+        if (!nd->fatal)
+            pft_error("cannot store an inbound bundle (%zu bytes): %s", len, pft_errmsg());
+        nd->fatal = PFT_EIO;
+        snprintf(nd->fatal_msg, sizeof nd->fatal_msg, "inbox: %s", pft_errmsg());
+    } else if (rc == PFT_ENOMEM) {
+        pft_warn("inbound bundle (%zu bytes) NACKed for now: %s", len, reason);
+    } else if (rc) {
+        char what[PFT_TRANSPORT_MAX_REASON + 64];
+        snprintf(what, sizeof what, "%s (%zu bytes)", reason, len);
+        pft_node__refusal(nd, PFT_NODE_REFUSED_BUNDLE, what);
     }
     return rc;
 }
 
-/* Loads inbound bundles stored by an earlier run of this node (restart after a crash). */
+/* 1 if name is "h<handoff>-<64 hex>.pftb"; the id into id. */
+static int stored_name(const char *name, size_t handoff, uint8_t id[PFT_BUNDLE_ID_LEN])
+{
+    char prefix[32];
+    int n = snprintf(prefix, sizeof prefix, "h%zu-", handoff);
+    size_t len = strlen(name);
+    if (strncmp(name, prefix, (size_t)n) != 0 || len != (size_t)n + 2 * PFT_BUNDLE_ID_LEN + 5 ||
+        strcmp(name + len - 5, ".pftb") != 0)
+        return 0;
+    for (int i = 0; i < PFT_BUNDLE_ID_LEN; i++) {
+        unsigned v;
+        if (sscanf(name + n + 2 * i, "%2x", &v) != 1 || !strchr("0123456789abcdef", name[n + 2 * i]) ||
+            !strchr("0123456789abcdef", name[n + 2 * i + 1]))
+            return 0;
+        id[i] = (uint8_t)v;
+    }
+    return 1;
+}
+
+/* A stored bundle that does not hash to the id in its name or fails validation: counted and logged as a
+ * refusal, renamed to <name>.corrupt (kept for inspection, never loaded again); its slot stays empty. */
+static void refuse_stored(node_t *nd, const char *path, const char *why)
+{
+    char what[PFT_TRANSPORT_MAX_REASON + 600];
+    snprintf(what, sizeof what, "%s: %s; not used (renamed to .corrupt)", path, why);
+    pft_node__refusal(nd, PFT_NODE_REFUSED_STORED, what);
+    char *bad = pft_alloc(strlen(path) + 9);
+    if (bad) {
+        sprintf(bad, "%s.corrupt", path);
+        if (rename(path, bad) != 0)
+            pft_error("renaming %s: %s", path, strerror(errno));
+    }
+    pft_free(bad);
+}
+
+/* Loads one stored file of slot s (its name holds the id it must hash to). */
+static void load_stored(node_t *nd, inbound_t *s, const char *path, const uint8_t want[PFT_BUNDLE_ID_LEN])
+{
+    uint8_t *buf = NULL, id[PFT_BUNDLE_ID_LEN];
+    size_t len = 0;
+    char why[PFT_TRANSPORT_MAX_REASON + 128], hex[2 * PFT_BUNDLE_ID_LEN + 1];
+    if (pft_fsio_read(path, (size_t)nd->run->max_bundle_mb << 20, &buf, &len) != 0)
+        snprintf(why, sizeof why, "unreadable: %s", pft_errmsg());
+    else if (pft_node__message_id(nd, buf, len, id) != 0)
+        snprintf(why, sizeof why, "corrupt: %s", pft_errmsg());
+    else if (memcmp(id, want, sizeof id) != 0)
+        snprintf(why, sizeof why, "corrupt: its content hashes to %.12s..., not to the id in its name",
+                 pft_bundle_id_hex(id, hex));
+    else if (s->bundle)
+        snprintf(why, sizeof why, "a second bundle for hand-off %zu", s->handoff + 1);
+    else {
+        char reason[PFT_TRANSPORT_MAX_REASON + 1];
+        if (accept_message(nd, buf, len, 0, reason, sizeof reason) == 0) {
+            pft_free(buf);
+            return;
+        }
+        snprintf(why, sizeof why, "does not validate: %s", reason);
+    }
+    pft_free(buf);
+    refuse_stored(nd, path, why);
+}
+
+/* Loads inbound bundles stored by an earlier run of this node (restart after a crash), each only if it still
+ * hashes to the id in its name and validates (signature included) as it did on arrival. */
 void pft_node__inbox_load(node_t *nd)
 {
-    for (size_t i = 0; i < nd->n_in; i++) {
-        char *path = inbox_path(nd, &nd->in[i]);
-        uint8_t *buf = NULL;
-        size_t len = 0;
-        if (path && pft_fsio_exists(path) &&
-            pft_fsio_read(path, (size_t)nd->run->max_bundle_mb << 20, &buf, &len) == 0) {
-            char reason[256];
-            if (accept_message(nd, buf, len, 0, reason, sizeof reason) != 0)
-                pft_warn("ignoring stored %s: %s", path, reason);
-        }
-        pft_free(buf);
-        pft_free(path);
+    DIR *dir = opendir(nd->inbox_dir);
+    if (!dir) {
+        pft_error("%s: cannot list: %s", nd->inbox_dir, strerror(errno));
+        return;
     }
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        for (size_t i = 0; i < nd->n_in; i++) {
+            uint8_t want[PFT_BUNDLE_ID_LEN];
+            if (!stored_name(e->d_name, nd->in[i].handoff + 1, want))
+                continue;
+            char *path = pft_fsio_join(nd->inbox_dir, e->d_name);
+            if (path)
+                load_stored(nd, &nd->in[i], path, want);
+            pft_free(path);
+        }
+    }
+    closedir(dir);
 }
 
 /* Waits until every inbound hand-off of the stage has arrived or passed its deadline. */
@@ -166,6 +257,9 @@ int pft_node__inbox_wait(node_t *nd, const pft_stage_t *st)
 {
     char detail[256];
     for (;;) {
+        if (nd->fatal)
+            return pft_err(nd->fatal, "%s", nd->fatal_msg);
+        pft_node__refusal_tick(nd, 0);
         size_t missing = 0, waiting = 0;
         double now = pft_fsio_now();
         const char *who = NULL;

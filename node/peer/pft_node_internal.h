@@ -9,6 +9,7 @@
  *   pft_node_release.c  DP-FedPFT: releases, the ledger, its setup
  *   pft_node_outbox.c   sending, acknowledgements on disk, fallback successors, waiting for the sends
  *   pft_node_result.c   the head's training and evaluation, result.json
+ *   pft_node_refusal.c  every refusal: logged (rate-limited), counted, persisted in out/refusals.json
  * Functions shared between these files are named pft_node__<file>_<verb>; the rest are static. */
 #ifndef PFT_NODE_INTERNAL_H
 #define PFT_NODE_INTERNAL_H
@@ -83,6 +84,7 @@ typedef struct {
     size_t n_out;
     double t_start;
     char *inbox_dir;
+    char status[512]; /* the status line last written to out/status */
     /* results */
     rows_t head_rows;        /* what a logreg head trains on */
     pft_gstat_t *head_stats; /* what a Gaussian head is built from (head = gaussian) */
@@ -93,8 +95,19 @@ typedef struct {
     int em_fits;
     pft_bundle_t *knowledge; /* provenance the node ended with */
     json_t *drift;           /* per received bundle: mean log-lik of own features under it */
-    int rejected;            /* inbound bundles refused by validation */
-    json_t *refusals;        /* their reasons */
+    int rejected;            /* inbound messages refused (pft_node_refusal.c; survives restarts) */
+    int handshakes_denied;   /* inbound connections refused (ZAP, plain text vs CURVE; survives restarts) */
+    json_t *refusals;        /* their reasons, the first PFT_NODE_MAX_REFUSALS */
+    struct {
+        double window;     /* start of the current one-second logging window */
+        int logged;        /* lines logged in it */
+        int suppressed;    /* refusals not logged in it */
+    } refusal_log[4];      /* per pft_node__refusal_kind_t */
+    int refusals_dirty;    /* counters changed since out/refusals.json was written */
+    double refusals_saved; /* when it was last written */
+    int fatal;             /* a pft error code that ends the run at the next loop turn (the inbox could not
+                              store a bundle), 0 if none; its message is in fatal_msg */
+    char fatal_msg[512];
     /* security (unless --insecure) */
     pft_keypair_t *kp;  /* this node's keypair */
     pft_pubkey_t *keys; /* every node's public key, by node index */
@@ -104,16 +117,46 @@ typedef struct {
     json_t *dp;             /* what the releases were, for result.json */
     double dp_delta_max;    /* largest delta over this bundle's classes */
     int dp_clipped;         /* rows clipped to norm 1 */
+    /* privacy floor (min_rows) */
+    json_t *floor; /* the last refit's {"min_released_rows": {class: rows}, "withheld_classes": [...]}; NULL
+                    * before a refit */
 } node_t;
 
+#define PFT_NODE_MAX_REFUSALS 100 /* reasons kept in result.json's refusals (all are counted) */
+
 /* pft_node.c: the run's shared plumbing. */
+/* The decoder's limits of this run: max_bytes is max_bundle_mb MiB, the transport's max_msg_size too. */
+void pft_node__limits(const node_t *nd, pft_bundle_limits_t *lim);
+/* The bundle id of a wire message under those limits; 0 or an error code (message set). */
+int pft_node__message_id(const node_t *nd, const uint8_t *msg, size_t len, uint8_t id[PFT_BUNDLE_ID_LEN]);
 int pft_node__stopping(void); /* 1 once a stop was requested */
 void pft_node__set_status(node_t *nd, const char *state, const char *detail); /* out/status, best effort */
 #ifdef PFT_TEST_HOOKS
-void pft_node__crash_point(const char *point); /* SIGKILL here if PFT_CRASH_AT=<point> */
+void pft_node__crash_point(const char *point);              /* SIGKILL here if PFT_CRASH_AT=<point> */
+int pft_node__test_hook(const node_t *nd, const char *var); /* 1 if the env var var names this node's id */
 #else
 #define pft_node__crash_point(point) ((void)0)
+#define pft_node__test_hook(nd, var) 0
 #endif
+
+/* pft_node_refusal.c: every refusal in one place. */
+typedef enum {
+    PFT_NODE_REFUSED_BUNDLE = 0,    /* an inbound bundle failed validation (decode, signature, match) */
+    PFT_NODE_REFUSED_TRANSPORT = 1, /* the transport dropped or NACKed a message itself */
+    PFT_NODE_REFUSED_HANDSHAKE = 2, /* an inbound connection was refused */
+    PFT_NODE_REFUSED_STORED = 3, /* a bundle stored in out/inbox/ does not match its id or fails validation */
+} pft_node__refusal_kind_t;
+/* Counts a refusal (handshakes in handshakes_denied, the rest in rejected), keeps its reason, logs it
+ * (at most a few lines per kind and second; the rest summarised by pft_node__refusal_tick). */
+void pft_node__refusal(node_t *nd, pft_node__refusal_kind_t kind, const char *reason);
+/* The transport's refusal callback (ctx is the node_t). */
+void pft_node__refusal_on_transport(void *ctx, pft_transport_refusal_t kind, const char *reason);
+/* Logs the summaries of windows that ended and writes out/refusals.json if it changed (at most once a second;
+ * force: now). */
+void pft_node__refusal_tick(node_t *nd, int force);
+/* Reloads the counters of an earlier run of this node from out/refusals.json (none: zero). 0 or an error
+ * code (the file exists but is unreadable or malformed). */
+int pft_node__refusal_load(node_t *nd);
 
 /* pft_node_setup.c: each returns 0 or a pft error code (with its message set). */
 /* Loads and preps train/test/eval; sets n_classes and own_counts. */
@@ -194,6 +237,15 @@ typedef int (*pft_node__scorer_t)(const void *model, const pft_dataset_t *set, d
 int pft_node__result_evaluate(node_t *nd, json_t *res, pft_node__scorer_t score, const void *model);
 /* Trains the head on nd->head_rows, evaluates it, writes out/head.npy; fills res. */
 int pft_node__result_train_head(node_t *nd, json_t *res);
+/* Privacy floor bookkeeping of a refit: starts it afresh (before the refit) ... */
+int pft_node__result_floor_reset(node_t *nd);
+/* ... records class c (rows: the rows it would have stood for) as withheld, with a log line ... */
+void pft_node__result_withhold(node_t *nd, int c, uint64_t rows, const char *what);
+/* ... and, once the bundle is built, the smallest count each released class stands for: per class the
+ * smallest count × weight over its components, or for statistics the smallest class count over the parts. */
+void pft_node__result_released(node_t *nd, const pft_bundle_t *b);
+/* 1 if the current refit withheld class c. */
+int pft_node__result_is_withheld(const node_t *nd, int c);
 /* Fills res with the run's outcome and writes out/result.json. */
 int pft_node__result_write(node_t *nd, json_t *res, int exit_code);
 

@@ -72,7 +72,7 @@ int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *byte
         const pft_topo_edge_t *e = pft_topo_edge_find(nd->topo, ho->from, ho->to);
         double dl = e ? e->send_deadline : nd->run->send_deadline;
         uint8_t id[PFT_BUNDLE_ID_LEN];
-        int rc = pft_bundle_message_id(bytes, len, id);
+        int rc = pft_node__message_id(nd, bytes, len, id);
         if (rc)
             return rc;
         char hex[2 * PFT_BUNDLE_ID_LEN + 1];
@@ -157,6 +157,7 @@ int pft_node__outbox_finish(node_t *nd, int *interrupted)
             pft_node__set_status(nd, "sending", "waiting for acknowledgements");
             int rc = pft_transport_poll(nd->tp, 200);
             pft_node__outbox_save_acks(nd);
+            pft_node__refusal_tick(nd, 0);
             if (rc && rc != PFT_EINTR)
                 break;
             if (nd->me->n_fallbacks)

@@ -254,6 +254,8 @@ static void em_opts(const node_t *nd, int c, pft_gmm_opts_t *go)
     go->tol = nd->run->tol;
     go->reg_covar = nd->run->reg_covar;
     go->n_init = nd->run->n_init;
+    /* The floor counts represented rows; EM sees each of them em_draws times (class_union). */
+    go->min_rows = nd->me->dp_epsilon > 0 ? 1 : nd->me->min_rows * em_draws(nd);
     go->seed = pft_rng_derive(nd->run->seed, fnv1a(nd->me->id), (uint64_t)c);
 }
 
@@ -281,16 +283,43 @@ static int fit_class(node_t *nd, int c, const rows_t *cls, int n_own, int repres
     nd->em_fits++;
     pft_debug("class %d: %d real + %d synthetic rows, K=%d, %d EM iterations, %.2fs", c, n_own,
               cls->n - n_own, info.k_used, info.iters, dt);
+    if (info.floor_dropped > 0)
+        pft_info("class %d: K %d -> %d so that every component stands for >= %d rows (%d refits)", c,
+                 info.k_used + info.floor_dropped, info.k_used, nd->me->min_rows, info.floor_refits);
     rc = pft_bundle_add_class(b, c, (uint64_t)represented, &g);
     pft_gmm_destroy(&g);
     return rc;
 }
 
-/* Stamps b: the provenance counted, this node's DP guarantee, the complete flag. */
+/* Adds to b the provenance of counted without the classes the floor withheld (their rows do not travel),
+ * DP guarantees included. */
+static int released_provenance(node_t *nd, pft_bundle_t *b, const pft_bundle_t *counted)
+{
+    int rc = 0;
+    for (int e = 0; rc == 0 && e < pft_bundle_prov_n_nodes(counted); e++) {
+        const char *id = pft_bundle_prov_node(counted, e);
+        int kept = 0;
+        for (int j = 0; rc == 0 && j < pft_bundle_prov_n_labels(counted, e); j++) {
+            int label;
+            uint64_t count;
+            pft_bundle_prov_entry(counted, e, j, &label, &count);
+            if (pft_node__result_is_withheld(nd, label))
+                continue;
+            rc = pft_bundle_prov_add(b, id, label, count);
+            kept++;
+        }
+        double eps, delta;
+        if (rc == 0 && kept && pft_bundle_prov_dp(counted, e, &eps, &delta))
+            rc = pft_bundle_prov_set_dp(b, id, eps, delta);
+    }
+    return rc;
+}
+
+/* Stamps b: the provenance counted (less withheld classes), this node's DP guarantee, the complete flag. */
 static int seal(node_t *nd, pft_bundle_t *b, const pft_bundle_t *counted, int complete)
 {
     int rc;
-    if ((rc = pft_bundle_prov_merge(b, counted)))
+    if ((rc = released_provenance(nd, b, counted)))
         return rc;
     if (nd->me->dp_epsilon > 0 && pft_bundle_prov_contains(b, nd->me->id) &&
         (rc = pft_bundle_prov_set_dp(b, nd->me->id, nd->me->dp_epsilon, nd->dp_delta_max)))
@@ -305,8 +334,12 @@ static int seal(node_t *nd, pft_bundle_t *b, const pft_bundle_t *counted, int co
  * why. */
 int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
 {
-    if (nd->me->exact)
-        return pft_node__stats_refit(nd, st, complete, out);
+    if (nd->me->exact) {
+        int rc = pft_node__stats_refit(nd, st, complete, out);
+        if (rc == 0)
+            pft_node__result_released(nd, *out);
+        return rc;
+    }
     int gaussian = nd->me->head == PFT_TOPO_HEAD_GAUSSIAN;
     int d = pft_dataset_d(nd->train), rc = PFT_ENOMEM;
     refit_in_t in = {.recv = pft_calloc(st->n_recv + 1, sizeof *in.recv)};
@@ -317,7 +350,7 @@ int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_
     rows_t cls = {.d = d};
     if (!in.recv || !b || !counted || !in.take)
         goto done;
-    if ((rc = count_received(nd, &in, b, counted)))
+    if ((rc = count_received(nd, &in, b, counted)) || (rc = pft_node__result_floor_reset(nd)))
         goto done;
     for (int c = 0; c < nd->n_classes; c++) {
         int n_own = 0, represented = 0;
@@ -326,7 +359,9 @@ int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_
         nd->n_real += n_own;
         if (cls.n == 0)
             continue;
-        if ((rc = fit_class(nd, c, &cls, n_own, represented, b)))
+        if (represented < nd->me->min_rows) /* the privacy floor: too few rows to release a model of */
+            pft_node__result_withhold(nd, c, (uint64_t)represented, "union (own rows and samples)");
+        else if ((rc = fit_class(nd, c, &cls, n_own, represented, b)))
             goto done;
         if (nd->em_fits == 2)
             pft_node__crash_point("mid-em");
@@ -337,6 +372,7 @@ int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_
         goto done;
     if ((rc = seal(nd, b, counted, complete)))
         goto done;
+    pft_node__result_released(nd, b);
     record_drift(nd, "sent", b);
     *out = b;
     b = NULL;

@@ -4,6 +4,7 @@
 #include "pft_alloc.h"
 #include "pft_error.h"
 #include "pft_fsio.h"
+#include "pft_gmm.h"
 #include "pft_head.h"
 #include "pft_log.h"
 #include "pft_npy.h"
@@ -239,6 +240,68 @@ static void dp_json(node_t *nd)
         json_object_set_new(json_object_get(nd->dp, "budget"), "eps_total", json_real(nd->budget.eps_total));
 }
 
+int pft_node__result_floor_reset(node_t *nd)
+{
+    json_decref(nd->floor);
+    nd->floor = json_pack("{s:o,s:o}", "min_released_rows", json_object(), "withheld_classes", json_array());
+    return nd->floor ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+}
+
+void pft_node__result_withhold(node_t *nd, int c, uint64_t rows, const char *what)
+{
+    pft_info("class %d withheld from the bundle: its %s stands for %llu row(s), fewer than min_rows = %d "
+             "(the head still uses them)",
+             c, what, (unsigned long long)rows, nd->me->min_rows);
+    json_t *w = nd->floor ? json_object_get(nd->floor, "withheld_classes") : NULL;
+    if (w)
+        json_array_append_new(w, json_pack("{s:i,s:I}", "class", c, "rows", (json_int_t)rows));
+}
+
+int pft_node__result_is_withheld(const node_t *nd, int c)
+{
+    json_t *w = nd->floor ? json_object_get(nd->floor, "withheld_classes") : NULL, *e;
+    size_t i;
+    json_array_foreach(w, i, e)
+    {
+        if (json_integer_value(json_object_get(e, "class")) == c)
+            return 1;
+    }
+    return 0;
+}
+
+/* Keeps the smaller of v and what o holds for label. */
+static void keep_min(json_t *o, int label, double v)
+{
+    char key[16];
+    snprintf(key, sizeof key, "%d", label);
+    json_t *old = json_object_get(o, key);
+    if (!old || v < json_number_value(old))
+        json_object_set_new(o, key, json_real(v));
+}
+
+void pft_node__result_released(node_t *nd, const pft_bundle_t *b)
+{
+    json_t *o = nd->floor ? json_object_get(nd->floor, "min_released_rows") : NULL;
+    if (!o)
+        return;
+    json_object_clear(o);
+    if (pft_bundle_is_stats(b)) {
+        for (int p = 0; p < pft_bundle_n_parts(b); p++) {
+            const pft_gstat_t *st = pft_bundle_part_stats(b, p);
+            for (int j = 0; j < pft_gstat_n_classes(st); j++)
+                keep_min(o, pft_gstat_label(st, j), (double)pft_gstat_count(st, j));
+        }
+        return;
+    }
+    for (int ci = 0; ci < pft_bundle_n_classes(b); ci++) {
+        const pft_gmm_t *g = pft_bundle_class_gmm(b, ci);
+        const double *w = pft_gmm_weights(g);
+        double n = (double)pft_bundle_class_count(b, ci);
+        for (int k = 0; k < pft_gmm_k(g); k++)
+            keep_min(o, pft_bundle_class_label(b, ci), n * w[k]);
+    }
+}
+
 /* Fills res with the run's outcome and writes it to out/result.json (atomically). Returns 0 or an error code.
  */
 int pft_node__result_write(node_t *nd, json_t *res, int exit_code)
@@ -265,10 +328,10 @@ int pft_node__result_write(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "bytes_received", json_integer((json_int_t)ts.bytes_received));
     json_object_set_new(res, "retries", json_integer((json_int_t)ts.retries));
     json_object_set_new(res, "duplicates_dropped", json_integer((json_int_t)ts.duplicates));
-    json_object_set_new(res, "rejected", json_integer((json_int_t)ts.rejected));
+    json_object_set_new(res, "rejected", json_integer(nd->rejected)); /* pft_node_refusal.c */
     json_object_set_new(res, "refusals", json_incref(nd->refusals));
     json_object_set_new(res, "secure", json_boolean(nd->keys != NULL));
-    json_object_set_new(res, "handshakes_denied", json_integer((json_int_t)ts.zap_denied));
+    json_object_set_new(res, "handshakes_denied", json_integer(nd->handshakes_denied));
     json_object_set_new(res, "em_iters_mean",
                         json_real(nd->em_fits ? (double)nd->em_iters / nd->em_fits : 0));
     json_object_set_new(res, "em_seconds", json_real(nd->em_seconds));
@@ -281,6 +344,11 @@ int pft_node__result_write(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "received", recv);
     json_object_set_new(res, "missing", missing);
     json_object_set_new(res, "drift", json_incref(nd->drift));
+    json_object_set_new(res, "min_rows", json_integer(nd->me->min_rows));
+    if (nd->floor) {
+        json_object_set(res, "min_released_rows", json_object_get(nd->floor, "min_released_rows"));
+        json_object_set(res, "withheld_classes", json_object_get(nd->floor, "withheld_classes"));
+    }
     json_t *noise =
         nd->dp ? json_object_get(nd->dp, "noise") : NULL; /* exact statistics (pft_node_stats.c) */
     if (noise) {

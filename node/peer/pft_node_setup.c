@@ -157,11 +157,21 @@ int pft_node__setup_listen_fd(int fd, const char *endpoint)
 }
 
 /* Keys: this node's keypair and every node's public key; CURVE keys for the transport. Without keys in the
- * topology the node runs only with --insecure (plain text, unsigned bundles), and says so. */
+ * topology the node runs only with --insecure (plain text, unsigned bundles), and says so; with keys in it
+ * --insecure is refused (PFT_ETOPO: exit 3). */
 int pft_node__setup_keys(node_t *nd, pft_transport_opts_t *to, uint8_t cpub[PFT_KEY_CURVE_LEN],
                          uint8_t csec[PFT_KEY_CURVE_LEN])
 {
     if (nd->args->insecure) {
+        for (size_t i = 0; i < pft_topo_node_count(nd->topo); i++) {
+            const pft_topo_node_t *n = pft_topo_node(nd->topo, i);
+            if (n->key) /* keys in the topology mean keys are required: no plain-text fallback */
+                return pft_err(
+                    PFT_ETOPO,
+                    "--insecure refused: the topology names keys (node '%s': key = \"%s\"), so its "
+                    "nodes accept only CURVE connections and signed bundles; run without --insecure",
+                    n->id, n->key);
+        }
         pft_warn("--insecure: connections are plain text and bundles are neither signed nor verified");
         return 0;
     }

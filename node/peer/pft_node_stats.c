@@ -161,28 +161,84 @@ done:
     return rc;
 }
 
-/* This node's own rows as a part (nothing for a node without rows). With release set and dp_epsilon > 0 the
- * part is the node's (ε, δ)-DP release of its statistics (pft_gstat_dp; what goes on), and the exact
- * statistics are kept beside it for the node's own head (its own rows need no protection from itself). */
-static int take_own(node_t *nd, parts_t *ps, int release)
+/* The privacy floor on own statistics: the node's own rows less the classes with fewer than min_rows rows
+ * (each withheld and reported), into *out; NULL (and nothing withheld) when no class is below the floor. */
+static int floor_rows(node_t *nd, const uint64_t *merged, pft_dataset_t **out)
+{
+    *out = NULL;
+    int n = pft_dataset_n(nd->train), m = 0, below = 0;
+    char *keep = pft_alloc((size_t)nd->n_classes + 1);
+    if (!keep)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (int c = 0; c < nd->n_classes; c++) { /* the class as released: own rows and what merges with them */
+        uint64_t rel = (uint64_t)nd->own_counts[c] + (merged ? merged[c] : 0);
+        keep[c] = nd->own_counts[c] == 0 || rel >= (uint64_t)nd->me->min_rows;
+        below += !keep[c];
+    }
+    if (!below) {
+        pft_free(keep);
+        return 0;
+    }
+    if (!below)
+        return 0;
+    int *idx = pft_alloc_array((size_t)n, sizeof *idx);
+    if (!idx) {
+        pft_free(keep);
+        return pft_err(PFT_ENOMEM, "out of memory");
+    }
+    const int32_t *y = pft_dataset_y(nd->train);
+    for (int i = 0; i < n; i++)
+        if (keep[y[i]])
+            idx[m++] = i;
+    for (int c = 0; c < nd->n_classes; c++)
+        if (!keep[c])
+            pft_node__result_withhold(nd, c, (uint64_t)nd->own_counts[c], "own statistics");
+    int rc = pft_dataset_subset(nd->train, idx, m, out);
+    pft_free(idx);
+    pft_free(keep);
+    return rc;
+}
+
+/* This node's own rows as a part (nothing for a node without rows). With release set, classes below the
+ * privacy floor are left out of what goes on (floor_rows: a class counts as released with merged[c], the rows
+ * of received parts that will be sent merged with the node's own; the exact statistics of every own row are
+ * kept beside it for the node's own head), and with dp_epsilon > 0 the part is the node's (ε, δ)-DP release
+ * of its statistics (pft_gstat_dp), again with the exact statistics kept beside it (its own rows need no
+ * protection from itself). */
+static int take_own(node_t *nd, parts_t *ps, int release, const uint64_t *merged)
 {
     int n = pft_dataset_n(nd->train);
     if (n == 0)
         return 0;
-    pft_gstat_t *st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train)), *noisy = NULL;
+    pft_dataset_t *rel = NULL, *all = nd->train;
+    pft_gstat_t *st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train)), *noisy = NULL, *sent = NULL;
     int rc = st ? pft_gstat_add_rows(st, pft_dataset_x(nd->train), pft_dataset_y(nd->train), (size_t)n)
                 : PFT_ENOMEM;
+    if (rc == 0 && release && (rc = pft_node__result_floor_reset(nd)) == 0)
+        rc = floor_rows(nd, merged, &rel);
+    if (rc == 0 && rel) { /* what goes on: the rows of the classes that meet the floor */
+        sent = pft_gstat_new(my_kind(nd), pft_dataset_d(rel));
+        rc = sent ? pft_gstat_add_rows(sent, pft_dataset_x(rel), pft_dataset_y(rel),
+                                       (size_t)pft_dataset_n(rel))
+                  : PFT_ENOMEM;
+    }
     int dp = release && nd->me->dp_epsilon > 0;
-    if (rc == 0 && dp)
-        rc = pft_node__release_stats(nd, my_kind(nd), &noisy);
-    if (rc == 0)
-        rc = parts_take(ps, dp ? &noisy : &st, NULL, &nd->my_index, 1, NULL, nd->me->id);
     if (rc == 0 && dp) {
+        nd->train = rel ? rel : all; /* the release reads nd->train */
+        rc = pft_node__release_stats(nd, my_kind(nd), &noisy);
+        nd->train = all;
+    }
+    pft_gstat_t **go = dp ? &noisy : sent ? &sent : &st;
+    if (rc == 0)
+        rc = parts_take(ps, go, NULL, &nd->my_index, 1, NULL, nd->me->id);
+    if (rc == 0 && go != &st) {
         ps->p[ps->n - 1].exact = st;
         st = NULL;
     }
     pft_gstat_destroy(&st);
+    pft_gstat_destroy(&sent);
     pft_gstat_destroy(&noisy);
+    pft_dataset_destroy(&rel);
     return rc == 1 ? 0 : rc;
 }
 
@@ -215,9 +271,9 @@ static int part_provenance(node_t *nd, const part_t *p, pft_bundle_t *b)
         const char *id = pft_topo_node(nd->topo, p->who[w])->id;
         if (!p->b) {
             for (int c = 0; rc == 0 && c < nd->n_classes; c++)
-                if (nd->own_counts[c])
+                if (nd->own_counts[c] && !pft_node__result_is_withheld(nd, c))
                     rc = pft_bundle_prov_add(b, id, c, (uint64_t)nd->own_counts[c]);
-            if (rc == 0 && p->exact)
+            if (rc == 0 && p->exact && nd->me->dp_epsilon > 0)
                 rc = pft_bundle_prov_set_dp(b, id, nd->me->dp_epsilon, nd->dp_delta_max);
             continue;
         }
@@ -344,7 +400,22 @@ static void noise_json(node_t *nd, const parts_t *ps)
 }
 
 /* One outbound part per group of the plan: the taken parts of a group merged. */
-static int add_group_parts(node_t *nd, const parts_t *ps, pft_bundle_t *b)
+/* 1 when every taken part travels in one outbound part and none keeps an exact copy beside it (no DP release,
+ * nothing withheld by the floor): that part is then exactly the head's statistics. */
+static int single_part(const node_t *nd, const parts_t *ps)
+{
+    size_t n = pft_topo_node_count(nd->topo);
+    long *grp = pft_alloc_array(n, sizeof *grp);
+    int one = grp && pft_topo_part_groups(nd->topo, nd->my_index, grp) == 0;
+    for (int i = 0; one && i < ps->n; i++)
+        one = !ps->p[i].exact && grp[ps->p[i].who[0]] == grp[ps->p[0].who[0]];
+    pft_free(grp);
+    return one;
+}
+
+/* One outbound part per group of the plan. With steal, a group's first owned part (the node's own) becomes
+ * its accumulator instead of a copy: it is then gone from ps (part_stats NULL). */
+static int add_group_parts(node_t *nd, parts_t *ps, pft_bundle_t *b, int steal)
 {
     size_t n = pft_topo_node_count(nd->topo);
     long *grp = pft_alloc_array(n, sizeof *grp);
@@ -365,16 +436,22 @@ static int add_group_parts(node_t *nd, const parts_t *ps, pft_bundle_t *b)
         for (int i = 0; rc == 0 && i < ps->n; i++) {
             if (grp[ps->p[i].who[0]] != (long)g)
                 continue;
-            if (!st && !(st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train))))
-                rc = PFT_ENOMEM;
-            if (rc == 0)
-                rc = pft_gstat_merge(st, part_stats(&ps->p[i]));
+            if (!st && steal && ps->p[i].st && !ps->p[i].exact &&
+                pft_gstat_kind(ps->p[i].st) == my_kind(nd)) { /* merge into it in place */
+                st = ps->p[i].st;
+                ps->p[i].st = NULL;
+            } else {
+                if (!st && !(st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train))))
+                    rc = PFT_ENOMEM;
+                if (rc == 0)
+                    rc = pft_gstat_merge(st, part_stats(&ps->p[i]));
+            }
             for (int w = 0; w < ps->p[i].n_who; w++)
                 ids[n_ids++] = pft_topo_node(nd->topo, ps->p[i].who[w])->id;
             if (rc == 0)
                 rc = part_provenance(nd, &ps->p[i], b);
         }
-        if (rc == 0 && st) {
+        if (rc == 0 && st && pft_gstat_n_classes(st) > 0) { /* none: every class withheld by the floor */
             qsort(ids, (size_t)n_ids, sizeof *ids, cmp_str);
             rc = pft_bundle_add_part(b, ids, n_ids, &st);
         }
@@ -449,6 +526,30 @@ static int logreg_rows(node_t *nd)
     return rc;
 }
 
+/* Per class, the rows of the taken parts that travel in this node's own group (merged with its own rows).
+ * NULL if out of memory. */
+static uint64_t *own_group_rows(node_t *nd, const parts_t *ps)
+{
+    size_t n = pft_topo_node_count(nd->topo);
+    uint64_t *rows = pft_calloc((size_t)nd->n_classes + 1, sizeof *rows);
+    long *grp = pft_alloc_array(n, sizeof *grp);
+    if (!rows || !grp || pft_topo_part_groups(nd->topo, nd->my_index, grp) != 0) {
+        pft_free(rows);
+        pft_free(grp);
+        return NULL;
+    }
+    for (int i = 0; i < ps->n; i++) {
+        if (grp[ps->p[i].who[0]] != grp[nd->my_index])
+            continue;
+        const pft_gstat_t *s = part_stats(&ps->p[i]);
+        for (int k = 0; k < pft_gstat_n_classes(s); k++)
+            if (pft_gstat_label(s, k) < nd->n_classes)
+                rows[pft_gstat_label(s, k)] += pft_gstat_count(s, k);
+    }
+    pft_free(grp);
+    return rows;
+}
+
 int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
 {
     pft_node__set_status(nd, "merging", NULL);
@@ -460,21 +561,35 @@ int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_b
     pft_dtype_t dt = nd->run->stats_dtype == PFT_TOPO_FP16 ? PFT_DTYPE_F16 : PFT_DTYPE_F32;
     pft_bundle_t *b = pft_bundle_new(nd->run->run, nd->me->id, dt, d);
     int rc = ps.covered && recv && b ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    if (rc == 0) /* cov=tied: the shared covariance as a rank-q factor plus diagonal (0: dense) */
+        rc = pft_bundle_set_shared_rank(b, nd->run->stats_rank < d ? nd->run->stats_rank : d - 1);
     size_t nr = rc == 0 ? pft_node__inbox_stage_bundles(nd, st, recv) : 0;
-    if (rc == 0)
-        rc = take_own(nd, &ps, 1);
     for (size_t r = 0; rc == 0 && r < nr; r++) {
         rc = take_bundle(nd, &ps, recv[r]->bundle);
         if (rc == 0)
             rc = pft_bundle_add_parent(b, recv[r]->id);
     }
+    if (rc == 0 && ps.covered[nd->my_index])
+        rc = pft_err(PFT_EINVAL, "a received part already counts this node's own rows");
+    uint64_t *merged = rc == 0 ? own_group_rows(nd, &ps) : NULL;
+    if (rc == 0 && !merged)
+        rc = PFT_ENOMEM;
     if (rc == 0)
-        rc = add_group_parts(nd, &ps, b);
+        rc = take_own(nd, &ps, 1, merged);
+    pft_free(merged);
+    /* memory: where the outbound part is the head's statistics, the own part becomes it (no copy of the
+     * own rows' statistics), and the head gets a copy of that part */
+    int simple = rc == 0 && (!st->final || single_part(nd, &ps));
+    if (rc == 0)
+        rc = add_group_parts(nd, &ps, b, simple);
     if (rc == 0 && complete)
         rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE);
     if (rc == 0 && st->final) {
         pft_gstat_destroy(&nd->head_stats);
-        rc = parts_total(nd, &ps, &nd->head_stats);
+        if (simple && pft_bundle_n_parts(b) == 1)
+            rc = (nd->head_stats = pft_gstat_dup(pft_bundle_part_stats(b, 0))) ? 0 : PFT_ENOMEM;
+        else
+            rc = parts_total(nd, &ps, &nd->head_stats);
         nd->head_has_own = 1;
         if (rc == 0)
             noise_json(nd, &ps);
@@ -509,7 +624,7 @@ int pft_node__stats_adopt(node_t *nd, const inbound_t *s)
         rc = take_bundle(nd, &ps, s->bundle);
     nd->head_has_own = ps.covered && ps.covered[nd->my_index];
     if (rc == 0 && !nd->head_has_own) /* no complete bundle, or one without this node: add own rows */
-        rc = take_own(nd, &ps, 0);
+        rc = take_own(nd, &ps, 0, NULL);
     nd->head_has_own = 1;
     if (rc == 0) {
         pft_gstat_destroy(&nd->head_stats);

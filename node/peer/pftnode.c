@@ -42,7 +42,8 @@ int main(int argc, char **argv)
         {"key", PFT_OPT_STRING, &key, NULL, 0, -1, 0, "FILE",
          "this node's secret key (default: the .key beside the .pub its `key` attribute names)"},
         {"insecure", PFT_OPT_FLAG, &insecure, NULL, 0, -1, 0, NULL,
-         "plain-text connections, unsigned bundles (only when the topology names no keys); logs a warning"},
+         "plain-text connections, unsigned bundles, for a topology that names no keys (one that names keys "
+         "is refused: exit 3); logs a warning"},
         {"log-level", PFT_OPT_STRING, &level, "info", 0, -1, 0, "L", "debug, info, warn or error"},
         {"listen-fd", PFT_OPT_INT, &listen_fd, "-1", -1, 1 << 20, 0, "FD",
          "take over this inherited listening TCP socket, bound to the node's endpoint, instead of binding "

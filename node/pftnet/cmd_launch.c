@@ -55,7 +55,8 @@ static int parse_args(int argc, char **argv, pft_launch_opts_t *a, int *prepare_
         {"absent", PFT_OPT_STRING, &a->absent, NULL, 0, -1, 0, "ID[,ID]",
          "do not start these nodes (a dead peer: tests deadlines and fallback edges)"},
         {"insecure", PFT_OPT_FLAG, &a->insecure, NULL, 0, -1, 0, NULL,
-         "no keys: plain-text connections and unsigned bundles (nodes log a warning)"},
+         "no keys: plain-text connections and unsigned bundles (nodes log a warning); refused (exit 2) "
+         "when the topology names keys"},
         {"force", PFT_OPT_FLAG, &a->force, NULL, 0, -1, 0, NULL,
          "DIR holds an earlier run: delete it first (otherwise launch refuses)"},
         {"prepare-only", PFT_OPT_FLAG, prepare_only, NULL, 0, -1, 0, NULL,

@@ -20,9 +20,10 @@
 
 typedef struct {
     const char *train_x, *train_y, *test_x, *test_y, *cov_name, *prep_name, *dtype_name, *head_name;
-    int k, rank, max_iter, n_init, json;
+    int k, rank, stats_rank, max_iter, n_init, json;
     double tol, reg, head_c;
     uint64_t seed;
+    int min_rows; /* privacy floor, as a node's min_rows */
 } synth_args_t;
 
 /* Fits per-class GMMs to train, carries them through the wire codec (quantised like a real hand-off), and
@@ -45,8 +46,10 @@ static int fit_bundle(const pft_dataset_t *train, const pft_gmm_opts_t *go, pft_
         rc = pft_dataset_gather_class(train, c, &xc, &n);
         if (rc)
             goto done;
-        if (n == 0)
+        if (n == 0 || n < go->min_rows) { /* the privacy floor withholds a class with fewer rows */
+            PFT_FREE(xc);
             continue;
+        }
         pft_gmm_info_t info;
         double t0 = pft_fsio_now();
         rc = pft_gmm_fit(xc, n, d, go, &g, &info);
@@ -126,6 +129,9 @@ static int parse_args(int argc, char **argv, synth_args_t *a, pft_gmm_opts_t *go
          "covariance: full, diag, spher, lowrank or tied (exact LDA statistics)"},
         {"rank", PFT_OPT_INT, &a->rank, "32", 1, 65535, 0, "Q",
          "lowrank: factors per component (clamped to d-1)"},
+        {"stats-rank", PFT_OPT_INT, &a->stats_rank, "0", 0, 65535, 0, "Q",
+         "tied: the shared covariance travels as a rank-Q factor plus its diagonal (d·Q + d numbers "
+         "instead of d(d+1)/2; clamped to d-1); 0: dense"},
         {"max-iter", PFT_OPT_INT, &a->max_iter, "100", 1, 100000, 0, "N", "EM iterations at most"},
         {"tol", PFT_OPT_DOUBLE, &a->tol, "1e-3", 0, 1e3, 0, "T", "EM tolerance on the mean log-likelihood"},
         {"reg-covar", PFT_OPT_DOUBLE, &a->reg, "1e-6", 0, 1e3, 0, "R", "added to every variance"},
@@ -142,6 +148,9 @@ static int parse_args(int argc, char **argv, synth_args_t *a, pft_gmm_opts_t *go
          "class "
          "statistics, shrinkage by cross-validation over the training rows); auto: gaussian for exact "
          "statistics (cov tied, or full with k 1), logreg otherwise"},
+        {"min-rows", PFT_OPT_INT, &a->min_rows, "5", 1, 1000000, 0, "N",
+         "privacy floor, as a node's min_rows: every component stands for >= N rows (EM lowers K), a class "
+         "with fewer rows is withheld; 1: none"},
         {"json", PFT_OPT_FLAG, &a->json, NULL, 0, -1, 0, NULL, "print one JSON object on stdout"},
         {0},
     };
@@ -176,6 +185,10 @@ static int parse_args(int argc, char **argv, synth_args_t *a, pft_gmm_opts_t *go
         fprintf(stderr, "pftnet synth: --cov tied is exact statistics: use --head gaussian\n");
         return 2;
     }
+    if (a->stats_rank > 0 && go->cov != PFT_COV_TIED) {
+        fprintf(stderr, "pftnet synth: --stats-rank applies to --cov tied only\n");
+        return 2;
+    }
     if (strcmp(a->dtype_name, "fp16") == 0)
         *dtype = PFT_DTYPE_F16;
     else if (strcmp(a->dtype_name, "fp32") == 0)
@@ -191,6 +204,7 @@ static int parse_args(int argc, char **argv, synth_args_t *a, pft_gmm_opts_t *go
     go->reg_covar = a->reg;
     go->n_init = a->n_init;
     go->seed = a->seed;
+    go->min_rows = a->min_rows;
     return -1;
 }
 
@@ -229,10 +243,10 @@ static int load_splits(const synth_args_t *a, pft_prep_t prep, synth_run_t *r)
     return rc;
 }
 
-/* Exact statistics of the training rows through the wire codec (one part, contributor "client"), into r->b.
- */
-static int stats_bundle(const synth_run_t *r, pft_gstat_kind_t kind, pft_dtype_t dtype, pft_bundle_t **out,
-                        size_t *wire)
+/* Exact statistics of the training rows through the wire codec (one part, contributor "client"), into r->b;
+ * rank > 0: a tied shared covariance travels as a rank-q factor plus diagonal (q clamped to d-1). */
+static int stats_bundle(const synth_run_t *r, pft_gstat_kind_t kind, int rank, pft_dtype_t dtype,
+                        pft_bundle_t **out, size_t *wire)
 {
     int d = pft_dataset_d(r->train), rc = 0;
     pft_gstat_t *st = pft_gstat_new(kind, d);
@@ -247,6 +261,8 @@ static int stats_bundle(const synth_run_t *r, pft_gstat_kind_t kind, pft_dtype_t
         rc = pft_bundle_prov_add(b, "client", pft_gstat_label(st, i), pft_gstat_count(st, i));
     if (rc == 0)
         rc = pft_bundle_add_part(b, who, 1, &st);
+    if (rc == 0 && kind == PFT_GSTAT_TIED)
+        rc = pft_bundle_set_shared_rank(b, rank < d ? rank : d - 1);
     uint8_t *buf = NULL;
     size_t len = 0;
     if (rc == 0)
@@ -301,8 +317,8 @@ static int run_synth(const synth_args_t *a, const pft_gmm_opts_t *go, pft_dtype_
         int nc = pft_dataset_n_classes(r->train), rc;
         int exact = go->cov == PFT_COV_TIED || (go->cov == PFT_COV_FULL && a->k == 1);
         if (exact)
-            rc = stats_bundle(r, go->cov == PFT_COV_TIED ? PFT_GSTAT_TIED : PFT_GSTAT_FULL, dtype, &r->b,
-                              &r->wire);
+            rc = stats_bundle(r, go->cov == PFT_COV_TIED ? PFT_GSTAT_TIED : PFT_GSTAT_FULL, a->stats_rank,
+                              dtype, &r->b, &r->wire);
         else
             rc = fit_bundle(r->train, go, dtype, &r->b, &r->fit_s, &r->iters, &r->wire);
         if (rc == 0)
@@ -354,7 +370,10 @@ static void print_json(const synth_args_t *a, const pft_gmm_opts_t *go, const sy
                           "head_seconds", r->raw_s + r->syn_s, "em_iters_mean", r->iters);
     if (go->cov == PFT_COV_LOWRANK && nc)
         json_object_set_new(o, "rank", json_integer(pft_gmm_rank(pft_bundle_class_gmm(r->b, 0))));
+    if (go->cov == PFT_COV_TIED && pft_bundle_is_stats(r->b))
+        json_object_set_new(o, "stats_rank", json_integer(pft_bundle_shared_rank(r->b)));
     json_object_set_new(o, "seed", json_integer((json_int_t)a->seed));
+    json_object_set_new(o, "min_rows", json_integer(a->min_rows));
     json_object_set_new(o, "head", json_string(a->head_name));
     if (strcmp(a->head_name, "gaussian") == 0) {
         json_object_set_new(o, "gaussian_kind", json_string(pft_ghead_kind_name(r->ghead.kind)));

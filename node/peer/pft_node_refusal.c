@@ -1,0 +1,128 @@
+/* pft_node_refusal: every refusal in one place: logged with its reason (rate-limited per kind), counted in
+ * rejected / handshakes_denied, kept in refusals, and persisted in out/refusals.json so that the counters
+ * survive a restart (docs/SECURITY.md §Refusals). */
+#include "pft_node_internal.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+#include "pft_log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LINES_PER_SECOND 5 /* log lines per kind and second; the rest are summarised */
+#define MAX_FILE_BYTES (1 << 20)
+
+static const char *const s_kind_names[] = {"bundle", "transport", "handshake", "stored bundle"};
+
+static char *refusals_path(const node_t *nd)
+{
+    return pft_fsio_join(nd->args->out_dir, "refusals.json");
+}
+
+/* Logs "... M more <kind> refusal(s)" for a window that ended with refusals not logged. */
+static void flush_window(node_t *nd, int kind, double now)
+{
+    if (now - nd->refusal_log[kind].window < 1.0)
+        return;
+    if (nd->refusal_log[kind].suppressed)
+        pft_warn("... %d more %s refusal(s) in the last second (all counted in result.json)",
+                 nd->refusal_log[kind].suppressed, s_kind_names[kind]);
+    nd->refusal_log[kind].window = now;
+    nd->refusal_log[kind].logged = 0;
+    nd->refusal_log[kind].suppressed = 0;
+}
+
+void pft_node__refusal(node_t *nd, pft_node__refusal_kind_t kind, const char *reason)
+{
+    if (kind == PFT_NODE_REFUSED_HANDSHAKE)
+        nd->handshakes_denied++;
+    else
+        nd->rejected++;
+    if (json_array_size(nd->refusals) < PFT_NODE_MAX_REFUSALS)
+        json_array_append_new(nd->refusals, json_string(reason));
+    nd->refusals_dirty = 1;
+    flush_window(nd, kind, pft_fsio_now());
+    if (nd->refusal_log[kind].logged >= LINES_PER_SECOND) {
+        nd->refusal_log[kind].suppressed++;
+        return;
+    }
+    nd->refusal_log[kind].logged++;
+    if (kind == PFT_NODE_REFUSED_STORED)
+        pft_error("refused a stored bundle: %s", reason);
+    else
+        pft_warn("refused (%s): %s", s_kind_names[kind], reason);
+}
+
+void pft_node__refusal_on_transport(void *ctx, pft_transport_refusal_t kind, const char *reason)
+{
+    pft_node__refusal(
+        ctx, kind == PFT_REFUSAL_HANDSHAKE ? PFT_NODE_REFUSED_HANDSHAKE : PFT_NODE_REFUSED_TRANSPORT, reason);
+}
+
+/* Writes out/refusals.json atomically; best effort (a failure is logged once and retried at the next tick).
+ */
+static void save(node_t *nd)
+{
+    json_t *o = json_pack("{s:i,s:i,s:O}", "rejected", nd->rejected, "handshakes_denied",
+                          nd->handshakes_denied, "refusals", nd->refusals);
+    char *text = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+    char *path = refusals_path(nd);
+    int rc = text && path ? pft_fsio_write_atomic(path, text, strlen(text)) : PFT_ENOMEM;
+    if (rc)
+        pft_warn("writing %s: %s", path ? path : "refusals.json", pft_errmsg());
+    else
+        nd->refusals_dirty = 0;
+    nd->refusals_saved = pft_fsio_now();
+    free(text);
+    pft_free(path);
+    json_decref(o);
+}
+
+void pft_node__refusal_tick(node_t *nd, int force)
+{
+    double now = pft_fsio_now();
+    for (int k = 0; k < (int)(sizeof s_kind_names / sizeof *s_kind_names); k++)
+        flush_window(nd, k, now);
+    if (nd->refusals_dirty && (force || now - nd->refusals_saved >= 1.0))
+        save(nd);
+}
+
+int pft_node__refusal_load(node_t *nd)
+{
+    char *path = refusals_path(nd);
+    if (!path)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    if (!pft_fsio_exists(path)) {
+        pft_free(path);
+        return 0;
+    }
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = pft_fsio_read(path, MAX_FILE_BYTES, &buf, &len);
+    json_error_t err;
+    json_t *o = rc ? NULL : json_loadb((const char *)buf, len, 0, &err);
+    json_t *r = json_object_get(o, "rejected"), *h = json_object_get(o, "handshakes_denied"),
+           *list = json_object_get(o, "refusals");
+    if (rc == 0 &&
+        (!json_is_integer(r) || !json_is_integer(h) || !json_is_array(list) || json_integer_value(r) < 0 ||
+         json_integer_value(h) < 0 || json_integer_value(r) > INT32_MAX || json_integer_value(h) > INT32_MAX))
+        rc = pft_err(PFT_EFORMAT, "%s: not a refusals record of pftnode", path);
+    if (rc == 0) {
+        nd->rejected = (int)json_integer_value(r);
+        nd->handshakes_denied = (int)json_integer_value(h);
+        size_t i;
+        json_t *v;
+        json_array_foreach(list, i,
+                           v) if (json_is_string(v) && json_array_size(nd->refusals) < PFT_NODE_MAX_REFUSALS)
+            json_array_append(nd->refusals, v);
+        if (nd->rejected || nd->handshakes_denied)
+            pft_info("refusals of an earlier run: %d rejected, %d handshakes denied", nd->rejected,
+                     nd->handshakes_denied);
+    }
+    json_decref(o);
+    pft_free(buf);
+    pft_free(path);
+    return rc;
+}

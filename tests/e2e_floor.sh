@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# e2e_floor: the privacy floor (min_rows) in real nodes. A GMM chain a -> b -> c on the bundled example data
+# with so few rows per node (samples = 30, about 4 per class) that the floor binds: every component of every
+# bundle, decoded, stands for >= min_rows rows (count x weight, fp16 rounding allowed); a class with fewer rows
+# is withheld from the bundle, reported in result.json (withheld_classes) and absent from its provenance;
+# min_released_rows agrees with the decoded bundle. min_rows = 1 restores one-row components. An exact-statistics
+# pair (cov = tied): own classes below the floor are withheld from the released part and its provenance, and
+# the part's counts match the provenance. Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
+set -u
+
+FAILED=0
+fail() {
+    echo "FAIL: $*" >&2
+    FAILED=1
+}
+
+PFT_BIN=${PFT_BIN:?PFT_BIN must name the folder with pftnet and pftnode}
+PFT_SOURCE_DIR=${PFT_SOURCE_DIR:?PFT_SOURCE_DIR must name the source tree}
+PFTNET=$PFT_BIN/pftnet
+DATA=$(cd "$PFT_SOURCE_DIR" && pwd)/examples/data/pacs-small
+for p in pftnet pftnode; do
+    if [ ! -x "$PFT_BIN/$p" ]; then
+        echo "skipped: no $p in $PFT_BIN"
+        exit 77
+    fi
+done
+if ! command -v python3 >/dev/null; then
+    echo "skipped: no python3"
+    exit 77
+fi
+W=$(mktemp -d /tmp/pft_floor_XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+# launch NAME SETTINGS EDGES: writes W/NAME.dot and runs it into W/NAME
+launch() {
+    printf 'digraph %s {\n  dataset = "%s"; partition = iid; samples = 30; deadline = 120;\n  %s\n  %s\n}\n' \
+        "$1" "$DATA" "$2" "$3" >"$W/$1.dot"
+    PFTNODE=$PFT_BIN/pftnode "$PFTNET" launch "$W/$1.dot" --out "$W/$1" --no-baselines --quiet \
+        >"$W/$1.stdout" 2>"$W/$1.stderr" || fail "launch $1 exited $? ($(cat "$W/$1.stderr"))"
+}
+GMM="cov = diag; k = 10; max_iter = 20; em_draws = 2; head_draws = 1;"
+launch floor5 "$GMM min_rows = 5;" "a -> b -> c;"
+launch floor1 "$GMM min_rows = 1;" "a -> b -> c;"
+launch tied5 "cov = tied; min_rows = 5;" "a -> b;"
+
+# check DIR NODE MIN: the decoded bundle of NODE against its result.json
+check() {
+    local dir=$W/$1/$2
+    "$PFTNET" audit "$dir/bundle.pftb" --features "$dir/data/train_x.npy" --labels "$dir/data/train_y.npy" \
+        --json >"$dir/audit.json" 2>"$dir/audit.err" || fail "$1/$2: audit exited $? ($(cat "$dir/audit.err"))"
+    "$PFTNET" inspect "$dir/bundle.pftb" --json >"$dir/inspect.json" || fail "$1/$2: inspect exited $?"
+    python3 - "$dir" "$2" "$3" <<'PY' || fail "$1/$2: floor check failed"
+import json, sys
+d, me, m = sys.argv[1], sys.argv[2], int(sys.argv[3])
+a = json.load(open(d + "/audit.json"))
+i = json.load(open(d + "/inspect.json"))
+r = json.load(open(d + "/result.json"))
+assert r["exit_code"] == 0 and r["min_rows"] == m, (r["exit_code"], r["min_rows"])
+comps = [(c["label"], x["rows"]) for c in a["classes"] for x in c["components"]]
+assert comps, "no component"
+low = [(l, x) for l, x in comps if x < m * (1 - 2.0 ** -10)]
+assert not low, "components below the floor: %s" % low
+# min_released_rows: per class the smallest count x weight (fp16 weights: 0.1 %)
+mr = r["min_released_rows"]
+for c in a["classes"]:
+    got = min(x["rows"] for x in c["components"])
+    want = mr[str(c["label"])]
+    assert abs(got - want) <= 1e-3 * want + 1e-9, (c["label"], got, want)
+released = {c["label"] for c in a["classes"]}
+assert set(int(k) for k in mr) == released, (mr, released)
+withheld = {w["class"] for w in r["withheld_classes"]}
+for w in r["withheld_classes"]:
+    assert w["rows"] < m, w
+assert not (withheld & released), (withheld, released)
+# provenance names only released classes, and its counts are what the classes / parts stand for
+prov = {}
+for p in i["provenance"]:
+    for e in p["counts"]:
+        assert e["label"] in released, ("provenance counts class", e["label"], "which is not released")
+        prov[e["label"]] = prov.get(e["label"], 0) + e["n"]
+if i["family"] == "gmm":
+    held = {c["label"]: c["n"] for c in i["classes"]}
+else:
+    held = {}
+    for part in i["parts"]:
+        for e in part["classes"]:
+            held[e["label"]] = held.get(e["label"], 0) + e["n"]
+assert held == prov, ("released counts", held, "provenance", prov)
+print(me, "components", len(comps), "smallest %.2f" % min(x for _, x in comps), "withheld", sorted(withheld))
+PY
+}
+for n in a b c; do check floor5 $n 5; done
+check tied5 a 5
+check tied5 b 5
+# the floor binds here: something was withheld or merged, and at min_rows = 1 components stand for one row
+python3 - "$W" <<'PY' || fail "floor5 did not bind / floor1 has no one-row component"
+import json, sys
+W = sys.argv[1]
+w = sum(len(json.load(open(f"{W}/floor5/{n}/result.json"))["withheld_classes"]) for n in "abc")
+assert w > 0, "no class withheld at samples = 30"
+one = json.load(open(f"{W}/floor1/a/result.json"))
+assert one["withheld_classes"] == [] and min(one["min_released_rows"].values()) < 1.5, one["min_released_rows"]
+t = json.load(open(f"{W}/tied5/a/result.json"))
+assert t["withheld_classes"], "tied: nothing withheld at samples = 30"
+PY
+grep -q "withheld from the bundle" "$W/floor5/a/node.log" "$W/floor5/b/node.log" "$W/floor5/c/node.log" ||
+    fail "no log line names a withheld class"
+[ $FAILED = 0 ] && echo "e2e_floor: all checks passed"
+exit $FAILED
