@@ -66,6 +66,13 @@ static int head_accuracy(const void *model, const pft_dataset_t *set, double *ac
 
 int pft_node__result_evaluate(node_t *nd, json_t *res, pft_node__scorer_t score, const void *model)
 {
+    if (!nd->eval && nd->args->eval_features) { /* checked at setup, read now (pft_node__setup_data) */
+        int rc = pft_npy_load_dataset(nd->args->eval_features, nd->args->eval_labels, 0, &nd->eval);
+        if (rc == 0)
+            rc = pft_dataset_apply_prep(nd->eval, (pft_prep_t)nd->run->prep);
+        if (rc)
+            return pft_err_wrap(rc, "reading the evaluation set again");
+    }
     const pft_dataset_t *sets[2] = {nd->test, nd->eval};
     const char *names[2] = {"accuracy_local", "accuracy_global"};
     const char *pc_names[2] = {"per_class_accuracy_local", "per_class_accuracy_global"};

@@ -67,9 +67,12 @@ int pft_node__setup_data(node_t *nd)
         nd->own_counts[c] = tmp[c];
     pft_free(tmp);
     nd->head_rows.d = d;
+    /* memory: the evaluation set (the union of every test split) is checked now and read again only to
+     * evaluate the head, once the statistics and models are freed */
+    pft_dataset_destroy(&nd->eval);
     pft_info("data: %d training rows, %d classes, d=%d, prep %s%s%s", pft_dataset_n(nd->train),
              pft_dataset_n_classes(nd->train), d, pft_prep_name(prep), nd->test ? ", own test split" : "",
-             nd->eval ? ", global test set" : "");
+             nd->args->eval_features ? ", global test set" : "");
     return 0;
 }
 
