@@ -193,6 +193,158 @@ static void test_store_fail(void)
     }
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* 1 if dir holds a file whose name starts with prefix. */
+static int has_file(const char *dir, const char *prefix)
+{
+    char cmd[900];
+    snprintf(cmd, sizeof cmd, "ls '%s' 2>/dev/null | grep -q '^%s'", dir, prefix);
+    return system(cmd) == 0;
+}
+
+/* A's only send as result.json lists it: its state and reason (borrowed from r). */
+static const char *sent_field(json_t *r, const char *field)
+{
+    json_t *s = json_array_get(json_object_get(r, "sent"), 0);
+    return json_string_value(json_object_get(s, field));
+}
+
+/* Issue 15, 4: the sender a is killed after its successor b stored the bundle but before a recorded b's ACK,
+ * and restarted with the same command once b and c have finished and left. It must end within seconds, not
+ * after its 120 s send_deadline: exit 0, the hand-off "acked" (the ACK was recorded in time) or "unconfirmed"
+ * (sent before the restart, successor gone: RELIABILITY.md §5), and c's result is the reference's.
+ * kill_at_inbox: the test kills a when b's inbox file appears; else a kills itself as the ACK arrives
+ * (PFT_CRASH_AT=on-ack, before acked/ is written), so the outcome must be "unconfirmed". */
+static void restart_after_store(int kill_at_inbox)
+{
+    char dir[400], cmd[1200], topo[500], inbox[500];
+    snprintf(dir, sizeof dir, "%s/stored-%s", s_tmp, kill_at_inbox ? "inbox" : "on-ack");
+    snprintf(topo, sizeof topo, "%s/crash.dot", s_tmp);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
+             PFT_BINARY_DIR, topo, dir);
+    CHECK(sh(cmd) == 0);
+    snprintf(inbox, sizeof inbox, "%s/b/inbox", dir);
+    pid_t pid[NODES];
+    for (int i = NODES - 1; i >= 0; i--)
+        pid[i] = start_node(dir, s_ids[i], i == 0 && !kill_at_inbox ? "on-ack" : NULL);
+    if (kill_at_inbox) {
+        for (double end = now_s() + 100; now_s() < end && !has_file(inbox, "h1-");)
+            usleep(1000);
+        kill(pid[0], SIGKILL);
+    }
+    int sig = 0, code = wait_exit(pid[0], &sig);
+    CHECK_MSG(sig == SIGKILL, "a ended with code %d signal %d, not SIGKILL", code, sig);
+    CHECK(has_file(inbox, "h1-"));
+    for (int i = 1; i < NODES; i++) { /* b and c finish and leave */
+        code = wait_exit(pid[i], &sig);
+        CHECK_MSG(code == 0, "node %s exit %d signal %d (logs in %s)", s_ids[i], code, sig, dir);
+    }
+    double t0 = now_s();
+    pid[0] = start_node(dir, "a", NULL);
+    code = wait_exit(pid[0], &sig);
+    double took = now_s() - t0;
+    CHECK_MSG(code == 0, "restarted a exit %d signal %d after %.1fs (logs in %s)", code, sig, took, dir);
+    CHECK_MSG(took < 40, "restarted a took %.1fs (its send_deadline is 120 s)", took);
+    json_t *r = result(dir, "a");
+    const char *state = r ? sent_field(r, "state") : NULL;
+    CHECK_MSG(state && (strcmp(state, "unconfirmed") == 0 || (kill_at_inbox && strcmp(state, "acked") == 0)),
+              "a's hand-off state %s", state ? state : "(none)");
+    if (state && strcmp(state, "unconfirmed") == 0)
+        CHECK(strstr(sent_field(r, "reason") ?: "", "before a restart") != NULL);
+    json_decref(r);
+    char ref[400];
+    snprintf(ref, sizeof ref, "%s/reference", s_tmp);
+    json_t *q = result(ref, "c");
+    r = result(dir, "c");
+    CHECK(r && q &&
+          json_real_value(json_object_get(r, "accuracy_global")) ==
+              json_real_value(json_object_get(q, "accuracy_global")));
+    json_decref(r);
+    json_decref(q);
+}
+
+static void test_restart_after_store_inbox(void)
+{
+    restart_after_store(1);
+}
+static void test_restart_after_store_on_ack(void)
+{
+    restart_after_store(0);
+}
+
+/* Issue 15, 5: b's 3 s deadline passes without a's bundle and b goes on alone (on_missing = proceed); a's
+ * bundle arrives while b is still up (PFT_TEST_BUSY keeps b busy 10 s before its head). b must refuse it with
+ * a reason (not acknowledge and ignore it): a reports the hand-off "rejected" and exits 7, b lists a in
+ * `missing`, not in `received`, counts the refusal, and running b's command again gives the same result. */
+static void test_late_bundle_refused(void)
+{
+    char dir[400], cmd[1200], topo[500], log[600];
+    snprintf(dir, sizeof dir, "%s/late", s_tmp);
+    snprintf(topo, sizeof topo, "%s/late.dot", s_tmp);
+    FILE *f = fopen(topo, "w");
+    fprintf(
+        f,
+        "digraph late {\n  dataset = \"%s\"; partition = iid; samples = 60; k = 2; cov = diag; seed = 3;\n"
+        "  max_iter = 30; head_draws = 2; em_draws = 2; deadline = 3; send_deadline = 60; min_rows = 1;\n"
+        "  a -> b;\n}\n",
+        EXAMPLE_DATA);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
+             PFT_BINARY_DIR, topo, dir);
+    CHECK(sh(cmd) == 0);
+    setenv("PFT_TEST_BUSY", "b:10000", 1);
+    pid_t b = start_node(dir, "b", NULL);
+    unsetenv("PFT_TEST_BUSY");
+    snprintf(log, sizeof log, "%s/b/node.log", dir);
+    snprintf(cmd, sizeof cmd, "grep -q 'going on without' '%s'", log);
+    for (double end = now_s() + 60; now_s() < end && system(cmd) != 0;)
+        usleep(20000);
+    pid_t a = start_node(dir, "a", NULL);
+    int sig = 0, code = wait_exit(a, &sig);
+    CHECK_MSG(code == 7, "a exit %d signal %d, not 7 (its hand-off refused)", code, sig);
+    json_t *r = result(dir, "a");
+    const char *state = r ? sent_field(r, "state") : NULL;
+    CHECK_MSG(state && strcmp(state, "rejected") == 0, "a's hand-off state %s", state ? state : "(none)");
+    CHECK(r && strstr(sent_field(r, "reason") ?: "", "after the deadline") != NULL);
+    json_decref(r);
+    code = wait_exit(b, &sig);
+    CHECK_MSG(code == 0, "b exit %d signal %d", code, sig);
+    double acc[2] = {-1, -2};
+    for (int run = 0; run < 2; run++) {
+        r = result(dir, "b");
+        CHECK(r != NULL);
+        if (!r)
+            break;
+        json_t *miss = json_object_get(r, "missing");
+        CHECK_MSG(json_array_size(miss) == 1 &&
+                      strcmp(json_string_value(json_array_get(miss, 0)) ?: "", "a") == 0,
+                  "run %d: b's missing does not list a alone", run);
+        CHECK_MSG(json_array_size(json_object_get(r, "received")) == 0, "run %d: b lists a received bundle",
+                  run);
+        CHECK(json_integer_value(json_object_get(r, "n_synthetic")) == 0);
+        CHECK(json_integer_value(json_object_get(r, "rejected")) >= 1);
+        json_t *why = json_array_get(json_object_get(r, "refusals"), 0);
+        char *text = why ? json_dumps(why, JSON_ENCODE_ANY) : NULL;
+        CHECK_MSG(text && strstr(text, "after the deadline"), "run %d: b's refusal: %s", run,
+                  text ? text : "none");
+        free(text);
+        acc[run] = json_real_value(json_object_get(r, "accuracy_global"));
+        json_decref(r);
+        if (run == 0) { /* the same command again, a gone: the same result */
+            b = start_node(dir, "b", NULL);
+            code = wait_exit(b, &sig);
+            CHECK_MSG(code == 0, "b (again) exit %d signal %d", code, sig);
+        }
+    }
+    CHECK_MSG(acc[0] == acc[1], "b's accuracy %.6f, re-run %.6f", acc[0], acc[1]);
+}
+
 static void test_before_receive(void)
 {
     crash_run("before-receive", 1);
@@ -234,6 +386,9 @@ int main(void)
         return 1;
     }
     RUN(test_store_fail);
+    RUN(test_late_bundle_refused);
+    RUN(test_restart_after_store_inbox);
+    RUN(test_restart_after_store_on_ack);
     RUN(test_before_receive);
     RUN(test_mid_em);
     RUN(test_retry_pending);

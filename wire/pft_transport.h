@@ -44,6 +44,11 @@ typedef enum {
  * pft_transport_poll, once per refusal; it must not call back into the transport. */
 typedef void (*pft_transport_on_refusal_fn)(void *ctx, pft_transport_refusal_t kind, const char *reason);
 
+/* Acknowledgement callback: send handle was just acknowledged (its state is PFT_SEND_ACKED), so that the
+ * caller can record it durably at once, before anything else runs. Called from inside pft_transport_poll,
+ * once per acknowledged send; it must not call back into the transport. */
+typedef void (*pft_transport_on_ack_fn)(void *ctx, int handle);
+
 /* Options; pft_transport_opts_default() gives the values in brackets. */
 typedef struct {
     int64_t max_msg_size;      /* largest message body, bytes [256 MiB]: the inbound socket's ZMQ_MAXMSGSIZE
@@ -73,6 +78,8 @@ typedef struct {
     const uint8_t *curve_secret_key;
     pft_transport_on_refusal_fn on_refusal; /* told of every refusal the transport makes itself [NULL] */
     void *on_refusal_ctx;                   /* its ctx [NULL] */
+    pft_transport_on_ack_fn on_ack;         /* told of every acknowledged send as its ACK is read [NULL] */
+    void *on_ack_ctx;                       /* its ctx [NULL] */
 } pft_transport_opts_t;
 
 void pft_transport_opts_default(pft_transport_opts_t *opts);
@@ -146,6 +153,12 @@ const char *pft_send_state_name(pft_send_state_t state);
  * talking to CURVE).
  * PFT_EINVAL for an unknown handle (returned as the state's int value is never negative). */
 int pft_transport_send_state(const pft_transport_t *self, int handle, int *rc, const char **reason);
+/* Transmissions of a send so far (0: no connection to its peer was ever up while it was pending), or
+ * PFT_EINVAL for an unknown handle. */
+int pft_transport_send_attempts(const pft_transport_t *self, int handle);
+/* Ends a pending send without waiting further: its state becomes PFT_SEND_FAILED with rc PFT_ETIMEOUT and
+ * reason (copied); a send no longer pending is left as it is. 0, or PFT_EINVAL for an unknown handle. */
+int pft_transport_cancel(pft_transport_t *self, int handle, const char *reason);
 /* Sends still pending. */
 int pft_transport_pending(const pft_transport_t *self);
 

@@ -295,6 +295,8 @@ static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[
             continue;
         if (type == T_ACK) {
             finish(self, s, PFT_SEND_ACKED, 0, "");
+            if (self->opts.on_ack)
+                self->opts.on_ack(self->opts.on_ack_ctx, i);
         } else if (is_transient(code)) {
             pft_transport__copy_text(s->reason, sizeof s->reason, reason);
         } else {
@@ -346,6 +348,23 @@ int pft_transport_send_state(const pft_transport_t *self, int handle, int *rc, c
     if (reason)
         *reason = s->reason;
     return (int)s->state;
+}
+
+int pft_transport_send_attempts(const pft_transport_t *self, int handle)
+{
+    if (handle < 0 || handle >= self->n_sends)
+        return pft_err(PFT_EINVAL, "transport: unknown send handle %d", handle);
+    return self->sends[handle].attempts;
+}
+
+int pft_transport_cancel(pft_transport_t *self, int handle, const char *reason)
+{
+    if (handle < 0 || handle >= self->n_sends)
+        return pft_err(PFT_EINVAL, "transport: unknown send handle %d", handle);
+    send_t *s = &self->sends[handle];
+    if (s->state == PFT_SEND_PENDING)
+        finish(self, s, PFT_SEND_FAILED, PFT_ETIMEOUT, reason);
+    return 0;
 }
 
 int pft_transport_pending(const pft_transport_t *self)

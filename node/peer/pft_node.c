@@ -117,10 +117,7 @@ static void sent_point(node_t *nd, int rc)
 #define sent_point(nd, rc) ((void)0)
 #endif
 
-/* A bundle holding only b's provenance (with its DP guarantees): all that the node reports of a bundle once
- * its models are used; the models of a d = 1280 bundle weigh megabytes to tens of megabytes. NULL if out of
- * memory. */
-static pft_bundle_t *provenance_only(const node_t *nd, const pft_bundle_t *b)
+pft_bundle_t *pft_node__provenance_only(const node_t *nd, const pft_bundle_t *b)
 {
     pft_bundle_t *p = pft_bundle_new(nd->run->run, pft_bundle_producer(b), PFT_DTYPE_F32, pft_bundle_dim(b));
     if (p && pft_bundle_prov_merge(p, b) != 0)
@@ -137,7 +134,7 @@ static void release_models(node_t *nd, const pft_stage_t *st)
             inbound_t *s = &nd->in[i];
             if (s->handoff != st->recv[j] || !s->bundle)
                 continue;
-            pft_bundle_t *light = provenance_only(nd, s->bundle);
+            pft_bundle_t *light = pft_node__provenance_only(nd, s->bundle);
             if (light) {
                 pft_bundle_destroy(&s->bundle);
                 s->bundle = light;
@@ -183,7 +180,7 @@ static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
     sent_point(nd, rc);
     pft_free(buf);
     pft_bundle_destroy(&nd->knowledge);
-    nd->knowledge = provenance_only(nd, b); /* sent: the encoded copy is in the outbox */
+    nd->knowledge = pft_node__provenance_only(nd, b); /* sent: the encoded copy is in the outbox */
     if (nd->knowledge)
         pft_bundle_destroy(&b);
     else
@@ -306,8 +303,8 @@ static void node_free(node_t *nd)
     pft_free(nd->keys);
 }
 
-/* The out/ folder, the topology and this node in it, its data, its DP ledger, out/inbox/ and out/acked/.
- * Returns an exit code (the error logged). */
+/* The out/ folder, the topology and this node in it, its data, its DP ledger, out/inbox/ and the hand-off
+ * records out/acked/, out/sent/, out/missing/. Returns an exit code (the error logged). */
 static int start(node_t *nd)
 {
     const pft_node_args_t *args = nd->args;
@@ -329,9 +326,12 @@ static int start(node_t *nd)
     if ((rc = pft_node__release_setup(nd)) != 0)
         return fail(exit_for(rc));
     nd->inbox_dir = pft_fsio_join(args->out_dir, "inbox");
-    char *acked_dir = pft_fsio_join(args->out_dir, "acked");
-    int dir_rc = acked_dir ? pft_fsio_mkdirs(acked_dir) : PFT_ENOMEM;
-    pft_free(acked_dir);
+    int dir_rc = 0;
+    for (int i = 0; i < 3 && dir_rc == 0; i++) {
+        char *dir = pft_fsio_join(args->out_dir, (const char *[]){"acked", "sent", "missing"}[i]);
+        dir_rc = dir ? pft_fsio_mkdirs(dir) : PFT_ENOMEM;
+        pft_free(dir);
+    }
     if (!nd->inbox_dir || dir_rc || pft_fsio_mkdirs(nd->inbox_dir) != 0)
         return fail(PFT_EXIT_IO);
     if (pft_node__refusal_load(nd) != 0)
@@ -349,6 +349,8 @@ static int open_transport(node_t *nd)
     to.max_msg_size = (int64_t)nd->run->max_bundle_mb << 20; /* the one limit (WIRE.md §4) */
     to.on_refusal = pft_node__refusal_on_transport;
     to.on_refusal_ctx = nd;
+    to.on_ack = pft_node__outbox_on_ack; /* out/acked/ written the moment an ACK is read */
+    to.on_ack_ctx = nd;
     if (args->listen_fd >= 0 && pft_node__setup_listen_fd(args->listen_fd, nd->me->endpoint) != 0)
         return fail(PFT_EXIT_NETWORK);
     to.listen_fd = args->listen_fd;

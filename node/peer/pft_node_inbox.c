@@ -1,6 +1,7 @@
 /* pft_node_inbox: inbound bundles: matched to a hand-off, validated, stored durably in out/inbox/, then
  * acknowledged. A stored bundle's file name holds its id (h<hand-off>-<id hex>.pftb); a restarted node loads
- * it only if the bytes still hash to that id and validate as on arrival (DESIGN.md §10, RELIABILITY.md §4). */
+ * it only if the bytes still hash to that id and validate as on arrival (DESIGN.md §10, RELIABILITY.md §4).
+ */
 #include "pft_node_internal.h"
 
 #include "pft_alloc.h"
@@ -32,6 +33,13 @@ static inbound_t *match_bundle(node_t *nd, const pft_bundle_t *b, char *reason, 
         inbound_t *s = &nd->in[i];
         if (s->complete != complete || strcmp(s->producer, producer) != 0)
             continue;
+        if (s->gone_on) {
+            snprintf(reason, rlen,
+                     "arrived after the deadline of hand-off %zu: node '%s' went on without it (on_missing = "
+                     "proceed)",
+                     s->handoff + 1, nd->me->id);
+            return NULL;
+        }
         if (s->bundle) {
             uint8_t id[PFT_BUNDLE_ID_LEN];
             if (pft_bundle_id(b, id) == 0 && memcmp(id, s->id, sizeof id) == 0)
@@ -50,7 +58,8 @@ static inbound_t *match_bundle(node_t *nd, const pft_bundle_t *b, char *reason, 
         for (size_t i = 0; i < nd->n_in; i++) {
             inbound_t *s = &nd->in[i];
             const pft_topo_node_t *p = pft_topo_find(nd->topo, s->from);
-            if (s->bundle || s->complete || !p || !pft_topo_edge_find(nd->topo, q->index, p->index))
+            if (s->bundle || s->complete || s->gone_on || !p ||
+                !pft_topo_edge_find(nd->topo, q->index, p->index))
                 continue;
             pft_warn("fallback: bundle from %s stands in for %s's", producer, s->from);
             s->producer = q->id;
@@ -140,6 +149,14 @@ static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store_
              s->complete ? "complete" : "received", pft_bundle_id_hex(s->id, hex), s->from,
              pft_bundle_producer(b), pft_bundle_n_classes(b), pft_bundle_prov_n_nodes(b), len,
              store_it ? "" : " [from disk]");
+    if (pft_bundle_is_stats(b)) { /* memory: the statistics are decoded again when used */
+        pft_bundle_t *light = pft_node__provenance_only(nd, b);
+        if (light) {
+            pft_bundle_destroy(&s->bundle);
+            s->bundle = light;
+            s->light = 1;
+        }
+    }
     return 0;
 }
 
@@ -228,10 +245,54 @@ static void load_stored(node_t *nd, inbound_t *s, const char *path, const uint8_
     refuse_stored(nd, path, why);
 }
 
+/* out/missing/h<hand-off>: the record that the node went on without slot s's bundle (its sender's id). */
+static char *missing_path(const node_t *nd, const inbound_t *s)
+{
+    char name[64];
+    snprintf(name, sizeof name, "missing/h%zu", s->handoff + 1);
+    return pft_fsio_join(nd->args->out_dir, name);
+}
+
+/* The node goes on without slot s's bundle: recorded durably first, so that neither this run (a late bundle
+ * is refused) nor a restart (which does not wait for it again, nor use one stored later) can use it. 0 or
+ * PFT_EIO / PFT_ENOMEM (message set). */
+static int go_on_without(node_t *nd, inbound_t *s)
+{
+    if (s->gone_on)
+        return 0;
+    char *path = missing_path(nd, s);
+    int rc =
+        path ? pft_fsio_write_atomic(path, s->from, strlen(s->from)) : pft_err(PFT_ENOMEM, "out of memory");
+    pft_free(path);
+    if (rc)
+        return pft_err_wrap(rc, "recording hand-off %zu as missing", s->handoff + 1);
+    s->gone_on = 1;
+    return 0;
+}
+
+/* Marks the slots an earlier run of this node went on without (out/missing/). */
+static void load_gone_on(node_t *nd)
+{
+    for (size_t i = 0; i < nd->n_in; i++) {
+        inbound_t *s = &nd->in[i];
+        char *path = missing_path(nd, s);
+        if (path && pft_fsio_exists(path)) {
+            s->gone_on = s->missing = 1;
+            pft_info(
+                "hand-off %zu from %s: this node went on without it before a restart (%s); a late bundle "
+                "is refused",
+                s->handoff + 1, s->from, path);
+        }
+        pft_free(path);
+    }
+}
+
 /* Loads inbound bundles stored by an earlier run of this node (restart after a crash), each only if it still
- * hashes to the id in its name and validates (signature included) as it did on arrival. */
+ * hashes to the id in its name and validates (signature included) as it did on arrival; none for a hand-off
+ * the earlier run went on without (out/missing/). */
 void pft_node__inbox_load(node_t *nd)
 {
+    load_gone_on(nd);
     DIR *dir = opendir(nd->inbox_dir);
     if (!dir) {
         pft_error("%s: cannot list: %s", nd->inbox_dir, strerror(errno));
@@ -243,6 +304,11 @@ void pft_node__inbox_load(node_t *nd)
             uint8_t want[PFT_BUNDLE_ID_LEN];
             if (!stored_name(e->d_name, nd->in[i].handoff + 1, want))
                 continue;
+            if (nd->in[i].gone_on) {
+                pft_warn("%s/%s: not used: this node went on without hand-off %zu before a restart",
+                         nd->inbox_dir, e->d_name, nd->in[i].handoff + 1);
+                continue;
+            }
             char *path = pft_fsio_join(nd->inbox_dir, e->d_name);
             if (path)
                 load_stored(nd, &nd->in[i], path, want);
@@ -268,7 +334,7 @@ int pft_node__inbox_wait(node_t *nd, const pft_stage_t *st)
                 inbound_t *s = &nd->in[i];
                 if (s->handoff != st->recv[j] || s->bundle)
                     continue;
-                if (now > s->deadline) {
+                if (now > s->deadline || s->gone_on) {
                     if (!s->missing)
                         pft_warn("no bundle from %s by its deadline", s->from);
                     s->missing = 1;
@@ -283,8 +349,16 @@ int pft_node__inbox_wait(node_t *nd, const pft_stage_t *st)
                 return pft_err(PFT_ETIMEOUT,
                                "%zu predecessor bundle(s) missing at the deadline (on_missing=fail)",
                                missing);
+            for (size_t j = 0; missing && j < st->n_recv; j++)
+                for (size_t i = 0; i < nd->n_in; i++) {
+                    inbound_t *s = &nd->in[i];
+                    int rc = s->handoff == st->recv[j] && s->missing && !s->bundle ? go_on_without(nd, s) : 0;
+                    if (rc)
+                        return rc;
+                }
             if (missing)
-                pft_warn("going on without %zu missing bundle(s) (on_missing=proceed)", missing);
+                pft_warn("going on without %zu missing bundle(s) (on_missing=proceed); late ones are refused",
+                         missing);
             return 0;
         }
         snprintf(detail, sizeof detail, "lap %d: %zu bundle(s), e.g. from %s", st->lap, waiting, who);

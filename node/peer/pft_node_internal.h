@@ -41,6 +41,9 @@ typedef struct {
     uint8_t id[PFT_BUNDLE_ID_LEN];
     int missing;      /* 1: its deadline passed without it */
     int via_fallback; /* 1: filled by a fallback predecessor's bundle instead of `from`'s */
+    int gone_on; /* 1: the node went on without it (recorded in out/missing/): a late bundle is refused */
+    int light;   /* 1: bundle holds the provenance only; the statistics are decoded again from bytes when
+                    used (pft_node__stats_*), so a node receiving many keeps one decoded at a time */
 } inbound_t;
 
 /* One send this node made. */
@@ -56,7 +59,15 @@ typedef struct {
     size_t seq;             /* hand-off number (0 for a fallback send) */
     int acked_before; /* 1: acknowledged in an earlier run of this node (recorded on disk): not resent */
     int ack_saved;    /* 1: its acknowledgement is recorded on disk */
+    int sent_before;  /* 1: sent in an earlier run of this node (out/sent/), not acknowledged then */
+    double grace_end; /* sent_before: when (pft_fsio_now()) it ends as unconfirmed if never transmitted */
+    int unconfirmed;  /* 1: ended so (PFT_NODE_SEND_UNCONFIRMED); why in reason */
+    char reason[256];
 } outbound_t;
+
+/* A send's node-level state beyond pft_send_state_t: sent before a restart, not acknowledged then, and its
+ * successor not reachable within resend_grace after it (it most likely stored the bundle and finished). */
+#define PFT_NODE_SEND_UNCONFIRMED 4
 
 /* Rows for EM or the head, grown as classes are added. */
 typedef struct {
@@ -125,6 +136,10 @@ typedef struct {
 #define PFT_NODE_MAX_REFUSALS 100 /* reasons kept in result.json's refusals (all are counted) */
 
 /* pft_node.c: the run's shared plumbing. */
+/* A bundle holding only b's provenance (with its DP guarantees): all that the node reports of a bundle once
+ * its models are used (the models of a d = 1280 bundle weigh megabytes to tens of megabytes). NULL if out of
+ * memory. */
+pft_bundle_t *pft_node__provenance_only(const node_t *nd, const pft_bundle_t *b);
 /* The decoder's limits of this run: max_bytes is max_bundle_mb MiB, the transport's max_msg_size too. */
 void pft_node__limits(const node_t *nd, pft_bundle_limits_t *lim);
 /* The bundle id of a wire message under those limits; 0 or an error code (message set). */
@@ -221,7 +236,13 @@ int pft_node__release_charge(node_t *nd);
 int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, size_t len);
 /* Records newly acknowledged hand-offs in out/acked/. */
 void pft_node__outbox_save_acks(node_t *nd);
-/* A send's pft_send_state_t; acknowledged before a restart counts as acknowledged. */
+/* The transport's acknowledgement callback (ctx is the node_t): records the hand-off in out/acked/ at once.
+ */
+void pft_node__outbox_on_ack(void *ctx, int handle);
+/* "pending", "acked", "rejected", "failed" (pft_send_state_name) or "unconfirmed". */
+const char *pft_node__outbox_state_name(int state);
+/* A send's pft_send_state_t or PFT_NODE_SEND_UNCONFIRMED; acknowledged before a restart counts as
+ * acknowledged. */
 int pft_node__outbox_state(const node_t *nd, const outbound_t *o, int *rc, const char **reason);
 /* Waits for every send to end, falling back where the topology says; returns how many reached no one. */
 int pft_node__outbox_finish(node_t *nd, int *interrupted);

@@ -7,37 +7,60 @@
 #include "pft_fsio.h"
 #include "pft_log.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Acknowledged hand-offs are recorded in out/acked/h<seq> (the bundle id), so that a node restarted after a
- * crash does not send again what its successor already stored (the successor may be gone by then). */
-static char *ack_path(const node_t *nd, size_t seq)
+/* Two records per hand-off, each holding the bundle id (RELIABILITY.md §5): out/sent/h<seq> is written before
+ * the first transmission and removed once the send failed or was refused; out/acked/h<seq> is written the
+ * moment the ACK is read. A node restarted after a crash does not send again what acked/ says its successor
+ * stored (the successor may be gone by then); what sent/ alone records may have been stored too: it gets
+ * resend_grace to reach its successor, then ends as unconfirmed instead of waiting out send_deadline. */
+static char *record_path(const node_t *nd, const char *dir, size_t seq)
 {
     char name[64];
-    snprintf(name, sizeof name, "acked/h%zu", seq);
+    snprintf(name, sizeof name, "%s/h%zu", dir, seq);
     return pft_fsio_join(nd->args->out_dir, name);
 }
 
-/* Records every newly acknowledged hand-off in out/acked/ (best effort: retried at the next call). */
+/* Records o's acknowledgement in out/acked/ (durably); 1 once recorded. */
+static int save_ack(node_t *nd, outbound_t *o)
+{
+    if (o->ack_saved || !o->seq || o->acked_before)
+        return 1;
+    char *path = record_path(nd, "acked", o->seq);
+    if (path && pft_fsio_write_atomic(path, o->id_hex, strlen(o->id_hex)) == 0)
+        o->ack_saved = 1;
+    else
+        pft_warn("recording the acknowledgement of hand-off %zu: %s (retried)", o->seq, pft_errmsg());
+    pft_free(path);
+    return o->ack_saved;
+}
+
+void pft_node__outbox_on_ack(void *ctx, int handle)
+{
+    node_t *nd = ctx;
+    pft_node__crash_point("on-ack"); /* the successor stored it; nothing recorded here yet */
+    for (size_t i = 0; i < nd->n_out; i++)
+        if (nd->out[i].handle == handle && !nd->out[i].acked_before)
+            save_ack(nd, &nd->out[i]);
+}
+
+/* Records every acknowledged hand-off not yet recorded in out/acked/ (a retry of a failed write). */
 void pft_node__outbox_save_acks(node_t *nd)
 {
     for (size_t i = 0; i < nd->n_out; i++) {
         outbound_t *o = &nd->out[i];
-        if (o->ack_saved || !o->seq || o->acked_before ||
-            pft_transport_send_state(nd->tp, o->handle, NULL, NULL) != PFT_SEND_ACKED)
-            continue;
-        char *path = ack_path(nd, o->seq);
-        if (path && pft_fsio_write_atomic(path, o->id_hex, strlen(o->id_hex)) == 0)
-            o->ack_saved = 1;
-        pft_free(path);
+        if (!o->ack_saved && o->seq && !o->acked_before &&
+            pft_transport_send_state(nd->tp, o->handle, NULL, NULL) == PFT_SEND_ACKED)
+            save_ack(nd, o);
     }
 }
 
-/* 1 if hand-off seq was acknowledged for bundle id_hex in an earlier run. */
-static int acked_earlier(const node_t *nd, size_t seq, const char *id_hex)
+/* 1 if out/<dir>/h<seq> holds bundle id id_hex (written by an earlier run). */
+static int recorded(const node_t *nd, const char *dir, size_t seq, const char *id_hex)
 {
-    char *path = ack_path(nd, seq);
+    char *path = record_path(nd, dir, seq);
     uint8_t *buf = NULL;
     size_t len = 0;
     int yes = path && pft_fsio_exists(path) && pft_fsio_read(path, 256, &buf, &len) == 0 &&
@@ -47,15 +70,31 @@ static int acked_earlier(const node_t *nd, size_t seq, const char *id_hex)
     return yes;
 }
 
+/* Removes o's out/sent/ record once its send failed or was refused: a later run sends afresh. */
+static void forget_sent(const node_t *nd, const outbound_t *o)
+{
+    char *path = o->seq ? record_path(nd, "sent", o->seq) : NULL;
+    if (path && pft_fsio_exists(path) && remove(path) != 0)
+        pft_warn("removing %s: %s", path, strerror(errno));
+    pft_free(path);
+}
+
+const char *pft_node__outbox_state_name(int state)
+{
+    return state == PFT_NODE_SEND_UNCONFIRMED ? "unconfirmed"
+           : state >= 0                       ? pft_send_state_name((pft_send_state_t)state)
+                                              : "unknown";
+}
+
 /* A send's state; one acknowledged before a restart counts as acknowledged. */
 int pft_node__outbox_state(const node_t *nd, const outbound_t *o, int *rc, const char **reason)
 {
-    if (o->acked_before) {
+    if (o->acked_before || o->unconfirmed) {
         if (rc)
             *rc = 0;
         if (reason)
-            *reason = "acknowledged before a restart";
-        return PFT_SEND_ACKED;
+            *reason = o->acked_before ? "acknowledged before a restart" : o->reason;
+        return o->acked_before ? PFT_SEND_ACKED : PFT_NODE_SEND_UNCONFIRMED;
     }
     return pft_transport_send_state(nd->tp, o->handle, rc, reason);
 }
@@ -77,7 +116,7 @@ int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *byte
             return rc;
         char hex[2 * PFT_BUNDLE_ID_LEN + 1];
         pft_bundle_id_hex(id, hex);
-        if (acked_earlier(nd, ho->seq, hex)) {
+        if (recorded(nd, "acked", ho->seq, hex)) {
             outbound_t *o = &nd->out[nd->n_out++];
             *o = (outbound_t){.to = peer->id,
                               .handle = -1,
@@ -90,6 +129,12 @@ int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *byte
                      peer->id);
             continue;
         }
+        int before = recorded(nd, "sent", ho->seq, hex);
+        char *sent = before ? NULL : record_path(nd, "sent", ho->seq);
+        if (!before && (!sent || pft_fsio_write_atomic(sent, hex, strlen(hex)) != 0))
+            pft_warn("recording hand-off %zu as sent: %s (a restart would wait out send_deadline)", ho->seq,
+                     pft_errmsg());
+        pft_free(sent);
         int handle = pft_transport_send(nd->tp, peer->id, bytes, len, id,
                                         pft_transport_now_ms() + (int64_t)(dl * 1000));
         if (handle < 0)
@@ -103,6 +148,12 @@ int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *byte
         if (nd->me->n_fallbacks && (o->msg = pft_alloc(len)))
             memcpy(o->msg, bytes, len);
         pft_bundle_id_hex(id, o->id_hex);
+        o->sent_before = before;
+        o->grace_end = pft_fsio_now() + nd->run->resend_grace;
+        if (before)
+            pft_info("hand-off %zu to %s was sent before a restart, unacknowledged: %s gets %gs "
+                     "(resend_grace) to become reachable",
+                     ho->seq, peer->id, peer->id, nd->run->resend_grace);
         pft_info("sending %s bundle %.12s to %s (hand-off %zu, lap %d, %zu bytes)",
                  ho->what == PFT_WHAT_FORWARD ? "complete" : "refit", o->id_hex, peer->id, ho->seq, ho->lap,
                  len);
@@ -144,8 +195,32 @@ static int fall_back(node_t *nd)
     return queued;
 }
 
-/* Waits for every send to end (acked, rejected or failed, falling back where the topology says); returns how
- * many hand-offs did not reach anyone. */
+/* A send made before a restart whose successor has not been reachable (not one transmission) for
+ * resend_grace since it was queued again ends as unconfirmed: the successor most likely stored it, finished
+ * and left (RELIABILITY.md §5). Returns how many ended so now. */
+static int end_unconfirmed(node_t *nd)
+{
+    int n = 0;
+    double now = pft_fsio_now();
+    for (size_t i = 0; i < nd->n_out; i++) {
+        outbound_t *o = &nd->out[i];
+        if (!o->sent_before || o->unconfirmed || now < o->grace_end ||
+            pft_transport_send_state(nd->tp, o->handle, NULL, NULL) != PFT_SEND_PENDING ||
+            pft_transport_send_attempts(nd->tp, o->handle) != 0)
+            continue;
+        snprintf(o->reason, sizeof o->reason,
+                 "sent before a restart, not acknowledged then; %s has not been reachable for %gs "
+                 "(resend_grace): it most likely stored the bundle and finished (see its result.json)",
+                 o->to, nd->run->resend_grace);
+        pft_transport_cancel(nd->tp, o->handle, o->reason);
+        o->unconfirmed = 1;
+        n++;
+    }
+    return n;
+}
+
+/* Waits for every send to end (acked, rejected, failed or unconfirmed, falling back where the topology says);
+ * returns how many hand-offs did not reach anyone. */
 int pft_node__outbox_finish(node_t *nd, int *interrupted)
 {
     for (;;) {
@@ -155,6 +230,8 @@ int pft_node__outbox_finish(node_t *nd, int *interrupted)
                 break;
             }
             pft_node__set_status(nd, "sending", "waiting for acknowledgements");
+            if (end_unconfirmed(nd))
+                continue;
             int rc = pft_transport_poll(nd->tp, 200);
             pft_node__outbox_save_acks(nd);
             pft_node__refusal_tick(nd, 0);
@@ -177,15 +254,19 @@ int pft_node__outbox_finish(node_t *nd, int *interrupted)
         for (size_t j = 0; o->fell_back && j < nd->n_out; j++)
             rescued |= nd->out[j].instead_of == o->to && strcmp(nd->out[j].id_hex, o->id_hex) == 0 &&
                        pft_transport_send_state(nd->tp, nd->out[j].handle, NULL, NULL) == PFT_SEND_ACKED;
+        if (st == PFT_SEND_REJECTED || st == PFT_SEND_FAILED)
+            forget_sent(nd, o);
         if (st == PFT_SEND_ACKED)
             pft_info("hand-off to %s%s%s acknowledged", o->to, o->instead_of ? " instead of " : "",
                      o->instead_of ? o->instead_of : "");
+        else if (st == PFT_NODE_SEND_UNCONFIRMED)
+            pft_warn("hand-off to %s unconfirmed: %s", o->to, o->reason);
         else if (rescued)
             pft_warn("hand-off to %s %s; its fallback was acknowledged", o->to,
-                     pft_send_state_name((pft_send_state_t)st));
+                     pft_node__outbox_state_name(st));
         else if (!o->instead_of) {
             bad++;
-            pft_error("hand-off to %s %s: %s", o->to, pft_send_state_name((pft_send_state_t)st),
+            pft_error("hand-off to %s %s: %s", o->to, pft_node__outbox_state_name(st),
                       reason && *reason                        ? reason
                       : st == PFT_SEND_PENDING && *interrupted ? "interrupted before it was acknowledged"
                       : rc                                     ? pft_strerror(rc)

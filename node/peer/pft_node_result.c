@@ -210,8 +210,8 @@ static json_t *sends_json(const node_t *nd)
         int st = pft_node__outbox_state(nd, &nd->out[i], &rc, &reason);
         json_t *o = json_pack("{s:s,s:i,s:s,s:I,s:s,s:s,s:b}", "to", nd->out[i].to, "lap", nd->out[i].lap,
                               "bundle_id", nd->out[i].id_hex, "bytes", (json_int_t)nd->out[i].bytes, "state",
-                              st >= 0 ? pft_send_state_name((pft_send_state_t)st) : "unknown", "reason",
-                              reason ? reason : "", "fell_back", nd->out[i].fell_back);
+                              pft_node__outbox_state_name(st), "reason", reason ? reason : "", "fell_back",
+                              nd->out[i].fell_back);
         if (nd->out[i].instead_of)
             json_object_set_new(o, "fallback_for", json_string(nd->out[i].instead_of));
         json_array_append_new(sends, o);

@@ -27,6 +27,7 @@ typedef struct {
     size_t *who;        /* contributor node indices */
     int n_who;
     const pft_bundle_t *b; /* where its provenance is read (NULL: this node's own rows) */
+    int merged;            /* its statistics were merged into acc[group] (st and view are then NULL) */
 } part_t;
 
 typedef struct {
@@ -34,7 +35,23 @@ typedef struct {
     int n, cap;
     unsigned char *covered; /* by node index */
     size_t n_nodes;
+    long *grp;         /* this node's part groups, by node index (pft_topo_part_groups) */
+    pft_gstat_t **acc; /* by group id: the merged statistics of the received parts of that group, or NULL */
 } parts_t;
+
+/* An empty set of parts for nd: groups computed; 0 or an error. */
+static int parts_init(const node_t *nd, parts_t *ps)
+{
+    size_t n = pft_topo_node_count(nd->topo);
+    memset(ps, 0, sizeof *ps);
+    ps->n_nodes = n;
+    ps->covered = pft_calloc(n, 1);
+    ps->grp = pft_alloc_array(n, sizeof *ps->grp);
+    ps->acc = pft_calloc(n, sizeof *ps->acc);
+    if (!ps->covered || !ps->grp || !ps->acc)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    return pft_topo_part_groups(nd->topo, nd->my_index, ps->grp);
+}
 
 static void parts_free(parts_t *ps)
 {
@@ -43,8 +60,12 @@ static void parts_free(parts_t *ps)
         pft_gstat_destroy(&ps->p[i].exact);
         pft_free(ps->p[i].who);
     }
+    for (size_t g = 0; ps->acc && g < ps->n_nodes; g++)
+        pft_gstat_destroy(&ps->acc[g]);
     PFT_FREE(ps->p);
     PFT_FREE(ps->covered);
+    PFT_FREE(ps->grp);
+    PFT_FREE(ps->acc);
     ps->n = ps->cap = 0;
 }
 
@@ -93,6 +114,7 @@ static int parts_take(parts_t *ps, pft_gstat_t **st, const pft_gstat_t *view, co
     p->b = b;
     p->st = st ? *st : NULL;
     p->view = st ? NULL : view;
+    p->merged = 0;
     p->exact = NULL;
     if (st)
         *st = NULL;
@@ -117,7 +139,7 @@ static int indices_of(const node_t *nd, const char *const *names, int n, size_t 
 }
 
 /* The parts of a received bundle: its statistics parts, or one FULL part of a mixture bundle's moments. */
-static int take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b)
+static int take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b, const pft_bundle_t *prov)
 {
     const char *from = pft_bundle_producer(b);
     int np = pft_bundle_prov_n_nodes(b), rc = 0;
@@ -137,7 +159,7 @@ static int take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b)
         for (int i = 0; i < np; i++)
             names[i] = pft_bundle_prov_node(b, i);
         if (rc == 0 && (rc = indices_of(nd, names, np, who, from)) == 0)
-            rc = parts_take(ps, &st, NULL, who, np, b, from);
+            rc = parts_take(ps, &st, NULL, who, np, prov, from);
         pft_gstat_destroy(&st);
         rc = rc == 1 ? 0 : rc;
         goto done;
@@ -152,7 +174,7 @@ static int take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b)
         }
         if ((rc = indices_of(nd, names, nw, who, from)) != 0)
             break;
-        rc = parts_take(ps, NULL, pft_bundle_part_stats(b, i), who, nw, b, from);
+        rc = parts_take(ps, NULL, pft_bundle_part_stats(b, i), who, nw, prov, from);
         rc = rc == 1 ? 0 : rc;
     }
 done:
@@ -196,6 +218,55 @@ static int floor_rows(node_t *nd, const uint64_t *merged, pft_dataset_t **out)
     int rc = pft_dataset_subset(nd->train, idx, m, out);
     pft_free(idx);
     pft_free(keep);
+    return rc;
+}
+
+/* Merges the statistics of every received part not merged yet into its group's accumulator (memory: the
+ * parts of a decoded bundle are folded before the next bundle is decoded). The parts keep their contributors
+ * and provenance. */
+static int parts_fold(const node_t *nd, parts_t *ps, int any_group)
+{
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < ps->n; i++) {
+        part_t *p = &ps->p[i];
+        if (p->merged || !p->b || p->exact) /* own rows stay apart (floor, DP, the head's exact copy) */
+            continue;
+        long g = ps->grp[p->who[0]];
+        if (g < 0 && any_group) /* a complete bundle (no outbound parts): a slot of its own, for the head */
+            g = (long)p->who[0];
+        if (g < 0)
+            return pft_err(PFT_EINVAL, "a received part counts rows of '%s', which cannot reach this node",
+                           pft_topo_node(nd->topo, p->who[0])->id);
+        if (!ps->acc[g] && !(ps->acc[g] = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train))))
+            return pft_err(PFT_ENOMEM, "out of memory");
+        rc = pft_gstat_merge(ps->acc[g], part_stats(p));
+        if (rc == 0) {
+            pft_gstat_destroy(&p->st);
+            p->view = NULL;
+            p->merged = 1;
+        }
+    }
+    return rc;
+}
+
+/* Takes the parts of received bundle s: its statistics are decoded again from the stored bytes when the
+ * inbox kept only its provenance (s->light), folded into the group accumulators, and freed. complete: s is a
+ * complete bundle, used for the head only (its contributors need not reach this node along lap 1). */
+static int take_received(node_t *nd, parts_t *ps, const inbound_t *s, int complete)
+{
+    pft_bundle_t *full = NULL;
+    if (s->light) {
+        pft_bundle_limits_t lim;
+        pft_node__limits(nd, &lim);
+        int rc = pft_bundle_decode(s->bytes, s->len, &lim, &full);
+        if (rc != 0)
+            return pft_err_wrap(rc, "decoding the bundle from %s again", s->from);
+    }
+    /* provenance is read from the kept (light) bundle, which outlives this call */
+    int rc = take_bundle(nd, ps, full ? full : s->bundle, s->bundle);
+    if (rc == 0)
+        rc = parts_fold(nd, ps, complete);
+    pft_bundle_destroy(&full);
     return rc;
 }
 
@@ -247,8 +318,12 @@ static int parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out)
 {
     pft_gstat_t *t = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train));
     int rc = t ? 0 : PFT_ENOMEM;
+    for (size_t g = 0; rc == 0 && g < ps->n_nodes; g++)
+        if (ps->acc[g])
+            rc = pft_gstat_merge(t, ps->acc[g]);
     for (int i = 0; rc == 0 && i < ps->n; i++)
-        rc = pft_gstat_merge(t, ps->p[i].exact ? ps->p[i].exact : part_stats(&ps->p[i]));
+        if (!ps->p[i].merged)
+            rc = pft_gstat_merge(t, ps->p[i].exact ? ps->p[i].exact : part_stats(&ps->p[i]));
     if (rc != 0) {
         pft_gstat_destroy(&t);
         return pft_err_wrap(rc, "merging the statistics");
@@ -402,25 +477,38 @@ static void noise_json(node_t *nd, const parts_t *ps)
 /* One outbound part per group of the plan: the taken parts of a group merged. */
 /* 1 when every taken part travels in one outbound part and none keeps an exact copy beside it (no DP release,
  * nothing withheld by the floor): that part is then exactly the head's statistics. */
-static int single_part(const node_t *nd, const parts_t *ps)
+static int single_part(const parts_t *ps)
 {
-    size_t n = pft_topo_node_count(nd->topo);
-    long *grp = pft_alloc_array(n, sizeof *grp);
-    int one = grp && pft_topo_part_groups(nd->topo, nd->my_index, grp) == 0;
+    int one = 1;
     for (int i = 0; one && i < ps->n; i++)
-        one = !ps->p[i].exact && grp[ps->p[i].who[0]] == grp[ps->p[0].who[0]];
-    pft_free(grp);
+        one = !ps->p[i].exact && ps->grp[ps->p[i].who[0]] == ps->grp[ps->p[0].who[0]];
     return one;
 }
 
-/* One outbound part per group of the plan. With steal, a group's first owned part (the node's own) becomes
- * its accumulator instead of a copy: it is then gone from ps (part_stats NULL). */
+/* Adds to st (created on first use, in this node's kind) the statistics src; with steal and st still NULL,
+ * src itself becomes st (*src_owned set to NULL). */
+static int accumulate(const node_t *nd, pft_gstat_t **st, pft_gstat_t **src_owned, const pft_gstat_t *src,
+                      int steal)
+{
+    if (!*st && steal && src_owned && *src_owned && pft_gstat_kind(*src_owned) == my_kind(nd)) {
+        *st = *src_owned; /* merge into it in place */
+        *src_owned = NULL;
+        return 0;
+    }
+    if (!*st && !(*st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train))))
+        return PFT_ENOMEM;
+    return pft_gstat_merge(*st, src);
+}
+
+/* One outbound part per group of the plan: the group's accumulated received parts and its other parts. With
+ * steal, the accumulator (or the node's own part) becomes the outbound part instead of a copy: it is then
+ * gone from ps (only when ps is not needed for the head). */
 static int add_group_parts(node_t *nd, parts_t *ps, pft_bundle_t *b, int steal)
 {
-    size_t n = pft_topo_node_count(nd->topo);
-    long *grp = pft_alloc_array(n, sizeof *grp);
+    size_t n = ps->n_nodes;
+    const long *grp = ps->grp;
     const char **ids = pft_alloc_array(n, sizeof *ids);
-    int rc = grp && ids ? pft_topo_part_groups(nd->topo, nd->my_index, grp) : PFT_ENOMEM;
+    int rc = ids ? 0 : PFT_ENOMEM;
     for (int i = 0; rc == 0 && i < ps->n; i++) /* a part must lie within one group */
         for (int w = 1; w < ps->p[i].n_who; w++)
             if (grp[ps->p[i].who[w]] != grp[ps->p[i].who[0]])
@@ -433,23 +521,18 @@ static int add_group_parts(node_t *nd, parts_t *ps, pft_bundle_t *b, int steal)
             continue;
         pft_gstat_t *st = NULL;
         int n_ids = 0;
+        if (ps->acc[g])
+            rc = accumulate(nd, &st, &ps->acc[g], ps->acc[g], steal);
         for (int i = 0; rc == 0 && i < ps->n; i++) {
-            if (grp[ps->p[i].who[0]] != (long)g)
+            part_t *p = &ps->p[i];
+            if (grp[p->who[0]] != (long)g)
                 continue;
-            if (!st && steal && ps->p[i].st && !ps->p[i].exact &&
-                pft_gstat_kind(ps->p[i].st) == my_kind(nd)) { /* merge into it in place */
-                st = ps->p[i].st;
-                ps->p[i].st = NULL;
-            } else {
-                if (!st && !(st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train))))
-                    rc = PFT_ENOMEM;
-                if (rc == 0)
-                    rc = pft_gstat_merge(st, part_stats(&ps->p[i]));
-            }
-            for (int w = 0; w < ps->p[i].n_who; w++)
-                ids[n_ids++] = pft_topo_node(nd->topo, ps->p[i].who[w])->id;
+            if (!p->merged)
+                rc = accumulate(nd, &st, p->exact ? NULL : &p->st, part_stats(p), steal);
+            for (int w = 0; w < p->n_who; w++)
+                ids[n_ids++] = pft_topo_node(nd->topo, p->who[w])->id;
             if (rc == 0)
-                rc = part_provenance(nd, &ps->p[i], b);
+                rc = part_provenance(nd, p, b);
         }
         if (rc == 0 && st && pft_gstat_n_classes(st) > 0) { /* none: every class withheld by the floor */
             qsort(ids, (size_t)n_ids, sizeof *ids, cmp_str);
@@ -457,7 +540,6 @@ static int add_group_parts(node_t *nd, parts_t *ps, pft_bundle_t *b, int steal)
         }
         pft_gstat_destroy(&st);
     }
-    pft_free(grp);
     pft_free(ids);
     return rc;
 }
@@ -530,23 +612,16 @@ static int logreg_rows(node_t *nd)
  * NULL if out of memory. */
 static uint64_t *own_group_rows(node_t *nd, const parts_t *ps)
 {
-    size_t n = pft_topo_node_count(nd->topo);
     uint64_t *rows = pft_calloc((size_t)nd->n_classes + 1, sizeof *rows);
-    long *grp = pft_alloc_array(n, sizeof *grp);
-    if (!rows || !grp || pft_topo_part_groups(nd->topo, nd->my_index, grp) != 0) {
-        pft_free(rows);
-        pft_free(grp);
-        return NULL;
-    }
-    for (int i = 0; i < ps->n; i++) {
-        if (grp[ps->p[i].who[0]] != grp[nd->my_index])
+    long g = ps->grp[nd->my_index];
+    for (int i = -1; rows && i < ps->n; i++) {
+        const pft_gstat_t *s = i < 0 ? ps->acc[g] : ps->p[i].merged ? NULL : part_stats(&ps->p[i]);
+        if (!s || (i >= 0 && ps->grp[ps->p[i].who[0]] != g))
             continue;
-        const pft_gstat_t *s = part_stats(&ps->p[i]);
         for (int k = 0; k < pft_gstat_n_classes(s); k++)
             if (pft_gstat_label(s, k) < nd->n_classes)
                 rows[pft_gstat_label(s, k)] += pft_gstat_count(s, k);
     }
-    pft_free(grp);
     return rows;
 }
 
@@ -554,18 +629,18 @@ int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_b
 {
     pft_node__set_status(nd, "merging", NULL);
     double t0 = pft_fsio_now();
-    size_t n = pft_topo_node_count(nd->topo);
-    parts_t ps = {.covered = pft_calloc(n, 1), .n_nodes = n};
+    parts_t ps;
+    int prc = parts_init(nd, &ps);
     inbound_t **recv = pft_calloc(st->n_recv + 1, sizeof *recv);
     int d = pft_dataset_d(nd->train);
     pft_dtype_t dt = nd->run->stats_dtype == PFT_TOPO_FP16 ? PFT_DTYPE_F16 : PFT_DTYPE_F32;
     pft_bundle_t *b = pft_bundle_new(nd->run->run, nd->me->id, dt, d);
-    int rc = ps.covered && recv && b ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    int rc = prc ? prc : recv && b ? 0 : pft_err(PFT_ENOMEM, "out of memory");
     if (rc == 0) /* cov=tied: the shared covariance as a rank-q factor plus diagonal (0: dense) */
         rc = pft_bundle_set_shared_rank(b, nd->run->stats_rank < d ? nd->run->stats_rank : d - 1);
     size_t nr = rc == 0 ? pft_node__inbox_stage_bundles(nd, st, recv) : 0;
     for (size_t r = 0; rc == 0 && r < nr; r++) {
-        rc = take_bundle(nd, &ps, recv[r]->bundle);
+        rc = take_received(nd, &ps, recv[r], 0);
         if (rc == 0)
             rc = pft_bundle_add_parent(b, recv[r]->id);
     }
@@ -579,7 +654,7 @@ int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_b
     pft_free(merged);
     /* memory: where the outbound part is the head's statistics, the own part becomes it (no copy of the
      * own rows' statistics), and the head gets a copy of that part */
-    int simple = rc == 0 && (!st->final || single_part(nd, &ps));
+    int simple = rc == 0 && (!st->final || single_part(&ps));
     if (rc == 0)
         rc = add_group_parts(nd, &ps, b, simple);
     if (rc == 0 && complete)
@@ -617,11 +692,10 @@ int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_b
 
 int pft_node__stats_adopt(node_t *nd, const inbound_t *s)
 {
-    size_t n = pft_topo_node_count(nd->topo);
-    parts_t ps = {.covered = pft_calloc(n, 1), .n_nodes = n};
-    int rc = ps.covered ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    parts_t ps;
+    int rc = parts_init(nd, &ps);
     if (rc == 0 && s->bundle)
-        rc = take_bundle(nd, &ps, s->bundle);
+        rc = take_received(nd, &ps, s, 1);
     nd->head_has_own = ps.covered && ps.covered[nd->my_index];
     if (rc == 0 && !nd->head_has_own) /* no complete bundle, or one without this node: add own rows */
         rc = take_own(nd, &ps, 0, NULL);
