@@ -1,7 +1,7 @@
 /* End-to-end security: a real, keyed pftnode faces an unknown key (cannot connect), a bundle re-signed by a
- * non-predecessor, a bundle with one flipped bit, another run's bundle and a second, different bundle from its
- * predecessor (replay of a consumed hand-off); it refuses each with a reason, uses the honest bundle once, and ends
- * with exactly the accuracy of a run without the attackers. */
+ * non-predecessor, a bundle with one flipped bit, another run's bundle and a second, different bundle from
+ * its predecessor (replay of a consumed hand-off); it refuses each with a reason, uses the honest bundle
+ * once, and ends with exactly the accuracy of a run without the attackers. */
 #include "pft_e2e.h"
 #include "pft_test.h"
 
@@ -18,9 +18,7 @@
 #include <sys/wait.h>
 #include <zmq.h>
 
-
 static char s_tmp[128];
-
 
 static pft_keypair_t *make_key(const char *name)
 {
@@ -31,7 +29,6 @@ static pft_keypair_t *make_key(const char *name)
     CHECK(kp && pft_keypair_save(kp, sk, pk, name, 1) == 0);
     return kp;
 }
-
 
 /* Starts node b (its log appended to <out>.log); insecure: with --insecure. */
 static pid_t start_b_opt(const char *topo, const char *out, int insecure)
@@ -88,7 +85,8 @@ static int refusal_mentions(json_t *result, const char *text)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(result, "refusals"), i, v) if (strstr(json_string_value(v), text)) return 1;
+    json_array_foreach(json_object_get(result, "refusals"), i,
+                       v) if (strstr(json_string_value(v), text)) return 1;
     return 0;
 }
 
@@ -133,7 +131,6 @@ static int finish(pid_t pid, pft_transport_t *t)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-
 /* Writes a p -> b topology: keyed (p.pub, b.pub in s_tmp) or not, b's endpoint on port pb, deadline seconds,
  * max_bundle_mb mb (0: the default). */
 static void write_pb(const char *path, int keyed, int pb, double deadline, int mb)
@@ -142,19 +139,21 @@ static void write_pb(const char *path, int keyed, int pb, double deadline, int m
     char extra[64] = "";
     if (mb)
         snprintf(extra, sizeof extra, " max_bundle_mb = %d;", mb);
-    fprintf(f,
-            "digraph sec {\n run = r1; k = 1; cov = diag; head_draws = 2; deadline = %g;%s\n"
-            " p [endpoint = \"tcp://127.0.0.1:%d\"%s, train = \"%s/train_x.npy\", labels = \"%s/train_y.npy\"];\n"
-            " b [endpoint = \"tcp://127.0.0.1:%d\"%s, train = \"%s/train_x.npy\", labels = \"%s/train_y.npy\",\n"
-            "    test = \"%s/test_x.npy\", test_labels = \"%s/test_y.npy\"];\n p -> b;\n}\n",
-            deadline, extra, pft_e2e_free_port(), keyed ? ", key = \"p.pub\"" : "", EXAMPLE_DATA, EXAMPLE_DATA, pb,
-            keyed ? ", key = \"b.pub\"" : "", EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA);
+    fprintf(
+        f,
+        "digraph sec {\n run = r1; k = 1; cov = diag; head_draws = 2; deadline = %g;%s\n"
+        " p [endpoint = \"tcp://127.0.0.1:%d\"%s, train = \"%s/train_x.npy\", labels = \"%s/train_y.npy\"];\n"
+        " b [endpoint = \"tcp://127.0.0.1:%d\"%s, train = \"%s/train_x.npy\", labels = \"%s/train_y.npy\",\n"
+        "    test = \"%s/test_x.npy\", test_labels = \"%s/test_y.npy\"];\n p -> b;\n}\n",
+        deadline, extra, pft_e2e_free_port(), keyed ? ", key = \"p.pub\"" : "", EXAMPLE_DATA, EXAMPLE_DATA,
+        pb, keyed ? ", key = \"b.pub\"" : "", EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA);
     fclose(f);
 }
 
-/* b finished in out with p's bundle stored in out/inbox/: flips one byte in the middle of that stored file and
- * restarts b (with a 4 s deadline, since p is gone): the corrupt bundle must be reported (log at error level,
- * refusals, rejected), renamed aside and not used: b trains on its own data, p is missing (issue 15, 7). */
+/* b finished in out with p's bundle stored in out/inbox/: flips one byte in the middle of that stored file
+ * and restarts b (with a 4 s deadline, since p is gone): the corrupt bundle must be reported (log at error
+ * level, refusals, rejected), renamed aside and not used: b trains on its own data, p is missing (issue 15,
+ * 7). */
 static void corrupt_and_restart(const char *out, const char *from, int insecure)
 {
     char cmd[600];
@@ -247,16 +246,16 @@ static void test_insecure_refused_with_keys(void)
     snprintf(topo, sizeof topo, "%s/keyed.dot", s_tmp);
     write_pb(topo, 1, pft_e2e_free_port(), 120, 0);
     snprintf(errp, sizeof errp, "%s/ins.err", s_tmp);
-    snprintf(cmd, sizeof cmd, "%s/node/pftnode --topology %s --id b --out %s/ins --insecure 2> %s", PFT_BINARY_DIR, topo,
-             s_tmp, errp);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnode --topology %s --id b --out %s/ins --insecure 2> %s",
+             PFT_BINARY_DIR, topo, s_tmp, errp);
     int st = system(cmd);
     CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 3, "pftnode --insecure on a keyed topology: exit %d",
               WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     char *err = slurp(errp);
     CHECK(err && strstr(err, "--insecure refused") && strstr(err, "names keys"));
     free(err);
-    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s/insl --insecure --quiet 2> %s", PFT_BINARY_DIR, topo,
-             s_tmp, errp);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s/insl --insecure --quiet 2> %s",
+             PFT_BINARY_DIR, topo, s_tmp, errp);
     st = system(cmd);
     CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 2, "pftnet launch --insecure on a keyed topology: exit %d",
               WIFEXITED(st) ? WEXITSTATUS(st) : -1);
@@ -274,7 +273,7 @@ static uint8_t *junk_message(size_t len, uint8_t id[PFT_BUNDLE_ID_LEN], size_t *
     if (!payload)
         return NULL;
     memset(payload, 0xc1, len); /* 0xc1: never used in msgpack */
-    size_t pl = len - 64;       /* then less the envelope's own bytes (array, magic, version, bin32 header, nil) */
+    size_t pl = len - 64; /* then less the envelope's own bytes (array, magic, version, bin32 header, nil) */
     CHECK(pft_envelope_pack(payload, pl, NULL, 0, &msg, out_len) == 0);
     if (msg && *out_len < len) {
         pl += len - *out_len;
@@ -308,9 +307,9 @@ static long peak_rss_kb(pid_t pid)
 }
 
 /* One size limit, max_bundle_mb, enforced alike by libzmq and the decoder (issue 15, 2): with max_bundle_mb =
- * 257, a message one byte over 257 MiB is refused by the transport before it is allocated (the node's peak RSS
- * stays far below it), and one just under it reaches the decoder (refused for its junk payload, not its size;
- * a fixed 256 MiB decoder limit refused it for its size). */
+ * 257, a message one byte over 257 MiB is refused by the transport before it is allocated (the node's peak
+ * RSS stays far below it), and one just under it reaches the decoder (refused for its junk payload, not its
+ * size; a fixed 256 MiB decoder limit refused it for its size). */
 static void test_one_size_limit(void)
 {
     int pb = pft_e2e_free_port(), mb = 257;
@@ -320,7 +319,8 @@ static void test_one_size_limit(void)
     write_pb(topo, 0, pb, 120, mb);
     size_t limit = (size_t)mb << 20, nover = 0, nunder = 0;
     uint8_t id_over[PFT_BUNDLE_ID_LEN], id_under[PFT_BUNDLE_ID_LEN];
-    uint8_t *over = junk_message(limit + 1, id_over, &nover), *under = junk_message(limit - 4096, id_under, &nunder);
+    uint8_t *over = junk_message(limit + 1, id_over, &nover),
+            *under = junk_message(limit - 4096, id_under, &nunder);
     CHECK(over && under && nover == limit + 1 && nunder == limit - 4096);
     pid_t pid = start_b_opt(topo, out, 1);
     pft_transport_opts_t o;
@@ -334,9 +334,11 @@ static void test_one_size_limit(void)
     int h = pft_transport_send(p, "b", over, nover, id_over, pft_transport_now_ms() + 8000);
     CHECK_MSG(pft_e2e_settle(p, h, 20000) == PFT_SEND_FAILED, "a message over max_bundle_mb was answered");
     long after = peak_rss_kb(pid);
-    CHECK_MSG(after > 0 && after - base < 64 * 1024, "peak RSS of the node grew from %ld kB to %ld kB", base, after);
+    CHECK_MSG(after > 0 && after - base < 64 * 1024, "peak RSS of the node grew from %ld kB to %ld kB", base,
+              after);
     h = pft_transport_send(p, "b", under, nunder, id_under, pft_transport_now_ms() + 60000);
-    CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED, "the message under max_bundle_mb was not refused");
+    CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED,
+              "the message under max_bundle_mb was not refused");
     const char *reason = NULL;
     pft_transport_send_state(p, h, NULL, &reason);
     CHECK_MSG(reason && !strstr(reason, "exceeds") && strstr(reason, "bundle decode"),
@@ -348,36 +350,31 @@ static void test_one_size_limit(void)
     pft_free(under);
 }
 
-static void test_attackers(void)
+/* The two-node keyed topology p -> b of test_attackers, b listening on port pb, into topo. */
+static void attack_topology(char *topo, size_t cap, int pb)
 {
-    int pb = pft_e2e_free_port();
-    pft_keypair_t *kp_p = make_key("p"), *kp_b = make_key("b"), *kp_x = make_key("x");
-    char topo[256];
-    snprintf(topo, sizeof topo, "%s/t.dot", s_tmp);
+    snprintf(topo, cap, "%s/t.dot", s_tmp);
     FILE *f = fopen(topo, "w");
     fprintf(f,
             "digraph sec {\n run = r1; k = 1; cov = diag; head_draws = 2; deadline = 120;\n"
-            " p [endpoint = \"tcp://127.0.0.1:%d\", key = \"p.pub\", train = \"%s/train_x.npy\", labels = \"%s/train_y.npy\"];\n"
-            " b [endpoint = \"tcp://127.0.0.1:%d\", key = \"b.pub\", train = \"%s/train_x.npy\", labels = \"%s/train_y.npy\",\n"
+            " p [endpoint = \"tcp://127.0.0.1:%d\", key = \"p.pub\", train = \"%s/train_x.npy\", labels = "
+            "\"%s/train_y.npy\"];\n"
+            " b [endpoint = \"tcp://127.0.0.1:%d\", key = \"b.pub\", train = \"%s/train_x.npy\", labels = "
+            "\"%s/train_y.npy\",\n"
             "    test = \"%s/test_x.npy\", test_labels = \"%s/test_y.npy\"];\n p -> b;\n}\n",
-            pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA, pb, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA);
+            pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA, pb, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA,
+            EXAMPLE_DATA);
     fclose(f);
-    pft_dataset_t *ds = NULL;
-    CHECK(pft_npy_load_dataset(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
-    uint8_t *good = NULL, *forged = NULL, *other_run = NULL, *second = NULL;
-    size_t ng = 0, nf = 0, no = 0, ns = 0;
-    CHECK(pft_e2e_make_bundle("r1", ds, 20, kp_p, &good, &ng) == 0);
-    CHECK(pft_e2e_make_bundle("r1", ds, 20, kp_x, &forged, &nf) == 0); /* producer p, signed by x */
-    CHECK(pft_e2e_make_bundle("r0", ds, 20, kp_p, &other_run, &no) == 0);
-    CHECK(pft_e2e_make_bundle("r1", ds, 30, kp_p, &second, &ns) == 0);
+}
 
-    char out[256];
-    snprintf(out, sizeof out, "%s/attacked", s_tmp);
-    pid_t pid = start_b(topo, out);
-
+/* Attacks on the connection: an unknown key, plain text, and p's key with a malformed frame. */
+static void connection_attacks(pft_keypair_t *kp_p, pft_keypair_t *kp_b, pft_keypair_t *kp_x, int pb,
+                               const uint8_t *good, size_t ng)
+{
+    int h;
     /* an unknown key cannot even connect */
     pft_transport_t *x = client(kp_x, kp_b, pb);
-    int h = pft_transport_send(x, "b", good, ng, NULL, pft_transport_now_ms() + 4000);
+    h = pft_transport_send(x, "b", good, ng, NULL, pft_transport_now_ms() + 4000);
     CHECK_MSG(pft_e2e_settle(x, h, 10000) == PFT_SEND_FAILED, "unknown key delivered");
     pft_transport_destroy(&x);
 
@@ -405,7 +402,15 @@ static void test_attackers(void)
     usleep(1500000);
     zmq_close(raw);
     zmq_ctx_term(zctx);
+}
 
+/* Attacks with p's own key: a forged signature, a flipped bit, another run, then the honest bundle, then a
+ * second bundle for the consumed hand-off; waits for b (pid) to finish. */
+static void bundle_attacks(pft_keypair_t *kp_p, pft_keypair_t *kp_b, int pb, pid_t pid, const uint8_t *good,
+                           size_t ng, const uint8_t *forged, size_t nf, const uint8_t *other_run, size_t no,
+                           const uint8_t *second, size_t ns)
+{
+    int h;
     pft_transport_t *p = client(kp_p, kp_b, pb);
     int64_t dl = pft_transport_now_ms() + 60000;
     h = pft_transport_send(p, "b", forged, nf, NULL, dl);
@@ -421,29 +426,19 @@ static void test_attackers(void)
     h = pft_transport_send(p, "b", good, ng, NULL, dl);
     CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_ACKED, "honest bundle not acknowledged");
     h = pft_transport_send(p, "b", second, ns, NULL, dl);
-    CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED, "second bundle for a consumed hand-off accepted");
+    CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED,
+              "second bundle for a consumed hand-off accepted");
     CHECK(finish(pid, p) == 0);
     pft_transport_destroy(&p);
+}
 
-    /* the same node, honest traffic only */
-    char clean[256];
-    snprintf(clean, sizeof clean, "%s/clean", s_tmp);
-    pid = start_b(topo, clean);
-    p = client(kp_p, kp_b, pb);
-    h = pft_transport_send(p, "b", good, ng, NULL, pft_transport_now_ms() + 60000);
-    CHECK(pft_e2e_settle(p, h, 60000) == PFT_SEND_ACKED);
-    CHECK(finish(pid, p) == 0);
-    pft_transport_destroy(&p);
-
-    char path[300];
-    json_error_t err;
-    snprintf(path, sizeof path, "%s/result.json", out);
-    json_t *ra = json_load_file(path, 0, &err);
-    snprintf(path, sizeof path, "%s/result.json", clean);
-    json_t *rc = json_load_file(path, 0, &err);
+/* The attacked run's result.json (ra) against the clean run's (rc), and b's log (out.log). */
+static void check_attacked(json_t *ra, json_t *rc, const char *out)
+{
     CHECK(ra && rc);
     if (ra && rc) {
-        /* each attack refused at least once (a copy retransmitted while the node was busy is refused again) */
+        /* each attack refused at least once (a copy retransmitted while the node was busy is refused again)
+         */
         CHECK(json_integer_value(json_object_get(ra, "rejected")) >= 4);
         const char *want[] = {"signature of producer 'p' does not verify", "bundle decode", "run id 'r0'",
                               "already holds a different bundle"};
@@ -459,7 +454,8 @@ static void test_attackers(void)
         CHECK(json_integer_value(json_object_get(ra, "handshakes_denied")) >= 2);
         CHECK_MSG(refusal_mentions(ra, "is not allowed"), "no refusal names the unknown key");
         CHECK_MSG(refusal_mentions(ra, "plain text"), "no refusal names the plain-text client");
-        CHECK_MSG(refusal_mentions(ra, "malformed inbound message"), "no refusal names the malformed message");
+        CHECK_MSG(refusal_mentions(ra, "malformed inbound message"),
+                  "no refusal names the malformed message");
         CHECK(json_integer_value(json_object_get(ra, "rejected")) >= 5);
         CHECK(json_integer_value(json_object_get(ra, "n_synthetic")) == 7 * 20);
         CHECK(json_is_true(json_object_get(ra, "secure")));
@@ -471,12 +467,16 @@ static void test_attackers(void)
     char logp[300];
     snprintf(logp, sizeof logp, "%s.log", out);
     char *log = slurp(logp);
-    CHECK(log && strstr(log, "refused (handshake)") && strstr(log, "is not allowed") && strstr(log, "plain text") &&
-          strstr(log, "refused (transport)") && strstr(log, "malformed") && strstr(log, "refused (bundle)"));
+    CHECK(log && strstr(log, "refused (handshake)") && strstr(log, "is not allowed") &&
+          strstr(log, "plain text") && strstr(log, "refused (transport)") && strstr(log, "malformed") &&
+          strstr(log, "refused (bundle)"));
     free(log);
+}
 
-    /* a restart of the finished node keeps its counters (out/refusals.json) in the result.json it rewrites */
-    pid = start_b(topo, out);
+/* A restart of the finished node keeps its counters (out/refusals.json) in the result.json it rewrites. */
+static void check_restart_keeps_counters(const char *topo, const char *out, json_t *ra)
+{
+    pid_t pid = start_b(topo, out);
     CHECK(wait_code(pid, 120) == 0);
     json_t *again = load_result(out);
     CHECK(again && ra);
@@ -493,6 +493,50 @@ static void test_attackers(void)
               json_real_value(json_object_get(ra, "accuracy_local")));
     }
     json_decref(again);
+}
+
+static void test_attackers(void)
+{
+    int pb = pft_e2e_free_port();
+    pft_keypair_t *kp_p = make_key("p"), *kp_b = make_key("b"), *kp_x = make_key("x");
+    char topo[256];
+    attack_topology(topo, sizeof topo, pb);
+    pft_dataset_t *ds = NULL;
+    CHECK(pft_npy_load_dataset(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
+    uint8_t *good = NULL, *forged = NULL, *other_run = NULL, *second = NULL;
+    size_t ng = 0, nf = 0, no = 0, ns = 0;
+    CHECK(pft_e2e_make_bundle("r1", ds, 20, kp_p, &good, &ng) == 0);
+    CHECK(pft_e2e_make_bundle("r1", ds, 20, kp_x, &forged, &nf) == 0); /* producer p, signed by x */
+    CHECK(pft_e2e_make_bundle("r0", ds, 20, kp_p, &other_run, &no) == 0);
+    CHECK(pft_e2e_make_bundle("r1", ds, 30, kp_p, &second, &ns) == 0);
+
+    char out[256];
+    snprintf(out, sizeof out, "%s/attacked", s_tmp);
+    pid_t pid = start_b(topo, out);
+
+    connection_attacks(kp_p, kp_b, kp_x, pb, good, ng);
+
+    bundle_attacks(kp_p, kp_b, pb, pid, good, ng, forged, nf, other_run, no, second, ns);
+
+    /* the same node, honest traffic only */
+    char clean[256];
+    snprintf(clean, sizeof clean, "%s/clean", s_tmp);
+    pid = start_b(topo, clean);
+    pft_transport_t *p = client(kp_p, kp_b, pb);
+    int h = pft_transport_send(p, "b", good, ng, NULL, pft_transport_now_ms() + 60000);
+    CHECK(pft_e2e_settle(p, h, 60000) == PFT_SEND_ACKED);
+    CHECK(finish(pid, p) == 0);
+    pft_transport_destroy(&p);
+
+    char path[300];
+    json_error_t err;
+    snprintf(path, sizeof path, "%s/result.json", out);
+    json_t *ra = json_load_file(path, 0, &err);
+    snprintf(path, sizeof path, "%s/result.json", clean);
+    json_t *rc = json_load_file(path, 0, &err);
+    check_attacked(ra, rc, out);
+
+    check_restart_keeps_counters(topo, out, ra);
 
     /* bit rot in the stored bundle: reported, counted, not used; the slot stays missing (on_missing) */
     corrupt_and_restart(clean, "p", 0);
@@ -515,15 +559,16 @@ static void test_refuses_without_keys(void)
     char topo[256];
     snprintf(topo, sizeof topo, "%s/nokeys.dot", s_tmp);
     FILE *f = fopen(topo, "w");
-    fprintf(f,
-            "digraph nokeys {\n a [endpoint = \"tcp://127.0.0.1:%d\", train = \"%s/train_x.npy\", labels = "
-            "\"%s/train_y.npy\"];\n b [endpoint = \"tcp://127.0.0.1:%d\", train = \"%s/train_x.npy\", labels = "
-            "\"%s/train_y.npy\"];\n a -> b;\n}\n",
-            pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA, pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA);
+    fprintf(
+        f,
+        "digraph nokeys {\n a [endpoint = \"tcp://127.0.0.1:%d\", train = \"%s/train_x.npy\", labels = "
+        "\"%s/train_y.npy\"];\n b [endpoint = \"tcp://127.0.0.1:%d\", train = \"%s/train_x.npy\", labels = "
+        "\"%s/train_y.npy\"];\n a -> b;\n}\n",
+        pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA, pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA);
     fclose(f);
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/node/pftnode --topology %s --id a --out %s/nk 2> %s/nk.err", PFT_BINARY_DIR, topo,
-             s_tmp, s_tmp);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnode --topology %s --id a --out %s/nk 2> %s/nk.err", PFT_BINARY_DIR,
+             topo, s_tmp, s_tmp);
     int st = system(cmd);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3);
 }

@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "pft_alloc.h"
+#include "pft_bundle_decode_internal.h"
 #include "pft_bundle_internal.h"
 #include "pft_error.h"
-#include "pft_gstat_lowrank.h"
 #include "pft_half.h"
 #include "pft_mpscan.h"
 
@@ -38,33 +38,34 @@ void pft_bundle_limits_default(pft_bundle_limits_t *limits)
 
 /* ---------- numbers, little endian ---------- */
 
-static uint32_t get_le32(const uint8_t *p)
+uint32_t pft_bundle__get_le32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* Number i of an array of dtype numbers at src. */
-static double get_value(const uint8_t *src, size_t i, pft_dtype_t dt)
+double pft_bundle__get_value(const uint8_t *src, size_t i, pft_dtype_t dt)
 {
     if (dt == PFT_DTYPE_F16)
         return pft_half_to_float((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
-    uint32_t u = get_le32(src + 4 * i);
+    uint32_t u = pft_bundle__get_le32(src + 4 * i);
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
 
 /* Number i of an array of binary64 at src (weights). */
-static double get_f64(const uint8_t *src, size_t i)
+double pft_bundle__get_f64(const uint8_t *src, size_t i)
 {
-    uint64_t u = (uint64_t)get_le32(src + 8 * i) | (uint64_t)get_le32(src + 8 * i + 4) << 32;
+    uint64_t u = (uint64_t)pft_bundle__get_le32(src + 8 * i) | (uint64_t)pft_bundle__get_le32(src + 8 * i + 4)
+                                                                   << 32;
     double v;
     memcpy(&v, &u, 8);
     return v;
 }
 
 /* The binary64 at p (a DP guarantee's ε or δ). */
-static double le_get_f64(const uint8_t *p)
+double pft_bundle__le_get_f64(const uint8_t *p)
 {
     uint64_t u = 0;
     for (int i = 0; i < 8; i++)
@@ -76,7 +77,7 @@ static double le_get_f64(const uint8_t *p)
 
 /* ---------- typed access to the object tree ---------- */
 
-static const char *type_name(msgpack_object_type t)
+const char *pft_bundle__type_name(msgpack_object_type t)
 {
     switch (t) {
     case MSGPACK_OBJECT_NIL:
@@ -97,13 +98,8 @@ static const char *type_name(msgpack_object_type t)
     }
 }
 
-/* A decoding context: the place being read, prepended to every message. */
-typedef struct {
-    char where[256];
-} ctx_t;
-
-static int bad(const ctx_t *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(const ctx_t *c, int code, const char *fmt, ...)
+int pft_bundle__bad(const ctx_t *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int pft_bundle__bad(const ctx_t *c, int code, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -113,49 +109,56 @@ static int bad(const ctx_t *c, int code, const char *fmt, ...)
     return pft_err(code, "bundle decode: %s%s%s", c->where, c->where[0] ? ": " : "", msg);
 }
 
-static int want_array(const ctx_t *c, const msgpack_object *o, const char *field, uint32_t lo, uint32_t hi,
-                      int range_code)
+int pft_bundle__want_array(const ctx_t *c, const msgpack_object *o, const char *field, uint32_t lo,
+                           uint32_t hi, int range_code)
 {
     if (o->type != MSGPACK_OBJECT_ARRAY)
-        return bad(c, PFT_EFORMAT, "%s: expected array, got %s", field, type_name(o->type));
+        return pft_bundle__bad(c, PFT_EFORMAT, "%s: expected array, got %s", field,
+                               pft_bundle__type_name(o->type));
     if (o->via.array.size < lo || o->via.array.size > hi)
-        return bad(c, range_code, "%s: %u elements, expected %u..%u", field, o->via.array.size, lo, hi);
+        return pft_bundle__bad(c, range_code, "%s: %u elements, expected %u..%u", field, o->via.array.size,
+                               lo, hi);
     return 0;
 }
 
-static int want_uint(const ctx_t *c, const msgpack_object *o, const char *field, uint64_t lo, uint64_t hi,
-                     int range_code, uint64_t *out)
+int pft_bundle__want_uint(const ctx_t *c, const msgpack_object *o, const char *field, uint64_t lo,
+                          uint64_t hi, int range_code, uint64_t *out)
 {
     if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-        return bad(c, PFT_EFORMAT, "%s: expected non-negative integer, got %s%s", field, type_name(o->type),
-                   o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ? " (negative)" : "");
+        return pft_bundle__bad(c, PFT_EFORMAT, "%s: expected non-negative integer, got %s%s", field,
+                               pft_bundle__type_name(o->type),
+                               o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ? " (negative)" : "");
     if (o->via.u64 < lo || o->via.u64 > hi)
-        return bad(c, range_code, "%s = %llu outside %llu..%llu", field, (unsigned long long)o->via.u64,
-                   (unsigned long long)lo, (unsigned long long)hi);
+        return pft_bundle__bad(c, range_code, "%s = %llu outside %llu..%llu", field,
+                               (unsigned long long)o->via.u64, (unsigned long long)lo,
+                               (unsigned long long)hi);
     *out = o->via.u64;
     return 0;
 }
 
-static int want_name(const ctx_t *c, const msgpack_object *o, const char *field,
-                     char out[PFT_BUNDLE_MAX_NAME + 1])
+int pft_bundle__want_name(const ctx_t *c, const msgpack_object *o, const char *field,
+                          char out[PFT_BUNDLE_MAX_NAME + 1])
 {
     if (o->type != MSGPACK_OBJECT_STR)
-        return bad(c, PFT_EFORMAT, "%s: expected str, got %s", field, type_name(o->type));
+        return pft_bundle__bad(c, PFT_EFORMAT, "%s: expected str, got %s", field,
+                               pft_bundle__type_name(o->type));
     if (!pft_bundle__name_ok(o->via.str.ptr, o->via.str.size))
-        return bad(c, PFT_EFORMAT, "%s: must be 1..%d bytes without control characters (%u bytes)", field,
-                   PFT_BUNDLE_MAX_NAME, o->via.str.size);
+        return pft_bundle__bad(c, PFT_EFORMAT,
+                               "%s: must be 1..%d bytes without control characters (%u bytes)", field,
+                               PFT_BUNDLE_MAX_NAME, o->via.str.size);
     memcpy(out, o->via.str.ptr, o->via.str.size);
     out[o->via.str.size] = '\0';
     return 0;
 }
 
-static int want_bin(const ctx_t *c, const msgpack_object *o, const char *field, uint64_t size)
+int pft_bundle__want_bin(const ctx_t *c, const msgpack_object *o, const char *field, uint64_t size)
 {
     if (o->type != MSGPACK_OBJECT_BIN)
-        return bad(c, PFT_EFORMAT, "%s: expected bin, got %s", field, type_name(o->type));
+        return pft_bundle__bad(c, PFT_EFORMAT, "%s: expected bin, got %s", field,
+                               pft_bundle__type_name(o->type));
     if (o->via.bin.size != size)
-        return bad(c, PFT_EFORMAT, "%s: %u bytes, expected %llu", field, o->via.bin.size,
-                   (unsigned long long)size);
+        return pft_bundle__bad(c, PFT_EFORMAT, "%s: %u bytes, expected %llu", field, o->via.bin.size,
+                               (unsigned long long)size);
     return 0;
 }
 
@@ -181,35 +184,38 @@ int pft_envelope_parse(const uint8_t *buf, size_t len, const pft_bundle_limits_t
     if (rc)
         goto done;
     const msgpack_object *o = &u.data;
-    if ((rc = want_array(&c, o, "top level", 4, 4, PFT_EFORMAT)))
+    if ((rc = pft_bundle__want_array(&c, o, "top level", 4, 4, PFT_EFORMAT)))
         goto done;
     const msgpack_object *f = o->via.array.ptr;
     if (f[0].type != MSGPACK_OBJECT_STR || f[0].via.str.size != 4 ||
         memcmp(f[0].via.str.ptr, PFT_BUNDLE_MAGIC, 4)) {
-        rc = bad(&c, PFT_EFORMAT, "magic is not \"%s\"", PFT_BUNDLE_MAGIC);
+        rc = pft_bundle__bad(&c, PFT_EFORMAT, "magic is not \"%s\"", PFT_BUNDLE_MAGIC);
         goto done;
     }
     uint64_t version = 0;
-    if ((rc = want_uint(&c, &f[1], "version", 0, UINT64_MAX, PFT_EFORMAT, &version)))
+    if ((rc = pft_bundle__want_uint(&c, &f[1], "version", 0, UINT64_MAX, PFT_EFORMAT, &version)))
         goto done;
     if (version != PFT_BUNDLE_VERSION) {
-        rc = bad(&c, PFT_EUNSUPPORTED, "version %llu not supported (this build reads %d)",
-                 (unsigned long long)version, PFT_BUNDLE_VERSION);
+        rc = pft_bundle__bad(&c, PFT_EUNSUPPORTED, "version %llu not supported (this build reads %d)",
+                             (unsigned long long)version, PFT_BUNDLE_VERSION);
         goto done;
     }
     if (f[2].type != MSGPACK_OBJECT_BIN) {
-        rc = bad(&c, PFT_EFORMAT, "payload: expected bin, got %s", type_name(f[2].type));
+        rc = pft_bundle__bad(&c, PFT_EFORMAT, "payload: expected bin, got %s",
+                             pft_bundle__type_name(f[2].type));
         goto done;
     }
     if (f[3].type == MSGPACK_OBJECT_BIN) {
         if (f[3].via.bin.size < 1 || f[3].via.bin.size > PFT_BUNDLE_MAX_SIG) {
-            rc = bad(&c, PFT_EFORMAT, "signature of %u bytes (1..%d)", f[3].via.bin.size, PFT_BUNDLE_MAX_SIG);
+            rc = pft_bundle__bad(&c, PFT_EFORMAT, "signature of %u bytes (1..%d)", f[3].via.bin.size,
+                                 PFT_BUNDLE_MAX_SIG);
             goto done;
         }
         out->sig = (const uint8_t *)f[3].via.bin.ptr;
         out->sig_len = f[3].via.bin.size;
     } else if (f[3].type != MSGPACK_OBJECT_NIL) {
-        rc = bad(&c, PFT_EFORMAT, "signature: expected bin or nil, got %s", type_name(f[3].type));
+        rc = pft_bundle__bad(&c, PFT_EFORMAT, "signature: expected bin or nil, got %s",
+                             pft_bundle__type_name(f[3].type));
         goto done;
     }
     out->payload = (const uint8_t *)f[2].via.bin.ptr;
@@ -262,35 +268,38 @@ static void model_bytes(pft_cov_t cov, uint64_t k, uint64_t d, uint64_t q, uint6
 static int read_shape(ctx_t *c, const pft_bundle_t *b, const pft_bundle_limits_t *lim, int ci,
                       const msgpack_object *o, class_shape_t *s)
 {
-    int rc = want_array(c, o, "entry", PFT_BUNDLE__N_CLASS_FIELDS, PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK,
-                        PFT_EFORMAT);
+    int rc = pft_bundle__want_array(c, o, "entry", PFT_BUNDLE__N_CLASS_FIELDS,
+                                    PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK, PFT_EFORMAT);
     if (rc)
         return rc;
     const msgpack_object *f = o->via.array.ptr;
     s->rank = 0;
-    if ((rc = want_uint(c, &f[0], "label", 0, INT32_MAX, PFT_EFORMAT, &s->label)))
+    if ((rc = pft_bundle__want_uint(c, &f[0], "label", 0, INT32_MAX, PFT_EFORMAT, &s->label)))
         return rc;
     snprintf(c->where, sizeof c->where, "class %d (label %d)", ci, (int)s->label);
     if (ci > 0 && (int)s->label <= b->classes[ci - 1].label)
-        return bad(c, PFT_EFORMAT, "label not greater than the previous label %d (classes sorted, unique)",
-                   b->classes[ci - 1].label);
-    if ((rc = want_uint(c, &f[1], "n", 1, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, &s->n)) ||
-        (rc = want_uint(c, &f[2], "covariance type", 0, 3, PFT_EFORMAT, &s->cov)))
+        return pft_bundle__bad(c, PFT_EFORMAT,
+                               "label not greater than the previous label %d (classes sorted, unique)",
+                               b->classes[ci - 1].label);
+    if ((rc = pft_bundle__want_uint(c, &f[1], "n", 1, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, &s->n)) ||
+        (rc = pft_bundle__want_uint(c, &f[2], "covariance type", 0, 3, PFT_EFORMAT, &s->cov)))
         return rc;
     uint32_t nf = s->cov == PFT_COV_LOWRANK ? PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK : PFT_BUNDLE__N_CLASS_FIELDS;
     if (o->via.array.size != nf)
-        return bad(c, PFT_EFORMAT, "entry: %u elements, expected %u for covariance type %d",
-                   o->via.array.size, nf, (int)s->cov);
-    if ((rc = want_uint(c, &f[3], "K", 1, lim->max_k, PFT_ERANGE, &s->k)))
+        return pft_bundle__bad(c, PFT_EFORMAT, "entry: %u elements, expected %u for covariance type %d",
+                               o->via.array.size, nf, (int)s->cov);
+    if ((rc = pft_bundle__want_uint(c, &f[3], "K", 1, lim->max_k, PFT_ERANGE, &s->k)))
         return rc;
     uint64_t k = s->k, d = (uint64_t)b->d, es = pft_bundle__dtype_size(b->dtype);
     s->d = d;
     s->m = pft_bundle__cov_len((pft_cov_t)s->cov, d);
-    if ((rc = want_bin(c, &f[4], "weights", 8 * k)) || (rc = want_bin(c, &f[5], "means", k * d * es)) ||
-        (rc = want_bin(c, &f[6], "covariances", k * s->m * es)))
+    if ((rc = pft_bundle__want_bin(c, &f[4], "weights", 8 * k)) ||
+        (rc = pft_bundle__want_bin(c, &f[5], "means", k * d * es)) ||
+        (rc = pft_bundle__want_bin(c, &f[6], "covariances", k * s->m * es)))
         return rc;
-    if (s->cov == PFT_COV_LOWRANK && ((rc = want_uint(c, &f[7], "rank", 0, d - 1, PFT_EFORMAT, &s->rank)) ||
-                                      (rc = want_bin(c, &f[8], "factors", k * d * s->rank * es))))
+    if (s->cov == PFT_COV_LOWRANK &&
+        ((rc = pft_bundle__want_uint(c, &f[7], "rank", 0, d - 1, PFT_EFORMAT, &s->rank)) ||
+         (rc = pft_bundle__want_bin(c, &f[8], "factors", k * d * s->rank * es))))
         return rc;
     return 0;
 }
@@ -303,7 +312,8 @@ static int charge_model(const ctx_t *c, const pft_bundle_limits_t *lim, const cl
     uint64_t steady, transient;
     model_bytes((pft_cov_t)s->cov, s->k, s->d, s->rank, &steady, &transient);
     if (steady + transient > lim->max_model_bytes - *model_total)
-        return bad(c, PFT_ERANGE, "decoded models would exceed the limit of %zu bytes", lim->max_model_bytes);
+        return pft_bundle__bad(c, PFT_ERANGE, "decoded models would exceed the limit of %zu bytes",
+                               lim->max_model_bytes);
     *model_total += steady;
     return 0;
 }
@@ -318,7 +328,7 @@ static int values_alloc(const ctx_t *c, const class_shape_t *s, class_values_t *
     v->cv = pft_alloc_array(v->cvn, sizeof *v->cv);
     v->fa = pft_alloc_array(v->nfa + 1, sizeof *v->fa);
     if (!v->w || !v->mu || !v->cv || !v->fa)
-        return bad(c, PFT_ENOMEM, "out of memory");
+        return pft_bundle__bad(c, PFT_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -335,14 +345,15 @@ static int read_weights(const ctx_t *c, const uint8_t *src, size_t k, double *w)
 {
     double sum = 0;
     for (size_t j = 0; j < k; j++) {
-        w[j] = get_f64(src, j);
+        w[j] = pft_bundle__get_f64(src, j);
         if (!isfinite(w[j]) || !(w[j] >= 0))
-            return bad(c, PFT_ENUMERIC, "weight[%zu] = %g is %s", j, w[j],
-                       isfinite(w[j]) ? "negative" : "not finite");
+            return pft_bundle__bad(c, PFT_ENUMERIC, "weight[%zu] = %g is %s", j, w[j],
+                                   isfinite(w[j]) ? "negative" : "not finite");
         sum += w[j];
     }
     if (!(fabs(sum - 1.0) <= WEIGHT_TOL))
-        return bad(c, PFT_ENUMERIC, "weights sum to %.17g, not 1 (tolerance %g)", sum, WEIGHT_TOL);
+        return pft_bundle__bad(c, PFT_ENUMERIC, "weights sum to %.17g, not 1 (tolerance %g)", sum,
+                               WEIGHT_TOL);
     for (size_t j = 0; j < k; j++)
         w[j] /= sum;
     return 0;
@@ -352,9 +363,10 @@ static int read_weights(const ctx_t *c, const uint8_t *src, size_t k, double *w)
 static int read_means(const ctx_t *c, const uint8_t *src, size_t k, size_t d, pft_dtype_t dt, double *mu)
 {
     for (size_t j = 0; j < k * d; j++) {
-        mu[j] = get_value(src, j, dt);
+        mu[j] = pft_bundle__get_value(src, j, dt);
         if (!isfinite(mu[j]))
-            return bad(c, PFT_ENUMERIC, "component %zu: mean[%zu] = %g is not finite", j / d, j % d, mu[j]);
+            return pft_bundle__bad(c, PFT_ENUMERIC, "component %zu: mean[%zu] = %g is not finite", j / d,
+                                   j % d, mu[j]);
     }
     return 0;
 }
@@ -367,13 +379,14 @@ static int read_chol(const ctx_t *c, const uint8_t *src, size_t k, size_t d, pft
     for (size_t j = 0; j < k; j++)
         for (size_t r = 0; r < d; r++)
             for (size_t q = 0; q <= r; q++, o++) {
-                double v = get_value(src, o, dt);
+                double v = pft_bundle__get_value(src, o, dt);
                 if (!isfinite(v))
-                    return bad(c, PFT_ENUMERIC, "component %zu: cholesky[%zu][%zu] = %g is not finite", j, r,
-                               q, v);
+                    return pft_bundle__bad(
+                        c, PFT_ENUMERIC, "component %zu: cholesky[%zu][%zu] = %g is not finite", j, r, q, v);
                 if (q == r && !(v > 0))
-                    return bad(c, PFT_ENUMERIC, "component %zu: cholesky[%zu][%zu] = %g is not positive", j,
-                               r, q, v);
+                    return pft_bundle__bad(c, PFT_ENUMERIC,
+                                           "component %zu: cholesky[%zu][%zu] = %g is not positive", j, r, q,
+                                           v);
                 L[(j * d + r) * d + q] = v;
             }
     return 0;
@@ -383,10 +396,10 @@ static int read_chol(const ctx_t *c, const uint8_t *src, size_t k, size_t d, pft
 static int read_variances(const ctx_t *c, const uint8_t *src, size_t k, size_t m, pft_dtype_t dt, double *var)
 {
     for (size_t j = 0; j < k * m; j++) {
-        var[j] = get_value(src, j, dt);
+        var[j] = pft_bundle__get_value(src, j, dt);
         if (!isfinite(var[j]) || !(var[j] > 0))
-            return bad(c, PFT_ENUMERIC, "component %zu: variance[%zu] = %g is not %s", j / m, j % m, var[j],
-                       isfinite(var[j]) ? "positive" : "finite");
+            return pft_bundle__bad(c, PFT_ENUMERIC, "component %zu: variance[%zu] = %g is not %s", j / m,
+                                   j % m, var[j], isfinite(var[j]) ? "positive" : "finite");
     }
     return 0;
 }
@@ -396,10 +409,10 @@ static int read_factors(const ctx_t *c, const uint8_t *src, size_t k, size_t d, 
                         double *fa)
 {
     for (size_t j = 0; j < k * d * q; j++) {
-        fa[j] = get_value(src, j, dt);
+        fa[j] = pft_bundle__get_value(src, j, dt);
         if (!isfinite(fa[j]))
-            return bad(c, PFT_ENUMERIC, "component %zu: factor[%zu][%zu] = %g is not finite", j / (d * q),
-                       j % (d * q) / q, j % q, fa[j]);
+            return pft_bundle__bad(c, PFT_ENUMERIC, "component %zu: factor[%zu][%zu] = %g is not finite",
+                                   j / (d * q), j % (d * q) / q, j % q, fa[j]);
     }
     return 0;
 }
@@ -430,7 +443,7 @@ static int build_gmm(const ctx_t *c, const class_shape_t *s, const class_values_
     pft_gmm_t *g = cov == PFT_COV_LOWRANK ? pft_gmm_new_lowrank((int)s->k, (int)s->d, (int)s->rank)
                                           : pft_gmm_new((int)s->k, (int)s->d, cov);
     if (!g)
-        return bad(c, PFT_ENOMEM, "out of memory");
+        return pft_bundle__bad(c, PFT_ENOMEM, "out of memory");
     int rc = cov == PFT_COV_FULL      ? pft_gmm_set_params_chol(g, v->w, v->mu, v->cv)
              : cov == PFT_COV_LOWRANK ? pft_gmm_set_params_lowrank(g, v->w, v->mu, v->fa, v->cv)
                                       : pft_gmm_set_params(g, v->w, v->mu, v->cv);
@@ -480,18 +493,19 @@ static int decode_counts(const ctx_t *c, const msgpack_object *o, pft_bundle__pr
         const msgpack_object *p = &o->via.array.ptr[j];
         char field[48];
         snprintf(field, sizeof field, "count pair %u", j);
-        int rc = want_array(c, p, field, 2, 2, PFT_EFORMAT);
+        int rc = pft_bundle__want_array(c, p, field, 2, 2, PFT_EFORMAT);
         if (rc)
             return rc;
         uint64_t label, count;
         snprintf(field, sizeof field, "count pair %u: label", j);
-        if ((rc = want_uint(c, &p->via.array.ptr[0], field, 0, INT32_MAX, PFT_EFORMAT, &label)))
+        if ((rc = pft_bundle__want_uint(c, &p->via.array.ptr[0], field, 0, INT32_MAX, PFT_EFORMAT, &label)))
             return rc;
         if (j > 0 && (int)label <= pe->pairs[j - 1].label)
-            return bad(c, PFT_EFORMAT, "count pair %u: label %d not after %d (sorted, unique)", j, (int)label,
-                       pe->pairs[j - 1].label);
+            return pft_bundle__bad(c, PFT_EFORMAT, "count pair %u: label %d not after %d (sorted, unique)", j,
+                                   (int)label, pe->pairs[j - 1].label);
         snprintf(field, sizeof field, "count pair %u: count", j);
-        if ((rc = want_uint(c, &p->via.array.ptr[1], field, 1, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, &count)))
+        if ((rc = pft_bundle__want_uint(c, &p->via.array.ptr[1], field, 1, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT,
+                                        &count)))
             return rc;
         pe->pairs[j] = (pft_bundle__pair_t){.label = (int)label, .count = count};
         pe->n = (int)j + 1;
@@ -502,14 +516,14 @@ static int decode_counts(const ctx_t *c, const msgpack_object *o, pft_bundle__pr
 /* The DP guarantee g of entry pe: bin(16), ε and δ as little-endian binary64, 0 < ε ≤ 1e6, 0 ≤ δ ≤ 1. */
 static int decode_dp(const ctx_t *c, const msgpack_object *g, pft_bundle__prov_t *pe)
 {
-    int rc = want_bin(c, g, "dp guarantee", 16);
+    int rc = pft_bundle__want_bin(c, g, "dp guarantee", 16);
     if (rc)
         return rc;
-    double eps = le_get_f64((const uint8_t *)g->via.bin.ptr),
-           delta = le_get_f64((const uint8_t *)g->via.bin.ptr + 8);
+    double eps = pft_bundle__le_get_f64((const uint8_t *)g->via.bin.ptr),
+           delta = pft_bundle__le_get_f64((const uint8_t *)g->via.bin.ptr + 8);
     if (!(eps > 0 && eps <= 1e6) || !(delta >= 0 && delta <= 1))
-        return bad(c, PFT_EFORMAT, "dp guarantee (%g, %g) outside 0 < epsilon <= 1e6, 0 <= delta <= 1", eps,
-                   delta);
+        return pft_bundle__bad(
+            c, PFT_EFORMAT, "dp guarantee (%g, %g) outside 0 < epsilon <= 1e6, 0 <= delta <= 1", eps, delta);
     pe->dp_eps = eps;
     pe->dp_delta = delta;
     return 0;
@@ -520,317 +534,43 @@ static int decode_dp(const ctx_t *c, const msgpack_object *g, pft_bundle__prov_t
 static int decode_prov(pft_bundle_t *b, const pft_bundle_limits_t *lim, const msgpack_object *o)
 {
     ctx_t c = {"provenance"};
-    int rc = want_array(&c, o, "list", 0, lim->max_nodes, PFT_ERANGE);
+    int rc = pft_bundle__want_array(&c, o, "list", 0, lim->max_nodes, PFT_ERANGE);
     if (rc)
         return rc;
     uint32_t n = o->via.array.size;
     if (n) {
         b->prov = pft_calloc(n, sizeof *b->prov);
         if (!b->prov)
-            return bad(&c, PFT_ENOMEM, "out of memory");
+            return pft_bundle__bad(&c, PFT_ENOMEM, "out of memory");
         b->cap_prov = (int)n;
     }
     for (uint32_t i = 0; i < n; i++) {
         const msgpack_object *e = &o->via.array.ptr[i];
         snprintf(c.where, sizeof c.where, "provenance entry %u", i);
-        if ((rc = want_array(&c, e, "entry", 2, 3, PFT_EFORMAT)))
+        if ((rc = pft_bundle__want_array(&c, e, "entry", 2, 3, PFT_EFORMAT)))
             return rc;
         char node[PFT_BUNDLE_MAX_NAME + 1];
-        if ((rc = want_name(&c, &e->via.array.ptr[0], "node id", node)))
+        if ((rc = pft_bundle__want_name(&c, &e->via.array.ptr[0], "node id", node)))
             return rc;
         snprintf(c.where, sizeof c.where, "provenance entry %u ('%s')", i, node);
         if (i > 0 && strcmp(node, b->prov[i - 1].node) <= 0)
-            return bad(&c, PFT_EFORMAT, "node id not after '%s' (entries sorted, unique)",
-                       b->prov[i - 1].node);
+            return pft_bundle__bad(&c, PFT_EFORMAT, "node id not after '%s' (entries sorted, unique)",
+                                   b->prov[i - 1].node);
         const msgpack_object *pairs = &e->via.array.ptr[1];
-        if ((rc = want_array(&c, pairs, "counts", 1, lim->max_classes, PFT_ERANGE)))
+        if ((rc = pft_bundle__want_array(&c, pairs, "counts", 1, lim->max_classes, PFT_ERANGE)))
             return rc;
         pft_bundle__prov_t *pe = &b->prov[i];
         pe->node = pft_strdup(node);
         pe->pairs = pft_alloc_array(pairs->via.array.size, sizeof *pe->pairs);
         b->n_prov = (int)i + 1;
         if (!pe->node || !pe->pairs)
-            return bad(&c, PFT_ENOMEM, "out of memory");
+            return pft_bundle__bad(&c, PFT_ENOMEM, "out of memory");
         pe->cap = (int)pairs->via.array.size;
         if ((rc = decode_counts(&c, pairs, pe)))
             return rc;
         if (e->via.array.size == 3 && (rc = decode_dp(&c, &e->via.array.ptr[2], pe)))
             return rc;
     }
-    return 0;
-}
-
-/* ---------- statistics parts ---------- */
-
-/* Relative precision of a dtype number (the PSD check's tolerance). */
-static double dtype_eps(pft_dtype_t dt)
-{
-    return dt == PFT_DTYPE_F16 ? 0x1p-11 : 0x1p-24;
-}
-
-/* The contributors (array o, size checked) of part pi into p: node ids strictly ascending, the part after the
- * previous one (first contributors strictly ascending). */
-static int decode_contributors(ctx_t *c, const pft_bundle_t *b, int pi, const msgpack_object *o,
-                               pft_bundle__part_t *p)
-{
-    uint32_t n = o->via.array.size;
-    p->contrib = pft_calloc(n, sizeof *p->contrib);
-    if (!p->contrib)
-        return bad(c, PFT_ENOMEM, "out of memory");
-    for (uint32_t j = 0; j < n; j++) {
-        char node[PFT_BUNDLE_MAX_NAME + 1], field[48];
-        snprintf(field, sizeof field, "contributor %u", j);
-        int rc = want_name(c, &o->via.array.ptr[j], field, node);
-        if (rc)
-            return rc;
-        if (j > 0 && strcmp(node, p->contrib[j - 1]) <= 0)
-            return bad(c, PFT_EFORMAT, "contributor '%s' not after '%s' (sorted, unique)", node,
-                       p->contrib[j - 1]);
-        if (!(p->contrib[j] = pft_strdup(node)))
-            return bad(c, PFT_ENOMEM, "out of memory");
-        p->n_contrib = (int)j + 1;
-    }
-    pft_bundle__part_name(p, pi, c->where, sizeof c->where);
-    if (pi > 0 && strcmp(p->contrib[0], b->parts[pi - 1].contrib[0]) <= 0)
-        return bad(c, PFT_EFORMAT, "first contributor not after part %d's '%s' (parts sorted)", pi - 1,
-                   b->parts[pi - 1].contrib[0]);
-    return 0;
-}
-
-/* Schema of a tied part's shared field: a bin (the dense lower triangle; *rank = 0) or [q, psi, U] with q in
- * 1..d-1 and bins of d and d·q numbers (*rank = q). */
-static int shared_shape(const ctx_t *c, const pft_bundle_t *b, const msgpack_object *shared, uint64_t *rank)
-{
-    uint64_t d = (uint64_t)b->d, es = pft_bundle__dtype_size(b->dtype);
-    *rank = 0;
-    if (shared->type != MSGPACK_OBJECT_ARRAY)
-        return want_bin(c, shared, "shared covariance", d * (d + 1) / 2 * es);
-    int rc = want_array(c, shared, "shared covariance (low rank)", 3, 3, PFT_EFORMAT);
-    if (rc ||
-        (rc = want_uint(c, &shared->via.array.ptr[0], "shared covariance: rank", 1, d - 1, PFT_EFORMAT,
-                        rank)) ||
-        (rc = want_bin(c, &shared->via.array.ptr[1], "shared covariance: psi", d * es)) ||
-        (rc = want_bin(c, &shared->via.array.ptr[2], "shared covariance: factor", d * *rank * es)))
-        return rc;
-    return 0;
-}
-
-/* Schema of the classes (array o, size checked) and the shared field of a part of this kind: element counts,
- * labels strictly ascending, counts, bin lengths; the part's total count into *total, the shared field's
- * rank into *rank (0: dense or full). Nothing allocated. */
-static int stat_shapes(const ctx_t *c, const pft_bundle_t *b, pft_gstat_kind_t kind, const msgpack_object *o,
-                       const msgpack_object *shared, double *total, uint64_t *rank)
-{
-    *rank = 0;
-    uint64_t d = (uint64_t)b->d, es = pft_bundle__dtype_size(b->dtype), tri = d * (d + 1) / 2;
-    uint32_t nf = kind == PFT_GSTAT_FULL ? PFT_BUNDLE__N_STAT_FIELDS_FULL : PFT_BUNDLE__N_STAT_FIELDS_TIED;
-    uint64_t prev = 0;
-    *total = 0;
-    for (uint32_t i = 0; i < o->via.array.size; i++) {
-        const msgpack_object *e = &o->via.array.ptr[i];
-        char field[64];
-        snprintf(field, sizeof field, "class %u", i);
-        int rc = want_array(c, e, field, nf, nf, PFT_EFORMAT);
-        if (rc)
-            return rc;
-        const msgpack_object *f = e->via.array.ptr;
-        uint64_t label, n;
-        snprintf(field, sizeof field, "class %u: label", i);
-        if ((rc = want_uint(c, &f[0], field, 0, INT32_MAX, PFT_EFORMAT, &label)))
-            return rc;
-        if (i > 0 && label <= prev)
-            return bad(c, PFT_EFORMAT, "class %u: label %d not after %d (sorted, unique)", i, (int)label,
-                       (int)prev);
-        prev = label;
-        snprintf(field, sizeof field, "class %u (label %d): n", i, (int)label);
-        if ((rc = want_uint(c, &f[1], field, 1, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, &n)))
-            return rc;
-        *total += (double)n;
-        snprintf(field, sizeof field, "class %u (label %d): mean", i, (int)label);
-        if ((rc = want_bin(c, &f[2], field, d * es)))
-            return rc;
-        snprintf(field, sizeof field, "class %u (label %d): covariance", i, (int)label);
-        if (kind == PFT_GSTAT_FULL && (rc = want_bin(c, &f[3], field, tri * es)))
-            return rc;
-    }
-    if (kind == PFT_GSTAT_TIED)
-        return shared_shape(c, b, shared, rank);
-    if (shared->type != MSGPACK_OBJECT_NIL)
-        return bad(c, PFT_EFORMAT, "shared covariance: expected nil for full statistics, got %s",
-                   type_name(shared->type));
-    return 0;
-}
-
-/* A covariance (bin src: lower triangle row by row) into the symmetric d×d s, then checked: finite, diagonal
- * ≥ 0, positive semi-definite up to the dtype's rounding; what names it in messages. Scaled by n when valid.
- */
-static int read_cov(const ctx_t *c, const uint8_t *src, size_t d, pft_dtype_t dt, const char *what, double n,
-                    double *s)
-{
-    size_t o = 0;
-    for (size_t r = 0; r < d; r++)
-        for (size_t q = 0; q <= r; q++, o++) {
-            double v = get_value(src, o, dt);
-            if (!isfinite(v))
-                return bad(c, PFT_ENUMERIC, "%s[%zu][%zu] = %g is not finite", what, r, q, v);
-            if (q == r && v < 0)
-                return bad(c, PFT_ENUMERIC, "%s[%zu][%zu] = %g is negative", what, r, q, v);
-            s[r * d + q] = s[q * d + r] = v;
-        }
-    int rc = pft_gstat_check_psd(s, (int)d, dtype_eps(dt));
-    if (rc == PFT_ENOMEM)
-        return bad(c, rc, "out of memory");
-    if (rc)
-        return bad(c, rc, "%s is not positive semi-definite (%s)", what, pft_errmsg());
-    for (size_t i = 0; i < d * d; i++)
-        s[i] *= n;
-    return 0;
-}
-
-/* A low-rank shared covariance [q, psi, U] (shape checked, q = b->shared_rank) into the symmetric d×d s as
- * n·(U Uᵀ + diag psi): psi finite and ≥ +0, U finite (then positive semi-definite by construction). */
-static int read_shared_lowrank(const ctx_t *c, const pft_bundle_t *b, const msgpack_object *shared, double n,
-                               double *s)
-{
-    size_t d = (size_t)b->d, q = (size_t)b->shared_rank;
-    const uint8_t *pb = (const uint8_t *)shared->via.array.ptr[1].via.bin.ptr;
-    const uint8_t *ub = (const uint8_t *)shared->via.array.ptr[2].via.bin.ptr;
-    double *psi = pft_alloc_array(d, sizeof *psi), *u = pft_alloc_array(d * q, sizeof *u);
-    int rc = psi && u ? 0 : bad(c, PFT_ENOMEM, "out of memory");
-    for (size_t r = 0; rc == 0 && r < d; r++) {
-        psi[r] = get_value(pb, r, b->dtype);
-        if (!isfinite(psi[r]))
-            rc = bad(c, PFT_ENUMERIC, "shared covariance: psi[%zu] = %g is not finite", r, psi[r]);
-        else if (psi[r] < 0 || signbit(psi[r]))
-            rc = bad(c, PFT_ENUMERIC, "shared covariance: psi[%zu] = %g is negative", r, psi[r]);
-    }
-    for (size_t i = 0; rc == 0 && i < d * q; i++) {
-        u[i] = get_value(ub, i, b->dtype);
-        if (!isfinite(u[i]))
-            rc = bad(c, PFT_ENUMERIC, "shared covariance: factor[%zu][%zu] = %g is not finite", i / q, i % q,
-                     u[i]);
-    }
-    if (rc == 0) {
-        pft_gstat_lowrank_expand(u, psi, (int)d, (int)q, s);
-        for (size_t i = 0; i < d * d; i++)
-            s[i] *= n;
-    }
-    pft_free(psi);
-    pft_free(u);
-    return rc;
-}
-
-/* The values of the classes (array o, shapes checked) and shared covariance of a part (named part) into st;
- * mean and s: room for d and d×d doubles. */
-static int stat_values(ctx_t *c, const pft_bundle_t *b, const char *part, pft_gstat_t *st,
-                       const msgpack_object *o, const msgpack_object *shared, double total, double *mean,
-                       double *s)
-{
-    size_t d = (size_t)b->d;
-    pft_gstat_kind_t kind = pft_gstat_kind(st);
-    for (uint32_t i = 0; i < o->via.array.size; i++) {
-        const msgpack_object *f = o->via.array.ptr[i].via.array.ptr;
-        int label = (int)f[0].via.u64;
-        uint64_t n = f[1].via.u64;
-        snprintf(c->where, sizeof c->where, "%s: class %u (label %d)", part, i, label);
-        const uint8_t *mb = (const uint8_t *)f[2].via.bin.ptr;
-        for (size_t j = 0; j < d; j++) {
-            mean[j] = get_value(mb, j, b->dtype);
-            if (!isfinite(mean[j]))
-                return bad(c, PFT_ENUMERIC, "mean[%zu] = %g is not finite", j, mean[j]);
-        }
-        int rc = 0;
-        if (kind == PFT_GSTAT_FULL)
-            rc = read_cov(c, (const uint8_t *)f[3].via.bin.ptr, d, b->dtype, "covariance", (double)n, s);
-        if (!rc && (rc = pft_gstat_add_class(st, label, n, mean, kind == PFT_GSTAT_FULL ? s : NULL)))
-            rc = pft_err_wrap(rc, "bundle decode: %s", c->where);
-        if (rc)
-            return rc;
-    }
-    snprintf(c->where, sizeof c->where, "%s", part);
-    if (kind == PFT_GSTAT_FULL)
-        return 0;
-    int rc = b->shared_rank > 0 ? read_shared_lowrank(c, b, shared, total, s)
-                                : read_cov(c, (const uint8_t *)shared->via.bin.ptr, d, b->dtype,
-                                           "shared covariance", total, s);
-    if (!rc && (rc = pft_gstat_add_tied_scatter(st, s)))
-        rc = pft_err_wrap(rc, "bundle decode: %s", c->where);
-    return rc;
-}
-
-/* Part pi (object o) into b->parts[pi]: schema, memory budget, values, statistics. *n_contrib: contributors
- * so far over all parts (≤ max_nodes). */
-static int decode_part(pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi, const msgpack_object *o,
-                       uint64_t *model_total, uint64_t *n_contrib)
-{
-    ctx_t c;
-    snprintf(c.where, sizeof c.where, "part %d", pi);
-    int rc = want_array(&c, o, "entry", PFT_BUNDLE__N_PART_FIELDS, PFT_BUNDLE__N_PART_FIELDS, PFT_EFORMAT);
-    if (rc)
-        return rc;
-    const msgpack_object *f = o->via.array.ptr;
-    uint64_t kind;
-    if ((rc = want_uint(&c, &f[0], "kind", 0, 1, PFT_EFORMAT, &kind)))
-        return rc;
-    if (pi > 0 && (pft_gstat_kind_t)kind != pft_gstat_kind(b->parts[0].st))
-        return bad(&c, PFT_EFORMAT, "kind %d differs from part 0's kind %d (one kind per bundle)", (int)kind,
-                   (int)pft_gstat_kind(b->parts[0].st));
-    if ((rc = want_array(&c, &f[1], "contributors", 1, lim->max_nodes, PFT_ERANGE)))
-        return rc;
-    *n_contrib += f[1].via.array.size;
-    if (*n_contrib > lim->max_nodes)
-        return bad(&c, PFT_ERANGE, "more than %u contributors over all parts", lim->max_nodes);
-    pft_bundle__part_t *p = &b->parts[pi];
-    b->n_parts = pi + 1;
-    if ((rc = decode_contributors(&c, b, pi, &f[1], p)) ||
-        (rc = want_array(&c, &f[2], "classes", 1, lim->max_classes, PFT_ERANGE)))
-        return rc;
-    double total;
-    uint64_t rank;
-    if ((rc = stat_shapes(&c, b, (pft_gstat_kind_t)kind, &f[2], &f[3], &total, &rank)))
-        return rc;
-    if (pi == 0)
-        b->shared_rank = (int)rank;
-    else if ((int)rank != b->shared_rank)
-        return bad(&c, PFT_EFORMAT, "shared covariance of rank %d, part 0's has %d (one form per bundle)",
-                   (int)rank, b->shared_rank);
-    /* Estimated memory: means, scatters (per class for full, one for tied), and the transient d×d matrix
-     * plus the PSD check's copy (low rank: plus U and psi, no PSD check). */
-    uint64_t d = (uint64_t)b->d, ncl = f[2].via.array.size;
-    uint64_t steady = 8 * ncl * (d + 4) + 8 * d * d * (kind == PFT_GSTAT_FULL ? ncl : 1);
-    uint64_t transient = rank > 0 ? 8 * d * d + 8 * d * (rank + 2) : 16 * d * d + 8 * d;
-    if (steady + transient > lim->max_model_bytes - *model_total)
-        return bad(&c, PFT_ERANGE, "decoded models would exceed the limit of %zu bytes",
-                   lim->max_model_bytes);
-    *model_total += steady;
-    double *mean = pft_alloc_array((size_t)d, sizeof *mean), *s = pft_alloc_array((size_t)(d * d), sizeof *s);
-    p->st = pft_gstat_new((pft_gstat_kind_t)kind, b->d);
-    if (!mean || !s || !p->st)
-        rc = bad(&c, PFT_ENOMEM, "out of memory");
-    char part[160];
-    pft_bundle__part_name(p, pi, part, sizeof part);
-    if (!rc)
-        rc = stat_values(&c, b, part, p->st, &f[2], &f[3], total, mean, s);
-    pft_free(mean);
-    pft_free(s);
-    return rc;
-}
-
-/* The parts (array o, 1..max_nodes) into b. */
-static int decode_parts(const ctx_t *c, pft_bundle_t *b, const pft_bundle_limits_t *lim,
-                        const msgpack_object *o)
-{
-    int rc = want_array(c, o, "parts", 1, lim->max_nodes, PFT_ERANGE);
-    if (rc)
-        return rc;
-    b->parts = pft_calloc(o->via.array.size, sizeof *b->parts);
-    if (!b->parts)
-        return bad(c, PFT_ENOMEM, "out of memory");
-    b->cap_parts = (int)o->via.array.size;
-    uint64_t model_total = 0, n_contrib = 0;
-    for (uint32_t i = 0; i < o->via.array.size; i++)
-        if ((rc = decode_part(b, lim, (int)i, &o->via.array.ptr[i], &model_total, &n_contrib)))
-            return rc;
     return 0;
 }
 
@@ -843,17 +583,18 @@ static int decode_header(const ctx_t *c, const msgpack_object *f, const pft_bund
     char run_id[PFT_BUNDLE_MAX_NAME + 1], producer[PFT_BUNDLE_MAX_NAME + 1];
     uint64_t flags, dtype, d;
     int rc;
-    if ((rc = want_name(c, &f[0], "run id", run_id)) || (rc = want_name(c, &f[1], "producer", producer)) ||
-        (rc = want_uint(c, &f[2], "flags", 0, UINT32_MAX, PFT_EFORMAT, &flags)))
+    if ((rc = pft_bundle__want_name(c, &f[0], "run id", run_id)) ||
+        (rc = pft_bundle__want_name(c, &f[1], "producer", producer)) ||
+        (rc = pft_bundle__want_uint(c, &f[2], "flags", 0, UINT32_MAX, PFT_EFORMAT, &flags)))
         return rc;
     if (flags & ~(uint64_t)PFT_BUNDLE_FLAGS_KNOWN)
-        return bad(c, PFT_EFORMAT, "flags 0x%llx have unknown bits", (unsigned long long)flags);
-    if ((rc = want_uint(c, &f[3], "dtype", 0, 1, PFT_EFORMAT, &dtype)) ||
-        (rc = want_uint(c, &f[4], "d", 1, lim->max_d, PFT_ERANGE, &d)))
+        return pft_bundle__bad(c, PFT_EFORMAT, "flags 0x%llx have unknown bits", (unsigned long long)flags);
+    if ((rc = pft_bundle__want_uint(c, &f[3], "dtype", 0, 1, PFT_EFORMAT, &dtype)) ||
+        (rc = pft_bundle__want_uint(c, &f[4], "d", 1, lim->max_d, PFT_ERANGE, &d)))
         return rc;
     pft_bundle_t *b = pft_bundle_new(run_id, producer, (pft_dtype_t)dtype, (int)d);
     if (!b)
-        return bad(c, PFT_ENOMEM, "out of memory");
+        return pft_bundle__bad(c, PFT_ENOMEM, "out of memory");
     b->flags = (uint32_t)flags;
     *bp = b;
     return 0;
@@ -863,24 +604,25 @@ static int decode_header(const ctx_t *c, const msgpack_object *f, const pft_bund
 static int decode_parents(const ctx_t *c, pft_bundle_t *b, const pft_bundle_limits_t *lim,
                           const msgpack_object *o)
 {
-    int rc = want_array(c, o, "parents", 0, lim->max_parents, PFT_ERANGE);
+    int rc = pft_bundle__want_array(c, o, "parents", 0, lim->max_parents, PFT_ERANGE);
     if (rc)
         return rc;
     uint32_t np = o->via.array.size;
     if (np) {
         b->parents = pft_alloc_array(np, PFT_BUNDLE_ID_LEN);
         if (!b->parents)
-            return bad(c, PFT_ENOMEM, "out of memory");
+            return pft_bundle__bad(c, PFT_ENOMEM, "out of memory");
         b->cap_parents = (int)np;
     }
     for (uint32_t i = 0; i < np; i++) {
         const msgpack_object *p = &o->via.array.ptr[i];
         char field[32];
         snprintf(field, sizeof field, "parent %u", i);
-        if ((rc = want_bin(c, p, field, PFT_BUNDLE_ID_LEN)))
+        if ((rc = pft_bundle__want_bin(c, p, field, PFT_BUNDLE_ID_LEN)))
             return rc;
         if (i > 0 && memcmp(p->via.bin.ptr, b->parents[i - 1], PFT_BUNDLE_ID_LEN) <= 0)
-            return bad(c, PFT_EFORMAT, "parent %u not after parent %u (sorted, unique)", i, i - 1);
+            return pft_bundle__bad(c, PFT_EFORMAT, "parent %u not after parent %u (sorted, unique)", i,
+                                   i - 1);
         memcpy(b->parents[i], p->via.bin.ptr, PFT_BUNDLE_ID_LEN);
         b->n_parents = (int)i + 1;
     }
@@ -891,14 +633,14 @@ static int decode_parents(const ctx_t *c, pft_bundle_t *b, const pft_bundle_limi
 static int decode_classes(const ctx_t *c, pft_bundle_t *b, const pft_bundle_limits_t *lim,
                           const msgpack_object *o)
 {
-    int rc = want_array(c, o, "classes", 0, lim->max_classes, PFT_ERANGE);
+    int rc = pft_bundle__want_array(c, o, "classes", 0, lim->max_classes, PFT_ERANGE);
     if (rc)
         return rc;
     uint32_t nc = o->via.array.size;
     if (nc) {
         b->classes = pft_calloc(nc, sizeof *b->classes);
         if (!b->classes)
-            return bad(c, PFT_ENOMEM, "out of memory");
+            return pft_bundle__bad(c, PFT_ENOMEM, "out of memory");
         b->cap_classes = (int)nc;
     }
     uint64_t model_total = 0;
@@ -919,26 +661,27 @@ static int decode_payload(pft_bundle_t **bp, const uint8_t *payload, size_t plen
     int rc = pft_mp_unpack(payload, plen, lim->max_objects, "bundle decode: payload", &u);
     if (rc)
         goto done;
-    if ((rc = want_array(&c, &u.data, "top level", PFT_BUNDLE__N_PAYLOAD_FIELDS,
-                         PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS, PFT_EFORMAT)))
+    if ((rc = pft_bundle__want_array(&c, &u.data, "top level", PFT_BUNDLE__N_PAYLOAD_FIELDS,
+                                     PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS, PFT_EFORMAT)))
         goto done;
     const msgpack_object *f = u.data.via.array.ptr;
     int stats = u.data.via.array.size == PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS;
     if (stats && f[7].type == MSGPACK_OBJECT_ARRAY && f[7].via.array.size > 0) {
-        rc = bad(&c, PFT_EFORMAT,
-                 "top level: 9 elements, expected 8..8 with GMM classes (9 only for statistics parts, whose "
-                 "classes array is empty)");
+        rc = pft_bundle__bad(
+            &c, PFT_EFORMAT,
+            "top level: 9 elements, expected 8..8 with GMM classes (9 only for statistics parts, whose "
+            "classes array is empty)");
         goto done;
     }
     if ((rc = decode_header(&c, f, lim, &b)) || (rc = decode_parents(&c, b, lim, &f[5])) ||
         (rc = decode_prov(b, lim, &f[6])))
         goto done;
     if (stats) /* statistics: no GMM class, then the parts */
-        rc = want_array(&c, &f[7], "classes (statistics payload)", 0, 0, PFT_EFORMAT);
+        rc = pft_bundle__want_array(&c, &f[7], "classes (statistics payload)", 0, 0, PFT_EFORMAT);
     if (!rc)
         rc = decode_classes(&c, b, lim, &f[7]);
     if (!rc && stats)
-        rc = decode_parts(&c, b, lim, &f[8]);
+        rc = pft_bundle__decode_parts(&c, b, lim, &f[8]);
     if (rc || (rc = pft_bundle__check_counts(b, PFT_EFORMAT, "bundle decode")))
         goto done;
     *bp = b;

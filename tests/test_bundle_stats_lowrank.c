@@ -1,0 +1,257 @@
+/* Tests of the low-rank-plus-diagonal form of a tied part's shared covariance (stats_rank): round trips
+ * within the tolerance of the rank-q reconstruction, the exact case, bytes = formula, hand-built and hostile
+ * payloads. docs/WIRE.md §2.1. */
+#include "pft_gstat_lowrank.h"
+#include "pft_test_stats.h"
+
+/* Every tied part of o holds N·(U Uᵀ + diag psi) for the rank-q form of b's part (within tol of the largest
+ * entry), the classes as b's. */
+static void check_lowrank_parts(const pft_bundle_t *b, const pft_bundle_t *o, int q, double tol)
+{
+    CHECK(pft_bundle_n_parts(o) == pft_bundle_n_parts(b));
+    for (int i = 0; i < pft_bundle_n_parts(b) && i < pft_bundle_n_parts(o); i++) {
+        const pft_gstat_t *sb = pft_bundle_part_stats(b, i), *so = pft_bundle_part_stats(o, i);
+        int d = pft_gstat_dim(sb);
+        size_t dd = (size_t)d * d;
+        double n = (double)pft_gstat_total(sb);
+        CHECK(pft_gstat_total(so) == pft_gstat_total(sb) &&
+              pft_gstat_n_classes(so) == pft_gstat_n_classes(sb));
+        for (int c = 0; c < pft_gstat_n_classes(sb) && c < pft_gstat_n_classes(so); c++)
+            CHECK(near_all(pft_gstat_mean(sb, c), pft_gstat_mean(so, c), (size_t)d, tol,
+                           fmax(1.0, max_abs(pft_gstat_mean(sb, c), (size_t)d))));
+        double *cv = pft_alloc_array(dd, sizeof *cv), *u = pft_alloc_array((size_t)d * q + 1, sizeof *u),
+               *psi = pft_alloc_array((size_t)d, sizeof *psi);
+        for (size_t j = 0; j < dd; j++)
+            cv[j] = pft_gstat_tied_scatter(sb)[j] / n;
+        CHECK(pft_gstat_lowrank_shared(cv, d, q, u, psi) == 0);
+        pft_gstat_lowrank_expand(u, psi, d, q, cv);
+        for (size_t j = 0; j < dd; j++)
+            cv[j] *= n;
+        const double *got = pft_gstat_tied_scatter(so);
+        CHECK_MSG(near_all(got, cv, dd, tol, max_abs(cv, dd)), "part %d: low-rank scatter", i);
+        for (int r = 0; r < d; r++) /* the diagonal is kept */
+            CHECK(fabs(got[(size_t)r * d + r] - pft_gstat_tied_scatter(sb)[(size_t)r * d + r]) <=
+                  tol * max_abs(cv, dd));
+        pft_free(cv);
+        pft_free(u);
+        pft_free(psi);
+    }
+}
+
+static void lowrank_round_trip(pft_dtype_t dt, int d, int q)
+{
+    pft_bundle_t *b = two_part_bundle(31 + (uint64_t)q, PFT_GSTAT_TIED, dt, d);
+    CHECK(pft_bundle_shared_rank(b) == 0);
+    CHECK(pft_bundle_set_shared_rank(b, q) == 0 && pft_bundle_shared_rank(b) == q);
+    uint8_t *m1 = NULL, *m2 = NULL, *p1 = NULL, *p2 = NULL, *m3 = NULL, *m4 = NULL;
+    size_t l1 = 0, l2 = 0, q1 = 0, q2 = 0, l3 = 0, l4 = 0;
+    CHECK(pft_bundle_encode(b, &m1, &l1) == 0);
+    CHECK(pft_bundle_encode(b, &m2, &l2) == 0);
+    CHECK(l1 == l2 && memcmp(m1, m2, l1) == 0);
+    size_t es = dt == PFT_DTYPE_F32 ? 4 : 2, fb = pft_bundle_formula_bytes(b);
+    CHECK(fb == es * (4 * (1 + (size_t)d) + 2 * ((size_t)d * q + d)));
+    CHECK(l1 > fb && l1 < fb + 200);
+    pft_bundle_t *o = NULL, *o2 = NULL, *re = NULL;
+    CHECK(pft_bundle_decode(m1, l1, NULL, &o) == 0);
+    if (!o) {
+        fprintf(stderr, "  decode: %s\n", pft_errmsg());
+        goto out;
+    }
+    CHECK(pft_bundle_shared_rank(o) == q);
+    CHECK(pft_bundle_formula_bytes(o) == fb);
+    check_lowrank_parts(b, o, q, dt == PFT_DTYPE_F32 ? 1e-5 : 3e-3);
+    /* decode → encode gives the payload back; setting the same rank keeps it */
+    CHECK(pft_bundle_set_shared_rank(o, q) == 0);
+    CHECK(pft_bundle_encode_payload(b, &p1, &q1) == 0);
+    CHECK(pft_bundle_encode_payload(o, &p2, &q2) == 0);
+    CHECK(q1 == q2 && memcmp(p1, p2, q1) == 0);
+    /* rebuilt through the API at the same rank: canonical (deterministic, decodes, same rank, same content up
+     * to the rounding of a second factorisation) */
+    re = rebuild(o);
+    CHECK(pft_bundle_set_shared_rank(re, q) == 0);
+    CHECK(pft_bundle_encode(re, &m3, &l3) == 0);
+    CHECK(pft_bundle_encode(re, &m4, &l4) == 0);
+    CHECK(l3 == l4 && l3 == l1 && memcmp(m3, m4, l3) == 0);
+    CHECK(pft_bundle_decode(m3, l3, NULL, &o2) == 0);
+    if (o2) {
+        CHECK(pft_bundle_shared_rank(o2) == q);
+        check_lowrank_parts(o, o2, q, dt == PFT_DTYPE_F32 ? 1e-5 : 3e-3);
+    }
+    /* back to dense: the kept payload is dropped, the dense encoding comes back */
+    pft_free(m4);
+    m4 = NULL;
+    CHECK(pft_bundle_set_shared_rank(o, 0) == 0 && pft_bundle_shared_rank(o) == 0);
+    CHECK(pft_bundle_encode(o, &m4, &l4) == 0);
+    CHECK(l4 != l1 || memcmp(m4, m1, l1) != 0);
+    printf("  tied %s d=%d q=%d: %zu bytes encoded, formula %zu (dense %zu)\n",
+           dt == PFT_DTYPE_F32 ? "fp32" : "fp16", d, q, l1, fb, l4);
+out:
+    pft_bundle_destroy(&o);
+    pft_bundle_destroy(&o2);
+    pft_bundle_destroy(&re);
+    pft_bundle_destroy(&b);
+    pft_free(m1);
+    pft_free(m2);
+    pft_free(m3);
+    pft_free(m4);
+    pft_free(p1);
+    pft_free(p2);
+}
+
+/* Exact where rank(C) ≤ q: part {c} has 8 rows of 2 classes, so its W has rank ≤ 6. */
+static void lowrank_exact(void)
+{
+    pft_bundle_t *b = two_part_bundle(41, PFT_GSTAT_TIED, PFT_DTYPE_F32, 9);
+    CHECK(pft_bundle_set_shared_rank(b, 6) == 0);
+    uint8_t *m = NULL;
+    size_t l = 0;
+    pft_bundle_t *o = NULL;
+    CHECK(pft_bundle_encode(b, &m, &l) == 0 && pft_bundle_decode(m, l, NULL, &o) == 0);
+    if (o) {
+        const double *w = pft_gstat_tied_scatter(pft_bundle_part_stats(b, 1)); /* part {c} */
+        const double *g = pft_gstat_tied_scatter(pft_bundle_part_stats(o, 1));
+        CHECK(strcmp(pft_bundle_part_contributor(o, 1, 0), "c") == 0);
+        CHECK_MSG(near_all(g, w, 81, 1e-5, max_abs(w, 81)), "rank-6 scatter not reproduced at q = 6");
+    }
+    pft_bundle_destroy(&o);
+    pft_bundle_destroy(&b);
+    pft_free(m);
+}
+
+static void test_lowrank(void)
+{
+    lowrank_round_trip(PFT_DTYPE_F32, 8, 1);
+    lowrank_round_trip(PFT_DTYPE_F32, 8, 3);
+    lowrank_round_trip(PFT_DTYPE_F32, 8, 7);
+    lowrank_round_trip(PFT_DTYPE_F16, 8, 3);
+    lowrank_round_trip(PFT_DTYPE_F32, 2, 1);
+    lowrank_exact();
+    /* API: 0..d-1; a FULL bundle ignores it (dense per-class covariances) and decodes as rank 0 */
+    pft_bundle_t *b = two_part_bundle(5, PFT_GSTAT_FULL, PFT_DTYPE_F32, 4);
+    CHECK(pft_bundle_set_shared_rank(b, -1) == PFT_EINVAL);
+    CHECK(pft_bundle_set_shared_rank(b, 4) == PFT_EINVAL);
+    CHECK(pft_bundle_shared_rank(b) == 0);
+    size_t dense = pft_bundle_formula_bytes(b);
+    CHECK(pft_bundle_set_shared_rank(b, 3) == 0 && pft_bundle_formula_bytes(b) == dense);
+    uint8_t *m = NULL;
+    size_t l = 0;
+    pft_bundle_t *o = NULL;
+    CHECK(pft_bundle_encode(b, &m, &l) == 0 && pft_bundle_decode(m, l, NULL, &o) == 0);
+    CHECK(o && pft_bundle_shared_rank(o) == 0);
+    pft_bundle_destroy(&o);
+    pft_bundle_destroy(&b);
+    pft_free(m);
+    pft_bundle_t *one = pft_bundle_new("r", "p", PFT_DTYPE_F32, 1);
+    CHECK(pft_bundle_set_shared_rank(one, 1) == PFT_EINVAL && pft_bundle_set_shared_rank(one, 0) == 0);
+    pft_bundle_destroy(&one);
+}
+
+/* Hand-built low-rank shared fields: W = N·(U Uᵀ + diag psi) exactly; each rule refused. */
+static void test_lowrank_hand_built(void)
+{
+    hand_t h = hand_default(PFT_GSTAT_TIED);
+    h.lr = 1;
+    pft_bundle_t *o = NULL;
+    CHECK(hand_decode(&h, &o) == 0);
+    if (o) {
+        const double *m = pft_gstat_tied_scatter(pft_bundle_part_stats(o, 0));
+        CHECK(m[0] == 8 && m[1] == 2 && m[2] == 2 && m[3] == 4);
+        CHECK(pft_bundle_shared_rank(o) == 1);
+    }
+    pft_bundle_destroy(&o);
+    h.psi[1] = -0.5f;
+    expect_hand(&h, PFT_ENUMERIC, "part 0 (contributors a): shared covariance: psi[1] = -0.5 is negative");
+    h.psi[1] = -0.0f;
+    expect_hand(&h, PFT_ENUMERIC, "psi[1] = -0 is negative");
+    h.psi[1] = NAN;
+    expect_hand(&h, PFT_ENUMERIC, "psi[1] = nan is not finite");
+    h = hand_default(PFT_GSTAT_TIED);
+    h.lr = 1;
+    h.u[1] = INFINITY;
+    expect_hand(&h, PFT_ENUMERIC, "factor[1][0] = inf is not finite");
+    h = hand_default(PFT_GSTAT_TIED);
+    h.lr = 1;
+    h.lr_q = 0;
+    expect_hand(&h, PFT_EFORMAT, "shared covariance: rank = 0 outside 1..1");
+    h.lr_q = 2; /* q ≥ d: the dense form is the smaller one */
+    expect_hand(&h, PFT_EFORMAT, "shared covariance: rank = 2 outside 1..1");
+    h = hand_default(PFT_GSTAT_TIED);
+    h.lr = 1;
+    h.lr_psi_len = 1;
+    expect_hand(&h, PFT_EFORMAT, "shared covariance: psi: 4 bytes, expected 8");
+    h = hand_default(PFT_GSTAT_TIED);
+    h.lr = 1;
+    h.lr_n = 2;
+    expect_hand(&h, PFT_EFORMAT, "shared covariance (low rank): 2 elements");
+    h = hand_default(PFT_GSTAT_TIED);
+    h.lr = 1;
+    h.dense_second = 1; /* one form per bundle */
+    expect_hand(&h, PFT_EFORMAT, "part 1 (contributors b): shared covariance of rank 0, part 0's has 1");
+    h.lr = 0; /* both dense: fine */
+    expect_hand(&h, 0, NULL);
+    h = hand_default(PFT_GSTAT_FULL);
+    h.lr = 1; /* full parts: shared stays nil */
+    h.shared_bad = 0;
+    expect_hand(&h, 0, NULL);
+}
+
+/* Truncations, bit flips and allocation failures of a low-rank bundle (d = 2, q = 1). */
+static void test_lowrank_hostile(void)
+{
+    pft_bundle_t *b = two_part_bundle(23, PFT_GSTAT_TIED, PFT_DTYPE_F16, 2);
+    CHECK(pft_bundle_set_shared_rank(b, 1) == 0);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK(pft_bundle_encode(b, &buf, &len) == 0);
+    int failures = 0;
+    for (size_t n = 0; n < len; n++) {
+        uint8_t *copy = pft_alloc(n);
+        memcpy(copy, buf, n);
+        pft_bundle_t *o = NULL;
+        if (pft_bundle_decode(copy, n, NULL, &o) == 0 || o != NULL)
+            failures++;
+        pft_free(copy);
+        pft_bundle_destroy(&o);
+    }
+    CHECK_MSG(failures == 0, "%d prefixes decoded", failures);
+    int accepted, rejected, bad;
+    pft_test_bit_flips(buf, len, &accepted, &rejected, &bad);
+    CHECK(bad == 0 && rejected > 0);
+    printf("  tied rank 1: %zu prefixes rejected; %zu bit flips: %d rejected, %d decoded to valid bundles\n",
+           len, len * 8, rejected, accepted);
+    int dec_at = -1, enc_at = -1;
+    for (long n = 0; n < 400 && dec_at < 0; n++) {
+        pft_alloc_fail_after(n);
+        pft_bundle_t *o = NULL;
+        int rc = pft_bundle_decode(buf, len, NULL, &o);
+        pft_alloc_fail_after(-1);
+        CHECK(rc == 0 || (rc < 0 && o == NULL));
+        if (rc == 0)
+            dec_at = (int)n;
+        pft_bundle_destroy(&o);
+    }
+    for (long n = 0; n < 400 && enc_at < 0; n++) {
+        uint8_t *m = NULL;
+        size_t l = 0;
+        pft_alloc_fail_after(n);
+        int rc = pft_bundle_encode(b, &m, &l);
+        pft_alloc_fail_after(-1);
+        CHECK(rc == 0 || (rc == PFT_ENOMEM && m == NULL));
+        if (rc == 0) {
+            enc_at = (int)n;
+            CHECK(l == len && memcmp(m, buf, len) == 0);
+        }
+        pft_free(m);
+    }
+    CHECK(dec_at > 0 && enc_at > 0);
+    pft_free(buf);
+    pft_bundle_destroy(&b);
+}
+
+int main(void)
+{
+    RUN(test_lowrank);
+    RUN(test_lowrank_hand_built);
+    RUN(test_lowrank_hostile);
+    return pft_test_done();
+}
