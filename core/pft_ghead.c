@@ -99,7 +99,9 @@ static void eig_free(eig_t *e)
     PFT_FREE(e->n);
 }
 
-static int eig_init(eig_t *e, const pft_gstat_t *st)
+/* The eigendecomposition of st's pooled scatter; w, if not NULL, is that scatter already (taken from st), and
+ * becomes e->E (eig_init owns it from here on, also on error). */
+static int eig_init(eig_t *e, const pft_gstat_t *st, double *w)
 {
     memset(e, 0, sizeof *e);
     e->st = st;
@@ -107,7 +109,7 @@ static int eig_init(eig_t *e, const pft_gstat_t *st)
     e->S = pft_gstat_n_classes(st);
     e->N = (double)pft_gstat_total(st);
     int d = e->d, S = e->S;
-    e->E = pft_alloc_array((size_t)d * d, sizeof(double));
+    e->E = w ? w : pft_alloc_array((size_t)d * d, sizeof(double));
     e->lam = pft_alloc_array((size_t)d, sizeof(double));
     e->Mt = pft_alloc_array((size_t)S * d, sizeof(double));
     e->n = pft_alloc_array((size_t)S, sizeof(double));
@@ -117,7 +119,8 @@ static int eig_init(eig_t *e, const pft_gstat_t *st)
         eig_free(e);
         return pft_err(PFT_ENOMEM, "gaussian head: out of memory for d = %d", d);
     }
-    pft_gstat_pooled(st, e->E);
+    if (!w)
+        pft_gstat_pooled(st, e->E);
     int rc = pft_la_eigh_fast(e->E, d, e->lam);
     if (rc != 0) {
         pft_free(mu);
@@ -563,24 +566,52 @@ static int check_args(const pft_gstat_t *st, int n, int C, const pft_ghead_opts_
     return 0;
 }
 
+/* pft_ghead_fit with the statistics' scatter available to be taken (NULL: copy it). */
+static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *y, int n, int n_classes,
+               const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info);
+
 int pft_ghead_fit(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                   const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info)
 {
+    return fit(st, NULL, x, y, n, n_classes, opts, out, info);
+}
+
+int pft_ghead_fit_take(pft_gstat_t **st_p, const float *x, const int32_t *y, int n, int n_classes,
+                       const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info)
+{
+    pft_gstat_t *st = *st_p;
     *out = NULL;
     int rc = check_args(st, n, n_classes, opts);
-    if (rc != 0)
+    if (rc == 0) {
+        double *w = opts->kind == PFT_GHEAD_LDA ? pft_gstat_take_tied_scatter(st) : NULL;
+        rc = fit(st, w, x, y, n, n_classes, opts, out, info);
+    }
+    pft_gstat_destroy(st_p);
+    return rc;
+}
+
+static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *y, int n, int n_classes,
+               const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info)
+{
+    *out = NULL;
+    int rc = check_args(st, n, n_classes, opts);
+    if (rc != 0) {
+        pft_free(w);
         return rc;
+    }
     pft_ghead_info_t inf = {.kind = opts->kind, .lambda = 1.0, .cv_acc = NAN};
     inf.n_classes = pft_gstat_n_classes(st);
     inf.n_rows = pft_gstat_total(st);
     pft_ghead_t *h = pft_calloc(1, sizeof *h);
-    if (!h)
+    if (!h) {
+        pft_free(w);
         return pft_err(PFT_ENOMEM, "gaussian head: out of memory");
+    }
     h->kind = opts->kind;
     h->C = n_classes;
     h->d = pft_gstat_dim(st);
     eig_t e;
-    rc = eig_init(&e, st);
+    rc = eig_init(&e, st, w);
     if (rc != 0) {
         pft_free(h);
         return rc;

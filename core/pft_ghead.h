@@ -79,6 +79,11 @@ typedef struct pft_ghead_t pft_ghead_t;
 int pft_ghead_fit(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                   const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info);
 
+/* pft_ghead_fit that takes the statistics (*st_p is destroyed and set to NULL, on success and on error): an
+ * LDA head then decomposes the statistics' own scatter instead of a copy of it (a d×d matrix less). */
+int pft_ghead_fit_take(pft_gstat_t **st_p, const float *x, const int32_t *y, int n, int n_classes,
+                       const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info);
+
 /* Frees *self_p and sets it to NULL; safe on NULL and twice. */
 void pft_ghead_destroy(pft_ghead_t **self_p);
 

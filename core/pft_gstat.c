@@ -417,6 +417,13 @@ int pft_gstat_merge(pft_gstat_t *self, const pft_gstat_t *other)
     return rc;
 }
 
+double *pft_gstat_take_tied_scatter(pft_gstat_t *self)
+{
+    double *w = self->w;
+    self->w = NULL;
+    return w;
+}
+
 void pft_gstat_pooled(const pft_gstat_t *self, double *w)
 {
     size_t dd = (size_t)self->d * self->d;

@@ -70,6 +70,12 @@ int pft_gstat_add_class(pft_gstat_t *self, int label, uint64_t n, const double *
  * were added with a NULL scatter). PFT_EINVAL for FULL or non-finite values. */
 int pft_gstat_add_tied_scatter(pft_gstat_t *self, const double *w);
 
+/* TIED only: hands the within-class scatter W (d×d, both triangles) to the caller, who frees it with
+ * pft_free; the statistics keep their counts and means but no scatter any more, and may then only be read
+ * (counts, means, labels) or destroyed. NULL for FULL statistics. For a consumer that needs W's memory
+ * (pft_ghead_fit_take). */
+double *pft_gstat_take_tied_scatter(pft_gstat_t *self);
+
 /* Merges all of `other` into self (disjoint rows assumed: the caller deduplicates by provenance).
  * FULL into FULL, TIED into TIED, FULL into TIED (pooled). 0, or PFT_EINVAL (TIED into FULL, another d),
  * PFT_ENOMEM; self unaltered on error. */

@@ -22,9 +22,10 @@
 typedef struct {
     pft_gstat_t *st; /* owned: what is sent on (this node's own part: its DP release when dp_epsilon > 0) */
     const pft_gstat_t
-        *view;          /* borrowed instead of st: a received bundle's part (the bundle outlives the refit) */
-    pft_gstat_t *exact; /* owned: own rows without noise, for this node's head only (DP release); else NULL */
-    size_t *who;        /* contributor node indices */
+        *view;      /* borrowed instead of st: a received bundle's part (the bundle outlives the refit) */
+    int exact_rows; /* 1: this node's own part as sent differs from its rows (floor, DP): the head adds the
+                       rows themselves, exactly, from the dataset */
+    size_t *who;    /* contributor node indices */
     int n_who;
     const pft_bundle_t *b; /* where its provenance is read (NULL: this node's own rows) */
     int merged;            /* its statistics were merged into acc[group] (st and view are then NULL) */
@@ -57,7 +58,6 @@ static void parts_free(parts_t *ps)
 {
     for (int i = 0; i < ps->n; i++) {
         pft_gstat_destroy(&ps->p[i].st);
-        pft_gstat_destroy(&ps->p[i].exact);
         pft_free(ps->p[i].who);
     }
     for (size_t g = 0; ps->acc && g < ps->n_nodes; g++)
@@ -115,7 +115,7 @@ static int parts_take(parts_t *ps, pft_gstat_t **st, const pft_gstat_t *view, co
     p->st = st ? *st : NULL;
     p->view = st ? NULL : view;
     p->merged = 0;
-    p->exact = NULL;
+    p->exact_rows = 0;
     if (st)
         *st = NULL;
     for (int i = 0; i < n_who; i++)
@@ -229,7 +229,7 @@ static int parts_fold(const node_t *nd, parts_t *ps, int any_group)
     int rc = 0;
     for (int i = 0; rc == 0 && i < ps->n; i++) {
         part_t *p = &ps->p[i];
-        if (p->merged || !p->b || p->exact) /* own rows stay apart (floor, DP, the head's exact copy) */
+        if (p->merged || !p->b || p->exact_rows) /* own rows stay apart (floor, DP, the head's exact copy) */
             continue;
         long g = ps->grp[p->who[0]];
         if (g < 0 && any_group) /* a complete bundle (no outbound parts): a slot of its own, for the head */
@@ -282,18 +282,21 @@ static int take_own(node_t *nd, parts_t *ps, int release, const uint64_t *merged
     if (n == 0)
         return 0;
     pft_dataset_t *rel = NULL, *all = nd->train;
-    pft_gstat_t *st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train)), *noisy = NULL, *sent = NULL;
-    int rc = st ? pft_gstat_add_rows(st, pft_dataset_x(nd->train), pft_dataset_y(nd->train), (size_t)n)
-                : PFT_ENOMEM;
-    if (rc == 0 && release && (rc = pft_node__result_floor_reset(nd)) == 0)
+    pft_gstat_t *st = NULL, *noisy = NULL, *sent = NULL;
+    int rc = 0, dp = release && nd->me->dp_epsilon > 0;
+    if (release && (rc = pft_node__result_floor_reset(nd)) == 0)
         rc = floor_rows(nd, merged, &rel);
-    if (rc == 0 && rel) { /* what goes on: the rows of the classes that meet the floor */
+    if (rc == 0 && !rel && !dp) { /* what goes on: every own row, exactly */
+        st = pft_gstat_new(my_kind(nd), pft_dataset_d(nd->train));
+        rc = st ? pft_gstat_add_rows(st, pft_dataset_x(nd->train), pft_dataset_y(nd->train), (size_t)n)
+                : PFT_ENOMEM;
+    }
+    if (rc == 0 && rel && !dp) { /* what goes on: the rows of the classes that meet the floor */
         sent = pft_gstat_new(my_kind(nd), pft_dataset_d(rel));
         rc = sent ? pft_gstat_add_rows(sent, pft_dataset_x(rel), pft_dataset_y(rel),
                                        (size_t)pft_dataset_n(rel))
                   : PFT_ENOMEM;
     }
-    int dp = release && nd->me->dp_epsilon > 0;
     if (rc == 0 && dp) {
         nd->train = rel ? rel : all; /* the release reads nd->train */
         rc = pft_node__release_stats(nd, my_kind(nd), &noisy);
@@ -302,10 +305,8 @@ static int take_own(node_t *nd, parts_t *ps, int release, const uint64_t *merged
     pft_gstat_t **go = dp ? &noisy : sent ? &sent : &st;
     if (rc == 0)
         rc = parts_take(ps, go, NULL, &nd->my_index, 1, NULL, nd->me->id);
-    if (rc == 0 && go != &st) {
-        ps->p[ps->n - 1].exact = st;
-        st = NULL;
-    }
+    if (rc == 0 && go != &st) /* the head reads the node's rows again, exactly */
+        ps->p[ps->n - 1].exact_rows = 1;
     pft_gstat_destroy(&st);
     pft_gstat_destroy(&sent);
     pft_gstat_destroy(&noisy);
@@ -323,7 +324,10 @@ static int parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out)
             rc = pft_gstat_merge(t, ps->acc[g]);
     for (int i = 0; rc == 0 && i < ps->n; i++)
         if (!ps->p[i].merged)
-            rc = pft_gstat_merge(t, ps->p[i].exact ? ps->p[i].exact : part_stats(&ps->p[i]));
+            rc = ps->p[i].exact_rows
+                     ? pft_gstat_add_rows(t, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
+                                          (size_t)pft_dataset_n(nd->train))
+                     : pft_gstat_merge(t, part_stats(&ps->p[i]));
     if (rc != 0) {
         pft_gstat_destroy(&t);
         return pft_err_wrap(rc, "merging the statistics");
@@ -348,7 +352,7 @@ static int part_provenance(node_t *nd, const part_t *p, pft_bundle_t *b)
             for (int c = 0; rc == 0 && c < nd->n_classes; c++)
                 if (nd->own_counts[c] && !pft_node__result_is_withheld(nd, c))
                     rc = pft_bundle_prov_add(b, id, c, (uint64_t)nd->own_counts[c]);
-            if (rc == 0 && p->exact && nd->me->dp_epsilon > 0)
+            if (rc == 0 && p->exact_rows && nd->me->dp_epsilon > 0)
                 rc = pft_bundle_prov_set_dp(b, id, nd->me->dp_epsilon, nd->dp_delta_max);
             continue;
         }
@@ -475,16 +479,6 @@ static void noise_json(node_t *nd, const parts_t *ps)
 }
 
 /* One outbound part per group of the plan: the taken parts of a group merged. */
-/* 1 when every taken part travels in one outbound part and none keeps an exact copy beside it (no DP release,
- * nothing withheld by the floor): that part is then exactly the head's statistics. */
-static int single_part(const parts_t *ps)
-{
-    int one = 1;
-    for (int i = 0; one && i < ps->n; i++)
-        one = !ps->p[i].exact && ps->grp[ps->p[i].who[0]] == ps->grp[ps->p[0].who[0]];
-    return one;
-}
-
 /* Adds to st (created on first use, in this node's kind) the statistics src; with steal and st still NULL,
  * src itself becomes st (*src_owned set to NULL). */
 static int accumulate(const node_t *nd, pft_gstat_t **st, pft_gstat_t **src_owned, const pft_gstat_t *src,
@@ -528,7 +522,7 @@ static int add_group_parts(node_t *nd, parts_t *ps, pft_bundle_t *b, int steal)
             if (grp[p->who[0]] != (long)g)
                 continue;
             if (!p->merged)
-                rc = accumulate(nd, &st, p->exact ? NULL : &p->st, part_stats(p), steal);
+                rc = accumulate(nd, &st, p->exact_rows ? NULL : &p->st, part_stats(p), steal);
             for (int w = 0; w < p->n_who; w++)
                 ids[n_ids++] = pft_topo_node(nd->topo, p->who[w])->id;
             if (rc == 0)
@@ -652,23 +646,18 @@ int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_b
     if (rc == 0)
         rc = take_own(nd, &ps, 1, merged);
     pft_free(merged);
-    /* memory: where the outbound part is the head's statistics, the own part becomes it (no copy of the
-     * own rows' statistics), and the head gets a copy of that part */
-    int simple = rc == 0 && (!st->final || single_part(&ps));
+    if (rc == 0 && st->final) { /* the head's statistics first: then the outbound parts may take the
+                                   accumulators (no copy of them) */
+        pft_gstat_destroy(&nd->head_stats);
+        rc = parts_total(nd, &ps, &nd->head_stats);
+        nd->head_has_own = 1;
+    }
     if (rc == 0)
-        rc = add_group_parts(nd, &ps, b, simple);
+        rc = add_group_parts(nd, &ps, b, 1);
     if (rc == 0 && complete)
         rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE);
-    if (rc == 0 && st->final) {
-        pft_gstat_destroy(&nd->head_stats);
-        if (simple && pft_bundle_n_parts(b) == 1)
-            rc = (nd->head_stats = pft_gstat_dup(pft_bundle_part_stats(b, 0))) ? 0 : PFT_ENOMEM;
-        else
-            rc = parts_total(nd, &ps, &nd->head_stats);
-        nd->head_has_own = 1;
-        if (rc == 0)
-            noise_json(nd, &ps);
-    }
+    if (rc == 0 && st->final)
+        noise_json(nd, &ps);
     int n_synth = 0;
     if (rc == 0 && st->final && nd->me->head == PFT_TOPO_HEAD_LOGREG) {
         rc = logreg_rows(nd);
@@ -791,13 +780,14 @@ int pft_node__stats_train_head(node_t *nd, json_t *res)
     pft_ghead_t *h = NULL;
     pft_ghead_info_t info;
     int n_own = nd->head_has_own ? pft_dataset_n(nd->train) : 0;
+    unsigned long long rows = (unsigned long long)pft_gstat_total(nd->head_stats);
     double t0 = pft_fsio_now();
-    int rc = pft_ghead_fit(nd->head_stats, pft_dataset_x(nd->train), pft_dataset_y(nd->train), n_own,
-                           nd->n_classes, &o, &h, &info);
+    /* the head takes the statistics: it decomposes their own scatter (memory: one d×d matrix less) */
+    int rc = pft_ghead_fit_take(&nd->head_stats, pft_dataset_x(nd->train), pft_dataset_y(nd->train), n_own,
+                                nd->n_classes, &o, &h, &info);
     nd->head_seconds = pft_fsio_now() - t0;
     if (rc)
-        return pft_err_wrap(rc, "the Gaussian head from %llu rows of statistics",
-                            (unsigned long long)pft_gstat_total(nd->head_stats));
+        return pft_err_wrap(rc, "the Gaussian head from %llu rows of statistics", rows);
     pft_info("Gaussian head (%s) from %llu rows: shrinkage %.3g (%s%s), %.2fs",
              pft_ghead_kind_name(info.kind), (unsigned long long)info.n_rows, info.alpha, info.rule,
              strcmp(info.rule, "cv") ? "" : " over own rows", nd->head_seconds);

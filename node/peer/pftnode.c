@@ -4,6 +4,7 @@
 #include "pft_log.h"
 #include "pft_node.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,13 @@ static void print_exit_codes(int markdown)
 
 int main(int argc, char **argv)
 {
+#ifdef M_MMAP_THRESHOLD
+    /* A node's big buffers (d×d statistics, decoded bundles, datasets) are allocated and freed phase by
+     * phase. glibc raises its mmap threshold after freeing a large mapped block, so the next ones come from
+     * the heap and stay resident; a fixed threshold gives them back (64-node exact chain: peak RSS 70 → 57
+     * MB). */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
     const char *topology, *id, *out, *level, *eval_x, *eval_y, *key;
     int linger, insecure, listen_fd, exit_codes = 0, markdown = 0;
     /* --topology and --id are checked after parsing (--exit-codes needs neither) */
