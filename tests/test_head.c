@@ -4,6 +4,7 @@
 #include "pft_dataset.h"
 #include "pft_error.h"
 #include "pft_head.h"
+#include "pft_head_internal.h"
 #include "pft_npy.h"
 #include "pft_rng.h"
 #include "pft_test.h"
@@ -55,12 +56,12 @@ static void test_closed_form(void)
 {
     float x[9] = {0, 0, 0, 0, 1, 1, 1, 1, 1};
     int32_t y[9] = {1, 1, 1, 0, 1, 0, 0, 0, 0};
-    for (int std = 0; std < 2; std++) {
+    for (int pc = 0; pc < 3; pc++) { /* every preconditioner: same optimum */
         pft_head_opts_t o;
         pft_head_opts_default(&o);
         o.l2 = 0.0;
         o.tol = 1e-7;
-        o.standardize = std;
+        o.precond = pc;
         pft_head_t *h = NULL;
         pft_head_info_t info;
         CHECK(pft_head_fit(x, y, 9, 1, 2, &o, &h, &info) == 0);
@@ -94,11 +95,11 @@ static const double s_loss = 0.511901527767807;
 
 static void test_known_optimum(void)
 {
-    for (int std = 0; std < 2; std++) {
+    for (int pc = 0; pc < 3; pc++) { /* every preconditioner: same optimum */
         pft_head_opts_t o;
         pft_head_opts_default(&o);
         o.tol = 1e-7;
-        o.standardize = std;
+        o.precond = pc;
         pft_head_t *h = NULL;
         pft_head_info_t info;
         CHECK(pft_head_fit(&s_tx[0][0], s_ty, 12, 2, 3, &o, &h, &info) == 0);
@@ -142,7 +143,7 @@ static void test_deterministic(void)
     /* The preconditioner changes the path, not the optimum. */
     pft_head_opts_t o;
     pft_head_opts_default(&o);
-    o.standardize = 0;
+    o.precond = PFT_HEAD_PRECOND_NONE;
     o.tol = 1e-7;
     pft_head_t *c = NULL;
     pft_head_info_t ic;
@@ -535,6 +536,106 @@ static void test_example_data(void)
     pft_dataset_destroy(&te);
 }
 
+/* The SIMD kernels against double sums, over sizes around every tile edge (rows per tile 4, classes per tile
+ * 6 and 8, columns per vector 16) and strides wider than d. */
+static void test_kernels(void)
+{
+    static const int Bs[] = {1, 3, 4, 5, 9}, ds[] = {1, 15, 16, 17, 33, 100},
+                     Cs[] = {1, 2, 5, 6, 7, 8, 9, 13};
+    pft_rng_t *rng = pft_rng_new(21);
+    double worst = 0;
+    for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++)
+        for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
+            for (size_t ci = 0; ci < sizeof Cs / sizeof *Cs; ci++) {
+                const int B = Bs[bi], d = ds[di], C = Cs[ci], ld = d + 3;
+                float *x = pft_alloc_array((size_t)B * d, sizeof(float));
+                float *w = pft_alloc_array((size_t)C * ld, sizeof(float));
+                float *r = pft_alloc_array((size_t)B * C, sizeof(float));
+                float *z = pft_alloc_array((size_t)B * C, sizeof(float));
+                float *g = pft_alloc_array((size_t)C * ld, sizeof(float));
+                pft_rng_normal_fill(rng, x, (size_t)B * d);
+                pft_rng_normal_fill(rng, w, (size_t)C * ld);
+                pft_rng_normal_fill(rng, r, (size_t)B * C);
+                pft_rng_normal_fill(rng, g, (size_t)C * ld);
+                float *g0 = pft_alloc_array((size_t)C * ld, sizeof(float));
+                memcpy(g0, g, (size_t)C * ld * sizeof(float));
+                pft_head_k_logits(x, B, d, w, ld, C, z);
+                pft_head_k_grad(x, B, d, r, C, g, ld);
+                for (int i = 0; i < B; i++)
+                    for (int k = 0; k < C; k++) {
+                        double want = 0, scale = 0;
+                        for (int j = 0; j < d; j++) {
+                            want += (double)x[i * d + j] * w[k * ld + j];
+                            scale += fabs((double)x[i * d + j] * w[k * ld + j]);
+                        }
+                        worst = fmax(worst, fabs(z[i * C + k] - want) / scale);
+                    }
+                for (int k = 0; k < C; k++)
+                    for (int j = 0; j < ld; j++) {
+                        double want = g0[k * ld + j], scale = fabs(want);
+                        for (int i = 0; j < d && i < B; i++) {
+                            want += (double)r[i * C + k] * x[i * d + j];
+                            scale += fabs((double)r[i * C + k] * x[i * d + j]);
+                        }
+                        if (j >= d)
+                            CHECK(g[k * ld + j] == g0[k * ld + j]); /* the padding is not touched */
+                        else
+                            worst = fmax(worst, fabs(g[k * ld + j] - want) / scale);
+                    }
+                pft_free(x), pft_free(w), pft_free(r), pft_free(z), pft_free(g), pft_free(g0);
+            }
+    pft_rng_destroy(&rng);
+    fprintf(stderr, "  worst relative error %.2e\n", worst);
+    CHECK(worst < 1e-5);
+}
+
+/* Whitening where the covariance cannot be factorised (every feature 0, l2 = 0: Σ + εI = 0) falls
+ * back to scaling; with fewer rows than features (Σ singular, ε > 0) it whitens. Either way the optimum is
+ * that of the unpreconditioned fit. */
+static void test_whitening_edges(void)
+{
+    float xc[8 * 3];
+    int32_t yc[8] = {0, 1, 1, 1, 0, 1, 1, 1};
+    for (int i = 0; i < 8 * 3; i++)
+        xc[i] = 0.0f;
+    pft_head_opts_t o;
+    pft_head_opts_default(&o);
+    o.l2 = 0.0;
+    o.tol = 1e-7;
+    pft_head_t *h = NULL;
+    pft_head_info_t info;
+    CHECK(o.precond == PFT_HEAD_PRECOND_WHITEN);
+    CHECK(pft_head_fit(xc, yc, 8, 3, 2, &o, &h, &info) == 0);
+    if (h) {
+        float p[2];
+        CHECK(info.converged && pft_head_predict_proba(h, xc, 1, p) == 0);
+        CHECK_NEAR(p[1], 0.75, 1e-6);
+    }
+    pft_head_destroy(&h);
+
+    enum { N = 12, D = 40 };
+    float x[N * D];
+    int32_t y[N];
+    pft_rng_t *rng = pft_rng_new(22);
+    pft_rng_normal_fill(rng, x, N * D);
+    for (int i = 0; i < N; i++)
+        y[i] = i % 3;
+    pft_rng_destroy(&rng);
+    double loss[3];
+    for (int pc = 0; pc < 3; pc++) {
+        pft_head_opts_default(&o);
+        o.precond = pc;
+        o.tol = 1e-7;
+        CHECK(pft_head_fit(x, y, N, D, 3, &o, &h, &info) == 0 && info.converged);
+        loss[pc] = info.loss;
+        pft_head_destroy(&h);
+    }
+    CHECK_NEAR(loss[2], loss[0], 1e-7); /* f carries the rounding of float logits, ~1e-8 */
+    CHECK_NEAR(loss[1], loss[0], 1e-7);
+    o.precond = 3;
+    CHECK(pft_head_fit(x, y, N, D, 3, &o, &h, &info) == PFT_EINVAL && h == NULL);
+}
+
 int main(void)
 {
     RUN(test_separable);
@@ -548,6 +649,8 @@ int main(void)
     RUN(test_distill_alpha_one);
     RUN(test_distill_gradient);
     RUN(test_distill_transfers);
+    RUN(test_kernels);
+    RUN(test_whitening_edges);
     RUN(test_example_data);
     RUN(test_real_pacs);
     return pft_test_done();
