@@ -52,11 +52,11 @@ static int full_estep(em_t *em, double *mean_ll)
         for (size_t c = 0; c < K; c++)
             v[c] = exp(v[c] - lse);
         em->ll[i] = lse;
-        total += lse;
+        total += em_row_w(em, i) * lse;
     }
     if (!isfinite(total))
         return pft_err(PFT_ENUMERIC, "gmm fit: non-finite log-likelihood in the E-step");
-    *mean_ll = total / (double)n;
+    *mean_ll = total / em->wsum;
     return 0;
 }
 
@@ -94,9 +94,9 @@ static int full_mstep(em_t *em)
         double *mu = m->means + c * d, *cov = m->covars + c * d * d;
         for (size_t j = 0; j < d; j++)
             mu[j] /= nk;
-        /* Rows √r_i (x_i - μ). A row whose whole contribution r‖x-μ‖² is at most 1e-3·reg·N_k/n is
-         * dropped: together they move no eigenvalue by more than 1e-3·reg, and most rows of a sharp
-         * mixture go. */
+        /* Rows √r_i (x_i - μ), r including the row weight. A row whose whole contribution r‖x-μ‖² is at
+         * most 1e-3·reg·N_k/n (n rows) is dropped: together they move no eigenvalue by more than 1e-3·reg,
+         * and most rows of a sharp mixture go. */
         size_t rows = 0;
         double drop = 1e-3 * em->reg * nk / (double)n;
         for (size_t i = 0; i < n; i++) {

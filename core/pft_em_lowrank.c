@@ -53,11 +53,11 @@ static int lowrank_estep(em_t *em, double *mean_ll)
         pft_gmm__lr_logn(&em->tab, em->xd + i0 * d, mb, em->resp + i0 * K, em->lv);
         pft_gmm__logsumexp_rows(em->resp + i0 * K, em->logw, mb, K, em->ll + i0, em->resp + i0 * K);
         for (size_t i = 0; i < mb; i++)
-            total += em->ll[i0 + i];
+            total += em_row_w(em, i0 + i) * em->ll[i0 + i];
     }
     if (!isfinite(total))
         return pft_err(PFT_ENUMERIC, "gmm fit: non-finite log-likelihood in the E-step");
-    *mean_ll = total / (double)n;
+    *mean_ll = total / em->wsum;
     return 0;
 }
 

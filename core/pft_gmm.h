@@ -36,22 +36,23 @@ typedef struct {
     int kmeans_iter;  /* Lloyd iterations after k-means++ seeding; default 10 (0: seeding only) */
     uint64_t seed;    /* seed of the k-means++ initialisation (and of lowrank's PCA start); default 0 */
     int rank;         /* lowrank only: factors q per component (≥ 1; clamped to d - 1); default 32 */
-    int min_rows; /* privacy floor: every component stands for ≥ min_rows rows (weight·n, the rule below);
+    int min_rows; /* privacy floor: every component stands for ≥ min_rows rows (weight·W, the rule below);
                    * ≤ 1: no floor, the paper's protocol; default 1 */
 } pft_gmm_opts_t;
 
-/* The privacy floor (opts.min_rows = m > 1). A component's effective rows are weight_k · n, n the rows
- * fitted.
- * 1. K starts at min(opts.k, n, n / m) (K components of ≥ m rows need K·m ≤ n), at least 1.
+/* The privacy floor (opts.min_rows = m > 1). A component's effective rows are weight_k · W, W the rows
+ * represented: n for pft_gmm_fit, Σ w_i for pft_gmm_fit_weighted.
+ * 1. K starts at min(opts.k, n, ⌊W / m⌋) (K components of ≥ m rows need K·m ≤ W), at least 1.
  * 2. The fit at K (n_init restarts, the best kept as usual). If every component meets the floor, done.
  * 3. diag, spher, full: the component with the fewest rows is merged into the component with the nearest mean
  *    (Euclidean), moment-preserving: weights add, and the merged mean and covariance are those of the pair's
  *    union (diag: per dimension; spher: averaged over dimensions); repeated until every component meets it.
  *    lowrank (a merge would leave the family): refit from scratch with K - 1 until it holds.
- * K = 1 (weight 1) meets the floor whenever n ≥ m; with n < m the result is K = 1 and cannot meet it (callers
- * withhold such a class). Deterministic: it depends only on x and opts. Merging was measured against
- * refitting at a smaller K (docs/SECURITY.md, "Privacy floor"): it keeps the rest of the fit and loses less accuracy.
- * Weights go on the wire in fp16: a decoded weight·n may fall below m by fp16's relative rounding (2⁻¹¹). */
+ * K = 1 (weight 1) meets the floor whenever W ≥ m; with W < m the result is K = 1 and cannot meet it (callers
+ * withhold such a class). Deterministic: it depends only on x, w and opts. Merging was measured against
+ * refitting at a smaller K (docs/SECURITY.md, "Privacy floor"): it keeps the rest of the fit and loses less
+ * accuracy. Weights go on the wire in fp16: a decoded weight·n may fall below m by fp16's relative rounding
+ * (2⁻¹¹). */
 /* What a fit did. */
 typedef struct {
     int k_requested;     /* opts->k */
@@ -61,12 +62,13 @@ typedef struct {
     int converged;       /* 1 if tol was reached before max_iter (always 1 for K = 1, max_iter >= 1, but
                           * lowrank) */
     int reseeded;        /* empty/collapsed components re-seeded during the kept run */
-    double avg_loglik;   /* mean log-likelihood of the training data under the result */
+    double avg_loglik;   /* mean log-likelihood of the training data under the result (weighted: Σ w_i log
+                            p(x_i) / W) */
     int floor_dropped;   /* components the privacy floor removed (min(k, n) minus k_used): cap, merges, refits
                           */
     int floor_merged;    /* of which by merging two components */
     int floor_refits;    /* refits the floor caused (lowrank only; 0: the first fit met it, or no floor) */
-    double min_eff_rows; /* smallest weight_k · n of the result */
+    double min_eff_rows; /* smallest weight_k · W of the result */
 } pft_gmm_info_t;
 
 void pft_gmm_opts_default(pft_gmm_opts_t *opts);
@@ -124,10 +126,22 @@ int pft_gmm_set_params_lowrank(pft_gmm_t *self, const double *weights, const dou
 int pft_gmm_fit(const float *x, int n, int d, const pft_gmm_opts_t *opts, pft_gmm_t **out,
                 pft_gmm_info_t *info);
 
+/* As pft_gmm_fit, with a weight w[i] > 0 per row (NULL: every row weighs 1, and the result is pft_gmm_fit's
+ * bit for bit). Maximises Σ w_i log p(x_i): a row of weight 2 is the row repeated twice. E-step
+ * responsibilities are unchanged; the M-step uses w_i·r_ik; k-means++ draws ∝ w (first centre) and ∝ w·D²,
+ * Lloyd's centres are weighted means. The privacy floor counts weight_k · W, W = Σ w (above); K is still
+ * capped at n rows. Errors: those of pft_gmm_fit, and PFT_EINVAL for a weight that is not finite or ≤ 0 (the
+ * message names the row) or a non-finite Σ w. */
+int pft_gmm_fit_weighted(const float *x, const double *w, int n, int d, const pft_gmm_opts_t *opts,
+                         pft_gmm_t **out, pft_gmm_info_t *info);
+
 /* Per-sample log-likelihood log p(x_i) (natural log, full Gaussian constant) into out[n]. */
 int pft_gmm_score_samples(const pft_gmm_t *self, const float *x, int n, double *out);
 /* Mean log-likelihood over the n rows of x (scikit-learn's score()). */
 int pft_gmm_score(const pft_gmm_t *self, const float *x, int n, double *avg_loglik);
+/* Weighted mean log-likelihood Σ w_i log p(x_i) / Σ w_i (w NULL: pft_gmm_score). PFT_EINVAL for a weight that
+ * is not finite or ≤ 0 (the message names the row). */
+int pft_gmm_score_weighted(const pft_gmm_t *self, const float *x, const double *w, int n, double *avg_loglik);
 /* Bayesian information criterion on x: -2 Σ log p(x_i) + n_free_params · ln n. */
 int pft_gmm_bic(const pft_gmm_t *self, const float *x, int n, double *bic);
 /* Free parameters of the model: (K-1) + K·d + covariance parameters (lowrank: d·q + d - q(q-1)/2 per

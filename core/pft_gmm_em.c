@@ -1,6 +1,14 @@
-/* pft_gmm_em: pft_gmm_fit, the EM driver: set-up (centre, working copies), k-means++ start, the E/M loop with
- * re-seeding of empty components, restarts. The per-family steps are behind em_family_t, one file each:
- * pft_em_diag.c (diag and spher), pft_em_full.c, pft_em_lowrank.c.
+/* pft_gmm_em: pft_gmm_fit and pft_gmm_fit_weighted, the EM driver: set-up (centre, working copies), k-means++
+ * start, the E/M loop with re-seeding of empty components, restarts, the privacy floor. The per-family steps
+ * are behind em_family_t, one file each: pft_em_diag.c (diag and spher), pft_em_full.c, pft_em_lowrank.c.
+ *
+ * Row weights (pft_gmm_fit_weighted): the weighted log-likelihood Σ w_i log p(x_i) is maximised, a row of
+ * weight w standing for w identical rows. The E-step is unchanged; em_mstep multiplies the responsibilities
+ * by the weights before any family's M-step (which therefore needs no weights of its own), so masses, means
+ * and covariances are the weighted ones. The centre, the data variance, k-means++ (draws ∝ w and ∝ w·D²) and
+ * Lloyd's centres are weighted the same way; W = Σ w replaces n wherever rows are counted (the mean
+ * log-likelihood, the empty-component threshold, the privacy floor), while K stays capped at n rows. With
+ * w NULL every weight is 1 and no multiplication is made, so pft_gmm_fit is the same code path.
  *
  * Precision and speed plan (float32 data, double parameters); each family's part is at the top of its file:
  * - Centre: every dimension is shifted by the data mean, except dimensions where at least a quarter of
@@ -45,14 +53,22 @@ static size_t worst_row(em_t *em)
     return best;
 }
 
-/* M-step from em->resp: masses, family parameters, weights; empty components (and full components that
- * cannot be factored) are re-seeded at the worst-explained rows. */
+/* M-step from em->resp: row weights folded in (r_ik := w_i·r_ik, so every family's M-step is the weighted
+ * one), masses, family parameters, weights; empty components (and full components that cannot be factored)
+ * are re-seeded at the worst-explained rows. Masses are in represented rows (units of w). */
 static int em_mstep(em_t *em)
 {
     size_t n = em->n, K = em->k;
-    double empty = 0.5 * (double)n / (double)K;
+    if (em->w && !em->resp_w)
+        for (size_t i = 0; i < n; i++)
+            for (size_t c = 0; c < K; c++)
+                em->resp[i * K + c] *= em->w[i];
+    em->resp_w = 0;
+    double empty = 0.5 * em->wsum / (double)K, fresh = em->wsum / (double)K;
     if (empty > EM_NK_EMPTY)
         empty = EM_NK_EMPTY;
+    if (fresh > 1.0) /* a re-seeded component starts with the mass of one row (less if W < K) */
+        fresh = 1.0;
     for (size_t c = 0; c < K; c++)
         em->nk[c] = 0.0;
     for (size_t i = 0; i < n; i++)
@@ -69,7 +85,7 @@ static int em_mstep(em_t *em)
     for (size_t c = 0; c < K; c++) {
         if (!(em->nk[c] > 0.0)) {
             em_family(em->cov)->reseed(em, c, worst_row(em));
-            em->nk[c] = 1.0;
+            em->nk[c] = fresh;
             em->reseeded++;
         }
         total += em->nk[c];
@@ -83,6 +99,8 @@ static int em_mstep(em_t *em)
 
 static void em_free(em_t *em)
 {
+    pft_em__diag_pool_stop(em);
+    pft_free(em->vtmp);
     pft_free(em->ctr);
     pft_free(em->xf);
     pft_free(em->xd);
@@ -92,7 +110,7 @@ static void em_free(em_t *em)
     pft_free(em->resp);
     pft_free(em->ll);
     pft_free(em->nk);
-    pft_free(em->muf);
+    pft_free(em->shift);
     pft_free(em->sf);
     pft_free(em->msf);
     pft_free(em->lconst);
@@ -100,10 +118,10 @@ static void em_free(em_t *em)
         diag_worker_t *w = &em->workers[t];
         pft_free(w->S1);
         pft_free(w->S2);
-        pft_free(w->s1);
-        pft_free(w->s2);
         pft_free(w->dist);
-        pft_free(w->rf);
+        pft_free(w->idx);
+        pft_free(w->rv);
+        pft_free(w->cnt);
     }
     pft_free(em->work);
     pft_free(em->yf);
@@ -190,13 +208,13 @@ static int em_alloc(em_t *em)
             return PFT_ENOMEM;
         return pft_gmm__lr_tab_alloc(&em->tab, K, d, q);
     }
-    em->muf = pft_alloc_aligned(K * dp * sizeof(float));
+    em->shift = pft_alloc_array(K * dp, sizeof(double));
     em->sf = pft_alloc_aligned(K * dp * sizeof(float));
     em->msf = pft_alloc_aligned(K * dp * sizeof(float));
     em->lconst = pft_alloc_array(K, sizeof(double));
-    if (!em->muf || !em->sf || !em->msf || !em->lconst)
+    em->vtmp = pft_alloc_array(d, sizeof(double));
+    if (!em->shift || !em->sf || !em->msf || !em->lconst || !em->vtmp)
         return PFT_ENOMEM;
-    memset(em->muf, 0, K * dp * sizeof(float));
     memset(em->sf, 0, K * dp * sizeof(float));
     memset(em->msf, 0, K * dp * sizeof(float));
     em->nthreads = em_threads(n);
@@ -208,21 +226,23 @@ static int em_alloc(em_t *em)
         w->c1 = chunks * (size_t)(t + 1) / (size_t)em->nthreads;
         w->S1 = pft_alloc_array(K * dp, sizeof(double));
         w->S2 = pft_alloc_array(K * dp, sizeof(double));
-        w->s1 = pft_alloc_aligned(K * dp * sizeof(float));
-        w->s2 = pft_alloc_aligned(K * dp * sizeof(float));
         w->dist = pft_alloc_array((size_t)CHUNK * K, sizeof(float));
-        w->rf = pft_alloc_array((size_t)CHUNK * K, sizeof(float));
-        if (!w->S1 || !w->S2 || !w->s1 || !w->s2 || !w->dist || !w->rf)
+        w->idx = pft_alloc_array((size_t)CHUNK * K, sizeof(unsigned));
+        w->rv = pft_alloc_array((size_t)CHUNK * K, sizeof(double));
+        w->cnt = pft_alloc_array(K, sizeof(size_t));
+        if (!w->S1 || !w->S2 || !w->dist || !w->idx || !w->rv || !w->cnt)
             return PFT_ENOMEM;
     }
     return 0;
 }
 
 /* Centre, working copies of the data, data variance, scratch for K components. */
-static int em_init(em_t *em, const float *x, size_t n, size_t d, size_t K, pft_cov_t cov, size_t q,
-                   double reg_covar)
+static int em_init(em_t *em, const float *x, const double *w, double wsum, size_t n, size_t d, size_t K,
+                   pft_cov_t cov, size_t q, double reg_covar)
 {
     memset(em, 0, sizeof *em);
+    em->w = w;
+    em->wsum = wsum;
     em->n = n;
     em->d = d;
     em->k = K;
@@ -236,15 +256,17 @@ static int em_init(em_t *em, const float *x, size_t n, size_t d, size_t K, pft_c
         return pft_err(PFT_ENOMEM, "gmm fit: out of memory (n %zu, d %zu, k %zu)", n, d, K);
     }
     size_t dp = em->dp, nr = (n + RB - 1) / RB * RB;
-    /* Centre: the mean, or 0 where many values are exactly zero (zero counts borrowed from gvar). */
-    for (size_t i = 0; i < n; i++)
+    /* Centre: the (weighted) mean, or 0 where many values are exactly zero (zero mass borrowed from gvar). */
+    for (size_t i = 0; i < n; i++) {
+        double wi = em_row_w(em, i);
         for (size_t j = 0; j < d; j++) {
             double v = x[i * d + j];
-            em->ctr[j] += v;
-            em->gvar[j] += v == 0.0 ? 1.0 : 0.0;
+            em->ctr[j] += wi * v;
+            em->gvar[j] += v == 0.0 ? wi : 0.0;
         }
+    }
     for (size_t j = 0; j < d; j++)
-        em->ctr[j] = em->gvar[j] >= EM_SPARSE_FRAC * (double)n ? 0.0 : em->ctr[j] / (double)n;
+        em->ctr[j] = em->gvar[j] >= EM_SPARSE_FRAC * wsum ? 0.0 : em->ctr[j] / wsum;
     /* Working copies and the data variance per dimension (about the exact mean, in double). */
     memset(em->xf, 0, nr * dp * sizeof(float));
     memset(em->gvar, 0, d * sizeof(double));
@@ -260,20 +282,24 @@ static int em_init(em_t *em, const float *x, size_t n, size_t d, size_t K, pft_c
         em_free(em);
         return pft_err(PFT_ENOMEM, "gmm fit: out of memory");
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        double wi = em_row_w(em, i);
         for (size_t j = 0; j < d; j++)
-            mean[j] += (double)x[i * d + j] - em->ctr[j];
+            mean[j] += wi * ((double)x[i * d + j] - em->ctr[j]);
+    }
     for (size_t j = 0; j < d; j++)
-        mean[j] /= (double)n;
-    for (size_t i = 0; i < n; i++)
+        mean[j] /= wsum;
+    for (size_t i = 0; i < n; i++) {
+        double wi = em_row_w(em, i);
         for (size_t j = 0; j < d; j++) {
             double t = (double)x[i * d + j] - em->ctr[j] - mean[j];
-            em->gvar[j] += t * t;
+            em->gvar[j] += wi * t * t;
         }
+    }
     pft_free(mean);
     double mvar = 0.0;
     for (size_t j = 0; j < d; j++) {
-        em->gvar[j] /= (double)n;
+        em->gvar[j] /= wsum;
         mvar += em->gvar[j];
     }
     mvar /= (double)d;
@@ -295,7 +321,8 @@ static int em_run(em_t *em, const pft_gmm_opts_t *opts, pft_rng_t *rng, int *ite
         goto done;
     }
     /* k-means on the padded working copy: the zero padding adds nothing to any distance. */
-    if ((rc = pft_kmeans(em->xf, (int)n, (int)dp, (int)K, opts->kmeans_iter, rng, centers, labels, NULL)) < 0)
+    if ((rc = pft_kmeans_weighted(em->xf, em->w, (int)n, (int)dp, (int)K, opts->kmeans_iter, rng, centers,
+                                  labels, NULL)) < 0)
         goto done;
     /* Initial parameters: an M-step from the hard k-means assignment (as scikit-learn does), with the
      * k-means centres as the shift of the statistics. */
@@ -308,6 +335,7 @@ static int em_run(em_t *em, const pft_gmm_opts_t *opts, pft_rng_t *rng, int *ite
     memset(em->ll, 0, n * sizeof(double));
     em->reseeded = 0;
     em->stats_valid = 0;
+    em->resp_w = 0;
     em->rng = rng;
     em->tol = opts->tol;
     if (em->fresh)
@@ -368,22 +396,22 @@ static int check_opts(const pft_gmm_opts_t *o)
     return 0;
 }
 
-/* Smallest weight_k · n of a model. */
-static double min_eff_rows(const pft_gmm_t *g, size_t n)
+/* Smallest weight_k · W of a model (W: the rows represented). */
+static double min_eff_rows(const pft_gmm_t *g, double W)
 {
     double m = INFINITY;
     for (int c = 0; c < g->k; c++)
-        if (g->weights[c] * (double)n < m)
-            m = g->weights[c] * (double)n;
+        if (g->weights[c] * W < m)
+            m = g->weights[c] * W;
     return m;
 }
 
-/* Components of g with weight_k · n ≥ min_rows. */
-static size_t n_meeting(const pft_gmm_t *g, size_t n, int min_rows)
+/* Components of g with weight_k · W ≥ min_rows. */
+static size_t n_meeting(const pft_gmm_t *g, double W, int min_rows)
 {
     size_t ok = 0;
     for (int c = 0; c < g->k; c++)
-        ok += g->weights[c] * (double)n >= (double)min_rows;
+        ok += g->weights[c] * W >= (double)min_rows;
     return ok;
 }
 
@@ -447,14 +475,14 @@ static pft_gmm_t *merge_pair(const pft_gmm_t *g, int a, int b)
 
 /* Merges the component with the fewest rows into the one with the nearest mean until every component
  * stands for ≥ min_rows rows (or one is left). Returns 0 with *g replaced, or an error code. */
-static int merge_small(pft_gmm_t **g, size_t n, int min_rows, int *merged)
+static int merge_small(pft_gmm_t **g, double W, int min_rows, int *merged)
 {
     while ((*g)->k > 1) {
         int a = 0, K = (*g)->k, d = (*g)->d;
         for (int c = 1; c < K; c++)
             if ((*g)->weights[c] < (*g)->weights[a])
                 a = c;
-        if ((*g)->weights[a] * (double)n >= (double)min_rows)
+        if ((*g)->weights[a] * W >= (double)min_rows)
             return 0;
         int b = -1;
         double bd = INFINITY;
@@ -482,12 +510,12 @@ static int merge_small(pft_gmm_t **g, size_t n, int min_rows, int *merged)
 }
 
 /* The best of opts->n_init EM runs at K components into *out (uncentred) and *info. */
-static int fit_k(const float *x, size_t N, size_t D, size_t K, size_t Q, const pft_gmm_opts_t *opts,
-                 pft_gmm_t **out, pft_gmm_info_t *info)
+static int fit_k(const float *x, const double *w, double W, size_t N, size_t D, size_t K, size_t Q,
+                 const pft_gmm_opts_t *opts, pft_gmm_t **out, pft_gmm_info_t *info)
 {
     em_t em;
     int rc;
-    if ((rc = em_init(&em, x, N, D, K, opts->cov, Q, opts->reg_covar)) < 0)
+    if ((rc = em_init(&em, x, w, W, N, D, K, opts->cov, Q, opts->reg_covar)) < 0)
         return rc;
     pft_gmm_t *best = NULL;
     pft_gmm_info_t best_info = {0};
@@ -513,7 +541,7 @@ static int fit_k(const float *x, size_t N, size_t D, size_t K, size_t Q, const p
                 pft_la_sym_from_lower(cand->covars + c * D * D, (int)D);
         }
         double avg;
-        if ((rc = pft_gmm_score(cand, x, (int)N, &avg)) < 0) {
+        if ((rc = pft_gmm_score_weighted(cand, x, w, (int)N, &avg)) < 0) {
             pft_gmm_destroy(&cand);
             goto done;
         }
@@ -543,22 +571,40 @@ done:
 int pft_gmm_fit(const float *x, int n, int d, const pft_gmm_opts_t *opts, pft_gmm_t **out,
                 pft_gmm_info_t *info)
 {
-    if (!x || !opts || !out)
-        return pft_err(PFT_EINVAL, "gmm fit: NULL argument");
-    *out = NULL;
+    return pft_gmm_fit_weighted(x, NULL, n, d, opts, out, info);
+}
+
+/* Components the privacy floor allows at the start: min(K, ⌊W / m⌋), at least 1 (m = 0: no floor). */
+static size_t floor_start_k(size_t K, double W, int min_rows)
+{
+    if (!min_rows)
+        return K;
+    double q = floor(W / (double)min_rows);
+    if (q * (double)min_rows > W) /* W/m rounded up to an integer */
+        q -= 1.0;
+    if (q < 1.0)
+        return 1;
+    return q < (double)K ? (size_t)q : K;
+}
+
+/* Checks sizes, options and data; sets *K (k capped at n rows) and *Q (lowrank rank, clamped). */
+static int check_input(const float *x, int n, int d, const pft_gmm_opts_t *opts, size_t *K, size_t *Q)
+{
     if (n < 1 || d < 1)
         return pft_err(PFT_EINVAL, "gmm fit: n = %d, d = %d (both must be >= 1)", n, d);
     int rc = check_opts(opts);
     if (rc < 0)
         return rc;
-    size_t N = (size_t)n, D = (size_t)d, K = (size_t)(opts->k < n ? opts->k : n), Q = 0;
-    if (opts->cov == PFT_COV_FULL && D * D > PFT_GMM_MAX_ELEMS / K)
-        return pft_err(PFT_EINVAL, "gmm fit: full covariance with d = %d, k = %zu is too large", d, K);
+    size_t N = (size_t)n, D = (size_t)d;
+    *K = (size_t)(opts->k < n ? opts->k : n);
+    *Q = 0;
+    if (opts->cov == PFT_COV_FULL && D * D > PFT_GMM_MAX_ELEMS / *K)
+        return pft_err(PFT_EINVAL, "gmm fit: full covariance with d = %d, k = %zu is too large", d, *K);
     if (opts->cov == PFT_COV_LOWRANK) {
-        Q = (size_t)opts->rank < D ? (size_t)opts->rank : D - 1; /* q ≥ d would be full: clamp */
-        if (Q && D * Q > PFT_GMM_MAX_ELEMS / K)
-            return pft_err(PFT_EINVAL, "gmm fit: lowrank with d = %d, rank %zu, k = %zu is too large", d, Q,
-                           K);
+        *Q = (size_t)opts->rank < D ? (size_t)opts->rank : D - 1; /* q ≥ d would be full: clamp */
+        if (*Q && D * *Q > PFT_GMM_MAX_ELEMS / *K)
+            return pft_err(PFT_EINVAL, "gmm fit: lowrank with d = %d, rank %zu, k = %zu is too large", d, *Q,
+                           *K);
     }
     for (size_t i = 0; i < N * D; i++) {
         if (!isfinite(x[i]))
@@ -567,23 +613,38 @@ int pft_gmm_fit(const float *x, int n, int d, const pft_gmm_opts_t *opts, pft_gm
             return pft_err(PFT_ERANGE, "gmm fit: sample %zu, dimension %zu is %g (|x| must be <= %g)", i / D,
                            i % D, (double)x[i], PFT_GMM_MAX_ABS);
     }
+    return 0;
+}
+
+int pft_gmm_fit_weighted(const float *x, const double *w, int n, int d, const pft_gmm_opts_t *opts,
+                         pft_gmm_t **out, pft_gmm_info_t *info)
+{
+    if (!x || !opts || !out)
+        return pft_err(PFT_EINVAL, "gmm fit: NULL argument");
+    *out = NULL;
+    size_t K = 1, Q = 0, N = (size_t)n, D = (size_t)d;
+    int rc = check_input(x, n, d, opts, &K, &Q);
+    if (rc < 0)
+        return rc;
+    double W = (double)N; /* the rows represented */
+    if (w && (rc = pft_gmm__check_weights(w, N, "gmm fit", &W)) < 0)
+        return rc;
     int min_rows = opts->min_rows > 1 ? opts->min_rows : 0;
     size_t k_first = K;
-    if (min_rows && N / (size_t)min_rows < K) /* K components of ≥ m rows need K·m ≤ n */
-        K = N / (size_t)min_rows > 0 ? N / (size_t)min_rows : 1;
+    K = floor_start_k(K, W, min_rows); /* K components of ≥ m rows need K·m ≤ W */
     pft_gmm_t *g = NULL;
     pft_gmm_info_t gi = {0};
     int refits = 0;
     for (;;) {
-        if ((rc = fit_k(x, N, D, K, Q, opts, &g, &gi)) < 0)
+        if ((rc = fit_k(x, w, W, N, D, K, Q, opts, &g, &gi)) < 0)
             return rc;
-        size_t ok = min_rows ? n_meeting(g, N, min_rows) : K;
+        size_t ok = min_rows ? n_meeting(g, W, min_rows) : K;
         if (ok == K || K == 1)
             break;
         if (opts->cov != PFT_COV_LOWRANK) { /* merge the smallest into its nearest until all meet the floor */
             int merged = 0;
-            if ((rc = merge_small(&g, N, min_rows, &merged)) < 0 ||
-                (rc = pft_gmm_score(g, x, n, &gi.avg_loglik)) < 0) {
+            if ((rc = merge_small(&g, W, min_rows, &merged)) < 0 ||
+                (rc = pft_gmm_score_weighted(g, x, w, n, &gi.avg_loglik)) < 0) {
                 pft_gmm_destroy(&g);
                 return rc;
             }
@@ -598,7 +659,7 @@ int pft_gmm_fit(const float *x, int n, int d, const pft_gmm_opts_t *opts, pft_gm
     }
     gi.floor_dropped = (int)(k_first - K);
     gi.floor_refits = refits;
-    gi.min_eff_rows = min_eff_rows(g, N);
+    gi.min_eff_rows = min_eff_rows(g, W);
     *out = g;
     if (info)
         *info = gi;

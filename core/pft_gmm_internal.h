@@ -4,6 +4,7 @@
 #ifndef PFT_GMM_INTERNAL_H
 #define PFT_GMM_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "pft_gmm.h"
@@ -44,6 +45,10 @@ static inline double pft_gmm__var_at(const pft_gmm_t *self, size_t c, size_t j)
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Log-densities (pft_gmm_score.c), shared with EM; the contracts are at the definitions */
+
+/* Checks row weights (finite, > 0) and sets *sum = Σ w (compensated). PFT_EINVAL naming the row, prefixed
+ * with `what`. */
+int pft_gmm__check_weights(const double *w, size_t n, const char *what, double *sum);
 
 /* lowrank: the per-component tables of the Woodbury form, for rows in coordinates shifted by `shift`. */
 typedef struct {
@@ -103,33 +108,46 @@ typedef struct {
     size_t c0, c1;   /* chunk range [c0, c1) */
     int estep;       /* 1: E-step then statistics; 0: statistics from em->resp */
     double *S1, *S2; /* K×dp running sums over this thread's chunks */
-    float *s1, *s2;  /* K×dp sums of the last few chunks (float) */
     float *dist;     /* CHUNK×K distances */
-    float *rf;       /* CHUNK×K responsibilities */
+    unsigned *idx;   /* K×CHUNK rows of the chunk with a non-zero responsibility, per component */
+    double *rv;      /* K×CHUNK their responsibilities */
+    size_t *cnt;     /* K: how many */
 } diag_worker_t;
 
 struct em_t {
     size_t n, d, k;
     size_t dp; /* padded row stride of xf (multiple of DPAD) */
     pft_cov_t cov;
-    const float *x; /* raw data n×d */
-    double *ctr;    /* d: centre of the working coordinates */
-    float *xf;      /* round_up(n, RB)×dp centred data (float, zero padded) */
-    double *xd;     /* full: n×d centred data (double) */
-    double *gvar;   /* d: data variance per dimension (re-seeding) */
-    double reg;     /* variance added to every covariance: max(reg_covar, tiny floor) */
-    pft_gmm_t *m;   /* current model; means in centred coordinates */
-    double *logw;   /* K log weights */
-    double *resp;   /* n×K responsibilities (full: log-probabilities first) */
-    double *ll;     /* n: log p(x_i) of the last E-step */
-    double *nk;     /* K responsibility mass */
+    const float *x;  /* raw data n×d */
+    const double *w; /* n row weights, or NULL (every row weighs 1) */
+    double wsum;     /* Σ w (n when w is NULL): the rows represented */
+    double *ctr;     /* d: centre of the working coordinates */
+    float *xf;       /* round_up(n, RB)×dp centred data (float, zero padded) */
+    double *xd;      /* full: n×d centred data (double) */
+    double *gvar;    /* d: data variance per dimension (re-seeding) */
+    double reg;      /* variance added to every covariance: max(reg_covar, tiny floor) */
+    pft_gmm_t *m;    /* current model; means in centred coordinates */
+    double *logw;    /* K log weights */
+    double *resp; /* n×K responsibilities (full: log-probabilities first); the M-step works on w_i·r_ik */
+    int resp_w;   /* resp already holds w_i·r_ik (the fused diag pass folds the weights in itself) */
+    double *ll;   /* n: log p(x_i) of the last E-step */
+    double *nk;   /* K responsibility mass */
     /* diag/spher */
-    float *muf;      /* K×dp means (the shift a of the statistics), float, zero padded */
+    double *shift;   /* K×dp uncentred means of the last E-step: the shift of the statistics (raw rows) */
     float *sf, *msf; /* K×dp 1/σ and μ/σ, float, zero padded */
     double *lconst;  /* K: Σ log σ² + d log 2π */
     int stats_valid; /* S1/S2 of workers[0] hold the statistics of the last E-step */
     int nthreads;
     diag_worker_t workers[EM_MAX_THREADS];
+    double *vtmp; /* d: spher's per-dimension variances */
+    /* helper threads of the fused pass (pft_em_diag.c) */
+    int pool_tried, pool_up, pool_quit; /* start attempted; mutex and conditions live; helpers must return */
+    unsigned pool_gen;                  /* pass number: a helper runs its share when it changes */
+    int pool_pending;                   /* helpers still running the current pass */
+    int pool_on[EM_MAX_THREADS];        /* [1, nthreads): helper t runs */
+    pthread_t pool_tid[EM_MAX_THREADS];
+    pthread_mutex_t pool_mu;
+    pthread_cond_t pool_go, pool_done;
     /* full */
     double *work;        /* n×d rows for SYRK */
     float *yf;           /* n×d rows for the float TRSM of the E-step */
@@ -156,9 +174,18 @@ struct em_t {
     pft_rng_t *rng;       /* the run's generator (PCA starts) */
 };
 
+/* Weight of row i. */
+static inline double em_row_w(const em_t *em, size_t i)
+{
+    return em->w ? em->w[i] : 1.0;
+}
+
 /* The families' steps, one table per file (diag serves spher too). */
 extern const em_family_t pft_em__diag;
 extern const em_family_t pft_em__full;
 extern const em_family_t pft_em__lowrank;
+
+/* Stops the diag helper threads of em, if any (em_free). */
+void pft_em__diag_pool_stop(em_t *em);
 
 #endif

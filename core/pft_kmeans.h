@@ -19,4 +19,12 @@ typedef struct {
 int pft_kmeans(const float *x, int n, int d, int k, int max_iter, pft_rng_t *rng, double *centers,
                int *labels, pft_kmeans_info_t *info);
 
+/* As pft_kmeans with a weight w[i] > 0 per row (the caller validates them; NULL: every row weighs 1, and the
+ * result is pft_kmeans's bit for bit). A row of weight w counts as w rows: seeding draws with probability
+ * ∝ w (first centre) and ∝ w·D² (the others), centres are weighted means, inertia is weighted. With integer
+ * weights the first draw is an integer below Σw, so the seeds are those of the rows repeated w times
+ * (consecutively, in order) up to rounding ties. */
+int pft_kmeans_weighted(const float *x, const double *w, int n, int d, int k, int max_iter, pft_rng_t *rng,
+                        double *centers, int *labels, pft_kmeans_info_t *info);
+
 #endif

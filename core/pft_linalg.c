@@ -3,7 +3,11 @@
 #include "pft_linalg.h"
 
 #include <lapacke.h>
+#include <math.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "pft_alloc.h"
 #include "pft_error.h"
@@ -162,6 +166,7 @@ int pft_la_tri_inverse_lower(double *l, int n)
 #define JB 4 /* vectors per column block in pft_la_wstats (VL × JB = PFT_LA_PAD) */
 
 typedef float v16f __attribute__((vector_size(64)));
+typedef double v8d __attribute__((vector_size(64), aligned(8))); /* unaligned access allowed */
 
 /* The kernels are compiled for AVX-512, AVX2+FMA and baseline x86-64 and picked at load time (GCC function
  * multiversioning); fused multiply-add is allowed inside them. They are written with 16-lane vectors. */
@@ -239,4 +244,127 @@ void pft_la_wstats(const float *restrict x, size_t rows, size_t dp, const float 
                 *(v16f *)(s2 + c * dp + j + (size_t)b * VL) = a2[b];
             }
         }
+}
+
+PFT_SIMD_CLONES
+void pft_la_wsqdist_d(const double *restrict x, size_t rows, size_t d, const double *restrict mu,
+                      const double *restrict p, size_t k, double *restrict dist)
+{
+    size_t dv = d / 8 * 8;
+    for (size_t i0 = 0; i0 < rows; i0 += 4) {
+        size_t rb = rows - i0 < 4 ? rows - i0 : 4;
+        const double *xb = x + i0 * d;
+        for (size_t c = 0; c < k; c++) {
+            const double *mc = mu + c * d, *pc = p + c * d;
+            v8d acc[4] = {0}; /* one chain per row: four rows keep the FMA units busy */
+            for (size_t j = 0; j < dv; j += 8) {
+                v8d mv = *(const v8d *)(mc + j), pv = *(const v8d *)(pc + j);
+                for (size_t r = 0; r < rb; r++) {
+                    v8d e = *(const v8d *)(xb + r * d + j) - mv;
+                    acc[r] += e * e * pv;
+                }
+            }
+            for (size_t r = 0; r < rb; r++) {
+                double h = 0.0;
+                for (int l = 0; l < 8; l++)
+                    h += acc[r][l];
+                for (size_t j = dv; j < d; j++) {
+                    double e = xb[r * d + j] - mc[j];
+                    h += e * e * pc[j];
+                }
+                dist[(i0 + r) * k + c] = h;
+            }
+        }
+    }
+}
+
+/* Columns [j0, d) of pft_la_wstats_rows, row by row over the width (s1, s2 and b stay in L1). */
+PFT_SIMD_CLONES
+static void wstats_rows_generic(const float *restrict x, size_t ld, size_t j0, size_t d,
+                                const unsigned *restrict idx, const double *restrict r, size_t m,
+                                const double *restrict b, double *restrict s1, double *restrict s2)
+{
+    for (size_t l = 0; l < m; l++) {
+        const float *xr = x + (size_t)idx[l] * ld;
+        double rl = r[l];
+        for (size_t j = j0; j < d; j++) {
+            double t = (double)xr[j] - b[j], u = rl * t;
+            s1[j] += u;
+            s2[j] += u * t;
+        }
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PFT_HAVE_AVX512_PATH 1
+/* Columns [0, d - d mod 32) of pft_la_wstats_rows with AVX-512F: column blocks of 32 doubles whose sums stay
+ * in registers while the listed rows stream by. Written with intrinsics because GCC 12 widens float vectors
+ * to double by halves (four instructions for one vcvtps2pd); measured 2× the generic loop on Zen 5. Returns
+ * the first column left to the caller. */
+__attribute__((target("avx512f"))) static size_t wstats_rows_avx512(const float *restrict x, size_t ld,
+                                                                    size_t d, const unsigned *restrict idx,
+                                                                    const double *restrict r, size_t m,
+                                                                    const double *restrict b,
+                                                                    double *restrict s1, double *restrict s2)
+{
+    size_t dv = d / 32 * 32;
+    for (size_t j = 0; j < dv; j += 32) {
+        __m512d a1[4], a2[4], av[4];
+        for (int q = 0; q < 4; q++) {
+            a1[q] = _mm512_loadu_pd(s1 + j + 8 * q);
+            a2[q] = _mm512_loadu_pd(s2 + j + 8 * q);
+            av[q] = _mm512_loadu_pd(b + j + 8 * q);
+        }
+        for (size_t l = 0; l < m; l++) {
+            const float *xr = x + (size_t)idx[l] * ld + j;
+            __m512d rv = _mm512_set1_pd(r[l]);
+            for (int q = 0; q < 4; q++) {
+                __m512d t = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(xr + 8 * q)), av[q]);
+                __m512d u = _mm512_mul_pd(rv, t);
+                a1[q] = _mm512_add_pd(a1[q], u);
+                a2[q] = _mm512_fmadd_pd(u, t, a2[q]);
+            }
+        }
+        for (int q = 0; q < 4; q++) {
+            _mm512_storeu_pd(s1 + j + 8 * q, a1[q]);
+            _mm512_storeu_pd(s2 + j + 8 * q, a2[q]);
+        }
+    }
+    return dv;
+}
+
+/* pft_la_inv_sqrt for n - n mod 8 entries (GCC keeps square roots scalar for errno's sake). */
+__attribute__((target("avx512f"))) static size_t inv_sqrt_avx512(const double *restrict v, size_t n,
+                                                                 double *restrict out)
+{
+    size_t nv = n / 8 * 8;
+    __m512d one = _mm512_set1_pd(1.0);
+    for (size_t j = 0; j < nv; j += 8)
+        _mm512_storeu_pd(out + j, _mm512_div_pd(one, _mm512_sqrt_pd(_mm512_loadu_pd(v + j))));
+    return nv;
+}
+#endif
+
+void pft_la_inv_sqrt(const double *restrict v, size_t n, double *restrict out)
+{
+    size_t j = 0;
+#ifdef PFT_HAVE_AVX512_PATH
+    if (__builtin_cpu_supports("avx512f"))
+        j = inv_sqrt_avx512(v, n, out);
+#endif
+    for (; j < n; j++)
+        out[j] = 1.0 / sqrt(v[j]);
+}
+
+void pft_la_wstats_rows(const float *restrict x, size_t ld, size_t d, const unsigned *restrict idx,
+                        const double *restrict r, size_t m, const double *restrict b, double *restrict s1,
+                        double *restrict s2)
+{
+    size_t j0 = 0;
+#ifdef PFT_HAVE_AVX512_PATH
+    if (__builtin_cpu_supports("avx512f"))
+        j0 = wstats_rows_avx512(x, ld, d, idx, r, m, b, s1, s2);
+#endif
+    if (j0 < d)
+        wstats_rows_generic(x, ld, j0, d, idx, r, m, b, s1, s2);
 }

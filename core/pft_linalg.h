@@ -65,4 +65,20 @@ void pft_la_sqdist(const float *x, size_t rows, size_t dp, const float *s, const
 void pft_la_wstats(const float *x, size_t rows, size_t dp, const float *r, size_t k, const float *a,
                    float *s1, float *s2);
 
+/* out[j] = 1 / sqrt(v[j]) for v[0..n) > 0 (vectorised; correctly rounded square root and division). */
+void pft_la_inv_sqrt(const double *v, size_t n, double *out);
+
+/* dist[i·k + c] = Σ_j (x_ij - μ_cj)² p_cj in double for rows [0, rows) of x (rows × d, no padding or
+ * alignment needed) and the k rows of mu and p (k × d each): the Mahalanobis distance of a diagonal Gaussian
+ * (p = 1/σ²) without expanding the square, so nothing cancels. */
+void pft_la_wsqdist_d(const double *x, size_t rows, size_t d, const double *mu, const double *p, size_t k,
+                      double *dist);
+
+/* s1 += Σ_l r_l (x_{idx_l} - b) and s2 += Σ_l r_l (x_{idx_l} - b)² (elementwise over the first d columns,
+ * l < m, in order) over rows of x (row stride ld ≥ d, no padding or alignment needed) with weights r and
+ * shift b (d doubles); s1, s2 (d doubles) accumulate. Rows are float; differences, products and sums are
+ * double. The caller lists only the rows with r ≠ 0: the sparse responsibilities of a sharp mixture. */
+void pft_la_wstats_rows(const float *x, size_t ld, size_t d, const unsigned *idx, const double *r, size_t m,
+                        const double *b, double *s1, double *s2);
+
 #endif

@@ -146,6 +146,52 @@ static void test_bad_args(void)
     pft_rng_destroy(&r);
 }
 
+/* Unit weights are the unweighted run bit for bit; integer weights are the rows repeated (same seeds, same
+ * centres to rounding, same labels, weighted inertia). */
+static void test_weighted(void)
+{
+    const int n = 300, d = 4, k = 5;
+    int truth[300], la[300], lb[300], total = 0;
+    double ca[20], cb[20], w[300];
+    float *x = blobs(n, d, k, 3, truth);
+    for (int i = 0; i < n * d; i++)
+        x[i] += (float)(i % 13) * 0.7f; /* overlapping clusters: the seed matters */
+    for (int i = 0; i < n; i++) {
+        w[i] = 1.0;
+        total += 1 + (i * 5) % 4;
+    }
+    pft_kmeans_info_t ia, ib;
+    pft_rng_t *a = pft_rng_new(10), *b = pft_rng_new(10);
+    CHECK(pft_kmeans(x, n, d, k, 5, a, ca, la, &ia) == 0);
+    CHECK(pft_kmeans_weighted(x, w, n, d, k, 5, b, cb, lb, &ib) == 0);
+    CHECK(memcmp(la, lb, sizeof la) == 0 && memcmp(ca, cb, sizeof ca) == 0);
+    CHECK(memcmp(&ia, &ib, sizeof ia) == 0);
+    float *y = malloc(sizeof(float) * (size_t)total * d);
+    int *ly = malloc(sizeof(int) * (size_t)total), o = 0;
+    for (int i = 0; i < n; i++) {
+        w[i] = 1 + (i * 5) % 4;
+        for (int t = 0; t < (int)w[i]; t++, o++)
+            memcpy(y + (size_t)o * d, x + (size_t)i * d, sizeof(float) * d);
+    }
+    pft_rng_seed(a, 10);
+    pft_rng_seed(b, 10);
+    CHECK(pft_kmeans_weighted(x, w, n, d, k, 5, a, ca, la, &ia) == 0);
+    CHECK(pft_kmeans(y, total, d, k, 5, b, cb, ly, &ib) == 0);
+    for (int q = 0; q < k * d; q++)
+        CHECK_NEAR(ca[q], cb[q], 1e-12 * fmax(1.0, fabs(cb[q])));
+    o = 0;
+    int same = 1;
+    for (int i = 0; i < n; i++)
+        for (int t = 0; t < (int)w[i]; t++, o++)
+            same &= la[i] == ly[o];
+    CHECK(same);
+    CHECK_NEAR(ia.inertia, ib.inertia, 1e-12 * ib.inertia);
+    CHECK(ia.iters == ib.iters);
+    pft_rng_destroy(&a);
+    pft_rng_destroy(&b);
+    free(x), free(y), free(ly);
+}
+
 int main(void)
 {
     RUN(test_recovers_clusters);
@@ -153,5 +199,6 @@ int main(void)
     RUN(test_seeding_only);
     RUN(test_degenerate);
     RUN(test_bad_args);
+    RUN(test_weighted);
     return pft_test_done();
 }
