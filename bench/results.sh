@@ -4,6 +4,7 @@
 #   labelshift two clients, classes 0-3 -> 4-6 (paper §5.3, Table 2)      configs/pacs_labelshift.dot
 #   covshift   two clients, photo -> sketch (paper §5.3, Table 2)         configs/pacs_covshift.dot
 #   star       20 Dirichlet(0.1) clients -> data-less aggregator (§5.2)   configs/star20.dot
+#   star50     50 Dirichlet(0.1) clients -> data-less aggregator (Table 5) configs/star50.dot
 #   gmm-family accuracy vs bytes, cov x K, one client (§6.1, Fig. 7 left)  pftnet synth
 #   ring8      ring of 8                                                  configs/ring8.dot
 #   graph10    random strongly connected graph of 10                      configs/graph10.dot
@@ -25,7 +26,8 @@ options:
   --smoke            reduced version for CI: seed 0, examples/data/pacs-small, 60 rows per node, K=2,
                      one EM/head draw, families spher/diag K<=2, exact statistics (tied) only in the two-client
                      experiments and the synth grid (checks the pipeline, not the accuracies)
-  --only LIST        comma-separated experiments: chain,labelshift,covshift,star,gmm-family,ring8,graph10
+  --only LIST        comma-separated experiments: chain,labelshift,covshift,star,star50,gmm-family,ring8,
+                     graph10
   --seeds "S ..."    seeds (default "0 1 2"; --smoke: "0")
   --full-k "K ..."   K values for the full-covariance family (default "1 5 10"; at d=1280 a full K=20 bundle
                      needs more than the decoder's 4 GiB bound in memory)
@@ -178,6 +180,10 @@ for s in $seeds; do
             launch star tied-exact star20.dot "$s" "${exact[@]}"
         fi
     fi
+    if want star50 && [ "$smoke" = 0 ]; then
+        launch star50 fedpft star50.dot "$s"
+        launch star50 tied-exact star50.dot "$s" "${exact[@]}"
+    fi
     if want ring8; then
         launch ring8 fedpft ring8.dot "$s"
         [ "$smoke" = 1 ] || launch ring8 tied-exact ring8.dot "$s" "${exact[@]}"
@@ -227,7 +233,7 @@ echo "experiments: $runs run, $skipped already done, $(($(date +%s) - t_start))s
 
 [ "$report" = 1 ] || exit 0
 paths=()
-for exp in chain labelshift covshift star gmm-family ring8 graph10; do
+for exp in chain labelshift covshift star star50 gmm-family ring8 graph10; do
     want $exp && [ -d "$out/$exp" ] && paths+=("$out/$exp")
 done
 mkdir -p "$(dirname "$doc")"

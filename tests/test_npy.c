@@ -3,6 +3,7 @@
 #include "pft_error.h"
 #include "pft_half.h"
 #include "pft_npy.h"
+#include "pft_npy_rows.h"
 #include "pft_rng.h"
 #include "pft_test.h"
 
@@ -458,6 +459,55 @@ static void test_fuzz_parser(void)
     CHECK(accepted > 3); /* some mutations (e.g. of data bytes) remain valid */
 }
 
+/* pft_npy_rows: any range of rows equals the same rows of a whole read, for f4 and f8; bad ranges, 1-D files,
+ * empty matrices, a file truncated after opening and a NaN (named by row and column) are errors. */
+static void test_rows_reader(void)
+{
+    enum { R = 37, C = 5 };
+    float x[R * C];
+    for (int i = 0; i < R * C; i++)
+        x[i] = (float)i * 0.25f - 3.0f;
+    const char *p = tmp_path("rows.npy");
+    CHECK(pft_npy_write_f32(p, x, R, C) == 0);
+    pft_npy_rows_t *r = NULL;
+    CHECK(pft_npy_rows_open(p, &r) == 0);
+    if (!r)
+        return;
+    CHECK(pft_npy_rows_n(r) == R && pft_npy_rows_cols(r) == C);
+    float buf[R * C];
+    for (int row0 = 0; row0 < R; row0 += 7) {
+        int n = row0 + 11 <= R ? 11 : R - row0;
+        CHECK(pft_npy_rows_read(r, row0, n, buf) == 0);
+        CHECK(memcmp(buf, x + row0 * C, (size_t)n * C * sizeof(float)) == 0);
+    }
+    CHECK(pft_npy_rows_read(r, 0, R, buf) == 0 && memcmp(buf, x, sizeof x) == 0);
+    CHECK_FAILS(pft_npy_rows_read(r, R - 2, 3, buf), "rows.npy", "outside");
+    CHECK_FAILS(pft_npy_rows_read(r, -1, 1, buf), "rows.npy", "outside");
+    CHECK(truncate(p, 128 + 10 * C * 4) == 0); /* shrinks under the open reader */
+    CHECK_FAILS(pft_npy_rows_read(r, 20, 5, buf), "rows.npy", "truncated");
+    CHECK(pft_npy_rows_read(r, 0, 10, buf) == 0 && memcmp(buf, x, 10 * C * sizeof(float)) == 0);
+    pft_npy_rows_destroy(&r);
+    CHECK(r == NULL);
+
+    double xd[6] = {1, 2, 3, NAN, 5, 6}; /* f8, 3×2, NaN at row 1 column 1 */
+    const char *pd = npy_file("rows8.npy", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 2), }",
+                              xd, sizeof xd);
+    CHECK(pft_npy_rows_open(pd, &r) == 0);
+    if (r) {
+        CHECK(pft_npy_rows_read(r, 0, 1, buf) == 0 && buf[0] == 1.0f && buf[1] == 2.0f);
+        CHECK(pft_npy_rows_read(r, 2, 1, buf) == 0 && buf[0] == 5.0f && buf[1] == 6.0f);
+        CHECK_FAILS(pft_npy_rows_read(r, 1, 1, buf), "rows8.npy", "row 1 column 1");
+        pft_npy_rows_destroy(&r);
+    }
+    float v[3] = {1, 2, 3};
+    CHECK(pft_npy_write_f32_vec(tmp_path("rows1d.npy"), v, 3) == 0);
+    CHECK_FAILS(pft_npy_rows_open(tmp_path("rows1d.npy"), &r), "rows1d.npy", "2-D");
+    CHECK(r == NULL);
+    CHECK(pft_npy_write_f32(tmp_path("rows0.npy"), NULL, 0, 4) == 0);
+    CHECK_FAILS(pft_npy_rows_open(tmp_path("rows0.npy"), &r), "rows0.npy", "empty");
+    CHECK_FAILS(pft_npy_rows_open(tmp_path("missing.npy"), &r), "missing.npy", NULL);
+}
+
 int main(void)
 {
     snprintf(s_dir, sizeof s_dir, "/tmp/pft_test_npy_XXXXXX");
@@ -474,6 +524,7 @@ int main(void)
     RUN(test_malformed_prefix);
     RUN(test_alloc_failures);
     RUN(test_fuzz_parser);
+    RUN(test_rows_reader);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", s_dir);
     if (system(cmd) != 0)

@@ -83,8 +83,9 @@ typedef struct {
     double reg_covar;              /* added to covariance diagonals */
     int n_init;                    /* EM restarts */
     double head_c;                 /* head: inverse L2 strength (scikit-learn's C) */
-    int head_draws;        /* head: synthetic draws per represented row (real rows repeated as often) */
-    int em_draws;          /* EM refit: synthetic draws per represented row (real rows repeated as often) */
+    int head_draws;                /* head: synthetic draws per represented row, up to mc_budget per class */
+    int em_draws;          /* EM refit: synthetic draws per represented row, up to mc_budget per class */
+    int mc_budget;         /* most synthetic draws per class (0: no bound), each weighted (DESIGN.md §4) */
     int min_rows;          /* privacy floor: rows every released component / statistic stands for, default */
     double dp_epsilon;     /* DP-FedPFT epsilon per release, default for nodes (0: off) */
     double dp_delta;       /* DP-FedPFT delta (0: 1/n) */

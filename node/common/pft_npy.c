@@ -834,3 +834,16 @@ fail:
     pft_free(y);
     return rc;
 }
+
+/* ---- for pft_npy_rows (pft_npy_internal.h) ---- */
+
+int pft_npy__open(const char *path, pft_npy_t *out, int *fd_out)
+{
+    return open_and_parse(path, out, fd_out);
+}
+
+int pft_npy__convert_f32(const pft_npy_t *a, const uint8_t *src, size_t n, float *dst, int64_t first,
+                         const char *name)
+{
+    return convert_f32(a->dtype, src, n, dst, first, a->shape[1], a->ndim, name);
+}

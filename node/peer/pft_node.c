@@ -292,7 +292,7 @@ static void node_free(node_t *nd)
     pft_bundle_destroy(&nd->knowledge);
     pft_dataset_destroy(&nd->train);
     pft_dataset_destroy(&nd->test);
-    pft_dataset_destroy(&nd->eval);
+    PFT_FREE(nd->eval_y);
     pft_topo_destroy(&nd->topo);
     json_decref(nd->drift);
     json_decref(nd->dp);

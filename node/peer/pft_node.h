@@ -1,4 +1,5 @@
-/* pft_node: one peer of decentralized FedPFT: receive GMM bundles, sample, refit, forward, train and evaluate a head. */
+/* pft_node: one peer of decentralized FedPFT: receive GMM bundles, sample, refit, forward, train and evaluate
+ * a head. */
 #ifndef PFT_NODE_H
 #define PFT_NODE_H
 

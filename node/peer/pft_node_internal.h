@@ -6,9 +6,11 @@
  *   pft_node_setup.c    data, keys, the handed-over listening socket, inbound slots and outbound peers
  *   pft_node_inbox.c    matching, accepting, storing and loading inbound bundles; waiting for a stage's
  *   pft_node_refit.c    sampling, EM per class, drift, the head's rows
+ *   pft_node_rows.c     weighted rows; the Monte Carlo budget per received class
  *   pft_node_release.c  DP-FedPFT: releases, the ledger, its setup
  *   pft_node_outbox.c   sending, acknowledgements on disk, fallback successors, waiting for the sends
- *   pft_node_result.c   the head's training and evaluation, result.json
+ *   pft_node_result.c   the head's training, result.json
+ *   pft_node_eval.c     the evaluation set: checked at setup, scored in blocks
  *   pft_node_refusal.c  every refusal: logged (rate-limited), counted, persisted in out/refusals.json
  * Functions shared between these files are named pft_node__<file>_<verb>; the rest are static. */
 #ifndef PFT_NODE_INTERNAL_H
@@ -17,7 +19,9 @@
 #include "pft_node.h"
 
 #include "pft_bundle.h"
+#include "pft_gmm.h"
 #include "pft_gstat.h"
+#include "pft_rng.h"
 #include "pft_dataset.h"
 #include "pft_dp.h"
 #include "pft_keys.h"
@@ -69,10 +73,12 @@ typedef struct {
  * successor not reachable within resend_grace after it (it most likely stored the bundle and finished). */
 #define PFT_NODE_SEND_UNCONFIRMED 4
 
-/* Rows for EM or the head, grown as classes are added. */
+/* Weighted rows for EM or the head, grown as classes are added (pft_node_rows.c). */
 typedef struct {
     float *x;
     int32_t *y;
+    double *w;     /* each row's weight: the rows of knowledge it stands for (1 for a real row) */
+    double weight; /* their sum */
     int n, cap, d;
 } rows_t;
 
@@ -85,7 +91,9 @@ typedef struct {
     size_t my_index;
     const char *complete_producer; /* producer of the complete bundle (ring: the producer; mesh: the root,
                                     * whose role is also PFT_ROLE_PRODUCER); NULL for a chain or dag */
-    pft_dataset_t *train, *test, *eval;
+    pft_dataset_t *train, *test;
+    int32_t *eval_y; /* the evaluation set's labels (its features are read in blocks: pft_node_eval.c) */
+    int eval_n, eval_d, eval_classes;
     int n_classes;
     int *own_counts; /* real training rows per class (n_classes) */
     pft_transport_t *tp;
@@ -102,6 +110,7 @@ typedef struct {
     int head_has_own;        /* head_stats include this node's own rows (they may choose the shrinkage) */
     int n_real, n_synthetic;
     double em_seconds, head_seconds;
+    int em_rows_max; /* most rows one EM fit saw (own + draws: bounded by the Monte Carlo budget) */
     long em_iters;
     int em_fits;
     pft_bundle_t *knowledge; /* provenance the node ended with */
@@ -201,10 +210,22 @@ inbound_t *pft_node__inbox_complete(node_t *nd, const pft_stage_t *st);
 int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out);
 /* The head's rows for an adopted complete bundle (s->bundle may be NULL: own rows only). */
 int pft_node__refit_adopt(node_t *nd, const inbound_t *s);
+
+/* pft_node_rows.c: weighted rows and the Monte Carlo budget. */
 void pft_node__rows_free(rows_t *r);
-/* Room for extra more rows (0 or PFT_ENOMEM); appends n rows of label (0 or PFT_ENOMEM with a message). */
+/* Room for extra more rows (0 or PFT_ENOMEM). */
 int pft_node__rows_reserve(rows_t *r, int extra);
-int pft_node__rows_append(rows_t *r, const float *x, int n, int label);
+/* Appends n rows of label, each of the given weight (0 or PFT_ENOMEM with a message). */
+int pft_node__rows_append(rows_t *r, const float *x, int n, int label, double weight);
+/* Appends n draws of g (rng) as rows of label, each of the given weight. */
+int pft_node__rows_sample(rows_t *r, const pft_gmm_t *g, pft_rng_t *rng, int n, int label, double weight);
+/* 1 if every row weighs exactly 1 (the paper's protocol): the unweighted fits apply. */
+int pft_node__rows_all_unit(const rows_t *r);
+/* How many synthetic rows stand for one class received from nr bundles, bundle r standing for m[r] rows
+ * of it: f per row, at most mc_budget for the class (0: no bound; a DP node: one per row, no bound), split
+ * by m[r], at least one per bundle with rows. Each draw of bundle r then weighs m[r] / draws[r].
+ * 0, or PFT_ENOMEM when the count is out of reach. */
+int pft_node__mc_draws(const node_t *nd, int f, const uint64_t *m, size_t nr, int *draws);
 
 /* pft_node_stats.c: exact statistics. */
 /* A REFIT stage of an exact node: own statistics ∪ the received parts, each contributor once; one outbound
@@ -251,11 +272,13 @@ int pft_node__outbox_finish(node_t *nd, int *interrupted);
 /* Serves the transport (acks, retransmissions) between the steps of a long computation; ctx is the node_t. */
 void pft_node__result_serve(void *ctx);
 /* A head's accuracy and per-class accuracy (n_classes entries, NaN for a class without rows) on set. */
-typedef int (*pft_node__scorer_t)(const void *model, const pft_dataset_t *set, double *acc,
-                                  double *acc_class);
+typedef int (*pft_node__predictor_t)(const void *model, const float *x, int n, int32_t *pred);
+/* Checks the evaluation set at setup (shape, labels, every value finite) and keeps its labels; no-op
+ * without --eval-features. */
+int pft_node__eval_setup(node_t *nd);
 /* Scores a head on the test split and the eval set: accuracy_local / _global and their per-class arrays in
  * res (null where the set is missing). */
-int pft_node__result_evaluate(node_t *nd, json_t *res, pft_node__scorer_t score, const void *model);
+int pft_node__result_evaluate(node_t *nd, json_t *res, pft_node__predictor_t predict, const void *model);
 /* Trains the head on nd->head_rows, evaluates it, writes out/head.npy; fills res. */
 int pft_node__result_train_head(node_t *nd, json_t *res);
 /* Privacy floor bookkeeping of a refit: starts it afresh (before the refit) ... */

@@ -8,6 +8,7 @@
 #include "pft_gmm.h"
 #include "pft_log.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -17,45 +18,6 @@ static uint64_t fnv1a(const char *s)
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ULL;
     return h;
-}
-
-int pft_node__rows_reserve(rows_t *r, int extra)
-{
-    if (r->n + extra <= r->cap)
-        return 0;
-    int cap = r->cap ? r->cap : 1024;
-    while (cap < r->n + extra)
-        cap *= 2;
-    float *x = pft_realloc(r->x, (size_t)cap * (size_t)r->d * sizeof *x);
-    if (!x)
-        return PFT_ENOMEM;
-    r->x = x;
-    int32_t *y = pft_realloc(r->y, (size_t)cap * sizeof *y);
-    if (!y)
-        return PFT_ENOMEM;
-    r->y = y;
-    r->cap = cap;
-    return 0;
-}
-
-int pft_node__rows_append(rows_t *r, const float *x, int n, int label)
-{
-    if (n <= 0)
-        return 0;
-    if (pft_node__rows_reserve(r, n) != 0)
-        return pft_err(PFT_ENOMEM, "out of memory for %d more rows", n);
-    memcpy(r->x + (size_t)r->n * r->d, x, (size_t)n * r->d * sizeof(float));
-    for (int i = 0; i < n; i++)
-        r->y[r->n + i] = label;
-    r->n += n;
-    return 0;
-}
-
-void pft_node__rows_free(rows_t *r)
-{
-    PFT_FREE(r->x);
-    PFT_FREE(r->y);
-    r->n = r->cap = 0;
 }
 
 /* Rows of knowledge in bundle b for class label that `counted` does not hold yet. */
@@ -75,32 +37,35 @@ static uint64_t new_count(const pft_bundle_t *b, int ci, const pft_bundle_t *cou
     return n;
 }
 
-/* Draws n samples of class ci of b into out (n×d). */
-static int sample_class(node_t *nd, const pft_bundle_t *b, int ci, int n, float *out, uint64_t salt)
+/* Appends n draws of class ci of b to rows, each of the given weight. */
+static int sample_class(node_t *nd, const pft_bundle_t *b, int ci, int n, double weight, rows_t *rows,
+                        uint64_t salt)
 {
-    pft_rng_t *rng = pft_rng_new(
-        pft_rng_derive(nd->run->seed, fnv1a(nd->me->id) ^ salt, (uint64_t)pft_bundle_class_label(b, ci)));
+    int label = pft_bundle_class_label(b, ci);
+    pft_rng_t *rng = pft_rng_new(pft_rng_derive(nd->run->seed, fnv1a(nd->me->id) ^ salt, (uint64_t)label));
     if (!rng)
         return pft_err(PFT_ENOMEM, "out of memory");
-    int rc = pft_gmm_sample(pft_bundle_class_gmm(b, ci), rng, n, out);
+    int rc = pft_node__rows_sample(rows, pft_bundle_class_gmm(b, ci), rng, n, label, weight);
     pft_rng_destroy(&rng);
     return rc;
 }
 
-/* Appends m samples of class ci of b to the head's rows. */
-static int add_samples(node_t *nd, const pft_bundle_t *b, int ci, uint64_t m, uint64_t salt)
+/* Appends to rows the synthetic rows of class c received from recv[0..nr), bundle r standing for m[r] rows
+ * of it: f draws per row up to the budget (pft_node__mc_draws), each weighing the rows it stands for. */
+static int add_received(node_t *nd, int c, inbound_t **recv, const uint64_t *m, size_t nr, int f,
+                        rows_t *rows, uint64_t salt)
 {
-    int d = pft_dataset_d(nd->train);
-    if (m > INT32_MAX / 4 || pft_node__rows_reserve(&nd->head_rows, (int)m) != 0)
-        return pft_err(PFT_ENOMEM, "class %d: cannot hold %llu samples", pft_bundle_class_label(b, ci),
-                       (unsigned long long)m);
-    int rc = sample_class(nd, b, ci, (int)m, nd->head_rows.x + (size_t)nd->head_rows.n * d, salt);
-    if (rc)
-        return rc;
-    for (uint64_t j = 0; j < m; j++)
-        nd->head_rows.y[nd->head_rows.n + (int)j] = pft_bundle_class_label(b, ci);
-    nd->head_rows.n += (int)m;
-    return 0;
+    int *draws = pft_calloc(nr + 1, sizeof *draws);
+    if (!draws)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    int rc = pft_node__mc_draws(nd, f, m, nr, draws);
+    for (size_t r = 0; r < nr && rc == 0; r++) {
+        int ci = pft_bundle_find_class(recv[r]->bundle, c);
+        if (draws[r] && ci >= 0)
+            rc = sample_class(nd, recv[r]->bundle, ci, draws[r], (double)m[r] / draws[r], rows, salt + r);
+    }
+    pft_free(draws);
+    return rc;
 }
 
 /* Mean log-likelihood of this node's real features of each class under bundle b (the drift meter). */
@@ -129,29 +94,26 @@ static void record_drift(node_t *nd, const char *what, const pft_bundle_t *b)
                                                    "own_rows", (int)n_total));
 }
 
-/* The head's rows for class c: the real rows and, per received bundle, m·head_draws fresh samples for the
- * m rows it stands for; real rows are repeated head_draws times so that every represented row weighs the
- * same. More draws only lower the Monte Carlo noise of the synthetic set; the objective stays the same
- * (the head's L2 strength follows the represented count, not the row count). */
+/* The head's rows for class c: the real rows (weight 1) and the draws for the rows of knowledge each received
+ * bundle adds (add_received, head_draws per row up to mc_budget). The draws only set the Monte Carlo noise;
+ * the objective stays the same (the head's L2 strength follows the represented count, not the row count). */
 static int head_rows_add(node_t *nd, int c, const float *own, int n_own, inbound_t **recv,
                          const uint64_t *take, size_t nr)
 {
-    int f = nd->run->head_draws, rc = 0;
-    for (int rep = 0; rep < f && rc == 0; rep++)
-        rc = pft_node__rows_append(&nd->head_rows, own, n_own, c);
-    for (size_t r = 0; r < nr && rc == 0; r++) {
-        uint64_t m = take ? take[r * (size_t)nd->n_classes + (size_t)c] : 0;
-        int ci = pft_bundle_find_class(recv[r]->bundle, c);
-        if (!m || ci < 0)
-            continue;
-        rc = add_samples(nd, recv[r]->bundle, ci, m * (uint64_t)f, 0x4eadULL + r);
-    }
+    int rc = pft_node__rows_append(&nd->head_rows, own, n_own, c, 1.0);
+    uint64_t *m = pft_calloc(nr + 1, sizeof *m);
+    if (!m)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t r = 0; r < nr && take; r++)
+        m[r] = take[r * (size_t)nd->n_classes + (size_t)c];
+    if (rc == 0)
+        rc = add_received(nd, c, recv, m, nr, nd->run->head_draws, &nd->head_rows, 0x4eadULL);
+    pft_free(m);
     return rc;
 }
 
-/* Rows per represented row in the EM union: real rows repeated, synthetic ones drawn that many times over,
- * so that every represented row keeps its weight while the Monte Carlo noise of the samples shrinks.
- * DP releases use the plain union (their sensitivity is per row). */
+/* Synthetic rows per represented row in the EM union (up to mc_budget per class). DP releases use the plain
+ * union, one row per represented row (their sensitivity is per row). */
 static int em_draws(const node_t *nd)
 {
     if (nd->me->dp_epsilon > 0)
@@ -193,55 +155,35 @@ static int count_received(node_t *nd, refit_in_t *in, pft_bundle_t *b, pft_bundl
     return 0;
 }
 
-/* Appends to cls, for class c, f fresh samples per row of knowledge each received bundle adds; counts them
- * in *represented and nd->n_synthetic. */
-static int class_samples(node_t *nd, int c, const refit_in_t *in, int f, rows_t *cls, int *represented)
-{
-    int rc;
-    for (size_t r = 0; r < in->nr; r++) {
-        uint64_t m = in->take[r * (size_t)nd->n_classes + (size_t)c];
-        int ci = pft_bundle_find_class(in->recv[r]->bundle, c);
-        if (!m || ci < 0)
-            continue;
-        *represented += (int)m;
-        nd->n_synthetic += (int)m;
-        m *= (uint64_t)f;
-        if (m > INT32_MAX / 2 || (rc = pft_node__rows_reserve(cls, (int)m)))
-            return pft_err(PFT_ENOMEM, "class %d: cannot hold %llu samples", c, (unsigned long long)m);
-        if ((rc = sample_class(nd, in->recv[r]->bundle, ci, (int)m, cls->x + (size_t)cls->n * cls->d,
-                               (uint64_t)r)))
-            return rc;
-        for (uint64_t j = 0; j < m; j++)
-            cls->y[cls->n + (int)j] = c;
-        cls->n += (int)m;
-    }
-    return 0;
-}
-
-/* Fills cls with the union EM fits for class c: own rows and samples of the received bundles, em_draws times
- * each. Sets *n_own (real rows) and *represented (rows of knowledge the union stands for). */
+/* Fills cls with the weighted union EM fits for class c: own rows (weight 1) and the draws for the rows of
+ * knowledge each received bundle adds. Sets *n_own (real rows) and *represented (rows of knowledge the union
+ * stands for: its weight); counts the received rows in nd->n_synthetic. */
 static int class_union(node_t *nd, int c, const refit_in_t *in, rows_t *cls, int *n_own, int *represented)
 {
     float *xc = NULL;
     int rc = 0;
     cls->n = 0;
+    cls->weight = 0;
     *n_own = 0;
     if (c < pft_dataset_n_classes(nd->train))
         rc = pft_dataset_gather_class(nd->train, c, &xc, n_own);
     if (rc == 0)
-        rc = pft_node__rows_append(cls, xc, *n_own, c);
+        rc = pft_node__rows_append(cls, xc, *n_own, c, 1.0);
     pft_free(xc);
-    if (rc)
-        return rc;
-    int f = em_draws(nd);
-    *represented = *n_own;
-    if (f > 1 && *n_own > 0 &&
-        (rc = pft_node__rows_reserve(cls, *n_own * (f - 1)))) /* before copying from cls->x */
-        return rc;
-    for (int rep = 1; rep < f; rep++)
-        if ((rc = pft_node__rows_append(cls, cls->x, *n_own, c)))
-            return rc;
-    return class_samples(nd, c, in, f, cls, represented);
+    uint64_t *m = pft_calloc(in->nr + 1, sizeof *m), received = 0;
+    if (!m)
+        rc = pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t r = 0; rc == 0 && r < in->nr; r++)
+        if (pft_bundle_find_class(in->recv[r]->bundle, c) >= 0)
+            received += m[r] = in->take[r * (size_t)nd->n_classes + (size_t)c];
+    if (rc == 0 && received > (uint64_t)(INT_MAX - *n_own))
+        rc = pft_err(PFT_ERANGE, "class %d stands for %llu rows: too many", c, (unsigned long long)received);
+    if (rc == 0)
+        rc = add_received(nd, c, in->recv, m, in->nr, em_draws(nd), cls, 0);
+    pft_free(m);
+    *represented = *n_own + (int)received;
+    nd->n_synthetic += (int)received;
+    return rc;
 }
 
 static void em_opts(const node_t *nd, int c, pft_gmm_opts_t *go)
@@ -254,8 +196,8 @@ static void em_opts(const node_t *nd, int c, pft_gmm_opts_t *go)
     go->tol = nd->run->tol;
     go->reg_covar = nd->run->reg_covar;
     go->n_init = nd->run->n_init;
-    /* The floor counts represented rows; EM sees each of them em_draws times (class_union). */
-    go->min_rows = nd->me->dp_epsilon > 0 ? 1 : nd->me->min_rows * em_draws(nd);
+    /* the floor counts represented rows: the weights of the union (class_union) */
+    go->min_rows = nd->me->dp_epsilon > 0 ? 1 : nd->me->min_rows;
     go->seed = pft_rng_derive(nd->run->seed, fnv1a(nd->me->id), (uint64_t)c);
 }
 
@@ -269,8 +211,10 @@ static int fit_class(node_t *nd, int c, const rows_t *cls, int n_own, int repres
     em_opts(nd, c, &go);
     pft_gmm_info_t info = {.iters = 1, .k_used = 1};
     double t0 = pft_fsio_now();
-    int rc = nd->me->dp_epsilon > 0 ? pft_node__release_fit(nd, c, cls->x, cls->n, &g)
-                                    : pft_gmm_fit(cls->x, cls->n, cls->d, &go, &g, &info);
+    int rc = nd->me->dp_epsilon > 0
+                 ? pft_node__release_fit(nd, c, cls->x, cls->n, &g)
+                 : pft_gmm_fit_weighted(cls->x, pft_node__rows_all_unit(cls) ? NULL : cls->w, cls->n, cls->d,
+                                        &go, &g, &info);
     double dt = pft_fsio_now() - t0;
     if (rc) {
         pft_err_wrap(rc, "%s for class %d (%d rows)", nd->me->dp_epsilon > 0 ? "DP release" : "EM", c,
@@ -279,6 +223,8 @@ static int fit_class(node_t *nd, int c, const rows_t *cls, int n_own, int repres
         return rc;
     }
     nd->em_seconds += dt;
+    if (cls->n > nd->em_rows_max)
+        nd->em_rows_max = cls->n;
     nd->em_iters += info.iters;
     nd->em_fits++;
     pft_debug("class %d: %d real + %d synthetic rows, K=%d, %d EM iterations, %.2fs", c, n_own,
@@ -388,13 +334,13 @@ done:
     return rc;
 }
 
-/* Head rows for an adopted complete bundle: own rows ∪ samples standing for everyone else's data
- * (the bundle's count minus what this node itself contributed to it), head_draws times as above. */
+/* Head rows for an adopted complete bundle: own rows ∪ draws standing for everyone else's data (the bundle's
+ * count minus what this node itself contributed to it), as head_rows_add. */
 int pft_node__refit_adopt(node_t *nd, const inbound_t *s)
 {
     if (nd->me->exact)
         return pft_node__stats_adopt(nd, s);
-    int rc = 0, f = nd->me->head == PFT_TOPO_HEAD_GAUSSIAN ? 0 : nd->run->head_draws;
+    int rc = 0, gaussian = nd->me->head == PFT_TOPO_HEAD_GAUSSIAN;
     const pft_bundle_t *b = s->bundle;
     float *xc = NULL;
     if (b)
@@ -404,8 +350,8 @@ int pft_node__refit_adopt(node_t *nd, const inbound_t *s)
         if (c < pft_dataset_n_classes(nd->train) &&
             (rc = pft_dataset_gather_class(nd->train, c, &xc, &n_own)))
             break;
-        for (int rep = 0; rep < f && rc == 0; rep++)
-            rc = pft_node__rows_append(&nd->head_rows, xc, n_own, c);
+        if (!gaussian)
+            rc = pft_node__rows_append(&nd->head_rows, xc, n_own, c, 1.0);
         PFT_FREE(xc);
         nd->n_real += n_own;
         int ci = b ? pft_bundle_find_class(b, c) : -1;
@@ -414,10 +360,11 @@ int pft_node__refit_adopt(node_t *nd, const inbound_t *s)
         uint64_t total = pft_bundle_class_count(b, ci), mine = pft_bundle_prov_count(b, nd->me->id, c);
         uint64_t m = total > mine ? total - mine : 0;
         nd->n_synthetic += (int)m;
-        if (m && f)
-            rc = add_samples(nd, b, ci, m * (uint64_t)f, 0xc0);
+        inbound_t *one = (inbound_t *)s;
+        if (m && !gaussian)
+            rc = add_received(nd, c, &one, &m, 1, nd->run->head_draws, &nd->head_rows, 0xc0);
     }
-    if (rc == 0 && f == 0)
+    if (rc == 0 && gaussian)
         rc = pft_node__stats_for_mixtures(nd, NULL, NULL, 0, b);
     return rc;
 }

@@ -15,14 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static json_t *class_acc_json(const double *acc, int n)
-{
-    json_t *a = json_array();
-    for (int c = 0; c < n; c++)
-        json_array_append_new(a, isnan(acc[c]) ? json_null() : json_real(acc[c]));
-    return a;
-}
-
 /* Serves the transport between steps of a long computation (the head's L-BFGS iterations), so that an
  * acknowledgement arriving meanwhile is read and retransmissions go out while the successor is still up.
  * libzmq drops a reply still queued on a DEALER (ZMQ_IMMEDIATE) once its peer disconnects: a node that polled
@@ -55,45 +47,10 @@ static void busy_point(node_t *nd)
 #define busy_point(nd) ((void)0)
 #endif
 
-/* The softmax head's accuracy and per-class accuracy (pft_node__result_evaluate's scorer). */
-static int head_accuracy(const void *model, const pft_dataset_t *set, double *acc, double *acc_class)
+/* The softmax head's predictions (pft_node__result_evaluate's predictor). */
+static int head_predict(const void *model, const float *x, int n, int32_t *pred)
 {
-    int rc = pft_head_accuracy(model, pft_dataset_x(set), pft_dataset_y(set), pft_dataset_n(set), acc);
-    return rc ? rc
-              : pft_head_class_accuracy(model, pft_dataset_x(set), pft_dataset_y(set), pft_dataset_n(set),
-                                        acc_class, NULL);
-}
-
-int pft_node__result_evaluate(node_t *nd, json_t *res, pft_node__scorer_t score, const void *model)
-{
-    if (!nd->eval && nd->args->eval_features) { /* checked at setup, read now (pft_node__setup_data) */
-        int rc = pft_npy_load_dataset(nd->args->eval_features, nd->args->eval_labels, 0, &nd->eval);
-        if (rc == 0)
-            rc = pft_dataset_apply_prep(nd->eval, (pft_prep_t)nd->run->prep);
-        if (rc)
-            return pft_err_wrap(rc, "reading the evaluation set again");
-    }
-    const pft_dataset_t *sets[2] = {nd->test, nd->eval};
-    const char *names[2] = {"accuracy_local", "accuracy_global"};
-    const char *pc_names[2] = {"per_class_accuracy_local", "per_class_accuracy_global"};
-    double *acc = pft_calloc((size_t)nd->n_classes, sizeof *acc);
-    if (!acc)
-        return pft_err(PFT_ENOMEM, "out of memory");
-    int rc = 0;
-    for (int k = 0; rc == 0 && k < 2; k++) {
-        if (!sets[k]) {
-            json_object_set_new(res, names[k], json_null());
-            continue;
-        }
-        double a;
-        if ((rc = score(model, sets[k], &a, acc)) != 0)
-            break;
-        json_object_set_new(res, names[k], json_real(a));
-        json_object_set_new(res, pc_names[k], class_acc_json(acc, nd->n_classes));
-        pft_info("%s %.4f on %d test rows", names[k], a, pft_dataset_n(sets[k]));
-    }
-    pft_free(acc);
-    return rc;
+    return pft_head_predict(model, x, n, pred);
 }
 
 /* Trains the head on head_rows, evaluates it, writes head.npy; fills result fields. */
@@ -107,15 +64,16 @@ int pft_node__result_train_head(node_t *nd, json_t *res)
         return pft_err(PFT_EINVAL, "no training rows for the head");
     pft_head_opts_t ho;
     pft_head_opts_default(&ho);
-    ho.l2 = 1.0 / (nd->run->head_c * (nd->n_real + nd->n_synthetic)); /* represented rows */
+    ho.l2 = 1.0 / (nd->run->head_c * nd->head_rows.weight); /* the represented rows: the rows' weights */
     ho.on_iter = pft_node__result_serve;
     ho.on_iter_ctx = nd;
     pft_head_t *head = NULL;
     pft_head_info_t info;
     busy_point(nd);
     double t0 = pft_fsio_now();
-    int rc =
-        pft_head_fit(nd->head_rows.x, nd->head_rows.y, nd->head_rows.n, d, nd->n_classes, &ho, &head, &info);
+    int rc = pft_head_fit_weighted(nd->head_rows.x, nd->head_rows.y,
+                                   pft_node__rows_all_unit(&nd->head_rows) ? NULL : nd->head_rows.w,
+                                   nd->head_rows.n, d, nd->n_classes, &ho, &head, &info);
     nd->head_seconds = pft_fsio_now() - t0;
     if (rc)
         return pft_err_wrap(rc, "training the head on %d rows", nd->head_rows.n);
@@ -129,10 +87,11 @@ int pft_node__result_train_head(node_t *nd, json_t *res)
     rc = pft_npy_write_f32(path, pft_head_weights(head), nd->n_classes, d + 1);
     if (rc)
         goto done;
-    rc = pft_node__result_evaluate(nd, res, head_accuracy, head);
+    rc = pft_node__result_evaluate(nd, res, head_predict, head);
     if (rc)
         goto done;
     json_object_set_new(res, "head_iters", json_integer(info.iters));
+    json_object_set_new(res, "head_rows", json_integer(nd->head_rows.n));
 done:
     pft_free(path);
     pft_head_destroy(&head);
@@ -342,6 +301,7 @@ int pft_node__result_write(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "em_iters_mean",
                         json_real(nd->em_fits ? (double)nd->em_iters / nd->em_fits : 0));
     json_object_set_new(res, "em_seconds", json_real(nd->em_seconds));
+    json_object_set_new(res, "em_rows_max", json_integer(nd->em_rows_max));
     json_object_set_new(res, "head_seconds", json_real(nd->head_seconds));
     json_object_set_new(res, "wall_seconds", json_real(pft_fsio_now() - nd->t_start));
     json_object_set_new(res, "peak_rss_kb", json_integer(peak_rss_kb()));

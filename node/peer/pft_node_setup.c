@@ -21,19 +21,19 @@ int pft_node__setup_data(node_t *nd)
     int rc = nd->me->has_data ? pft_npy_load_dataset(nd->me->train, nd->me->labels, 0, &nd->train) : 0;
     if (rc == 0 && nd->me->test)
         rc = pft_npy_load_dataset(nd->me->test, nd->me->test_labels, 0, &nd->test);
-    if (rc == 0 && nd->args->eval_features)
-        rc = pft_npy_load_dataset(nd->args->eval_features, nd->args->eval_labels, 0, &nd->eval);
+    if (rc == 0)
+        rc = pft_node__eval_setup(nd); /* checked now, read in blocks when the head is scored */
     if (rc)
         return rc;
     if (!nd->me
              ->has_data) { /* an aggregator: no rows of its own; the test data tells the feature dimension */
-        const pft_dataset_t *ref = nd->test ? nd->test : nd->eval;
-        if (!ref)
+        if (!nd->test && !nd->eval_y)
             return pft_err(PFT_EINVAL,
                            "node '%s' has data = false: it needs a test set (test, test_labels) or "
                            "--eval-features to know the feature dimension and to evaluate its head",
                            nd->me->id);
-        nd->train = pft_dataset_new(0, pft_dataset_d(ref), pft_dataset_n_classes(ref));
+        nd->train = nd->test ? pft_dataset_new(0, pft_dataset_d(nd->test), pft_dataset_n_classes(nd->test))
+                             : pft_dataset_new(0, nd->eval_d, nd->eval_classes);
         if (!nd->train)
             return pft_err(PFT_ENOMEM, "out of memory");
     }
@@ -41,21 +41,19 @@ int pft_node__setup_data(node_t *nd)
     if (nd->test && pft_dataset_d(nd->test) != d)
         return pft_err(PFT_EINVAL, "%s has %d columns but %s has %d", nd->me->test, pft_dataset_d(nd->test),
                        nd->me->train, d);
-    if (nd->eval && pft_dataset_d(nd->eval) != d)
-        return pft_err(PFT_EINVAL, "%s has %d columns but %s has %d", nd->args->eval_features,
-                       pft_dataset_d(nd->eval), nd->me->train, d);
+    if (nd->eval_y && nd->eval_d != d)
+        return pft_err(PFT_EINVAL, "%s has %d columns but %s has %d", nd->args->eval_features, nd->eval_d,
+                       nd->me->train, d);
     rc = pft_dataset_apply_prep(nd->train, prep);
     if (rc == 0 && nd->test)
         rc = pft_dataset_apply_prep(nd->test, prep);
-    if (rc == 0 && nd->eval)
-        rc = pft_dataset_apply_prep(nd->eval, prep);
     if (rc)
         return rc;
     nd->n_classes = pft_dataset_n_classes(nd->train);
     if (nd->test && pft_dataset_n_classes(nd->test) > nd->n_classes)
         nd->n_classes = pft_dataset_n_classes(nd->test);
-    if (nd->eval && pft_dataset_n_classes(nd->eval) > nd->n_classes)
-        nd->n_classes = pft_dataset_n_classes(nd->eval);
+    if (nd->eval_y && nd->eval_classes > nd->n_classes)
+        nd->n_classes = nd->eval_classes;
     nd->own_counts = pft_calloc((size_t)nd->n_classes, sizeof *nd->own_counts);
     if (!nd->own_counts)
         return pft_err(PFT_ENOMEM, "out of memory");
@@ -67,9 +65,6 @@ int pft_node__setup_data(node_t *nd)
         nd->own_counts[c] = tmp[c];
     pft_free(tmp);
     nd->head_rows.d = d;
-    /* memory: the evaluation set (the union of every test split) is checked now and read again only to
-     * evaluate the head, once the statistics and models are freed */
-    pft_dataset_destroy(&nd->eval);
     pft_info("data: %d training rows, %d classes, d=%d, prep %s%s%s", pft_dataset_n(nd->train),
              pft_dataset_n_classes(nd->train), d, pft_prep_name(prep), nd->test ? ", own test split" : "",
              nd->args->eval_features ? ", global test set" : "");

@@ -538,10 +538,11 @@ static int add_group_parts(node_t *nd, parts_t *ps, pft_bundle_t *b, int steal)
     return rc;
 }
 
-/* A softmax head on exact statistics (head = logreg): its rows are the node's own, and per class as many
- * draws from the Gaussian N(μ_c, Σ) of the statistics as the class has rows beyond the node's own (Σ = W/N
- * for tied statistics, M_c/n_c for full ones, reg_covar added), head_draws times each, as the sampling path
- * does. Fills nd->head_rows and the row counters; the statistics are freed. */
+/* A softmax head on exact statistics (head = logreg): its rows are the node's own (weight 1), and per class
+ * draws from the Gaussian N(μ_c, Σ) of the statistics standing for the class's rows beyond the node's own
+ * (Σ = W/N for tied statistics, M_c/n_c for full ones, reg_covar added): head_draws per row up to mc_budget,
+ * each weighted, as the sampling path does (pft_node__mc_draws). Fills nd->head_rows and the row counters;
+ * the statistics are freed. */
 static int logreg_rows(node_t *nd)
 {
     const pft_gstat_t *st = nd->head_stats;
@@ -558,8 +559,7 @@ static int logreg_rows(node_t *nd)
         if (c < pft_dataset_n_classes(nd->train) &&
             (rc = pft_dataset_gather_class(nd->train, c, &xc, &n_own)))
             break;
-        for (int rep = 0; rep < f && rc == 0; rep++)
-            rc = pft_node__rows_append(&nd->head_rows, xc, n_own, c);
+        rc = pft_node__rows_append(&nd->head_rows, xc, n_own, c, 1.0);
         PFT_FREE(xc);
         nd->n_real += n_own;
         int i = pft_gstat_find(st, c);
@@ -567,10 +567,9 @@ static int logreg_rows(node_t *nd)
         uint64_t m = n_c > (uint64_t)n_own ? n_c - (uint64_t)n_own : 0;
         if (rc || m == 0)
             continue;
-        if (m * (uint64_t)f > INT32_MAX / 4) {
-            rc = pft_err(PFT_ENOMEM, "class %d: %llu rows to draw", c, (unsigned long long)m);
+        int take = 0;
+        if ((rc = pft_node__mc_draws(nd, f, &m, 1, &take)))
             break;
-        }
         const double *S =
             pft_gstat_kind(st) == PFT_GSTAT_TIED ? pft_gstat_tied_scatter(st) : pft_gstat_scatter(st, i);
         double div = pft_gstat_kind(st) == PFT_GSTAT_TIED ? N : (double)n_c;
@@ -580,16 +579,10 @@ static int logreg_rows(node_t *nd)
             cov[(size_t)j * d + j] += nd->run->reg_covar;
         pft_gmm_t *g = pft_gmm_new(1, d, PFT_COV_FULL);
         pft_rng_t *rng = pft_rng_new(pft_rng_derive(nd->run->seed, 0x6c6f67ULL ^ nd->my_index, (uint64_t)c));
-        int take = (int)(m * (uint64_t)f);
         rc = g && rng ? pft_gmm_set_params(g, &one, pft_gstat_mean(st, i), cov) : PFT_ENOMEM;
         if (rc == 0)
-            rc = pft_node__rows_reserve(&nd->head_rows, take);
-        if (rc == 0)
-            rc = pft_gmm_sample(g, rng, take, nd->head_rows.x + (size_t)nd->head_rows.n * d);
-        for (int j = 0; rc == 0 && j < take; j++)
-            nd->head_rows.y[nd->head_rows.n + j] = c;
+            rc = pft_node__rows_sample(&nd->head_rows, g, rng, take, c, (double)m / take);
         if (rc == 0) {
-            nd->head_rows.n += take;
             nd->n_synthetic += (int)m;
         } else {
             pft_err_wrap(rc, "drawing the head's rows of class %d from its Gaussian", c);
@@ -759,11 +752,10 @@ static int write_qda(const node_t *nd, const pft_ghead_t *h)
     return rc;
 }
 
-/* The Gaussian head's accuracy and per-class accuracy (pft_node__result_evaluate's scorer). */
-static int ghead_accuracy(const void *model, const pft_dataset_t *set, double *acc, double *acc_class)
+/* The Gaussian head's predictions (pft_node__result_evaluate's predictor). */
+static int ghead_predict(const void *model, const float *x, int n, int32_t *pred)
 {
-    return pft_ghead_accuracy(model, pft_dataset_x(set), pft_dataset_y(set), pft_dataset_n(set), acc,
-                              acc_class, NULL);
+    return pft_ghead_predict(model, x, n, pred);
 }
 
 int pft_node__stats_train_head(node_t *nd, json_t *res)
@@ -802,7 +794,7 @@ int pft_node__stats_train_head(node_t *nd, json_t *res)
     pft_gstat_destroy(&nd->head_stats); /* fitted: the evaluation needs the head only */
     pft_free(path);
     if (rc == 0)
-        rc = pft_node__result_evaluate(nd, res, ghead_accuracy, h);
+        rc = pft_node__result_evaluate(nd, res, ghead_predict, h);
     if (rc == 0) {
         json_t *g =
             json_pack("{s:s,s:f,s:s,s:f,s:i,s:i,s:f,s:I}", "kind", pft_ghead_kind_name(info.kind), "alpha",

@@ -109,10 +109,10 @@ static void print_text(const pft_topo_t *t)
         printf("root: %s\n", r->root_id);
     printf("settings: k=%d cov=%s dtype=%s prep=%s seed=%llu deadline=%gs send_deadline=%gs on_missing=%s\n"
            "          max_iter=%d tol=%g reg_covar=%g n_init=%d head_c=%g em_draws=%d head_draws=%d "
-           "max_bundle_mb=%d\n",
+           "mc_budget=%d max_bundle_mb=%d\n",
            r->k, cov_name(r->cov), s_dtype_names[r->dtype], s_prep_names[r->prep],
            (unsigned long long)r->seed, r->deadline, r->send_deadline, s_missing_names[r->on_missing],
-           r->max_iter, r->tol, r->reg_covar, r->n_init, r->head_c, r->em_draws, r->head_draws,
+           r->max_iter, r->tol, r->reg_covar, r->n_init, r->head_c, r->em_draws, r->head_draws, r->mc_budget,
            r->max_bundle_mb);
     if (r->dataset)
         printf("simulation: dataset=%s partition=%s samples=%d%s\n", r->dataset, r->partition, r->samples,
@@ -234,6 +234,7 @@ static json_t *build_json(const pft_topo_t *t)
     json_object_set_new(s, "head_c", json_real(r->head_c));
     json_object_set_new(s, "head_draws", json_integer(r->head_draws));
     json_object_set_new(s, "em_draws", json_integer(r->em_draws));
+    json_object_set_new(s, "mc_budget", json_integer(r->mc_budget));
     json_object_set_new(s, "max_bundle_mb", json_integer(r->max_bundle_mb));
     json_object_set_new(s, "dataset", json_str_or_null(r->dataset));
     json_object_set_new(s, "partition", r->dataset ? json_string(r->partition) : json_null());

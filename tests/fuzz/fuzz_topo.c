@@ -232,7 +232,7 @@ static void check_same(const pft_topo_t *a, const pft_topo_t *b)
         x->seed != y->seed || x->dtype != y->dtype || x->prep != y->prep || x->deadline != y->deadline ||
         x->send_deadline != y->send_deadline || x->on_missing != y->on_missing ||
         x->max_iter != y->max_iter || x->tol != y->tol || x->reg_covar != y->reg_covar ||
-        x->n_init != y->n_init || x->head_c != y->head_c || x->head_draws != y->head_draws ||
+        x->n_init != y->n_init || x->head_c != y->head_c || x->head_draws != y->head_draws || x->mc_budget != y->mc_budget ||
         x->max_bundle_mb != y->max_bundle_mb || !same_str(x->dataset, y->dataset) ||
         !same_str(x->partition, y->partition) || x->part_kind != y->part_kind ||
         x->part_beta != y->part_beta || x->part_ranges != y->part_ranges ||
