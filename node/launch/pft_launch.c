@@ -58,6 +58,7 @@ void pft_launch_destroy(pft_launch_t **self_p)
         pft_dataset_destroy(&self->ch[i].test);
     }
     pft_free(self->ch);
+    pft_launch__slurm_destroy(&self->slurm);
     pft_free(self->resolved);
     pft_free(self->eval_x);
     pft_free(self->eval_y);
@@ -86,6 +87,8 @@ void pft_launch_print_commands(pft_launch_t *self)
         pft_launch__close_port(&self->ch[i]);
     for (size_t i = 0; i < self->nn; i++) {
         const pft_launch_child_t *c = &self->ch[i];
+        if (c->host[0]) /* --engine slurm: where its endpoint is */
+            printf("# node %s, on host %s (Slurm task %d)\n", c->id, c->host, c->task);
         printf("%s --topology %s --id %s --out %s", self->node_bin, self->resolved, c->id, c->dir);
         if (self->o.insecure)
             printf(" --insecure");

@@ -1,5 +1,6 @@
-/* pft_launch: the local simulator behind `pftnet launch`, in four steps: prepare the run folder, start one
- * pftnode process per node, watch them to the end, collect their results. */
+/* pft_launch: the simulator behind `pftnet launch`, in four steps: prepare the run folder, start one pftnode
+ * process per node (locally, or on the tasks of a Slurm allocation), watch them to the end, collect their
+ * results. */
 #ifndef PFT_LAUNCH_H
 #define PFT_LAUNCH_H
 
@@ -16,15 +17,18 @@ typedef struct {
     const char *seed;      /* --seed as text (a graph attribute override); NULL: absent */
     const char *tag;       /* experiment name for results.json; NULL: the graph name */
     const char *variant;   /* method label for results.json; NULL: from the run's settings */
-    pft_opt_list_t set;    /* --set NAME=VALUE: graph attribute overrides */
-    double timeout;        /* stop every node after this many seconds (0: never) */
-    int json;              /* print results.json on stdout instead of the table */
-    int quiet;             /* no progress lines */
-    int no_baselines;      /* skip the baselines */
-    int force;             /* delete an earlier run in out_dir */
-    int insecure;          /* no keys: plain text, unsigned bundles */
-    int keep_going;        /* a failed node does not stop the others */
-    int exit_interrupted;  /* pftnode's exit code when it stopped on SIGTERM (PFT_EXIT_INTERRUPTED) */
+    const char *engine;   /* "local" (child processes) or "slurm" (one srun step in the current allocation) */
+    const char *iface;    /* slurm: network interface whose IPv4 address nodes listen on; NULL: the host's */
+    pft_opt_list_t set;   /* --set NAME=VALUE: graph attribute overrides */
+    double timeout;       /* stop every node after this many seconds (0: never) */
+    int json;             /* print results.json on stdout instead of the table */
+    int quiet;            /* no progress lines */
+    int no_baselines;     /* skip the baselines */
+    int force;            /* delete an earlier run in out_dir */
+    int resume;           /* keep an earlier run of the same topology in out_dir: its nodes resume from it */
+    int insecure;         /* no keys: plain text, unsigned bundles */
+    int keep_going;       /* a failed node does not stop the others */
+    int exit_interrupted; /* pftnode's exit code when it stopped on SIGTERM (PFT_EXIT_INTERRUPTED) */
     /* Makes node id's keypair as the files sk (secret) and pk (public), or checks the one in sk when that
      * file exists (an earlier start of the same run); 0 or an error code. Required unless insecure: keys
      * belong to wire/, which launch/ does not call. */
@@ -50,7 +54,8 @@ int pft_launch_prepare(pft_launch_t *self);
 void pft_launch_print_commands(pft_launch_t *self);
 
 /* Step 2. Holds every node's loopback port (refusing a port that cannot be bound), catches SIGINT/SIGTERM
- * and starts one pftnode per node not absent, in the order asked. Returns 0 or PFT_ENET (nothing started). */
+ * and starts one pftnode per node not absent, in the order asked; under Slurm, all at once through one srun
+ * step. Returns 0 or PFT_ENET / PFT_EIO (nothing started). */
 int pft_launch_start(pft_launch_t *self);
 
 /* Step 3. Shows progress until every started node has exited, stopping them all on a failure (unless
@@ -61,5 +66,11 @@ void pft_launch_watch(pft_launch_t *self);
  * into DIR/results.json, prints it or the table and a summary. *exit_code: 0, or 1 when a node failed.
  * Returns 0, or the error code of the baselines (nothing written then). */
 int pft_launch_collect(pft_launch_t *self, int *exit_code);
+
+/* What runs on each task of a Slurm launch, started by the launcher's srun steps: `launch --slurm-probe DIR
+ * NONCE K PFTNODE IFACE` (reports the task's host, address and K free ports, writes a marker file into DIR)
+ * or `launch --slurm-task TASKS` (runs the task's pftnode, reports how it ended). argv[0] is "launch".
+ * Returns the process's exit code. */
+int pft_launch_slurm_task_main(int argc, char **argv);
 
 #endif

@@ -30,6 +30,8 @@ static json_t *collect_nodes(const pft_launch_t *self)
                             json_integer(json_is_integer(own) && json_integer_value(own) > 0
                                              ? json_integer_value(own)
                                              : c->max_rss_kb));
+        if (c->host[0]) /* the Slurm task's host */
+            json_object_set_new(r, "host", json_string(c->host));
         json_array_append_new(nodes, r);
         pft_free(p);
     }
@@ -139,6 +141,7 @@ static json_t *settings_json(const pft_topo_run_t *run)
                   run->em_draws, "head_draws", run->head_draws, "dp_epsilon", run->dp_epsilon, "partition",
                   run->partition ? run->partition : "", "samples", run->samples);
     if (o) {
+        json_object_set_new(o, "mc_budget", json_integer(run->mc_budget));
         json_object_set_new(o, "head", json_string(head_name(run)));
         json_object_set_new(o, "merge",
                             json_string(run->merge == PFT_TOPO_MERGE_SAMPLE ? "sample" : "exact"));

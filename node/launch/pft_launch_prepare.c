@@ -73,19 +73,57 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     return remove(path) == 0 ? 0 : -1;
 }
 
+/* --resume: the earlier run in DIR (its resolved topology prev) must be of the same nodes, seed and model,
+ * else its nodes would resume from another run's state. */
+static int check_resume(const pft_topo_t *topo, const char *prev)
+{
+    pft_topo_t *old = NULL;
+    int rc = pft_topo_load(prev, PFT_TOPO_SKIP_DATA_CHECK, &old);
+    if (rc) {
+        pft_topo_destroy(&old);
+        return pft_err_wrap(rc, "--resume: the earlier run's topology");
+    }
+    const pft_topo_run_t *a = pft_topo_run(topo), *b = pft_topo_run(old);
+    const char *what = NULL;
+    size_t n = pft_topo_node_count(topo);
+    if (n != pft_topo_node_count(old))
+        what = "number of nodes";
+    for (size_t i = 0; !what && i < n; i++)
+        if (strcmp(pft_topo_node(topo, i)->id, pft_topo_node(old, i)->id) != 0)
+            what = "node ids";
+    if (!what && a->seed != b->seed)
+        what = "seed";
+    if (!what && (a->k != b->k || a->cov != b->cov || a->samples != b->samples))
+        what = "model (k, cov, samples)";
+    if (!what && (a->partition || b->partition) &&
+        (!a->partition || !b->partition || strcmp(a->partition, b->partition) != 0))
+        what = "partition";
+    pft_topo_destroy(&old);
+    if (what)
+        return pft_err(
+            PFT_EINVAL,
+            "--resume: %s holds a run with another %s; its nodes would resume from the wrong state. "
+            "Choose another --out, or --force to delete it",
+            prev, what);
+    return 0;
+}
+
 /* An earlier run in dir would be resumed by its nodes (they reload what they stored); a new launch needs a
- * clean folder. Returns 0 when dir is absent or empty, or was removed with --force. */
-static int check_out_dir(const char *dir, int force)
+ * clean folder. Returns 0 when dir is absent or empty, was removed with --force, or is kept for --resume (of
+ * the same topology). */
+static int check_out_dir(const pft_launch_t *self, const char *dir)
 {
     char *p = pft_fsio_join(dir, "topology.dot");
-    int used = p && pft_fsio_exists(p);
+    int used = p && pft_fsio_exists(p), force = self->o.force, rc = 0;
+    if (used && self->o.resume)
+        rc = check_resume(self->topo, p);
     pft_free(p);
-    if (!used)
-        return 0;
+    if (!used || self->o.resume)
+        return rc;
     if (!force)
         return pft_err(PFT_EINVAL,
-                       "%s holds an earlier run (its nodes would resume from it); choose another --out "
-                       "or add --force to delete it",
+                       "%s holds an earlier run; choose another --out, add --force to delete it, or "
+                       "--resume to start its nodes again from their saved state",
                        dir);
     if (nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
         return pft_err(PFT_EIO, "%s: cannot delete the earlier run: %s", dir, strerror(errno));
@@ -98,7 +136,7 @@ static int check_out_dir(const char *dir, int force)
 static int make_out_dir(pft_launch_t *self)
 {
     int rc;
-    if ((rc = check_out_dir(self->o.out_dir, self->o.force)) || (rc = pft_fsio_mkdirs(self->o.out_dir)))
+    if ((rc = check_out_dir(self, self->o.out_dir)) || (rc = pft_fsio_mkdirs(self->o.out_dir)))
         return rc;
     if (!realpath(self->o.out_dir, self->out_abs))
         return pft_err(PFT_EIO, "%s: %s", self->o.out_dir, strerror(errno));
@@ -242,11 +280,22 @@ int pft_launch_prepare(pft_launch_t *self)
                            "connections and signed bundles; run without --insecure",
                            self->o.topo_path, pft_topo_node(self->topo, i)->id);
     self->nn = pft_topo_node_count(self->topo);
-    raise_fd_limit(self->nn);
-    if ((rc = make_out_dir(self)) || (rc = make_children(self)) || (rc = pft_launch__load_data(self)))
+    if (self->o.force && self->o.resume)
+        return pft_err(PFT_EINVAL,
+                       "--force deletes the earlier run that --resume would continue: choose one");
+    int slurm = self->o.engine && strcmp(self->o.engine, "slurm") == 0;
+    if (slurm && (rc = pft_launch__slurm_new(self)))
+        return rc;
+    if (!slurm)
+        raise_fd_limit(self->nn);
+    if ((rc = make_out_dir(self)) || (rc = make_children(self)))
+        return rc;
+    if (slurm && (rc = pft_launch__slurm_place(self))) /* before the data: a bad allocation fails fast */
+        return rc;
+    if ((rc = pft_launch__load_data(self)))
         return rc;
     pft_launch__refresh_ids(self); /* pointers are stale after set_attr */
-    if ((rc = assign_endpoints(self)))
+    if ((rc = slurm ? pft_launch__slurm_endpoints(self) : assign_endpoints(self)))
         return rc;
     pft_launch__refresh_ids(self);
     if (!self->o.insecure && (rc = make_keys(self)))

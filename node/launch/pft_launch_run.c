@@ -1,5 +1,5 @@
-/* pft_launch_run: steps 2 and 3 of a launch: start one pftnode process per node, then watch them (progress,
- * failures, the timeout, SIGINT/SIGTERM) until every one has exited. */
+/* pft_launch_run: steps 2 and 3 of a launch: start one pftnode process per node (here, or through the Slurm
+ * engine), then watch them (progress, failures, the timeout, SIGINT/SIGTERM) until every one has exited. */
 #include "pft_launch_int.h"
 
 #include "pft_alloc.h"
@@ -52,9 +52,8 @@ static int hold_ports(pft_launch_t *self)
     return 0;
 }
 
-/* In the child: pftnode's command line for c into argv (room for 20), fd_text holding its --listen-fd. */
-static void node_argv(const pft_launch_t *self, const pft_launch_child_t *c, const char **argv, char *fd_text,
-                      size_t fd_cap)
+void pft_launch__node_argv(const pft_launch_t *self, const pft_launch_child_t *c, const char **argv,
+                           char *fd_text, size_t fd_cap)
 {
     int a = 0;
     argv[a++] = self->node_bin;
@@ -104,7 +103,7 @@ static pid_t spawn(const pft_launch_t *self, pft_launch_child_t *c)
         }
         const char *argv[20];
         char fd_text[16];
-        node_argv(self, c, argv, fd_text, sizeof fd_text);
+        pft_launch__node_argv(self, c, argv, fd_text, sizeof fd_text);
         execvp(self->node_bin, (char *const *)argv);
         fprintf(stderr, "cannot run %s: %s\n", self->node_bin, strerror(errno));
         _exit(127);
@@ -133,7 +132,7 @@ static int blas_threads(const pft_launch_t *self)
 
 int pft_launch_start(pft_launch_t *self)
 {
-    int rc = hold_ports(self);
+    int rc = self->slurm ? 0 : hold_ports(self);
     if (rc)
         return rc;
     struct sigaction sa = {0};
@@ -141,6 +140,8 @@ int pft_launch_start(pft_launch_t *self)
     sigaction(SIGINT, &sa, &self->old_int);
     sigaction(SIGTERM, &sa, &self->old_term);
     self->signals_caught = 1;
+    if (self->slurm)
+        return pft_launch__slurm_start(self);
     self->t0 = pft_fsio_now();
     int reverse = self->o.order && strcmp(self->o.order, "reverse") == 0;
     int threads = blas_threads(self);
@@ -223,28 +224,43 @@ typedef struct {
     char why[PATH_MAX + 64]; /* a failed node, as the cause */
 } watch_t;
 
-/* Collects the nodes that exited since the last poll and reads every running node's status. A failed node
- * leaves its successors waiting until their deadlines: unless keep_going, it becomes the cause to stop. */
+/* Records that c exited with wait status st. A failed node leaves its successors waiting until their
+ * deadlines: unless keep_going, it becomes the cause to stop. */
+static void on_exit_status(const pft_launch_t *self, watch_t *w, pft_launch_child_t *c, int st, long rss_kb)
+{
+    c->max_rss_kb = rss_kb;
+    c->exited = 1;
+    c->status = st;
+    w->left--;
+    if (self->slurm && !c->stopped && WIFEXITED(st) && WEXITSTATUS(st) == self->o.exit_interrupted) {
+        c->stopped = 2; /* SIGTERM from Slurm itself: the job is ending for all its steps */
+        if (!w->stop_why)
+            w->stop_why = "interrupted by Slurm: job cancelled, requeued, preempted or out of time";
+        return;
+    }
+    if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !c->lost && !self->o.keep_going && !w->stop_why &&
+        w->left > 0) {
+        snprintf(w->why, sizeof w->why, "node %s failed (see %s/node.log)", c->id, c->dir);
+        w->stop_why = w->why;
+    }
+}
+
+/* Collects the nodes that exited since the last poll (wait4, or their Slurm tasks' reports) and reads every
+ * running node's status. */
 static void reap(pft_launch_t *self, watch_t *w)
 {
-    for (size_t i = 0; i < self->nn; i++) {
+    size_t i;
+    int st;
+    long rss;
+    while (self->slurm && pft_launch__slurm_next_exit(self, &i, &st, &rss))
+        on_exit_status(self, w, &self->ch[i], st, rss);
+    for (i = 0; i < self->nn; i++) {
         pft_launch_child_t *c = &self->ch[i];
         if (c->exited || c->absent)
             continue;
-        int st;
         struct rusage ru;
-        pid_t r = wait4(c->pid, &st, WNOHANG, &ru);
-        if (r == c->pid) {
-            c->max_rss_kb = ru.ru_maxrss;
-            c->exited = 1;
-            c->status = st;
-            w->left--;
-            if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !self->o.keep_going && !w->stop_why &&
-                w->left > 0) {
-                snprintf(w->why, sizeof w->why, "node %s failed (see %s/node.log)", c->id, c->dir);
-                w->stop_why = w->why;
-            }
-        }
+        if (!self->slurm && wait4(c->pid, &st, WNOHANG, &ru) == c->pid)
+            on_exit_status(self, w, c, st, ru.ru_maxrss);
         read_status(c);
     }
 }
@@ -338,12 +354,20 @@ static void show_progress(const pft_launch_t *self, watch_t *w, int final)
     w->shown_at = now;
 }
 
-/* Sends sig to every started node still running, marking it stopped by the launcher. */
+/* Sends sig to every started node still running (under Slurm: to the step), marking it stopped by the
+ * launcher. */
 static void signal_running(pft_launch_t *self, int sig)
 {
-    for (size_t i = 0; i < self->nn; i++)
-        if (!self->ch[i].exited && self->ch[i].pid > 0)
-            kill(self->ch[i].pid, sig), self->ch[i].stopped = 1;
+    if (self->slurm)
+        pft_launch__slurm_signal(self, sig);
+    for (size_t i = 0; i < self->nn; i++) {
+        pft_launch_child_t *c = &self->ch[i];
+        if (c->exited || c->absent || (!self->slurm && c->pid <= 0))
+            continue;
+        if (!self->slurm)
+            kill(c->pid, sig);
+        c->stopped = 1;
+    }
 }
 
 /* At el seconds into the run: on a signal, the timeout or a failed node, SIGTERM to every running node, and
@@ -370,15 +394,22 @@ static void enforce_stop(pft_launch_t *self, watch_t *w, double el)
 static int report_failure(const pft_launch_t *self, const pft_launch_child_t *c)
 {
     int st = c->status;
-    int stopped = c->stopped && (WIFEXITED(st) ? WEXITSTATUS(st) == self->o.exit_interrupted
-                                               : WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGKILL);
+    int stopped =
+        c->stopped && (c->lost || (WIFEXITED(st) ? WEXITSTATUS(st) == self->o.exit_interrupted
+                                                 : WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGKILL));
     if (stopped) {
-        fprintf(stderr, "node %s was stopped by the launcher (see %s/node.log)\n", c->id, c->dir);
+        fprintf(stderr, "node %s was stopped by %s (see %s/node.log)\n", c->id,
+                c->stopped == 2 ? "Slurm" : "the launcher", c->dir);
         return 1;
     }
     char err[512];
     last_error(c->dir, err, sizeof err);
-    if (WIFEXITED(st))
+    if (c->lost)
+        fprintf(stderr,
+                "node %s: its Slurm task on %s ended without reporting how pftnode exited%s%s (see "
+                "%s/node.log and %s/slurm/srun.log)\n",
+                c->id, c->host, err[0] ? "; last error: " : "", err, c->dir, self->o.out_dir);
+    else if (WIFEXITED(st))
         fprintf(stderr, "node %s failed with exit code %d%s%s (see %s/node.log)\n", c->id, WEXITSTATUS(st),
                 err[0] ? ": " : "", err, c->dir);
     else
@@ -400,6 +431,8 @@ void pft_launch_watch(pft_launch_t *self)
             usleep(100000);
     }
     self->wall = pft_fsio_now() - self->t0;
+    if (self->slurm)
+        pft_launch__slurm_end(self);
     sigaction(SIGINT, &self->old_int, NULL);
     sigaction(SIGTERM, &self->old_term, NULL);
     self->signals_caught = 0;

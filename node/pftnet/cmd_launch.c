@@ -1,5 +1,5 @@
-/* pftnet launch: the local multi-process simulation (node/launch/pft_launch.h): options, then prepare, start,
- * watch, collect. */
+/* pftnet launch: the multi-process simulation, local or in a Slurm allocation (node/launch/pft_launch.h):
+ * options, then prepare, start, watch, collect. */
 #include "pft_cli.h"
 #include "pft_cmd.h"
 #include "pft_error.h"
@@ -59,6 +59,15 @@ static int parse_args(int argc, char **argv, pft_launch_opts_t *a, int *prepare_
          "when the topology names keys"},
         {"force", PFT_OPT_FLAG, &a->force, NULL, 0, -1, 0, NULL,
          "DIR holds an earlier run: delete it first (otherwise launch refuses)"},
+        {"resume", PFT_OPT_FLAG, &a->resume, NULL, 0, -1, 0, NULL,
+         "DIR holds an earlier run of this topology (same nodes, seed, model): start its nodes again, each "
+         "resuming from its saved state (a requeued Slurm job); a fresh run if DIR holds none"},
+        {"engine", PFT_OPT_STRING, &a->engine, "local", 0, -1, 0, "E",
+         "local: the nodes as processes of this machine; slurm: inside a Slurm allocation (salloc/sbatch), "
+         "one task per node, all started by one srun step"},
+        {"iface", PFT_OPT_STRING, &a->iface, NULL, 0, -1, 0, "NAME",
+         "with --engine slurm: the network interface whose IPv4 address the nodes listen on (default: the "
+         "address each host's name resolves to)"},
         {"prepare-only", PFT_OPT_FLAG, prepare_only, NULL, 0, -1, 0, NULL,
          "partition and write DIR/topology.dot, then print each node's pftnode command and exit"},
         {"json", PFT_OPT_FLAG, &a->json, NULL, 0, -1, 0, NULL,
@@ -78,7 +87,14 @@ static int parse_args(int argc, char **argv, pft_launch_opts_t *a, int *prepare_
         "on\n"
         "the union of all test splits) and prints a table. Exits 1 if any node failed, naming it; a failed "
         "node\n"
-        "stops the whole run unless --keep-going.",
+        "stops the whole run unless --keep-going.\n\n"
+        "With --engine slurm, run inside an allocation (salloc -n N pftnet launch ... --engine slurm, or an\n"
+        "sbatch script), DIR on a filesystem every host shares: a first short srun step checks that each "
+        "task\n"
+        "sees DIR and reports its host and a free port, every node without an explicit endpoint gets\n"
+        "tcp://ADDR:PORT of its task, then one srun step starts all the nodes. (Its tasks run `pftnet "
+        "launch\n"
+        "--slurm-probe|--slurm-task`, internal to the engine.)",
         opts};
     *a = (pft_launch_opts_t){.exit_interrupted = PFT_EXIT_INTERRUPTED, .keypair = keypair};
     *prepare_only = 0;
@@ -91,11 +107,22 @@ static int parse_args(int argc, char **argv, pft_launch_opts_t *a, int *prepare_
         fprintf(stderr, "pftnet launch: --order '%s': expected forward or reverse\n", a->order);
         return 2;
     }
+    if (strcmp(a->engine, "local") != 0 && strcmp(a->engine, "slurm") != 0) {
+        fprintf(stderr, "pftnet launch: --engine '%s': expected local or slurm\n", a->engine);
+        return 2;
+    }
+    if (a->iface && strcmp(a->engine, "slurm") != 0) {
+        fprintf(stderr,
+                "pftnet launch: --iface goes with --engine slurm (local nodes listen on 127.0.0.1)\n");
+        return 2;
+    }
     return -1;
 }
 
 int pft_cmd_launch(int argc, char **argv)
 {
+    if (argc > 1 && (strcmp(argv[1], "--slurm-probe") == 0 || strcmp(argv[1], "--slurm-task") == 0))
+        return pft_launch_slurm_task_main(argc, argv); /* on a task of --engine slurm's srun steps */
     pft_launch_opts_t a;
     int prepare_only, exit_code = parse_args(argc, argv, &a, &prepare_only);
     if (exit_code >= 0)

@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# e2e_slurm: `pftnet launch --engine slurm` on a real single-host Slurm cluster that the test starts and stops
+# (munged, slurmctld and slurmd on this machine, 16 CPUs declared, configuration, state and logs in a temporary
+# folder). An 8-node ring (through salloc) and a 5-node chain (through sbatch --wait) on the bundled example
+# data: every node's accuracies, row counts and bytes equal those of the local launch (--engine local) of the
+# same topology and seed. Refused before any peer starts, each with its message: no allocation, an allocation
+# with fewer tasks than nodes, a run folder the tasks cannot see (the launcher in a mount namespace of its own,
+# where DIR is on a private tmpfs). A peer killed (SIGKILL) mid-run stops the run, naming it, and leaves no
+# process behind. A run interrupted after its first hand-offs and started again with --resume (what a
+# requeued batch job does) ends with the local run's accuracies. Needs root, munge and slurm-wlm (Debian's
+# packages, .ci/install-deps installs them); exits 77 (skip) with the reason otherwise. Kills every daemon it
+# started on exit, whatever happens.
+# Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR; optional PFT_SLURM_KEEP=1 keeps the folder.
+set -u
+
+skip() {
+    echo "skipped: $*"
+    exit 77
+}
+FAILED=0
+fail() {
+    echo "FAIL: $*" >&2
+    FAILED=1
+}
+
+PFT_BIN=${PFT_BIN:?PFT_BIN must name the folder with pftnet and pftnode}
+PFT_SOURCE_DIR=${PFT_SOURCE_DIR:?PFT_SOURCE_DIR must name the source tree}
+PFTNET=$(cd "$PFT_BIN" && pwd)/pftnet
+DATA=$(cd "$PFT_SOURCE_DIR" && pwd)/examples/data/pacs-small
+[ -x "$PFTNET" ] && [ -x "$PFT_BIN/pftnode" ] || skip "no pftnet/pftnode in $PFT_BIN"
+[ -r "$DATA/train_x.npy" ] || skip "$DATA not found"
+[ "$(id -u)" = 0 ] || skip "needs root (munged and slurmd run as root here)"
+for b in munged slurmctld slurmd srun salloc sbatch scancel scontrol sinfo python3 timeout; do
+    command -v "$b" >/dev/null 2>&1 || skip "no $b: install munge and slurm-wlm (bash .ci/install-deps)"
+done
+
+W=$(mktemp -d /tmp/pft_slurm_XXXXXX)
+chmod 700 "$W"
+PIDS=()
+cleanup() {
+    local p i
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    for i in $(seq 1 50); do
+        local alive=0
+        for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+        [ $alive = 0 ] && break
+        sleep 0.1
+    done
+    for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    if [ "$FAILED" = 0 ] && [ "${PFT_SLURM_KEEP:-0}" != 1 ]; then
+        rm -rf "$W"
+    else
+        echo "outputs kept in $W" >&2
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- the cluster: munged, slurmctld, slurmd, all in the foreground of this script, on free ports ----
+mkdir -p "$W/munge" "$W/state" "$W/spool" "$W/log" && chmod 700 "$W/munge"
+head -c 1024 /dev/urandom >"$W/munge/munge.key" && chmod 400 "$W/munge/munge.key"
+munged --foreground --force --key-file="$W/munge/munge.key" --socket="$W/munge/sock" \
+    --pid-file="$W/munge/pid" --log-file="$W/munge/log" --seed-file="$W/munge/seed" 2>"$W/log/munged.err" &
+PIDS+=($!)
+for i in $(seq 1 50); do [ -S "$W/munge/sock" ] && break; sleep 0.1; done
+[ -S "$W/munge/sock" ] || skip "munged did not start: $(tail -3 "$W/log/munged.err" "$W/munge/log" 2>/dev/null)"
+read -r CTLD_PORT SLURMD_PORT < <(python3 -c '
+import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+H=$(hostname -s)
+export SLURM_CONF=$W/slurm.conf
+cat >"$SLURM_CONF" <<EOF
+ClusterName=pfttest
+SlurmctldHost=$H(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$W/munge/sock
+StateSaveLocation=$W/state
+SlurmdSpoolDir=$W/spool
+SlurmctldPidFile=$W/slurmctld.pid
+SlurmdPidFile=$W/slurmd.pid
+SlurmctldLogFile=$W/log/slurmctld.log
+SlurmdLogFile=$W/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SlurmdParameters=config_overrides
+ReturnToService=2
+KillWait=5
+NodeName=$H NodeAddr=127.0.0.1 CPUs=16 State=UNKNOWN
+PartitionName=pft Nodes=$H Default=YES MaxTime=INFINITE State=UP
+EOF
+slurmctld -D -i -f "$SLURM_CONF" >"$W/log/slurmctld.out" 2>&1 &
+PIDS+=($!)
+slurmd -D -f "$SLURM_CONF" -N "$H" >"$W/log/slurmd.out" 2>&1 &
+PIDS+=($!)
+for i in $(seq 1 100); do
+    [ "$(sinfo -h -n "$H" -o %t 2>/dev/null)" = idle ] && break
+    sleep 0.2
+done
+[ "$(sinfo -h -n "$H" -o %t 2>/dev/null)" = idle ] ||
+    skip "the Slurm daemons did not start (node state '$(sinfo -h -o %t 2>&1)'): $(tail -2 "$W"/log/slurm*.log 2>/dev/null)"
+echo "cluster up: $H, slurmctld :$CTLD_PORT, slurmd :$SLURMD_PORT, 16 CPUs"
+
+# ---- topologies: small models so that each run takes seconds under the sanitizers ----
+GMM="k = 3; cov = diag; prep = l2; max_iter = 20; em_draws = 2; head_draws = 1; samples = 60; seed = 5;"
+GMM="$GMM deadline = 120; send_deadline = 60; dataset = \"$DATA\"; partition = iid;"
+printf 'digraph ring8 {\n  start = a; %s\n  a -> b -> c -> d -> e -> f -> g -> h -> a;\n}\n' "$GMM" >"$W/ring8.dot"
+printf 'digraph chain5 {\n  %s\n  a -> b -> c -> d -> e;\n}\n' "$GMM" >"$W/chain5.dot"
+LAUNCH=(launch --no-baselines --log-level warn --timeout 240)
+IFACE=() # the probe listens on the address the host name resolves to; a container may not resolve its own
+getent hosts "$(hostname)" >/dev/null 2>&1 || IFACE=(--iface lo)
+
+# same NAME LOCAL SLURM [FIELDS]: every node's results agree (accuracies, rows, bytes; or FIELDS), each Slurm
+# node says its host
+same() {
+    python3 - "$2/results.json" "$3/results.json" "${4:-}" <<'PY' || fail "$1: the Slurm run differs from the local one"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+na, nb = ({n["id"]: n for n in r["nodes"]} for r in (a, b))
+assert sorted(na) == sorted(nb), (sorted(na), sorted(nb))
+fields = sys.argv[3].split() or ["accuracy_local", "accuracy_global", "n_real", "n_synthetic", "bytes_sent", "bytes_received"]
+for i in na:
+    for k in fields:
+        assert na[i].get(k) == nb[i].get(k), (i, k, na[i].get(k), nb[i].get(k))
+    assert na[i].get("accuracy_global") is not None, i
+    assert nb[i].get("host") and "host" not in na[i], (i, nb[i].get("host"))
+print("  %d nodes identical, e.g. %s: %.4f / %.4f" % (len(na), i, nb[i]["accuracy_local"], nb[i]["accuracy_global"]))
+PY
+}
+
+# ---- the ring through salloc, the chain through sbatch, each against its local launch ----
+"$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/ring-local" >"$W/ring-local.out" 2>&1 ||
+    fail "local ring exited $? ($(tail -3 "$W/ring-local.out"))"
+t0=$(date +%s)
+timeout 300 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/ring-slurm" --engine slurm "${IFACE[@]}" \
+    >"$W/ring-slurm.out" 2>&1 || fail "slurm ring exited $? ($(tail -5 "$W/ring-slurm.out"))"
+echo "ring8 through salloc -n 8: $(($(date +%s) - t0)) s"
+grep -q "pftnode processes with one srun step in job" "$W/ring-slurm.out" || fail "slurm ring: no srun step announced"
+same ring8 "$W/ring-local" "$W/ring-slurm"
+
+"$PFTNET" "${LAUNCH[@]}" "$W/chain5.dot" --out "$W/chain-local" >"$W/chain-local.out" 2>&1 ||
+    fail "local chain exited $? ($(tail -3 "$W/chain-local.out"))"
+t0=$(date +%s)
+timeout 300 sbatch --wait -n 6 -o "$W/chain-slurm.out" \
+    --wrap "'$PFTNET' ${LAUNCH[*]} '$W/chain5.dot' --out '$W/chain-slurm' --engine slurm ${IFACE[*]}" >/dev/null ||
+    fail "slurm chain (sbatch) exited $? ($(tail -5 "$W/chain-slurm.out"))"
+echo "chain5 through sbatch --wait -n 6: $(($(date +%s) - t0)) s"
+same chain5 "$W/chain-local" "$W/chain-slurm"
+
+# ---- refused before any peer starts ----
+# expect NAME RC PATTERN OUTFILE CODE DIR: exit code RC is CODE, OUTFILE has the message, no node of DIR started
+expect() {
+    if [ "$2" != "$5" ]; then fail "$1: exit $2, expected $5 ($(tail -3 "$4"))"; fi
+    grep -q -- "$3" "$4" || fail "$1: no '$3' in: $(cat "$4")"
+    ! ls "$6"/*/node.log >/dev/null 2>&1 || fail "$1: a node was started"
+    echo "$1: refused ($(grep -o -- "$3.\{0,60\}" "$4" | head -1)...)"
+}
+env -u SLURM_JOB_ID "$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/none" --engine slurm >"$W/none.out" 2>&1
+expect "no allocation" $? "no SLURM_JOB_ID" "$W/none.out" 2 "$W/none"
+timeout 120 salloc -n 4 "$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/few" --engine slurm >"$W/few.out" 2>&1
+expect "4 tasks for 8 nodes" $? "has 4 tasks" "$W/few.out" 2 "$W/few"
+mkdir -p "$W/private"
+if unshare -m true 2>/dev/null; then
+    timeout 120 salloc -n 8 unshare -m sh -c "mount -t tmpfs pft '$W/private' &&
+        '$PFTNET' ${LAUNCH[*]} '$W/ring8.dot' --out '$W/private/run' --engine slurm" >"$W/private.out" 2>&1
+    expect "DIR not shared" $? "cannot write its marker" "$W/private.out" 2 "$W/private/run"
+else
+    echo "DIR not shared: not checked here (unshare -m not permitted)"
+fi
+
+# ---- a peer killed mid-run stops the run, named ----
+timeout 300 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/kill" --engine slurm "${IFACE[@]}" \
+    >"$W/kill.out" 2>&1 &
+KILL_JOB=$!
+pid=
+for i in $(seq 1 600); do
+    pid=$(pgrep -f -- "--id d --out $W/kill/d( |$)" | head -1)
+    [ -n "$pid" ] && grep -qs . "$W/kill/d/status" && break
+    pid=
+    sleep 0.1
+done
+if [ -z "$pid" ]; then
+    fail "killed peer: node d never started ($(tail -3 "$W/kill.out"))"
+else
+    kill -KILL "$pid"
+    t0=$(date +%s)
+    wait "$KILL_JOB"
+    rc=$?
+    [ "$rc" = 1 ] || fail "killed peer: exit $rc, expected 1"
+    grep -q "node d was killed by signal 9" "$W/kill.out" || fail "killed peer: not named ($(tail -5 "$W/kill.out"))"
+    grep -q "stopped by the launcher" "$W/kill.out" || fail "killed peer: the others were not stopped"
+    echo "killed peer d: the run stopped $(($(date +%s) - t0)) s later, exit 1, node d named"
+fi
+! pgrep -f -- "--out $W/kill/" >/dev/null || fail "killed peer: pftnode processes of the run remain"
+
+# ---- interrupted (as by a requeue) after the first hand-offs, then --resume: the local run's accuracies ----
+timeout 300 salloc -n 5 "$PFTNET" "${LAUNCH[@]}" "$W/chain5.dot" --out "$W/resume" --engine slurm "${IFACE[@]}" \
+    >"$W/resume1.out" 2>&1 &
+RESUME_JOB=$!
+for i in $(seq 1 600); do
+    grep -qs "^done" "$W/resume/b/status" && break
+    sleep 0.1
+done
+pid=$(pgrep -f -- "^$PFTNET launch .*--out $W/resume " | head -1)
+if [ -z "$pid" ] || ! grep -qs "^done" "$W/resume/b/status"; then
+    fail "resume: node b never finished or the launcher is gone ($(tail -3 "$W/resume1.out"))"
+else
+    kill -INT "$pid"
+    wait "$RESUME_JOB"
+    grep -q "stopped (interrupted)" "$W/resume1.out" || fail "resume: the interrupt was not reported"
+    t0=$(date +%s)
+    timeout 300 salloc -n 5 "$PFTNET" "${LAUNCH[@]}" "$W/chain5.dot" --out "$W/resume" --engine slurm \
+        "${IFACE[@]}" --resume >"$W/resume2.out" 2>&1 || fail "resume: exited $? ($(tail -5 "$W/resume2.out"))"
+    echo "chain5 interrupted once node b was done, then --resume: $(($(date +%s) - t0)) s"
+    same "chain5 resumed" "$W/chain-local" "$W/resume" "accuracy_local accuracy_global n_real n_synthetic"
+fi
+
+[ "$FAILED" = 0 ] && echo "e2e_slurm: all checks passed"
+exit "$FAILED"
