@@ -236,6 +236,72 @@ static int em_alloc(em_t *em)
     return 0;
 }
 
+/* em->ctr: the (weighted) mean, or 0 where at least EM_SPARSE_FRAC of the mass is exactly zero (zero mass
+ * counted in gvar, which is free until em_variance). */
+static void em_centre(em_t *em)
+{
+    size_t n = em->n, d = em->d;
+    const float *x = em->x;
+    for (size_t i = 0; i < n; i++) {
+        double wi = em_row_w(em, i);
+        for (size_t j = 0; j < d; j++) {
+            double v = x[i * d + j];
+            em->ctr[j] += wi * v;
+            em->gvar[j] += v == 0.0 ? wi : 0.0;
+        }
+    }
+    for (size_t j = 0; j < d; j++)
+        em->ctr[j] = em->gvar[j] >= EM_SPARSE_FRAC * em->wsum ? 0.0 : em->ctr[j] / em->wsum;
+}
+
+/* The centred working copies (float xf with zero padding; double xd where the family has one) and, in the
+ * same pass, mean[] = the (weighted) mean of the centred rows. */
+static void em_copies(em_t *em, double *mean)
+{
+    size_t n = em->n, d = em->d, dp = em->dp, nr = (n + RB - 1) / RB * RB;
+    const float *x = em->x;
+    memset(mean, 0, d * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        double wi = em_row_w(em, i);
+        float *xf = em->xf + i * dp;
+        for (size_t j = 0; j < d; j++) {
+            double t = (double)x[i * d + j] - em->ctr[j];
+            xf[j] = (float)t;
+            mean[j] += wi * t;
+            if (em->xd)
+                em->xd[i * d + j] = t;
+        }
+        memset(xf + d, 0, (dp - d) * sizeof(float));
+    }
+    memset(em->xf + n * dp, 0, (nr - n) * dp * sizeof(float)); /* the distance kernel reads rows by RB */
+    for (size_t j = 0; j < d; j++)
+        mean[j] /= em->wsum;
+}
+
+/* em->gvar: the (weighted) data variance per dimension about the exact mean, in double; em->reg. */
+static void em_variance(em_t *em, const double *mean, double reg_covar)
+{
+    size_t n = em->n, d = em->d;
+    const float *x = em->x;
+    memset(em->gvar, 0, d * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        double wi = em_row_w(em, i);
+        for (size_t j = 0; j < d; j++) {
+            double t = (double)x[i * d + j] - em->ctr[j] - mean[j];
+            em->gvar[j] += wi * t * t;
+        }
+    }
+    double mvar = 0.0;
+    for (size_t j = 0; j < d; j++) {
+        em->gvar[j] /= em->wsum;
+        mvar += em->gvar[j];
+    }
+    mvar /= (double)d;
+    /* reg_covar, but at least a tiny fraction of the data variance so that a model always exists. */
+    double tiny = 1e-12 * (mvar > 0.0 ? mvar : 1.0);
+    em->reg = reg_covar > tiny ? reg_covar : tiny;
+}
+
 /* Centre, working copies of the data, data variance, scratch for K components. */
 static int em_init(em_t *em, const float *x, const double *w, double wsum, size_t n, size_t d, size_t K,
                    pft_cov_t cov, size_t q, double reg_covar)
@@ -255,57 +321,15 @@ static int em_init(em_t *em, const float *x, const double *w, double wsum, size_
         em_free(em);
         return pft_err(PFT_ENOMEM, "gmm fit: out of memory (n %zu, d %zu, k %zu)", n, d, K);
     }
-    size_t dp = em->dp, nr = (n + RB - 1) / RB * RB;
-    /* Centre: the (weighted) mean, or 0 where many values are exactly zero (zero mass borrowed from gvar). */
-    for (size_t i = 0; i < n; i++) {
-        double wi = em_row_w(em, i);
-        for (size_t j = 0; j < d; j++) {
-            double v = x[i * d + j];
-            em->ctr[j] += wi * v;
-            em->gvar[j] += v == 0.0 ? wi : 0.0;
-        }
-    }
-    for (size_t j = 0; j < d; j++)
-        em->ctr[j] = em->gvar[j] >= EM_SPARSE_FRAC * wsum ? 0.0 : em->ctr[j] / wsum;
-    /* Working copies and the data variance per dimension (about the exact mean, in double). */
-    memset(em->xf, 0, nr * dp * sizeof(float));
-    memset(em->gvar, 0, d * sizeof(double));
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < d; j++) {
-            double t = (double)x[i * d + j] - em->ctr[j];
-            em->xf[i * dp + j] = (float)t;
-            if (em->xd)
-                em->xd[i * d + j] = t;
-        }
-    double *mean = pft_calloc(d, sizeof(double));
+    double *mean = pft_alloc_array(d, sizeof(double));
     if (!mean) {
         em_free(em);
         return pft_err(PFT_ENOMEM, "gmm fit: out of memory");
     }
-    for (size_t i = 0; i < n; i++) {
-        double wi = em_row_w(em, i);
-        for (size_t j = 0; j < d; j++)
-            mean[j] += wi * ((double)x[i * d + j] - em->ctr[j]);
-    }
-    for (size_t j = 0; j < d; j++)
-        mean[j] /= wsum;
-    for (size_t i = 0; i < n; i++) {
-        double wi = em_row_w(em, i);
-        for (size_t j = 0; j < d; j++) {
-            double t = (double)x[i * d + j] - em->ctr[j] - mean[j];
-            em->gvar[j] += wi * t * t;
-        }
-    }
+    em_centre(em);
+    em_copies(em, mean);
+    em_variance(em, mean, reg_covar);
     pft_free(mean);
-    double mvar = 0.0;
-    for (size_t j = 0; j < d; j++) {
-        em->gvar[j] /= wsum;
-        mvar += em->gvar[j];
-    }
-    mvar /= (double)d;
-    /* reg_covar, but at least a tiny fraction of the data variance so that a model always exists. */
-    double tiny = 1e-12 * (mvar > 0.0 ? mvar : 1.0);
-    em->reg = reg_covar > tiny ? reg_covar : tiny;
     return 0;
 }
 

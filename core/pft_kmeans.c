@@ -215,9 +215,7 @@ static int update(km_ws_t *ws, double *centers, int *labels, double *dist, doubl
         double wi = row_w(ws, i);
         count[c] += wi;
         members[c]++;
-        const float *xi = ws->x + i * d;
-        for (size_t j = 0; j < d; j++)
-            centers[c * d + j] += wi * xi[j];
+        pft_la_axpy_f(d, wi, ws->x + i * d, centers + c * d);
     }
     for (size_t c = 0; c < k; c++) {
         if (members[c] > 0)

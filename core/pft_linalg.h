@@ -65,6 +65,9 @@ void pft_la_sqdist(const float *x, size_t rows, size_t dp, const float *s, const
 void pft_la_wstats(const float *x, size_t rows, size_t dp, const float *r, size_t k, const float *a,
                    float *s1, float *s2);
 
+/* y[j] += a · x[j] (float x, double y and sums), vectorised. */
+void pft_la_axpy_f(size_t n, double a, const float *x, double *y);
+
 /* out[j] = 1 / sqrt(v[j]) for v[0..n) > 0 (vectorised; correctly rounded square root and division). */
 void pft_la_inv_sqrt(const double *v, size_t n, double *out);
 

@@ -1,6 +1,8 @@
 /* Tests of pft_gmm_fit (EM) for the full, diag and spher families: recovery of a known mixture, degenerate
- * inputs, argument checks, determinism and iteration counts, monotone likelihood, allocation failures, and
- * one fit on real PACS features (skipped when absent). The lowrank family: test_gmm_lowrank.c. */
+ * inputs, argument checks, determinism and iteration counts, monotone likelihood, allocation failures,
+ * threads, and one fit on real PACS features (skipped when absent). The lowrank family: test_gmm_lowrank.c.
+ */
+#include <cblas.h>
 #include <stdint.h>
 
 #include "pft_alloc.h"
@@ -383,6 +385,59 @@ static int32_t *read_npy_i32(const char *path, int n)
     return y;
 }
 
+/* The fused diag/spher pass spreads its chunks over OpenBLAS's thread count (helper threads kept for the
+ * run): with a fixed count the fit is bit-identical run to run, weighted or not, and it agrees with the
+ * one-thread fit to rounding (only the order of the per-thread sums differs). */
+static void test_threads(void)
+{
+    const int n = 3000, d = 16, k = 4;
+    float *x = malloc(sizeof(float) * n * d);
+    double *w = malloc(sizeof(double) * n);
+    pft_rng_t *r = pft_rng_new(31);
+    for (int i = 0; i < n; i++) {
+        w[i] = 0.5 + (double)(i % 7);
+        for (int j = 0; j < d; j++)
+            x[i * d + j] = (float)((j == i % k ? 8.0 : 0.0) + (1.0 + 0.1 * j) * pft_rng_normal(r));
+    }
+    pft_cov_t covs[] = {PFT_COV_DIAG, PFT_COV_SPHER};
+    for (int t = 0; t < 2; t++) {
+        pft_gmm_opts_t o;
+        pft_gmm_opts_default(&o);
+        o.k = k;
+        o.cov = covs[t];
+        o.tol = 0;
+        o.max_iter = 20;
+        pft_gmm_t *a = NULL, *b = NULL, *c = NULL, *e = NULL;
+        pft_gmm_info_t ia, ib, ic, ie;
+        openblas_set_num_threads(2);
+        CHECK(pft_gmm_fit(x, n, d, &o, &a, &ia) == 0);
+        CHECK(pft_gmm_fit(x, n, d, &o, &b, &ib) == 0);
+        CHECK(pft_gmm_fit_weighted(x, w, n, d, &o, &e, &ie) == 0);
+        pft_gmm_t *e2 = NULL;
+        CHECK(pft_gmm_fit_weighted(x, w, n, d, &o, &e2, NULL) == 0);
+        openblas_set_num_threads(1);
+        CHECK(pft_gmm_fit(x, n, d, &o, &c, &ic) == 0);
+        if (a && b && c && e && e2) {
+            size_t cl = cov_len(covs[t], d);
+            CHECK(memcmp(pft_gmm_means(a), pft_gmm_means(b), (size_t)k * d * sizeof(double)) == 0);
+            CHECK(memcmp(pft_gmm_covars(a), pft_gmm_covars(b), k * cl * sizeof(double)) == 0);
+            CHECK(memcmp(&ia.avg_loglik, &ib.avg_loglik, sizeof(double)) == 0);
+            CHECK(memcmp(pft_gmm_means(e), pft_gmm_means(e2), (size_t)k * d * sizeof(double)) == 0);
+            CHECK(memcmp(pft_gmm_covars(e), pft_gmm_covars(e2), k * cl * sizeof(double)) == 0);
+            for (size_t q = 0; q < (size_t)k * d; q++)
+                CHECK_NEAR(pft_gmm_means(a)[q], pft_gmm_means(c)[q],
+                           1e-9 * fmax(1.0, fabs(pft_gmm_means(c)[q])));
+            for (size_t q = 0; q < k * cl; q++)
+                CHECK_NEAR(pft_gmm_covars(a)[q], pft_gmm_covars(c)[q], 1e-9 * pft_gmm_covars(c)[q]);
+            CHECK_NEAR(ia.avg_loglik, ic.avg_loglik, 1e-9 * fabs(ic.avg_loglik));
+        }
+        pft_gmm_destroy(&a), pft_gmm_destroy(&b), pft_gmm_destroy(&c), pft_gmm_destroy(&e),
+            pft_gmm_destroy(&e2);
+    }
+    pft_rng_destroy(&r);
+    free(x), free(w);
+}
+
 static void test_pacs(void)
 {
     const char *px = pft_test_shared_data("pacs-mobilenetv2/train_x.npy");
@@ -460,6 +515,7 @@ int main(void)
     RUN(test_determinism_and_iterations);
     RUN(test_monotone);
     RUN(test_alloc_failures);
+    RUN(test_threads);
     RUN(test_pacs);
     return pft_test_done();
 }
