@@ -345,6 +345,54 @@ static void test_late_bundle_refused(void)
     CHECK_MSG(acc[0] == acc[1], "b's accuracy %.6f, re-run %.6f", acc[0], acc[1]);
 }
 
+/* Seconds of the day of the first line of log containing what ("2026-11-24T03:26:21.060 ..."); -1 if none. */
+static double log_time(const char *log, const char *what)
+{
+    FILE *f = fopen(log, "r");
+    char line[1024];
+    double t = -1;
+    while (f && t < 0 && fgets(line, sizeof line, f)) {
+        int h, m;
+        double sec;
+        if (strstr(line, what) && sscanf(line, "%*d-%*d-%*dT%d:%d:%lf", &h, &m, &sec) == 3)
+            t = h * 3600.0 + m * 60.0 + sec;
+    }
+    if (f)
+        fclose(f);
+    return t;
+}
+
+/* A node stays reachable resend_grace (5 s) after its last ACK, whatever its linger: a predecessor that could
+ * not read the ACK (busy computing: here b, 4 s without reading its socket after it sent to c, PFT_TEST_BUSY
+ * ...:deaf) must find it up to retransmit and be ACKed again (in a 256-node ring, one of 256 predecessors
+ * lost an ACK and failed at send_deadline after its successor had left). c runs with --linger-ms 300 and
+ * would leave ~1 s after its ACK without the rule. */
+static void test_ack_while_deaf(void)
+{
+    char dir[512], topo[600], cmd[2048], log[600];
+    snprintf(dir, sizeof dir, "%s/deaf", s_tmp);
+    snprintf(topo, sizeof topo, "%s/deaf.dot", s_tmp);
+    write_topo(topo);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only > /dev/null", PFT_BINARY_DIR,
+             topo, dir);
+    CHECK(sh(cmd) == 0);
+    setenv("PFT_TEST_BUSY", "b:4000:deaf", 1);
+    pid_t pid[NODES];
+    for (int i = NODES - 1; i >= 0; i--)
+        pid[i] = start_node(dir, s_ids[i], NULL);
+    unsetenv("PFT_TEST_BUSY");
+    int sig, code[NODES];
+    for (int i = 0; i < NODES; i++)
+        code[i] = wait_exit(pid[i], &sig);
+    CHECK_MSG(code[0] == 0 && code[1] == 0 && code[2] == 0, "exits a=%d b=%d c=%d (logs in %s)", code[0],
+              code[1], code[2], dir);
+    snprintf(log, sizeof log, "%s/c/node.log", dir);
+    double acked = log_time(log, "received bundle"), done = log_time(log, "done in");
+    CHECK_MSG(acked > 0 && done > 0 && done - acked >= 4.8, "c left %.1f s after its ACK (resend_grace 5 s)",
+              done - acked);
+    printf("  c left %.1f s after its ACK; b, deaf for 4 s, exited %d\n", done - acked, code[1]);
+}
+
 static void test_before_receive(void)
 {
     crash_run("before-receive", 1);
@@ -387,6 +435,7 @@ int main(void)
     }
     RUN(test_store_fail);
     RUN(test_late_bundle_refused);
+    RUN(test_ack_while_deaf);
     RUN(test_restart_after_store_inbox);
     RUN(test_restart_after_store_on_ack);
     RUN(test_before_receive);

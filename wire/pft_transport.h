@@ -182,6 +182,10 @@ typedef struct {
                                    (client using a wrong server key), connection lost mid-handshake (one
                                    failure may count twice: the cause and the lost connection) */
     uint64_t peer_handshake_failures; /* outbound handshakes refused (our key not allowed, mismatch, ...) */
+    int64_t
+        last_ack_ms; /* pft_transport_now_ms() when the last ACK went out (0: none): a node stays reachable a
+                        while after it, for a sender that could not read it yet (libzmq drops a reply still
+                        unread on a DEALER once the connection closes) to retransmit and be ACKed again */
 } pft_transport_stats_t;
 
 void pft_transport_stats(const pft_transport_t *self, pft_transport_stats_t *stats);

@@ -61,6 +61,7 @@ static void reply(pft_transport_t *self, zmq_msg_t *identity, char type,
     }
     if (type != T_NACK) {
         zmq_send(self->router, hdr, HDR_LEN, ZMQ_DONTWAIT);
+        self->stats.last_ack_ms = pft_transport_now_ms();
         return;
     }
     uint8_t body[4 + PFT_TRANSPORT_MAX_REASON];

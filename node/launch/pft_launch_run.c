@@ -270,7 +270,7 @@ static void reap(pft_launch_t *self, watch_t *w)
 #define PROGRESS_TTY_PERIOD 0.2
 
 /* A big topology's progress in one line: a bar, counts per state, elapsed and an estimate, who is working. */
-static void summary_line(const pft_launch_t *self, char *line, size_t cap, double el)
+static void summary_line(pft_launch_t *self, char *line, size_t cap, double el)
 {
     static const char *const idle[] = {"started", "starting", "waiting", "done", "absent", NULL};
     struct {
@@ -299,9 +299,13 @@ static void summary_line(const pft_launch_t *self, char *line, size_t cap, doubl
         bar[i] = i < fill ? '#' : '.';
     bar[20] = '\0';
     int n = snprintf(line, cap, "[%s] %zu/%zu exited  %.0fs", bar, done, total, el);
-    if (done > 0 && done < total)
-        n +=
-            snprintf(line + n, cap - (size_t)n, " (~%.0fs left)", el / (double)done * (double)(total - done));
+    /* the estimate: nodes exit late in a chain or ring (each waits for its knowledge), so the rate counts
+     * from the first exit, once a few nodes are done */
+    if (done > 0 && self->first_exit_at <= 0)
+        self->first_exit_at = el;
+    if (done >= 3 && done * 20 >= total && done < total && el > self->first_exit_at)
+        n += snprintf(line + n, cap - (size_t)n, " (~%.0fs left)",
+                      (el - self->first_exit_at) / (double)(done - 1) * (double)(total - done));
     for (size_t k = 0; k < nt && n < (int)cap - 40; k++)
         if (strcmp(tally[k].state, "exited") != 0)
             n += snprintf(line + n, cap - (size_t)n, "  %s %zu", tally[k].state, tally[k].n);
@@ -325,7 +329,7 @@ static void summary_line(const pft_launch_t *self, char *line, size_t cap, doubl
 /* Progress on stderr (unless quiet). Up to PROGRESS_NODES nodes: every node's state, a line when it changes.
  * More: one summary line, updated in place on a terminal, else printed at most every PROGRESS_PERIOD seconds.
  * final: the run is over (a last line, and the terminal's line is ended). */
-static void show_progress(const pft_launch_t *self, watch_t *w, int final)
+static void show_progress(pft_launch_t *self, watch_t *w, int final)
 {
     if (self->o.quiet)
         return;

@@ -391,9 +391,28 @@ static int run_stages(node_t *nd, json_t *res)
     return code;
 }
 
+/* Until when a node that succeeded keeps answering: linger_ms, and at least resend_grace after its last ACK.
+ * A predecessor busy computing (its head) when the ACK arrived has not read it, and libzmq drops an unread
+ * reply once the connection closes: the predecessor then retransmits when it polls again, and must find this
+ * node up to be ACKed again (else it waits out send_deadline and fails; seen in a 256-node ring, 70 heads at
+ * once). */
+static double linger_until(const node_t *nd)
+{
+    double end = pft_fsio_now() + nd->args->linger_ms / 1000.0;
+    pft_transport_stats_t ts;
+    pft_transport_stats(nd->tp, &ts);
+    if (ts.last_ack_ms > 0 && nd->run) {
+        double after_ack = pft_fsio_now() + (double)(ts.last_ack_ms - pft_transport_now_ms()) / 1000.0 +
+                           nd->run->resend_grace;
+        if (after_ack > end)
+            end = after_ack;
+    }
+    return end;
+}
+
 /* Writes result.json and the final status; after a success keeps answering late duplicate deliveries (a lost
- * ACK) for linger_ms, counting them in result.json. Returns the exit code, PFT_EXIT_IO if result.json failed.
- */
+ * ACK) until linger_until(), counting them in result.json. Returns the exit code, PFT_EXIT_IO if result.json
+ * failed. */
 static int finish(node_t *nd, json_t *res, int code)
 {
     if (nd->me)
@@ -408,7 +427,7 @@ static int finish(node_t *nd, json_t *res, int code)
         pft_transport_stats_t before, after;
         pft_transport_stats(nd->tp, &before);
         int refused = nd->rejected + nd->handshakes_denied;
-        for (double end = pft_fsio_now() + nd->args->linger_ms / 1000.0; !s_stop && pft_fsio_now() < end;) {
+        for (double end = linger_until(nd); !s_stop && pft_fsio_now() < end;) {
             pft_transport_poll(nd->tp, 100);
             pft_node__refusal_tick(nd, 0);
         }

@@ -29,18 +29,22 @@ void pft_node__result_serve(void *ctx)
 }
 
 #ifdef PFT_TEST_HOOKS
-/* Test hook: PFT_TEST_BUSY=<id>:<ms> makes node <id> busy for ms before training its head (serving the
- * transport as training does), to test a successor that finishes first. */
+/* Test hook: PFT_TEST_BUSY=<id>:<ms>[:deaf] makes node <id> busy for ms before training its head, serving the
+ * transport as training does (to test a successor that finishes first), or with :deaf not serving it (a node
+ * whose computation leaves no chance to read an ACK: its successor must stay reachable for a retransmission).
+ */
 static void busy_point(node_t *nd)
 {
     const char *v = getenv("PFT_TEST_BUSY");
     size_t n = strlen(nd->me->id);
     if (!v || strncmp(v, nd->me->id, n) != 0 || v[n] != ':')
         return;
-    pft_warn("test hook: busy for %s ms", v + n + 1);
+    int deaf = strstr(v + n + 1, ":deaf") != NULL;
+    pft_warn("test hook: busy for %g ms%s", atof(v + n + 1), deaf ? " without serving the transport" : "");
     for (double end = pft_fsio_now() + atof(v + n + 1) / 1000; pft_fsio_now() < end;) {
         usleep(50000);
-        pft_node__result_serve(nd);
+        if (!deaf)
+            pft_node__result_serve(nd);
     }
 }
 #else
@@ -70,15 +74,18 @@ int pft_node__result_train_head(node_t *nd, json_t *res)
     pft_head_t *head = NULL;
     pft_head_info_t info;
     busy_point(nd);
+    pft_node__result_serve(nd); /* an ACK that arrived while the rows were drawn: read it before the fit */
     double t0 = pft_fsio_now();
     int rc = pft_head_fit_weighted(nd->head_rows.x, nd->head_rows.y,
                                    pft_node__rows_all_unit(&nd->head_rows) ? NULL : nd->head_rows.w,
                                    nd->head_rows.n, d, nd->n_classes, &ho, &head, &info);
     nd->head_seconds = pft_fsio_now() - t0;
+    int head_rows = nd->head_rows.n;
+    pft_node__rows_free(&nd->head_rows); /* memory: the node may stay up a while (acknowledgements, linger) */
     if (rc)
-        return pft_err_wrap(rc, "training the head on %d rows", nd->head_rows.n);
+        return pft_err_wrap(rc, "training the head on %d rows", head_rows);
     pft_info("head trained on %d rows (%d real, %d synthetic) in %.2fs, %d L-BFGS iterations",
-             nd->head_rows.n, nd->n_real, nd->n_synthetic, nd->head_seconds, info.iters);
+             head_rows, nd->n_real, nd->n_synthetic, nd->head_seconds, info.iters);
     char *path = pft_fsio_join(nd->args->out_dir, "head.npy");
     if (!path) {
         rc = pft_err(PFT_ENOMEM, "out of memory");
@@ -91,7 +98,7 @@ int pft_node__result_train_head(node_t *nd, json_t *res)
     if (rc)
         goto done;
     json_object_set_new(res, "head_iters", json_integer(info.iters));
-    json_object_set_new(res, "head_rows", json_integer(nd->head_rows.n));
+    json_object_set_new(res, "head_rows", json_integer(head_rows));
 done:
     pft_free(path);
     pft_head_destroy(&head);

@@ -773,6 +773,7 @@ int pft_node__stats_train_head(node_t *nd, json_t *res)
     pft_ghead_info_t info;
     int n_own = nd->head_has_own ? pft_dataset_n(nd->train) : 0;
     unsigned long long rows = (unsigned long long)pft_gstat_total(nd->head_stats);
+    pft_node__result_serve(nd); /* an ACK that arrived meanwhile: read it before the fit */
     double t0 = pft_fsio_now();
     /* the head takes the statistics: it decomposes their own scatter (memory: one d×d matrix less) */
     int rc = pft_ghead_fit_take(&nd->head_stats, pft_dataset_x(nd->train), pft_dataset_y(nd->train), n_own,
