@@ -20,7 +20,7 @@ set xlabel 'hop (node)'
 set ylabel 'accuracy on the union of test splits (%)'
 set offsets 0.3, 0.3, 0, 0
 centralized = 85.7909
-centralized_gaussian = 88.2931
+centralized_gaussian = 88.5612
 plot 'covshift-accuracy.dat' index 0 using 1:3:4:xtic(2) with yerrorlines lw 2 pt 7 title 'FedPFT diag K=10', \
      'covshift-accuracy.dat' index 1 using 1:3:4 with yerrorlines lw 2 pt 7 title 'FedPFT diag K=20', \
      'covshift-accuracy.dat' index 2 using 1:3:4 with yerrorlines lw 2 pt 7 title 'DP-FedPFT diag K=1, eps=1, delta=1/n', \

@@ -16,7 +16,7 @@ set linetype 6 lc rgb '#8c564b'
 set linetype 7 lc rgb '#e377c2'
 set linetype 8 lc rgb '#17becf'
 set logscale x 10
-set xrange [272597:1.24668e+09]
+set xrange [272597:1.25834e+09]
 set yrange [6:89]
 set format x '%.0s %cB'
 set mxtics 10

@@ -20,7 +20,7 @@ set xlabel 'node (in processing order)'
 set ylabel 'accuracy on the union of test splits (%)'
 set offsets 0.3, 0.3, 0, 0
 centralized = 84.6847
-centralized_gaussian = 86.5032
+centralized_gaussian = 86.5199
 plot 'star-accuracy.dat' index 0 using 1:3:4:xtic(2) with yerrorbars ps 1.3 pt 7 title 'FedPFT diag K=10', \
      'star-accuracy.dat' index 1 using 1:3:4 with yerrorbars ps 1.3 pt 7 title 'Exact LDA (tied, gaussian head)', \
      'star-accuracy.dat' index 2 using 1:3:4 with yerrorbars pt 6 ps 1.3 lc rgb '#888888' title 'local only', \

@@ -1,0 +1,29 @@
+# written by pftnet report; to restyle, edit and rerun in this folder: gnuplot star50-acc-bytes.gp
+set terminal svg size 860,520 dynamic noenhanced font 'Sans,12' background rgb 'white'
+set output 'star50-acc-bytes.svg'
+set title 'star50: accuracy vs communication'
+set datafile missing '?'
+set grid ytics
+set key below
+set border 3
+set tics nomirror
+set linetype 1 lc rgb '#1f77b4'
+set linetype 2 lc rgb '#d62728'
+set linetype 3 lc rgb '#2ca02c'
+set linetype 4 lc rgb '#9467bd'
+set linetype 5 lc rgb '#ff7f0e'
+set linetype 6 lc rgb '#8c564b'
+set linetype 7 lc rgb '#e377c2'
+set linetype 8 lc rgb '#17becf'
+set logscale x 10
+set xrange [703013:3.6135e+09]
+set yrange [9:89]
+set format x '%.0s %cB'
+set mxtics 10
+set xtics (1e+06, 1e+07, 1e+08, 1e+09)
+set xlabel 'bytes communicated (log scale)'
+set ylabel 'accuracy (%)'
+plot 'star50-acc-bytes.dat' index 0 using 1:2:3 with yerrorbars pt 5 ps 1.4 lc rgb '#d62728' title 'baselines', \
+     'star50-acc-bytes.dat' index 1 using 1:2:3 with yerrorbars pt 7 ps 1.4 lc rgb '#1f77b4' title 'FedPFT and exact statistics', \
+     'star50-acc-bytes.dat' index 2 using 1:2:3 with labels left notitle, \
+     'star50-acc-bytes.dat' index 3 using 1:2:3 with labels right notitle
