@@ -43,7 +43,7 @@
 #define WHITEN_EPS_L2 50.0    /* ε ≥ 50·l2 */
 #define WHITEN_EPS_TRACE 5.0  /* ε ≥ 5·trace(Σ)/d: whiten the leading directions only */
 #define WHITEN_ROWS_PER_DIM 1 /* covariance subsample: at most d rows */
-#define WHITEN_MAX_D 4096     /* larger d: scaling instead (whitening holds d² doubles while factorising) */
+#define WHITEN_MAX_D 4096     /* larger d: scaling instead (whitening holds d² floats) */
 #define SYRK_ROWS 256         /* rows per SYRK call */
 
 int pft_head__objective_open(pft_head_obj_t *o)
@@ -115,16 +115,16 @@ static void column_stats(const pft_head_obj_t *o, double *mu, double *s)
         s[j] = fmax(sqrt(s[j] / o->wsum), floor);
 }
 
-/* Σ + εI (lower triangle, d×d row-major doubles) from the weighted covariance (about mu) of every stride-th
- * row, into a new *out. 1 when out of memory. */
-static int sub_covariance(const pft_head_obj_t *o, int stride, double **out)
+/* Σ + εI (lower triangle, d×d row-major floats) from the weighted covariance (about mu) of every stride-th
+ * row, into a new *out. 1 when out of memory. Float throughout (accumulated by SSYRK): it is only a
+ * preconditioner, and a node's memory peaks here (d² doubles would be 13 MB more at d = 1280). */
+static int sub_covariance(const pft_head_obj_t *o, int stride, float **out)
 {
     const int d = o->d;
     float *blk = pft_alloc_array((size_t)SYRK_ROWS * (size_t)d, sizeof(float));
-    float *cov = pft_calloc((size_t)d * (size_t)d, sizeof(float));
-    double *a = blk && cov ? pft_alloc_array((size_t)d * (size_t)d, sizeof(double)) : NULL;
-    if (!a) {
-        pft_free(blk), pft_free(cov);
+    float *cov = blk ? pft_calloc((size_t)d * (size_t)d, sizeof(float)) : NULL;
+    if (!cov) {
+        pft_free(blk);
         return 1;
     }
     double wsub = 0.0, trace = 0.0;
@@ -140,46 +140,41 @@ static int sub_covariance(const pft_head_obj_t *o, int stride, double **out)
             b = 0;
         }
     }
+    pft_free(blk);
+    const float inv = (float)(1.0 / wsub);
     for (int i = 0; i < d; i++)
         for (int j = 0; j <= i; j++)
-            a[(size_t)i * (size_t)d + (size_t)j] = cov[(size_t)i * (size_t)d + (size_t)j] / wsub;
-    pft_free(blk), pft_free(cov);
+            cov[(size_t)i * (size_t)d + (size_t)j] *= inv;
     for (int j = 0; j < d; j++)
-        trace += a[(size_t)j * (size_t)d + (size_t)j];
+        trace += cov[(size_t)j * (size_t)d + (size_t)j];
     const double eps = fmax(WHITEN_EPS_L2 * o->l2, WHITEN_EPS_TRACE * trace / d);
     for (int j = 0; j < d; j++)
-        a[(size_t)j * (size_t)d + (size_t)j] += eps;
-    *out = a;
+        cov[(size_t)j * (size_t)d + (size_t)j] += (float)eps;
+    *out = cov;
     return 0;
 }
 
-/* pinv = L⁻¹, L Lᵀ = Σ + εI (theory at the top); o->pinv and o->vt set. 1 (o unchanged) when whitening is
- * not possible: Σ + εI not positive definite in floating point (ε = 0: l2 = 0 and every feature constant), d
- * above WHITEN_MAX_D, or not enough memory for d² doubles (it is only a preconditioner). */
+/* pinv = L⁻¹, L Lᵀ = Σ + εI (theory at the top), in float; o->pinv and o->vt set. 1 (o unchanged) when
+ * whitening is not possible: Σ + εI not positive definite in floating point (ε = 0: l2 = 0 and every feature
+ * constant), d above WHITEN_MAX_D, or not enough memory for d² floats (it is only a preconditioner). */
 static int whiten(pft_head_obj_t *o)
 {
     const int d = o->d, max_rows = WHITEN_ROWS_PER_DIM * d;
     const int stride = o->n <= max_rows ? 1 : (o->n + max_rows - 1) / max_rows;
-    double *a = NULL;
+    float *a = NULL, *vt = NULL;
     if (d > WHITEN_MAX_D || sub_covariance(o, stride, &a))
         return 1;
-    float *pinv = NULL, *vt = NULL;
     int rc = 1;
-    if (!(a[0] > 0.0) /* ε = 0 and a zero first feature */ || pft_la_chol_lower(a, d) ||
-        pft_la_tri_inverse_lower(a, d))
+    if (!(a[0] > 0.0f) /* ε = 0 and a zero first feature */ || pft_la_chol_tri_inverse_lower_f(a, d))
         goto done;
-    pinv = pft_alloc_array((size_t)d * (size_t)d, sizeof(float));
     vt = pft_alloc_array((size_t)d * (size_t)o->C, sizeof(float));
-    if (!pinv || !vt)
+    if (!vt)
         goto done;
-    for (size_t i = 0; i < (size_t)d * (size_t)d; i++)
-        pinv[i] = (float)a[i]; /* the upper triangle is zero */
-    o->pinv = pinv, pinv = NULL;
+    o->pinv = a, a = NULL; /* the upper triangle is zero */
     o->vt = vt, vt = NULL;
     rc = 0;
 done:
     pft_free(a);
-    pft_free(pinv);
     pft_free(vt);
     return rc;
 }

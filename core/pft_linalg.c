@@ -159,6 +159,21 @@ int pft_la_tri_inverse_lower(double *l, int n)
     return 0;
 }
 
+int pft_la_chol_tri_inverse_lower_f(float *a, int d)
+{
+    /* row-major lower = column-major upper, as pft_la_chol_lower */
+    lapack_int info = LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'U', d, a, d);
+    if (info != 0)
+        return pft_err(PFT_ENUMERIC, "Cholesky factorisation failed (leading minor %d)", (int)info);
+    info = LAPACKE_strtri_work(LAPACK_COL_MAJOR, 'U', 'N', d, a, d);
+    if (info != 0)
+        return pft_err(PFT_ENUMERIC, "triangular inverse: zero diagonal at %d", (int)info);
+    for (int i = 0; i < d; i++)
+        for (int j = i + 1; j < d; j++)
+            a[(size_t)i * d + j] = 0.0f;
+    return 0;
+}
+
 /* ------------------------------------------------------------------------------------------------ */
 /* SIMD kernels */
 

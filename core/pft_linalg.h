@@ -44,6 +44,11 @@ int pft_la_spd_inverse(const double *l, double *inv, int n);
  * PFT_ENUMERIC (a zero diagonal). */
 int pft_la_tri_inverse_lower(double *l, int n);
 
+/* In float, in place: L⁻¹ of the lower Cholesky factor L of the symmetric positive definite d×d row-major
+ * matrix a (lower triangle read; the upper triangle of the result is zero). For preconditioners, where float
+ * suffices and d² doubles would be memory for nothing. 0, or PFT_ENUMERIC (a is then clobbered). */
+int pft_la_chol_tri_inverse_lower_f(float *a, int d);
+
 /* SIMD kernels on padded float matrices. A padded matrix has a row stride dp that is a multiple of
  * PFT_LA_PAD floats, is 64-byte aligned (pft_alloc_aligned) and holds zeros in its padding; the distance
  * kernel reads rows in blocks of PFT_LA_ROWS, so the row count it is given must be a multiple of that
