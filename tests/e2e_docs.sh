@@ -8,14 +8,8 @@
 # With --update it rewrites the generated blocks in docs/USAGE.md from the programs instead of checking them.
 set -u
 
-FAILED=0
-fail() {
-    echo "FAIL: $*" >&2
-    FAILED=1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
 
-PFT_BIN=${PFT_BIN:?PFT_BIN must name the folder with pftnet and pftnode}
-PFT_SOURCE_DIR=${PFT_SOURCE_DIR:?PFT_SOURCE_DIR must name the source tree}
 USAGE=$PFT_SOURCE_DIR/docs/USAGE.md
 UPDATE=0
 [ "${1-}" = "--update" ] && UPDATE=1

@@ -7,14 +7,8 @@
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
 
-FAILED=0
-fail() {
-    echo "FAIL: $*" >&2
-    FAILED=1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
 
-PFT_BIN=${PFT_BIN:?PFT_BIN must name the folder with pftnet and pftnode}
-PFT_SOURCE_DIR=${PFT_SOURCE_DIR:?PFT_SOURCE_DIR must name the source tree}
 PFTNET=$PFT_BIN/pftnet
 DATA=$PFT_SOURCE_DIR/examples/data/pacs-small
 for p in pftnet pftnode; do

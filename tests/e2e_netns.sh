@@ -11,17 +11,8 @@
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR; optional PFT_NETNS_KEEP=1 keeps outputs.
 set -u
 
-skip() {
-    echo "skipped: $*"
-    exit 77
-}
-fail() {
-    echo "FAIL: $*" >&2
-    FAILED=1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
 
-PFT_BIN=${PFT_BIN:?PFT_BIN must name the folder with pftnet and pftnode}
-PFT_SOURCE_DIR=${PFT_SOURCE_DIR:?PFT_SOURCE_DIR must name the source tree}
 DATA=$PFT_SOURCE_DIR/examples/data/pacs-small
 CUT_S=3          # seconds each link stays down once a hand-off is waiting on it
 WAIT_S=120       # bound of every wait for a node's progress

@@ -9,14 +9,8 @@
 # Env: PFT_BIN (folder with pftnet), PFT_SOURCE_DIR. Fixtures: tests/fixtures/report/make_report_fixtures.py.
 set -u
 
-FAILED=0
-fail() {
-    echo "FAIL: $*" >&2
-    FAILED=1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
 
-PFT_BIN=${PFT_BIN:?PFT_BIN must name the folder with pftnet}
-PFT_SOURCE_DIR=${PFT_SOURCE_DIR:?PFT_SOURCE_DIR must name the source tree}
 PFTNET=$PFT_BIN/pftnet
 FX=$PFT_SOURCE_DIR/tests/fixtures/report
 if [ ! -x "$PFTNET" ]; then

@@ -13,18 +13,8 @@
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR; optional PFT_SLURM_KEEP=1 keeps the folder.
 set -u
 
-skip() {
-    echo "skipped: $*"
-    exit 77
-}
-FAILED=0
-fail() {
-    echo "FAIL: $*" >&2
-    FAILED=1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
 
-PFT_BIN=${PFT_BIN:?PFT_BIN must name the folder with pftnet and pftnode}
-PFT_SOURCE_DIR=${PFT_SOURCE_DIR:?PFT_SOURCE_DIR must name the source tree}
 PFTNET=$(cd "$PFT_BIN" && pwd)/pftnet
 DATA=$(cd "$PFT_SOURCE_DIR" && pwd)/examples/data/pacs-small
 [ -x "$PFTNET" ] && [ -x "$PFT_BIN/pftnode" ] || skip "no pftnet/pftnode in $PFT_BIN"

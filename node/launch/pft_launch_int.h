@@ -43,7 +43,6 @@ struct pft_launch_t {
     pft_dataset_t *eval;       /* union of the test shares (raw); NULL: none */
     char *eval_x, *eval_y;     /* DIR/eval_x.npy, DIR/eval_y.npy; NULL without eval */
     double t0, wall;           /* start time, seconds until the last node exited */
-    double first_exit_at;      /* seconds from t0 to the first exit the progress line saw (0: none yet) */
     int failed;                /* started nodes that did not exit 0 */
     int n_stopped;             /* of those, stopped by the launcher */
     const char *stop_cause;    /* "timeout", "interrupted", or NULL (none, or a failed node) */

@@ -222,6 +222,7 @@ typedef struct {
     double kill_at;       /* then SIGKILL to those still running at this time */
     const char *stop_why; /* why the run is being stopped: "interrupted", "timeout" or why; NULL: it is not */
     char why[PATH_MAX + 64]; /* a failed node, as the cause */
+    double first_exit;       /* seconds from the start to the first node's exit (0: none yet) */
 } watch_t;
 
 /* Records that c exited with wait status st. A failed node leaves its successors waiting until their
@@ -232,6 +233,8 @@ static void on_exit_status(const pft_launch_t *self, watch_t *w, pft_launch_chil
     c->exited = 1;
     c->status = st;
     w->left--;
+    if (w->first_exit <= 0)
+        w->first_exit = pft_fsio_now() - self->t0;
     if (self->slurm && !c->stopped && WIFEXITED(st) && WEXITSTATUS(st) == self->o.exit_interrupted) {
         c->stopped = 2; /* SIGTERM from Slurm itself: the job is ending for all its steps */
         if (!w->stop_why)
@@ -270,7 +273,7 @@ static void reap(pft_launch_t *self, watch_t *w)
 #define PROGRESS_TTY_PERIOD 0.2
 
 /* A big topology's progress in one line: a bar, counts per state, elapsed and an estimate, who is working. */
-static void summary_line(pft_launch_t *self, char *line, size_t cap, double el)
+static void summary_line(const pft_launch_t *self, const watch_t *w, char *line, size_t cap, double el)
 {
     static const char *const idle[] = {"started", "starting", "waiting", "done", "absent", NULL};
     struct {
@@ -301,11 +304,9 @@ static void summary_line(pft_launch_t *self, char *line, size_t cap, double el)
     int n = snprintf(line, cap, "[%s] %zu/%zu exited  %.0fs", bar, done, total, el);
     /* the estimate: nodes exit late in a chain or ring (each waits for its knowledge), so the rate counts
      * from the first exit, once a few nodes are done */
-    if (done > 0 && self->first_exit_at <= 0)
-        self->first_exit_at = el;
-    if (done >= 3 && done * 20 >= total && done < total && el > self->first_exit_at)
+    if (done >= 3 && done * 20 >= total && done < total && el > w->first_exit)
         n += snprintf(line + n, cap - (size_t)n, " (~%.0fs left)",
-                      (el - self->first_exit_at) / (double)(done - 1) * (double)(total - done));
+                      (el - w->first_exit) / (double)(done - 1) * (double)(total - done));
     for (size_t k = 0; k < nt && n < (int)cap - 40; k++)
         if (strcmp(tally[k].state, "exited") != 0)
             n += snprintf(line + n, cap - (size_t)n, "  %s %zu", tally[k].state, tally[k].n);
@@ -329,7 +330,7 @@ static void summary_line(pft_launch_t *self, char *line, size_t cap, double el)
 /* Progress on stderr (unless quiet). Up to PROGRESS_NODES nodes: every node's state, a line when it changes.
  * More: one summary line, updated in place on a terminal, else printed at most every PROGRESS_PERIOD seconds.
  * final: the run is over (a last line, and the terminal's line is ended). */
-static void show_progress(pft_launch_t *self, watch_t *w, int final)
+static void show_progress(const pft_launch_t *self, watch_t *w, int final)
 {
     if (self->o.quiet)
         return;
@@ -349,7 +350,7 @@ static void show_progress(pft_launch_t *self, watch_t *w, int final)
     double period = w->tty ? PROGRESS_TTY_PERIOD : PROGRESS_PERIOD;
     if (!final && now - w->shown_at < period)
         return;
-    summary_line(self, line, sizeof line, el);
+    summary_line(self, w, line, sizeof line, el);
     if (w->tty)
         fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
     else if (final || strcmp(line, w->last) != 0)
