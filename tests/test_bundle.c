@@ -117,7 +117,7 @@ static void test_roundtrip(void)
                 uint8_t id1[32], id2[32], id3[32];
                 CHECK(pft_bundle_id(b, id1) == 0);
                 CHECK(pft_bundle_id(o, id2) == 0);
-                CHECK(pft_bundle_message_id(buf, len, id3) == 0);
+                CHECK(pft_bundle_message_id(buf, len, NULL, id3) == 0);
                 CHECK(memcmp(id1, id2, 32) == 0 && memcmp(id1, id3, 32) == 0);
                 /* the decoded bundle re-encodes to the identical bytes */
                 CHECK(pft_bundle_encode(o, &buf2, &len2) == 0);

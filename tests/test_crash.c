@@ -93,8 +93,8 @@ static int same_bundle(const char *a, const char *b)
     size_t la = 0, lb = 0;
     char *x = slurp(a, &la), *y = slurp(b, &lb);
     uint8_t ia[PFT_BUNDLE_ID_LEN], ib[PFT_BUNDLE_ID_LEN];
-    int same = x && y && pft_bundle_message_id((uint8_t *)x, la, ia) == 0 &&
-               pft_bundle_message_id((uint8_t *)y, lb, ib) == 0 && memcmp(ia, ib, sizeof ia) == 0;
+    int same = x && y && pft_bundle_message_id((uint8_t *)x, la, NULL, ia) == 0 &&
+               pft_bundle_message_id((uint8_t *)y, lb, NULL, ib) == 0 && memcmp(ia, ib, sizeof ia) == 0;
     free(x);
     free(y);
     return same;

@@ -329,7 +329,7 @@ static void test_malformed_frames(void)
     size_t len;
     message(9, 80, &msg, &len);
     uint8_t hdr[38] = {'P', 'F', 'T', 'M', 1, 'B'};
-    CHECK(pft_bundle_message_id(msg, len, hdr + 6) == 0);
+    CHECK(pft_bundle_message_id(msg, len, NULL, hdr + 6) == 0);
     for (int i = 0; i < 2; i++) { /* a good message, twice */
         zmq_send(d, hdr, sizeof hdr, ZMQ_SNDMORE);
         zmq_send(d, msg, len, 0);

@@ -46,9 +46,20 @@ typedef enum { PFT_TOPO_FP16 = 0, PFT_TOPO_FP32 = 1 } pft_topo_dtype_t;
 typedef enum { PFT_TOPO_PREP_NONE = 0, PFT_TOPO_PREP_L2 = 1, PFT_TOPO_PREP_SQRT_L2 = 2 } pft_topo_prep_t;
 /* How a node with cov=full, k=1 merges what it receives (attribute merge). */
 typedef enum { PFT_TOPO_MERGE_EXACT = 0, PFT_TOPO_MERGE_SAMPLE = 1 } pft_topo_merge_t;
-/* The node's classifier (attribute head); AUTO is resolved at load: GAUSSIAN for exact statistics, else
- * LOGREG. */
-typedef enum { PFT_TOPO_HEAD_AUTO = 0, PFT_TOPO_HEAD_LOGREG = 1, PFT_TOPO_HEAD_GAUSSIAN = 2 } pft_topo_head_t;
+/* The node's classifier (attribute head), one X(NAME, "name") each, in the order of their values: pftnode's
+ * head table (node/peer/pft_node_table.c) has an entry for every head but AUTO, which is resolved at load:
+ * GAUSSIAN for exact statistics, else LOGREG. docs/USAGE.md says what each one is. */
+#define PFT_TOPO_HEADS(X)                                                                                    \
+    X(AUTO, "auto")                                                                                          \
+    X(LOGREG, "logreg")                                                                                      \
+    X(GAUSSIAN, "gaussian")
+typedef enum {
+#define PFT_X_HEAD(name, text) PFT_TOPO_HEAD_##name,
+    PFT_TOPO_HEADS(PFT_X_HEAD)
+#undef PFT_X_HEAD
+} pft_topo_head_t;
+/* "auto", "logreg", ...; NULL for a value that is not a head. */
+const char *pft_topo_head_name(int head);
 /* What a node does when a predecessor's bundle has not arrived by the deadline. */
 typedef enum { PFT_TOPO_MISSING_PROCEED = 0, PFT_TOPO_MISSING_FAIL = 1 } pft_topo_missing_t;
 /* Simulation partitions; the values equal node/pft_partition.h's pft_part_kind_t. */

@@ -30,7 +30,11 @@
 /* Enum names; the index is the stored value. */
 static const char *const s_cov[] = {"full", "diag", "spher", "lowrank", "tied", NULL};
 static const char *const s_merge[] = {"exact", "sample", NULL};
-static const char *const s_head[] = {"auto", "logreg", "gaussian", NULL};
+static const char *const s_head[] = {
+#define PFT_X_HEAD(name, text) text,
+    PFT_TOPO_HEADS(PFT_X_HEAD)
+#undef PFT_X_HEAD
+        NULL};
 static const char *const s_dtype[] = {"fp16", "fp32", NULL};
 static const char *const s_prep[] = {"none", "l2", "sqrt-l2", NULL};
 static const char *const s_missing[] = {"proceed", "fail", NULL};
@@ -41,8 +45,6 @@ _Static_assert(PFT_COV_FULL == 0 && PFT_COV_DIAG == 1 && PFT_COV_SPHER == 2 && P
                "s_cov order");
 _Static_assert(PFT_TOPO_FP16 == 0 && PFT_TOPO_FP32 == 1, "s_dtype order");
 _Static_assert(PFT_TOPO_MERGE_EXACT == 0 && PFT_TOPO_MERGE_SAMPLE == 1, "s_merge order");
-_Static_assert(PFT_TOPO_HEAD_AUTO == 0 && PFT_TOPO_HEAD_LOGREG == 1 && PFT_TOPO_HEAD_GAUSSIAN == 2,
-               "s_head order");
 _Static_assert(PFT_TOPO_PREP_NONE == 0 && PFT_TOPO_PREP_L2 == 1 && PFT_TOPO_PREP_SQRT_L2 == 2,
                "s_prep order");
 _Static_assert(PFT_TOPO_MISSING_PROCEED == 0 && PFT_TOPO_MISSING_FAIL == 1, "s_missing order");
@@ -65,8 +67,8 @@ static const pft_topo_attr_t s_table[] = {
      "always exact, the mixtures always sample",
      GO(merge), NO(merge), NONE},
     {"head", G | N, PFT_ATTR_ENUM, "auto", 0, 0, s_head,
-     "classifier: logreg (softmax head on rows) or gaussian (LDA/QDA from class statistics); auto: gaussian "
-     "for exact statistics, logreg otherwise",
+     "classifier (docs/USAGE.md, Heads): logreg, the softmax head on rows; gaussian, LDA/QDA from class "
+     "statistics; and the others listed; auto: gaussian for exact statistics, logreg otherwise",
      GO(head), NO(head), NONE},
     {"cov_rank", G | N, PFT_ATTR_INT, "32", 1, 65535, NULL,
      "cov=lowrank: factors per component (clamped to d-1); bytes per component d*q + 2d + 1 numbers",
@@ -703,4 +705,9 @@ void pft_topo_attr_free_value(const pft_topo_attr_t *a, void *dst)
     default:
         break;
     }
+}
+
+const char *pft_topo_head_name(int head)
+{
+    return head >= 0 && (size_t)head < sizeof s_head / sizeof *s_head - 1 ? s_head[head] : NULL;
 }

@@ -182,8 +182,10 @@ int pft_envelope_pack(const uint8_t *payload, size_t payload_len, const uint8_t 
 
 /* BLAKE2b-256 of bytes (the bundle id of a payload). */
 void pft_bundle_hash(const uint8_t *payload, size_t len, uint8_t id[PFT_BUNDLE_ID_LEN]);
-/* Id of a wire message: parses the envelope (default limits) and hashes the payload; PFT_EFORMAT etc. */
-int pft_bundle_message_id(const uint8_t *msg, size_t len, uint8_t id[PFT_BUNDLE_ID_LEN]);
+/* Id of a wire message: parses the envelope under limits (NULL: the defaults) and hashes the payload;
+ * PFT_EFORMAT etc. */
+int pft_bundle_message_id(const uint8_t *msg, size_t len, const pft_bundle_limits_t *limits,
+                          uint8_t id[PFT_BUNDLE_ID_LEN]);
 /* Lower-case hex of an id into out[65]; returns out. */
 char *pft_bundle_id_hex(const uint8_t id[PFT_BUNDLE_ID_LEN], char out[2 * PFT_BUNDLE_ID_LEN + 1]);
 

@@ -227,10 +227,11 @@ done:
     return rc;
 }
 
-int pft_bundle_message_id(const uint8_t *msg, size_t len, uint8_t id[PFT_BUNDLE_ID_LEN])
+int pft_bundle_message_id(const uint8_t *msg, size_t len, const pft_bundle_limits_t *limits,
+                          uint8_t id[PFT_BUNDLE_ID_LEN])
 {
     pft_envelope_t env;
-    int rc = pft_envelope_parse(msg, len, NULL, &env);
+    int rc = pft_envelope_parse(msg, len, limits, &env);
     if (rc)
         return rc;
     pft_bundle_hash(env.payload, env.payload_len, id);

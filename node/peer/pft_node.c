@@ -7,8 +7,9 @@
  * counts come from provenance: a (node, class) already counted, by the node's own data or an earlier bundle,
  * is not counted again, so paths that rejoin (a diamond) add each node's data once.
  *
- * This file holds the stage machine and the run loop; the nouns it drives (inbox, refit, releases, outbox,
- * result) live in pft_node_*.c, listed in pft_node_internal.h. */
+ * This file holds the stage machine and pft_node_run; every wait goes through the one loop (pft_node_loop.c)
+ * and what varies (method, head) through the tables chosen at setup; the files are listed in
+ * pft_node_internal.h. */
 #include "pft_node_internal.h"
 
 #include "pft_alloc.h"
@@ -17,130 +18,32 @@
 #include "pft_log.h"
 
 #include <sodium.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static volatile sig_atomic_t s_stop;
-
-/* Fault injection for the crash/restart tests: with PFT_TEST_HOOKS compiled in, PFT_CRASH_AT=<point> in the
- * environment kills the node with SIGKILL at that point. Release builds compile the hook to nothing. */
-#ifdef PFT_TEST_HOOKS
-void pft_node__crash_point(const char *point)
-{
-    const char *at = getenv("PFT_CRASH_AT");
-    if (at && strcmp(at, point) == 0) {
-        pft_warn("test hook: SIGKILL at %s", point);
-        raise(SIGKILL);
-    }
-}
-
-int pft_node__test_hook(const node_t *nd, const char *var)
-{
-    const char *v = getenv(var);
-    return v && nd->me && strcmp(v, nd->me->id) == 0;
-}
-#endif
-
-void pft_node__limits(const node_t *nd, pft_bundle_limits_t *lim)
-{
-    pft_bundle_limits_default(lim);
-    lim->max_bytes = (size_t)nd->run->max_bundle_mb << 20;
-}
-
-int pft_node__message_id(const node_t *nd, const uint8_t *msg, size_t len, uint8_t id[PFT_BUNDLE_ID_LEN])
-{
-    pft_bundle_limits_t lim;
-    pft_node__limits(nd, &lim);
-    pft_envelope_t env;
-    int rc = pft_envelope_parse(msg, len, &lim, &env);
-    if (rc == 0)
-        pft_bundle_hash(env.payload, env.payload_len, id);
-    return rc;
-}
-
-void pft_node_request_stop(void)
-{
-    s_stop = 1;
-}
-
-int pft_node__stopping(void)
-{
-    return s_stop != 0;
-}
-
-const char *pft_node_exit_text(int code)
-{
-    switch (code) {
-#define PFT_X_TEXT(name, value, text)                                                                        \
-    case value:                                                                                              \
-        return text;
-        PFT_NODE_EXIT_TABLE(PFT_X_TEXT)
-#undef PFT_X_TEXT
-    default:
-        return "unknown exit code";
-    }
-}
-
-void pft_node__set_status(node_t *nd, const char *state, const char *detail)
-{
-    char buf[sizeof nd->status];
-    int n = snprintf(buf, sizeof buf, "%s %s\n", state, detail ? detail : "");
-    if (n < 0 || strcmp(buf, nd->status) == 0)
-        return; /* written when it changes: a waiting node writes nothing */
-    if (n >= (int)sizeof buf)
-        n = (int)sizeof buf - 1;
-    char *path = pft_fsio_join(nd->args->out_dir, "status");
-    /* without fsync: the file only reports (the launcher's progress) */
-    if (path && pft_fsio_write_replace(path, buf, (size_t)n) == 0)
-        memcpy(nd->status, buf, sizeof buf);
-    pft_free(path);
-}
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Stages. */
 
 #ifdef PFT_TEST_HOOKS
+/* The loop's condition of the after-forward hook: no send pending, or past the deadline in ctx. */
+static int nothing_pending(node_t *nd, void *ctx)
+{
+    return pft_transport_pending(nd->hand.tp) == 0 || pft_fsio_now() > *(const double *)ctx;
+}
+
 /* Test hooks once a refit bundle is sent: retry-pending at once, after-forward once it is acknowledged. */
 static void sent_point(node_t *nd, int rc)
 {
     pft_node__crash_point("retry-pending");
     if (rc == 0 && getenv("PFT_CRASH_AT") && strcmp(getenv("PFT_CRASH_AT"), "after-forward") == 0) {
-        for (int i = 0; i < 600 && pft_transport_pending(nd->tp) > 0; i++)
-            pft_transport_poll(nd->tp, 50);
-        pft_node__outbox_save_acks(nd);
+        double end = pft_fsio_now() + 30;
+        (void)pft_node__loop_until(nd, nothing_pending, &end, 50);
         pft_node__crash_point("after-forward");
     }
 }
 #else
 #define sent_point(nd, rc) ((void)0)
 #endif
-
-pft_bundle_t *pft_node__provenance_only(const node_t *nd, const pft_bundle_t *b)
-{
-    pft_bundle_t *p = pft_bundle_new(nd->run->run, pft_bundle_producer(b), PFT_DTYPE_F32, pft_bundle_dim(b));
-    if (p && pft_bundle_prov_merge(p, b) != 0)
-        pft_bundle_destroy(&p);
-    return p;
-}
-
-/* After a stage: its received bundles are kept for their provenance only (the slot stays filled, so a
- * retransmission is still recognised by its id). */
-static void release_models(node_t *nd, const pft_stage_t *st)
-{
-    for (size_t i = 0; i < nd->n_in; i++)
-        for (size_t j = 0; j < st->n_recv; j++) {
-            inbound_t *s = &nd->in[i];
-            if (s->handoff != st->recv[j] || !s->bundle)
-                continue;
-            pft_bundle_t *light = pft_node__provenance_only(nd, s->bundle);
-            if (light) {
-                pft_bundle_destroy(&s->bundle);
-                s->bundle = light;
-            }
-        }
-}
 
 /* REFIT: a new bundle from own data and the received ones, charged to the DP ledger, signed, stored as
  * out/bundle.pftb and sent to the stage's successors; it becomes the node's knowledge. */
@@ -153,14 +56,14 @@ static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
         complete |= h[st->send[j]].complete;
     pft_bundle_t *b = NULL;
     pft_info("stage %zu: refitting on own data and %zu received bundle(s)", k + 1, st->n_recv);
-    int rc = pft_node__refit(nd, st, complete, &b);
+    int rc = nd->method->refit(nd, st, complete, &b);
     if (rc)
         return rc;
     if (nd->me->dp_epsilon > 0 && (rc = pft_node__release_charge(nd)) != 0) {
         pft_bundle_destroy(&b);
         return rc;
     }
-    if (nd->kp && (rc = pft_keys_sign_bundle(nd->kp, b)) != 0) {
+    if (nd->hand.kp && (rc = pft_keys_sign_bundle(nd->hand.kp, b)) != 0) {
         pft_bundle_destroy(&b);
         return pft_err_wrap(rc, "signing the bundle");
     }
@@ -176,27 +79,16 @@ static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
         rc = pft_node__outbox_send(nd, st, buf, len);
     }
     if (rc == 0)
-        (void)pft_transport_poll(nd->tp, 0); /* transmit now, not after the head is trained */
+        pft_node__loop_yield(nd); /* transmit now, not after the head is trained */
     sent_point(nd, rc);
     pft_free(buf);
-    pft_bundle_destroy(&nd->knowledge);
-    nd->knowledge = pft_node__provenance_only(nd, b); /* sent: the encoded copy is in the outbox */
-    if (nd->knowledge)
+    pft_bundle_destroy(&nd->know.prov);
+    nd->know.prov = pft_node__provenance_only(nd, b); /* sent: the encoded copy is in the outbox */
+    if (nd->know.prov)
         pft_bundle_destroy(&b);
     else
-        nd->knowledge = b;
+        nd->know.prov = b;
     return rc;
-}
-
-/* The provenance of this node's own rows only (what a head trained on own data alone used); NULL if out of
- * memory. */
-static pft_bundle_t *own_provenance(const node_t *nd)
-{
-    pft_bundle_t *p = pft_bundle_new(nd->run->run, nd->me->id, PFT_DTYPE_F32, pft_dataset_d(nd->train));
-    for (int c = 0; p && c < nd->n_classes; c++)
-        if (nd->own_counts[c] > 0 && pft_bundle_prov_add(p, nd->me->id, c, (uint64_t)nd->own_counts[c]) != 0)
-            pft_bundle_destroy(&p);
-    return p;
 }
 
 /* FORWARD: the complete bundle (ring or mesh lap 2), stored as out/complete.pftb and passed on unchanged to
@@ -209,10 +101,10 @@ static int forward_stage(node_t *nd, size_t k, const pft_stage_t *st)
         pft_warn("stage %zu: no complete bundle arrived; the head uses own data only", k + 1);
         if (!st->final)
             return 0;
-        pft_bundle_destroy(&nd->knowledge);
-        if (!(nd->knowledge = own_provenance(nd)))
+        pft_bundle_destroy(&nd->know.prov);
+        if (!(nd->know.prov = pft_node__own_provenance(nd)))
             return pft_err(PFT_ENOMEM, "out of memory");
-        return pft_node__refit_adopt(nd, &(inbound_t){.bundle = NULL});
+        return nd->method->adopt(nd, &(inbound_t){.bundle = NULL});
     }
     char *path = pft_fsio_join(nd->args->out_dir, "complete.pftb");
     int rc = path ? pft_fsio_write_atomic(path, s->bytes, s->len) : PFT_ENOMEM;
@@ -220,25 +112,25 @@ static int forward_stage(node_t *nd, size_t k, const pft_stage_t *st)
     if (rc == 0 && st->n_send)
         rc = pft_node__outbox_send(nd, st, s->bytes, s->len);
     if (rc == 0 && st->n_send)
-        (void)pft_transport_poll(nd->tp, 0);
+        pft_node__loop_yield(nd);
     if (rc == 0 && st->final)
-        rc = pft_node__refit_adopt(nd, s);
+        rc = nd->method->adopt(nd, s);
     if (rc == 0) {
-        pft_bundle_destroy(&nd->knowledge);
-        nd->knowledge = pft_bundle_new(nd->run->run, nd->me->id, PFT_DTYPE_F32, pft_dataset_d(nd->train));
-        rc = nd->knowledge ? pft_bundle_prov_merge(nd->knowledge, s->bundle) : PFT_ENOMEM;
+        pft_bundle_destroy(&nd->know.prov);
+        nd->know.prov = pft_bundle_new(nd->run->run, nd->me->id, PFT_DTYPE_F32, pft_dataset_d(nd->train));
+        rc = nd->know.prov ? pft_bundle_prov_merge(nd->know.prov, s->bundle) : PFT_ENOMEM;
     }
     return rc;
 }
 
 static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
 {
-    int rc = pft_node__inbox_wait(nd, st);
+    int rc = pft_node__loop_until(nd, pft_node__inbox_ready, (void *)st, 200);
     if (rc)
         return rc;
-    nd->n_real = nd->n_synthetic = 0; /* result.json reports the last stage's union */
+    nd->tally.n_real = nd->tally.n_synthetic = 0; /* result.json reports the last stage's union */
     rc = st->action == PFT_WHAT_REFIT ? refit_stage(nd, k, st) : forward_stage(nd, k, st);
-    release_models(nd, st);
+    pft_node__inbox_release(nd, st);
     return rc;
 }
 
@@ -248,22 +140,13 @@ static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
 static int exit_for(int rc)
 {
     switch (rc) {
-    case PFT_ETOPO:
-        return PFT_EXIT_TOPOLOGY;
-    case PFT_ETIMEOUT:
-        return PFT_EXIT_MISSING;
-    case PFT_EINTR:
-        return PFT_EXIT_INTERRUPTED;
-    case PFT_ENUMERIC:
-        return PFT_EXIT_NUMERIC;
-    case PFT_ENET:
-        return PFT_EXIT_NETWORK;
-    case PFT_EIO:
-        return PFT_EXIT_IO;
-    case PFT_EBUDGET:
-        return PFT_EXIT_BUDGET;
+#define PFT_X_EXIT_FOR(err, code)                                                                            \
+    case err:                                                                                                \
+        return code;
+        PFT_NODE_EXIT_FOR_ERROR(PFT_X_EXIT_FOR)
+#undef PFT_X_EXIT_FOR
     default:
-        return PFT_EXIT_NUMERIC;
+        return PFT_EXIT_INTERNAL;
     }
 }
 
@@ -276,31 +159,31 @@ static int fail(int code)
 
 static void node_free(node_t *nd)
 {
-    pft_transport_destroy(&nd->tp);
-    for (size_t i = 0; nd->in && i < nd->n_in; i++) {
-        pft_bundle_destroy(&nd->in[i].bundle);
-        pft_free(nd->in[i].bytes);
+    pft_transport_destroy(&nd->hand.tp);
+    for (size_t i = 0; nd->hand.in && i < nd->hand.n_in; i++) {
+        pft_bundle_destroy(&nd->hand.in[i].bundle);
+        pft_free(nd->hand.in[i].bytes);
     }
-    pft_free(nd->in);
-    for (size_t i = 0; nd->out && i < nd->n_out; i++)
-        pft_free(nd->out[i].msg);
-    pft_free(nd->out);
+    pft_free(nd->hand.in);
+    for (size_t i = 0; nd->hand.out && i < nd->hand.n_out; i++)
+        pft_free(nd->hand.out[i].msg);
+    pft_free(nd->hand.out);
     pft_free(nd->own_counts);
-    pft_free(nd->inbox_dir);
-    pft_node__rows_free(&nd->head_rows);
-    pft_gstat_destroy(&nd->head_stats);
-    pft_bundle_destroy(&nd->knowledge);
+    pft_free(nd->hand.inbox_dir);
+    pft_node__rows_free(&nd->head.rows);
+    pft_gstat_destroy(&nd->head.stats);
+    pft_bundle_destroy(&nd->know.prov);
     pft_dataset_destroy(&nd->train);
     pft_dataset_destroy(&nd->test);
-    PFT_FREE(nd->eval_y);
+    PFT_FREE(nd->eval.y);
     pft_topo_destroy(&nd->topo);
-    json_decref(nd->drift);
-    json_decref(nd->dp);
-    json_decref(nd->refusals);
-    json_decref(nd->floor);
-    pft_rng_destroy(&nd->dp_rng);
-    pft_keypair_destroy(&nd->kp);
-    pft_free(nd->keys);
+    json_decref(nd->know.drift);
+    json_decref(nd->dp.info);
+    json_decref(nd->refusal.reasons);
+    pft_node__floor_free(&nd->know.floor);
+    pft_rng_destroy(&nd->dp.rng);
+    pft_keypair_destroy(&nd->hand.kp);
+    pft_free(nd->hand.keys);
 }
 
 /* The out/ folder, the topology and this node in it, its data, its DP ledger, out/inbox/ and the hand-off
@@ -318,21 +201,28 @@ static int start(node_t *nd)
         return fail(rc == PFT_ETOPO || rc == PFT_EFORMAT || rc == PFT_EIO ? PFT_EXIT_TOPOLOGY : exit_for(rc));
     nd->run = pft_topo_run(nd->topo);
     nd->my_index = nd->me->index;
+    nd->method = pft_node__table_method(nd->me);
+    if (!(nd->head_ops = pft_node__table_head(nd->me))) {
+        pft_error("node %s: head %d is not one this pftnode knows", nd->me->id, nd->me->head);
+        return PFT_EXIT_TOPOLOGY;
+    }
     pft_info("node %s: %s of a %s of %zu nodes, run '%s', K=%d %s", nd->me->id, pft_role_name(nd->me->role),
              pft_kind_name(pft_topo_kind(nd->topo)), pft_topo_node_count(nd->topo), nd->run->run, nd->me->k,
              pft_cov_name(nd->me->cov));
     if ((rc = pft_node__setup_data(nd)) != 0)
-        return fail(rc == PFT_ENOMEM ? PFT_EXIT_NUMERIC : PFT_EXIT_DATA);
+        return fail(rc == PFT_ENOMEM ? PFT_EXIT_INTERNAL : PFT_EXIT_DATA);
+    if (pft_node__floor_init(&nd->know.floor, nd->n_classes) != 0)
+        return fail(PFT_EXIT_INTERNAL);
     if ((rc = pft_node__release_setup(nd)) != 0)
         return fail(exit_for(rc));
-    nd->inbox_dir = pft_fsio_join(args->out_dir, "inbox");
+    nd->hand.inbox_dir = pft_fsio_join(args->out_dir, "inbox");
     int dir_rc = 0;
     for (int i = 0; i < 3 && dir_rc == 0; i++) {
         char *dir = pft_fsio_join(args->out_dir, (const char *[]){"acked", "sent", "missing"}[i]);
         dir_rc = dir ? pft_fsio_mkdirs(dir) : PFT_ENOMEM;
         pft_free(dir);
     }
-    if (!nd->inbox_dir || dir_rc || pft_fsio_mkdirs(nd->inbox_dir) != 0)
+    if (!nd->hand.inbox_dir || dir_rc || pft_fsio_mkdirs(nd->hand.inbox_dir) != 0)
         return fail(PFT_EXIT_IO);
     if (pft_node__refusal_load(nd) != 0)
         return fail(PFT_EXIT_IO);
@@ -357,16 +247,16 @@ static int open_transport(node_t *nd)
     uint8_t cpub[PFT_KEY_CURVE_LEN], csec[PFT_KEY_CURVE_LEN];
     if (pft_node__setup_keys(nd, &to, cpub, csec) != 0)
         return fail(PFT_EXIT_TOPOLOGY);
-    nd->tp = pft_transport_new(nd->me->endpoint, &to, pft_node__inbox_on_message, nd);
+    nd->hand.tp = pft_transport_new(nd->me->endpoint, &to, pft_node__inbox_on_message, nd);
     sodium_memzero(csec, sizeof csec);
-    if (!nd->tp) {
+    if (!nd->hand.tp) {
         pft_error("binding %s: %s", nd->me->endpoint, pft_errmsg());
         return PFT_EXIT_NETWORK;
     }
     int rc = pft_node__setup_io(nd);
     if (rc)
         return fail(exit_for(rc));
-    pft_info("listening on %s%s", pft_transport_endpoint(nd->tp),
+    pft_info("listening on %s%s", pft_transport_endpoint(nd->hand.tp),
              args->listen_fd >= 0 ? " (socket handed over by the launcher)" : "");
     return PFT_EXIT_OK;
 }
@@ -379,16 +269,16 @@ static int run_stages(node_t *nd, json_t *res)
         const pft_stage_t *st = &nd->me->stages[k];
         int rc = run_stage(nd, k, st);
         if (rc == 0 && st->final)
-            rc = pft_node__result_train_head(nd, res);
+            rc = pft_node__head_train(nd, res);
         if (rc)
             return fail(exit_for(rc));
     }
-    int interrupted = 0, code = PFT_EXIT_OK;
-    if (pft_node__outbox_finish(nd, &interrupted) > 0)
-        code = PFT_EXIT_SEND;
-    if (interrupted)
-        code = PFT_EXIT_INTERRUPTED;
-    return code;
+    int rc = pft_node__loop_until(nd, pft_node__outbox_done, NULL, 200);
+    if (rc && rc != PFT_EINTR)
+        pft_warn("while waiting for the sends to end: %s", pft_errmsg());
+    if (pft_node__outbox_report(nd, rc == PFT_EINTR) > 0)
+        return PFT_EXIT_SEND;
+    return rc == PFT_EINTR ? PFT_EXIT_INTERRUPTED : PFT_EXIT_OK;
 }
 
 /* Until when a node that succeeded keeps answering: linger_ms, and at least resend_grace after its last ACK.
@@ -400,7 +290,7 @@ static double linger_until(const node_t *nd)
 {
     double end = pft_fsio_now() + nd->args->linger_ms / 1000.0;
     pft_transport_stats_t ts;
-    pft_transport_stats(nd->tp, &ts);
+    pft_transport_stats(nd->hand.tp, &ts);
     if (ts.last_ack_ms > 0 && nd->run) {
         double after_ack = pft_fsio_now() + (double)(ts.last_ack_ms - pft_transport_now_ms()) / 1000.0 +
                            nd->run->resend_grace;
@@ -408,6 +298,13 @@ static double linger_until(const node_t *nd)
             end = after_ack;
     }
     return end;
+}
+
+/* The loop's condition of the linger: past the time in ctx. */
+static int lingered(node_t *nd, void *ctx)
+{
+    (void)nd;
+    return pft_fsio_now() >= *(const double *)ctx;
 }
 
 /* Writes result.json and the final status; after a success keeps answering late duplicate deliveries (a lost
@@ -423,17 +320,16 @@ static int finish(node_t *nd, json_t *res, int code)
             code = PFT_EXIT_IO;
     }
     pft_node__set_status(nd, code == PFT_EXIT_OK ? "done" : "failed", pft_node_exit_text(code));
-    if (nd->tp && code == PFT_EXIT_OK) {
+    if (nd->hand.tp && code == PFT_EXIT_OK) {
         pft_transport_stats_t before, after;
-        pft_transport_stats(nd->tp, &before);
-        int refused = nd->rejected + nd->handshakes_denied;
-        for (double end = linger_until(nd); !s_stop && pft_fsio_now() < end;) {
-            pft_transport_poll(nd->tp, 100);
-            pft_node__refusal_tick(nd, 0);
-        }
+        pft_transport_stats(nd->hand.tp, &before);
+        int refused = nd->refusal.rejected + nd->refusal.handshakes_denied;
+        double end = linger_until(nd);
+        (void)pft_node__loop_until(nd, lingered, &end, 100); /* a stop request ends it early */
         pft_node__refusal_tick(nd, 1);
-        pft_transport_stats(nd->tp, &after);
-        if ((after.received != before.received || refused != nd->rejected + nd->handshakes_denied) &&
+        pft_transport_stats(nd->hand.tp, &after);
+        if ((after.received != before.received ||
+             refused != nd->refusal.rejected + nd->refusal.handshakes_denied) &&
             pft_node__result_write(nd, res, code) != 0)
             pft_error("writing result.json: %s", pft_errmsg());
     }
@@ -445,8 +341,8 @@ static int finish(node_t *nd, json_t *res, int code)
 int pft_node_run(const pft_node_args_t *args)
 {
     node_t nd = {.args = args, .t_start = pft_fsio_now()};
-    nd.drift = json_array();
-    nd.refusals = json_array();
+    nd.know.drift = json_array();
+    nd.refusal.reasons = json_array();
     json_t *res = json_object();
     int code = start(&nd);
     if (code == PFT_EXIT_OK)

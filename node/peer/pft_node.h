@@ -15,13 +15,26 @@
     X(PFT_EXIT_NUMERIC, 8, "EM or head training failed numerically")                                         \
     X(PFT_EXIT_IO, 9, "the output folder cannot be written (e.g. an inbound bundle cannot be stored)")       \
     X(PFT_EXIT_INTERRUPTED, 10, "stopped by SIGINT/SIGTERM")                                                 \
-    X(PFT_EXIT_BUDGET, 11, "releasing would exceed the node's privacy budget (dp_budget)")
+    X(PFT_EXIT_BUDGET, 11, "releasing would exceed the node's privacy budget (dp_budget)")                   \
+    X(PFT_EXIT_INTERNAL, 12, "out of memory, or a received bundle the node cannot use (the log says which)")
 
 typedef enum {
 #define PFT_X_EXIT(name, value, text) name = value,
     PFT_NODE_EXIT_TABLE(PFT_X_EXIT)
 #undef PFT_X_EXIT
 } pft_node_exit_t;
+
+/* The exit a run ends with after an error of the run (pft_err_t); an error not listed: PFT_EXIT_INTERNAL. */
+#define PFT_NODE_EXIT_FOR_ERROR(X)                                                                           \
+    X(PFT_ETOPO, PFT_EXIT_TOPOLOGY)                                                                          \
+    X(PFT_EAUTH, PFT_EXIT_TOPOLOGY)                                                                          \
+    X(PFT_EFORMAT, PFT_EXIT_DATA)                                                                            \
+    X(PFT_ENET, PFT_EXIT_NETWORK)                                                                            \
+    X(PFT_ETIMEOUT, PFT_EXIT_MISSING)                                                                        \
+    X(PFT_ENUMERIC, PFT_EXIT_NUMERIC)                                                                        \
+    X(PFT_EIO, PFT_EXIT_IO)                                                                                  \
+    X(PFT_EINTR, PFT_EXIT_INTERRUPTED)                                                                       \
+    X(PFT_EBUDGET, PFT_EXIT_BUDGET)
 
 /* What one run of a node needs besides the topology file. */
 typedef struct {

@@ -25,9 +25,9 @@ static int for_each_block(const node_t *nd, block_fn fn, void *ctx)
     if (rc)
         return rc;
     int n = pft_npy_rows_n(r), d = pft_npy_rows_cols(r);
-    if (n != nd->eval_n || d != nd->eval_d) {
+    if (n != nd->eval.n || d != nd->eval.d) {
         rc = pft_err(PFT_EFORMAT, "%s changed since the node started (%d×%d, was %d×%d)",
-                     nd->args->eval_features, n, d, nd->eval_n, nd->eval_d);
+                     nd->args->eval_features, n, d, nd->eval.n, nd->eval.d);
         pft_npy_rows_destroy(&r);
         return rc;
     }
@@ -40,7 +40,7 @@ static int for_each_block(const node_t *nd, block_fn fn, void *ctx)
         if (rc == 0)
             rc = pft_prep_apply((pft_prep_t)nd->run->prep, x, m, d);
         if (rc == 0)
-            rc = fn(ctx, x, nd->eval_y + i, m);
+            rc = fn(ctx, x, nd->eval.y + i, m);
     }
     pft_free(x);
     pft_npy_rows_destroy(&r);
@@ -62,21 +62,21 @@ int pft_node__eval_setup(node_t *nd)
     int rc = pft_npy_rows_open(xp, &r);
     if (rc)
         return rc;
-    nd->eval_n = pft_npy_rows_n(r);
-    nd->eval_d = pft_npy_rows_cols(r);
+    nd->eval.n = pft_npy_rows_n(r);
+    nd->eval.d = pft_npy_rows_cols(r);
     pft_npy_rows_destroy(&r);
     int64_t ny = 0;
-    if ((rc = pft_npy_read_i32(yp, &nd->eval_y, &ny)))
+    if ((rc = pft_npy_read_i32(yp, &nd->eval.y, &ny)))
         return rc;
-    if (ny != nd->eval_n)
-        return pft_err(PFT_EFORMAT, "%s has %d rows but %s has %lld labels", xp, nd->eval_n, yp,
+    if (ny != nd->eval.n)
+        return pft_err(PFT_EFORMAT, "%s has %d rows but %s has %lld labels", xp, nd->eval.n, yp,
                        (long long)ny);
-    nd->eval_classes = 0;
-    for (int i = 0; i < nd->eval_n; i++) {
-        if (nd->eval_y[i] < 0)
-            return pft_err(PFT_EFORMAT, "%s: row %d: negative label %d", yp, i, nd->eval_y[i]);
-        if (nd->eval_y[i] >= nd->eval_classes)
-            nd->eval_classes = nd->eval_y[i] + 1;
+    nd->eval.classes = 0;
+    for (int i = 0; i < nd->eval.n; i++) {
+        if (nd->eval.y[i] < 0)
+            return pft_err(PFT_EFORMAT, "%s: row %d: negative label %d", yp, i, nd->eval.y[i]);
+        if (nd->eval.y[i] >= nd->eval.classes)
+            nd->eval.classes = nd->eval.y[i] + 1;
     }
     return for_each_block(nd, check_block, NULL);
 }
@@ -133,7 +133,7 @@ static int score_set(node_t *nd, int k, tally_t *t)
     return rc;
 }
 
-int pft_node__result_evaluate(node_t *nd, json_t *res, pft_node__predictor_t predict, const void *model)
+int pft_node__eval_score(node_t *nd, json_t *res, pft_node__predictor_t predict, const void *model)
 {
     static const char *names[2] = {"accuracy_local", "accuracy_global"};
     static const char *pc_names[2] = {"per_class_accuracy_local", "per_class_accuracy_global"};

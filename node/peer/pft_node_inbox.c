@@ -29,8 +29,8 @@ static inbound_t *match_bundle(node_t *nd, const pft_bundle_t *b, char *reason, 
     }
     int complete = (pft_bundle_flags(b) & PFT_BUNDLE_COMPLETE) != 0;
     const char *producer = pft_bundle_producer(b);
-    for (size_t i = 0; i < nd->n_in; i++) {
-        inbound_t *s = &nd->in[i];
+    for (size_t i = 0; i < nd->hand.n_in; i++) {
+        inbound_t *s = &nd->hand.in[i];
         if (s->complete != complete || strcmp(s->producer, producer) != 0)
             continue;
         if (s->gone_on) {
@@ -55,8 +55,8 @@ static inbound_t *match_bundle(node_t *nd, const pft_bundle_t *b, char *reason, 
     for (size_t k = 0; q && !complete && k < nd->me->n_fallback_preds; k++) {
         if (nd->me->fallback_preds[k] != q->index)
             continue;
-        for (size_t i = 0; i < nd->n_in; i++) {
-            inbound_t *s = &nd->in[i];
+        for (size_t i = 0; i < nd->hand.n_in; i++) {
+            inbound_t *s = &nd->hand.in[i];
             const pft_topo_node_t *p = pft_topo_find(nd->topo, s->from);
             if (s->bundle || s->complete || s->gone_on || !p ||
                 !pft_topo_edge_find(nd->topo, q->index, p->index))
@@ -77,7 +77,7 @@ static char *inbox_path(node_t *nd, const inbound_t *s, const uint8_t id[PFT_BUN
 {
     char name[128], hex[2 * PFT_BUNDLE_ID_LEN + 1];
     snprintf(name, sizeof name, "h%zu-%s.pftb", s->handoff + 1, pft_bundle_id_hex(id, hex));
-    return pft_fsio_join(nd->inbox_dir, name);
+    return pft_fsio_join(nd->hand.inbox_dir, name);
 }
 
 /* Stores an accepted message durably; 0 or PFT_EIO / PFT_ENOMEM (message set: the path and errno text). */
@@ -115,9 +115,9 @@ static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store_
         pft_debug("duplicate of the bundle from %s acknowledged again", s->from);
         return 0;
     }
-    if (nd->keys) {
+    if (nd->hand.keys) {
         const pft_topo_node_t *prod = pft_topo_find(nd->topo, s->producer);
-        if (!prod || pft_keys_verify_message(&nd->keys[prod->index], buf, len, &lim) != 0) {
+        if (!prod || pft_keys_verify_message(&nd->hand.keys[prod->index], buf, len, &lim) != 0) {
             snprintf(reason, rlen, "signature of producer '%s' does not verify: %s", s->producer,
                      pft_errmsg());
             pft_bundle_destroy(&b);
@@ -224,9 +224,11 @@ static void load_stored(node_t *nd, inbound_t *s, const char *path, const uint8_
     uint8_t *buf = NULL, id[PFT_BUNDLE_ID_LEN];
     size_t len = 0;
     char why[PFT_TRANSPORT_MAX_REASON + 128], hex[2 * PFT_BUNDLE_ID_LEN + 1];
+    pft_bundle_limits_t lim;
+    pft_node__limits(nd, &lim);
     if (pft_fsio_read(path, (size_t)nd->run->max_bundle_mb << 20, &buf, &len) != 0)
         snprintf(why, sizeof why, "unreadable: %s", pft_errmsg());
-    else if (pft_node__message_id(nd, buf, len, id) != 0)
+    else if (pft_bundle_message_id(buf, len, &lim, id) != 0)
         snprintf(why, sizeof why, "corrupt: %s", pft_errmsg());
     else if (memcmp(id, want, sizeof id) != 0)
         snprintf(why, sizeof why, "corrupt: its content hashes to %.12s..., not to the id in its name",
@@ -273,8 +275,8 @@ static int go_on_without(node_t *nd, inbound_t *s)
 /* Marks the slots an earlier run of this node went on without (out/missing/). */
 static void load_gone_on(node_t *nd)
 {
-    for (size_t i = 0; i < nd->n_in; i++) {
-        inbound_t *s = &nd->in[i];
+    for (size_t i = 0; i < nd->hand.n_in; i++) {
+        inbound_t *s = &nd->hand.in[i];
         char *path = missing_path(nd, s);
         if (path && pft_fsio_exists(path)) {
             s->gone_on = s->missing = 1;
@@ -293,85 +295,78 @@ static void load_gone_on(node_t *nd)
 void pft_node__inbox_load(node_t *nd)
 {
     load_gone_on(nd);
-    DIR *dir = opendir(nd->inbox_dir);
+    DIR *dir = opendir(nd->hand.inbox_dir);
     if (!dir) {
-        pft_error("%s: cannot list: %s", nd->inbox_dir, strerror(errno));
+        pft_error("%s: cannot list: %s", nd->hand.inbox_dir, strerror(errno));
         return;
     }
     struct dirent *e;
     while ((e = readdir(dir)) != NULL) {
-        for (size_t i = 0; i < nd->n_in; i++) {
+        for (size_t i = 0; i < nd->hand.n_in; i++) {
             uint8_t want[PFT_BUNDLE_ID_LEN];
-            if (!stored_name(e->d_name, nd->in[i].handoff + 1, want))
+            if (!stored_name(e->d_name, nd->hand.in[i].handoff + 1, want))
                 continue;
-            if (nd->in[i].gone_on) {
+            if (nd->hand.in[i].gone_on) {
                 pft_warn("%s/%s: not used: this node went on without hand-off %zu before a restart",
-                         nd->inbox_dir, e->d_name, nd->in[i].handoff + 1);
+                         nd->hand.inbox_dir, e->d_name, nd->hand.in[i].handoff + 1);
                 continue;
             }
-            char *path = pft_fsio_join(nd->inbox_dir, e->d_name);
+            char *path = pft_fsio_join(nd->hand.inbox_dir, e->d_name);
             if (path)
-                load_stored(nd, &nd->in[i], path, want);
+                load_stored(nd, &nd->hand.in[i], path, want);
             pft_free(path);
         }
     }
     closedir(dir);
 }
 
-/* Waits until every inbound hand-off of the stage has arrived or passed its deadline. */
-int pft_node__inbox_wait(node_t *nd, const pft_stage_t *st)
+/* The stage's inbound hand-offs that passed their deadline without a bundle: recorded as gone on without
+ * (a late one is then refused), or the run fails (on_missing = fail). */
+static int settle_missing(node_t *nd, const pft_stage_t *st, size_t missing)
 {
-    char detail[256];
-    for (;;) {
-        if (nd->fatal)
-            return pft_err(nd->fatal, "%s", nd->fatal_msg);
-        pft_node__refusal_tick(nd, 0);
-        size_t missing = 0, waiting = 0;
-        double now = pft_fsio_now();
-        const char *who = NULL;
-        for (size_t j = 0; j < st->n_recv; j++)
-            for (size_t i = 0; i < nd->n_in; i++) {
-                inbound_t *s = &nd->in[i];
-                if (s->handoff != st->recv[j] || s->bundle)
-                    continue;
-                if (now > s->deadline || s->gone_on) {
-                    if (!s->missing)
-                        pft_warn("no bundle from %s by its deadline", s->from);
-                    s->missing = 1;
-                    missing++;
-                } else {
-                    waiting++;
-                    who = s->from;
-                }
-            }
-        if (waiting == 0) {
-            if (missing && nd->run->on_missing == PFT_TOPO_MISSING_FAIL)
-                return pft_err(PFT_ETIMEOUT,
-                               "%zu predecessor bundle(s) missing at the deadline (on_missing=fail)",
-                               missing);
-            for (size_t j = 0; missing && j < st->n_recv; j++)
-                for (size_t i = 0; i < nd->n_in; i++) {
-                    inbound_t *s = &nd->in[i];
-                    int rc = s->handoff == st->recv[j] && s->missing && !s->bundle ? go_on_without(nd, s) : 0;
-                    if (rc)
-                        return rc;
-                }
-            if (missing)
-                pft_warn("going on without %zu missing bundle(s) (on_missing=proceed); late ones are refused",
-                         missing);
-            return 0;
+    if (missing && nd->run->on_missing == PFT_TOPO_MISSING_FAIL)
+        return pft_err(PFT_ETIMEOUT, "%zu predecessor bundle(s) missing at the deadline (on_missing=fail)",
+                       missing);
+    for (size_t j = 0; missing && j < st->n_recv; j++)
+        for (size_t i = 0; i < nd->hand.n_in; i++) {
+            inbound_t *s = &nd->hand.in[i];
+            int rc = s->handoff == st->recv[j] && s->missing && !s->bundle ? go_on_without(nd, s) : 0;
+            if (rc)
+                return rc;
         }
-        snprintf(detail, sizeof detail, "lap %d: %zu bundle(s), e.g. from %s", st->lap, waiting, who);
-        pft_node__set_status(nd, "waiting", detail);
-        if (pft_node__stopping())
-            return pft_err(PFT_EINTR, "interrupted while waiting");
-        int rc = pft_transport_poll(nd->tp, 200);
-        pft_node__outbox_save_acks(nd);
-        if (rc == PFT_EINTR && pft_node__stopping())
-            return pft_err(PFT_EINTR, "interrupted while waiting");
-        if (rc && rc != PFT_EINTR)
-            return pft_err_wrap(rc, "transport");
-    }
+    if (missing)
+        pft_warn("going on without %zu missing bundle(s) (on_missing=proceed); late ones are refused",
+                 missing);
+    return 1;
+}
+
+int pft_node__inbox_ready(node_t *nd, void *stage)
+{
+    const pft_stage_t *st = stage;
+    size_t missing = 0, waiting = 0;
+    double now = pft_fsio_now();
+    const char *who = NULL;
+    for (size_t j = 0; j < st->n_recv; j++)
+        for (size_t i = 0; i < nd->hand.n_in; i++) {
+            inbound_t *s = &nd->hand.in[i];
+            if (s->handoff != st->recv[j] || s->bundle)
+                continue;
+            if (now > s->deadline || s->gone_on) {
+                if (!s->missing)
+                    pft_warn("no bundle from %s by its deadline", s->from);
+                s->missing = 1;
+                missing++;
+            } else {
+                waiting++;
+                who = s->from;
+            }
+        }
+    if (waiting == 0)
+        return settle_missing(nd, st, missing);
+    char detail[256];
+    snprintf(detail, sizeof detail, "lap %d: %zu bundle(s), e.g. from %s", st->lap, waiting, who);
+    pft_node__set_status(nd, "waiting", detail);
+    return 0;
 }
 
 /* Received bundles of a stage, largest knowledge first (so counts from big bundles win ties). */
@@ -379,9 +374,9 @@ size_t pft_node__inbox_stage_bundles(node_t *nd, const pft_stage_t *st, inbound_
 {
     size_t n = 0;
     for (size_t j = 0; j < st->n_recv; j++)
-        for (size_t i = 0; i < nd->n_in; i++)
-            if (nd->in[i].handoff == st->recv[j] && nd->in[i].bundle)
-                list[n++] = &nd->in[i];
+        for (size_t i = 0; i < nd->hand.n_in; i++)
+            if (nd->hand.in[i].handoff == st->recv[j] && nd->hand.in[i].bundle)
+                list[n++] = &nd->hand.in[i];
     for (size_t a = 1; a < n; a++) /* insertion sort by provenance size, descending; stable */
         for (size_t b = a; b > 0; b--) {
             int pa = pft_bundle_prov_n_nodes(list[b - 1]->bundle),
@@ -399,8 +394,39 @@ size_t pft_node__inbox_stage_bundles(node_t *nd, const pft_stage_t *st, inbound_
 inbound_t *pft_node__inbox_complete(node_t *nd, const pft_stage_t *st)
 {
     inbound_t *s = NULL;
-    for (size_t i = 0; i < nd->n_in; i++)
-        if (st->n_recv && nd->in[i].handoff == st->recv[0] && nd->in[i].bundle)
-            s = &nd->in[i];
+    for (size_t i = 0; i < nd->hand.n_in; i++)
+        if (st->n_recv && nd->hand.in[i].handoff == st->recv[0] && nd->hand.in[i].bundle)
+            s = &nd->hand.in[i];
     return s;
+}
+
+void pft_node__inbox_release(node_t *nd, const pft_stage_t *st)
+{
+    for (size_t i = 0; i < nd->hand.n_in; i++)
+        for (size_t j = 0; j < st->n_recv; j++) {
+            inbound_t *s = &nd->hand.in[i];
+            if (s->handoff != st->recv[j] || !s->bundle)
+                continue;
+            pft_bundle_t *light = pft_node__provenance_only(nd, s->bundle);
+            if (light) {
+                pft_bundle_destroy(&s->bundle);
+                s->bundle = light;
+            }
+        }
+}
+
+void pft_node__inbox_json(const node_t *nd, json_t *recv, json_t *missing)
+{
+    for (size_t i = 0; i < nd->hand.n_in; i++) {
+        const inbound_t *s = &nd->hand.in[i];
+        if (s->bundle) {
+            char hex[2 * PFT_BUNDLE_ID_LEN + 1];
+            json_array_append_new(recv, json_pack("{s:s,s:s,s:b,s:s,s:I,s:b}", "from", s->from, "producer",
+                                                  s->producer, "complete", s->complete, "bundle_id",
+                                                  pft_bundle_id_hex(s->id, hex), "bytes", (json_int_t)s->len,
+                                                  "via_fallback", s->via_fallback));
+        } else if (s->missing) {
+            json_array_append_new(missing, json_string(s->from));
+        }
+    }
 }

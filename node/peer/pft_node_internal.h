@@ -1,18 +1,33 @@
 /* pft_node_internal: the peer's state and the functions its files share. Internal to node/peer: never include
  * it from elsewhere (the public interface is pft_node.h).
  *
- * One run of a node is split by noun, as CZMQ/Zyre split an actor:
- *   pft_node.c          the stage machine and pft_node_run (the loop), exit codes, status, stop, test hooks
- *   pft_node_setup.c    data, keys, the handed-over listening socket, inbound slots and outbound peers
- *   pft_node_inbox.c    matching, accepting, storing and loading inbound bundles; waiting for a stage's
- *   pft_node_refit.c    sampling, EM per class, drift, the head's rows
- *   pft_node_rows.c     weighted rows; the Monte Carlo budget per received class
- *   pft_node_release.c  DP-FedPFT: releases, the ledger, its setup
- *   pft_node_outbox.c   sending, acknowledgements on disk, fallback successors, waiting for the sends
- *   pft_node_result.c   the head's training, result.json
- *   pft_node_eval.c     the evaluation set: checked at setup, scored in blocks
- *   pft_node_refusal.c  every refusal: logged (rate-limited), counted, persisted in out/refusals.json
- * Functions shared between these files are named pft_node__<file>_<verb>; the rest are static. */
+ * The peer is one actor (DESIGN.md §11): one loop (pft_node_loop.c) owns the transport, the timers and the
+ * chores; the stage machine (pft_node.c) runs the topology's stages through it. What varies is chosen once
+ * at setup through two ops tables (pft_node_table.c): the knowledge method (sampling, exact) and the head
+ * (logreg, gaussian, ncm), one file per entry. Files, from the bottom up (a file calls only files above it in
+ * this list, never one below, so no two files call each other):
+ *   pft_node_base.c       status file, stop flag, limits, provenance-only bundles, test hooks
+ *   pft_node_refusal.c    every refusal: logged (rate-limited), counted, persisted in out/refusals.json
+ *   pft_node_floor.c      the privacy floor's record (min_rows): withheld classes, smallest released counts
+ *   pft_node_rows.c       weighted rows; the Monte Carlo budget per received class
+ *   pft_node_release.c    DP-FedPFT: releases, the ledger, its setup
+ *   pft_node_eval.c       the evaluation set: checked at setup, scored in blocks
+ *   pft_node_inbox.c      matching, accepting, storing and loading inbound bundles; when a stage may start
+ *   pft_node_outbox.c     sending, acknowledgements on disk, fallback successors, when the sends have ended
+ *   pft_node_loop.c       the one loop: serve the transport, chores, until a condition holds; yield
+ *   pft_node_parts.c      exact statistics as parts (who contributed), merged per group of the plan
+ *   pft_node_noise.c      the DP noise accumulated in a head's statistics (result.json dp_noise)
+ *   pft_node_sampling.c   method `sampling`: draws from received GMMs ∪ own rows, EM per class
+ *   pft_node_exact.c      method `exact`: own statistics ∪ received parts, merged without loss
+ *   pft_node_head.c       a head's run: fit, write, evaluate, describe
+ *   pft_node_head_*.c     the heads: logreg, gaussian (LDA/QDA), ncm
+ *   pft_node_table.c      the method and head tables
+ *   pft_node_setup.c      data, keys, the handed-over listening socket, inbound slots and outbound peers
+ *   pft_node_result.c     result.json
+ *   pft_node.c            the stage machine and pft_node_run, exit codes
+ * Functions shared between files are named pft_node__<file>_<verb>; the rest are static. Each file writes
+ * only its own part of node_t (hand, know, head, tally, dp, refusal, eval); the rest is read-only after
+ * setup. */
 #ifndef PFT_NODE_INTERNAL_H
 #define PFT_NODE_INTERNAL_H
 
@@ -47,7 +62,7 @@ typedef struct {
     int via_fallback; /* 1: filled by a fallback predecessor's bundle instead of `from`'s */
     int gone_on; /* 1: the node went on without it (recorded in out/missing/): a late bundle is refused */
     int light;   /* 1: bundle holds the provenance only; the statistics are decoded again from bytes when
-                    used (pft_node__stats_*), so a node receiving many keeps one decoded at a time */
+                    used (pft_node_exact.c), so a node receiving many keeps one decoded at a time */
 } inbound_t;
 
 /* One send this node made. */
@@ -82,77 +97,138 @@ typedef struct {
     int n, cap, d;
 } rows_t;
 
-/* One peer's whole state for a run. */
+/* One class withheld by the privacy floor in a refit. */
 typedef struct {
+    int cls;
+    uint64_t rows; /* the rows it would have stood for */
+} floor_withheld_t;
+
+/* The privacy floor's record of the last refit (pft_node_floor.c). */
+typedef struct {
+    int started; /* a refit started it: result.json reports it */
+    int n_classes;
+    double *min_released;       /* per class: the smallest count a released model or part stands for; < 0:
+                                   not released */
+    floor_withheld_t *withheld; /* in the order they were withheld, at most n_classes */
+    int n_withheld;
+} floor_t;
+
+typedef struct node node_t;
+
+/* A knowledge method (pft_node_table.c): how a node turns its rows and the received bundles into its
+ * outbound bundle and its head's input. Chosen once from the topology (exact or not). */
+typedef struct {
+    const char *name;
+    /* A REFIT stage: a new bundle from own rows and the stage's received bundles into *out (the caller's); in
+     * a final stage also the head's input (nd->head). On error *out is untouched and the message says why. */
+    int (*refit)(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out);
+    /* A final FORWARD stage: the head's input from an adopted complete bundle (s->bundle NULL: own rows). */
+    int (*adopt)(node_t *nd, const inbound_t *s);
+} pft_node_method_t;
+
+/* A head's predictions for n rows (pft_node__eval_score's predictor). */
+typedef int (*pft_node__predictor_t)(const void *model, const float *x, int n, int32_t *pred);
+
+/* A head (pft_node_table.c): what it trains on, how it is fitted, used, written and described. Chosen once
+ * from the topology's `head`; run by pft_node__head_train. */
+typedef struct {
+    const char *name;
+    int wants_stats; /* 1: its input is class statistics (nd->head.stats); 0: weighted rows (nd->head.rows) */
+    /* Fits the model (*model, freed by destroy) on nd->head's input, which it may consume. */
+    int (*fit)(node_t *nd, void **model);
+    pft_node__predictor_t predict;
+    /* Writes the model's files into out/ (head.npy, ...). */
+    int (*write)(const node_t *nd, const void *model);
+    /* Adds the model's fields to result.json. */
+    void (*describe)(const node_t *nd, const void *model, json_t *res);
+    void (*destroy)(void **model);
+} pft_node_head_t;
+
+/* One peer's whole state for a run. The top fields are set up once and then only read; each sub-struct is
+ * written by the files named beside it. */
+struct node {
     const pft_node_args_t *args;
     pft_topo_t *topo;
     const pft_topo_run_t *run;
     const pft_topo_node_t *me;
     size_t my_index;
-    const char *complete_producer; /* producer of the complete bundle (ring: the producer; mesh: the root,
-                                    * whose role is also PFT_ROLE_PRODUCER); NULL for a chain or dag */
+    const pft_node_method_t *method; /* chosen once (pft_node_table.c) */
+    const pft_node_head_t *head_ops; /* chosen once (pft_node_table.c) */
     pft_dataset_t *train, *test;
-    int32_t *eval_y; /* the evaluation set's labels (its features are read in blocks: pft_node_eval.c) */
-    int eval_n, eval_d, eval_classes;
     int n_classes;
     int *own_counts; /* real training rows per class (n_classes) */
-    pft_transport_t *tp;
-    inbound_t *in;
-    size_t n_in;
-    outbound_t *out;
-    size_t n_out;
     double t_start;
-    char *inbox_dir;
-    char status[512]; /* the status line last written to out/status */
-    /* results */
-    rows_t head_rows;        /* what a logreg head trains on */
-    pft_gstat_t *head_stats; /* what a Gaussian head is built from (head = gaussian) */
-    int head_has_own;        /* head_stats include this node's own rows (they may choose the shrinkage) */
-    int n_real, n_synthetic;
-    double em_seconds, head_seconds;
-    int em_rows_max; /* most rows one EM fit saw (own + draws: bounded by the Monte Carlo budget) */
-    long em_iters;
-    int em_fits;
-    pft_bundle_t *knowledge; /* provenance the node ended with */
-    json_t *drift;           /* per received bundle: mean log-lik of own features under it */
-    int rejected;            /* inbound messages refused (pft_node_refusal.c; survives restarts) */
-    int handshakes_denied;   /* inbound connections refused (ZAP, plain text vs CURVE; survives restarts) */
-    json_t *refusals;        /* their reasons, the first PFT_NODE_MAX_REFUSALS */
-    struct {
-        double window;     /* start of the current one-second logging window */
-        int logged;        /* lines logged in it */
-        int suppressed;    /* refusals not logged in it */
-    } refusal_log[4];      /* per pft_node__refusal_kind_t */
-    int refusals_dirty;    /* counters changed since out/refusals.json was written */
-    double refusals_saved; /* when it was last written */
-    int fatal;             /* a pft error code that ends the run at the next loop turn (the inbox could not
-                              store a bundle), 0 if none; its message is in fatal_msg */
+    char status[512]; /* the status line last written to out/status (pft_node_base.c) */
+    int fatal;        /* a pft error code that ends the run at the next loop turn (the inbox could not store
+                         a bundle), 0 if none; its message is in fatal_msg (pft_node_inbox.c) */
     char fatal_msg[512];
-    /* security (unless --insecure) */
-    pft_keypair_t *kp;  /* this node's keypair */
-    pft_pubkey_t *keys; /* every node's public key, by node index */
-    /* DP-FedPFT (dp_epsilon > 0) */
-    pft_rng_t *dp_rng;      /* noise generator, seeded from the OS (never from the run seed) */
-    pft_dp_budget_t budget; /* ledger, persisted in out/dp_ledger.json */
-    json_t *dp;             /* what the releases were, for result.json */
-    double dp_delta_max;    /* largest delta over this bundle's classes */
-    int dp_clipped;         /* rows clipped to norm 1 */
-    /* privacy floor (min_rows) */
-    json_t *floor; /* the last refit's {"min_released_rows": {class: rows}, "withheld_classes": [...]}; NULL
-                    * before a refit */
-} node_t;
+    struct { /* hand-offs: pft_node_setup.c, pft_node_inbox.c, pft_node_outbox.c */
+        pft_transport_t *tp;
+        inbound_t *in;
+        size_t n_in;
+        outbound_t *out;
+        size_t n_out;
+        char *inbox_dir;
+        const char
+            *complete_producer; /* producer of the complete bundle (ring: the producer; mesh: the
+                                 * root, whose role is also PFT_ROLE_PRODUCER); NULL for a chain or dag */
+        pft_keypair_t *kp;      /* this node's keypair (unless --insecure) */
+        pft_pubkey_t *keys;     /* every node's public key, by node index */
+    } hand;
+    struct {                /* knowledge: the methods */
+        pft_bundle_t *prov; /* provenance the node ended with */
+        json_t *drift;      /* per received bundle: mean log-lik of own features under it */
+        floor_t floor;      /* the privacy floor of the last refit */
+    } know;
+    struct {                /* the head's input: the methods fill it, the heads consume it */
+        rows_t rows;        /* what a rows head trains on */
+        pft_gstat_t *stats; /* what a statistics head is built from */
+        int has_own;        /* stats include this node's own rows (they may choose the shrinkage) */
+    } head;
+    struct { /* counters for result.json: the methods and heads */
+        int n_real, n_synthetic;
+        double em_seconds, head_seconds;
+        int em_rows_max; /* most rows one EM fit saw (own + draws: bounded by the Monte Carlo budget) */
+        long em_iters;
+        int em_fits;
+    } tally;
+    struct {                    /* DP: pft_node_release.c (and the noise record, pft_node_noise.c) */
+        pft_rng_t *rng;         /* noise generator, seeded from the OS (never from the run seed) */
+        pft_dp_budget_t budget; /* ledger, persisted in out/dp_ledger.json */
+        json_t *info;           /* what the releases were, for result.json */
+        double delta_max;       /* largest delta over this bundle's classes */
+        int clipped;            /* rows clipped to norm 1 */
+    } dp;
+    struct {                   /* pft_node_refusal.c */
+        int rejected;          /* inbound messages refused (survives restarts) */
+        int handshakes_denied; /* inbound connections refused (ZAP, plain text vs CURVE; survives restarts) */
+        json_t *reasons;       /* their reasons, the first PFT_NODE_MAX_REFUSALS */
+        struct {
+            double window;  /* start of the current one-second logging window */
+            int logged;     /* lines logged in it */
+            int suppressed; /* refusals not logged in it */
+        } log[4];           /* per pft_node__refusal_kind_t */
+        int dirty;          /* counters changed since out/refusals.json was written */
+        double saved;       /* when it was last written */
+    } refusal;
+    struct { /* the evaluation set (pft_node_eval.c): its labels; its features are read in blocks */
+        int32_t *y;
+        int n, d, classes;
+    } eval;
+};
 
 #define PFT_NODE_MAX_REFUSALS 100 /* reasons kept in result.json's refusals (all are counted) */
 
-/* pft_node.c: the run's shared plumbing. */
+/* ---- pft_node_base.c: the run's shared plumbing ---- */
 /* A bundle holding only b's provenance (with its DP guarantees): all that the node reports of a bundle once
  * its models are used (the models of a d = 1280 bundle weigh megabytes to tens of megabytes). NULL if out of
  * memory. */
 pft_bundle_t *pft_node__provenance_only(const node_t *nd, const pft_bundle_t *b);
+/* The provenance of this node's own rows only (what a head trained on own data alone used); NULL if out of
+ * memory. */
+pft_bundle_t *pft_node__own_provenance(const node_t *nd);
 /* The decoder's limits of this run: max_bytes is max_bundle_mb MiB, the transport's max_msg_size too. */
 void pft_node__limits(const node_t *nd, pft_bundle_limits_t *lim);
-/* The bundle id of a wire message under those limits; 0 or an error code (message set). */
-int pft_node__message_id(const node_t *nd, const uint8_t *msg, size_t len, uint8_t id[PFT_BUNDLE_ID_LEN]);
 int pft_node__stopping(void); /* 1 once a stop was requested */
 void pft_node__set_status(node_t *nd, const char *state, const char *detail); /* out/status, best effort */
 #ifdef PFT_TEST_HOOKS
@@ -163,7 +239,7 @@ int pft_node__test_hook(const node_t *nd, const char *var); /* 1 if the env var 
 #define pft_node__test_hook(nd, var) 0
 #endif
 
-/* pft_node_refusal.c: every refusal in one place. */
+/* ---- pft_node_refusal.c: every refusal in one place ---- */
 typedef enum {
     PFT_NODE_REFUSED_BUNDLE = 0,    /* an inbound bundle failed validation (decode, signature, match) */
     PFT_NODE_REFUSED_TRANSPORT = 1, /* the transport dropped or NACKed a message itself */
@@ -181,37 +257,26 @@ void pft_node__refusal_tick(node_t *nd, int force);
 /* Reloads the counters of an earlier run of this node from out/refusals.json (none: zero). 0 or an error
  * code (the file exists but is unreadable or malformed). */
 int pft_node__refusal_load(node_t *nd);
+/* The counters and reasons into result.json. */
+void pft_node__refusal_json(const node_t *nd, json_t *res);
 
-/* pft_node_setup.c: each returns 0 or a pft error code (with its message set). */
-/* Loads and preps train/test/eval; sets n_classes and own_counts. */
-int pft_node__setup_data(node_t *nd);
-/* Checks that a --listen-fd socket listens on the endpoint's port. */
-int pft_node__setup_listen_fd(int fd, const char *endpoint);
-/* This node's keypair and every public key; CURVE keys into to (nothing with --insecure). */
-int pft_node__setup_keys(node_t *nd, pft_transport_opts_t *to, uint8_t cpub[PFT_KEY_CURVE_LEN],
-                         uint8_t csec[PFT_KEY_CURVE_LEN]);
-/* Inbound slots, outbound peers (fallbacks too), the keys allowed to connect. */
-int pft_node__setup_io(node_t *nd);
+/* ---- pft_node_floor.c: the privacy floor's record ---- */
+/* Room for n_classes classes; 0 or PFT_ENOMEM. */
+int pft_node__floor_init(floor_t *f, int n_classes);
+void pft_node__floor_free(floor_t *f);
+/* Starts a refit's record afresh. */
+void pft_node__floor_reset(floor_t *f);
+/* Records class c as withheld (rows: what it would have stood for, below min_rows), with a log line. */
+void pft_node__floor_withhold(floor_t *f, int min_rows, int c, uint64_t rows, const char *what);
+/* 1 if the current refit withheld class c. */
+int pft_node__floor_is_withheld(const floor_t *f, int c);
+/* Once the bundle is built: the smallest count each released class stands for (per class the smallest count ×
+ * weight over its components, or for statistics the smallest class count over the parts). */
+void pft_node__floor_released(floor_t *f, const pft_bundle_t *b);
+/* result.json's min_released_rows and withheld_classes (nothing before a refit). */
+void pft_node__floor_json(const floor_t *f, json_t *res);
 
-/* pft_node_inbox.c */
-/* The transport's callback for one inbound message (ctx is the node_t). */
-int pft_node__inbox_on_message(void *ctx, const uint8_t *buf, size_t len, char *reason, size_t rlen);
-/* Loads the bundles stored in out/inbox/ by an earlier run of this node. */
-void pft_node__inbox_load(node_t *nd);
-/* Waits until each of the stage's inbound hand-offs arrived or passed its deadline. */
-int pft_node__inbox_wait(node_t *nd, const pft_stage_t *st);
-/* The stage's received bundles into list (room for st->n_recv), largest knowledge first; returns how many. */
-size_t pft_node__inbox_stage_bundles(node_t *nd, const pft_stage_t *st, inbound_t **list);
-/* A FORWARD stage's complete bundle, or NULL if it did not arrive. */
-inbound_t *pft_node__inbox_complete(node_t *nd, const pft_stage_t *st);
-
-/* pft_node_refit.c */
-/* A REFIT stage's bundle (*out, the caller's); in a final stage also the head's rows. */
-int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out);
-/* The head's rows for an adopted complete bundle (s->bundle may be NULL: own rows only). */
-int pft_node__refit_adopt(node_t *nd, const inbound_t *s);
-
-/* pft_node_rows.c: weighted rows and the Monte Carlo budget. */
+/* ---- pft_node_rows.c: weighted rows and the Monte Carlo budget ---- */
 void pft_node__rows_free(rows_t *r);
 /* Room for extra more rows (0 or PFT_ENOMEM). */
 int pft_node__rows_reserve(rows_t *r, int extra);
@@ -227,32 +292,47 @@ int pft_node__rows_all_unit(const rows_t *r);
  * 0, or PFT_ENOMEM when the count is out of reach. */
 int pft_node__mc_draws(const node_t *nd, int f, const uint64_t *m, size_t nr, int *draws);
 
-/* pft_node_stats.c: exact statistics. */
-/* A REFIT stage of an exact node: own statistics ∪ the received parts, each contributor once; one outbound
- * part per group of the plan (pft_topo_part_groups); in a final stage also nd->head_stats. */
-int pft_node__stats_refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out);
-/* nd->head_stats from an adopted complete statistics bundle (s->bundle may be NULL: own rows only). */
-int pft_node__stats_adopt(node_t *nd, const inbound_t *s);
-/* A sampling node's Gaussian head statistics: own rows exactly, plus each received mixture's moments for the
- * rows it adds (take, as the refit counted them), plus a complete bundle's moments minus own rows. */
-int pft_node__stats_for_mixtures(node_t *nd, inbound_t **recv, const uint64_t *take, size_t nr,
-                                 const pft_bundle_t *complete);
-/* The Gaussian head from nd->head_stats (shrinkage by cross-validation over own rows), evaluated; head.npy
- * (LDA) or head_qda_*.npy (QDA); fills res. */
-int pft_node__stats_train_head(node_t *nd, json_t *res);
-
-/* pft_node_release.c: DP-FedPFT. */
-/* Checks k = 1, loads the ledger, seeds the noise; sets nd->dp (nothing else without DP). */
+/* ---- pft_node_release.c: DP-FedPFT ---- */
+/* Checks k = 1, loads the ledger, seeds the noise; sets nd->dp.info (nothing else without DP). */
 int pft_node__release_setup(node_t *nd);
 /* One class's noisy K = 1 Gaussian of x (n rows) into *out. */
 int pft_node__release_fit(node_t *nd, int c, const float *x, int n, pft_gmm_t **out);
-/* The (ε, δ)-DP release of this node's own rows' exact statistics of kind (pft_gstat_dp) into *out; records
- * σ, Δ₂ and the clipped rows in nd->dp "release" and δ in nd->dp_delta_max. */
-int pft_node__release_stats(node_t *nd, pft_gstat_kind_t kind, pft_gstat_t **out);
+/* The (ε, δ)-DP release of the exact statistics of the rows of set (the node's own, less what the floor
+ * withholds) of kind (pft_gstat_dp) into *out; records σ, Δ₂ and the clipped rows in nd->dp. */
+int pft_node__release_stats(node_t *nd, const pft_dataset_t *set, pft_gstat_kind_t kind, pft_gstat_t **out);
 /* Charges one bundle's release to the ledger and persists it; PFT_EBUDGET past the budget. */
 int pft_node__release_charge(node_t *nd);
+/* The DP record into result.json ("dp"), with the ledger. */
+void pft_node__release_json(node_t *nd, json_t *res);
 
-/* pft_node_outbox.c */
+/* ---- pft_node_eval.c ---- */
+/* Checks the evaluation set at setup (shape, labels, every value finite) and keeps its labels; no-op
+ * without --eval-features. */
+int pft_node__eval_setup(node_t *nd);
+/* Scores a head on the test split and the eval set: accuracy_local / _global and their per-class arrays in
+ * res (null where the set is missing). */
+int pft_node__eval_score(node_t *nd, json_t *res, pft_node__predictor_t predict, const void *model);
+
+/* ---- pft_node_inbox.c ---- */
+/* The transport's callback for one inbound message (ctx is the node_t). */
+int pft_node__inbox_on_message(void *ctx, const uint8_t *buf, size_t len, char *reason, size_t rlen);
+/* Loads the bundles stored in out/inbox/ by an earlier run of this node. */
+void pft_node__inbox_load(node_t *nd);
+/* The loop's condition for a stage (ctx: the pft_stage_t): 1 once each inbound hand-off arrived or passed its
+ * deadline (those that did not are recorded as gone on without), 0 while waiting, or an error
+ * (on_missing = fail). */
+int pft_node__inbox_ready(node_t *nd, void *stage);
+/* The stage's received bundles into list (room for st->n_recv), largest knowledge first; returns how many. */
+size_t pft_node__inbox_stage_bundles(node_t *nd, const pft_stage_t *st, inbound_t **list);
+/* A FORWARD stage's complete bundle, or NULL if it did not arrive. */
+inbound_t *pft_node__inbox_complete(node_t *nd, const pft_stage_t *st);
+/* After a stage: its received bundles are kept for their provenance only (the slot stays filled, so a
+ * retransmission is still recognised by its id). */
+void pft_node__inbox_release(node_t *nd, const pft_stage_t *st);
+/* result.json's received and missing. */
+void pft_node__inbox_json(const node_t *nd, json_t *recv, json_t *missing);
+
+/* ---- pft_node_outbox.c ---- */
 /* Sends a stage's message to its successors (not again where acknowledged before a restart). */
 int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, size_t len);
 /* Records newly acknowledged hand-offs in out/acked/. */
@@ -260,36 +340,113 @@ void pft_node__outbox_save_acks(node_t *nd);
 /* The transport's acknowledgement callback (ctx is the node_t): records the hand-off in out/acked/ at once.
  */
 void pft_node__outbox_on_ack(void *ctx, int handle);
-/* "pending", "acked", "rejected", "failed" (pft_send_state_name) or "unconfirmed". */
-const char *pft_node__outbox_state_name(int state);
-/* A send's pft_send_state_t or PFT_NODE_SEND_UNCONFIRMED; acknowledged before a restart counts as
- * acknowledged. */
-int pft_node__outbox_state(const node_t *nd, const outbound_t *o, int *rc, const char **reason);
-/* Waits for every send to end, falling back where the topology says; returns how many reached no one. */
-int pft_node__outbox_finish(node_t *nd, int *interrupted);
+/* The loop's chores for sends: sends made before a restart ended as unconfirmed past resend_grace, failed
+ * sends handed to the fallback successors. */
+void pft_node__outbox_tick(node_t *nd);
+/* The loop's condition (ctx unused): 1 once every send ended (acked, rejected, failed or unconfirmed,
+ * fallbacks queued where the topology says). */
+int pft_node__outbox_done(node_t *nd, void *ctx);
+/* Logs how each send ended; returns how many hand-offs reached no one. */
+int pft_node__outbox_report(node_t *nd, int interrupted);
+/* result.json's sent. */
+json_t *pft_node__outbox_json(const node_t *nd);
 
-/* pft_node_result.c */
-/* Serves the transport (acks, retransmissions) between the steps of a long computation; ctx is the node_t. */
-void pft_node__result_serve(void *ctx);
-/* A head's accuracy and per-class accuracy (n_classes entries, NaN for a class without rows) on set. */
-typedef int (*pft_node__predictor_t)(const void *model, const float *x, int n, int32_t *pred);
-/* Checks the evaluation set at setup (shape, labels, every value finite) and keeps its labels; no-op
- * without --eval-features. */
-int pft_node__eval_setup(node_t *nd);
-/* Scores a head on the test split and the eval set: accuracy_local / _global and their per-class arrays in
- * res (null where the set is missing). */
-int pft_node__result_evaluate(node_t *nd, json_t *res, pft_node__predictor_t predict, const void *model);
-/* Trains the head on nd->head_rows, evaluates it, writes out/head.npy; fills res. */
-int pft_node__result_train_head(node_t *nd, json_t *res);
-/* Privacy floor bookkeeping of a refit: starts it afresh (before the refit) ... */
-int pft_node__result_floor_reset(node_t *nd);
-/* ... records class c (rows: the rows it would have stood for) as withheld, with a log line ... */
-void pft_node__result_withhold(node_t *nd, int c, uint64_t rows, const char *what);
-/* ... and, once the bundle is built, the smallest count each released class stands for: per class the
- * smallest count × weight over its components, or for statistics the smallest class count over the parts. */
-void pft_node__result_released(node_t *nd, const pft_bundle_t *b);
-/* 1 if the current refit withheld class c. */
-int pft_node__result_is_withheld(const node_t *nd, int c);
+/* ---- pft_node_loop.c: the one loop ---- */
+/* A condition of the loop: 1 when met, 0 to keep turning, or a negative error code (message set). */
+typedef int (*pft_node__cond_fn)(node_t *nd, void *ctx);
+/* Turns the loop until cond holds: each turn checks the condition, then serves the transport (waiting up to
+ * timeout_ms) and the chores. 0 once it holds; the condition's error; PFT_EINTR once a stop was requested;
+ * the fatal error of the inbox; or the transport's error. */
+int pft_node__loop_until(node_t *nd, pft_node__cond_fn cond, void *ctx, int timeout_ms);
+/* One turn that does not wait (ctx is the node_t): the callback through which a long computation (EM, the
+ * head's fit) yields to the loop, so that ACKs are read and retransmissions go out meanwhile. */
+void pft_node__loop_yield(void *ctx);
+
+/* ---- pft_node_parts.c: exact statistics as parts (the exact method's working set) ---- */
+/* A part taken for this node's statistics. */
+typedef struct {
+    pft_gstat_t *st; /* owned: what is sent on (this node's own part: its DP release when dp_epsilon > 0) */
+    const pft_gstat_t
+        *view;      /* borrowed instead of st: a received bundle's part (the bundle outlives the refit) */
+    int exact_rows; /* 1: this node's own part as sent differs from its rows (floor, DP): the head adds the
+                       rows themselves, exactly, from the dataset */
+    size_t *who;    /* contributor node indices */
+    int n_who;
+    const pft_bundle_t *b; /* where its provenance is read (NULL: this node's own rows) */
+    int merged;            /* its statistics were merged into acc[group] (st and view are then NULL) */
+} part_t;
+
+typedef struct {
+    part_t *p;
+    int n, cap;
+    unsigned char *covered; /* by node index */
+    size_t n_nodes;
+    long *grp;         /* this node's part groups, by node index (pft_topo_part_groups) */
+    pft_gstat_t **acc; /* by group id: the merged statistics of the received parts of that group, or NULL */
+} parts_t;
+/* An empty set of parts for nd: groups computed; 0 or an error. */
+int pft_node__parts_init(const node_t *nd, parts_t *ps);
+void pft_node__parts_free(parts_t *ps);
+/* The kind of statistics this node keeps (TIED for cov = tied, else FULL). */
+pft_gstat_kind_t pft_node__parts_kind(const node_t *nd);
+/* The statistics a part stands for. */
+const pft_gstat_t *pft_node__parts_stats(const part_t *p);
+/* Takes *st (owned; on success) or view (borrowed; st NULL) as a part of contributors who[0..n); refuses a
+ * part that overlaps what is already counted without being contained in it; skips one that is wholly counted
+ * (returns 1). */
+int pft_node__parts_take(parts_t *ps, pft_gstat_t **st, const pft_gstat_t *view, const size_t *who, int n_who,
+                         const pft_bundle_t *b, const char *from);
+/* The parts of a received bundle b (provenance read from prov): its statistics parts, or one FULL part of a
+ * mixture bundle's moments. */
+int pft_node__parts_take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b, const pft_bundle_t *prov);
+/* Merges every received part not merged yet into its group's accumulator (any_group: a complete bundle's
+ * parts, which need no group of this node's plan). */
+int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group);
+/* Merge of every taken part into *out (own rows exactly where a release differs from them). */
+int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out);
+/* One outbound part per group of the plan into b, with the contributors' provenance; with steal, the
+ * accumulators (or the node's own part) become the outbound parts instead of copies. */
+int pft_node__parts_add_groups(node_t *nd, parts_t *ps, pft_bundle_t *b, int steal);
+/* ---- pft_node_noise.c ---- */
+/* result.json's dp_noise (kept in nd->dp.info under "noise") for the head's statistics merged from ps. */
+void pft_node__noise_json(node_t *nd, const parts_t *ps);
+
+/* ---- pft_node_sampling.c, pft_node_exact.c: the methods ---- */
+extern const pft_node_method_t pft_node__method_sampling, pft_node__method_exact;
+/* A sampling node's statistics head input: own rows exactly, plus each received mixture's moments for the
+ * rows it adds (take, as the refit counted them), plus a complete bundle's moments minus own rows. */
+int pft_node__sampling_head_stats(node_t *nd, inbound_t **recv, const uint64_t *take, size_t nr,
+                                  const pft_bundle_t *complete);
+
+/* ---- pft_node_head.c and the heads ---- */
+/* Trains the head on nd->head's input, writes its files, evaluates it, fills res. */
+int pft_node__head_train(node_t *nd, json_t *res);
+/* The Gaussian head's fit (QDA for exact statistics with cov = full unless lda is set, else LDA) with the
+ * given shrinkage (PFT_GHEAD_AUTO: chosen), and its entry points, shared with heads built on it
+ * (pft_node_head_gaussian.c). */
+int pft_node__gaussian_fit(node_t *nd, int lda, double alpha, void **model);
+int pft_node__gaussian_predict(const void *model, const float *x, int n, int32_t *pred);
+int pft_node__gaussian_write(const node_t *nd, const void *model);
+void pft_node__gaussian_describe(const node_t *nd, const void *model, json_t *res);
+void pft_node__gaussian_destroy(void **model);
+
+/* ---- pft_node_table.c ---- */
+/* The method and the head of this node's configuration; NULL for a head the table lacks. */
+const pft_node_method_t *pft_node__table_method(const pft_topo_node_t *me);
+const pft_node_head_t *pft_node__table_head(const pft_topo_node_t *me);
+
+/* ---- pft_node_setup.c: each returns 0 or a pft error code (with its message set) ---- */
+/* Loads and preps train/test/eval; sets n_classes and own_counts. */
+int pft_node__setup_data(node_t *nd);
+/* Checks that a --listen-fd socket listens on the endpoint's port. */
+int pft_node__setup_listen_fd(int fd, const char *endpoint);
+/* This node's keypair and every public key; CURVE keys into to (nothing with --insecure). */
+int pft_node__setup_keys(node_t *nd, pft_transport_opts_t *to, uint8_t cpub[PFT_KEY_CURVE_LEN],
+                         uint8_t csec[PFT_KEY_CURVE_LEN]);
+/* Inbound slots, outbound peers (fallbacks too), the keys allowed to connect. */
+int pft_node__setup_io(node_t *nd);
+
+/* ---- pft_node_result.c ---- */
 /* Fills res with the run's outcome and writes out/result.json. */
 int pft_node__result_write(node_t *nd, json_t *res, int exit_code);
 

@@ -41,18 +41,18 @@ void pft_node__outbox_on_ack(void *ctx, int handle)
 {
     node_t *nd = ctx;
     pft_node__crash_point("on-ack"); /* the successor stored it; nothing recorded here yet */
-    for (size_t i = 0; i < nd->n_out; i++)
-        if (nd->out[i].handle == handle && !nd->out[i].acked_before)
-            save_ack(nd, &nd->out[i]);
+    for (size_t i = 0; i < nd->hand.n_out; i++)
+        if (nd->hand.out[i].handle == handle && !nd->hand.out[i].acked_before)
+            save_ack(nd, &nd->hand.out[i]);
 }
 
 /* Records every acknowledged hand-off not yet recorded in out/acked/ (a retry of a failed write). */
 void pft_node__outbox_save_acks(node_t *nd)
 {
-    for (size_t i = 0; i < nd->n_out; i++) {
-        outbound_t *o = &nd->out[i];
+    for (size_t i = 0; i < nd->hand.n_out; i++) {
+        outbound_t *o = &nd->hand.out[i];
         if (!o->ack_saved && o->seq && !o->acked_before &&
-            pft_transport_send_state(nd->tp, o->handle, NULL, NULL) == PFT_SEND_ACKED)
+            pft_transport_send_state(nd->hand.tp, o->handle, NULL, NULL) == PFT_SEND_ACKED)
             save_ack(nd, o);
     }
 }
@@ -79,7 +79,7 @@ static void forget_sent(const node_t *nd, const outbound_t *o)
     pft_free(path);
 }
 
-const char *pft_node__outbox_state_name(int state)
+static const char *state_name(int state)
 {
     return state == PFT_NODE_SEND_UNCONFIRMED ? "unconfirmed"
            : state >= 0                       ? pft_send_state_name((pft_send_state_t)state)
@@ -87,7 +87,7 @@ const char *pft_node__outbox_state_name(int state)
 }
 
 /* A send's state; one acknowledged before a restart counts as acknowledged. */
-int pft_node__outbox_state(const node_t *nd, const outbound_t *o, int *rc, const char **reason)
+static int send_state(const node_t *nd, const outbound_t *o, int *rc, const char **reason)
 {
     if (o->acked_before || o->unconfirmed) {
         if (rc)
@@ -96,7 +96,7 @@ int pft_node__outbox_state(const node_t *nd, const outbound_t *o, int *rc, const
             *reason = o->acked_before ? "acknowledged before a restart" : o->reason;
         return o->acked_before ? PFT_SEND_ACKED : PFT_NODE_SEND_UNCONFIRMED;
     }
-    return pft_transport_send_state(nd->tp, o->handle, rc, reason);
+    return pft_transport_send_state(nd->hand.tp, o->handle, rc, reason);
 }
 
 /* Sends one stage's message to each of its successors, except where an earlier run of this node was already
@@ -111,13 +111,15 @@ int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *byte
         const pft_topo_edge_t *e = pft_topo_edge_find(nd->topo, ho->from, ho->to);
         double dl = e ? e->send_deadline : nd->run->send_deadline;
         uint8_t id[PFT_BUNDLE_ID_LEN];
-        int rc = pft_node__message_id(nd, bytes, len, id);
+        pft_bundle_limits_t lim;
+        pft_node__limits(nd, &lim);
+        int rc = pft_bundle_message_id(bytes, len, &lim, id);
         if (rc)
             return rc;
         char hex[2 * PFT_BUNDLE_ID_LEN + 1];
         pft_bundle_id_hex(id, hex);
         if (recorded(nd, "acked", ho->seq, hex)) {
-            outbound_t *o = &nd->out[nd->n_out++];
+            outbound_t *o = &nd->hand.out[nd->hand.n_out++];
             *o = (outbound_t){.to = peer->id,
                               .handle = -1,
                               .lap = ho->lap,
@@ -135,11 +137,11 @@ int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *byte
             pft_warn("recording hand-off %zu as sent: %s (a restart would wait out send_deadline)", ho->seq,
                      pft_errmsg());
         pft_free(sent);
-        int handle = pft_transport_send(nd->tp, peer->id, bytes, len, id,
+        int handle = pft_transport_send(nd->hand.tp, peer->id, bytes, len, id,
                                         pft_transport_now_ms() + (int64_t)(dl * 1000));
         if (handle < 0)
             return pft_err_wrap(handle, "sending to %s", peer->id);
-        outbound_t *o = &nd->out[nd->n_out++];
+        outbound_t *o = &nd->hand.out[nd->hand.n_out++];
         o->seq = ho->seq;
         o->to = peer->id;
         o->handle = handle;
@@ -166,24 +168,23 @@ int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *byte
 static int fall_back(node_t *nd)
 {
     int queued = 0;
-    size_t n = nd->n_out;
+    size_t n = nd->hand.n_out;
     for (size_t i = 0; i < n; i++) {
-        outbound_t *o = &nd->out[i];
-        if (o->fell_back || o->instead_of || !o->msg ||
-            pft_node__outbox_state(nd, o, NULL, NULL) != PFT_SEND_FAILED)
+        outbound_t *o = &nd->hand.out[i];
+        if (o->fell_back || o->instead_of || !o->msg || send_state(nd, o, NULL, NULL) != PFT_SEND_FAILED)
             continue;
         o->fell_back = 1;
         for (size_t k = 0; k < nd->me->n_fallbacks; k++) {
             const pft_topo_node_t *peer = pft_topo_node(nd->topo, nd->me->fallbacks[k]);
             const pft_topo_edge_t *e = pft_topo_edge_find(nd->topo, nd->my_index, peer->index);
             double dl = e ? e->send_deadline : nd->run->send_deadline;
-            int handle = pft_transport_send(nd->tp, peer->id, o->msg, o->bytes, NULL,
+            int handle = pft_transport_send(nd->hand.tp, peer->id, o->msg, o->bytes, NULL,
                                             pft_transport_now_ms() + (int64_t)(dl * 1000));
             if (handle < 0) {
                 pft_error("fallback to %s: %s", peer->id, pft_errmsg());
                 continue;
             }
-            outbound_t *f = &nd->out[nd->n_out++];
+            outbound_t *f = &nd->hand.out[nd->hand.n_out++];
             *f = (outbound_t){
                 .to = peer->id, .handle = handle, .lap = o->lap, .bytes = o->bytes, .instead_of = o->to};
             memcpy(f->id_hex, o->id_hex, sizeof f->id_hex);
@@ -202,58 +203,54 @@ static int end_unconfirmed(node_t *nd)
 {
     int n = 0;
     double now = pft_fsio_now();
-    for (size_t i = 0; i < nd->n_out; i++) {
-        outbound_t *o = &nd->out[i];
+    for (size_t i = 0; i < nd->hand.n_out; i++) {
+        outbound_t *o = &nd->hand.out[i];
         if (!o->sent_before || o->unconfirmed || now < o->grace_end ||
-            pft_transport_send_state(nd->tp, o->handle, NULL, NULL) != PFT_SEND_PENDING ||
-            pft_transport_send_attempts(nd->tp, o->handle) != 0)
+            pft_transport_send_state(nd->hand.tp, o->handle, NULL, NULL) != PFT_SEND_PENDING ||
+            pft_transport_send_attempts(nd->hand.tp, o->handle) != 0)
             continue;
         snprintf(o->reason, sizeof o->reason,
                  "sent before a restart, not acknowledged then; %s has not been reachable for %gs "
                  "(resend_grace): it most likely stored the bundle and finished (see its result.json)",
                  o->to, nd->run->resend_grace);
-        pft_transport_cancel(nd->tp, o->handle, o->reason);
+        pft_transport_cancel(nd->hand.tp, o->handle, o->reason);
         o->unconfirmed = 1;
         n++;
     }
     return n;
 }
 
-/* Waits for every send to end (acked, rejected, failed or unconfirmed, falling back where the topology says);
- * returns how many hand-offs did not reach anyone. */
-int pft_node__outbox_finish(node_t *nd, int *interrupted)
+void pft_node__outbox_tick(node_t *nd)
 {
-    for (;;) {
-        while (pft_transport_pending(nd->tp) > 0) {
-            if (pft_node__stopping()) {
-                *interrupted = 1;
-                break;
-            }
-            pft_node__set_status(nd, "sending", "waiting for acknowledgements");
-            if (end_unconfirmed(nd))
-                continue;
-            int rc = pft_transport_poll(nd->tp, 200);
-            pft_node__outbox_save_acks(nd);
-            pft_node__refusal_tick(nd, 0);
-            if (rc && rc != PFT_EINTR)
-                break;
-            if (nd->me->n_fallbacks)
-                fall_back(nd);
-        }
-        if (*interrupted || !nd->me->n_fallbacks || fall_back(nd) == 0)
-            break;
+    end_unconfirmed(nd);
+    if (nd->me->n_fallbacks)
+        fall_back(nd);
+}
+
+int pft_node__outbox_done(node_t *nd, void *ctx)
+{
+    (void)ctx;
+    if (pft_transport_pending(nd->hand.tp) > 0) {
+        pft_node__set_status(nd, "sending", "waiting for acknowledgements");
+        return 0;
     }
+    return !nd->me->n_fallbacks || fall_back(nd) == 0; /* a fallback queued now: wait for it too */
+}
+
+int pft_node__outbox_report(node_t *nd, int interrupted)
+{
     pft_node__outbox_save_acks(nd);
     int bad = 0;
-    for (size_t i = 0; i < nd->n_out; i++) {
+    for (size_t i = 0; i < nd->hand.n_out; i++) {
         int rc;
         const char *reason;
-        outbound_t *o = &nd->out[i];
-        int st = pft_node__outbox_state(nd, o, &rc, &reason);
+        outbound_t *o = &nd->hand.out[i];
+        int st = send_state(nd, o, &rc, &reason);
         int rescued = 0;
-        for (size_t j = 0; o->fell_back && j < nd->n_out; j++)
-            rescued |= nd->out[j].instead_of == o->to && strcmp(nd->out[j].id_hex, o->id_hex) == 0 &&
-                       pft_transport_send_state(nd->tp, nd->out[j].handle, NULL, NULL) == PFT_SEND_ACKED;
+        for (size_t j = 0; o->fell_back && j < nd->hand.n_out; j++)
+            rescued |=
+                nd->hand.out[j].instead_of == o->to && strcmp(nd->hand.out[j].id_hex, o->id_hex) == 0 &&
+                pft_transport_send_state(nd->hand.tp, nd->hand.out[j].handle, NULL, NULL) == PFT_SEND_ACKED;
         if (st == PFT_SEND_REJECTED || st == PFT_SEND_FAILED)
             forget_sent(nd, o);
         if (st == PFT_SEND_ACKED)
@@ -262,16 +259,33 @@ int pft_node__outbox_finish(node_t *nd, int *interrupted)
         else if (st == PFT_NODE_SEND_UNCONFIRMED)
             pft_warn("hand-off to %s unconfirmed: %s", o->to, o->reason);
         else if (rescued)
-            pft_warn("hand-off to %s %s; its fallback was acknowledged", o->to,
-                     pft_node__outbox_state_name(st));
+            pft_warn("hand-off to %s %s; its fallback was acknowledged", o->to, state_name(st));
         else if (!o->instead_of) {
             bad++;
-            pft_error("hand-off to %s %s: %s", o->to, pft_node__outbox_state_name(st),
-                      reason && *reason                        ? reason
-                      : st == PFT_SEND_PENDING && *interrupted ? "interrupted before it was acknowledged"
-                      : rc                                     ? pft_strerror(rc)
-                                                               : "not acknowledged");
+            pft_error("hand-off to %s %s: %s", o->to, state_name(st),
+                      reason && *reason                       ? reason
+                      : st == PFT_SEND_PENDING && interrupted ? "interrupted before it was acknowledged"
+                      : rc                                    ? pft_strerror(rc)
+                                                              : "not acknowledged");
         }
     }
     return bad;
+}
+
+json_t *pft_node__outbox_json(const node_t *nd)
+{
+    json_t *sends = json_array();
+    for (size_t i = 0; i < nd->hand.n_out; i++) {
+        int rc = 0;
+        const char *reason = NULL;
+        const outbound_t *o = &nd->hand.out[i];
+        int st = send_state(nd, o, &rc, &reason);
+        json_t *j = json_pack("{s:s,s:i,s:s,s:I,s:s,s:s,s:b}", "to", o->to, "lap", o->lap, "bundle_id",
+                              o->id_hex, "bytes", (json_int_t)o->bytes, "state", state_name(st), "reason",
+                              reason ? reason : "", "fell_back", o->fell_back);
+        if (o->instead_of)
+            json_object_set_new(j, "fallback_for", json_string(o->instead_of));
+        json_array_append_new(sends, j);
+    }
+    return sends;
 }

@@ -24,31 +24,31 @@ static char *refusals_path(const node_t *nd)
 /* Logs "... M more <kind> refusal(s)" for a window that ended with refusals not logged. */
 static void flush_window(node_t *nd, int kind, double now)
 {
-    if (now - nd->refusal_log[kind].window < 1.0)
+    if (now - nd->refusal.log[kind].window < 1.0)
         return;
-    if (nd->refusal_log[kind].suppressed)
+    if (nd->refusal.log[kind].suppressed)
         pft_warn("... %d more %s refusal(s) in the last second (all counted in result.json)",
-                 nd->refusal_log[kind].suppressed, s_kind_names[kind]);
-    nd->refusal_log[kind].window = now;
-    nd->refusal_log[kind].logged = 0;
-    nd->refusal_log[kind].suppressed = 0;
+                 nd->refusal.log[kind].suppressed, s_kind_names[kind]);
+    nd->refusal.log[kind].window = now;
+    nd->refusal.log[kind].logged = 0;
+    nd->refusal.log[kind].suppressed = 0;
 }
 
 void pft_node__refusal(node_t *nd, pft_node__refusal_kind_t kind, const char *reason)
 {
     if (kind == PFT_NODE_REFUSED_HANDSHAKE)
-        nd->handshakes_denied++;
+        nd->refusal.handshakes_denied++;
     else
-        nd->rejected++;
-    if (json_array_size(nd->refusals) < PFT_NODE_MAX_REFUSALS)
-        json_array_append_new(nd->refusals, json_string(reason));
-    nd->refusals_dirty = 1;
+        nd->refusal.rejected++;
+    if (json_array_size(nd->refusal.reasons) < PFT_NODE_MAX_REFUSALS)
+        json_array_append_new(nd->refusal.reasons, json_string(reason));
+    nd->refusal.dirty = 1;
     flush_window(nd, kind, pft_fsio_now());
-    if (nd->refusal_log[kind].logged >= LINES_PER_SECOND) {
-        nd->refusal_log[kind].suppressed++;
+    if (nd->refusal.log[kind].logged >= LINES_PER_SECOND) {
+        nd->refusal.log[kind].suppressed++;
         return;
     }
-    nd->refusal_log[kind].logged++;
+    nd->refusal.log[kind].logged++;
     if (kind == PFT_NODE_REFUSED_STORED)
         pft_error("refused a stored bundle: %s", reason);
     else
@@ -65,16 +65,16 @@ void pft_node__refusal_on_transport(void *ctx, pft_transport_refusal_t kind, con
  */
 static void save(node_t *nd)
 {
-    json_t *o = json_pack("{s:i,s:i,s:O}", "rejected", nd->rejected, "handshakes_denied",
-                          nd->handshakes_denied, "refusals", nd->refusals);
+    json_t *o = json_pack("{s:i,s:i,s:O}", "rejected", nd->refusal.rejected, "handshakes_denied",
+                          nd->refusal.handshakes_denied, "refusals", nd->refusal.reasons);
     char *text = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
     char *path = refusals_path(nd);
     int rc = text && path ? pft_fsio_write_atomic(path, text, strlen(text)) : PFT_ENOMEM;
     if (rc)
         pft_warn("writing %s: %s", path ? path : "refusals.json", pft_errmsg());
     else
-        nd->refusals_dirty = 0;
-    nd->refusals_saved = pft_fsio_now();
+        nd->refusal.dirty = 0;
+    nd->refusal.saved = pft_fsio_now();
     free(text);
     pft_free(path);
     json_decref(o);
@@ -85,7 +85,7 @@ void pft_node__refusal_tick(node_t *nd, int force)
     double now = pft_fsio_now();
     for (int k = 0; k < (int)(sizeof s_kind_names / sizeof *s_kind_names); k++)
         flush_window(nd, k, now);
-    if (nd->refusals_dirty && (force || now - nd->refusals_saved >= 1.0))
+    if (nd->refusal.dirty && (force || now - nd->refusal.saved >= 1.0))
         save(nd);
 }
 
@@ -110,19 +110,26 @@ int pft_node__refusal_load(node_t *nd)
          json_integer_value(h) < 0 || json_integer_value(r) > INT32_MAX || json_integer_value(h) > INT32_MAX))
         rc = pft_err(PFT_EFORMAT, "%s: not a refusals record of pftnode", path);
     if (rc == 0) {
-        nd->rejected = (int)json_integer_value(r);
-        nd->handshakes_denied = (int)json_integer_value(h);
+        nd->refusal.rejected = (int)json_integer_value(r);
+        nd->refusal.handshakes_denied = (int)json_integer_value(h);
         size_t i;
         json_t *v;
-        json_array_foreach(list, i,
-                           v) if (json_is_string(v) && json_array_size(nd->refusals) < PFT_NODE_MAX_REFUSALS)
-            json_array_append(nd->refusals, v);
-        if (nd->rejected || nd->handshakes_denied)
-            pft_info("refusals of an earlier run: %d rejected, %d handshakes denied", nd->rejected,
-                     nd->handshakes_denied);
+        json_array_foreach(list, i, v) if (json_is_string(v) &&
+                                           json_array_size(nd->refusal.reasons) < PFT_NODE_MAX_REFUSALS)
+            json_array_append(nd->refusal.reasons, v);
+        if (nd->refusal.rejected || nd->refusal.handshakes_denied)
+            pft_info("refusals of an earlier run: %d rejected, %d handshakes denied", nd->refusal.rejected,
+                     nd->refusal.handshakes_denied);
     }
     json_decref(o);
     pft_free(buf);
     pft_free(path);
     return rc;
+}
+
+void pft_node__refusal_json(const node_t *nd, json_t *res)
+{
+    json_object_set_new(res, "rejected", json_integer(nd->refusal.rejected));
+    json_object_set_new(res, "refusals", json_incref(nd->refusal.reasons));
+    json_object_set_new(res, "handshakes_denied", json_integer(nd->refusal.handshakes_denied));
 }

@@ -22,17 +22,17 @@ int pft_node__release_fit(node_t *nd, int c, const float *x, int n, pft_gmm_t **
     if (!xc)
         return pft_err(PFT_ENOMEM, "out of memory");
     memcpy(xc, x, (size_t)n * (size_t)d * sizeof *xc);
-    nd->dp_clipped += pft_dp_clip(xc, n, d);
+    nd->dp.clipped += pft_dp_clip(xc, n, d);
     pft_dp_info_t info;
     double delta = nd->me->dp_delta > 0 ? nd->me->dp_delta : PFT_DP_DELTA_AUTO;
     int rc = pft_dp_fit(xc, n, d, nd->me->cov, nd->me->dp_epsilon, delta, (pft_dp_mech_t)nd->me->dp_mech,
-                        nd->run->reg_covar, nd->dp_rng, out, &info);
+                        nd->run->reg_covar, nd->dp.rng, out, &info);
     pft_free(xc);
     if (rc)
         return rc;
-    if (info.delta > nd->dp_delta_max)
-        nd->dp_delta_max = info.delta;
-    json_array_append_new(json_object_get(nd->dp, "per_class"),
+    if (info.delta > nd->dp.delta_max)
+        nd->dp.delta_max = info.delta;
+    json_array_append_new(json_object_get(nd->dp.info, "per_class"),
                           json_pack("{s:i,s:i,s:f,s:f,s:f,s:b,s:i}", "class", c, "n", n, "epsilon", info.eps,
                                     "delta", info.delta, "sigma", info.sigma, "sigma_raised",
                                     info.sigma_raised, "n_floored", info.n_floored));
@@ -40,20 +40,19 @@ int pft_node__release_fit(node_t *nd, int c, const float *x, int n, pft_gmm_t **
 }
 
 /* The DP release of exact statistics (pft_gstat_dp): the node's own rows once per bundle, its noisy sums and
- * second moment(s), post-processed. The node's head keeps using its exact rows (pft_node_stats.c). */
-int pft_node__release_stats(node_t *nd, pft_gstat_kind_t kind, pft_gstat_t **out)
+ * second moment(s), post-processed. The node's head keeps using its exact rows (pft_node_exact.c). */
+int pft_node__release_stats(node_t *nd, const pft_dataset_t *set, pft_gstat_kind_t kind, pft_gstat_t **out)
 {
     double delta = nd->me->dp_delta > 0 ? nd->me->dp_delta : PFT_DP_DELTA_AUTO;
     pft_gstat_dp_info_t info;
-    int rc = pft_gstat_dp_release(kind, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
-                                  (size_t)pft_dataset_n(nd->train), pft_dataset_d(nd->train),
-                                  nd->me->dp_epsilon, delta, nd->dp_rng, out, &info);
+    int rc = pft_gstat_dp_release(kind, pft_dataset_x(set), pft_dataset_y(set), (size_t)pft_dataset_n(set),
+                                  pft_dataset_d(set), nd->me->dp_epsilon, delta, nd->dp.rng, out, &info);
     if (rc)
         return pft_err_wrap(rc, "DP release of the exact statistics");
-    nd->dp_delta_max = info.delta;
-    nd->dp_clipped = info.clipped; /* the same rows at every release */
+    nd->dp.delta_max = info.delta;
+    nd->dp.clipped = info.clipped; /* the same rows at every release */
     json_object_set_new(
-        nd->dp, "release",
+        nd->dp.info, "release",
         json_pack("{s:s,s:I,s:f,s:f,s:f,s:f,s:b,s:i,s:i,s:I}", "kind", pft_gstat_kind_name(kind), "rows",
                   (json_int_t)info.n, "epsilon", info.eps, "delta", info.delta, "sensitivity", info.sens,
                   "sigma", info.sigma, "sigma_raised", info.sigma_raised, "clipped_rows", info.clipped,
@@ -69,12 +68,12 @@ int pft_node__release_stats(node_t *nd, pft_gstat_kind_t kind, pft_gstat_t **out
  * and persists it before anything is sent. PFT_EBUDGET when the node's total would be exceeded. */
 int pft_node__release_charge(node_t *nd)
 {
-    int rc = pft_dp_budget_charge(&nd->budget, nd->me->dp_epsilon, nd->dp_delta_max);
+    int rc = pft_dp_budget_charge(&nd->dp.budget, nd->me->dp_epsilon, nd->dp.delta_max);
     if (rc)
         return rc;
     char *path = pft_fsio_join(nd->args->out_dir, "dp_ledger.json");
-    json_t *o = json_pack("{s:f,s:f,s:i}", "eps_spent", nd->budget.eps_spent, "delta_spent",
-                          nd->budget.delta_spent, "releases", nd->budget.releases);
+    json_t *o = json_pack("{s:f,s:f,s:i}", "eps_spent", nd->dp.budget.eps_spent, "delta_spent",
+                          nd->dp.budget.delta_spent, "releases", nd->dp.budget.releases);
     char *text = o ? json_dumps(o, JSON_REAL_PRECISION(17)) : NULL;
     rc = path && text ? pft_fsio_write_atomic(path, text, strlen(text)) : PFT_ENOMEM;
     free(text);
@@ -86,7 +85,7 @@ int pft_node__release_charge(node_t *nd)
 /* DP setup: K must be 1 (mixture families), the ledger is loaded, the noise generator seeded from the OS. */
 int pft_node__release_setup(node_t *nd)
 {
-    nd->dp = json_object();
+    nd->dp.info = json_object();
     if (!(nd->me->dp_epsilon > 0))
         return 0;
     if (!nd->me->exact && nd->me->k != 1)
@@ -94,14 +93,14 @@ int pft_node__release_setup(node_t *nd)
                        "node '%s': DP-FedPFT releases one Gaussian per class: set k = 1 (it has k = %d)",
                        nd->me->id, nd->me->k);
     double total = nd->me->dp_budget > 0 ? nd->me->dp_budget : INFINITY;
-    pft_dp_budget_init(&nd->budget, total, 1.0);
+    pft_dp_budget_init(&nd->dp.budget, total, 1.0);
     char *path = pft_fsio_join(nd->args->out_dir, "dp_ledger.json");
     json_error_t err;
     json_t *l = path && pft_fsio_exists(path) ? json_load_file(path, 0, &err) : NULL;
     if (l) {
-        nd->budget.eps_spent = json_number_value(json_object_get(l, "eps_spent"));
-        nd->budget.delta_spent = json_number_value(json_object_get(l, "delta_spent"));
-        nd->budget.releases = (int)json_integer_value(json_object_get(l, "releases"));
+        nd->dp.budget.eps_spent = json_number_value(json_object_get(l, "eps_spent"));
+        nd->dp.budget.delta_spent = json_number_value(json_object_get(l, "delta_spent"));
+        nd->dp.budget.releases = (int)json_integer_value(json_object_get(l, "releases"));
         json_decref(l);
     }
     pft_free(path);
@@ -114,17 +113,36 @@ int pft_node__release_setup(node_t *nd)
         pft_warn("test hook: DP noise seeded from PFT_DP_SEED (not private)");
     }
 #endif
-    nd->dp_rng = pft_rng_new(seed);
-    if (!nd->dp_rng)
+    nd->dp.rng = pft_rng_new(seed);
+    if (!nd->dp.rng)
         return pft_err(PFT_ENOMEM, "out of memory");
     const char *mech = nd->me->exact ? "exact_stats" : pft_dp_mech_name((pft_dp_mech_t)nd->me->dp_mech);
-    json_object_set_new(nd->dp, "mechanism", json_string(mech));
-    json_object_set_new(nd->dp, "epsilon", json_real(nd->me->dp_epsilon));
+    json_object_set_new(nd->dp.info, "mechanism", json_string(mech));
+    json_object_set_new(nd->dp.info, "epsilon", json_real(nd->me->dp_epsilon));
     if (!nd->me->exact)
-        json_object_set_new(nd->dp, "per_class", json_array());
+        json_object_set_new(nd->dp.info, "per_class", json_array());
     pft_info("%s: epsilon %g per release, delta %s, mechanism %s, budget %s (spent %g in %d releases)",
              nd->me->exact ? "DP for exact statistics" : "DP-FedPFT", nd->me->dp_epsilon,
              nd->me->dp_delta > 0 ? "given" : "1/n", mech, isfinite(total) ? "limited" : "unlimited",
-             nd->budget.eps_spent, nd->budget.releases);
+             nd->dp.budget.eps_spent, nd->dp.budget.releases);
     return 0;
+}
+
+void pft_node__release_json(node_t *nd, json_t *res)
+{
+    json_t *noise = nd->dp.info ? json_object_get(nd->dp.info, "noise") : NULL; /* pft_node_noise.c */
+    if (noise) {
+        json_object_set(res, "dp_noise", noise);
+        json_object_del(nd->dp.info, "noise");
+    }
+    if (!(nd->me->dp_epsilon > 0) || !nd->dp.info)
+        return;
+    json_object_set_new(nd->dp.info, "clipped_rows", json_integer(nd->dp.clipped));
+    json_object_set_new(nd->dp.info, "budget",
+                        json_pack("{s:f,s:f,s:i}", "eps_spent", nd->dp.budget.eps_spent, "delta_spent",
+                                  nd->dp.budget.delta_spent, "releases", nd->dp.budget.releases));
+    if (isfinite(nd->dp.budget.eps_total))
+        json_object_set_new(json_object_get(nd->dp.info, "budget"), "eps_total",
+                            json_real(nd->dp.budget.eps_total));
+    json_object_set_new(res, "dp", json_incref(nd->dp.info));
 }

@@ -27,13 +27,13 @@ int pft_node__setup_data(node_t *nd)
         return rc;
     if (!nd->me
              ->has_data) { /* an aggregator: no rows of its own; the test data tells the feature dimension */
-        if (!nd->test && !nd->eval_y)
+        if (!nd->test && !nd->eval.y)
             return pft_err(PFT_EINVAL,
                            "node '%s' has data = false: it needs a test set (test, test_labels) or "
                            "--eval-features to know the feature dimension and to evaluate its head",
                            nd->me->id);
         nd->train = nd->test ? pft_dataset_new(0, pft_dataset_d(nd->test), pft_dataset_n_classes(nd->test))
-                             : pft_dataset_new(0, nd->eval_d, nd->eval_classes);
+                             : pft_dataset_new(0, nd->eval.d, nd->eval.classes);
         if (!nd->train)
             return pft_err(PFT_ENOMEM, "out of memory");
     }
@@ -41,8 +41,8 @@ int pft_node__setup_data(node_t *nd)
     if (nd->test && pft_dataset_d(nd->test) != d)
         return pft_err(PFT_EINVAL, "%s has %d columns but %s has %d", nd->me->test, pft_dataset_d(nd->test),
                        nd->me->train, d);
-    if (nd->eval_y && nd->eval_d != d)
-        return pft_err(PFT_EINVAL, "%s has %d columns but %s has %d", nd->args->eval_features, nd->eval_d,
+    if (nd->eval.y && nd->eval.d != d)
+        return pft_err(PFT_EINVAL, "%s has %d columns but %s has %d", nd->args->eval_features, nd->eval.d,
                        nd->me->train, d);
     rc = pft_dataset_apply_prep(nd->train, prep);
     if (rc == 0 && nd->test)
@@ -52,8 +52,8 @@ int pft_node__setup_data(node_t *nd)
     nd->n_classes = pft_dataset_n_classes(nd->train);
     if (nd->test && pft_dataset_n_classes(nd->test) > nd->n_classes)
         nd->n_classes = pft_dataset_n_classes(nd->test);
-    if (nd->eval_y && nd->eval_classes > nd->n_classes)
-        nd->n_classes = nd->eval_classes;
+    if (nd->eval.y && nd->eval.classes > nd->n_classes)
+        nd->n_classes = nd->eval.classes;
     nd->own_counts = pft_calloc((size_t)nd->n_classes, sizeof *nd->own_counts);
     if (!nd->own_counts)
         return pft_err(PFT_ENOMEM, "out of memory");
@@ -64,7 +64,7 @@ int pft_node__setup_data(node_t *nd)
     for (int c = 0; c < pft_dataset_n_classes(nd->train); c++)
         nd->own_counts[c] = tmp[c];
     pft_free(tmp);
-    nd->head_rows.d = d;
+    nd->head.rows.d = d;
     pft_info("data: %d training rows, %d classes, d=%d, prep %s%s%s", pft_dataset_n(nd->train),
              pft_dataset_n_classes(nd->train), d, pft_prep_name(prep), nd->test ? ", own test split" : "",
              nd->args->eval_features ? ", global test set" : "");
@@ -78,25 +78,25 @@ int pft_node__setup_io(node_t *nd)
     size_t nh = pft_topo_handoffs(nd->topo, &h);
     for (size_t i = 0; i < pft_topo_node_count(nd->topo); i++)
         if (pft_topo_node(nd->topo, i)->role == PFT_ROLE_PRODUCER)
-            nd->complete_producer = pft_topo_node(nd->topo, i)->id;
-    nd->in = pft_calloc(nh + 1, sizeof *nd->in);
-    nd->out = pft_calloc((nh + 1) * (nd->me->n_fallbacks + 1), sizeof *nd->out);
-    if (!nd->in || !nd->out)
+            nd->hand.complete_producer = pft_topo_node(nd->topo, i)->id;
+    nd->hand.in = pft_calloc(nh + 1, sizeof *nd->hand.in);
+    nd->hand.out = pft_calloc((nh + 1) * (nd->me->n_fallbacks + 1), sizeof *nd->hand.out);
+    if (!nd->hand.in || !nd->hand.out)
         return pft_err(PFT_ENOMEM, "out of memory");
     for (size_t i = 0; i < nh; i++) {
         if (h[i].to != nd->my_index)
             continue;
-        inbound_t *s = &nd->in[nd->n_in++];
+        inbound_t *s = &nd->hand.in[nd->hand.n_in++];
         s->handoff = i;
         s->from = pft_topo_node(nd->topo, h[i].from)->id;
         s->complete = h[i].complete;
-        s->producer = h[i].complete && nd->complete_producer ? nd->complete_producer : s->from;
+        s->producer = h[i].complete && nd->hand.complete_producer ? nd->hand.complete_producer : s->from;
         const pft_topo_edge_t *e = pft_topo_edge_find(nd->topo, h[i].from, h[i].to);
         s->deadline = nd->t_start + (e ? e->deadline : nd->run->deadline);
-        if (nd->keys) { /* only predecessors may connect (ZAP) */
+        if (nd->hand.keys) { /* only predecessors may connect (ZAP) */
             uint8_t curve[PFT_KEY_CURVE_LEN];
-            pft_pubkey_curve(&nd->keys[h[i].from], curve);
-            int rc = pft_transport_allow_key(nd->tp, curve, s->from);
+            pft_pubkey_curve(&nd->hand.keys[h[i].from], curve);
+            int rc = pft_transport_allow_key(nd->hand.tp, curve, s->from);
             if (rc)
                 return pft_err_wrap(rc, "allowing %s's key", s->from);
         }
@@ -106,9 +106,9 @@ int pft_node__setup_io(node_t *nd)
             continue;
         const pft_topo_node_t *peer = pft_topo_node(nd->topo, h[i].to);
         uint8_t curve[PFT_KEY_CURVE_LEN];
-        if (nd->keys)
-            pft_pubkey_curve(&nd->keys[peer->index], curve);
-        int rc = pft_transport_add_peer(nd->tp, peer->id, peer->endpoint, nd->keys ? curve : NULL);
+        if (nd->hand.keys)
+            pft_pubkey_curve(&nd->hand.keys[peer->index], curve);
+        int rc = pft_transport_add_peer(nd->hand.tp, peer->id, peer->endpoint, nd->hand.keys ? curve : NULL);
         if (rc &&
             rc != PFT_EINVAL) /* EINVAL: already added (a ring or mesh may send on both laps to one node) */
             return pft_err_wrap(rc, "connecting to %s at %s", peer->id, peer->endpoint);
@@ -117,17 +117,17 @@ int pft_node__setup_io(node_t *nd)
          i++) { /* used only if a primary successor stays unreachable */
         const pft_topo_node_t *peer = pft_topo_node(nd->topo, nd->me->fallbacks[i]);
         uint8_t curve[PFT_KEY_CURVE_LEN];
-        if (nd->keys)
-            pft_pubkey_curve(&nd->keys[peer->index], curve);
-        int rc = pft_transport_add_peer(nd->tp, peer->id, peer->endpoint, nd->keys ? curve : NULL);
+        if (nd->hand.keys)
+            pft_pubkey_curve(&nd->hand.keys[peer->index], curve);
+        int rc = pft_transport_add_peer(nd->hand.tp, peer->id, peer->endpoint, nd->hand.keys ? curve : NULL);
         if (rc && rc != PFT_EINVAL)
             return pft_err_wrap(rc, "connecting to fallback %s at %s", peer->id, peer->endpoint);
     }
-    for (size_t i = 0; nd->keys && i < nd->me->n_fallback_preds; i++) {
+    for (size_t i = 0; nd->hand.keys && i < nd->me->n_fallback_preds; i++) {
         const pft_topo_node_t *q = pft_topo_node(nd->topo, nd->me->fallback_preds[i]);
         uint8_t curve[PFT_KEY_CURVE_LEN];
-        pft_pubkey_curve(&nd->keys[q->index], curve);
-        int rc = pft_transport_allow_key(nd->tp, curve, q->id);
+        pft_pubkey_curve(&nd->hand.keys[q->index], curve);
+        int rc = pft_transport_allow_key(nd->hand.tp, curve, q->id);
         if (rc)
             return pft_err_wrap(rc, "allowing %s's key", q->id);
     }
@@ -179,12 +179,12 @@ int pft_node__setup_keys(node_t *nd, pft_transport_opts_t *to, uint8_t cpub[PFT_
                        "or run with --insecure",
                        nd->me->id);
     size_t nn = pft_topo_node_count(nd->topo);
-    nd->keys = pft_calloc(nn, sizeof *nd->keys);
-    if (!nd->keys)
+    nd->hand.keys = pft_calloc(nn, sizeof *nd->hand.keys);
+    if (!nd->hand.keys)
         return pft_err(PFT_ENOMEM, "out of memory");
     for (size_t i = 0; i < nn; i++) {
         const pft_topo_node_t *n = pft_topo_node(nd->topo, i);
-        int rc = n->key ? pft_pubkey_resolve(n->key, &nd->keys[i]) : pft_err(PFT_EAUTH, "no key");
+        int rc = n->key ? pft_pubkey_resolve(n->key, &nd->hand.keys[i]) : pft_err(PFT_EAUTH, "no key");
         if (rc)
             return pft_err_wrap(PFT_EAUTH, "public key of node '%s'", n->id);
     }
@@ -198,22 +198,22 @@ int pft_node__setup_keys(node_t *nd, pft_transport_opts_t *to, uint8_t cpub[PFT_
     }
     if (!secret)
         return pft_err(PFT_EAUTH, "no secret key: give --key FILE");
-    int rc = pft_keypair_load(secret, &nd->kp);
+    int rc = pft_keypair_load(secret, &nd->hand.kp);
     pft_free(secret);
     if (rc)
         return rc;
-    if (!pft_pubkey_equal(pft_keypair_public(nd->kp), &nd->keys[nd->my_index])) {
+    if (!pft_pubkey_equal(pft_keypair_public(nd->hand.kp), &nd->hand.keys[nd->my_index])) {
         char a[PFT_KEY_FINGERPRINT_LEN + 1], b[PFT_KEY_FINGERPRINT_LEN + 1];
         return pft_err(PFT_EAUTH, "the secret key (%s) does not belong to node '%s''s public key (%s)",
-                       pft_pubkey_fingerprint(pft_keypair_public(nd->kp), a), nd->me->id,
-                       pft_pubkey_fingerprint(&nd->keys[nd->my_index], b));
+                       pft_pubkey_fingerprint(pft_keypair_public(nd->hand.kp), a), nd->me->id,
+                       pft_pubkey_fingerprint(&nd->hand.keys[nd->my_index], b));
     }
-    if ((rc = pft_keypair_curve(nd->kp, cpub, csec)))
+    if ((rc = pft_keypair_curve(nd->hand.kp, cpub, csec)))
         return rc;
     to->curve_public_key = cpub;
     to->curve_secret_key = csec;
     char fp[PFT_KEY_FINGERPRINT_LEN + 1];
     pft_info("key %s: CURVE-encrypted connections, signed bundles",
-             pft_pubkey_fingerprint(pft_keypair_public(nd->kp), fp));
+             pft_pubkey_fingerprint(pft_keypair_public(nd->hand.kp), fp));
     return 0;
 }

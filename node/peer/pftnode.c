@@ -26,6 +26,23 @@ static void print_exit_codes(int markdown)
 #undef PFT_X_PRINT
 }
 
+/* pftnode --help's summary, with the exit codes. */
+static const char *help_summary(void)
+{
+    static char summary[2048];
+    int n = snprintf(
+        summary, sizeof summary,
+        "Runs one peer of decentralized FedPFT: waits for its predecessors' GMM bundles, samples from\n"
+        "them, refits per-class GMMs by EM on the union with its own features, forwards the new bundle\n"
+        "to its successors, trains and evaluates its softmax head, and writes result.json, head.npy\n"
+        "and the bundle it sent to its output folder.\n\nexit codes:");
+#define PFT_X_HELP(name, value, text)                                                                        \
+    n += snprintf(summary + n, sizeof summary - (size_t)n, "\n  %2d  %s", value, text);
+    PFT_NODE_EXIT_TABLE(PFT_X_HELP)
+#undef PFT_X_HELP
+    return summary;
+}
+
 int main(int argc, char **argv)
 {
 #ifdef M_MMAP_THRESHOLD
@@ -62,17 +79,7 @@ int main(int argc, char **argv)
          "with --exit-codes: as a Markdown table (the one in docs/USAGE.md)"},
         {0},
     };
-    static char summary[2048];
-    int n = snprintf(
-        summary, sizeof summary,
-        "Runs one peer of decentralized FedPFT: waits for its predecessors' GMM bundles, samples from\n"
-        "them, refits per-class GMMs by EM on the union with its own features, forwards the new bundle\n"
-        "to its successors, trains and evaluates its softmax head, and writes result.json, head.npy\n"
-        "and the bundle it sent to its output folder.\n\nexit codes:");
-#define PFT_X_HELP(name, value, text)                                                                        \
-    n += snprintf(summary + n, sizeof summary - (size_t)n, "\n  %2d  %s", value, text);
-    PFT_NODE_EXIT_TABLE(PFT_X_HELP)
-#undef PFT_X_HELP
+    const char *summary = help_summary();
     const pft_cli_t cli = {"pftnode", NULL, 0, 0, summary, opts};
     topology = id = eval_x = eval_y = out = key = NULL;
     int rc = pft_cli_parse(&cli, argc, argv, NULL, NULL);

@@ -166,7 +166,7 @@ static void check_decoded(const uint8_t *data, size_t size, const pft_bundle_t *
     if (pay_len != env.payload_len || memcmp(pay, env.payload, pay_len) != 0)
         FAIL("re-encoded payload differs from the decoded one (%zu vs %zu bytes)", pay_len, env.payload_len);
     uint8_t id1[PFT_BUNDLE_ID_LEN], id2[PFT_BUNDLE_ID_LEN], id3[PFT_BUNDLE_ID_LEN];
-    if (pft_bundle_id(o, id1) != 0 || pft_bundle_message_id(data, size, id2) != 0)
+    if (pft_bundle_id(o, id1) != 0 || pft_bundle_message_id(data, size, NULL, id2) != 0)
         FAIL("id of a decoded bundle fails: %s", pft_errmsg());
     pft_bundle_hash(env.payload, env.payload_len, id3);
     if (memcmp(id1, id2, sizeof id1) != 0 || memcmp(id1, id3, sizeof id1) != 0)

@@ -1,5 +1,7 @@
-/* pft_node_refit: a stage's refit (EM per class on own rows ∪ samples of the received bundles), drift, head
- * rows. */
+/* pft_node_sampling: the knowledge method `sampling` (the paper's protocol, DESIGN.md §1, §4): per class, EM
+ * on the node's own rows ∪ draws from every received GMM (as many as the rows it stands for, within the Monte
+ * Carlo budget), drift, and the head's input: the same union as weighted rows, or exact moments for a
+ * statistics head. */
 #include "pft_node_internal.h"
 
 #include "pft_alloc.h"
@@ -89,9 +91,9 @@ static void record_drift(node_t *nd, const char *what, const pft_bundle_t *b)
         pft_free(xc);
     }
     if (n_total)
-        json_array_append_new(nd->drift, json_pack("{s:s,s:s,s:f,s:i}", "bundle", what, "producer",
-                                                   pft_bundle_producer(b), "own_avg_loglik", total / n_total,
-                                                   "own_rows", (int)n_total));
+        json_array_append_new(nd->know.drift, json_pack("{s:s,s:s,s:f,s:i}", "bundle", what, "producer",
+                                                        pft_bundle_producer(b), "own_avg_loglik",
+                                                        total / n_total, "own_rows", (int)n_total));
 }
 
 /* The head's rows for class c: the real rows (weight 1) and the draws for the rows of knowledge each received
@@ -100,14 +102,14 @@ static void record_drift(node_t *nd, const char *what, const pft_bundle_t *b)
 static int head_rows_add(node_t *nd, int c, const float *own, int n_own, inbound_t **recv,
                          const uint64_t *take, size_t nr)
 {
-    int rc = pft_node__rows_append(&nd->head_rows, own, n_own, c, 1.0);
+    int rc = pft_node__rows_append(&nd->head.rows, own, n_own, c, 1.0);
     uint64_t *m = pft_calloc(nr + 1, sizeof *m);
     if (!m)
         return pft_err(PFT_ENOMEM, "out of memory");
     for (size_t r = 0; r < nr && take; r++)
         m[r] = take[r * (size_t)nd->n_classes + (size_t)c];
     if (rc == 0)
-        rc = add_received(nd, c, recv, m, nr, nd->run->head_draws, &nd->head_rows, 0x4eadULL);
+        rc = add_received(nd, c, recv, m, nr, nd->run->head_draws, &nd->head.rows, 0x4eadULL);
     pft_free(m);
     return rc;
 }
@@ -157,7 +159,7 @@ static int count_received(node_t *nd, refit_in_t *in, pft_bundle_t *b, pft_bundl
 
 /* Fills cls with the weighted union EM fits for class c: own rows (weight 1) and the draws for the rows of
  * knowledge each received bundle adds. Sets *n_own (real rows) and *represented (rows of knowledge the union
- * stands for: its weight); counts the received rows in nd->n_synthetic. */
+ * stands for: its weight); counts the received rows in nd->tally.n_synthetic. */
 static int class_union(node_t *nd, int c, const refit_in_t *in, rows_t *cls, int *n_own, int *represented)
 {
     float *xc = NULL;
@@ -182,7 +184,7 @@ static int class_union(node_t *nd, int c, const refit_in_t *in, rows_t *cls, int
         rc = add_received(nd, c, in->recv, m, in->nr, em_draws(nd), cls, 0);
     pft_free(m);
     *represented = *n_own + (int)received;
-    nd->n_synthetic += (int)received;
+    nd->tally.n_synthetic += (int)received;
     return rc;
 }
 
@@ -222,11 +224,11 @@ static int fit_class(node_t *nd, int c, const rows_t *cls, int n_own, int repres
         pft_gmm_destroy(&g);
         return rc;
     }
-    nd->em_seconds += dt;
-    if (cls->n > nd->em_rows_max)
-        nd->em_rows_max = cls->n;
-    nd->em_iters += info.iters;
-    nd->em_fits++;
+    nd->tally.em_seconds += dt;
+    if (cls->n > nd->tally.em_rows_max)
+        nd->tally.em_rows_max = cls->n;
+    nd->tally.em_iters += info.iters;
+    nd->tally.em_fits++;
     pft_debug("class %d: %d real + %d synthetic rows, K=%d, %d EM iterations, %.2fs", c, n_own,
               cls->n - n_own, info.k_used, info.iters, dt);
     if (info.floor_dropped > 0)
@@ -249,7 +251,7 @@ static int released_provenance(node_t *nd, pft_bundle_t *b, const pft_bundle_t *
             int label;
             uint64_t count;
             pft_bundle_prov_entry(counted, e, j, &label, &count);
-            if (pft_node__result_is_withheld(nd, label))
+            if (pft_node__floor_is_withheld(&nd->know.floor, label))
                 continue;
             rc = pft_bundle_prov_add(b, id, label, count);
             kept++;
@@ -268,7 +270,7 @@ static int seal(node_t *nd, pft_bundle_t *b, const pft_bundle_t *counted, int co
     if ((rc = released_provenance(nd, b, counted)))
         return rc;
     if (nd->me->dp_epsilon > 0 && pft_bundle_prov_contains(b, nd->me->id) &&
-        (rc = pft_bundle_prov_set_dp(b, nd->me->id, nd->me->dp_epsilon, nd->dp_delta_max)))
+        (rc = pft_bundle_prov_set_dp(b, nd->me->id, nd->me->dp_epsilon, nd->dp.delta_max)))
         return rc;
     if (complete && (rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE)))
         return rc;
@@ -276,17 +278,11 @@ static int seal(node_t *nd, pft_bundle_t *b, const pft_bundle_t *counted, int co
 }
 
 /* EM on own rows ∪ samples of the received bundles, per class; builds the outbound bundle (*out, the
- * caller's). In a final stage also fills the head's rows. On error *out is untouched and the message says
+ * caller's). In a final stage also fills the head's input. On error *out is untouched and the message says
  * why. */
-int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
+static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
 {
-    if (nd->me->exact) {
-        int rc = pft_node__stats_refit(nd, st, complete, out);
-        if (rc == 0)
-            pft_node__result_released(nd, *out);
-        return rc;
-    }
-    int gaussian = nd->me->head == PFT_TOPO_HEAD_GAUSSIAN;
+    int gaussian = nd->head_ops->wants_stats;
     int d = pft_dataset_d(nd->train), rc = PFT_ENOMEM;
     refit_in_t in = {.recv = pft_calloc(st->n_recv + 1, sizeof *in.recv)};
     in.nr = in.recv ? pft_node__inbox_stage_bundles(nd, st, in.recv) : 0;
@@ -296,29 +292,31 @@ int pft_node__refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_
     rows_t cls = {.d = d};
     if (!in.recv || !b || !counted || !in.take)
         goto done;
-    if ((rc = count_received(nd, &in, b, counted)) || (rc = pft_node__result_floor_reset(nd)))
+    if ((rc = count_received(nd, &in, b, counted)))
         goto done;
+    pft_node__floor_reset(&nd->know.floor);
     for (int c = 0; c < nd->n_classes; c++) {
         int n_own = 0, represented = 0;
         if ((rc = class_union(nd, c, &in, &cls, &n_own, &represented)))
             goto done;
-        nd->n_real += n_own;
+        nd->tally.n_real += n_own;
         if (cls.n == 0)
             continue;
         if (represented < nd->me->min_rows) /* the privacy floor: too few rows to release a model of */
-            pft_node__result_withhold(nd, c, (uint64_t)represented, "union (own rows and samples)");
+            pft_node__floor_withhold(&nd->know.floor, nd->me->min_rows, c, (uint64_t)represented,
+                                     "union (own rows and samples)");
         else if ((rc = fit_class(nd, c, &cls, n_own, represented, b)))
             goto done;
-        if (nd->em_fits == 2)
+        if (nd->tally.em_fits == 2)
             pft_node__crash_point("mid-em");
         if (st->final && !gaussian && (rc = head_rows_add(nd, c, cls.x, n_own, in.recv, in.take, in.nr)))
             goto done;
     }
-    if (st->final && gaussian && (rc = pft_node__stats_for_mixtures(nd, in.recv, in.take, in.nr, NULL)))
+    if (st->final && gaussian && (rc = pft_node__sampling_head_stats(nd, in.recv, in.take, in.nr, NULL)))
         goto done;
     if ((rc = seal(nd, b, counted, complete)))
         goto done;
-    pft_node__result_released(nd, b);
+    pft_node__floor_released(&nd->know.floor, b);
     record_drift(nd, "sent", b);
     *out = b;
     b = NULL;
@@ -336,11 +334,9 @@ done:
 
 /* Head rows for an adopted complete bundle: own rows ∪ draws standing for everyone else's data (the bundle's
  * count minus what this node itself contributed to it), as head_rows_add. */
-int pft_node__refit_adopt(node_t *nd, const inbound_t *s)
+static int adopt(node_t *nd, const inbound_t *s)
 {
-    if (nd->me->exact)
-        return pft_node__stats_adopt(nd, s);
-    int rc = 0, gaussian = nd->me->head == PFT_TOPO_HEAD_GAUSSIAN;
+    int rc = 0, gaussian = nd->head_ops->wants_stats;
     const pft_bundle_t *b = s->bundle;
     float *xc = NULL;
     if (b)
@@ -351,20 +347,55 @@ int pft_node__refit_adopt(node_t *nd, const inbound_t *s)
             (rc = pft_dataset_gather_class(nd->train, c, &xc, &n_own)))
             break;
         if (!gaussian)
-            rc = pft_node__rows_append(&nd->head_rows, xc, n_own, c, 1.0);
+            rc = pft_node__rows_append(&nd->head.rows, xc, n_own, c, 1.0);
         PFT_FREE(xc);
-        nd->n_real += n_own;
+        nd->tally.n_real += n_own;
         int ci = b ? pft_bundle_find_class(b, c) : -1;
         if (rc || ci < 0)
             continue;
         uint64_t total = pft_bundle_class_count(b, ci), mine = pft_bundle_prov_count(b, nd->me->id, c);
         uint64_t m = total > mine ? total - mine : 0;
-        nd->n_synthetic += (int)m;
+        nd->tally.n_synthetic += (int)m;
         inbound_t *one = (inbound_t *)s;
         if (m && !gaussian)
-            rc = add_received(nd, c, &one, &m, 1, nd->run->head_draws, &nd->head_rows, 0xc0);
+            rc = add_received(nd, c, &one, &m, 1, nd->run->head_draws, &nd->head.rows, 0xc0);
     }
     if (rc == 0 && gaussian)
-        rc = pft_node__stats_for_mixtures(nd, NULL, NULL, 0, b);
+        rc = pft_node__sampling_head_stats(nd, NULL, NULL, 0, b);
     return rc;
 }
+
+int pft_node__sampling_head_stats(node_t *nd, inbound_t **recv, const uint64_t *take, size_t nr,
+                                  const pft_bundle_t *complete)
+{
+    pft_gstat_destroy(&nd->head.stats);
+    nd->head.stats = pft_gstat_new(PFT_GSTAT_FULL, pft_dataset_d(nd->train));
+    if (!nd->head.stats)
+        return PFT_ENOMEM;
+    int rc = pft_gstat_add_rows(nd->head.stats, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
+                                (size_t)pft_dataset_n(nd->train));
+    nd->head.has_own = 1;
+    for (size_t r = 0; rc == 0 && r < nr; r++)
+        for (int c = 0; rc == 0 && c < nd->n_classes; c++) {
+            uint64_t m = take[r * (size_t)nd->n_classes + (size_t)c];
+            int ci = pft_bundle_find_class(recv[r]->bundle, c);
+            if (m && ci >= 0)
+                rc = pft_gstat_add_gmm(nd->head.stats, pft_bundle_class_gmm(recv[r]->bundle, ci), c, m);
+        }
+    for (int c = 0; rc == 0 && complete && c < nd->n_classes; c++) {
+        int ci = pft_bundle_find_class(complete, c);
+        if (ci < 0)
+            continue;
+        uint64_t total = pft_bundle_class_count(complete, ci),
+                 mine = pft_bundle_prov_count(complete, nd->me->id, c);
+        if (total > mine)
+            rc = pft_gstat_add_gmm(nd->head.stats, pft_bundle_class_gmm(complete, ci), c, total - mine);
+    }
+    return rc;
+}
+
+const pft_node_method_t pft_node__method_sampling = {
+    .name = "sampling",
+    .refit = refit,
+    .adopt = adopt,
+};

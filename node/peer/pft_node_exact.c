@@ -1,0 +1,278 @@
+/* pft_node_exact: the knowledge method `exact` (DESIGN.md §8): a node merges its own rows' statistics with
+ * the received parts, each contributor counted once, and sends one part per group of the plan; the head's
+ * input is the merge of everything it holds (or, for a rows head, rows drawn from its class Gaussians). */
+#include "pft_node_internal.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+#include "pft_log.h"
+
+#include <string.h>
+
+/* The privacy floor on own statistics: the node's own rows less the classes with fewer than min_rows rows
+ * (each withheld and reported), into *out; NULL (and nothing withheld) when no class is below the floor. */
+static int floor_rows(node_t *nd, const uint64_t *merged, pft_dataset_t **out)
+{
+    *out = NULL;
+    int n = pft_dataset_n(nd->train), m = 0, below = 0;
+    char *keep = pft_alloc((size_t)nd->n_classes + 1);
+    if (!keep)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (int c = 0; c < nd->n_classes; c++) { /* the class as released: own rows and what merges with them */
+        uint64_t rel = (uint64_t)nd->own_counts[c] + (merged ? merged[c] : 0);
+        keep[c] = nd->own_counts[c] == 0 || rel >= (uint64_t)nd->me->min_rows;
+        below += !keep[c];
+    }
+    if (!below) {
+        pft_free(keep);
+        return 0;
+    }
+    if (!below)
+        return 0;
+    int *idx = pft_alloc_array((size_t)n, sizeof *idx);
+    if (!idx) {
+        pft_free(keep);
+        return pft_err(PFT_ENOMEM, "out of memory");
+    }
+    const int32_t *y = pft_dataset_y(nd->train);
+    for (int i = 0; i < n; i++)
+        if (keep[y[i]])
+            idx[m++] = i;
+    for (int c = 0; c < nd->n_classes; c++)
+        if (!keep[c])
+            pft_node__floor_withhold(&nd->know.floor, nd->me->min_rows, c, (uint64_t)nd->own_counts[c],
+                                     "own statistics");
+    int rc = pft_dataset_subset(nd->train, idx, m, out);
+    pft_free(idx);
+    pft_free(keep);
+    return rc;
+}
+
+/* Takes the parts of received bundle s: its statistics are decoded again from the stored bytes when the
+ * inbox kept only its provenance (s->light), folded into the group accumulators, and freed. complete: s is a
+ * complete bundle, used for the head only (its contributors need not reach this node along lap 1). */
+static int take_received(node_t *nd, parts_t *ps, const inbound_t *s, int complete)
+{
+    pft_bundle_t *full = NULL;
+    if (s->light) {
+        pft_bundle_limits_t lim;
+        pft_node__limits(nd, &lim);
+        int rc = pft_bundle_decode(s->bytes, s->len, &lim, &full);
+        if (rc != 0)
+            return pft_err_wrap(rc, "decoding the bundle from %s again", s->from);
+    }
+    /* provenance is read from the kept (light) bundle, which outlives this call */
+    int rc = pft_node__parts_take_bundle(nd, ps, full ? full : s->bundle, s->bundle);
+    if (rc == 0)
+        rc = pft_node__parts_fold(nd, ps, complete);
+    pft_bundle_destroy(&full);
+    return rc;
+}
+
+/* This node's own rows as a part (nothing for a node without rows). With release set, classes below the
+ * privacy floor are left out of what goes on (floor_rows: a class counts as released with merged[c], the rows
+ * of received parts that will be sent merged with the node's own; the exact statistics of every own row are
+ * kept beside it for the node's own head), and with dp_epsilon > 0 the part is the node's (ε, δ)-DP release
+ * of its statistics (pft_gstat_dp), again with the exact statistics kept beside it (its own rows need no
+ * protection from itself). */
+static int take_own(node_t *nd, parts_t *ps, int release, const uint64_t *merged)
+{
+    int n = pft_dataset_n(nd->train);
+    if (n == 0)
+        return 0;
+    pft_dataset_t *rel = NULL;
+    pft_gstat_t *st = NULL, *noisy = NULL, *sent = NULL;
+    int rc = 0, dp = release && nd->me->dp_epsilon > 0;
+    if (release) {
+        pft_node__floor_reset(&nd->know.floor);
+        rc = floor_rows(nd, merged, &rel);
+    }
+    if (rc == 0 && !rel && !dp) { /* what goes on: every own row, exactly */
+        st = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train));
+        rc = st ? pft_gstat_add_rows(st, pft_dataset_x(nd->train), pft_dataset_y(nd->train), (size_t)n)
+                : PFT_ENOMEM;
+    }
+    if (rc == 0 && rel && !dp) { /* what goes on: the rows of the classes that meet the floor */
+        sent = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(rel));
+        rc = sent ? pft_gstat_add_rows(sent, pft_dataset_x(rel), pft_dataset_y(rel),
+                                       (size_t)pft_dataset_n(rel))
+                  : PFT_ENOMEM;
+    }
+    if (rc == 0 && dp)
+        rc = pft_node__release_stats(nd, rel ? rel : nd->train, pft_node__parts_kind(nd), &noisy);
+    pft_gstat_t **go = dp ? &noisy : sent ? &sent : &st;
+    if (rc == 0)
+        rc = pft_node__parts_take(ps, go, NULL, &nd->my_index, 1, NULL, nd->me->id);
+    if (rc == 0 && go != &st) /* the head reads the node's rows again, exactly */
+        ps->p[ps->n - 1].exact_rows = 1;
+    pft_gstat_destroy(&st);
+    pft_gstat_destroy(&sent);
+    pft_gstat_destroy(&noisy);
+    pft_dataset_destroy(&rel);
+    return rc == 1 ? 0 : rc;
+}
+
+/* A softmax head on exact statistics (head = logreg): its rows are the node's own (weight 1), and per class
+ * draws from the Gaussian N(μ_c, Σ) of the statistics standing for the class's rows beyond the node's own
+ * (Σ = W/N for tied statistics, M_c/n_c for full ones, reg_covar added): head_draws per row up to mc_budget,
+ * each weighted, as the sampling path does (pft_node__mc_draws). Fills nd->head.rows and the row counters;
+ * the statistics are freed. */
+static int logreg_rows(node_t *nd)
+{
+    const pft_gstat_t *st = nd->head.stats;
+    int d = pft_gstat_dim(st), f = nd->run->head_draws, rc = 0;
+    size_t dd = (size_t)d * d;
+    double N = (double)pft_gstat_total(st), one = 1.0;
+    double *cov = pft_alloc_array(dd, sizeof *cov);
+    float *xc = NULL;
+    nd->tally.n_real = nd->tally.n_synthetic = 0;
+    if (!cov)
+        return pft_err(PFT_ENOMEM, "out of memory for a %d×%d covariance", d, d);
+    for (int c = 0; rc == 0 && c < nd->n_classes; c++) {
+        int n_own = 0;
+        if (c < pft_dataset_n_classes(nd->train) &&
+            (rc = pft_dataset_gather_class(nd->train, c, &xc, &n_own)))
+            break;
+        rc = pft_node__rows_append(&nd->head.rows, xc, n_own, c, 1.0);
+        PFT_FREE(xc);
+        nd->tally.n_real += n_own;
+        int i = pft_gstat_find(st, c);
+        uint64_t n_c = i >= 0 ? pft_gstat_count(st, i) : 0;
+        uint64_t m = n_c > (uint64_t)n_own ? n_c - (uint64_t)n_own : 0;
+        if (rc || m == 0)
+            continue;
+        int take = 0;
+        if ((rc = pft_node__mc_draws(nd, f, &m, 1, &take)))
+            break;
+        const double *S =
+            pft_gstat_kind(st) == PFT_GSTAT_TIED ? pft_gstat_tied_scatter(st) : pft_gstat_scatter(st, i);
+        double div = pft_gstat_kind(st) == PFT_GSTAT_TIED ? N : (double)n_c;
+        for (size_t k = 0; k < dd; k++)
+            cov[k] = S[k] / div;
+        for (int j = 0; j < d; j++)
+            cov[(size_t)j * d + j] += nd->run->reg_covar;
+        pft_gmm_t *g = pft_gmm_new(1, d, PFT_COV_FULL);
+        pft_rng_t *rng = pft_rng_new(pft_rng_derive(nd->run->seed, 0x6c6f67ULL ^ nd->my_index, (uint64_t)c));
+        rc = g && rng ? pft_gmm_set_params(g, &one, pft_gstat_mean(st, i), cov) : PFT_ENOMEM;
+        if (rc == 0)
+            rc = pft_node__rows_sample(&nd->head.rows, g, rng, take, c, (double)m / take);
+        if (rc == 0) {
+            nd->tally.n_synthetic += (int)m;
+        } else {
+            pft_err_wrap(rc, "drawing the head's rows of class %d from its Gaussian", c);
+        }
+        pft_gmm_destroy(&g);
+        pft_rng_destroy(&rng);
+    }
+    pft_free(cov);
+    pft_gstat_destroy(&nd->head.stats);
+    return rc;
+}
+
+/* Per class, the rows of the taken parts that travel in this node's own group (merged with its own rows).
+ * NULL if out of memory. */
+static uint64_t *own_group_rows(node_t *nd, const parts_t *ps)
+{
+    uint64_t *rows = pft_calloc((size_t)nd->n_classes + 1, sizeof *rows);
+    long g = ps->grp[nd->my_index];
+    for (int i = -1; rows && i < ps->n; i++) {
+        const pft_gstat_t *s = i < 0 ? ps->acc[g] : ps->p[i].merged ? NULL : pft_node__parts_stats(&ps->p[i]);
+        if (!s || (i >= 0 && ps->grp[ps->p[i].who[0]] != g))
+            continue;
+        for (int k = 0; k < pft_gstat_n_classes(s); k++)
+            if (pft_gstat_label(s, k) < nd->n_classes)
+                rows[pft_gstat_label(s, k)] += pft_gstat_count(s, k);
+    }
+    return rows;
+}
+
+static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
+{
+    pft_node__set_status(nd, "merging", NULL);
+    double t0 = pft_fsio_now();
+    parts_t ps;
+    int prc = pft_node__parts_init(nd, &ps);
+    inbound_t **recv = pft_calloc(st->n_recv + 1, sizeof *recv);
+    int d = pft_dataset_d(nd->train);
+    pft_dtype_t dt = nd->run->stats_dtype == PFT_TOPO_FP16 ? PFT_DTYPE_F16 : PFT_DTYPE_F32;
+    pft_bundle_t *b = pft_bundle_new(nd->run->run, nd->me->id, dt, d);
+    int rc = prc ? prc : recv && b ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    if (rc == 0) /* cov=tied: the shared covariance as a rank-q factor plus diagonal (0: dense) */
+        rc = pft_bundle_set_shared_rank(b, nd->run->stats_rank < d ? nd->run->stats_rank : d - 1);
+    size_t nr = rc == 0 ? pft_node__inbox_stage_bundles(nd, st, recv) : 0;
+    for (size_t r = 0; rc == 0 && r < nr; r++) {
+        rc = take_received(nd, &ps, recv[r], 0);
+        if (rc == 0)
+            rc = pft_bundle_add_parent(b, recv[r]->id);
+    }
+    if (rc == 0 && ps.covered[nd->my_index])
+        rc = pft_err(PFT_EINVAL, "a received part already counts this node's own rows");
+    uint64_t *merged = rc == 0 ? own_group_rows(nd, &ps) : NULL;
+    if (rc == 0 && !merged)
+        rc = PFT_ENOMEM;
+    if (rc == 0)
+        rc = take_own(nd, &ps, 1, merged);
+    pft_free(merged);
+    if (rc == 0 && st->final) { /* the head's statistics first: then the outbound parts may take the
+                                   accumulators (no copy of them) */
+        pft_gstat_destroy(&nd->head.stats);
+        rc = pft_node__parts_total(nd, &ps, &nd->head.stats);
+        nd->head.has_own = 1;
+    }
+    if (rc == 0)
+        rc = pft_node__parts_add_groups(nd, &ps, b, 1);
+    if (rc == 0 && complete)
+        rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE);
+    if (rc == 0 && st->final)
+        pft_node__noise_json(nd, &ps);
+    int n_synth = 0;
+    if (rc == 0 && st->final && !nd->head_ops->wants_stats) {
+        rc = logreg_rows(nd);
+        n_synth = nd->tally.n_synthetic;
+    }
+    if (rc == 0) {
+        nd->tally.n_real = pft_dataset_n(nd->train);
+        nd->tally.n_synthetic = n_synth;
+        nd->tally.em_seconds += pft_fsio_now() - t0;
+        pft_info("merged own statistics with %d received part(s) into %d part(s) in %.2fs",
+                 ps.n - (nd->tally.n_real > 0), pft_bundle_n_parts(b), pft_fsio_now() - t0);
+        nd->tally.em_fits++;
+        pft_node__floor_released(&nd->know.floor, b);
+        *out = b;
+        b = NULL;
+    }
+    pft_node__parts_free(&ps);
+    pft_free(recv);
+    pft_bundle_destroy(&b);
+    return rc;
+}
+
+static int adopt(node_t *nd, const inbound_t *s)
+{
+    parts_t ps;
+    int rc = pft_node__parts_init(nd, &ps);
+    if (rc == 0 && s->bundle)
+        rc = take_received(nd, &ps, s, 1);
+    nd->head.has_own = ps.covered && ps.covered[nd->my_index];
+    if (rc == 0 && !nd->head.has_own) /* no complete bundle, or one without this node: add own rows */
+        rc = take_own(nd, &ps, 0, NULL);
+    nd->head.has_own = 1;
+    if (rc == 0) {
+        pft_gstat_destroy(&nd->head.stats);
+        rc = pft_node__parts_total(nd, &ps, &nd->head.stats);
+    }
+    if (rc == 0)
+        pft_node__noise_json(nd, &ps);
+    nd->tally.n_real = pft_dataset_n(nd->train);
+    if (rc == 0 && !nd->head_ops->wants_stats)
+        rc = logreg_rows(nd);
+    pft_node__parts_free(&ps);
+    return rc;
+}
+
+const pft_node_method_t pft_node__method_exact = {
+    .name = "exact",
+    .refit = refit,
+    .adopt = adopt,
+};

@@ -1,0 +1,52 @@
+/* pft_node_head: a head's run, the same for every head of the table (pft_node_table.c): fit on the input the
+ * method prepared (nd->head), write its files, score it on the test split and the evaluation set, describe it
+ * in result.json. */
+#include "pft_node_internal.h"
+
+#include "pft_fsio.h"
+#include "pft_log.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef PFT_TEST_HOOKS
+/* Test hook: PFT_TEST_BUSY=<id>:<ms>[:deaf] makes node <id> busy for ms before training its head, yielding to
+ * the loop as training does (to test a successor that finishes first), or with :deaf not yielding (a node
+ * whose computation leaves no chance to read an ACK: its successor must stay reachable for a retransmission).
+ */
+static void busy_point(node_t *nd)
+{
+    const char *v = getenv("PFT_TEST_BUSY");
+    size_t n = strlen(nd->me->id);
+    if (!v || strncmp(v, nd->me->id, n) != 0 || v[n] != ':')
+        return;
+    int deaf = strstr(v + n + 1, ":deaf") != NULL;
+    pft_warn("test hook: busy for %g ms%s", atof(v + n + 1), deaf ? " without serving the transport" : "");
+    for (double end = pft_fsio_now() + atof(v + n + 1) / 1000; pft_fsio_now() < end;) {
+        usleep(50000);
+        if (!deaf)
+            pft_node__loop_yield(nd);
+    }
+}
+#else
+#define busy_point(nd) ((void)0)
+#endif
+
+int pft_node__head_train(node_t *nd, json_t *res)
+{
+    const pft_node_head_t *h = nd->head_ops;
+    void *model = NULL;
+    pft_node__set_status(nd, "training", NULL);
+    busy_point(nd);
+    int rc = h->fit(nd, &model);
+    if (rc == 0)
+        rc = h->write(nd, model);
+    if (rc == 0)
+        rc = pft_node__eval_score(nd, res, h->predict, model);
+    if (rc == 0)
+        h->describe(nd, model, res);
+    if (model)
+        h->destroy(&model);
+    return rc;
+}

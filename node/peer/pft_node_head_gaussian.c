@@ -1,0 +1,134 @@
+/* pft_node_head_gaussian: the head `gaussian`: the Bayes classifier of class statistics (pft_ghead): LDA with
+ * one shared covariance, QDA for exact statistics with cov = full; the shrinkage chosen by cross-validation
+ * over the node's own rows (OAS without them). head.npy holds LDA's [W | b], head_qda_*.npy QDA's parameters.
+ * Its fit with a fixed shrinkage is shared with the heads built on it (ncm). */
+#include "pft_node_internal.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+#include "pft_ghead.h"
+#include "pft_log.h"
+#include "pft_npy.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    pft_ghead_t *head;
+    pft_ghead_info_t info;
+} gaussian_t;
+
+void pft_node__gaussian_destroy(void **model)
+{
+    gaussian_t *m = *model;
+    if (m)
+        pft_ghead_destroy(&m->head);
+    pft_free(m);
+    *model = NULL;
+}
+
+/* Builds the head from nd->head.stats, which it takes (the head decomposes their own scatter: memory, one d×d
+ * matrix less): QDA for exact statistics with cov = full unless lda is set, else LDA. */
+int pft_node__gaussian_fit(node_t *nd, int lda, double alpha, void **model)
+{
+    if (!nd->head.stats || pft_gstat_n_classes(nd->head.stats) == 0)
+        return pft_err(PFT_EINVAL, "no class statistics for the Gaussian head");
+    gaussian_t *m = pft_calloc(1, sizeof *m);
+    if (!m)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.kind = !lda && nd->me->exact && nd->me->cov == PFT_COV_FULL ? PFT_GHEAD_QDA : PFT_GHEAD_LDA;
+    o.alpha = alpha;
+    o.seed = nd->run->seed;
+    o.on_iter = pft_node__loop_yield; /* an acknowledgement arriving meanwhile must be read (DESIGN.md) */
+    o.on_iter_ctx = nd;
+    int n_own = nd->head.has_own ? pft_dataset_n(nd->train) : 0;
+    unsigned long long rows = (unsigned long long)pft_gstat_total(nd->head.stats);
+    pft_node__loop_yield(nd); /* an ACK that arrived meanwhile: read it before the fit */
+    double t0 = pft_fsio_now();
+    int rc = pft_ghead_fit_take(&nd->head.stats, pft_dataset_x(nd->train), pft_dataset_y(nd->train), n_own,
+                                nd->n_classes, &o, &m->head, &m->info);
+    nd->tally.head_seconds = pft_fsio_now() - t0;
+    if (rc) {
+        pft_node__gaussian_destroy((void **)&m);
+        return pft_err_wrap(rc, "the Gaussian head from %llu rows of statistics", rows);
+    }
+    pft_info("Gaussian head (%s) from %llu rows: shrinkage %.3g (%s%s), %.2fs",
+             pft_ghead_kind_name(m->info.kind), (unsigned long long)m->info.n_rows, m->info.alpha,
+             m->info.rule, strcmp(m->info.rule, "cv") ? "" : " over own rows", nd->tally.head_seconds);
+    *model = m;
+    return 0;
+}
+
+static int fit(node_t *nd, void **model)
+{
+    return pft_node__gaussian_fit(nd, 0, PFT_GHEAD_AUTO, model);
+}
+
+int pft_node__gaussian_predict(const void *model, const float *x, int n, int32_t *pred)
+{
+    return pft_ghead_predict(((const gaussian_t *)model)->head, x, n, pred);
+}
+
+static int write_qda(const node_t *nd, const pft_ghead_t *h)
+{
+    int C = pft_ghead_n_classes(h), d = pft_ghead_dim(h), rc = 0;
+    size_t dd = (size_t)d * d;
+    float *buf = pft_alloc_array((size_t)C * dd, sizeof(float));
+    if (!buf)
+        return pft_err(PFT_ENOMEM, "out of memory writing the QDA head");
+    struct {
+        const char *name;
+        const double *v;
+        size_t cols;
+    } parts[3] = {{"head_qda_means.npy", pft_ghead_qda_means(h), (size_t)d},
+                  {"head_qda_chol.npy", pft_ghead_qda_chol(h), dd},
+                  {"head_qda_bias.npy", pft_ghead_qda_bias(h), 1}};
+    for (int k = 0; rc == 0 && k < 3; k++) {
+        for (size_t i = 0; i < (size_t)C * parts[k].cols; i++)
+            buf[i] = isinf(parts[k].v[i]) ? -3.0e38f : (float)parts[k].v[i];
+        char *path = pft_fsio_join(nd->args->out_dir, parts[k].name);
+        rc = path ? pft_npy_write_f32(path, buf, C, (int64_t)parts[k].cols) : PFT_ENOMEM;
+        pft_free(path);
+    }
+    pft_free(buf);
+    return rc;
+}
+
+int pft_node__gaussian_write(const node_t *nd, const void *model)
+{
+    const gaussian_t *m = model;
+    if (m->info.kind != PFT_GHEAD_LDA)
+        return write_qda(nd, m->head);
+    char *path = pft_fsio_join(nd->args->out_dir, "head.npy");
+    int rc = path ? pft_npy_write_f32(path, pft_head_weights(pft_ghead_linear(m->head)), nd->n_classes,
+                                      pft_ghead_dim(m->head) + 1)
+                  : PFT_ENOMEM;
+    pft_free(path);
+    return rc;
+}
+
+void pft_node__gaussian_describe(const node_t *nd, const void *model, json_t *res)
+{
+    const pft_ghead_info_t *i = &((const gaussian_t *)model)->info;
+    json_t *g = json_pack("{s:s,s:f,s:s,s:f,s:i,s:i,s:f,s:I}", "kind", pft_ghead_kind_name(i->kind), "alpha",
+                          i->alpha, "rule", i->rule, "oas_alpha", i->oas_alpha, "folds", i->folds, "cv_rows",
+                          i->cv_rows, "lambda", i->lambda, "rows", (json_int_t)i->n_rows);
+    if (g && !isnan(i->cv_acc))
+        json_object_set_new(g, "cv_accuracy", json_real(i->cv_acc));
+    json_object_set_new(res, "gaussian_head", g ? g : json_null());
+    json_object_set_new(res, "head", json_string(nd->head_ops->name));
+    json_object_set_new(res, "head_iters", json_integer(0));
+}
+
+const pft_node_head_t pft_node__head_gaussian = {
+    .name = "gaussian",
+    .wants_stats = 1,
+    .fit = fit,
+    .predict = pft_node__gaussian_predict,
+    .write = pft_node__gaussian_write,
+    .describe = pft_node__gaussian_describe,
+    .destroy = pft_node__gaussian_destroy,
+};

@@ -1,0 +1,47 @@
+/* pft_node_loop: the peer's one event loop (DESIGN.md §11, Zyre's actor): every wait of a run — for a stage's
+ * bundles, for the sends to end, the linger after success — is a condition of pft_node__loop_until, and a
+ * long computation (EM, the head's fit) yields to the same loop through pft_node__loop_yield. One turn serves
+ * the transport once (inbound bundles, acknowledgements, retransmissions) and then the node's chores, here
+ * and nowhere else: acknowledgements recorded on disk, sends made before a restart ended as unconfirmed,
+ * failed sends handed to fallback successors, refusal summaries and out/refusals.json. */
+#include "pft_node_internal.h"
+
+#include "pft_error.h"
+
+#include <string.h>
+
+/* What every turn does after serving the transport. */
+static void chores(node_t *nd)
+{
+    pft_node__outbox_save_acks(nd);
+    pft_node__outbox_tick(nd);
+    pft_node__refusal_tick(nd, 0);
+}
+
+int pft_node__loop_until(node_t *nd, pft_node__cond_fn cond, void *ctx, int timeout_ms)
+{
+    for (;;) {
+        if (nd->fatal)
+            return pft_err(nd->fatal, "%s", nd->fatal_msg);
+        int c = cond(nd, ctx);
+        if (c != 0)
+            return c < 0 ? c : 0;
+        if (pft_node__stopping())
+            return pft_err(PFT_EINTR, "interrupted (%.*s)", (int)strcspn(nd->status, "\n"), nd->status);
+        int rc = pft_transport_poll(nd->hand.tp, timeout_ms);
+        chores(nd);
+        if (rc == PFT_EINTR && pft_node__stopping())
+            return pft_err(PFT_EINTR, "interrupted (%.*s)", (int)strcspn(nd->status, "\n"), nd->status);
+        if (rc && rc != PFT_EINTR)
+            return pft_err_wrap(rc, "transport");
+    }
+}
+
+void pft_node__loop_yield(void *ctx)
+{
+    node_t *nd = ctx;
+    if (!nd->hand.tp)
+        return;
+    (void)pft_transport_poll(nd->hand.tp, 0); /* a failure here shows again in the next wait */
+    chores(nd);
+}

@@ -1,0 +1,116 @@
+/* pft_node_noise: the DP noise a head's exact statistics carry (result.json dp_noise): each DP contributor's
+ * σ follows from its (ε, δ) (pft_gstat_dp_sigma), accumulated over the parts that were merged. */
+#include "pft_node_internal.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_gstat_dp.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Noise of one contributor's part of the head's statistics: σ of its release (0: none) and whether its rows
+ * entered exactly here (own rows kept beside own release). Sets *eps, *delta when it has a guarantee. */
+static double contributor_sigma(const node_t *nd, const part_t *p, const char *id, double *eps, double *delta,
+                                int *has_dp, int *exact_here)
+{
+    *has_dp = *exact_here = 0;
+    *eps = *delta = 0;
+    if (!p->b) { /* own rows: exact in the head, whether or not a DP release of them went on */
+        *exact_here = 1;
+        if (nd->me->dp_epsilon > 0 && nd->dp.delta_max > 0) {
+            *has_dp = 1;
+            *eps = nd->me->dp_epsilon;
+            *delta = nd->dp.delta_max;
+        }
+    } else {
+        for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++)
+            if (strcmp(pft_bundle_prov_node(p->b, e), id) == 0)
+                *has_dp = pft_bundle_prov_dp(p->b, e, eps, delta);
+    }
+    if (!*has_dp || !(*delta > 0 && *delta < 1))
+        return 0.0;
+    double s = pft_gstat_dp_sigma(*eps, *delta);
+    return isnan(s) ? 0.0 : s;
+}
+
+/* Adds σ² to the variance of every class contributor id holds (its provenance labels, or own counts). */
+static void add_class_var(const node_t *nd, const part_t *p, const char *id, double var, double *v)
+{
+    if (!p->b) {
+        for (int c = 0; c < nd->n_classes; c++)
+            v[c] += nd->own_counts[c] ? var : 0.0;
+        return;
+    }
+    for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++) {
+        if (strcmp(pft_bundle_prov_node(p->b, e), id) != 0)
+            continue;
+        for (int j = 0; j < pft_bundle_prov_n_labels(p->b, e); j++) {
+            int label;
+            uint64_t count;
+            pft_bundle_prov_entry(p->b, e, j, &label, &count);
+            if (label >= 0 && label < nd->n_classes)
+                v[label] += var;
+        }
+    }
+}
+
+/* result.json "dp_noise" (kept in nd->dp.info under "noise"): the noise accumulated over hops in the head's
+ * statistics (nd->head.stats, the merge of ps). Each DP contributor's σ follows from its (ε, δ) since Δ₂ is
+ * fixed (pft_gstat_dp_sigma); the merged sums Σ_k s̃_k carry Σ_k σ_k² per entry, as does the merged second
+ * moment (TIED: every contributor; FULL: per class, the contributors holding it); a merged class mean carries
+ * the standard deviation sqrt(Σ σ_k²) / n_c per entry. Nothing when no contributor released with DP. */
+void pft_node__noise_json(node_t *nd, const parts_t *ps)
+{
+    double *v = pft_calloc((size_t)nd->n_classes, sizeof *v), tied = 0.0;
+    json_t *per = json_array(), *nonpriv = json_array();
+    int any = 0;
+    for (int i = 0; v && per && nonpriv && i < ps->n; i++)
+        for (int w = 0; w < ps->p[i].n_who; w++) {
+            const char *id = pft_topo_node(nd->topo, ps->p[i].who[w])->id;
+            double eps, delta;
+            int has_dp, exact_here;
+            double s = contributor_sigma(nd, &ps->p[i], id, &eps, &delta, &has_dp, &exact_here);
+            if (!has_dp) {
+                json_array_append_new(nonpriv, json_string(id));
+                continue;
+            }
+            any = 1;
+            json_array_append_new(per, json_pack("{s:s,s:f,s:f,s:f,s:b}", "node", id, "epsilon", eps, "delta",
+                                                 delta, "sigma", s, "exact_here", exact_here));
+            if (exact_here)
+                continue;
+            add_class_var(nd, &ps->p[i], id, s * s, v);
+            tied += s * s;
+        }
+    if (any && nd->dp.info && nd->head.stats) {
+        json_t *sums = json_object(), *mstd = json_object(), *s2 = json_object();
+        for (int i = 0; i < pft_gstat_n_classes(nd->head.stats); i++) {
+            int c = pft_gstat_label(nd->head.stats, i);
+            char key[16];
+            snprintf(key, sizeof key, "%d", c);
+            double var = c < nd->n_classes ? v[c] : 0.0;
+            json_object_set_new(sums, key, json_real(var));
+            json_object_set_new(mstd, key, json_real(sqrt(var) / (double)pft_gstat_count(nd->head.stats, i)));
+            json_object_set_new(s2, key, json_real(var));
+        }
+        json_t *o =
+            json_pack("{s:s,s:f,s:o,s:o,s:o,s:o}", "kind", pft_gstat_kind_name(pft_node__parts_kind(nd)),
+                      "sensitivity", PFT_GSTAT_DP_SENS, "per_contributor", json_incref(per), "non_private",
+                      json_incref(nonpriv), "sum_variance_sums", sums, "mean_std_per_entry", mstd);
+        if (o && pft_node__parts_kind(nd) == PFT_GSTAT_TIED) {
+            json_decref(s2);
+            json_object_set_new(o, "sum_variance_second_moment", json_real(tied));
+        } else if (o) {
+            json_object_set_new(o, "sum_variance_second_moment", s2);
+        } else {
+            json_decref(s2);
+        }
+        if (o)
+            json_object_set_new(nd->dp.info, "noise", o);
+    }
+    json_decref(per);
+    json_decref(nonpriv);
+    pft_free(v);
+}

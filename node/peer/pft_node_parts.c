@@ -1,0 +1,301 @@
+/* pft_node_parts: exact statistics as parts, each standing for a known set of contributors (DESIGN.md §8):
+ * taken once per contributor (a part that overlaps what is counted without being contained in it is
+ * refused), folded per group of the plan (pft_topo_part_groups) as they arrive, merged for the head and
+ * written into the outbound bundle, one part per group. */
+#include "pft_node_internal.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* An empty set of parts for nd: groups computed; 0 or an error. */
+int pft_node__parts_init(const node_t *nd, parts_t *ps)
+{
+    size_t n = pft_topo_node_count(nd->topo);
+    memset(ps, 0, sizeof *ps);
+    ps->n_nodes = n;
+    ps->covered = pft_calloc(n, 1);
+    ps->grp = pft_alloc_array(n, sizeof *ps->grp);
+    ps->acc = pft_calloc(n, sizeof *ps->acc);
+    if (!ps->covered || !ps->grp || !ps->acc)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    return pft_topo_part_groups(nd->topo, nd->my_index, ps->grp);
+}
+
+void pft_node__parts_free(parts_t *ps)
+{
+    for (int i = 0; i < ps->n; i++) {
+        pft_gstat_destroy(&ps->p[i].st);
+        pft_free(ps->p[i].who);
+    }
+    for (size_t g = 0; ps->acc && g < ps->n_nodes; g++)
+        pft_gstat_destroy(&ps->acc[g]);
+    PFT_FREE(ps->p);
+    PFT_FREE(ps->covered);
+    PFT_FREE(ps->grp);
+    PFT_FREE(ps->acc);
+    ps->n = ps->cap = 0;
+}
+
+pft_gstat_kind_t pft_node__parts_kind(const node_t *nd)
+{
+    return nd->me->cov == PFT_COV_TIED ? PFT_GSTAT_TIED : PFT_GSTAT_FULL;
+}
+
+/* The statistics a part stands for. */
+const pft_gstat_t *pft_node__parts_stats(const part_t *p)
+{
+    return p->st ? p->st : p->view;
+}
+
+/* Takes *st (owned; on success) or view (borrowed; st NULL) as a part of contributors who[0..n); refuses a
+ * part that overlaps what is already counted without being contained in it; skips one that is wholly counted
+ * (returns 1). */
+int pft_node__parts_take(parts_t *ps, pft_gstat_t **st, const pft_gstat_t *view, const size_t *who, int n_who,
+                         const pft_bundle_t *b, const char *from)
+{
+    int seen = 0;
+    for (int i = 0; i < n_who; i++)
+        seen += ps->covered[who[i]];
+    if (seen == n_who)
+        return 1;
+    if (seen > 0)
+        return pft_err(
+            PFT_EINVAL,
+            "a part of %s's bundle sums %d contributors of which %d are already counted: it cannot be "
+            "split, so taking it would count rows twice (does the sender use this topology?)",
+            from, n_who, seen);
+    if (ps->n == ps->cap) {
+        int cap = ps->cap ? 2 * ps->cap : 8;
+        part_t *np = pft_realloc(ps->p, (size_t)cap * sizeof *np);
+        if (!np)
+            return pft_err(PFT_ENOMEM, "out of memory");
+        ps->p = np;
+        ps->cap = cap;
+    }
+    part_t *p = &ps->p[ps->n];
+    p->who = pft_alloc_array((size_t)n_who, sizeof *p->who);
+    if (!p->who)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    memcpy(p->who, who, (size_t)n_who * sizeof *who);
+    p->n_who = n_who;
+    p->b = b;
+    p->st = st ? *st : NULL;
+    p->view = st ? NULL : view;
+    p->merged = 0;
+    p->exact_rows = 0;
+    if (st)
+        *st = NULL;
+    for (int i = 0; i < n_who; i++)
+        ps->covered[who[i]] = 1;
+    ps->n++;
+    return 0;
+}
+
+/* Node indices of names; PFT_EINVAL for a name that is not a node of the topology. */
+static int indices_of(const node_t *nd, const char *const *names, int n, size_t *out, const char *from)
+{
+    for (int i = 0; i < n; i++) {
+        const pft_topo_node_t *t = pft_topo_find(nd->topo, names[i]);
+        if (!t)
+            return pft_err(PFT_EINVAL,
+                           "%s's bundle counts rows of '%s', which is not a node of this topology", from,
+                           names[i]);
+        out[i] = t->index;
+    }
+    return 0;
+}
+
+/* The parts of a received bundle: its statistics parts, or one FULL part of a mixture bundle's moments. */
+int pft_node__parts_take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b, const pft_bundle_t *prov)
+{
+    const char *from = pft_bundle_producer(b);
+    int np = pft_bundle_prov_n_nodes(b), rc = 0;
+    size_t *who = pft_alloc_array((size_t)(np > 0 ? np : 1), sizeof *who);
+    const char **names = pft_alloc_array((size_t)(np > 0 ? np : 1), sizeof *names);
+    if (!who || !names) {
+        rc = pft_err(PFT_ENOMEM, "out of memory");
+        goto done;
+    }
+    if (!pft_bundle_is_stats(
+            b)) { /* a mixture bundle: its classes' exact moments, all contributors together */
+        pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_FULL, pft_bundle_dim(b));
+        rc = st ? 0 : PFT_ENOMEM;
+        for (int ci = 0; rc == 0 && ci < pft_bundle_n_classes(b); ci++)
+            rc = pft_gstat_add_gmm(st, pft_bundle_class_gmm(b, ci), pft_bundle_class_label(b, ci),
+                                   pft_bundle_class_count(b, ci));
+        for (int i = 0; i < np; i++)
+            names[i] = pft_bundle_prov_node(b, i);
+        if (rc == 0 && (rc = indices_of(nd, names, np, who, from)) == 0)
+            rc = pft_node__parts_take(ps, &st, NULL, who, np, prov, from);
+        pft_gstat_destroy(&st);
+        rc = rc == 1 ? 0 : rc;
+        goto done;
+    }
+    for (int i = 0; rc == 0 && i < pft_bundle_n_parts(b); i++) {
+        int nw = pft_bundle_part_n_contributors(b, i);
+        for (int j = 0; j < nw && j < np; j++)
+            names[j] = pft_bundle_part_contributor(b, i, j);
+        if (nw > np) {
+            rc = pft_err(PFT_EINVAL, "%s's bundle: a part has more contributors than its provenance", from);
+            break;
+        }
+        if ((rc = indices_of(nd, names, nw, who, from)) != 0)
+            break;
+        rc = pft_node__parts_take(ps, NULL, pft_bundle_part_stats(b, i), who, nw, prov, from);
+        rc = rc == 1 ? 0 : rc;
+    }
+done:
+    pft_free(who);
+    pft_free(names);
+    return rc;
+}
+
+/* Merges the statistics of every received part not merged yet into its group's accumulator (memory: the
+ * parts of a decoded bundle are folded before the next bundle is decoded). The parts keep their contributors
+ * and provenance. */
+int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group)
+{
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < ps->n; i++) {
+        part_t *p = &ps->p[i];
+        if (p->merged || !p->b || p->exact_rows) /* own rows stay apart (floor, DP, the head's exact copy) */
+            continue;
+        long g = ps->grp[p->who[0]];
+        if (g < 0 && any_group) /* a complete bundle (no outbound parts): a slot of its own, for the head */
+            g = (long)p->who[0];
+        if (g < 0)
+            return pft_err(PFT_EINVAL, "a received part counts rows of '%s', which cannot reach this node",
+                           pft_topo_node(nd->topo, p->who[0])->id);
+        if (!ps->acc[g] && !(ps->acc[g] = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train))))
+            return pft_err(PFT_ENOMEM, "out of memory");
+        rc = pft_gstat_merge(ps->acc[g], pft_node__parts_stats(p));
+        if (rc == 0) {
+            pft_gstat_destroy(&p->st);
+            p->view = NULL;
+            p->merged = 1;
+        }
+    }
+    return rc;
+}
+
+/* Merge of every taken part, in this node's kind (own rows exactly where a DP release went on instead). */
+int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out)
+{
+    pft_gstat_t *t = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train));
+    int rc = t ? 0 : PFT_ENOMEM;
+    for (size_t g = 0; rc == 0 && g < ps->n_nodes; g++)
+        if (ps->acc[g])
+            rc = pft_gstat_merge(t, ps->acc[g]);
+    for (int i = 0; rc == 0 && i < ps->n; i++)
+        if (!ps->p[i].merged)
+            rc = ps->p[i].exact_rows
+                     ? pft_gstat_add_rows(t, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
+                                          (size_t)pft_dataset_n(nd->train))
+                     : pft_gstat_merge(t, pft_node__parts_stats(&ps->p[i]));
+    if (rc != 0) {
+        pft_gstat_destroy(&t);
+        return pft_err_wrap(rc, "merging the statistics");
+    }
+    *out = t;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Records the provenance of part p's contributors in b: counts and DP guarantee from the bundle the part came
+ * from, or own (with this node's (ε, δ) when the part is its DP release). */
+static int part_provenance(node_t *nd, const part_t *p, pft_bundle_t *b)
+{
+    int rc = 0;
+    for (int w = 0; rc == 0 && w < p->n_who; w++) {
+        const char *id = pft_topo_node(nd->topo, p->who[w])->id;
+        if (!p->b) {
+            for (int c = 0; rc == 0 && c < nd->n_classes; c++)
+                if (nd->own_counts[c] && !pft_node__floor_is_withheld(&nd->know.floor, c))
+                    rc = pft_bundle_prov_add(b, id, c, (uint64_t)nd->own_counts[c]);
+            if (rc == 0 && p->exact_rows && nd->me->dp_epsilon > 0)
+                rc = pft_bundle_prov_set_dp(b, id, nd->me->dp_epsilon, nd->dp.delta_max);
+            continue;
+        }
+        for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++) {
+            if (strcmp(pft_bundle_prov_node(p->b, e), id) != 0)
+                continue;
+            for (int j = 0; rc == 0 && j < pft_bundle_prov_n_labels(p->b, e); j++) {
+                int label;
+                uint64_t count;
+                pft_bundle_prov_entry(p->b, e, j, &label, &count);
+                rc = pft_bundle_prov_add(b, id, label, count);
+            }
+            double eps, delta;
+            if (rc == 0 && pft_bundle_prov_dp(p->b, e, &eps, &delta))
+                rc = pft_bundle_prov_set_dp(b, id, eps, delta);
+        }
+    }
+    return rc;
+}
+
+/* One outbound part per group of the plan: the taken parts of a group merged. */
+/* Adds to st (created on first use, in this node's kind) the statistics src; with steal and st still NULL,
+ * src itself becomes st (*src_owned set to NULL). */
+static int accumulate(const node_t *nd, pft_gstat_t **st, pft_gstat_t **src_owned, const pft_gstat_t *src,
+                      int steal)
+{
+    if (!*st && steal && src_owned && *src_owned && pft_gstat_kind(*src_owned) == pft_node__parts_kind(nd)) {
+        *st = *src_owned; /* merge into it in place */
+        *src_owned = NULL;
+        return 0;
+    }
+    if (!*st && !(*st = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train))))
+        return PFT_ENOMEM;
+    return pft_gstat_merge(*st, src);
+}
+
+/* One outbound part per group of the plan: the group's accumulated received parts and its other parts. With
+ * steal, the accumulator (or the node's own part) becomes the outbound part instead of a copy: it is then
+ * gone from ps (only when ps is not needed for the head). */
+int pft_node__parts_add_groups(node_t *nd, parts_t *ps, pft_bundle_t *b, int steal)
+{
+    size_t n = ps->n_nodes;
+    const long *grp = ps->grp;
+    const char **ids = pft_alloc_array(n, sizeof *ids);
+    int rc = ids ? 0 : PFT_ENOMEM;
+    for (int i = 0; rc == 0 && i < ps->n; i++) /* a part must lie within one group */
+        for (int w = 1; w < ps->p[i].n_who; w++)
+            if (grp[ps->p[i].who[w]] != grp[ps->p[i].who[0]])
+                rc = pft_err(PFT_EINVAL,
+                             "a received part joins '%s' and '%s', which this node's plan keeps apart",
+                             pft_topo_node(nd->topo, ps->p[i].who[0])->id,
+                             pft_topo_node(nd->topo, ps->p[i].who[w])->id);
+    for (size_t g = 0; rc == 0 && g < n; g++) {
+        if (grp[g] != (long)g)
+            continue;
+        pft_gstat_t *st = NULL;
+        int n_ids = 0;
+        if (ps->acc[g])
+            rc = accumulate(nd, &st, &ps->acc[g], ps->acc[g], steal);
+        for (int i = 0; rc == 0 && i < ps->n; i++) {
+            part_t *p = &ps->p[i];
+            if (grp[p->who[0]] != (long)g)
+                continue;
+            if (!p->merged)
+                rc = accumulate(nd, &st, p->exact_rows ? NULL : &p->st, pft_node__parts_stats(p), steal);
+            for (int w = 0; w < p->n_who; w++)
+                ids[n_ids++] = pft_topo_node(nd->topo, p->who[w])->id;
+            if (rc == 0)
+                rc = part_provenance(nd, p, b);
+        }
+        if (rc == 0 && st && pft_gstat_n_classes(st) > 0) { /* none: every class withheld by the floor */
+            qsort(ids, (size_t)n_ids, sizeof *ids, cmp_str);
+            rc = pft_bundle_add_part(b, ids, n_ids, &st);
+        }
+        pft_gstat_destroy(&st);
+    }
+    pft_free(ids);
+    return rc;
+}
