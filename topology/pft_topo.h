@@ -52,7 +52,8 @@ typedef enum { PFT_TOPO_MERGE_EXACT = 0, PFT_TOPO_MERGE_SAMPLE = 1 } pft_topo_me
 #define PFT_TOPO_HEADS(X)                                                                                    \
     X(AUTO, "auto")                                                                                          \
     X(LOGREG, "logreg")                                                                                      \
-    X(GAUSSIAN, "gaussian")
+    X(GAUSSIAN, "gaussian")                                                                                  \
+    X(NCM, "ncm")
 typedef enum {
 #define PFT_X_HEAD(name, text) PFT_TOPO_HEAD_##name,
     PFT_TOPO_HEADS(PFT_X_HEAD)

@@ -6,11 +6,12 @@
 
 #include <stddef.h>
 
-extern const pft_node_head_t pft_node__head_logreg, pft_node__head_gaussian;
+extern const pft_node_head_t pft_node__head_logreg, pft_node__head_gaussian, pft_node__head_ncm;
 
 static const pft_node_head_t *const s_heads[] = {
     [PFT_TOPO_HEAD_LOGREG] = &pft_node__head_logreg,
     [PFT_TOPO_HEAD_GAUSSIAN] = &pft_node__head_gaussian,
+    [PFT_TOPO_HEAD_NCM] = &pft_node__head_ncm,
 };
 
 const pft_node_method_t *pft_node__table_method(const pft_topo_node_t *me)
