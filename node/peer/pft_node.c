@@ -20,6 +20,7 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Stages. */
@@ -184,6 +185,8 @@ static void node_free(node_t *nd)
     pft_rng_destroy(&nd->dp.rng);
     pft_keypair_destroy(&nd->hand.kp);
     pft_free(nd->hand.keys);
+    if (nd->lock_fd >= 0)
+        close(nd->lock_fd); /* releases out/lock */
 }
 
 /* The out/ folder, the topology and this node in it, its data, its DP ledger, out/inbox/ and the hand-off
@@ -191,10 +194,11 @@ static void node_free(node_t *nd)
 static int start(node_t *nd)
 {
     const pft_node_args_t *args = nd->args;
-    if (pft_fsio_mkdirs(args->out_dir) != 0)
-        return fail(PFT_EXIT_IO);
+    int rc = pft_node__setup_lock(nd);
+    if (rc)
+        return fail(rc == PFT_EUNSUPPORTED ? PFT_EXIT_LOCKED : PFT_EXIT_IO);
     pft_node__set_status(nd, "starting", NULL);
-    int rc = pft_topo_load(args->topology, PFT_TOPO_REQUIRE_RESOLVED, &nd->topo);
+    rc = pft_topo_load(args->topology, PFT_TOPO_REQUIRE_RESOLVED, &nd->topo);
     if (rc == 0 && !(nd->me = pft_topo_find(nd->topo, args->id)))
         rc = pft_err(PFT_ETOPO, "%s: no node '%s'", args->topology, args->id);
     if (rc)
@@ -312,6 +316,8 @@ static int lingered(node_t *nd, void *ctx)
  * failed. */
 static int finish(node_t *nd, json_t *res, int code)
 {
+    if (nd->lock_fd < 0) /* the folder is not this process's: write nothing there */
+        return code;
     if (nd->me)
         pft_node__refusal_tick(nd, 1);
     if (nd->me && pft_node__result_write(nd, res, code) != 0) {
@@ -340,7 +346,7 @@ static int finish(node_t *nd, json_t *res, int code)
 
 int pft_node_run(const pft_node_args_t *args)
 {
-    node_t nd = {.args = args, .t_start = pft_fsio_now()};
+    node_t nd = {.args = args, .t_start = pft_fsio_now(), .lock_fd = -1};
     nd.know.drift = json_array();
     nd.refusal.reasons = json_array();
     json_t *res = json_object();

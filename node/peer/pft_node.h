@@ -16,7 +16,8 @@
     X(PFT_EXIT_IO, 9, "the output folder cannot be written (e.g. an inbound bundle cannot be stored)")       \
     X(PFT_EXIT_INTERRUPTED, 10, "stopped by SIGINT/SIGTERM")                                                 \
     X(PFT_EXIT_BUDGET, 11, "releasing would exceed the node's privacy budget (dp_budget)")                   \
-    X(PFT_EXIT_INTERNAL, 12, "out of memory, or a received bundle the node cannot use (the log says which)")
+    X(PFT_EXIT_INTERNAL, 12, "out of memory, or a received bundle the node cannot use (the log says which)") \
+    X(PFT_EXIT_LOCKED, 13, "another pftnode runs with this --out folder (its lock is held); nothing written")
 
 typedef enum {
 #define PFT_X_EXIT(name, value, text) name = value,

@@ -158,6 +158,7 @@ struct node {
     int n_classes;
     int *own_counts; /* real training rows per class (n_classes) */
     double t_start;
+    int lock_fd;      /* out/lock, held (flock) for the whole run; -1 until taken (pft_node_setup.c) */
     char status[512]; /* the status line last written to out/status (pft_node_base.c) */
     int fatal;        /* a pft error code that ends the run at the next loop turn (the inbox could not store
                          a bundle), 0 if none; its message is in fatal_msg (pft_node_inbox.c) */
@@ -436,6 +437,10 @@ const pft_node_method_t *pft_node__table_method(const pft_topo_node_t *me);
 const pft_node_head_t *pft_node__table_head(const pft_topo_node_t *me);
 
 /* ---- pft_node_setup.c: each returns 0 or a pft error code (with its message set) ---- */
+/* Creates the output folder and takes its lock (out/lock, flock, held until the process ends, even by a
+ * crash) before anything else is written there: PFT_EIO if the folder cannot be made, PFT_EUNSUPPORTED if
+ * another process holds the lock (a second instance with the same --out). */
+int pft_node__setup_lock(node_t *nd);
 /* Loads and preps train/test/eval; sets n_classes and own_counts. */
 int pft_node__setup_data(node_t *nd);
 /* Checks that a --listen-fd socket listens on the endpoint's port. */

@@ -3,11 +3,16 @@
 
 #include "pft_alloc.h"
 #include "pft_error.h"
+#include "pft_fsio.h"
 #include "pft_log.h"
 #include "pft_npy.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,4 +221,35 @@ int pft_node__setup_keys(node_t *nd, pft_transport_opts_t *to, uint8_t cpub[PFT_
     pft_info("key %s: CURVE-encrypted connections, signed bundles",
              pft_pubkey_fingerprint(pft_keypair_public(nd->hand.kp), fp));
     return 0;
+}
+
+int pft_node__setup_lock(node_t *nd)
+{
+    if (pft_fsio_mkdirs(nd->args->out_dir) != 0)
+        return PFT_EIO;
+    char *path = pft_fsio_join(nd->args->out_dir, "lock");
+    if (!path)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644), rc = 0;
+    if (fd < 0)
+        rc = pft_err(PFT_EIO, "%s: cannot open: %s", path, strerror(errno));
+    else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t n = read(fd, pid, sizeof pid - 1);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        rc = errno == EWOULDBLOCK ? pft_err(PFT_EUNSUPPORTED,
+                                            "%s is held by another pftnode (pid %s) using this output folder",
+                                            path, *pid ? pid : "unknown")
+                                  : pft_err(PFT_EIO, "%s: cannot lock: %s", path, strerror(errno));
+        close(fd);
+    } else {
+        char pid[32];
+        int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+        if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+            pft_warn("%s: cannot record the pid: %s", path, strerror(errno));
+        nd->lock_fd = fd;
+    }
+    pft_free(path);
+    return rc;
 }
