@@ -9,13 +9,14 @@ objdir="$PFT_BIN/CMakeFiles/pft_peer.dir/peer"
 order=$(sed -n '/Files, from the bottom up/,/Functions shared between files/p' "$PFT_SOURCE_DIR/node/peer/pft_node_internal.h" |
     grep -o 'pft_node[a-z_*]*\.c' | sed 's/\.c$//')
 [ -n "$order" ] || { fail "no file list in pft_node_internal.h"; exit 1; }
-python3 - "$objdir" $order <<'PY'
+python3 - "$objdir" "$PFT_SOURCE_DIR/node/peer" $order <<'PY'
 import subprocess, sys, glob, os, fnmatch
-objdir, order = sys.argv[1], sys.argv[2:]
+objdir, srcdir, order = sys.argv[1], sys.argv[2], sys.argv[3:]
 defs, uses = {}, {}
-for o in glob.glob(os.path.join(objdir, "*.o")):
-    f = os.path.basename(o)[:-4]  # pft_node_x.c.o -> pft_node_x.c -> strip .c below
-    f = f[:-2] if f.endswith(".c") else f
+for o in glob.glob(os.path.join(objdir, "*.c.o")):
+    f = os.path.basename(o)[:-4]  # pft_node_x.c.o -> pft_node_x
+    if not os.path.exists(os.path.join(srcdir, f + ".c")):
+        continue  # an object left by a source file that is gone
     out = subprocess.run(["nm", o], capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
         p = line.split()
