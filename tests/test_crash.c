@@ -217,10 +217,11 @@ static const char *sent_field(json_t *r, const char *field)
 
 /* Issue 15, 4: the sender a is killed after its successor b stored the bundle but before a recorded b's ACK,
  * and restarted with the same command once b and c have finished and left. It must end within seconds, not
- * after its 120 s send_deadline: exit 0, the hand-off "acked" (the ACK was recorded in time) or "unconfirmed"
- * (sent before the restart, successor gone: RELIABILITY.md §5), and c's result is the reference's.
+ * after its 120 s send_deadline: exit 0, the hand-off "acked" (the ACK was recorded in time) or "delivered"
+ * (sent before the restart, successor gone, its receipt found: RELIABILITY.md §5), and c's result is the
+ * reference's.
  * kill_at_inbox: the test kills a when b's inbox file appears; else a kills itself as the ACK arrives
- * (PFT_CRASH_AT=on-ack, before acked/ is written), so the outcome must be "unconfirmed". */
+ * (PFT_CRASH_AT=on-ack, before acked/ is written), so the outcome must be "delivered". */
 static void restart_after_store(int kill_at_inbox)
 {
     char dir[400], cmd[1200], topo[500], inbox[500];
@@ -253,10 +254,10 @@ static void restart_after_store(int kill_at_inbox)
     CHECK_MSG(took < 40, "restarted a took %.1fs (its send_deadline is 120 s)", took);
     json_t *r = result(dir, "a");
     const char *state = r ? sent_field(r, "state") : NULL;
-    CHECK_MSG(state && (strcmp(state, "unconfirmed") == 0 || (kill_at_inbox && strcmp(state, "acked") == 0)),
+    CHECK_MSG(state && (strcmp(state, "delivered") == 0 || (kill_at_inbox && strcmp(state, "acked") == 0)),
               "a's hand-off state %s", state ? state : "(none)");
-    if (state && strcmp(state, "unconfirmed") == 0)
-        CHECK(strstr(sent_field(r, "reason") ?: "", "before a restart") != NULL);
+    if (state && strcmp(state, "delivered") == 0)
+        CHECK(strstr(sent_field(r, "reason") ?: "", "b stored it") != NULL);
     json_decref(r);
     char ref[400];
     snprintf(ref, sizeof ref, "%s/reference", s_tmp);

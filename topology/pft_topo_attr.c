@@ -96,8 +96,8 @@ static const pft_topo_attr_t s_table[] = {
      "seconds a sender retries one hand-off until it is acknowledged", GO(send_deadline), NONE,
      EO(send_deadline)},
     {"resend_grace", G, PFT_ATTR_REAL, "5", 0.001, 1e7, NULL,
-     "seconds a restarted sender waits for a successor to be reachable again before it ends a hand-off it "
-     "sent before the restart, unacknowledged, as unconfirmed (exit 0)",
+     "seconds a node stays reachable after its last ACK (for a sender that could not read it yet to "
+     "retransmit and be acknowledged again)",
      GO(resend_grace), NONE, NONE},
     {"on_missing", G, PFT_ATTR_ENUM, "proceed", 0, 0, s_missing,
      "a predecessor missing at the deadline: proceed with what arrived (recorded) or fail", GO(on_missing),

@@ -49,6 +49,9 @@ typedef struct {
     int insecure;              /* 1: plain text, no signatures; refused (exit 3) if the topology names keys */
     int listen_fd;             /* a listening TCP socket bound to this node's endpoint, handed over by
                                   pftnet launch (which held the port until now); -1: bind the endpoint */
+    const char *peers_dir;     /* the folder that holds every node's output folder as <peers_dir>/<id> (pftnet
+                                  launch's run folder, shared under Slurm): a successor's stored bundle there is
+                                  the receipt of a hand-off whose ACK was lost; NULL: no receipts */
 } pft_node_args_t;
 
 /* Runs the node to completion; logs through pft_log; returns a pft_node_exit_t. */

@@ -79,14 +79,14 @@ typedef struct {
     int acked_before; /* 1: acknowledged in an earlier run of this node (recorded on disk): not resent */
     int ack_saved;    /* 1: its acknowledgement is recorded on disk */
     int sent_before;  /* 1: sent in an earlier run of this node (out/sent/), not acknowledged then */
-    double grace_end; /* sent_before: when (pft_fsio_now()) it ends as unconfirmed if never transmitted */
-    int unconfirmed;  /* 1: ended so (PFT_NODE_SEND_UNCONFIRMED); why in reason */
-    char reason[256];
+    int delivered;    /* 1: the successor's receipt was found (PFT_NODE_SEND_DELIVERED); where in reason */
+    double receipt_looked; /* when (pft_fsio_now()) the receipt was last looked for */
+    char reason[512];
 } outbound_t;
 
-/* A send's node-level state beyond pft_send_state_t: sent before a restart, not acknowledged then, and its
- * successor not reachable within resend_grace after it (it most likely stored the bundle and finished). */
-#define PFT_NODE_SEND_UNCONFIRMED 4
+/* A send's node-level state beyond pft_send_state_t: no ACK was read, but the successor's receipt (the bundle
+ * stored in its inbox, RELIABILITY.md §5) says it stored the bundle: delivered, as good as acknowledged. */
+#define PFT_NODE_SEND_DELIVERED 5
 
 /* Weighted rows for EM or the head, grown as classes are added (pft_node_rows.c). */
 typedef struct {
@@ -341,10 +341,10 @@ void pft_node__outbox_save_acks(node_t *nd);
 /* The transport's acknowledgement callback (ctx is the node_t): records the hand-off in out/acked/ at once.
  */
 void pft_node__outbox_on_ack(void *ctx, int handle);
-/* The loop's chores for sends: sends made before a restart ended as unconfirmed past resend_grace, failed
- * sends handed to the fallback successors. */
+/* The loop's chores for sends: pending sends whose successor's receipt appeared end as delivered (looked for
+ * at most once a second each), failed sends are handed to the fallback successors. */
 void pft_node__outbox_tick(node_t *nd);
-/* The loop's condition (ctx unused): 1 once every send ended (acked, rejected, failed or unconfirmed,
+/* The loop's condition (ctx unused): 1 once every send ended (acked, delivered, rejected or failed,
  * fallbacks queued where the topology says). */
 int pft_node__outbox_done(node_t *nd, void *ctx);
 /* Logs how each send ended; returns how many hand-offs reached no one. */

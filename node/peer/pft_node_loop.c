@@ -2,8 +2,8 @@
  * bundles, for the sends to end, the linger after success — is a condition of pft_node__loop_until, and a
  * long computation (EM, the head's fit) yields to the same loop through pft_node__loop_yield. One turn serves
  * the transport once (inbound bundles, acknowledgements, retransmissions) and then the node's chores, here
- * and nowhere else: acknowledgements recorded on disk, sends made before a restart ended as unconfirmed,
- * failed sends handed to fallback successors, refusal summaries and out/refusals.json. */
+ * and nowhere else: acknowledgements recorded on disk, sends whose successor's receipt appeared ended as
+ * delivered, failed sends handed to fallback successors, refusal summaries and out/refusals.json. */
 #include "pft_node_internal.h"
 
 #include "pft_error.h"

@@ -13,9 +13,9 @@
 
 /* Two records per hand-off, each holding the bundle id (RELIABILITY.md §5): out/sent/h<seq> is written before
  * the first transmission and removed once the send failed or was refused; out/acked/h<seq> is written the
- * moment the ACK is read. A node restarted after a crash does not send again what acked/ says its successor
- * stored (the successor may be gone by then); what sent/ alone records may have been stored too: it gets
- * resend_grace to reach its successor, then ends as unconfirmed instead of waiting out send_deadline. */
+ * moment the ACK is read (or the successor's receipt found). A node restarted after a crash does not send
+ * again what acked/ says its successor stored (the successor may be gone by then); what sent/ alone records
+ * is sent again until it is acknowledged, its receipt appears, or send_deadline passes. */
 static char *record_path(const node_t *nd, const char *dir, size_t seq)
 {
     char name[64];
@@ -81,20 +81,20 @@ static void forget_sent(const node_t *nd, const outbound_t *o)
 
 static const char *state_name(int state)
 {
-    return state == PFT_NODE_SEND_UNCONFIRMED ? "unconfirmed"
-           : state >= 0                       ? pft_send_state_name((pft_send_state_t)state)
-                                              : "unknown";
+    return state == PFT_NODE_SEND_DELIVERED ? "delivered"
+           : state >= 0                     ? pft_send_state_name((pft_send_state_t)state)
+                                            : "unknown";
 }
 
 /* A send's state; one acknowledged before a restart counts as acknowledged. */
 static int send_state(const node_t *nd, const outbound_t *o, int *rc, const char **reason)
 {
-    if (o->acked_before || o->unconfirmed) {
+    if (o->acked_before || o->delivered) {
         if (rc)
             *rc = 0;
         if (reason)
             *reason = o->acked_before ? "acknowledged before a restart" : o->reason;
-        return o->acked_before ? PFT_SEND_ACKED : PFT_NODE_SEND_UNCONFIRMED;
+        return o->acked_before ? PFT_SEND_ACKED : PFT_NODE_SEND_DELIVERED;
     }
     return pft_transport_send_state(nd->hand.tp, o->handle, rc, reason);
 }
@@ -151,11 +151,11 @@ int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *byte
             memcpy(o->msg, bytes, len);
         pft_bundle_id_hex(id, o->id_hex);
         o->sent_before = before;
-        o->grace_end = pft_fsio_now() + nd->run->resend_grace;
+        o->receipt_looked = pft_fsio_now(); /* its receipt is first looked for a second from now */
         if (before)
-            pft_info("hand-off %zu to %s was sent before a restart, unacknowledged: %s gets %gs "
-                     "(resend_grace) to become reachable",
-                     ho->seq, peer->id, peer->id, nd->run->resend_grace);
+            pft_info("hand-off %zu to %s was sent before a restart, unacknowledged: sent again until %s "
+                     "acknowledges it or its receipt appears",
+                     ho->seq, peer->id, peer->id);
         pft_info("sending %s bundle %.12s to %s (hand-off %zu, lap %d, %zu bytes)",
                  ho->what == PFT_WHAT_FORWARD ? "complete" : "refit", o->id_hex, peer->id, ho->seq, ho->lap,
                  len);
@@ -196,33 +196,58 @@ static int fall_back(node_t *nd)
     return queued;
 }
 
-/* A send made before a restart whose successor has not been reachable (not one transmission) for
- * resend_grace since it was queued again ends as unconfirmed: the successor most likely stored it, finished
- * and left (RELIABILITY.md §5). Returns how many ended so now. */
-static int end_unconfirmed(node_t *nd)
+/* 1 if o's successor stored the bundle: <peers_dir>/<to>/inbox/h<seq>-<id>.pftb exists (its name holds the
+ * id; a receiver renames a stored bundle that fails its check, RELIABILITY.md §4). The reason says where. */
+static int receipt_found(const node_t *nd, outbound_t *o)
 {
-    int n = 0;
+    if (!o->seq || o->instead_of || !nd->args->peers_dir)
+        return 0; /* a fallback is stored under the receiver's own hand-off number: no receipt to find */
+    char name[256];
+    snprintf(name, sizeof name, "%s/inbox/h%zu-%s.pftb", o->to, o->seq, o->id_hex);
+    char *path = pft_fsio_join(nd->args->peers_dir, name);
+    int yes = path && pft_fsio_exists(path);
+    if (yes)
+        snprintf(o->reason, sizeof o->reason, "%s stored it (%s); its acknowledgement was never read", o->to,
+                 path);
+    pft_free(path);
+    return yes;
+}
+
+/* Sends not acknowledged (pending: a second after they were queued, then at most once a second; failed: at
+ * once, before a fallback) whose receipt appeared end as delivered (an ACK already on its way is read first):
+ * recorded in acked/ (a restart does not send again), the transport's retransmissions cancelled. A paused
+ * sender whose successor stored and left ends so, not at send_deadline. */
+static void look_for_receipts(node_t *nd)
+{
     double now = pft_fsio_now();
     for (size_t i = 0; i < nd->hand.n_out; i++) {
         outbound_t *o = &nd->hand.out[i];
-        if (!o->sent_before || o->unconfirmed || now < o->grace_end ||
-            pft_transport_send_state(nd->hand.tp, o->handle, NULL, NULL) != PFT_SEND_PENDING ||
-            pft_transport_send_attempts(nd->hand.tp, o->handle) != 0)
+        if (o->delivered || o->acked_before || o->fell_back || o->handle < 0)
             continue;
-        snprintf(o->reason, sizeof o->reason,
-                 "sent before a restart, not acknowledged then; %s has not been reachable for %gs "
-                 "(resend_grace): it most likely stored the bundle and finished (see its result.json)",
-                 o->to, nd->run->resend_grace);
-        pft_transport_cancel(nd->hand.tp, o->handle, o->reason);
-        o->unconfirmed = 1;
-        n++;
+        int st = pft_transport_send_state(nd->hand.tp, o->handle, NULL, NULL);
+        if (st != PFT_SEND_PENDING && st != PFT_SEND_FAILED)
+            continue;
+        if (st == PFT_SEND_PENDING && now - o->receipt_looked < 1.0)
+            continue;
+        o->receipt_looked = now;
+        if (!receipt_found(nd, o))
+            continue;
+        if (st == PFT_SEND_PENDING) { /* stored: its ACK may be on its way; read it if it is */
+            (void)pft_transport_poll(nd->hand.tp, 100);
+            if (pft_transport_send_state(nd->hand.tp, o->handle, NULL, NULL) != PFT_SEND_PENDING)
+                continue;
+        }
+        o->delivered = 1;
+        if (st == PFT_SEND_PENDING)
+            pft_transport_cancel(nd->hand.tp, o->handle, o->reason);
+        save_ack(nd, o);
+        pft_info("hand-off %zu to %s delivered: %s", o->seq, o->to, o->reason);
     }
-    return n;
 }
 
 void pft_node__outbox_tick(node_t *nd)
 {
-    end_unconfirmed(nd);
+    look_for_receipts(nd);
     if (nd->me->n_fallbacks)
         fall_back(nd);
 }
@@ -256,8 +281,8 @@ int pft_node__outbox_report(node_t *nd, int interrupted)
         if (st == PFT_SEND_ACKED)
             pft_info("hand-off to %s%s%s acknowledged", o->to, o->instead_of ? " instead of " : "",
                      o->instead_of ? o->instead_of : "");
-        else if (st == PFT_NODE_SEND_UNCONFIRMED)
-            pft_warn("hand-off to %s unconfirmed: %s", o->to, o->reason);
+        else if (st == PFT_NODE_SEND_DELIVERED)
+            pft_info("hand-off to %s delivered: %s", o->to, o->reason);
         else if (rescued)
             pft_warn("hand-off to %s %s; its fallback was acknowledged", o->to, state_name(st));
         else if (!o->instead_of) {

@@ -52,7 +52,7 @@ int main(int argc, char **argv)
      * MB). */
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
 #endif
-    const char *topology, *id, *out, *level, *eval_x, *eval_y, *key;
+    const char *topology, *id, *out, *level, *eval_x, *eval_y, *key, *peers;
     int linger, insecure, listen_fd, exit_codes = 0, markdown = 0;
     /* --topology and --id are checked after parsing (--exit-codes needs neither) */
     const pft_opt_t opts[] = {
@@ -74,6 +74,10 @@ int main(int argc, char **argv)
         {"listen-fd", PFT_OPT_INT, &listen_fd, "-1", -1, 1 << 20, 0, "FD",
          "take over this inherited listening TCP socket, bound to the node's endpoint, instead of binding "
          "(pftnet launch hands each node its port this way, so no other process can take it meanwhile)"},
+        {"peers-dir", PFT_OPT_STRING, &peers, NULL, 0, -1, 0, "DIR",
+         "the folder holding every node's output folder as DIR/<id> (default: the parent of --out, as pftnet "
+         "launch lays them out): a hand-off whose ACK was lost is known delivered when the successor's inbox "
+         "there holds the bundle"},
         {"exit-codes", PFT_OPT_FLAG, &exit_codes, NULL, 0, -1, 0, NULL, "print the exit codes and exit"},
         {"markdown", PFT_OPT_FLAG, &markdown, NULL, 0, -1, 0, NULL,
          "with --exit-codes: as a Markdown table (the one in docs/USAGE.md)"},
@@ -81,7 +85,7 @@ int main(int argc, char **argv)
     };
     const char *summary = help_summary();
     const pft_cli_t cli = {"pftnode", NULL, 0, 0, summary, opts};
-    topology = id = eval_x = eval_y = out = key = NULL;
+    topology = id = eval_x = eval_y = out = key = peers = NULL;
     int rc = pft_cli_parse(&cli, argc, argv, NULL, NULL);
     if (rc)
         return rc == 1 ? 0 : PFT_EXIT_USAGE;
@@ -118,6 +122,19 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    pft_node_args_t args = {topology, id, out, eval_x, eval_y, linger, key, insecure, listen_fd};
+    char def_peers[512];
+    if (!peers) { /* the parent of --out */
+        snprintf(def_peers, sizeof def_peers, "%s", out);
+        size_t n = strlen(def_peers);
+        while (n > 1 && def_peers[n - 1] == '/')
+            def_peers[--n] = '\0';
+        char *slash = strrchr(def_peers, '/');
+        if (!slash)
+            snprintf(def_peers, sizeof def_peers, ".");
+        else
+            slash[slash == def_peers] = '\0';
+        peers = def_peers;
+    }
+    pft_node_args_t args = {topology, id, out, eval_x, eval_y, linger, key, insecure, listen_fd, peers};
     return pft_node_run(&args);
 }
