@@ -10,6 +10,9 @@
 #     and leaves; a is continued once b has exited. a must end with exit 0, its hand-off "delivered" (b's
 #     receipt: the stored bundle in b's inbox) or "acked", long before its send_deadline (60 s). (25f960a: exit
 #     7 at send_deadline, though b used the bundle.)
+#  3. the launcher reconciles: a chain a -> b -> c run by pftnet launch with b absent: results.json
+#     `handoffs` names a -> b "lost" (a's bundle held by no one), the launcher says so on stderr and exits 1;
+#     a normal chain's hand-offs are all "ok".
 # Env: PFT_BIN, PFT_SOURCE_DIR.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
@@ -98,5 +101,28 @@ if s["state"] == "delivered":
     assert "b stored it" in s["reason"], s["reason"]
 print("pause: a continued after b left: %s (%s)" % (s["state"], s["reason"]))
 '
+# 3. the launcher's reconciliation
+for case in ok absent; do
+    printf 'digraph rec%s {\n  dataset = "%s"; partition = iid; samples = 40; k = 1; cov = diag; max_iter = 20;\n  deadline = 20; send_deadline = 4;\n  a -> b -> c;\n}\n' \
+        "$case" "$DATA" >"$W/rec$case.dot"
+    extra=()
+    [ "$case" = absent ] && extra=(--absent b --keep-going)
+    "$PFT_BIN/pftnet" launch "$W/rec$case.dot" --out "$W/rec$case" --no-baselines --quiet "${extra[@]}" \
+        >"$W/rec$case.out" 2>"$W/rec$case.err"
+    code=$?
+    want=0
+    [ "$case" = absent ] && want=1
+    [ "$code" -eq "$want" ] || fail "rec$case: launch exited $code, expected $want: $(tail -n 5 "$W/rec$case.err")"
+done
+grep -q "hand-off a -> b (bundle [0-9a-f]*): lost" "$W/recabsent.err" || fail "recabsent: no lost hand-off on stderr: $(cat "$W/recabsent.err")"
+"$PY" - "$W" <<'PY' || fail "reconciliation"
+import json, sys
+w = sys.argv[1]
+ok = json.load(open(w + "/recok/results.json"))["handoffs"]
+assert [(h["from"], h["to"], h["verdict"]) for h in ok] == [("a", "b", "ok"), ("b", "c", "ok")], ok
+ab = json.load(open(w + "/recabsent/results.json"))["handoffs"]
+assert [(h["from"], h["to"], h["verdict"]) for h in ab] == [("a", "b", "lost")], ab
+print("reconciliation: normal chain %s; b absent: %s" % ([h["verdict"] for h in ok], [h["verdict"] for h in ab]))
+PY
 [ "$FAILED" -eq 0 ] && echo "e2e_handoff_faults: ok"
 exit "$FAILED"

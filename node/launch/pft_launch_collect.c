@@ -331,12 +331,17 @@ int pft_launch_collect(pft_launch_t *self, int *exit_code)
     size_t n_order = pft_topo_order(self->topo, &order);
     for (size_t h = 0; h < n_order; h++)
         json_object_set_new(json_array_get(nodes, order[h]), "hop", json_integer((json_int_t)h));
+    json_t *handoffs = NULL;
+    int lost = pft_launch_reconcile(nodes, &handoffs, !self->o.json);
     json_t *res = results_json(self, nodes, baselines, fallbacks);
+    json_object_set_new(res, "handoffs", handoffs);
     write_results(self, res, nodes, baselines);
     json_decref(res);
     json_decref(nodes);
     json_decref(baselines);
     print_summary(self);
-    *exit_code = self->failed ? 1 : 0;
+    if (lost)
+        fprintf(stderr, "pftnet launch: %d hand-off(s) lost (above; results.json handoffs)\n", lost);
+    *exit_code = self->failed || lost ? 1 : 0;
     return 0;
 }

@@ -7,6 +7,8 @@
 #include "pft_launch.h"
 #include "pft_topo.h"
 
+#include <jansson.h>
+
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
@@ -107,5 +109,11 @@ void pft_launch__slurm_end(pft_launch_t *self);
 #define PFT_SLURM_START_LINE "pft-start" /* <task> <host> <job>.<step> */
 #define PFT_SLURM_EXIT_LINE "pft-exit"   /* <task> <wait status> <peak RSS kB> */
 #define PFT_SLURM_PORTS_MAX 64           /* ports one probe task may hold */
+
+/* pft_launch_reconcile.c: matches every sent hand-off (the nodes' result.json `sent`) with its receiver's
+ * `received`; *report gets one {from, to, bundle_id, sender_state, verdict} per hand-off (verdict "ok",
+ * "used", "unverified", "lost" or "contradiction"); returns how many are lost or contradicted (each shown on
+ * stderr with show, as is every verdict but "ok"). */
+int pft_launch_reconcile(json_t *nodes, json_t **report, int show);
 
 #endif
