@@ -49,14 +49,20 @@ typedef enum { PFT_TOPO_MERGE_EXACT = 0, PFT_TOPO_MERGE_SAMPLE = 1 } pft_topo_me
 /* The node's classifier (attribute head); AUTO is resolved at load: GAUSSIAN for exact statistics, else
  * LOGREG. */
 typedef enum { PFT_TOPO_HEAD_AUTO = 0, PFT_TOPO_HEAD_LOGREG = 1, PFT_TOPO_HEAD_GAUSSIAN = 2 } pft_topo_head_t;
+/* 1 if a node with these settings carries exact statistics (DESIGN §8): cov = tied, or cov = full with k = 1
+ * and merge = exact; 0 if it samples mixtures. The one home of the rule (pft_topo_family.c). */
+int pft_topo_exact(pft_cov_t cov, int k, pft_topo_merge_t merge);
+/* What head resolves to: AUTO gives GAUSSIAN for exact statistics (exact = pft_topo_exact(...)), else LOGREG;
+ * any other head is returned unchanged. */
+pft_topo_head_t pft_topo_head_resolve(pft_topo_head_t head, int exact);
 /* What a node does when a predecessor's bundle has not arrived by the deadline. */
 typedef enum { PFT_TOPO_MISSING_PROCEED = 0, PFT_TOPO_MISSING_FAIL = 1 } pft_topo_missing_t;
-/* Simulation partitions; the values equal node/pft_partition.h's pft_part_kind_t. */
+/* Simulation partitions (node/launch/pft_partition.c splits the dataset by them). */
 typedef enum {
-    PFT_TOPO_PART_IID = 0,
-    PFT_TOPO_PART_DIRICHLET = 1,
-    PFT_TOPO_PART_LABELS = 2,
-    PFT_TOPO_PART_DOMAIN = 3,
+    PFT_TOPO_PART_IID = 0,       /* shuffle, equal shares */
+    PFT_TOPO_PART_DIRICHLET = 1, /* per class, node shares ~ Dirichlet(beta) (Hsu et al. 2019) */
+    PFT_TOPO_PART_LABELS = 2,    /* node i gets the classes of its range; nodes sharing a class split it */
+    PFT_TOPO_PART_DOMAIN = 3,    /* node gets the rows of its domain; nodes sharing a domain split it */
 } pft_topo_part_t;
 
 /* Run-wide settings (graph attributes), defaults applied. Strings are owned by the topology. */
