@@ -48,10 +48,6 @@ void pft_ghead_destroy(pft_ghead_t **self_p)
     *self_p = NULL;
 }
 
-pft_ghead_kind_t pft_ghead_kind(const pft_ghead_t *self)
-{
-    return self->kind;
-}
 int pft_ghead_n_classes(const pft_ghead_t *self)
 {
     return self->C;

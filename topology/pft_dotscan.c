@@ -718,15 +718,6 @@ int pft_dotscan_edge_line(const pft_dotscan_t *self, const char *tail, const cha
     return 0;
 }
 
-int pft_dotscan_edge(const pft_dotscan_t *self, size_t i, const char **tail, const char **head)
-{
-    if (i >= self->n_edges)
-        return 0;
-    *tail = self->edges[i].tail;
-    *head = self->edges[i].head;
-    return self->edges[i].line;
-}
-
 size_t pft_dotscan_attr_count(const pft_dotscan_t *self)
 {
     return self->n_attrs;

@@ -168,9 +168,8 @@ int pft_topo_load(const char *path, unsigned flags, pft_topo_t **out);
 /* Frees *self_p and sets it to NULL; safe on NULL and twice. */
 void pft_topo_destroy(pft_topo_t **self_p);
 
-/* The path as given to pft_topo_load, and the absolute folder relative paths resolve against. */
+/* The path as given to pft_topo_load. */
 const char *pft_topo_path(const pft_topo_t *self);
-const char *pft_topo_dir(const pft_topo_t *self);
 
 pft_kind_t pft_topo_kind(const pft_topo_t *self);
 const pft_topo_run_t *pft_topo_run(const pft_topo_t *self);
@@ -200,7 +199,7 @@ size_t pft_topo_handoffs(const pft_topo_t *self, const pft_handoff_t **out);
 /* Sets (value non-empty) or clears (value NULL or "") attributes on node id or on the graph, then
  * validates the whole topology again, once: kv holds name, value, name, value, …, NULL, so that
  * attributes that go together (train and labels) change together. Each name must be in the table
- * for that scope, or a Graphviz layout attribute. Relative paths resolve against pft_topo_dir().
+ * for that scope, or a Graphviz layout attribute. Relative paths resolve against the topology file's folder.
  * On error the topology is unchanged and PFT_EINVAL / PFT_ETOPO / PFT_ENOMEM is returned with a
  * message. On success every pointer obtained from this topology before (nodes, edges, run,
  * hand-offs, stages) is stale: fetch them again. */

@@ -276,13 +276,6 @@ const char *pft_topo_attr_scope_name(unsigned scopes)
     return names[scopes & 7u];
 }
 
-const char *pft_topo_attr_type_name(pft_attr_type_t type)
-{
-    static const char *const names[] = {"string", "name", "int",      "uint64",    "real",    "enum",
-                                        "bool",   "path", "endpoint", "partition", "classes", "key"};
-    return (unsigned)type < COUNT(names) ? names[type] : "?";
-}
-
 void pft_topo_attr_values_text(const pft_topo_attr_t *a, char *buf, size_t cap)
 {
     size_t used = 0;
