@@ -6,7 +6,8 @@
 #                           [--extra-iters N] [--full-iters N] [--sk-kmeans] [--no-extra] [--wait-idle SECONDS]
 #                           [--idle-pct P] [--out FILE]
 #
-#   --data      pacs (default) = /work/shared/data/pacs-mobilenetv2, fmnist = .../fashionmnist-mobilenetv2,
+#   --data      pacs (default) = ../shared/data/pacs-mobilenetv2 (beside the repository), fmnist = the same
+#               folder's fashionmnist-mobilenetv2,
 #               or any directory holding train_x.npy (float32 n×d) and train_y.npy (int labels)
 #   --k --cov --iters --seed   the main comparison (default diag K=10, 100 iterations, tol 0, seed 0);
 #               VLFeat only runs when cov is diag (it has no other family)
@@ -23,7 +24,7 @@
 #   --no-extra  skip the extra comparisons vs sklearn: cov full K=1 and cov spher K=k (VLFeat has neither)
 #   --out       JSON-lines results file (default build-bench/gmm_bench_<data>_<date>.jsonl)
 #
-# Build products go to /work/main/build-bench (the VLFeat program, preprocessed features, results).
+# Build products go to build-bench/ in the repository (the VLFeat program, preprocessed features, results).
 # pftnet is expected at build/node/pftnet (Release build); its rows are skipped with a notice if it is missing.
 set -euo pipefail
 
@@ -53,14 +54,14 @@ while [ $# -gt 0 ]; do
     --sk-kmeans) sk_kmeans=1; shift ;;
     --no-extra) extra=0; shift ;;
     --out) out="$2"; shift 2 ;;
-    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "gmm_bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
 
 case "$data" in
-pacs) ddir=/work/shared/data/pacs-mobilenetv2 ;;
-fmnist | fashionmnist) ddir=/work/shared/data/fashionmnist-mobilenetv2 ;;
+pacs) ddir="$root/../shared/data/pacs-mobilenetv2" ;;
+fmnist | fashionmnist) ddir="$root/../shared/data/fashionmnist-mobilenetv2" ;;
 *) ddir="$data" ;;
 esac
 X="$ddir/train_x.npy" Y="$ddir/train_y.npy"

@@ -10,6 +10,7 @@ prints one JSON object: {"acc_raw":..., "acc_synth":..., "cov":..., "k":..., "fi
 """
 import argparse
 import json
+import os
 import time
 
 import numpy as np
@@ -25,7 +26,8 @@ def l2(x):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default="../shared/data/pacs-mobilenetv2")
+    here = os.path.dirname(os.path.abspath(__file__))  # bench/; the data lives beside the repository
+    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data", "pacs-mobilenetv2"))
     ap.add_argument("--cov", default="diag", choices=["full", "diag", "spherical", "spher"])
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)

@@ -48,10 +48,6 @@ void pft_ghead_destroy(pft_ghead_t **self_p)
     *self_p = NULL;
 }
 
-pft_ghead_kind_t pft_ghead_kind(const pft_ghead_t *self)
-{
-    return self->kind;
-}
 int pft_ghead_n_classes(const pft_ghead_t *self)
 {
     return self->C;
@@ -419,6 +415,38 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, doub
     return 0;
 }
 
+/* The cross-validation rows of x projected on the eigenvectors: Y = X Eᵀ (fs->n rows of d; xr: d doubles of
+ * scratch). */
+static void project_rows(const eig_t *e, const float *x, const folds_t *fs, double *Y, double *xr)
+{
+    int d = e->d;
+    for (int k = 0; k < fs->n; k++) {
+        const float *xk = x + (size_t)fs->row[k] * d;
+        for (int i = 0; i < d; i++)
+            xr[i] = xk[i];
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, d, d, 1.0, e->E, d, xr, 1, 0.0, Y + (size_t)k * d, 1);
+    }
+}
+
+/* The grid's best α by the folds' tallies tl (an α invalid in some fold, valid < 0, is never chosen) into
+ * *alpha_out and info's cv fields; PFT_ENUMERIC if none is valid. */
+static int choose_alpha(tally_t *tl, const folds_t *fs, double *alpha_out, pft_ghead_info_t *info)
+{
+    for (int a = 0; a < N_ALPHA; a++)
+        if (tl[a].valid < 0)
+            tl[a].valid = 0;
+    int b = pft_ghead__tally_best(tl, N_ALPHA);
+    if (b < 0)
+        return pft_err(PFT_ENUMERIC, "gaussian head: no shrinkage of the grid gives a positive definite "
+                                     "covariance in every fold");
+    *alpha_out = k_alpha_grid[b];
+    info->rule = "cv";
+    info->folds = fs->F;
+    info->cv_rows = fs->n;
+    info->cv_acc = (double)tl[b].correct / (double)tl[b].total;
+    return 0;
+}
+
 /* Chooses α by cross-validation; *alpha_out, info's cv fields. */
 static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const pft_ghead_opts_t *o,
                   double *alpha_out, pft_ghead_info_t *info, folds_t *fs_out)
@@ -443,12 +471,8 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
     double *v = pft_alloc_array(mmax, sizeof(double));
     if (!Y || !xr || !D || !UD || !K || !P || !Q || !X || !s || !v)
         rc = pft_err(PFT_ENOMEM, "gaussian head: out of memory for cross-validation");
-    for (int k = 0; rc == 0 && k < fs.n; k++) { /* project the rows: Y = X Eᵀ */
-        const float *xk = x + (size_t)fs.row[k] * d;
-        for (int i = 0; i < d; i++)
-            xr[i] = xk[i];
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, d, d, 1.0, e->E, d, xr, 1, 0.0, Y + (size_t)k * d, 1);
-    }
+    if (rc == 0)
+        project_rows(e, x, &fs, Y, xr);
     for (int f = 0; rc == 0 && f < fs.F; f++) {
         fold_t fo;
         rc = fold_build(&fo, e, &fs, Y, f);
@@ -470,22 +494,8 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
         if (o->on_iter)
             o->on_iter(o->on_iter_ctx);
     }
-    if (rc == 0) {
-        for (int a = 0; a < N_ALPHA; a++)
-            if (tl[a].valid < 0)
-                tl[a].valid = 0;
-        int b = pft_ghead__tally_best(tl, N_ALPHA);
-        if (b < 0)
-            rc = pft_err(PFT_ENUMERIC, "gaussian head: no shrinkage of the grid gives a positive definite "
-                                       "covariance in every fold");
-        else {
-            *alpha_out = k_alpha_grid[b];
-            info->rule = "cv";
-            info->folds = fs.F;
-            info->cv_rows = fs.n;
-            info->cv_acc = (double)tl[b].correct / (double)tl[b].total;
-        }
-    }
+    if (rc == 0)
+        rc = choose_alpha(tl, &fs, alpha_out, info);
     pft_free(Y);
     pft_free(xr);
     pft_free(D);

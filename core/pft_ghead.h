@@ -87,7 +87,6 @@ int pft_ghead_fit_take(pft_gstat_t **st_p, const float *x, const int32_t *y, int
 /* Frees *self_p and sets it to NULL; safe on NULL and twice. */
 void pft_ghead_destroy(pft_ghead_t **self_p);
 
-pft_ghead_kind_t pft_ghead_kind(const pft_ghead_t *self);
 int pft_ghead_n_classes(const pft_ghead_t *self);
 int pft_ghead_dim(const pft_ghead_t *self);
 /* LDA: the equivalent linear head (borrowed; its weights are head.npy's [W | b]); NULL for QDA. */

@@ -58,15 +58,3 @@ float pft_half_to_float(uint16_t h)
         return u2f(sign | 0x7f800000u | (mant << 13));
     return u2f(sign | ((exp - 15 + 127) << 23) | (mant << 13));
 }
-
-void pft_half_encode(const float *in, uint16_t *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        out[i] = pft_half_from_float(in[i]);
-}
-
-void pft_half_decode(const uint16_t *in, float *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        out[i] = pft_half_to_float(in[i]);
-}

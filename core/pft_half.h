@@ -9,7 +9,5 @@
 uint16_t pft_half_from_float(float f);
 /* half bits -> float (exact). */
 float pft_half_to_float(uint16_t h);
-void pft_half_encode(const float *in, uint16_t *out, size_t n);
-void pft_half_decode(const uint16_t *in, float *out, size_t n);
 
 #endif

@@ -113,12 +113,6 @@ void pft_rng_normal_fill(pft_rng_t *self, float *out, size_t n)
         out[i] = (float)pft_rng_normal(self);
 }
 
-void pft_rng_normal_fill_d(pft_rng_t *self, double *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        out[i] = pft_rng_normal(self);
-}
-
 double pft_rng_gamma(pft_rng_t *self, double shape)
 {
     if (shape < 1.0) {

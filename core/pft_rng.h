@@ -29,6 +29,5 @@ void pft_rng_normal_fill(pft_rng_t *self, float *out, size_t n);
 double pft_rng_gamma(pft_rng_t *self, double shape);
 /* Fisher-Yates shuffle of idx[0..n). */
 void pft_rng_shuffle(pft_rng_t *self, int32_t *idx, size_t n);
-void pft_rng_normal_fill_d(pft_rng_t *self, double *out, size_t n);
 
 #endif

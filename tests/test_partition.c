@@ -2,6 +2,7 @@
 #include "pft_error.h"
 #include "pft_partition.h"
 #include "pft_test.h"
+#include "pft_topo_attr.h"
 
 #define NTR 700
 #define NTE 210
@@ -18,6 +19,13 @@ static void make_labels(void)
         yte[i] = i % 7;
         dte[i] = (i / 7) % 4;
     }
+}
+
+/* The spec of partition text, through topology's parser (the one grammar; launch takes the topology's). */
+static int parse(const char *text, pft_part_spec_t *spec)
+{
+    spec->text = text;
+    return pft_topo_partition_parse(text, &spec->kind, &spec->beta, &spec->n_ranges);
 }
 
 /* Every row appears at most once across nodes; returns the number of distinct rows used. */
@@ -44,7 +52,7 @@ static int check_disjoint(const pft_partition_t *p, int n_nodes, int test, int n
 static void test_iid_equal_and_capped(void)
 {
     pft_part_spec_t spec;
-    CHECK(pft_partition_parse("iid", &spec) == 0);
+    CHECK(parse("iid", &spec) == 0);
     pft_part_node_t nodes[5] = {{NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}};
     pft_partition_t *p = NULL;
     CHECK(pft_partition_split(&spec, nodes, 5, 7, ytr, NULL, NTR, yte, NULL, NTE, 1, &p) == 0);
@@ -68,7 +76,7 @@ static void test_iid_equal_and_capped(void)
 static void test_deterministic(void)
 {
     pft_part_spec_t spec;
-    CHECK(pft_partition_parse("dirichlet:0.5", &spec) == 0);
+    CHECK(parse("dirichlet:0.5", &spec) == 0);
     pft_part_node_t nodes[4] = {{NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}};
     pft_partition_t *a = NULL, *b = NULL, *c = NULL;
     CHECK(pft_partition_split(&spec, nodes, 4, 7, ytr, NULL, NTR, yte, NULL, NTE, 9, &a) == 0);
@@ -93,7 +101,7 @@ static void test_dirichlet_skew(void)
 {
     /* Small beta: most classes concentrate on one node. */
     pft_part_spec_t spec;
-    CHECK(pft_partition_parse("dirichlet:0.05", &spec) == 0);
+    CHECK(parse("dirichlet:0.05", &spec) == 0);
     CHECK_NEAR(spec.beta, 0.05, 1e-12);
     pft_part_node_t nodes[5] = {{NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}};
     pft_partition_t *p = NULL;
@@ -120,7 +128,7 @@ static void test_dirichlet_skew(void)
 static void test_dirichlet_min_rows(void)
 {
     pft_part_spec_t spec;
-    CHECK(pft_partition_parse("dirichlet:0.1", &spec) == 0);
+    CHECK(parse("dirichlet:0.1", &spec) == 0);
     static pft_part_node_t nodes[400];
     for (int i = 0; i < 400; i++)
         nodes[i] = (pft_part_node_t){NULL, -1, 0};
@@ -151,7 +159,7 @@ static void test_dirichlet_min_rows(void)
 static void test_labels_and_domain(void)
 {
     pft_part_spec_t spec;
-    CHECK(pft_partition_parse("labels:0-3|4-6", &spec) == 0);
+    CHECK(parse("labels:0-3|4-6", &spec) == 0);
     CHECK(spec.n_ranges == 2);
     pft_part_node_t nodes[2] = {{NULL, -1, 0}, {NULL, -1, 0}};
     pft_partition_t *p = NULL;
@@ -167,7 +175,7 @@ static void test_labels_and_domain(void)
         CHECK(ytr[idx[j]] >= 4);
     pft_partition_destroy(&p);
 
-    CHECK(pft_partition_parse("domain", &spec) == 0);
+    CHECK(parse("domain", &spec) == 0);
     pft_part_node_t dn[2] = {{NULL, 2, 0}, {NULL, 3, 0}};
     CHECK(pft_partition_split(&spec, dn, 2, 7, ytr, dtr, NTR, yte, dte, NTE, 0, &p) == 0);
     idx = pft_partition_train(p, 1, &n);
@@ -183,10 +191,10 @@ static void test_labels_and_domain(void)
 static void test_bad_specs(void)
 {
     pft_part_spec_t spec;
-    CHECK(pft_partition_parse("dirichlet:", &spec) == PFT_EINVAL);
-    CHECK(pft_partition_parse("dirichlet:-1", &spec) == PFT_EINVAL);
-    CHECK(pft_partition_parse("dirichlet:abc", &spec) == PFT_EINVAL);
-    CHECK(pft_partition_parse("random", &spec) == PFT_EINVAL);
+    CHECK(parse("dirichlet:", &spec) == PFT_EINVAL);
+    CHECK(parse("dirichlet:-1", &spec) == PFT_EINVAL);
+    CHECK(parse("dirichlet:abc", &spec) == PFT_EINVAL);
+    CHECK(parse("random", &spec) == PFT_EINVAL);
     CHECK(strstr(pft_errmsg(), "random") != NULL);
     uint8_t flags[7];
     CHECK(pft_partition_parse_classes("0-3", 7, flags) == 0 && flags[3] && !flags[4]);
@@ -196,12 +204,12 @@ static void test_bad_specs(void)
     CHECK(pft_partition_parse_classes("x", 7, flags) == PFT_EINVAL);
     CHECK(pft_partition_parse_classes("", 7, flags) == PFT_EINVAL);
     /* three ranges for two nodes */
-    CHECK(pft_partition_parse("labels:0|1|2", &spec) == 0);
+    CHECK(parse("labels:0|1|2", &spec) == 0);
     pft_part_node_t nodes[2] = {{NULL, -1, 0}, {NULL, -1, 0}};
     pft_partition_t *p = NULL;
     CHECK(pft_partition_split(&spec, nodes, 2, 7, ytr, NULL, NTR, yte, NULL, NTE, 0, &p) == PFT_EINVAL);
     int32_t bad[3] = {0, 9, 1};
-    CHECK(pft_partition_parse("iid", &spec) == 0);
+    CHECK(parse("iid", &spec) == 0);
     CHECK(pft_partition_split(&spec, nodes, 2, 7, bad, NULL, 3, yte, NULL, 0, 0, &p) == PFT_EINVAL);
 }
 

@@ -596,6 +596,24 @@ static void test_layouted_fixture(void)
     pft_topo_destroy(&t);
 }
 
+/* The exact/auto rule (DESIGN §8), case by case: exact statistics only for tied, or full with K = 1 merged
+ * exactly; auto picks the Gaussian head for those, logistic regression otherwise; a chosen head stays. */
+static void test_exact_rule(void)
+{
+    CHECK(pft_topo_exact(PFT_COV_TIED, 1, PFT_TOPO_MERGE_EXACT) == 1);
+    CHECK(pft_topo_exact(PFT_COV_TIED, 5, PFT_TOPO_MERGE_SAMPLE) == 1);
+    CHECK(pft_topo_exact(PFT_COV_FULL, 1, PFT_TOPO_MERGE_EXACT) == 1);
+    CHECK(pft_topo_exact(PFT_COV_FULL, 1, PFT_TOPO_MERGE_SAMPLE) == 0);
+    CHECK(pft_topo_exact(PFT_COV_FULL, 2, PFT_TOPO_MERGE_EXACT) == 0);
+    CHECK(pft_topo_exact(PFT_COV_DIAG, 1, PFT_TOPO_MERGE_EXACT) == 0);
+    CHECK(pft_topo_exact(PFT_COV_SPHER, 1, PFT_TOPO_MERGE_EXACT) == 0);
+    CHECK(pft_topo_exact(PFT_COV_LOWRANK, 1, PFT_TOPO_MERGE_EXACT) == 0);
+    CHECK(pft_topo_head_resolve(PFT_TOPO_HEAD_AUTO, 1) == PFT_TOPO_HEAD_GAUSSIAN);
+    CHECK(pft_topo_head_resolve(PFT_TOPO_HEAD_AUTO, 0) == PFT_TOPO_HEAD_LOGREG);
+    CHECK(pft_topo_head_resolve(PFT_TOPO_HEAD_LOGREG, 1) == PFT_TOPO_HEAD_LOGREG);
+    CHECK(pft_topo_head_resolve(PFT_TOPO_HEAD_GAUSSIAN, 0) == PFT_TOPO_HEAD_GAUSSIAN);
+}
+
 int main(void)
 {
     if (pft_test_topo_setup())
@@ -611,6 +629,7 @@ int main(void)
     RUN(test_truncated_and_mutated);
     RUN(test_configs);
     RUN(test_layouted_fixture);
+    RUN(test_exact_rule);
     pft_test_topo_cleanup();
     return pft_test_done();
 }

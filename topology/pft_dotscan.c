@@ -220,6 +220,56 @@ static int lex_html(lexer_t *lx)
     return -1;
 }
 
+/* A quoted string at lx->p (at its opening quote) into the buffer, and those joined to it by '+' ("a" + "b"
+ * concatenates). 0, or -1 when one is unterminated or the buffer cannot grow. */
+static int lex_strings(lexer_t *lx)
+{
+    lx->p++;
+    if (lex_quoted(lx))
+        return -1;
+    for (;;) {
+        const char *save = lx->p;
+        int save_line = lx->line;
+        skip_space(lx);
+        if (lx->p < lx->end && *lx->p == '+') {
+            lx->p++;
+            skip_space(lx);
+            if (lx->p < lx->end && *lx->p == '"') {
+                lx->p++;
+                if (lex_quoted(lx))
+                    return -1;
+                continue;
+            }
+        }
+        lx->p = save;
+        lx->line = save_line;
+        return 0;
+    }
+}
+
+/* A numeral at lx->p ([-](digits[.digits]|.digits)) into the buffer; -1 if it has no digit or the buffer
+ * cannot grow. */
+static int lex_numeral(lexer_t *lx)
+{
+    const char *q = lx->p;
+    if (*q == '-')
+        q++;
+    int digits = 0;
+    while (q < lx->end && is_digit(*q))
+        q++, digits++;
+    if (q < lx->end && *q == '.') {
+        q++;
+        while (q < lx->end && is_digit(*q))
+            q++, digits++;
+    }
+    if (!digits)
+        return -1;
+    while (lx->p < q)
+        if (buf_put(lx, *lx->p++))
+            return -1;
+    return 0;
+}
+
 static tok_t lex(lexer_t *lx)
 {
     tok_t t = {T_ERR, NULL, 0, 0};
@@ -246,28 +296,8 @@ static tok_t lex(lexer_t *lx)
     }
     lx->len = 0;
     if (c == '"') {
-        /* "a" + "b" concatenates */
-        lx->p++;
-        if (lex_quoted(lx))
+        if (lex_strings(lx))
             return t;
-        for (;;) {
-            const char *save = lx->p;
-            int save_line = lx->line;
-            skip_space(lx);
-            if (lx->p < lx->end && *lx->p == '+') {
-                lx->p++;
-                skip_space(lx);
-                if (lx->p < lx->end && *lx->p == '"') {
-                    lx->p++;
-                    if (lex_quoted(lx))
-                        return t;
-                    continue;
-                }
-            }
-            lx->p = save;
-            lx->line = save_line;
-            break;
-        }
         t.quoted = 1;
     } else if (c == '<') {
         lx->p++;
@@ -279,22 +309,8 @@ static tok_t lex(lexer_t *lx)
             if (buf_put(lx, *lx->p++))
                 return t;
     } else if (c == '-' || c == '.' || is_digit(c)) {
-        const char *q = lx->p;
-        if (*q == '-')
-            q++;
-        int digits = 0;
-        while (q < lx->end && is_digit(*q))
-            q++, digits++;
-        if (q < lx->end && *q == '.') {
-            q++;
-            while (q < lx->end && is_digit(*q))
-                q++, digits++;
-        }
-        if (!digits)
+        if (lex_numeral(lx))
             return t;
-        while (lx->p < q)
-            if (buf_put(lx, *lx->p++))
-                return t;
     } else {
         return t;
     }
@@ -716,15 +732,6 @@ int pft_dotscan_edge_line(const pft_dotscan_t *self, const char *tail, const cha
         if (strcmp(self->edges[i].tail, tail) == 0 && strcmp(self->edges[i].head, head) == 0 && nth-- == 0)
             return self->edges[i].line;
     return 0;
-}
-
-int pft_dotscan_edge(const pft_dotscan_t *self, size_t i, const char **tail, const char **head)
-{
-    if (i >= self->n_edges)
-        return 0;
-    *tail = self->edges[i].tail;
-    *head = self->edges[i].head;
-    return self->edges[i].line;
 }
 
 size_t pft_dotscan_attr_count(const pft_dotscan_t *self)

@@ -27,7 +27,7 @@ typedef struct {
     const char *name;      /* attribute name (unescaped) */
     const char *value;     /* value (unescaped; "true" for a bare name) */
     const char *node;      /* node statement: the node id; otherwise NULL */
-    size_t edge_first;     /* edge statement: first of the edges it applies to (see pft_dotscan_edge) */
+    size_t edge_first;     /* edge statement: first of the edges it applies to (in file order) */
     size_t edge_count;     /* edge statement: how many; otherwise 0 */
     int is_default;        /* from `graph/node/edge [...]` or a `name=value` statement */
     int in_subgraph;       /* written inside a subgraph */
@@ -59,9 +59,6 @@ int pft_dotscan_node_line(const pft_dotscan_t *self, const char *id);
 
 /* Line of the nth (0-based) edge tail -> head written in the file; 0 if there are fewer. */
 int pft_dotscan_edge_line(const pft_dotscan_t *self, const char *tail, const char *head, size_t nth);
-
-/* The i-th edge in file order: its ends and line. Returns 0 if i is out of range. */
-int pft_dotscan_edge(const pft_dotscan_t *self, size_t i, const char **tail, const char **head);
 
 /* Attribute assignments in file order. */
 size_t pft_dotscan_attr_count(const pft_dotscan_t *self);

@@ -706,11 +706,6 @@ pft_kind_t pft_plan_kind(const pft_plan_t *self)
     return self->kind;
 }
 
-size_t pft_plan_node_count(const pft_plan_t *self)
-{
-    return self->n;
-}
-
 pft_role_t pft_plan_role(const pft_plan_t *self, size_t node)
 {
     return self->role[node];

@@ -99,7 +99,6 @@ int pft_plan_build(size_t n, const char *const *names, size_t n_edges, const pft
 void pft_plan_destroy(pft_plan_t **self_p);
 
 pft_kind_t pft_plan_kind(const pft_plan_t *self);
-size_t pft_plan_node_count(const pft_plan_t *self);
 pft_role_t pft_plan_role(const pft_plan_t *self, size_t node);
 
 /* Predecessors / successors of a node along primary edges, ascending by node index. */

@@ -106,11 +106,6 @@ const char *pft_topo_path(const pft_topo_t *self)
     return self->path;
 }
 
-const char *pft_topo_dir(const pft_topo_t *self)
-{
-    return self->dir;
-}
-
 pft_kind_t pft_topo_kind(const pft_topo_t *self)
 {
     return pft_plan_kind(self->m.plan);

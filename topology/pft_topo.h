@@ -61,14 +61,20 @@ typedef enum {
 } pft_topo_head_t;
 /* "auto", "logreg", ...; NULL for a value that is not a head. */
 const char *pft_topo_head_name(int head);
+/* 1 if a node with these settings carries exact statistics (DESIGN §8): cov = tied, or cov = full with k = 1
+ * and merge = exact; 0 if it samples mixtures. The one home of the rule (pft_topo_family.c). */
+int pft_topo_exact(pft_cov_t cov, int k, pft_topo_merge_t merge);
+/* What head resolves to: AUTO gives GAUSSIAN for exact statistics (exact = pft_topo_exact(...)), else LOGREG;
+ * any other head is returned unchanged. */
+pft_topo_head_t pft_topo_head_resolve(pft_topo_head_t head, int exact);
 /* What a node does when a predecessor's bundle has not arrived by the deadline. */
 typedef enum { PFT_TOPO_MISSING_PROCEED = 0, PFT_TOPO_MISSING_FAIL = 1 } pft_topo_missing_t;
-/* Simulation partitions; the values equal node/pft_partition.h's pft_part_kind_t. */
+/* Simulation partitions (node/launch/pft_partition.c splits the dataset by them). */
 typedef enum {
-    PFT_TOPO_PART_IID = 0,
-    PFT_TOPO_PART_DIRICHLET = 1,
-    PFT_TOPO_PART_LABELS = 2,
-    PFT_TOPO_PART_DOMAIN = 3,
+    PFT_TOPO_PART_IID = 0,       /* shuffle, equal shares */
+    PFT_TOPO_PART_DIRICHLET = 1, /* per class, node shares ~ Dirichlet(beta) (Hsu et al. 2019) */
+    PFT_TOPO_PART_LABELS = 2,    /* node i gets the classes of its range; nodes sharing a class split it */
+    PFT_TOPO_PART_DOMAIN = 3,    /* node gets the rows of its domain; nodes sharing a domain split it */
 } pft_topo_part_t;
 
 /* Run-wide settings (graph attributes), defaults applied. Strings are owned by the topology. */
@@ -174,9 +180,8 @@ int pft_topo_load(const char *path, unsigned flags, pft_topo_t **out);
 /* Frees *self_p and sets it to NULL; safe on NULL and twice. */
 void pft_topo_destroy(pft_topo_t **self_p);
 
-/* The path as given to pft_topo_load, and the absolute folder relative paths resolve against. */
+/* The path as given to pft_topo_load. */
 const char *pft_topo_path(const pft_topo_t *self);
-const char *pft_topo_dir(const pft_topo_t *self);
 
 pft_kind_t pft_topo_kind(const pft_topo_t *self);
 const pft_topo_run_t *pft_topo_run(const pft_topo_t *self);
@@ -206,7 +211,7 @@ size_t pft_topo_handoffs(const pft_topo_t *self, const pft_handoff_t **out);
 /* Sets (value non-empty) or clears (value NULL or "") attributes on node id or on the graph, then
  * validates the whole topology again, once: kv holds name, value, name, value, …, NULL, so that
  * attributes that go together (train and labels) change together. Each name must be in the table
- * for that scope, or a Graphviz layout attribute. Relative paths resolve against pft_topo_dir().
+ * for that scope, or a Graphviz layout attribute. Relative paths resolve against the topology file's folder.
  * On error the topology is unchanged and PFT_EINVAL / PFT_ETOPO / PFT_ENOMEM is returned with a
  * message. On success every pointer obtained from this topology before (nodes, edges, run,
  * hand-offs, stages) is stale: fetch them again. */

@@ -278,13 +278,6 @@ const char *pft_topo_attr_scope_name(unsigned scopes)
     return names[scopes & 7u];
 }
 
-const char *pft_topo_attr_type_name(pft_attr_type_t type)
-{
-    static const char *const names[] = {"string", "name", "int",      "uint64",    "real",    "enum",
-                                        "bool",   "path", "endpoint", "partition", "classes", "key"};
-    return (unsigned)type < COUNT(names) ? names[type] : "?";
-}
-
 void pft_topo_attr_values_text(const pft_topo_attr_t *a, char *buf, size_t cap)
 {
     size_t used = 0;
@@ -586,21 +579,11 @@ static int store_text(void *dst, const char *text)
     return 0;
 }
 
-int pft_topo_attr_parse(const pft_topo_attr_t *a, const char *text, const char *base_dir, void *dst)
+/* An INT, U64 or REAL attribute's value into dst (int, uint64_t, double), within the table's bounds. */
+static int parse_number(const pft_topo_attr_t *a, const char *text, void *dst)
 {
-    char vals[128];
     char *end = NULL;
-    if (strlen(text) > MAX_TEXT)
-        return pft_err(PFT_EINVAL, "%s=%.32s...: longer than %d characters", a->name, text, MAX_TEXT);
     switch (a->type) {
-    case PFT_ATTR_STRING:
-        return store_text(dst, text);
-    case PFT_ATTR_NAME:
-        if (!pft_topo_name_ok(text))
-            return pft_err(PFT_EINVAL,
-                           "%s=%s: expected 1..64 letters, digits, '_', '-' or '.' (not first '-' or '.')",
-                           a->name, text);
-        return store_text(dst, text);
     case PFT_ATTR_INT: {
         errno = 0;
         long v = strtol(text, &end, 10);
@@ -630,6 +613,47 @@ int pft_topo_attr_parse(const pft_topo_attr_t *a, const char *text, const char *
         *(double *)dst = v;
         return 0;
     }
+    default:
+        return pft_err(PFT_EINVAL, "%s: not a number attribute", a->name);
+    }
+}
+
+/* A PATH attribute: text resolved against base_dir (absolute as given), stored in the char * at dst. */
+static int store_path(const pft_topo_attr_t *a, const char *text, const char *base_dir, void *dst)
+{
+    if (!text[0])
+        return pft_err(PFT_EINVAL, "%s: empty path", a->name);
+    char *p = path_resolve(base_dir, text);
+    if (!p)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    if (strlen(p) >= PATH_MAX) {
+        pft_free(p);
+        return pft_err(PFT_EINVAL, "%s=%.32s...: path longer than %d", a->name, text, PATH_MAX);
+    }
+    char **slot = dst;
+    pft_free(*slot);
+    *slot = p;
+    return 0;
+}
+
+int pft_topo_attr_parse(const pft_topo_attr_t *a, const char *text, const char *base_dir, void *dst)
+{
+    char vals[128];
+    if (strlen(text) > MAX_TEXT)
+        return pft_err(PFT_EINVAL, "%s=%.32s...: longer than %d characters", a->name, text, MAX_TEXT);
+    switch (a->type) {
+    case PFT_ATTR_STRING:
+        return store_text(dst, text);
+    case PFT_ATTR_NAME:
+        if (!pft_topo_name_ok(text))
+            return pft_err(PFT_EINVAL,
+                           "%s=%s: expected 1..64 letters, digits, '_', '-' or '.' (not first '-' or '.')",
+                           a->name, text);
+        return store_text(dst, text);
+    case PFT_ATTR_INT:
+    case PFT_ATTR_U64:
+    case PFT_ATTR_REAL:
+        return parse_number(a, text, dst);
     case PFT_ATTR_ENUM:
         for (int i = 0; a->choices[i]; i++)
             if (strcmp(a->choices[i], text) == 0) {
@@ -642,21 +666,8 @@ int pft_topo_attr_parse(const pft_topo_attr_t *a, const char *text, const char *
         if (bool_parse(text, dst))
             return pft_err(PFT_EINVAL, "%s=%s: expected true or false", a->name, text);
         return 0;
-    case PFT_ATTR_PATH: {
-        if (!text[0])
-            return pft_err(PFT_EINVAL, "%s: empty path", a->name);
-        char *p = path_resolve(base_dir, text);
-        if (!p)
-            return pft_err(PFT_ENOMEM, "out of memory");
-        if (strlen(p) >= PATH_MAX) {
-            pft_free(p);
-            return pft_err(PFT_EINVAL, "%s=%.32s...: path longer than %d", a->name, text, PATH_MAX);
-        }
-        char **slot = dst;
-        pft_free(*slot);
-        *slot = p;
-        return 0;
-    }
+    case PFT_ATTR_PATH:
+        return store_path(a, text, base_dir, dst);
     case PFT_ATTR_ENDPOINT: {
         int rc = pft_topo_endpoint_check(text);
         return rc ? rc : store_text(dst, text);
@@ -682,8 +693,7 @@ int pft_topo_attr_parse(const pft_topo_attr_t *a, const char *text, const char *
                     a->name, KEY_PREFIX);
             return store_text(dst, text);
         }
-        return pft_topo_attr_parse(&(pft_topo_attr_t){.name = a->name, .type = PFT_ATTR_PATH}, text, base_dir,
-                                   dst);
+        return store_path(a, text, base_dir, dst);
     }
     return pft_err(PFT_EINVAL, "%s: unknown attribute type", a->name);
 }

@@ -57,8 +57,7 @@ const char *pft_topo_attr_suggest(const char *name);
 /* "graph", "node", "edge", or e.g. "graph, node" for a mask; a static string. */
 const char *pft_topo_attr_scope_name(unsigned scopes);
 
-/* "string", "int", … and a short description of the accepted values ("1..1024", "full|diag|spher"). */
-const char *pft_topo_attr_type_name(pft_attr_type_t type);
+/* A short description of the accepted values ("1..1024", "full|diag|spher"). */
 void pft_topo_attr_values_text(const pft_topo_attr_t *attr, char *buf, size_t cap);
 
 /* Parses text for attr and stores the value at dst (the field located by the scope's offset); text

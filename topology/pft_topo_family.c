@@ -16,6 +16,18 @@ static int attr_line(const pft_topo_t *t, const pft_topo_node_t *nd, const char 
     return line ? line : nd->line;
 }
 
+int pft_topo_exact(pft_cov_t cov, int k, pft_topo_merge_t merge)
+{
+    return cov == PFT_COV_TIED || (cov == PFT_COV_FULL && k == 1 && merge == PFT_TOPO_MERGE_EXACT);
+}
+
+pft_topo_head_t pft_topo_head_resolve(pft_topo_head_t head, int exact)
+{
+    if (head != PFT_TOPO_HEAD_AUTO)
+        return head;
+    return exact ? PFT_TOPO_HEAD_GAUSSIAN : PFT_TOPO_HEAD_LOGREG;
+}
+
 /* Resolves each node's exactness and head, and refuses the combinations that are not built. */
 int pft_topo__check_families(const pft_topo_t *t, pft_topo__model_t *m)
 {
@@ -29,10 +41,8 @@ int pft_topo__check_families(const pft_topo_t *t, pft_topo__model_t *m)
                 "cov = full with k = 1 (use cov = full, k = 1, merge = sample for the paper's "
                 "protocol)",
                 nd->id);
-        nd->exact = nd->cov == PFT_COV_TIED ||
-                    (nd->cov == PFT_COV_FULL && nd->k == 1 && nd->merge == PFT_TOPO_MERGE_EXACT);
-        if (nd->head == PFT_TOPO_HEAD_AUTO)
-            nd->head = nd->exact ? PFT_TOPO_HEAD_GAUSSIAN : PFT_TOPO_HEAD_LOGREG;
+        nd->exact = pft_topo_exact(nd->cov, nd->k, nd->merge);
+        nd->head = pft_topo_head_resolve(nd->head, nd->exact);
         n_exact += nd->exact;
     }
     if (n_exact > 0 && (size_t)n_exact < m->n)

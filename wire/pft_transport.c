@@ -101,6 +101,34 @@ int pft_transport__grow_items(pft_transport_t *self, int cap)
     return pi ? 0 : pft_err(PFT_ENOMEM, "transport: out of memory");
 }
 
+/* The ROUTER's options: message size (with CURVE's frame overhead), water marks, linger, mandatory routing,
+ * CURVE server, the handshake monitor and a socket handed over (listen_fd). 0, or -1 with the message set. */
+static int router_options(pft_transport_t *self, const pft_transport_opts_t *opts)
+{
+    /* CURVE frames carry 33 bytes more than the message (command name, nonce, MAC, flags), and libzmq checks
+     * the limit on the frame as it arrives */
+    int64_t maxmsg = opts->max_msg_size;
+    if (self->curve && maxmsg <= INT64_MAX - CURVE_FRAME_OVERHEAD)
+        maxmsg += CURVE_FRAME_OVERHEAD;
+    if (zmq_setsockopt(self->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0) {
+        pft_transport__zerr(PFT_ENET, "ZMQ_MAXMSGSIZE");
+        return -1;
+    }
+    if (pft_transport__setopt_int(self->router, ZMQ_RCVHWM, opts->rcvhwm, "ZMQ_RCVHWM") ||
+        pft_transport__setopt_int(self->router, ZMQ_SNDHWM, 1000, "ZMQ_SNDHWM") ||
+        pft_transport__setopt_int(self->router, ZMQ_LINGER, opts->linger_ms, "ZMQ_LINGER") ||
+        pft_transport__setopt_int(self->router, ZMQ_ROUTER_MANDATORY, 1, "ZMQ_ROUTER_MANDATORY"))
+        return -1;
+    if (self->curve && pft_transport__setup_curve_server(self))
+        return -1;
+    if (!(self->router_mon = pft_transport__monitor_new(self, self->router, MON_HS_FAILED)))
+        return -1;
+    if (opts->listen_fd >= 0 &&
+        pft_transport__setopt_int(self->router, ZMQ_USE_FD, opts->listen_fd, "ZMQ_USE_FD"))
+        return -1;
+    return 0;
+}
+
 pft_transport_t *pft_transport_new(const char *endpoint, const pft_transport_opts_t *opts,
                                    pft_transport_on_message_fn on_message, void *ctx)
 {
@@ -150,26 +178,7 @@ pft_transport_t *pft_transport_new(const char *endpoint, const pft_transport_opt
         pft_transport__zerr(PFT_ENET, "zmq_socket(ROUTER)");
         goto fail;
     }
-    /* CURVE frames carry 33 bytes more than the message (command name, nonce, MAC, flags), and libzmq checks
-     * the limit on the frame as it arrives */
-    int64_t maxmsg = opts->max_msg_size;
-    if (self->curve && maxmsg <= INT64_MAX - CURVE_FRAME_OVERHEAD)
-        maxmsg += CURVE_FRAME_OVERHEAD;
-    if (zmq_setsockopt(self->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0) {
-        pft_transport__zerr(PFT_ENET, "ZMQ_MAXMSGSIZE");
-        goto fail;
-    }
-    if (pft_transport__setopt_int(self->router, ZMQ_RCVHWM, opts->rcvhwm, "ZMQ_RCVHWM") ||
-        pft_transport__setopt_int(self->router, ZMQ_SNDHWM, 1000, "ZMQ_SNDHWM") ||
-        pft_transport__setopt_int(self->router, ZMQ_LINGER, opts->linger_ms, "ZMQ_LINGER") ||
-        pft_transport__setopt_int(self->router, ZMQ_ROUTER_MANDATORY, 1, "ZMQ_ROUTER_MANDATORY"))
-        goto fail;
-    if (self->curve && pft_transport__setup_curve_server(self))
-        goto fail;
-    if (!(self->router_mon = pft_transport__monitor_new(self, self->router, MON_HS_FAILED)))
-        goto fail;
-    if (opts->listen_fd >= 0 &&
-        pft_transport__setopt_int(self->router, ZMQ_USE_FD, opts->listen_fd, "ZMQ_USE_FD"))
+    if (router_options(self, opts))
         goto fail;
     if (zmq_bind(self->router, endpoint) != 0) {
         pft_err(PFT_ENET, "transport: cannot bind %s: %s", endpoint, zmq_strerror(zmq_errno()));

@@ -19,8 +19,10 @@ static int find_peer(const pft_transport_t *self, const char *name)
     return -1;
 }
 
-int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *endpoint,
-                           const uint8_t *server_public_key)
+/* Refuses a peer that cannot be added (bad name, CURVE and plain text mixed, a name added twice), then makes
+ * room for one more. 0 or an error code with the message. */
+static int check_new_peer(pft_transport_t *self, const char *name, const char *endpoint,
+                          const uint8_t *server_public_key)
 {
     if (!name || !endpoint || strlen(name) < 1 || strlen(name) > PFT_BUNDLE_MAX_NAME)
         return pft_err(PFT_EINVAL, "transport: peer name must be 1..%d bytes", PFT_BUNDLE_MAX_NAME);
@@ -48,9 +50,18 @@ int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *
             return PFT_ENOMEM;
         self->cap_peers = nc;
     }
+    return 0;
+}
+
+int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *endpoint,
+                           const uint8_t *server_public_key)
+{
+    int rc = check_new_peer(self, name, endpoint, server_public_key);
+    if (rc)
+        return rc;
     peer_t *p = &self->peers[self->n_peers];
     memset(p, 0, sizeof *p);
-    int rc = PFT_ENET;
+    rc = PFT_ENET;
     p->endpoint = pft_strdup(endpoint);
     if (!p->endpoint) {
         rc = pft_err(PFT_ENOMEM, "transport: out of memory");

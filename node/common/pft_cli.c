@@ -1,4 +1,5 @@
-/* pft_cli: table-driven option parsing with bounds checks and generated --help; prints, so it lives in node/. */
+/* pft_cli: table-driven option parsing with bounds checks and generated --help; prints, so it lives in node/.
+ */
 #include "pft_cli.h"
 
 #include <errno.h>
@@ -104,20 +105,64 @@ void pft_cli_help(const pft_cli_t *cli)
     printf("  %-30s %s\n", "--help", "show this help and exit");
 }
 
-int pft_cli_parse(const pft_cli_t *cli, int argc, char **argv, const char **pos, int *n_pos)
+/* Every option at its default (flags 0, lists empty); the number of options, or -1 if a default is bad. */
+static int set_defaults(const pft_cli_t *cli)
 {
-    int np = 0;
-    unsigned char seen[256] = {0};
     int n_opts = 0;
     for (const pft_opt_t *o = cli->opts; o && o->name; o++, n_opts++)
         if (o->def && o->type != PFT_OPT_FLAG && set_value(cli, o, o->def) != 0)
-            return 2; /* a bad default is a programming error, reported like bad input */
+            return -1;
     for (const pft_opt_t *o = cli->opts; o && o->name; o++) {
         if (o->type == PFT_OPT_FLAG)
             *(int *)o->target = 0;
         else if (o->type == PFT_OPT_LIST)
             ((pft_opt_list_t *)o->target)->n = 0;
     }
+    return n_opts;
+}
+
+/* The option argv[*i] ("--name" or "--name=value"; a separate value advances *i), its value set and marked in
+ * seen. 0, or 2 (unknown, a value missing or given to a flag: said on stderr) or set_value's error. */
+static int parse_long(const pft_cli_t *cli, int argc, char **argv, int *i, unsigned char *seen)
+{
+    const char *a = argv[*i];
+    const char *name = a + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const pft_opt_t *o = find(cli, name, len);
+    if (!o) {
+        fprintf(stderr, "%s: unknown option '%.*s' (see --help)\n", cli->prog, (int)len + 2, a);
+        return 2;
+    }
+    const char *val = NULL;
+    if (o->type == PFT_OPT_FLAG) {
+        if (eq) {
+            fprintf(stderr, "%s: --%s takes no value\n", cli->prog, o->name);
+            return 2;
+        }
+    } else if (eq) {
+        val = eq + 1;
+    } else if (*i + 1 < argc) {
+        val = argv[++*i];
+    } else {
+        fprintf(stderr, "%s: --%s needs a value (%s)\n", cli->prog, o->name,
+                o->metavar ? o->metavar : "VALUE");
+        return 2;
+    }
+    int rc = set_value(cli, o, val);
+    if (rc)
+        return rc;
+    if (o - cli->opts < 256)
+        seen[o - cli->opts] = 1;
+    return 0;
+}
+
+int pft_cli_parse(const pft_cli_t *cli, int argc, char **argv, const char **pos, int *n_pos)
+{
+    int np = 0;
+    unsigned char seen[256] = {0};
+    int n_opts = set_defaults(cli);
+    if (n_opts < 0)
+        return 2; /* a bad default is a programming error, reported like bad input */
 
     int only_pos = 0;
     for (int i = 1; i < argc; i++) {
@@ -131,33 +176,9 @@ int pft_cli_parse(const pft_cli_t *cli, int argc, char **argv, const char **pos,
             return 1;
         }
         if (!only_pos && a[0] == '-' && a[1] == '-') {
-            const char *name = a + 2, *eq = strchr(name, '=');
-            size_t len = eq ? (size_t)(eq - name) : strlen(name);
-            const pft_opt_t *o = find(cli, name, len);
-            if (!o) {
-                fprintf(stderr, "%s: unknown option '%.*s' (see --help)\n", cli->prog, (int)len + 2, a);
-                return 2;
-            }
-            const char *val = NULL;
-            if (o->type == PFT_OPT_FLAG) {
-                if (eq) {
-                    fprintf(stderr, "%s: --%s takes no value\n", cli->prog, o->name);
-                    return 2;
-                }
-            } else if (eq) {
-                val = eq + 1;
-            } else if (i + 1 < argc) {
-                val = argv[++i];
-            } else {
-                fprintf(stderr, "%s: --%s needs a value (%s)\n", cli->prog, o->name,
-                        o->metavar ? o->metavar : "VALUE");
-                return 2;
-            }
-            int rc = set_value(cli, o, val);
+            int rc = parse_long(cli, argc, argv, &i, seen);
             if (rc)
                 return rc;
-            if (o - cli->opts < 256)
-                seen[o - cli->opts] = 1;
             continue;
         }
         if (a[0] == '-' && a[1] != '\0' && !only_pos) {
@@ -178,7 +199,8 @@ int pft_cli_parse(const pft_cli_t *cli, int argc, char **argv, const char **pos,
         }
     }
     if (np < cli->min_pos) {
-        fprintf(stderr, "%s: missing %s (see --help)\n", cli->prog, cli->positional ? cli->positional : "argument");
+        fprintf(stderr, "%s: missing %s (see --help)\n", cli->prog,
+                cli->positional ? cli->positional : "argument");
         return 2;
     }
     if (n_pos)

@@ -700,6 +700,31 @@ static void sync_parent_dir(const char *path)
     }
 }
 
+/* The .npy version 1.0 header of a C-order array (descr, 1-D of rows or 2-D rows×cols) into hdr (256 bytes);
+ * returns its length, a multiple of 64 as numpy writes it. */
+static size_t make_header(uint8_t *hdr, const char *descr, int ndim, int64_t rows, int64_t cols)
+{
+    char dict[160];
+    int dl =
+        ndim == 2
+            ? snprintf(dict, sizeof dict,
+                       "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ", %" PRId64 "), }",
+                       descr, rows, cols)
+            : snprintf(dict, sizeof dict,
+                       "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ",), }", descr, rows);
+    size_t total_hdr = (10 + (size_t)dl + 1 + 63) / 64 * 64; /* numpy pads to 64 bytes, ends with '\n' */
+    memcpy(hdr, s_magic, MAGIC_LEN);
+    hdr[6] = 1;
+    hdr[7] = 0;
+    size_t hlen = total_hdr - 10;
+    hdr[8] = (uint8_t)hlen;
+    hdr[9] = (uint8_t)(hlen >> 8);
+    memcpy(hdr + 10, dict, (size_t)dl);
+    memset(hdr + 10 + dl, ' ', total_hdr - 10 - (size_t)dl - 1);
+    hdr[total_hdr - 1] = '\n';
+    return total_hdr;
+}
+
 /* Writes header + elements (4-byte items, stored little-endian from host words) to path atomically. */
 static int write_array(const char *path, const char *descr, int ndim, int64_t rows, int64_t cols,
                        const void *data)
@@ -711,25 +736,8 @@ static int write_array(const char *path, const char *descr, int ndim, int64_t ro
     if (!data && rows * (ndim == 2 ? cols : 1) > 0)
         return pft_err(PFT_EINVAL, "%s: NULL data", path);
 
-    char dict[160];
-    int dl =
-        ndim == 2
-            ? snprintf(dict, sizeof dict,
-                       "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ", %" PRId64 "), }",
-                       descr, rows, cols)
-            : snprintf(dict, sizeof dict,
-                       "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ",), }", descr, rows);
-    size_t total_hdr = (10 + (size_t)dl + 1 + 63) / 64 * 64; /* numpy pads to 64 bytes, ends with '\n' */
     uint8_t hdr[256];
-    memcpy(hdr, s_magic, MAGIC_LEN);
-    hdr[6] = 1;
-    hdr[7] = 0;
-    size_t hlen = total_hdr - 10;
-    hdr[8] = (uint8_t)hlen;
-    hdr[9] = (uint8_t)(hlen >> 8);
-    memcpy(hdr + 10, dict, (size_t)dl);
-    memset(hdr + 10 + dl, ' ', total_hdr - 10 - (size_t)dl - 1);
-    hdr[total_hdr - 1] = '\n';
+    size_t total_hdr = make_header(hdr, descr, ndim, rows, cols);
 
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&s_counter, 1)) >=

@@ -68,11 +68,6 @@ int pft_npy_rows_cols(const pft_npy_rows_t *self)
     return (int)self->a.shape[1];
 }
 
-const char *pft_npy_rows_path(const pft_npy_rows_t *self)
-{
-    return self->path;
-}
-
 /* Reads exactly len bytes at off (PFT_EFORMAT if the file ends first: it shrank since it was opened). */
 static int pread_full(const pft_npy_rows_t *r, uint8_t *buf, size_t len, off_t off)
 {

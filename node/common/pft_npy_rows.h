@@ -16,7 +16,6 @@ void pft_npy_rows_destroy(pft_npy_rows_t **self_p);
 
 int pft_npy_rows_n(const pft_npy_rows_t *self);
 int pft_npy_rows_cols(const pft_npy_rows_t *self);
-const char *pft_npy_rows_path(const pft_npy_rows_t *self);
 
 /* Reads rows [row0, row0 + n) as float32 into out (n×cols). Errors: PFT_EINVAL (range), PFT_EIO,
  * PFT_EFORMAT (the file shrank; a non-finite value, naming its row and column), PFT_ENOMEM. */

@@ -1,4 +1,5 @@
-/* pft_launch: a launch's life cycle (new, destroy), the helpers its steps share, and --prepare-only. */
+/* pft_launch: a launch's life cycle (new, destroy), its engines by name, the helpers its steps share, and
+ * --prepare-only. */
 #include "pft_launch_int.h"
 
 #include "pft_alloc.h"
@@ -6,6 +7,7 @@
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* The pftnode binary: the one given, else $PFTNODE, else the pftnode beside this program, else "pftnode". */
@@ -58,7 +60,8 @@ void pft_launch_destroy(pft_launch_t **self_p)
         pft_dataset_destroy(&self->ch[i].test);
     }
     pft_free(self->ch);
-    pft_launch__slurm_destroy(&self->slurm);
+    if (self->engine && self->engine->destroy)
+        self->engine->destroy(self);
     pft_free(self->resolved);
     pft_free(self->eval_x);
     pft_free(self->eval_y);
@@ -66,6 +69,29 @@ void pft_launch_destroy(pft_launch_t **self_p)
     pft_topo_destroy(&self->topo);
     pft_free(self);
     *self_p = NULL;
+}
+
+/* The engines, by name (pft_launch_engine.h); the first is the default. */
+static const pft_launch_engine_t *const s_engines[] = {&pft_launch__local, &pft_launch__slurm, NULL};
+
+const pft_launch_engine_t *pft_launch__engine(const char *name)
+{
+    for (size_t i = 0; s_engines[i]; i++)
+        if (!name || strcmp(name, s_engines[i]->name) == 0)
+            return s_engines[i];
+    return NULL;
+}
+
+int pft_launch_engine_known(const char *name, char *names, size_t cap)
+{
+    size_t len = 0;
+    for (size_t i = 0; names && s_engines[i] && len < cap; i++)
+        len += (size_t)snprintf(names + len, cap - len, "%s%s",
+                                i == 0             ? ""
+                                : s_engines[i + 1] ? ", "
+                                                   : " or ",
+                                s_engines[i]->name);
+    return name && pft_launch__engine(name) != NULL;
 }
 
 void pft_launch__refresh_ids(pft_launch_t *self)

@@ -6,6 +6,8 @@
 
 #include "pft_cli.h"
 
+#include <stddef.h>
+
 /* What `pftnet launch` was asked to do (its options). Strings are borrowed for the life of the run. */
 typedef struct {
     const char *topo_path; /* the topology file */
@@ -36,6 +38,10 @@ typedef struct {
 } pft_launch_opts_t;
 
 typedef struct pft_launch_t pft_launch_t;
+
+/* 1 if name is a launch engine (--engine); names gets the engines' names as "a, b or c" (cap bytes; NULL:
+ * not wanted). */
+int pft_launch_engine_known(const char *name, char *names, size_t cap);
 
 /* A run for opts (copied; its strings stay borrowed); NULL when out of memory. */
 pft_launch_t *pft_launch_new(const pft_launch_opts_t *opts);

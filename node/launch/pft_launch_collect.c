@@ -95,18 +95,15 @@ static const char *cov_name(int c)
     return name ? name : "?";
 }
 
-/* The run's defaults carry exact statistics (cov = tied, or full with k = 1 and merge = exact). */
+/* The run's defaults carry exact statistics (topology's rule). */
 static int run_exact(const pft_topo_run_t *r)
 {
-    return r->cov == PFT_COV_TIED ||
-           (r->cov == PFT_COV_FULL && r->k == 1 && r->merge == PFT_TOPO_MERGE_EXACT);
+    return pft_topo_exact(r->cov, r->k, r->merge);
 }
 
 static const char *head_name(const pft_topo_run_t *r)
 {
-    int h = r->head == PFT_TOPO_HEAD_AUTO ? (run_exact(r) ? PFT_TOPO_HEAD_GAUSSIAN : PFT_TOPO_HEAD_LOGREG)
-                                          : r->head;
-    return h == PFT_TOPO_HEAD_GAUSSIAN ? "gaussian" : "logreg";
+    return pft_topo_head_name(pft_topo_head_resolve(r->head, run_exact(r)));
 }
 
 /* The method label of a run: "FedPFT <cov> K=<k>" (+ rank, DP) from the run's defaults. */

@@ -73,9 +73,7 @@ static int source_split(const pft_topo_t *topo, const source_t *s, int *share, p
     const pft_topo_run_t *run = pft_topo_run(topo);
     size_t nn = pft_topo_node_count(topo);
     pft_part_spec_t spec;
-    int rc = pft_partition_parse(run->partition ? run->partition : "iid", &spec);
-    if (rc)
-        return rc;
+    pft_partition_spec(run, &spec);
     pft_part_node_t *pn = pft_calloc(nn, sizeof *pn);
     if (!pn)
         return pft_err(PFT_ENOMEM, "out of memory");
@@ -90,9 +88,9 @@ static int source_split(const pft_topo_t *topo, const source_t *s, int *share, p
         pn[n_data].size = n->samples;
         n_data++;
     }
-    rc = pft_partition_split(&spec, pn, n_data, pft_dataset_n_classes(s->train), pft_dataset_y(s->train),
-                             s->dtr, pft_dataset_n(s->train), pft_dataset_y(s->test), s->dte,
-                             pft_dataset_n(s->test), run->seed, part);
+    int rc = pft_partition_split(&spec, pn, n_data, pft_dataset_n_classes(s->train), pft_dataset_y(s->train),
+                                 s->dtr, pft_dataset_n(s->train), pft_dataset_y(s->test), s->dte,
+                                 pft_dataset_n(s->test), run->seed, part);
     pft_free(pn);
     return rc;
 }

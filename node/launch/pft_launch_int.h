@@ -5,6 +5,7 @@
 
 #include "pft_dataset.h"
 #include "pft_launch.h"
+#include "pft_launch_engine.h"
 #include "pft_topo.h"
 
 #include <jansson.h>
@@ -32,24 +33,23 @@ typedef struct {
     pft_dataset_t *train, *test; /* raw (unpreprocessed) copies for baselines; NULL: none */
 } pft_launch_child_t;
 
-typedef struct pft_launch_slurm_t pft_launch_slurm_t;
-
 struct pft_launch_t {
-    pft_launch_opts_t o;       /* the options; o.out_dir becomes out_abs in prepare */
-    pft_topo_t *topo;          /* the topology, resolved as prepare goes */
-    pft_launch_child_t *ch;    /* one per node, in file order */
-    size_t nn;                 /* number of nodes */
-    char out_abs[PATH_MAX];    /* absolute output folder */
-    char node_bin[PATH_MAX];   /* the pftnode binary */
-    char *resolved;            /* DIR/topology.dot */
-    pft_dataset_t *eval;       /* union of the test shares (raw); NULL: none */
-    char *eval_x, *eval_y;     /* DIR/eval_x.npy, DIR/eval_y.npy; NULL without eval */
-    double t0, wall;           /* start time, seconds until the last node exited */
-    int failed;                /* started nodes that did not exit 0 */
-    int n_stopped;             /* of those, stopped by the launcher */
-    const char *stop_cause;    /* "timeout", "interrupted", or NULL (none, or a failed node) */
-    pft_launch_slurm_t *slurm; /* --engine slurm: the allocation, the placement, the srun step; NULL: local */
-    int signals_caught;        /* old_int and old_term hold the handlers to restore */
+    pft_launch_opts_t o;               /* the options; o.out_dir becomes out_abs in prepare */
+    pft_topo_t *topo;                  /* the topology, resolved as prepare goes */
+    pft_launch_child_t *ch;            /* one per node, in file order */
+    size_t nn;                         /* number of nodes */
+    char out_abs[PATH_MAX];            /* absolute output folder */
+    char node_bin[PATH_MAX];           /* the pftnode binary */
+    char *resolved;                    /* DIR/topology.dot */
+    pft_dataset_t *eval;               /* union of the test shares (raw); NULL: none */
+    char *eval_x, *eval_y;             /* DIR/eval_x.npy, DIR/eval_y.npy; NULL without eval */
+    double t0, wall;                   /* start time, seconds until the last node exited */
+    int failed;                        /* started nodes that did not exit 0 */
+    int n_stopped;                     /* of those, stopped by the launcher */
+    const char *stop_cause;            /* "timeout", "interrupted", or NULL (none, or a failed node) */
+    const pft_launch_engine_t *engine; /* chosen from o.engine in prepare; NULL before */
+    void *engine_data;                 /* the engine's own state (slurm: the allocation, placement, srun) */
+    int signals_caught;                /* old_int and old_term hold the handlers to restore */
     struct sigaction old_int, old_term;
 };
 
@@ -71,37 +71,8 @@ int pft_launch__load_data(pft_launch_t *self);
 /* Internal. The concatenation of every node's test share into *out (NULL if none). */
 int pft_launch__concat_tests(const pft_launch_t *self, pft_dataset_t **out);
 
-/* Internal, the Slurm engine (pft_launch_slurm.c). Checks that the launch runs inside an allocation with srun
- * at hand and makes self->slurm; PFT_EINVAL with what to do otherwise. */
-int pft_launch__slurm_new(pft_launch_t *self);
-
-/* Internal. Frees the engine, killing its srun step if one still runs; nulls *s_p. */
-void pft_launch__slurm_destroy(pft_launch_slurm_t **s_p);
-
-/* Internal. After the children exist: refuses an allocation with fewer tasks than started nodes, then runs a
- * short srun step in which every task reports its host, address and free ports and writes a marker file into
- * DIR; refuses (PFT_EINVAL) a DIR that some host cannot see, and hosts the peers cannot reach. */
-int pft_launch__slurm_place(pft_launch_t *self);
-
-/* Internal. Gives each node a task (explicit endpoints to a task on their host) and every node without an
- * explicit endpoint tcp://ADDR:PORT of its task (port_base + i when the run sets port_base). */
-int pft_launch__slurm_endpoints(pft_launch_t *self);
-
-/* Internal. Starts every node not absent with one srun step (DIR/slurm/tasks lists each task's command).
- * Returns 0, or PFT_EIO when srun cannot be started. */
-int pft_launch__slurm_start(pft_launch_t *self);
-
-/* Internal. The next node whose task reported its exit since the last call: its index, wait status and peak
- * RSS; once srun has ended, each started node that never reported, with c->lost set. 1 if one was returned.
- */
-int pft_launch__slurm_next_exit(pft_launch_t *self, size_t *i, int *status, long *max_rss_kb);
-
-/* Internal. SIGTERM: every running node, through `scancel --signal=TERM JOB.STEP` (pftnode stops cleanly);
- * SIGKILL: ends the step (srun killed; Slurm kills its tasks). */
-void pft_launch__slurm_signal(pft_launch_t *self, int sig);
-
-/* Internal. After the watch: waits for srun to end (it is killed after 30 s). */
-void pft_launch__slurm_end(pft_launch_t *self);
+/* Internal. The first word of c->dir/status into c->state (kept when the file cannot be read). */
+void pft_launch__read_status(pft_launch_child_t *c);
 
 /* Internal, shared by the launcher and its tasks: the lines a task prints on srun's stdout. */
 #define PFT_SLURM_PROBE_LINE                                                                                 \

@@ -7,14 +7,12 @@
 #include "pft_error.h"
 #include "pft_fsio.h"
 #include "pft_npy.h"
-#include "pft_port.h"
 
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 /* --set NAME=VALUE… and --seed N as graph attributes, validated together like the file's own. */
@@ -53,16 +51,6 @@ done:
     for (int i = 0; i < n; i++)
         pft_free(names[i]);
     return rc;
-}
-
-/* One held socket per node until it starts: raises the soft open-files limit where that needs it. */
-static void raise_fd_limit(size_t nn)
-{
-    struct rlimit fl;
-    if (getrlimit(RLIMIT_NOFILE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY && fl.rlim_cur < nn + 256) {
-        fl.rlim_cur = fl.rlim_max == RLIM_INFINITY || fl.rlim_max > nn + 256 ? nn + 256 : fl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &fl);
-    }
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -176,31 +164,6 @@ static int make_children(pft_launch_t *self)
     return 0;
 }
 
-/* Every node without an endpoint gets tcp://127.0.0.1:PORT: port_base + its index when the run sets
- * port_base, else a free port, held by a listening socket in its listen_fd. */
-static int assign_endpoints(pft_launch_t *self)
-{
-    int port_base = pft_topo_run(self->topo)->port_base, rc = 0;
-    for (size_t i = 0; i < self->nn && rc == 0; i++) {
-        const pft_topo_node_t *n = pft_topo_node(self->topo, i);
-        if (n->endpoint)
-            continue;
-        int port = port_base ? port_base + (int)i : pft_port_pick(&self->ch[i].listen_fd);
-        if (port <= 0) {
-            rc =
-                pft_err(PFT_ENET, "no free TCP port for node %s (last error: %s%s)", n->id, strerror(errno),
-                        errno == EMFILE ? "; the launcher holds one socket per node: raise `ulimit -n`" : "");
-            break;
-        }
-        char ep[64];
-        snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
-        char id[128];
-        snprintf(id, sizeof id, "%s", n->id);
-        rc = pft_topo_set_node_attr(self->topo, id, "endpoint", ep);
-    }
-    return rc;
-}
-
 /* Node c's keypair in dir (the caller's keypair function); the topology names its public half; c->key gets
  * the secret key file. */
 static int make_key(pft_topo_t *topo, const char *dir, pft_launch_child_t *c,
@@ -283,19 +246,18 @@ int pft_launch_prepare(pft_launch_t *self)
     if (self->o.force && self->o.resume)
         return pft_err(PFT_EINVAL,
                        "--force deletes the earlier run that --resume would continue: choose one");
-    int slurm = self->o.engine && strcmp(self->o.engine, "slurm") == 0;
-    if (slurm && (rc = pft_launch__slurm_new(self)))
+    if (!(self->engine = pft_launch__engine(self->o.engine)))
+        return pft_err(PFT_EINVAL, "--engine '%s': no such engine", self->o.engine);
+    if ((rc = self->engine->setup(self)))
         return rc;
-    if (!slurm)
-        raise_fd_limit(self->nn);
     if ((rc = make_out_dir(self)) || (rc = make_children(self)))
         return rc;
-    if (slurm && (rc = pft_launch__slurm_place(self))) /* before the data: a bad allocation fails fast */
+    if (self->engine->place && (rc = self->engine->place(self))) /* before the data: fails fast */
         return rc;
     if ((rc = pft_launch__load_data(self)))
         return rc;
     pft_launch__refresh_ids(self); /* pointers are stale after set_attr */
-    if ((rc = slurm ? pft_launch__slurm_endpoints(self) : assign_endpoints(self)))
+    if ((rc = self->engine->endpoints(self)))
         return rc;
     pft_launch__refresh_ids(self);
     if (!self->o.insecure && (rc = make_keys(self)))

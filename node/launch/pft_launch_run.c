@@ -1,18 +1,15 @@
-/* pft_launch_run: steps 2 and 3 of a launch: start one pftnode process per node (here, or through the Slurm
- * engine), then watch them (progress, failures, the timeout, SIGINT/SIGTERM) until every one has exited. */
+/* pft_launch_run: steps 2 and 3 of a launch: start one pftnode process per node (through the engine: local
+ * processes or a Slurm step), then watch them (progress, failures, the timeout, SIGINT/SIGTERM) until every
+ * one has exited. */
 #include "pft_launch_int.h"
 
 #include "pft_alloc.h"
-#include "pft_error.h"
 #include "pft_fsio.h"
-#include "pft_port.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -23,33 +20,6 @@ static void on_signal(int sig)
 {
     (void)sig;
     s_interrupted = 1;
-}
-
-/* Holds each loopback port of a node about to start (bound and listening, for spawn to hand over): a port
- * that cannot be bound would fail its node only once the others wait for it, so the run is refused now,
- * naming the node and the port. Nodes not started here (--absent) get none. */
-static int hold_ports(pft_launch_t *self)
-{
-    for (size_t i = 0; i < self->nn; i++) {
-        const pft_topo_node_t *n = pft_topo_node(self->topo, i);
-        pft_launch_child_t *c = &self->ch[i];
-        int port;
-        if (c->absent)
-            pft_launch__close_port(c);
-        if (c->absent || c->listen_fd >= 0 || !n->endpoint ||
-            sscanf(n->endpoint, "tcp://127.0.0.1:%d", &port) != 1)
-            continue;
-        if (pft_port_probe(port, &c->listen_fd) == 0)
-            continue;
-        int err = errno;
-        pft_launch__close_port(c);
-        return pft_err(
-            PFT_ENET,
-            "node %s: %s cannot be bound on this machine (%s); free the port or move the node (--set "
-            "port_base=N moves automatic endpoints, unset or 0 lets the launcher pick free ports)",
-            n->id, n->endpoint, strerror(err));
-    }
-    return 0;
 }
 
 void pft_launch__node_argv(const pft_launch_t *self, const pft_launch_child_t *c, const char **argv,
@@ -85,54 +55,9 @@ void pft_launch__node_argv(const pft_launch_t *self, const pft_launch_child_t *c
     argv[a] = NULL;
 }
 
-/* Starts c's pftnode in its own process group, its output appended to c->dir/node.log, handing it c's held
- * port. Returns its pid, or -1. */
-static pid_t spawn(const pft_launch_t *self, pft_launch_child_t *c)
-{
-    char *log = pft_fsio_join(c->dir, "node.log");
-    if (!log)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        const char *argv[20];
-        char fd_text[16];
-        pft_launch__node_argv(self, c, argv, fd_text, sizeof fd_text);
-        execvp(self->node_bin, (char *const *)argv);
-        fprintf(stderr, "cannot run %s: %s\n", self->node_bin, strerror(errno));
-        _exit(127);
-    }
-    pft_free(log);
-    pft_launch__close_port(c); /* the node has it now */
-    return pid;
-}
-
-/* BLAS threads per node: the cores shared out over the nodes that run at once (at least 1), unless the user
- * set OPENBLAS_NUM_THREADS. OpenBLAS's idle threads spin: a simulation with more nodes than cores and the
- * default one thread per core per node ran a 64-node chain several times slower. Returns the value set in the
- * environment the nodes inherit (0: the user's). */
-static int blas_threads(const pft_launch_t *self)
-{
-    if (getenv("OPENBLAS_NUM_THREADS"))
-        return 0;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t nodes = self->nn ? self->nn : 1;
-    int t = cores > (long)nodes ? (int)(cores / (long)nodes) : 1;
-    char v[16];
-    snprintf(v, sizeof v, "%d", t);
-    setenv("OPENBLAS_NUM_THREADS", v, 1);
-    return t;
-}
-
 int pft_launch_start(pft_launch_t *self)
 {
-    int rc = self->slurm ? 0 : hold_ports(self);
+    int rc = self->engine->reserve ? self->engine->reserve(self) : 0;
     if (rc)
         return rc;
     struct sigaction sa = {0};
@@ -140,39 +65,10 @@ int pft_launch_start(pft_launch_t *self)
     sigaction(SIGINT, &sa, &self->old_int);
     sigaction(SIGTERM, &sa, &self->old_term);
     self->signals_caught = 1;
-    if (self->slurm)
-        return pft_launch__slurm_start(self);
-    self->t0 = pft_fsio_now();
-    int reverse = self->o.order && strcmp(self->o.order, "reverse") == 0;
-    int threads = blas_threads(self);
-    for (size_t k = 0; k < self->nn; k++) {
-        pft_launch_child_t *c = &self->ch[reverse ? self->nn - 1 - k : k];
-        if (c->absent) {
-            c->exited = 1;
-            snprintf(c->state, sizeof c->state, "absent");
-            continue;
-        }
-        c->pid = spawn(self, c);
-        snprintf(c->state, sizeof c->state, "started");
-        if (c->pid < 0)
-            c->exited = 1, c->status = 127 << 8;
-    }
-    if (threads)
-        unsetenv("OPENBLAS_NUM_THREADS"); /* the launcher's own baselines keep its default */
-    if (!self->o.quiet) {
-        char blas[64];
-        if (threads)
-            snprintf(blas, sizeof blas, "%d BLAS thread%s each", threads, threads == 1 ? "" : "s");
-        else
-            snprintf(blas, sizeof blas, "OPENBLAS_NUM_THREADS=%s", getenv("OPENBLAS_NUM_THREADS"));
-        fprintf(stderr, "started %zu pftnode processes (%s, %s); logs in %s/<id>/node.log\n", self->nn,
-                self->node_bin, blas, self->o.out_dir);
-    }
-    return 0;
+    return self->engine->start(self);
 }
 
-/* The first word of c->dir/status into c->state (kept when the file cannot be read). */
-static void read_status(pft_launch_child_t *c)
+void pft_launch__read_status(pft_launch_child_t *c)
 {
     char *p = pft_fsio_join(c->dir, "status");
     uint8_t *buf = NULL;
@@ -235,10 +131,11 @@ static void on_exit_status(const pft_launch_t *self, watch_t *w, pft_launch_chil
     w->left--;
     if (w->first_exit <= 0)
         w->first_exit = pft_fsio_now() - self->t0;
-    if (self->slurm && !c->stopped && WIFEXITED(st) && WEXITSTATUS(st) == self->o.exit_interrupted) {
-        c->stopped = 2; /* SIGTERM from Slurm itself: the job is ending for all its steps */
+    if (self->engine->outside_stop && !c->stopped && WIFEXITED(st) &&
+        WEXITSTATUS(st) == self->o.exit_interrupted) {
+        c->stopped = 2; /* SIGTERM from the engine itself (Slurm: the job is ending for all its steps) */
         if (!w->stop_why)
-            w->stop_why = "interrupted by Slurm: job cancelled, requeued, preempted or out of time";
+            w->stop_why = self->engine->outside_stop;
         return;
     }
     if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !c->lost && !self->o.keep_going && !w->stop_why &&
@@ -248,23 +145,19 @@ static void on_exit_status(const pft_launch_t *self, watch_t *w, pft_launch_chil
     }
 }
 
-/* Collects the nodes that exited since the last poll (wait4, or their Slurm tasks' reports) and reads every
- * running node's status. */
+/* Collects the nodes that exited since the last poll (the engine's next_exit) and reads every running node's
+ * status. */
 static void reap(pft_launch_t *self, watch_t *w)
 {
     size_t i;
     int st;
     long rss;
-    while (self->slurm && pft_launch__slurm_next_exit(self, &i, &st, &rss))
+    while (self->engine->next_exit(self, &i, &st, &rss))
         on_exit_status(self, w, &self->ch[i], st, rss);
     for (i = 0; i < self->nn; i++) {
         pft_launch_child_t *c = &self->ch[i];
-        if (c->exited || c->absent)
-            continue;
-        struct rusage ru;
-        if (!self->slurm && wait4(c->pid, &st, WNOHANG, &ru) == c->pid)
-            on_exit_status(self, w, c, st, ru.ru_maxrss);
-        read_status(c);
+        if (!c->exited && !c->absent)
+            pft_launch__read_status(c);
     }
 }
 
@@ -359,19 +252,14 @@ static void show_progress(const pft_launch_t *self, watch_t *w, int final)
     w->shown_at = now;
 }
 
-/* Sends sig to every started node still running (under Slurm: to the step), marking it stopped by the
- * launcher. */
+/* Sends sig to every started node still running (through the engine), marking it stopped by the launcher. */
 static void signal_running(pft_launch_t *self, int sig)
 {
-    if (self->slurm)
-        pft_launch__slurm_signal(self, sig);
+    self->engine->signal(self, sig);
     for (size_t i = 0; i < self->nn; i++) {
         pft_launch_child_t *c = &self->ch[i];
-        if (c->exited || c->absent || (!self->slurm && c->pid <= 0))
-            continue;
-        if (!self->slurm)
-            kill(c->pid, sig);
-        c->stopped = 1;
+        if (!c->exited && !c->absent)
+            c->stopped = 1;
     }
 }
 
@@ -436,8 +324,8 @@ void pft_launch_watch(pft_launch_t *self)
             usleep(100000);
     }
     self->wall = pft_fsio_now() - self->t0;
-    if (self->slurm)
-        pft_launch__slurm_end(self);
+    if (self->engine->end)
+        self->engine->end(self);
     sigaction(SIGINT, &self->old_int, NULL);
     sigaction(SIGTERM, &self->old_term, NULL);
     self->signals_caught = 0;

@@ -36,7 +36,7 @@ typedef struct {
     long node;                     /* the started node it runs (-1: none yet) */
 } task_t;
 
-struct pft_launch_slurm_t {
+typedef struct {
     char job[32];           /* SLURM_JOB_ID */
     long n_alloc;           /* tasks in the allocation */
     char hosts[1024];       /* the allocation's hosts (`scontrol show hostnames`), space-separated */
@@ -53,7 +53,7 @@ struct pft_launch_slurm_t {
     size_t blen;            /* its length */
     int killed;             /* the step was ended (srun killed) */
     size_t lost_next;       /* after srun ended: where the search for nodes that never reported goes on */
-};
+} pft_launch_slurm_t;
 
 /* 1 if name is an executable file in a folder of $PATH. */
 static int on_path(const char *name)
@@ -222,7 +222,7 @@ static void file_tail(const char *path, char *buf, size_t cap)
 /* Refuses an allocation with fewer tasks than the m nodes to start. */
 static int check_tasks(const pft_launch_t *self, size_t m)
 {
-    const pft_launch_slurm_t *s = self->slurm;
+    const pft_launch_slurm_t *s = self->engine_data;
     if (m == 0)
         return pft_err(PFT_EINVAL, "--engine slurm: every node is --absent; there is nothing to start");
     if ((long)m > s->n_alloc)
@@ -234,7 +234,9 @@ static int check_tasks(const pft_launch_t *self, size_t m)
     return 0;
 }
 
-int pft_launch__slurm_new(pft_launch_t *self)
+/* Checks that the launch runs inside an allocation with srun at hand and makes self->engine_data; PFT_EINVAL
+ * with what to do otherwise. */
+static int slurm_new(pft_launch_t *self)
 {
     int rc;
     const char *job = getenv("SLURM_JOB_ID");
@@ -250,7 +252,7 @@ int pft_launch__slurm_new(pft_launch_t *self)
     pft_launch_slurm_t *s = pft_calloc(1, sizeof *s);
     if (!s)
         return pft_err(PFT_ENOMEM, "out of memory");
-    self->slurm = s;
+    self->engine_data = s;
     s->srun = -1;
     s->out_fd = -1;
     snprintf(s->job, sizeof s->job, "%s", job);
@@ -275,11 +277,12 @@ int pft_launch__slurm_new(pft_launch_t *self)
     return 0;
 }
 
-void pft_launch__slurm_destroy(pft_launch_slurm_t **s_p)
+/* Frees the engine's state, killing its srun step if one still runs; nulls self->engine_data. */
+static void slurm_destroy(pft_launch_t *self)
 {
-    if (!s_p || !*s_p)
+    pft_launch_slurm_t *s = self->engine_data;
+    if (!s)
         return;
-    pft_launch_slurm_t *s = *s_p;
     if (s->out_fd >= 0)
         close(s->out_fd);
     if (s->srun > 0) {
@@ -289,7 +292,7 @@ void pft_launch__slurm_destroy(pft_launch_slurm_t **s_p)
     pft_free(s->task);
     pft_free(s->dir);
     pft_free(s);
-    *s_p = NULL;
+    self->engine_data = NULL;
 }
 
 /* The allocation's hosts into s->hosts, as `scontrol show hostnames` expands SLURM_JOB_NODELIST (the list
@@ -388,7 +391,7 @@ static int end_probe(pft_launch_slurm_t *s, int in_fd)
  * until then, so no two tasks on one host report the same port). Reads one line per task. */
 static int run_probe(pft_launch_t *self, const char *nonce)
 {
-    pft_launch_slurm_t *s = self->slurm;
+    pft_launch_slurm_t *s = self->engine_data;
     char ntasks[32], k[16], *log = pft_fsio_join(s->dir, "probe.log");
     snprintf(ntasks, sizeof ntasks, "--ntasks=%zu", s->m);
     snprintf(k, sizeof k, "%d", s->n_ports);
@@ -468,7 +471,7 @@ static void add_failure(char *text, size_t cap, const pft_launch_slurm_t *s, siz
  * nonce; every task that failed is listed, per host, with the first reason. */
 static int check_probe(pft_launch_t *self, const char *nonce)
 {
-    pft_launch_slurm_t *s = self->slurm;
+    pft_launch_slurm_t *s = self->engine_data;
     char text[1500] = "", host[256] = "?";
     size_t bad = 0;
     gethostname(host, sizeof host - 1);
@@ -533,9 +536,12 @@ static int check_reachable(const pft_launch_slurm_t *s)
     return 0;
 }
 
-int pft_launch__slurm_place(pft_launch_t *self)
+/* After the children exist: refuses an allocation with fewer tasks than started nodes, then runs a short srun
+ * step in which every task reports its host, address and free ports and writes a marker file into DIR;
+ * refuses (PFT_EINVAL) a DIR that some host cannot see, and hosts the peers cannot reach. */
+static int slurm_place(pft_launch_t *self)
 {
-    pft_launch_slurm_t *s = self->slurm;
+    pft_launch_slurm_t *s = self->engine_data;
     size_t m = 0, n_absent = 0;
     for (size_t i = 0; i < self->nn; i++) {
         m += !self->ch[i].absent;
@@ -616,7 +622,7 @@ static int automatic(const pft_launch_t *self, size_t i)
  * local endpoint). */
 static int task_for_endpoint(pft_launch_t *self, size_t i)
 {
-    pft_launch_slurm_t *s = self->slurm;
+    pft_launch_slurm_t *s = self->engine_data;
     const pft_topo_node_t *n = pft_topo_node(self->topo, i);
     char h[256];
     endpoint_host(n->endpoint, h, sizeof h);
@@ -661,9 +667,11 @@ static int set_endpoint(pft_launch_t *self, size_t i, task_t *k)
     return rc;
 }
 
-int pft_launch__slurm_endpoints(pft_launch_t *self)
+/* Gives each node a task (explicit endpoints to a task on their host) and every node without an explicit
+ * endpoint tcp://ADDR:PORT of its task (port_base + i when the run sets port_base). */
+static int slurm_endpoints(pft_launch_t *self)
 {
-    pft_launch_slurm_t *s = self->slurm;
+    pft_launch_slurm_t *s = self->engine_data;
     int rc = 0;
     for (size_t i = 0; i < self->nn; i++)
         self->ch[i].task = -1;
@@ -695,7 +703,7 @@ int pft_launch__slurm_endpoints(pft_launch_t *self)
  * (a tab or newline inside a word is refused). */
 static int write_tasks(pft_launch_t *self, const char *path)
 {
-    pft_launch_slurm_t *s = self->slurm;
+    pft_launch_slurm_t *s = self->engine_data;
     size_t cap = 4096 * (s->m + 1), len = 0;
     char *text = pft_alloc(cap);
     int rc = text ? 0 : pft_err(PFT_ENOMEM, "out of memory");
@@ -720,9 +728,11 @@ static int write_tasks(pft_launch_t *self, const char *path)
     return rc;
 }
 
-int pft_launch__slurm_start(pft_launch_t *self)
+/* Starts every node not absent with one srun step (DIR/slurm/tasks lists each task's command). Returns 0, or
+ * PFT_EIO when srun cannot be started. */
+static int slurm_start(pft_launch_t *self)
 {
-    pft_launch_slurm_t *s = self->slurm;
+    pft_launch_slurm_t *s = self->engine_data;
     char *tasks = pft_fsio_join(s->dir, "tasks"), *log = pft_fsio_join(s->dir, "srun.log");
     int rc = tasks && log ? write_tasks(self, tasks) : pft_err(PFT_ENOMEM, "out of memory");
     char ntasks[32];
@@ -768,7 +778,7 @@ int pft_launch__slurm_start(pft_launch_t *self)
 /* A line from a task of the peers' step: a start (the step's id, for scancel) or an exit, returned. */
 static int parse_task_line(pft_launch_t *self, const char *line, size_t *i, int *status, long *rss)
 {
-    pft_launch_slurm_t *s = self->slurm;
+    pft_launch_slurm_t *s = self->engine_data;
     long t, kb;
     int st;
     char host[256], step[64];
@@ -799,9 +809,12 @@ static void srun_failed(const pft_launch_slurm_t *s, int st)
     pft_free(log);
 }
 
-int pft_launch__slurm_next_exit(pft_launch_t *self, size_t *i, int *status, long *max_rss_kb)
+/* The next node whose task reported its exit since the last call: its index, wait status and peak
+ * RSS; once srun has ended, each started node that never reported, with c->lost set. 1 if one was returned.
+ */
+static int slurm_next_exit(pft_launch_t *self, size_t *i, int *status, long *max_rss_kb)
 {
-    pft_launch_slurm_t *s = self->slurm;
+    pft_launch_slurm_t *s = self->engine_data;
     char line[LINE_CAP];
     int r;
     while ((r = read_line(s, line, sizeof line)) == 1)
@@ -830,9 +843,11 @@ int pft_launch__slurm_next_exit(pft_launch_t *self, size_t *i, int *status, long
     return 0;
 }
 
-void pft_launch__slurm_signal(pft_launch_t *self, int sig)
+/* SIGTERM: every running node, through `scancel --signal=TERM JOB.STEP` (pftnode stops cleanly);
+ * SIGKILL: ends the step (srun killed; Slurm kills its tasks). */
+static void slurm_signal(pft_launch_t *self, int sig)
 {
-    pft_launch_slurm_t *s = self->slurm;
+    pft_launch_slurm_t *s = self->engine_data;
     if (s->srun <= 0 || s->killed)
         return;
     if (sig == SIGTERM && s->step[0]) {
@@ -847,9 +862,10 @@ void pft_launch__slurm_signal(pft_launch_t *self, int sig)
     s->killed = 1;
 }
 
-void pft_launch__slurm_end(pft_launch_t *self)
+/* After the watch: waits for srun to end (it is killed after 30 s). */
+static void slurm_end(pft_launch_t *self)
 {
-    pft_launch_slurm_t *s = self->slurm;
+    pft_launch_slurm_t *s = self->engine_data;
     char line[LINE_CAP];
     double end = pft_fsio_now() + REAP_WAIT_S;
     while (s->out_fd >= 0 && pft_fsio_now() < end)
@@ -860,3 +876,16 @@ void pft_launch__slurm_end(pft_launch_t *self)
     double left = end - pft_fsio_now();
     reap_srun(s, left > 0 ? left : 0);
 }
+
+const pft_launch_engine_t pft_launch__slurm = {
+    .name = "slurm",
+    .setup = slurm_new,
+    .place = slurm_place,
+    .endpoints = slurm_endpoints,
+    .start = slurm_start,
+    .next_exit = slurm_next_exit,
+    .signal = slurm_signal,
+    .end = slurm_end,
+    .destroy = slurm_destroy,
+    .outside_stop = "interrupted by Slurm: job cancelled, requeued, preempted or out of time",
+};

@@ -6,7 +6,6 @@
 #include "pft_rng.h"
 #include "pft_topo_attr.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,66 +18,17 @@ struct pft_partition_t {
     int *n_test;
 };
 
-int pft_partition_parse(const char *text, pft_part_spec_t *spec)
+void pft_partition_spec(const pft_topo_run_t *run, pft_part_spec_t *spec)
 {
-    memset(spec, 0, sizeof *spec);
-    if (!text || !*text || strcmp(text, "iid") == 0) {
-        spec->kind = PFT_PART_IID;
-        return 0;
-    }
-    if (strcmp(text, "domain") == 0) {
-        spec->kind = PFT_PART_DOMAIN;
-        return 0;
-    }
-    if (strncmp(text, "dirichlet:", 10) == 0) {
-        char *end = NULL;
-        double b = strtod(text + 10, &end);
-        if (!end || *end || end == text + 10 || !(b > 0) || !isfinite(b))
-            return pft_err(PFT_EINVAL, "partition '%s': Dirichlet beta must be a positive number", text);
-        spec->kind = PFT_PART_DIRICHLET;
-        spec->beta = b;
-        return 0;
-    }
-    if (strncmp(text, "labels", 6) == 0 && (text[6] == '\0' || text[6] == ':')) {
-        spec->kind = PFT_PART_LABELS;
-        if (text[6] == ':') {
-            const char *r = text + 7;
-            if (strlen(r) >= sizeof spec->ranges || !*r)
-                return pft_err(PFT_EINVAL, "partition '%s': label ranges missing or too long", text);
-            strcpy(spec->ranges, r);
-            spec->n_ranges = 1;
-            for (const char *p = r; *p; p++)
-                spec->n_ranges += *p == '|';
-        }
-        return 0;
-    }
-    return pft_err(PFT_EINVAL,
-                   "partition '%s': expected iid, dirichlet:<beta>, labels:<ranges>|<ranges>... or domain",
-                   text);
+    spec->kind = run->part_kind;
+    spec->beta = run->part_beta;
+    spec->n_ranges = run->part_ranges;
+    spec->text = run->partition;
 }
 
 int pft_partition_parse_classes(const char *text, int n_classes, uint8_t *flags)
 {
     return pft_topo_classes_parse(text, n_classes, flags); /* one parser for topology files and partitions */
-}
-
-/* The i-th '|'-separated range of the spec, copied into buf. */
-static int nth_range(const pft_part_spec_t *spec, int i, char *buf, size_t len)
-{
-    const char *p = spec->ranges;
-    for (int k = 0; k < i; k++) {
-        p = strchr(p, '|');
-        if (!p)
-            return PFT_EINVAL;
-        p++;
-    }
-    const char *e = strchr(p, '|');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    if (n >= len)
-        return PFT_EINVAL;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    return 0;
 }
 
 static int cmp_i32(const void *a, const void *b)
@@ -116,9 +66,9 @@ static void put(int32_t **lists, int *counts, int i, int32_t r)
 static int eligible(const pft_part_spec_t *spec, uint8_t *const *cls, const pft_part_node_t *nodes, int i,
                     int y, int dom)
 {
-    if (spec->kind == PFT_PART_LABELS && !cls[i][y])
+    if (spec->kind == PFT_TOPO_PART_LABELS && !cls[i][y])
         return 0;
-    if (spec->kind == PFT_PART_DOMAIN && nodes[i].domain != dom)
+    if (spec->kind == PFT_TOPO_PART_DOMAIN && nodes[i].domain != dom)
         return 0;
     return 1;
 }
@@ -139,11 +89,11 @@ static int split_rows(const pft_part_spec_t *spec, uint8_t *const *cls, const pf
             if (y[r] == c)
                 rows[m++] = r;
         pft_rng_shuffle(rng, rows, (size_t)m);
-        if (spec->kind == PFT_PART_IID) {
+        if (spec->kind == PFT_TOPO_PART_IID) {
             /* stratified equal shares, rotating the start so remainders spread over nodes */
             for (int j = 0; j < m; j++)
                 put(lists, counts, (j + c) % n_nodes, rows[j]);
-        } else if (spec->kind == PFT_PART_DIRICHLET) {
+        } else if (spec->kind == PFT_TOPO_PART_DIRICHLET) {
             double cum = 0;
             int j = 0;
             for (int i = 0; i < n_nodes; i++) {
@@ -178,7 +128,7 @@ static int check_inputs(const pft_part_spec_t *spec, int n_nodes, int n_classes,
 {
     if (n_nodes < 1 || n_classes < 1 || ntr < 0 || nte < 0)
         return pft_err(PFT_EINVAL, "partition: %d nodes, %d classes", n_nodes, n_classes);
-    if (spec->kind == PFT_PART_DOMAIN && (!dtr || (nte > 0 && !dte)))
+    if (spec->kind == PFT_TOPO_PART_DOMAIN && (!dtr || (nte > 0 && !dte)))
         return pft_err(PFT_EINVAL,
                        "partition 'domain' needs train_domain.npy and test_domain.npy in the dataset");
     for (int r = 0; r < ntr; r++)
@@ -223,7 +173,7 @@ fail:
 static int class_filters(const pft_part_spec_t *spec, const pft_part_node_t *nodes, int n_nodes,
                          int n_classes, uint8_t **cls)
 {
-    if (spec->kind != PFT_PART_LABELS)
+    if (spec->kind != PFT_TOPO_PART_LABELS)
         return 0;
     for (int i = 0; i < n_nodes; i++) {
         char buf[1024];
@@ -234,7 +184,7 @@ static int class_filters(const pft_part_spec_t *spec, const pft_part_node_t *nod
                     PFT_EINVAL,
                     "partition labels: %d ranges given for %d nodes (or set 'classes' on each node)",
                     spec->n_ranges, n_nodes);
-            if (nth_range(spec, i, buf, sizeof buf) != 0)
+            if (pft_topo_partition_range(spec->text, i, buf, sizeof buf) != 0)
                 return pft_err(PFT_EINVAL, "partition labels: range %d is malformed", i);
             set = buf;
         }
@@ -251,7 +201,7 @@ static int class_filters(const pft_part_spec_t *spec, const pft_part_node_t *nod
 /* Domain: every node must name its domain. */
 static int check_domains(const pft_part_spec_t *spec, const pft_part_node_t *nodes, int n_nodes)
 {
-    if (spec->kind == PFT_PART_DOMAIN)
+    if (spec->kind == PFT_TOPO_PART_DOMAIN)
         for (int i = 0; i < n_nodes; i++)
             if (nodes[i].domain < 0)
                 return pft_err(PFT_EINVAL, "partition domain: node %d has no 'domain' attribute", i);
@@ -297,7 +247,7 @@ typedef struct {
 static int split_train(pft_partition_t *self, const split_ctx_t *x, const int32_t *ytr, const int32_t *dtr,
                        int ntr)
 {
-    int dirichlet = x->spec->kind == PFT_PART_DIRICHLET, min_rows = dirichlet_min_rows(ntr, x->n_nodes);
+    int dirichlet = x->spec->kind == PFT_TOPO_PART_DIRICHLET, min_rows = dirichlet_min_rows(ntr, x->n_nodes);
     for (int attempt = 0;;) {
         if (dirichlet)
             draw_proportions(x->spec, x->n_nodes, x->n_classes, x->rng, x->props);
@@ -351,7 +301,7 @@ int pft_partition_split(const pft_part_spec_t *spec, const pft_part_node_t *node
     if ((rc = class_filters(spec, nodes, n_nodes, n_classes, cls)) ||
         (rc = check_domains(spec, nodes, n_nodes)))
         goto fail;
-    if (spec->kind == PFT_PART_DIRICHLET &&
+    if (spec->kind == PFT_TOPO_PART_DIRICHLET &&
         !(x.props = pft_alloc_array((size_t)n_classes * n_nodes, sizeof *x.props))) {
         rc = PFT_ENOMEM;
         goto fail;

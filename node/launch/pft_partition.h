@@ -1,28 +1,25 @@
-/* pft_partition: splits a labelled dataset across simulated nodes (iid, Dirichlet label skew, label ranges, domains). */
+/* pft_partition: splits a labelled dataset across simulated nodes (iid, Dirichlet label skew, label ranges,
+ * domains). */
 #ifndef PFT_PARTITION_H
 #define PFT_PARTITION_H
 
+#include "pft_topo.h"
+
 #include <stdint.h>
 
-typedef enum {
-    PFT_PART_IID = 0,       /* shuffle, equal shares */
-    PFT_PART_DIRICHLET = 1, /* per class, node shares ~ Dirichlet(beta) (Hsu et al. 2019) */
-    PFT_PART_LABELS = 2,    /* node i gets the classes of its range; nodes sharing a class split it */
-    PFT_PART_DOMAIN = 3,    /* node gets the rows of its domain; nodes sharing a domain split it */
-} pft_part_kind_t;
-
-/* Parsed partition text: "iid", "dirichlet:0.1", "labels:0-3|4-6", "domain". */
+/* The partition rule, as topology parsed the run's `partition` attribute (one grammar, pft_topo_attr.c):
+ * "iid", "dirichlet:<beta>", "labels:<classes>|<classes>…", "labels", "domain". */
 typedef struct {
-    pft_part_kind_t kind;
-    double beta;       /* Dirichlet concentration */
-    int n_ranges;      /* labels: number of '|'-separated ranges */
-    char ranges[1024]; /* labels: the text after "labels:" */
+    pft_topo_part_t kind; /* PFT_TOPO_PART_* */
+    double beta;          /* Dirichlet concentration */
+    int n_ranges;         /* labels: number of '|'-separated ranges (0: every node gives its classes) */
+    const char *text;     /* the partition text as written (labels: its ranges), borrowed */
 } pft_part_spec_t;
 
 /* What one node asks of the partition. */
 typedef struct {
     const char *classes; /* class set like "0-3" or "0,2,5" (labels); NULL: from the spec's i-th range */
-    int domain;          /* domain id for PFT_PART_DOMAIN; -1: none */
+    int domain;          /* domain id for PFT_TOPO_PART_DOMAIN; -1: none */
     int size;            /* cap on training rows (a seeded random subset of its share); 0: no cap */
 } pft_part_node_t;
 
@@ -33,18 +30,19 @@ typedef struct pft_partition_t pft_partition_t;
 #define PFT_PART_MIN_ROWS 10
 #define PFT_PART_MAX_DRAWS 1000
 
-/* Parses spec text; PFT_EINVAL with a message naming the text on error. */
-int pft_partition_parse(const char *text, pft_part_spec_t *spec);
+/* The spec of run's partition (run->part_kind, part_beta, part_ranges, partition), borrowed from run. */
+void pft_partition_spec(const pft_topo_run_t *run, pft_part_spec_t *spec);
 
-/* Parses a class set ("0-3", "0,2,5", "1-2,6") into flags[0..n_classes); PFT_EINVAL if malformed or out of range. */
+/* Parses a class set ("0-3", "0,2,5", "1-2,6") into flags[0..n_classes); PFT_EINVAL if malformed or out of
+ * range. */
 int pft_partition_parse_classes(const char *text, int n_classes, uint8_t *flags);
 
 /* Splits train rows (labels ytr, domains dtr or NULL) and test rows (yte, dte or NULL) across n_nodes nodes.
- * Test rows follow the same rule (iid: equal shares; Dirichlet: the same per-class proportions; labels/domain:
- * the same filters) and are never capped. Deterministic for a seed. On success *out is new. */
+ * Test rows follow the same rule (iid: equal shares; Dirichlet: the same per-class proportions;
+ * labels/domain: the same filters) and are never capped. Deterministic for a seed. On success *out is new. */
 int pft_partition_split(const pft_part_spec_t *spec, const pft_part_node_t *nodes, int n_nodes, int n_classes,
-                        const int32_t *ytr, const int32_t *dtr, int ntr, const int32_t *yte, const int32_t *dte,
-                        int nte, uint64_t seed, pft_partition_t **out);
+                        const int32_t *ytr, const int32_t *dtr, int ntr, const int32_t *yte,
+                        const int32_t *dte, int nte, uint64_t seed, pft_partition_t **out);
 
 void pft_partition_destroy(pft_partition_t **self_p);
 

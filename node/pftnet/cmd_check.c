@@ -96,6 +96,56 @@ static void print_attributes_markdown(void)
     }
 }
 
+/* The text report's data section: each node's files, or its share of the simulation's dataset. */
+static void print_data(const pft_topo_t *t)
+{
+    const pft_topo_run_t *r = pft_topo_run(t);
+    size_t n = pft_topo_node_count(t);
+    printf("\ndata:\n");
+    for (size_t v = 0; v < n; v++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, v);
+        printf("  %-12s", nd->id);
+        if (nd->train)
+            printf(" train=%s labels=%s", nd->train, nd->labels);
+        if (nd->test)
+            printf(" test=%s test_labels=%s", nd->test, nd->test_labels);
+        if (r->dataset) {
+            printf(" share=%s", r->partition);
+            if (nd->samples)
+                printf(" samples=%d", nd->samples);
+            if (nd->domain >= 0)
+                printf(" domain=%d", nd->domain);
+            if (nd->classes)
+                printf(" classes=%s", nd->classes);
+        }
+        printf("\n");
+    }
+}
+
+/* The text report's last section: each node's stages (wait -> act -> send), h being the run's hand-offs. */
+static void print_stages(const pft_topo_t *t, const pft_handoff_t *h)
+{
+    size_t n = pft_topo_node_count(t);
+    printf("\nper node (wait -> act -> send):\n");
+    for (size_t v = 0; v < n; v++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, v);
+        for (size_t s = 0; s < nd->n_stages; s++) {
+            const pft_stage_t *st = &nd->stages[s];
+            printf("  %-12s lap %d: ", s == 0 ? nd->id : "", st->lap);
+            if (!st->n_recv)
+                printf("start at once");
+            for (size_t i = 0; i < st->n_recv; i++)
+                printf("%s#%zu from %s", i ? ", " : "wait ", h[st->recv[i]].seq,
+                       pft_topo_node(t, h[st->recv[i]].from)->id);
+            printf(" -> %s", pft_what_name(st->action));
+            for (size_t i = 0; i < st->n_send; i++)
+                printf("%s#%zu to %s", i ? ", " : " -> send ", h[st->send[i]].seq,
+                       pft_topo_node(t, h[st->send[i]].to)->id);
+            printf("%s\n", st->final ? " -> head" : "");
+        }
+    }
+}
+
 static void print_text(const pft_topo_t *t)
 {
     const pft_topo_run_t *r = pft_topo_run(t);
@@ -128,25 +178,7 @@ static void print_text(const pft_topo_t *t)
         printf("%-12s %-9s %-26s %4d %-6s %-14s %-14s %s\n", nd->id, pft_role_name(nd->role),
                nd->endpoint ? nd->endpoint : "(launcher)", nd->k, cov_name(nd->cov), p, s, f);
     }
-    printf("\ndata:\n");
-    for (size_t v = 0; v < n; v++) {
-        const pft_topo_node_t *nd = pft_topo_node(t, v);
-        printf("  %-12s", nd->id);
-        if (nd->train)
-            printf(" train=%s labels=%s", nd->train, nd->labels);
-        if (nd->test)
-            printf(" test=%s test_labels=%s", nd->test, nd->test_labels);
-        if (r->dataset) {
-            printf(" share=%s", r->partition);
-            if (nd->samples)
-                printf(" samples=%d", nd->samples);
-            if (nd->domain >= 0)
-                printf(" domain=%d", nd->domain);
-            if (nd->classes)
-                printf(" classes=%s", nd->classes);
-        }
-        printf("\n");
-    }
+    print_data(t);
     printf("\nhand-offs:\n");
     for (size_t i = 0; i < nh; i++)
         printf("  %3zu. %s -> %s  lap %d  %s%s\n", h[i].seq, pft_topo_node(t, h[i].from)->id,
@@ -163,24 +195,7 @@ static void print_text(const pft_topo_t *t)
         printf("  %s -> %s (line %d)\n", pft_topo_node(t, ed->tail)->id, pft_topo_node(t, ed->head)->id,
                ed->line);
     }
-    printf("\nper node (wait -> act -> send):\n");
-    for (size_t v = 0; v < n; v++) {
-        const pft_topo_node_t *nd = pft_topo_node(t, v);
-        for (size_t s = 0; s < nd->n_stages; s++) {
-            const pft_stage_t *st = &nd->stages[s];
-            printf("  %-12s lap %d: ", s == 0 ? nd->id : "", st->lap);
-            if (!st->n_recv)
-                printf("start at once");
-            for (size_t i = 0; i < st->n_recv; i++)
-                printf("%s#%zu from %s", i ? ", " : "wait ", h[st->recv[i]].seq,
-                       pft_topo_node(t, h[st->recv[i]].from)->id);
-            printf(" -> %s", pft_what_name(st->action));
-            for (size_t i = 0; i < st->n_send; i++)
-                printf("%s#%zu to %s", i ? ", " : " -> send ", h[st->send[i]].seq,
-                       pft_topo_node(t, h[st->send[i]].to)->id);
-            printf("%s\n", st->final ? " -> head" : "");
-        }
-    }
+    print_stages(t, h);
 }
 
 static json_t *json_ids(const pft_topo_t *t, const size_t *v, size_t n)
@@ -204,20 +219,11 @@ static json_t *json_seqs(const pft_handoff_t *h, const size_t *idx, size_t n)
     return a;
 }
 
-static json_t *build_json(const pft_topo_t *t)
+/* The run's settings as a JSON object. */
+static json_t *json_settings(const pft_topo_run_t *r)
 {
-    const pft_topo_run_t *r = pft_topo_run(t);
-    const pft_handoff_t *h;
-    size_t nh = pft_topo_handoffs(t, &h), n = pft_topo_node_count(t);
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)r->seed);
-    json_t *root = json_object();
-    json_object_set_new(root, "file", json_string(pft_topo_path(t)));
-    json_object_set_new(root, "valid", json_true());
-    json_object_set_new(root, "kind", json_string(pft_kind_name(pft_topo_kind(t))));
-    json_object_set_new(root, "run", json_string(r->run));
-    json_object_set_new(root, "start", json_str_or_null(r->start_id));
-    json_object_set_new(root, "root", json_str_or_null(r->root_id));
     json_t *s = json_object();
     json_object_set_new(s, "k", json_integer(r->k));
     json_object_set_new(s, "cov", json_string(cov_name(r->cov)));
@@ -240,7 +246,14 @@ static json_t *build_json(const pft_topo_t *t)
     json_object_set_new(s, "partition", r->dataset ? json_string(r->partition) : json_null());
     json_object_set_new(s, "samples", json_integer(r->samples));
     json_object_set_new(s, "port_base", r->port_base ? json_integer(r->port_base) : json_null());
-    json_object_set_new(root, "settings", s);
+    return s;
+}
+
+/* Every node as a JSON object (its settings, neighbours and stages; h: the run's hand-offs), in file order.
+ */
+static json_t *json_nodes(const pft_topo_t *t, const pft_handoff_t *h)
+{
+    size_t n = pft_topo_node_count(t);
     json_t *nodes = json_array();
     for (size_t v = 0; v < n; v++) {
         const pft_topo_node_t *nd = pft_topo_node(t, v);
@@ -276,7 +289,23 @@ static json_t *build_json(const pft_topo_t *t)
         json_object_set_new(o, "stages", stages);
         json_array_append_new(nodes, o);
     }
-    json_object_set_new(root, "nodes", nodes);
+    return nodes;
+}
+
+static json_t *build_json(const pft_topo_t *t)
+{
+    const pft_topo_run_t *r = pft_topo_run(t);
+    const pft_handoff_t *h;
+    size_t nh = pft_topo_handoffs(t, &h);
+    json_t *root = json_object();
+    json_object_set_new(root, "file", json_string(pft_topo_path(t)));
+    json_object_set_new(root, "valid", json_true());
+    json_object_set_new(root, "kind", json_string(pft_kind_name(pft_topo_kind(t))));
+    json_object_set_new(root, "run", json_string(r->run));
+    json_object_set_new(root, "start", json_str_or_null(r->start_id));
+    json_object_set_new(root, "root", json_str_or_null(r->root_id));
+    json_object_set_new(root, "settings", json_settings(r));
+    json_object_set_new(root, "nodes", json_nodes(t, h));
     json_t *hs = json_array();
     for (size_t i = 0; i < nh; i++) {
         json_t *o = json_object();

@@ -107,8 +107,9 @@ static int parse_args(int argc, char **argv, pft_launch_opts_t *a, int *prepare_
         fprintf(stderr, "pftnet launch: --order '%s': expected forward or reverse\n", a->order);
         return 2;
     }
-    if (strcmp(a->engine, "local") != 0 && strcmp(a->engine, "slurm") != 0) {
-        fprintf(stderr, "pftnet launch: --engine '%s': expected local or slurm\n", a->engine);
+    char engines[128];
+    if (!pft_launch_engine_known(a->engine, engines, sizeof engines)) {
+        fprintf(stderr, "pftnet launch: --engine '%s': expected %s\n", a->engine, engines);
         return 2;
     }
     if (a->iface && strcmp(a->engine, "slurm") != 0) {

@@ -12,6 +12,7 @@
 #include "pft_ghead.h"
 #include "pft_gstat.h"
 #include "pft_head.h"
+#include "pft_topo.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -174,9 +175,10 @@ static int parse_args(int argc, char **argv, synth_args_t *a, pft_gmm_opts_t *go
         fprintf(stderr, "pftnet synth: %s\n", pft_errmsg());
         return 2;
     }
+    int exact = pft_topo_exact(go->cov, a->k, PFT_TOPO_MERGE_EXACT); /* synth has no merge option */
     if (strcmp(a->head_name, "auto") == 0)
-        a->head_name =
-            go->cov == PFT_COV_TIED || (go->cov == PFT_COV_FULL && a->k == 1) ? "gaussian" : "logreg";
+        a->head_name = pft_topo_head_resolve(PFT_TOPO_HEAD_AUTO, exact) == PFT_TOPO_HEAD_GAUSSIAN ? "gaussian"
+                                                                                                  : "logreg";
     if (strcmp(a->head_name, "gaussian") != 0 && strcmp(a->head_name, "logreg") != 0) {
         fprintf(stderr, "pftnet synth: --head '%s': expected logreg, gaussian or auto\n", a->head_name);
         return 2;
@@ -315,7 +317,7 @@ static int run_synth(const synth_args_t *a, const pft_gmm_opts_t *go, pft_dtype_
 {
     if (strcmp(a->head_name, "gaussian") == 0) {
         int nc = pft_dataset_n_classes(r->train), rc;
-        int exact = go->cov == PFT_COV_TIED || (go->cov == PFT_COV_FULL && a->k == 1);
+        int exact = pft_topo_exact(go->cov, a->k, PFT_TOPO_MERGE_EXACT);
         if (exact)
             rc = stats_bundle(r, go->cov == PFT_COV_TIED ? PFT_GSTAT_TIED : PFT_GSTAT_FULL, a->stats_rank,
                               dtype, &r->b, &r->wire);

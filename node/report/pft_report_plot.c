@@ -277,6 +277,30 @@ static double x_of(const pft_report_exp_t *e, const char *id)
     return NAN;
 }
 
+/* The per-node plot's block of each node's own head (variant 0's nodes) and its clause when any node has one;
+ * returns 1 if one has. */
+static int local_only_block(plot_t *p, const pft_report_exp_t *e)
+{
+    const pft_report_variant_t *v0 = &e->variants[0];
+    int b = block_begin(p, "local only (each node's own head)");
+    fprintf(p->fd, "# x node accuracy_mean accuracy_std n\n");
+    int any_local = 0;
+    for (size_t i = 0; i < v0->n_nodes; i++) {
+        const pft_report_node_t *n = &v0->nodes[i];
+        dat_num(p->fd, node_x(e, n, i));
+        fputc(' ', p->fd);
+        dat_label(p->fd, n->id);
+        dat_num(p->fd, pct(&n->local_only));
+        dat_num(p->fd, pct_std(&n->local_only));
+        fprintf(p->fd, " %d\n", n->local_only.n);
+        any_local |= n->local_only.n > 0;
+    }
+    if (any_local)
+        clause(p, "'%s' index %d using 1:3:4 with yerrorbars pt 6 ps 1.3 lc rgb '#888888' title 'local only'",
+               p->dat, b);
+    return any_local;
+}
+
 static int plot_per_node(const pft_report_exp_t *e, const char *dir, const char *base, const char *format,
                          char *img, size_t cap)
 {
@@ -306,23 +330,7 @@ static int plot_per_node(const pft_report_exp_t *e, const char *dir, const char 
                chain ? "yerrorlines lw 2" : "yerrorbars ps 1.3", q(t1, sizeof t1, v->name));
     }
     const pft_report_variant_t *v0 = &e->variants[0];
-    int b = block_begin(&p, "local only (each node's own head)");
-    fprintf(p.fd, "# x node accuracy_mean accuracy_std n\n");
-    int any_local = 0;
-    for (size_t i = 0; i < v0->n_nodes; i++) {
-        const pft_report_node_t *n = &v0->nodes[i];
-        dat_num(p.fd, node_x(e, n, i));
-        fputc(' ', p.fd);
-        dat_label(p.fd, n->id);
-        dat_num(p.fd, pct(&n->local_only));
-        dat_num(p.fd, pct_std(&n->local_only));
-        fprintf(p.fd, " %d\n", n->local_only.n);
-        any_local |= n->local_only.n > 0;
-    }
-    if (any_local)
-        clause(&p,
-               "'%s' index %d using 1:3:4 with yerrorbars pt 6 ps 1.3 lc rgb '#888888' title 'local only'",
-               p.dat, b);
+    int any_local = local_only_block(&p, e);
     double ylo = INFINITY, yhi = -INFINITY;
     for (size_t vi = 0; vi < nv; vi++)
         for (size_t i = 0; i < e->variants[vi].n_nodes; i++)
@@ -607,6 +615,59 @@ static int plot_acc_bytes(const pft_report_exp_t *e, const char *dir, const char
     return rc;
 }
 
+/* A synth series' name: "diag" for FedPFT's logreg head, "diag + gaussian head (LDA)" otherwise. */
+static void synth_series_name(const pft_report_synth_t *g, char *name, size_t cap)
+{
+    if (strcmp(g->head, "logreg") == 0) {
+        snprintf(name, cap, "%s", g->cov);
+        return;
+    }
+    char kind[16] = "";
+    for (size_t c = 0; g->gaussian && g->gaussian[c] && c + 1 < sizeof kind; c++)
+        kind[c] = (char)(g->gaussian[c] >= 'a' && g->gaussian[c] <= 'z' ? g->gaussian[c] - 'a' + 'A'
+                                                                        : g->gaussian[c]);
+    snprintf(name, cap, "%s + %s head%s%s%s", g->cov, g->head, kind[0] ? " (" : "", kind, kind[0] ? ")" : "");
+}
+
+/* The synth plot of the n spots s in n_covs series named covs (and the raw-feature head's line); its image's
+ * name into img. */
+static int draw_synth(const pft_report_exp_t *e, const spot_t *s, size_t n, const char **covs, int n_covs,
+                      const char *dir, const char *base, const char *format, char *img, size_t cap)
+{
+    int rc;
+    axes_t a = scatter_axes(s, n, e->acc_raw.n > 0 ? pct(&e->acc_raw) : NAN);
+    plot_t p;
+    char t1[256];
+    int lb[2];
+    rc = plot_open(&p, dir, base, "synth", format);
+    if (!rc)
+        rc = write_spots(&p, &a, s, n, covs, n_covs, lb);
+    for (int b = 0; !rc && b < n_covs; b++)
+        clause(&p, "'%s' index %d using 1:2:3 with yerrorlines lw 2 pt 7 title %s", p.dat, b,
+               q(t1, sizeof t1, covs[b]));
+    if (!rc)
+        label_clauses(&p, lb, " font ',10'");
+    if (rc)
+        plot_abort(&p);
+    if (!rc) {
+        char extra[1024], axes[512], title[256];
+        axes_settings(&a, axes, sizeof axes);
+        int used = snprintf(
+            extra, sizeof extra,
+            "%sset xlabel 'bundle bytes (all classes, log scale)'\nset ylabel 'accuracy (%%)'\n", axes);
+        if (e->acc_raw.n > 0) {
+            snprintf(extra + used, sizeof extra - (size_t)used, "raw = %.6g\n", pct(&e->acc_raw));
+            clause(&p, "raw with lines dt 2 lw 2 lc rgb '#333333' title 'head on raw features'");
+        }
+        snprintf(title, sizeof title, "%s: accuracy of a head on %s vs bundle size", e->tag,
+                 e->synth_heads ? "what was sent" : "GMM samples");
+        rc = plot_finish(&p, format, title, extra);
+        if (!rc)
+            snprintf(img, cap, "%s", p.img);
+    }
+    return rc;
+}
+
 static int plot_synth(const pft_report_exp_t *e, const char *dir, const char *base, const char *format,
                       char *img, size_t cap)
 {
@@ -635,17 +696,7 @@ static int plot_synth(const pft_report_exp_t *e, const char *dir, const char *ba
             if (n_covs == MAX_BLOCKS)
                 break;
             first[n_covs] = g;
-            if (strcmp(g->head, "logreg") == 0)
-                snprintf(names[n_covs], sizeof *names, "%s", g->cov);
-            else {
-                char kind[16] = "";
-                for (size_t c = 0; g->gaussian && g->gaussian[c] && c + 1 < sizeof kind; c++)
-                    kind[c] =
-                        (char)(g->gaussian[c] >= 'a' && g->gaussian[c] <= 'z' ? g->gaussian[c] - 'a' + 'A'
-                                                                              : g->gaussian[c]);
-                snprintf(names[n_covs], sizeof *names, "%s + %s head%s%s%s", g->cov, g->head,
-                         kind[0] ? " (" : "", kind, kind[0] ? ")" : "");
-            }
+            synth_series_name(g, names[n_covs], sizeof *names);
             covs[n_covs] = names[n_covs];
             n_covs++;
         }
@@ -656,39 +707,7 @@ static int plot_synth(const pft_report_exp_t *e, const char *dir, const char *ba
         else
             snprintf(s[n++].label, sizeof s->label, "K=%d", g->k);
     }
-    int rc = 0;
-    if (n > 0) {
-        axes_t a = scatter_axes(s, n, e->acc_raw.n > 0 ? pct(&e->acc_raw) : NAN);
-        plot_t p;
-        char t1[256];
-        int lb[2];
-        rc = plot_open(&p, dir, base, "synth", format);
-        if (!rc)
-            rc = write_spots(&p, &a, s, n, covs, n_covs, lb);
-        for (int b = 0; !rc && b < n_covs; b++)
-            clause(&p, "'%s' index %d using 1:2:3 with yerrorlines lw 2 pt 7 title %s", p.dat, b,
-                   q(t1, sizeof t1, covs[b]));
-        if (!rc)
-            label_clauses(&p, lb, " font ',10'");
-        if (rc)
-            plot_abort(&p);
-        if (!rc) {
-            char extra[1024], axes[512], title[256];
-            axes_settings(&a, axes, sizeof axes);
-            int used = snprintf(
-                extra, sizeof extra,
-                "%sset xlabel 'bundle bytes (all classes, log scale)'\nset ylabel 'accuracy (%%)'\n", axes);
-            if (e->acc_raw.n > 0) {
-                snprintf(extra + used, sizeof extra - (size_t)used, "raw = %.6g\n", pct(&e->acc_raw));
-                clause(&p, "raw with lines dt 2 lw 2 lc rgb '#333333' title 'head on raw features'");
-            }
-            snprintf(title, sizeof title, "%s: accuracy of a head on %s vs bundle size", e->tag,
-                     e->synth_heads ? "what was sent" : "GMM samples");
-            rc = plot_finish(&p, format, title, extra);
-            if (!rc)
-                snprintf(img, cap, "%s", p.img);
-        }
-    }
+    int rc = n > 0 ? draw_synth(e, s, n, covs, n_covs, dir, base, format, img, cap) : 0;
     pft_free(s);
     pft_free(covs);
     pft_free(first);
