@@ -124,6 +124,10 @@ static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store_
             return PFT_EAUTH;
         }
     }
+    if (!pft_node__plausible(nd, b, reason, rlen)) {
+        pft_bundle_destroy(&b);
+        return PFT_EREJECT;
+    }
     uint8_t *copy = pft_alloc(len);
     if (!copy) {
         pft_bundle_destroy(&b);

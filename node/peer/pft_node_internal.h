@@ -12,6 +12,7 @@
  *   pft_node_rows.c       weighted rows; the Monte Carlo budget per received class
  *   pft_node_release.c    DP-FedPFT: releases, the ledger, its setup
  *   pft_node_eval.c       the evaluation set: checked at setup, scored in blocks
+ *   pft_node_plausible.c  what a received bundle may claim (contributors, counts, norms), before the ACK
  *   pft_node_inbox.c      matching, accepting, storing and loading inbound bundles; when a stage may start
  *   pft_node_outbox.c     sending, acknowledgements on disk, fallback successors, when the sends have ended
  *   pft_node_loop.c       the one loop: serve the transport, chores, until a condition holds; yield
@@ -313,6 +314,13 @@ int pft_node__eval_setup(node_t *nd);
 /* Scores a head on the test split and the eval set: accuracy_local / _global and their per-class arrays in
  * res (null where the set is missing). */
 int pft_node__eval_score(node_t *nd, json_t *res, pft_node__predictor_t predict, const void *model);
+
+/* ---- pft_node_plausible.c ---- */
+/* 1 if bundle b (decoded, authenticated) claims only what its contributors can hold; else 0 with the reason
+ * (for the refusal): a contributor outside the topology or this node itself (unless b is complete), a part's
+ * class count above its contributors' `samples`, a mean longer than 1 or a scatter
+ * whose trace exceeds its rows under row-normalising prep (parts of DP contributors excepted). */
+int pft_node__plausible(const node_t *nd, const pft_bundle_t *b, char *reason, size_t rlen);
 
 /* ---- pft_node_inbox.c ---- */
 /* The transport's callback for one inbound message (ctx is the node_t). */

@@ -1,0 +1,125 @@
+/* pft_node_plausible: what a received statistics bundle may claim (issue 20, DESIGN.md §10), checked at the
+ * inbox before the ACK, so that an implausible bundle is refused with its reason (counted in refusals)
+ * instead of being acknowledged and then failing or skewing the node: every contributor and provenance entry
+ * is a node of the topology other than this one (a complete bundle may include it), a part's class count
+ * equals its contributors' provenance counts and stays within the rows the topology's partition gives them
+ * (where it is known: `samples`), and with row-normalising prep (l2, sqrt-l2: ‖x‖ = 1) no class mean is
+ * longer than 1 and no scatter's trace exceeds its rows (Σ‖x − μ‖² ≤ n). Parts whose contributors released
+ * with DP carry noise by design and skip the norm checks. */
+#include "pft_node_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define SLACK 1e-3 /* relative, for fp16 statistics and rounding */
+
+/* The topology node named id, if it may contribute to a bundle sent to this node; else NULL with reason. */
+static const pft_topo_node_t *contributor(const node_t *nd, const char *id, int complete, char *reason,
+                                          size_t rlen)
+{
+    const pft_topo_node_t *t = pft_topo_find(nd->topo, id);
+    if (!t)
+        snprintf(reason, rlen,
+                 "implausible statistics: counts rows of '%s', which is not a node of this topology", id);
+    else if (t->index == nd->my_index && !complete)
+        snprintf(reason, rlen, "implausible statistics: claims rows of node '%s' itself", id);
+    else
+        return t;
+    return NULL;
+}
+
+/* 1 if part i's contributors all released with DP (their noise is part of the statistics). */
+static int part_dp(const pft_bundle_t *b, int i)
+{
+    for (int j = 0; j < pft_bundle_part_n_contributors(b, i); j++) {
+        const char *id = pft_bundle_part_contributor(b, i, j);
+        int dp = 0;
+        for (int e = 0; e < pft_bundle_prov_n_nodes(b); e++) {
+            double eps, delta;
+            if (strcmp(pft_bundle_prov_node(b, e), id) == 0)
+                dp = pft_bundle_prov_dp(b, e, &eps, &delta);
+        }
+        if (!dp)
+            return 0;
+    }
+    return 1;
+}
+
+/* Trace of a d×d matrix. */
+static double trace(const double *m, int d)
+{
+    double t = 0;
+    for (int k = 0; k < d; k++)
+        t += m[(size_t)k * d + k];
+    return t;
+}
+
+/* Part i's counts against its contributors' provenance and partition; means and scatters against unit rows.
+ */
+static int check_part(const node_t *nd, const pft_bundle_t *b, int i, int unit, char *reason, size_t rlen)
+{
+    const pft_gstat_t *st = pft_bundle_part_stats(b, i);
+    int nw = pft_bundle_part_n_contributors(b, i), d = pft_gstat_dim(st), dp = part_dp(b, i);
+    uint64_t cap = 0;
+    int known = 1;
+    for (int j = 0; j < nw; j++) {
+        const pft_topo_node_t *t = pft_topo_find(nd->topo, pft_bundle_part_contributor(b, i, j));
+        known &= t && t->samples > 0;
+        cap += t && t->samples > 0 ? (uint64_t)t->samples : 0;
+    }
+    for (int k = 0; k < pft_gstat_n_classes(st); k++) {
+        int label = pft_gstat_label(st, k);
+        uint64_t n = pft_gstat_count(st, k); /* equal to its contributors' provenance (the decoder checks) */
+        if (known && n > cap)
+            return snprintf(reason, rlen,
+                            "implausible statistics: class %d counts %llu rows, more than the %llu "
+                            "its contributors hold (samples)",
+                            label, (unsigned long long)n, (unsigned long long)cap),
+                   1;
+        const double *mu = pft_gstat_mean(st, k);
+        double m2 = 0;
+        for (int c = 0; c < d; c++)
+            m2 += mu[c] * mu[c];
+        if (unit && !dp && sqrt(m2) > 1 + SLACK)
+            return snprintf(reason, rlen,
+                            "implausible statistics: class %d's mean has norm %.4g; rows of norm 1 "
+                            "cannot average to more than 1",
+                            label, sqrt(m2)),
+                   1;
+        const double *s = pft_gstat_kind(st) == PFT_GSTAT_FULL ? pft_gstat_scatter(st, k) : NULL;
+        if (unit && !dp && s && trace(s, d) > (double)n * (1 + SLACK))
+            return snprintf(reason, rlen,
+                            "implausible statistics: class %d's scatter has trace %.4g, more than "
+                            "its %llu rows of norm 1 allow",
+                            label, trace(s, d), (unsigned long long)n),
+                   1;
+    }
+    const double *w = pft_gstat_kind(st) == PFT_GSTAT_TIED ? pft_gstat_tied_scatter(st) : NULL;
+    if (unit && !dp && w && trace(w, d) > (double)pft_gstat_total(st) * (1 + SLACK))
+        return snprintf(reason, rlen,
+                        "implausible statistics: the shared scatter has trace %.4g, more than its "
+                        "%llu rows of norm 1 allow",
+                        trace(w, d), (unsigned long long)pft_gstat_total(st)),
+               1;
+    return 0;
+}
+
+int pft_node__plausible(const node_t *nd, const pft_bundle_t *b, char *reason, size_t rlen)
+{
+    int complete = (pft_bundle_flags(b) & PFT_BUNDLE_COMPLETE) != 0;
+    for (int e = 0; e < pft_bundle_prov_n_nodes(b); e++)
+        if (!contributor(nd, pft_bundle_prov_node(b, e), complete, reason, rlen))
+            return 0;
+    if (!pft_bundle_is_stats(b))
+        return 1;
+    int unit = nd->run->prep == PFT_TOPO_PREP_L2 || nd->run->prep == PFT_TOPO_PREP_SQRT_L2;
+    for (int i = 0; i < pft_bundle_n_parts(b); i++) {
+        for (int j = 0; j < pft_bundle_part_n_contributors(b, i); j++)
+            if (!contributor(nd, pft_bundle_part_contributor(b, i, j), complete, reason, rlen))
+                return 0;
+        if (check_part(nd, b, i, unit, reason, rlen))
+            return 0;
+    }
+    return 1;
+}

@@ -1,0 +1,239 @@
+/* test_e2e_plausible: implausible statistics are refused at the inbox, before the ACK (issue 20, 5). A real
+ * pftnode b (exact chain p -> b, cov = tied, prep l2, samples = 40, prepared by pftnet launch --prepare-only)
+ * receives, signed with p's own key, statistics parts that claim what p cannot hold: rows of a node outside
+ * the topology, rows of b itself, counts ×1000 (provenance agreeing), a shared scatter ×1e30 (still PSD); a
+ * part whose counts differ from its provenance is refused by the decoder already (test_bundle_stats). Each
+ * must be NACKed with its reason (the sender sees "rejected"), counted in b's refusals, and leave b unharmed:
+ * the honest bundle sent last is acknowledged, and b ends with exit 0, its provenance {p, b}, and the
+ * accuracy of a run with the honest bundle only (b restarted in a fresh folder). */
+#include "pft_e2e.h"
+#include "pft_e2e_run.h"
+#include "pft_gstat.h"
+#include "pft_npy.h"
+#include "pft_prep.h"
+#include "pft_test.h"
+#include "pft_topo.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+static char s_tmp[256];
+
+/* A forgery of p's part (or the honest one). */
+typedef enum { HONEST, OUTSIDE, SELF, TIMES1000, HUGE_SCATTER, N_KINDS } kind_t;
+static const char *const s_kind[] = {"honest", "outside", "self", "counts x1000", "scatter x1e30"};
+
+/* p's statistics as kind says, signed with p's key, encoded into *buf. */
+static int make(kind_t kind, const char *run, const pft_dataset_t *ds, const pft_keypair_t *kp, uint8_t **buf,
+                size_t *len)
+{
+    int d = pft_dataset_d(ds);
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d), *out = pft_gstat_new(PFT_GSTAT_TIED, d);
+    int rc = st && out
+                 ? pft_gstat_add_rows(st, pft_dataset_x(ds), pft_dataset_y(ds), (size_t)pft_dataset_n(ds))
+                 : PFT_ENOMEM;
+    uint64_t mult = kind == TIMES1000 ? 1000 : 1;
+    for (int k = 0; rc == 0 && k < pft_gstat_n_classes(st); k++)
+        rc = pft_gstat_add_class(out, pft_gstat_label(st, k), pft_gstat_count(st, k) * mult,
+                                 pft_gstat_mean(st, k), NULL);
+    double *w = pft_alloc_array((size_t)d * d, sizeof *w);
+    if (rc == 0 && !w)
+        rc = PFT_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < (size_t)d * d; i++)
+        w[i] = pft_gstat_tied_scatter(st)[i] * (kind == HUGE_SCATTER ? 1e30 : 1.0);
+    if (rc == 0)
+        rc = pft_gstat_add_tied_scatter(out, w);
+    const char *who = kind == OUTSIDE ? "zz" : kind == SELF ? "b" : "p";
+    pft_bundle_t *b = rc == 0 ? pft_bundle_new(run, "p", PFT_DTYPE_F32, d) : NULL;
+    for (int k = 0; b && rc == 0 && k < pft_gstat_n_classes(st); k++) {
+        uint64_t n = pft_gstat_count(st, k) * mult;
+        rc = pft_bundle_prov_add(b, who, pft_gstat_label(st, k), n);
+    }
+    if (b && rc == 0)
+        rc = pft_bundle_add_part(b, &who, 1, &out);
+    if (b && rc == 0)
+        rc = pft_keys_sign_bundle(kp, b);
+    if (b && rc == 0)
+        rc = pft_bundle_encode(b, buf, len);
+    else if (!b && rc == 0)
+        rc = PFT_ENOMEM;
+    pft_bundle_destroy(&b);
+    pft_gstat_destroy(&st);
+    pft_gstat_destroy(&out);
+    pft_free(w);
+    return rc;
+}
+
+/* Starts b's pftnode on the prepared run in dir, with its output in out (its log appended to out.log). */
+static pid_t start_b(const char *dir, const char *out)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char node[512], topo[512], key[512], ex[512], ey[512], log[600];
+        snprintf(node, sizeof node, "%s/node/pftnode", PFT_BINARY_DIR);
+        snprintf(topo, sizeof topo, "%s/topology.dot", dir);
+        snprintf(key, sizeof key, "%s/keys/b.key", dir);
+        snprintf(ex, sizeof ex, "%s/eval_x.npy", dir);
+        snprintf(ey, sizeof ey, "%s/eval_y.npy", dir);
+        snprintf(log, sizeof log, "%s.log", out);
+        if (!freopen(log, "a", stderr))
+            _exit(126);
+        execl(node, node, "--topology", topo, "--id", "b", "--out", out, "--key", key, "--eval-features", ex,
+              "--eval-labels", ey, "--linger-ms", "300", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* A CURVE client with p's key connected to b. */
+static pft_transport_t *client(const pft_keypair_t *kp, const pft_topo_t *topo)
+{
+    const pft_topo_node_t *b = pft_topo_find(topo, "b");
+    pft_pubkey_t bpub;
+    uint8_t pub[32], sec[32], srv[32];
+    if (!b || pft_pubkey_resolve(b->key, &bpub) != 0)
+        return NULL;
+    pft_keypair_curve(kp, pub, sec);
+    pft_pubkey_curve(&bpub, srv);
+    pft_transport_opts_t o;
+    pft_transport_opts_default(&o);
+    o.curve_public_key = pub;
+    o.curve_secret_key = sec;
+    pft_transport_t *t = pft_transport_new("tcp://127.0.0.1:*", &o, NULL, NULL);
+    if (t && pft_transport_add_peer(t, "b", b->endpoint, srv) != 0)
+        pft_transport_destroy(&t);
+    return t;
+}
+
+/* Waits for b (serving t meanwhile); its exit code, or -1. */
+static int finish(pid_t pid, pft_transport_t *t)
+{
+    int status = 0;
+    for (int i = 0; i < 3000 && waitpid(pid, &status, WNOHANG) == 0; i++)
+        pft_transport_poll(t, 100);
+    if (waitpid(pid, &status, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static json_t *result(const char *out)
+{
+    char path[600];
+    json_error_t err;
+    snprintf(path, sizeof path, "%s/result.json", out);
+    return json_load_file(path, 0, &err);
+}
+
+/* Sends the honest bundle last (after the forgeries unless clean) to a fresh b in out; b's result. */
+static json_t *attack(const char *dir, const char *out, const pft_topo_t *topo, const pft_keypair_t *kp,
+                      uint8_t *const *bufs, const size_t *lens, int clean)
+{
+    pid_t pid = start_b(dir, out);
+    pft_transport_t *t = client(kp, topo);
+    CHECK(t != NULL);
+    if (!t) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return NULL;
+    }
+    for (int k = clean ? N_KINDS : HONEST + 1; k < N_KINDS; k++) {
+        int h = pft_transport_send(t, "b", bufs[k], lens[k], NULL, pft_transport_now_ms() + 120000);
+        int st = pft_e2e_settle(t, h, 120000);
+        const char *reason = NULL;
+        pft_transport_send_state(t, h, NULL, &reason);
+        CHECK_MSG(st == PFT_SEND_REJECTED && reason && strstr(reason, "implausible statistics"),
+                  "%s: state %d, reason '%s'", s_kind[k], st, reason ? reason : "");
+        fprintf(stderr, "  %s: %s\n", s_kind[k], reason ? reason : "");
+    }
+    int h = pft_transport_send(t, "b", bufs[HONEST], lens[HONEST], NULL, pft_transport_now_ms() + 120000);
+    CHECK(pft_e2e_settle(t, h, 120000) == PFT_SEND_ACKED);
+    int code = finish(pid, t);
+    CHECK_MSG(code == 0, "b exited %d (log %s.log)", code, out);
+    pft_transport_destroy(&t);
+    return result(out);
+}
+
+static void test_implausible_refused(void)
+{
+    char topo_path[300], dir[300], cmd[1200];
+    snprintf(topo_path, sizeof topo_path, "%s/pb.dot", s_tmp);
+    snprintf(dir, sizeof dir, "%s/run", s_tmp);
+    FILE *f = fopen(topo_path, "w");
+    fprintf(f,
+            "digraph pb {\n  dataset = \"%s\"; partition = iid; samples = 40; cov = tied; prep = l2;\n"
+            "  min_rows = 1; deadline = 120;\n  p -> b;\n}\n",
+            EXAMPLE_DATA);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
+             PFT_BINARY_DIR, topo_path, dir);
+    CHECK(system(cmd) == 0);
+    char path[400], ypath[400];
+    pft_topo_t *topo = NULL;
+    snprintf(path, sizeof path, "%s/topology.dot", dir);
+    CHECK(pft_topo_load(path, PFT_TOPO_REQUIRE_RESOLVED, &topo) == 0);
+    pft_keypair_t *kp = NULL;
+    snprintf(path, sizeof path, "%s/keys/p.key", dir);
+    CHECK(pft_keypair_load(path, &kp) == 0);
+    pft_dataset_t *ds = NULL;
+    snprintf(path, sizeof path, "%s/p/data/train_x.npy", dir);
+    snprintf(ypath, sizeof ypath, "%s/p/data/train_y.npy", dir);
+    CHECK(pft_npy_load_dataset(path, ypath, 0, &ds) == 0);
+    if (!topo || !kp || !ds)
+        goto done;
+    CHECK(pft_dataset_apply_prep(ds, PFT_PREP_L2) == 0);
+    uint8_t *bufs[N_KINDS] = {0};
+    size_t lens[N_KINDS] = {0};
+    for (int k = 0; k < N_KINDS; k++)
+        CHECK_MSG(make((kind_t)k, pft_topo_run(topo)->run, ds, kp, &bufs[k], &lens[k]) == 0, "making %s: %s",
+                  s_kind[k], pft_errmsg());
+    char out[400], ref[400];
+    snprintf(out, sizeof out, "%s/attacked", s_tmp);
+    snprintf(ref, sizeof ref, "%s/clean", s_tmp);
+    json_t *ra = attack(dir, out, topo, kp, bufs, lens, 0), *rc = attack(dir, ref, topo, kp, bufs, lens, 1);
+    CHECK(ra && rc);
+    if (ra && rc) {
+        /* each forgery once or more (a retransmission before the NACK came back is refused again) */
+        json_t *refusals = json_object_get(ra, "refusals");
+        int seen[N_KINDS] = {0}, distinct = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(refusals, i, v)
+        {
+            const char *r = json_string_value(v) ?: "";
+            CHECK_MSG(strstr(r, "implausible statistics"), "refusal '%s'", r);
+            int k = strstr(r, "'zz'")                       ? OUTSIDE
+                    : strstr(r, "node 'b' itself")          ? SELF
+                    : strstr(r, "(samples)")                ? TIMES1000
+                    : strstr(r, "shared scatter has trace") ? HUGE_SCATTER
+                                                            : HONEST;
+            distinct += k != HONEST && !seen[k]++;
+        }
+        CHECK_MSG(distinct == N_KINDS - 1, "%d of %d forgeries in b's refusals", distinct, N_KINDS - 1);
+        CHECK(pft_e2e_jint(ra, "rejected") == (long)json_array_size(refusals));
+        CHECK(pft_e2e_prov_nodes(ra) == 2);
+        double a = json_real_value(json_object_get(ra, "accuracy_global")),
+               c = json_real_value(json_object_get(rc, "accuracy_global"));
+        CHECK_MSG(a == c, "attacked b %.4f, clean b %.4f", a, c);
+        fprintf(stderr, "  b after %d refused forgeries: accuracy %.4f (clean run %.4f)\n", N_KINDS - 1, a,
+                c);
+    }
+    json_decref(ra);
+    json_decref(rc);
+    for (int k = 0; k < N_KINDS; k++)
+        pft_free(bufs[k]);
+done:
+    pft_dataset_destroy(&ds);
+    pft_keypair_destroy(&kp);
+    pft_topo_destroy(&topo);
+}
+
+int main(void)
+{
+    if (pft_e2e_scratch(s_tmp, sizeof s_tmp, "pft_plausible") != 0)
+        return 1;
+    RUN(test_implausible_refused);
+    return pft_e2e_finish(s_tmp, pft_test_done());
+}
