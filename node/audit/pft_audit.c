@@ -258,7 +258,7 @@ static int audit_scores(const acc_t *a, json_t *attacks, pft_verdict_t *worst)
     json_object_set_new(attacks, "nearest",
                         json_pack("{s:s,s:i,s:i,s:i,s:o,s:f,s:f}", "verdict", pft_verdict_name(vn), "means",
                                   a->components, "means_are_rows", a->near_row, "means_near_rows",
-                                  a->warn_row, num(a->min_ratio), "fail_below", PFT_NEAREST_FAIL,
+                                  a->warn_row, "min_ratio", num(a->min_ratio), "fail_below", PFT_NEAREST_FAIL,
                                   "warn_below", PFT_NEAREST_WARN));
     json_t *l = json_pack("{s:i,s:i,s:f,s:f}", "own_rows", a->n_own, "holdout_rows", a->n_held, "fail_at",
                           PFT_MEMBERSHIP_AUC_FAIL, "warn_at", PFT_MEMBERSHIP_AUC_WARN);

@@ -17,6 +17,7 @@ typedef struct {
     double *found;       /* vertices × d distinct vertices, unit norm */
     uint8_t *hit;        /* n: row recovered */
     double *g, *x;       /* objective in x (d), the vertex (d) */
+    int32_t *perm;       /* d: the order in which coordinates are maximised */
 } vx_t;
 
 /* The program: rows 1..d: (Bᵀz)_j ≥ 0; row d+1: 1ᵀBᵀz = d; columns z_1..z_dim free. NULL on failure. */
@@ -154,11 +155,25 @@ static int load_rows(vx_t *v, const float *rows)
     return 0;
 }
 
+/* Objective t into v->g: maximise coordinate perm[t mod d] (v->perm, a random order of the coordinates);
+ * from the second round on, plus a Gaussian perturbation of 1 % per coordinate so that it finds new
+ * vertices. */
+static void objective(vx_t *v, pft_rng_t *rng, int t)
+{
+    int round = t / v->d, j0 = v->perm[t % v->d];
+    for (int j = 0; j < v->d; j++)
+        v->g[j] = (j == j0) + (round ? 0.01 * pft_rng_normal(rng) : 0);
+}
+
 /* The n_lp programs; r filled. 0, or PFT_ENOMEM. */
 static int run(vx_t *v, int n_lp, uint64_t seed, pft_vertex_result_t *r)
 {
     glp_prob *lp = lp_build(v);
     pft_rng_t *rng = pft_rng_new(seed);
+    for (int j = 0; j < v->d; j++)
+        v->perm[j] = j;
+    if (rng)
+        pft_rng_shuffle(rng, v->perm, (size_t)v->d);
     if (!lp || !rng) {
         if (lp)
             glp_delete_prob(lp);
@@ -166,8 +181,7 @@ static int run(vx_t *v, int n_lp, uint64_t seed, pft_vertex_result_t *r)
         return pft_err(PFT_ENOMEM, "vertex attack: out of memory for the program");
     }
     for (int t = 0; t < n_lp; t++) {
-        for (int j = 0; j < v->d; j++)
-            v->g[j] = t % 2 ? -pft_rng_uniform(rng) : pft_rng_normal(rng);
+        objective(v, rng, t);
         int zeros = lp_solve(lp, v);
         if (zeros < 0) {
             r->lps_failed++;
@@ -206,9 +220,10 @@ int pft_vertex_attack(const pft_subspace_t *s, const float *rows, int n, int n_l
     v.hit = pft_calloc((size_t)n + 1, 1);
     v.g = pft_alloc_array(d, sizeof *v.g);
     v.x = pft_alloc_array(d, sizeof *v.x);
+    v.perm = pft_alloc_array(d, sizeof *v.perm);
     int rc = 0;
     r->rowlike_zeros = (int)ceil(PFT_VERTEX_ROWLIKE * (v.dim - 1));
-    if (!v.rows || !v.found || !v.hit || !v.g || !v.x)
+    if (!v.rows || !v.found || !v.hit || !v.g || !v.x || !v.perm)
         rc = pft_err(PFT_ENOMEM, "vertex attack: out of memory (%d programs, d = %d)", n_lp, v.d);
     else if (load_rows(&v, rows))
         r->reason = "the own rows take negative values: rows are no vertices of the non-negative polytope";
@@ -224,6 +239,7 @@ int pft_vertex_attack(const pft_subspace_t *s, const float *rows, int n, int n_l
     pft_free(v.hit);
     pft_free(v.g);
     pft_free(v.x);
+    pft_free(v.perm);
     return rc;
 }
 
