@@ -13,8 +13,6 @@
 #include <math.h>
 #include <string.h>
 
-#define AUDIT_RIDGE 1e-3 /* a statistics Gaussian's covariance gets this × tr(C)/d on its diagonal */
-
 /* What the per-class pass collects over the bundle. */
 typedef struct {
     json_t *classes;
@@ -24,12 +22,14 @@ typedef struct {
     int n_own, n_held;      /* rows scored; also the fill of s_own, s_held */
     double *s_own, *s_held; /* per-row log-likelihoods (the AUC's scores), capacity own->n, held->n */
     double *tmp;            /* scratch of max(own->n, held->n) */
+    double ridge;           /* of the statistics Gaussians (pft_audit_opts_t) */
 } acc_t;
 
 void pft_audit_opts_default(pft_audit_opts_t *o)
 {
     o->n_lp = PFT_VERTEX_LP_DEFAULT;
     o->seed = 1;
+    o->ridge = PFT_AUDIT_RIDGE_DEFAULT;
 }
 
 float *pft_audit__gather(const pft_audit_rows_t *r, const pft_gstat_t *st, int c, int *m, int *oom)
@@ -55,9 +55,9 @@ static json_t *num(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-/* The Gaussian of class i of st: mean, covariance scatter / n (tied: W / N) plus AUDIT_RIDGE·tr/d. NULL on
- * failure (message set). */
-static pft_gmm_t *stats_gaussian(const pft_gstat_t *st, int i)
+/* The Gaussian of class i of st: mean, covariance C = scatter / n (tied: W / N) plus ridge·tr(C)/d on the
+ * diagonal. NULL on failure (message set). */
+static pft_gmm_t *stats_gaussian(const pft_gstat_t *st, int i, double ridge)
 {
     int d = pft_gstat_dim(st), tied = pft_gstat_kind(st) == PFT_GSTAT_TIED;
     size_t dd = (size_t)d * d;
@@ -76,7 +76,7 @@ static pft_gmm_t *stats_gaussian(const pft_gstat_t *st, int i)
     for (int j = 0; j < d; j++)
         tr += cov[(size_t)j * d + j];
     for (int j = 0; j < d; j++)
-        cov[(size_t)j * d + j] += AUDIT_RIDGE * fmax(tr, 1e-300) / d;
+        cov[(size_t)j * d + j] += ridge * fmax(tr, 1e-300) / d;
     if (pft_gmm_set_params(g, &one, pft_gstat_mean(st, i), cov))
         pft_gmm_destroy(&g);
     pft_free(cov);
@@ -171,7 +171,7 @@ static int merged_scores(const pft_bundle_t *b, const pft_audit_rows_t *own, con
         rc = pft_gstat_merge(m, pft_bundle_part_stats(b, p));
     for (int i = 0; rc == 0 && i < pft_gstat_n_classes(m); i++) {
         int c = pft_gstat_label(m, i), n = 0, nh = 0, oom = 0;
-        pft_gmm_t *g = stats_gaussian(m, i);
+        pft_gmm_t *g = stats_gaussian(m, i, a->ridge);
         float *xo = pft_audit__gather(own, NULL, c, &n, &oom),
               *xh = pft_audit__gather(held, NULL, c, &nh, &oom);
         json_t *scratch = json_object();
@@ -202,7 +202,7 @@ static int audit_classes(const pft_bundle_t *b, const pft_audit_rows_t *own, con
         const pft_gstat_t *st = pft_bundle_part_stats(b, p);
         part_name(b, p, name, sizeof name);
         for (int i = 0; rc == 0 && i < pft_gstat_n_classes(st); i++) {
-            pft_gmm_t *g = stats_gaussian(st, i);
+            pft_gmm_t *g = stats_gaussian(st, i, a->ridge);
             rc = g ? audit_class(g, pft_gstat_label(st, i), (double)pft_gstat_count(st, i), name, own, held,
                                  parts == 1, a)
                    : PFT_ENUMERIC;
@@ -262,6 +262,7 @@ static int audit_scores(const acc_t *a, json_t *attacks, pft_verdict_t *worst)
                                   "warn_below", PFT_NEAREST_WARN));
     json_t *l = json_pack("{s:i,s:i,s:f,s:f}", "own_rows", a->n_own, "holdout_rows", a->n_held, "fail_at",
                           PFT_MEMBERSHIP_AUC_FAIL, "warn_at", PFT_MEMBERSHIP_AUC_WARN);
+    json_object_set_new(l, "ridge", json_real(a->ridge));
     double auc = NAN;
     if (a->n_own && a->n_held) {
         int rc = pft_membership_auc(a->s_own, a->n_own, a->s_held, a->n_held, &auc);
@@ -312,10 +313,10 @@ int pft_audit_run(const pft_bundle_t *b, const pft_audit_rows_t *own, const pft_
 {
     int d = pft_bundle_dim(b), cap = own->n > held->n ? own->n : held->n;
     *out = NULL;
-    if (own->d != d || (held->n && held->d != d) || o->n_lp < 1)
+    if (own->d != d || (held->n && held->d != d) || o->n_lp < 1 || !(o->ridge >= 0))
         return pft_err(PFT_EINVAL, "audit: the bundle has d = %d, the rows %d and %d columns (%d programs)",
                        d, own->d, held->d, o->n_lp);
-    acc_t a = {.classes = json_array(), .min_rows = INFINITY, .min_ratio = INFINITY};
+    acc_t a = {.classes = json_array(), .min_rows = INFINITY, .min_ratio = INFINITY, .ridge = o->ridge};
     a.s_own = pft_alloc_array((size_t)own->n + 1, sizeof(double));
     a.s_held = pft_alloc_array((size_t)held->n + 1, sizeof(double));
     a.tmp = pft_alloc_array((size_t)cap + 1, sizeof(double));

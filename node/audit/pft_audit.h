@@ -21,9 +21,12 @@ typedef struct {
 typedef struct {
     int n_lp;      /* vertex attack: linear programs per part (≥ 1) */
     uint64_t seed; /* their random objectives */
+    double ridge;  /* likelihood of statistics: ridge × tr(C)/d added to the class covariance C's diagonal */
 } pft_audit_opts_t;
 
-/* Defaults: PFT_VERTEX_LP_DEFAULT programs, seed 1. */
+#define PFT_AUDIT_RIDGE_DEFAULT 1e-3
+
+/* Defaults: PFT_VERTEX_LP_DEFAULT programs, seed 1, ridge PFT_AUDIT_RIDGE_DEFAULT. */
 void pft_audit_opts_default(pft_audit_opts_t *o);
 
 /* Attacks b with the producer's own rows (members) and held-out rows (non-members; n = 0: the membership

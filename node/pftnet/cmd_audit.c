@@ -179,16 +179,19 @@ static void print_text(const char *path, const json_t *o)
     printf("verdict: %s\n", jstr(o, "verdict"));
 }
 
-/* --fail-on: the verdict from which the exit status is AUDIT_EXIT_VERDICT (never: PFT_VERDICT_FAIL + 1). */
+#define FAIL_ON_EXACT (-1) /* --fail-on exact: only an exact leak (exact_leak in the JSON) */
+
+/* --fail-on: the verdict from which the exit status is AUDIT_EXIT_VERDICT (never: PFT_VERDICT_FAIL + 1;
+ * exact: FAIL_ON_EXACT). 0, or 2 after printing why. */
 static int parse_fail_on(const char *s, int *level)
 {
     pft_verdict_t v;
-    if (strcasecmp(s, "never") == 0) {
-        *level = PFT_VERDICT_FAIL + 1;
+    if (strcasecmp(s, "never") == 0 || strcasecmp(s, "exact") == 0) {
+        *level = strcasecmp(s, "never") == 0 ? PFT_VERDICT_FAIL + 1 : FAIL_ON_EXACT;
         return 0;
     }
     if (pft_verdict_parse(s, &v) || v == PFT_VERDICT_PASS) {
-        fprintf(stderr, "pftnet audit: --fail-on: '%s' is not fail, warn or never\n", s);
+        fprintf(stderr, "pftnet audit: --fail-on: '%s' is not warn, fail, exact or never\n", s);
         return 2;
     }
     *level = (int)v;
@@ -230,10 +233,12 @@ int pft_cmd_audit(int argc, char **argv)
         {"prep", PFT_OPT_STRING, &prep_name, "l2", 0, -1, 0, "P",
          "the run's feature preprocessing, applied to both: none, l2, sqrt-l2"},
         {"lp", PFT_OPT_INT, &ao.n_lp, "400", 1, 1000000, 0, "N",
-         "linear programs of the vertex attack per part (random objectives)"},
-        {"seed", PFT_OPT_U64, &ao.seed, "1", 0, -1, 0, "S", "seed of the vertex attack's objectives"},
+         "linear programs of the vertex attack per part (coordinates maximised in a random order)"},
+        {"seed", PFT_OPT_U64, &ao.seed, "1", 0, -1, 0, "S", "seed of that order"},
+        {"ridge", PFT_OPT_DOUBLE, &ao.ridge, "0.001", 0, 1e6, 0, "R",
+         "likelihood of statistics: R x tr(C)/d added to the diagonal of each class covariance C"},
         {"fail-on", PFT_OPT_STRING, &fail_on, "fail", 0, -1, 0, "V",
-         "exit 3 when the overall verdict reaches V: fail, warn, or never"},
+         "exit 3 when the overall verdict reaches V (warn, fail), on an exact leak only (exact), or never"},
         {"json", PFT_OPT_FLAG, &json, NULL, 0, -1, 0, NULL, "print one JSON object on stdout"},
         {0},
     };
@@ -249,13 +254,16 @@ int pft_cmd_audit(int argc, char **argv)
             "                       largest eigenvalue gap, class means); the best threshold's balanced\n"
             "                       accuracy own vs held-out rows (FAIL >= 0.9, WARN > 0.6); without\n"
             "                       held-out rows FAIL when every own row lies in the span;\n"
-            "  vertex (LP)          --lp random linear programs over {x in that span, x >= 0}: FAIL when a\n"
-            "                       vertex is an own row (cosine >= 1 - 1e-6);\n"
+            "  vertex (LP)          --lp linear programs over {x in that span, x >= 0, sum x = d}: FAIL when a\n"
+            "                       vertex is an own row (cosine >= 1 - 1e-6); each program maximises one\n"
+            "                       coordinate;\n"
             "  nearest row          each released mean's distance to its nearest own row over the typical\n"
             "                       spacing of own rows (FAIL < 0.1: the mean is a row, WARN < 0.3);\n"
             "  likelihood           AUC of own vs held-out rows' log-likelihood under the released class\n"
             "                       models (FAIL >= 0.9, WARN >= 0.6).\n"
-            "The overall verdict is the worst. Exit 0 when it is below --fail-on, 3 when it reaches it;\n"
+            "The overall verdict is the worst; an exact leak is a FAIL of the first three (a row recovered,\n"
+            "membership decided by the span). Exit 0 when the verdict is below --fail-on, 3 when it reaches "
+            "it;\n"
             "1 if a file cannot be read or does not match the bundle; 2 on bad usage.",
         .opts = opts,
     };
@@ -300,7 +308,8 @@ int pft_cmd_audit(int argc, char **argv)
         goto done;
     }
     code = report(pos[0], o, prep_name, json);
-    if (code == 0 && (int)v >= level)
+    if (code == 0 &&
+        (level == FAIL_ON_EXACT ? json_is_true(json_object_get(o, "exact_leak")) : (int)v >= level))
         code = AUDIT_EXIT_VERDICT;
 done:
     json_decref(o);
