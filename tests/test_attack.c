@@ -149,7 +149,7 @@ static void test_vertex_planted(void)
             v.lps, v.vertices, v.rows_recovered, v.max_err, v.rowlike, v.rowlike_rows);
     CHECK(v.applicable && v.lps + v.lps_failed == 2 * D && v.lps >= D);
     CHECK_MSG(v.rows_recovered >= N / 2, "%d of %d rows recovered", v.rows_recovered, N);
-    CHECK(v.max_err < 1e-6 && v.rows_recovered <= v.vertices);
+    CHECK(v.max_err < 1e-6 && v.rows_recovered <= v.vertices && v.rows_exact == v.rows_recovered);
     CHECK(v.rowlike_zeros == (int)ceil(PFT_VERTEX_ROWLIKE * (N - 1)));
     CHECK(v.rowlike == v.rowlike_rows && v.rowlike >= N / 2); /* every row-like vertex is a row */
     CHECK(v.zeros_other_max < v.zeros_row_min);

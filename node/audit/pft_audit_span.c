@@ -83,6 +83,7 @@ static int vertex(const pft_subspace_t *s, const char *name, const float *xm, in
         json_object_set_new(e, "programs_failed", json_integer(r.lps_failed));
         json_object_set_new(e, "vertices", json_integer(r.vertices));
         json_object_set_new(e, "rows_recovered", json_integer(r.rows_recovered));
+        json_object_set_new(e, "rows_exact", json_integer(r.rows_exact));
         json_object_set_new(e, "max_error", num(r.max_err));
         json_object_set_new(e, "min_error_other", num(r.min_err_other));
         json_object_set_new(e, "rowlike_zeros", json_integer(r.rowlike_zeros));

@@ -71,14 +71,19 @@ static int lp_solve(glp_prob *lp, vx_t *v)
     glp_smcp parm;
     glp_init_smcp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
-    parm.tm_lim = 60000;
+    parm.tm_lim = PFT_VERTEX_TIME_MS;
     int rc = glp_simplex(lp, &parm);
-    if (rc != 0 && rc != GLP_ETMLIM) { /* a singular or unusable basis: restart from an advanced one */
-        glp_adv_basis(lp, 0);
+    if (rc != 0 || glp_get_status(lp) != GLP_OPT) {
+        /* stalled on a degenerate vertex (rows are highly degenerate) or a singular basis: start over from
+         * the standard basis with the dual simplex */
+        glp_std_basis(lp);
+        parm.meth = GLP_DUALP;
         rc = glp_simplex(lp, &parm);
     }
-    if (rc != 0 || glp_get_status(lp) != GLP_OPT)
+    if (rc != 0 || glp_get_status(lp) != GLP_OPT) {
+        glp_std_basis(lp); /* the next program starts afresh */
         return -1;
+    }
     memset(v->x, 0, (size_t)d * sizeof *v->x);
     for (int k = 0; k < m; k++) {
         double z = glp_get_col_prim(lp, k + 1);
@@ -127,7 +132,8 @@ static void record(vx_t *v, int zeros, pft_vertex_result_t *r)
     r->rowlike_rows += rowlike && is_row;
     if (is_row) {
         r->rows_recovered += !v->hit[who];
-        v->hit[who] = 1;
+        r->rows_exact += err <= PFT_VERTEX_EXACT && !(v->hit[who] & 2);
+        v->hit[who] |= 1 | (err <= PFT_VERTEX_EXACT ? 2 : 0);
         r->max_err = fmax(r->max_err, err);
         r->zeros_row_min =
             r->zeros_row_min < 0 ? zeros : (zeros < r->zeros_row_min ? zeros : r->zeros_row_min);

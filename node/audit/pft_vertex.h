@@ -9,13 +9,15 @@
  * round over the d coordinates on, with a 1 % Gaussian perturbation). Maximising x_j finds the point of P
  * with the largest share in coordinate j, often a row; random Gaussian objectives (tried on chain5's node a:
  * 0 rows in 400 programs, against 7 this way) find generic vertices only. The programs are warm-started one
- * from the next (GLPK's primal simplex, a failed one restarted from an advanced basis). The attack keeps the
- * distinct vertices, rescales each to unit l2 norm (the rows are l2-normalised: the scale is public) and
+ * from the next (GLPK's primal simplex; one that stalls, rows being highly degenerate vertices, restarts from
+ * the standard basis with the dual simplex, and is counted as failed when that fails too). The attack keeps
+ * the distinct vertices, rescales each to unit l2 norm (the rows are l2-normalised: the scale is public) and
  * compares them with the auditor's own rows: a vertex whose cosine with a row is ≥ 1 − PFT_VERTEX_MATCH is
  * that row, recovered (its l2 error ≤ √(2·PFT_VERTEX_MATCH) ≈ 1.4e-3 against a typical spacing between rows
- * of 0.6-0.8). What an attacker without the rows sees: a generic vertex of P has dim − 1 zeros (its active
- * constraints); a row has many more, so vertices with at least PFT_VERTEX_ROWLIKE × (dim − 1) zeros are
- * counted as "look like rows", with how many of them are rows. */
+ * of 0.6-0.8), and exactly when its error is ≤ PFT_VERTEX_EXACT. What an attacker without the rows sees: a
+ * generic vertex of P has dim − 1 zeros (its active constraints); a row has many more, so vertices with at
+ * least PFT_VERTEX_ROWLIKE × (dim − 1) zeros are counted as "look like rows", with how many of them are rows.
+ */
 #ifndef PFT_VERTEX_H
 #define PFT_VERTEX_H
 
@@ -24,18 +26,22 @@
 #include <stdint.h>
 
 #define PFT_VERTEX_MATCH 1e-6  /* 1 − cosine at or below which a vertex is a row */
+#define PFT_VERTEX_EXACT 1e-5  /* l2 error (unit vectors) at or below which a recovered row is exact */
 #define PFT_VERTEX_SAME 1e-9   /* 1 − cosine at or below which two vertices are the same */
 #define PFT_VERTEX_ZERO 1e-6   /* |x_j| ≤ this × max |x| counts as an exact zero */
 #define PFT_VERTEX_ROWLIKE 1.5 /* zeros ≥ this × (dim − 1): the vertex looks like a row */
 #define PFT_VERTEX_LP_DEFAULT 400
+#define PFT_VERTEX_TIME_MS 10000 /* time limit of one simplex run (ms); a program gets two */
 
 /* What the attack found. */
 typedef struct {
-    int applicable;            /* 0: see reason */
-    const char *reason;        /* static text when not applicable, else NULL */
-    int lps, lps_failed;       /* programs solved to optimality / not */
-    int vertices;              /* distinct vertices found */
-    int rows_recovered;        /* distinct own rows equal to a vertex */
+    int applicable;      /* 0: see reason */
+    const char *reason;  /* static text when not applicable, else NULL */
+    int lps, lps_failed; /* programs solved to optimality / not */
+    int vertices;        /* distinct vertices found */
+    int rows_recovered;  /* distinct own rows within √(2·PFT_VERTEX_MATCH) of a vertex */
+    int rows_exact;
+        /* of which within PFT_VERTEX_EXACT (the row to rounding) */ /* distinct own rows equal to a vertex */
     double max_err;            /* largest l2 error (unit vectors) of a recovered row; 0 when none */
     double min_err_other;      /* smallest l2 error between a vertex that is no row and its nearest row */
     int rowlike, rowlike_rows; /* vertices with ≥ rowlike_zeros zeros; how many of them are rows */

@@ -141,9 +141,11 @@ static void print_vertex(const json_t *a)
             printf("not applicable: %s; %s\n", jstr(p, "reason"), jstr(p, "verdict"));
             continue;
         }
-        printf("%d programs (%d failed), %d distinct vertices, %d rows RECOVERED (max error %.2g); ",
-               (int)jnum(p, "programs"), (int)jnum(p, "programs_failed"), (int)jnum(p, "vertices"),
-               (int)jnum(p, "rows_recovered"), jnum(p, "max_error"));
+        printf(
+            "%d programs (%d failed), %d distinct vertices, %d rows RECOVERED, %d of them exactly (max error "
+            "%.2g); ",
+            (int)jnum(p, "programs"), (int)jnum(p, "programs_failed"), (int)jnum(p, "vertices"),
+            (int)jnum(p, "rows_recovered"), (int)jnum(p, "rows_exact"), jnum(p, "max_error"));
         printf("%d vertices look like rows (>= %d zeros), %d of them are; zeros: rows %d..%d, others <= %d; "
                "%s\n",
                (int)jnum(p, "rowlike"), (int)jnum(p, "rowlike_zeros"), (int)jnum(p, "rowlike_rows"),
@@ -254,7 +256,8 @@ int pft_cmd_audit(int argc, char **argv)
             "                       largest eigenvalue gap, class means); the best threshold's balanced\n"
             "                       accuracy own vs held-out rows (FAIL >= 0.9, WARN > 0.6); without\n"
             "                       held-out rows FAIL when every own row lies in the span;\n"
-            "  vertex (LP)          --lp linear programs over {x in that span, x >= 0, sum x = d}: FAIL when a\n"
+            "  vertex (LP)          --lp linear programs over {x in that span, x >= 0, sum x = d}: FAIL when "
+            "a\n"
             "                       vertex is an own row (cosine >= 1 - 1e-6); each program maximises one\n"
             "                       coordinate;\n"
             "  nearest row          each released mean's distance to its nearest own row over the typical\n"
