@@ -15,7 +15,8 @@ typedef struct {
     const double *basis; /* dim × d */
     double *rows;        /* n × d own rows, unit norm */
     double *found;       /* vertices × d distinct vertices, unit norm */
-    uint8_t *hit;        /* n: row recovered */
+    uint8_t *hit;        /* n: row recovered (1), exactly (2) */
+    double *best;        /* n: the smallest error of a vertex matched to the row */
     double *g, *x;       /* objective in x (d), the vertex (d) */
     int32_t *perm;       /* d: the order in which coordinates are maximised */
 } vx_t;
@@ -134,7 +135,7 @@ static void record(vx_t *v, int zeros, pft_vertex_result_t *r)
         r->rows_recovered += !v->hit[who];
         r->rows_exact += err <= PFT_VERTEX_EXACT && !(v->hit[who] & 2);
         v->hit[who] |= 1 | (err <= PFT_VERTEX_EXACT ? 2 : 0);
-        r->max_err = fmax(r->max_err, err);
+        v->best[who] = fmin(v->best[who], err);
         r->zeros_row_min =
             r->zeros_row_min < 0 ? zeros : (zeros < r->zeros_row_min ? zeros : r->zeros_row_min);
         r->zeros_row_max = zeros > r->zeros_row_max ? zeros : r->zeros_row_max;
@@ -149,6 +150,7 @@ static int load_rows(vx_t *v, const float *rows)
 {
     for (int i = 0; i < v->n; i++) {
         double *o = v->rows + (size_t)i * v->d, nn = 0;
+        v->best[i] = INFINITY;
         for (int j = 0; j < v->d; j++) {
             o[j] = rows[(size_t)i * v->d + j];
             if (o[j] < 0)
@@ -224,12 +226,13 @@ int pft_vertex_attack(const pft_subspace_t *s, const float *rows, int n, int n_l
     v.rows = pft_alloc_array((size_t)n * d + 1, sizeof *v.rows);
     v.found = pft_alloc_array((size_t)n_lp * d, sizeof *v.found);
     v.hit = pft_calloc((size_t)n + 1, 1);
+    v.best = pft_alloc_array((size_t)n + 1, sizeof *v.best);
     v.g = pft_alloc_array(d, sizeof *v.g);
     v.x = pft_alloc_array(d, sizeof *v.x);
     v.perm = pft_alloc_array(d, sizeof *v.perm);
     int rc = 0;
     r->rowlike_zeros = (int)ceil(PFT_VERTEX_ROWLIKE * (v.dim - 1));
-    if (!v.rows || !v.found || !v.hit || !v.g || !v.x || !v.perm)
+    if (!v.rows || !v.found || !v.hit || !v.g || !v.x || !v.perm || !v.best)
         rc = pft_err(PFT_ENOMEM, "vertex attack: out of memory (%d programs, d = %d)", n_lp, v.d);
     else if (load_rows(&v, rows))
         r->reason = "the own rows take negative values: rows are no vertices of the non-negative polytope";
@@ -238,11 +241,12 @@ int pft_vertex_attack(const pft_subspace_t *s, const float *rows, int n, int n_l
         glp_term_out(GLP_OFF);
         rc = run(&v, n_lp, seed, r);
     }
-    if (!r->rows_recovered)
-        r->max_err = 0;
+    for (int i = 0; rc == 0 && i < n; i++)
+        r->max_err = v.hit[i] ? fmax(r->max_err, v.best[i]) : r->max_err;
     pft_free(v.rows);
     pft_free(v.found);
     pft_free(v.hit);
+    pft_free(v.best);
     pft_free(v.g);
     pft_free(v.x);
     pft_free(v.perm);

@@ -41,11 +41,11 @@ typedef struct {
     int vertices;        /* distinct vertices found */
     int rows_recovered;  /* distinct own rows within √(2·PFT_VERTEX_MATCH) of a vertex */
     int rows_exact;
-        /* of which within PFT_VERTEX_EXACT (the row to rounding) */ /* distinct own rows equal to a vertex */
-    double max_err;            /* largest l2 error (unit vectors) of a recovered row; 0 when none */
-    double min_err_other;      /* smallest l2 error between a vertex that is no row and its nearest row */
-    int rowlike, rowlike_rows; /* vertices with ≥ rowlike_zeros zeros; how many of them are rows */
-    int rowlike_zeros;         /* the data-free threshold, ceil(PFT_VERTEX_ROWLIKE × (dim − 1)) */
+    /* of which within PFT_VERTEX_EXACT (the row to rounding) */ /* distinct own rows equal to a vertex */
+    double max_err;       /* over the recovered rows, the error of the best vertex for each; 0 when none */
+    double min_err_other; /* smallest l2 error between a vertex that is no row and its nearest row */
+    int rowlike, rowlike_rows;        /* vertices with ≥ rowlike_zeros zeros; how many of them are rows */
+    int rowlike_zeros;                /* the data-free threshold, ceil(PFT_VERTEX_ROWLIKE × (dim − 1)) */
     int zeros_row_min, zeros_row_max; /* zeros of the vertices that are rows (-1 when none) */
     int zeros_other_max;              /* most zeros of a vertex that is no row (-1 when none) */
 } pft_vertex_result_t;

@@ -146,11 +146,14 @@ static void print_vertex(const json_t *a)
             "%.2g); ",
             (int)jnum(p, "programs"), (int)jnum(p, "programs_failed"), (int)jnum(p, "vertices"),
             (int)jnum(p, "rows_recovered"), (int)jnum(p, "rows_exact"), jnum(p, "max_error"));
-        printf("%d vertices look like rows (>= %d zeros), %d of them are; zeros: rows %d..%d, others <= %d; "
-               "%s\n",
-               (int)jnum(p, "rowlike"), (int)jnum(p, "rowlike_zeros"), (int)jnum(p, "rowlike_rows"),
-               (int)jnum(p, "zeros_row_min"), (int)jnum(p, "zeros_row_max"), (int)jnum(p, "zeros_other_max"),
-               jstr(p, "verdict"));
+        printf("%d vertices look like rows (>= %d zeros), %d of them are; zeros: ", (int)jnum(p, "rowlike"),
+               (int)jnum(p, "rowlike_zeros"), (int)jnum(p, "rowlike_rows"));
+        jnum(p, "zeros_row_min") >= 0
+            ? printf("rows %d..%d", (int)jnum(p, "zeros_row_min"), (int)jnum(p, "zeros_row_max"))
+            : printf("no row");
+        jnum(p, "zeros_other_max") >= 0 ? printf(", others <= %d", (int)jnum(p, "zeros_other_max"))
+                                        : printf(", no other vertex");
+        printf("; %s\n", jstr(p, "verdict"));
     }
 }
 
@@ -219,6 +222,55 @@ static int report(const char *path, json_t *o, const char *prep, int json)
     return 0;
 }
 
+/* What the command was given: files, prep, attack options, output and exit policy. */
+typedef struct {
+    const char *bundle, *fx, *fy, *hx, *hy, *prep_name;
+    pft_prep_t prep;
+    pft_audit_opts_t ao;
+    int json, level;
+} audit_args_t;
+
+/* Reads the bundle and the rows, runs the attacks, prints; the exit status. */
+static int audit_files(const audit_args_t *g)
+{
+    pft_bundle_limits_t lim;
+    pft_bundle_limits_default(&lim);
+    uint8_t *msg = NULL;
+    size_t len = 0;
+    pft_bundle_t *b = NULL;
+    rows_t own = {0}, held = {0};
+    json_t *o = NULL;
+    pft_verdict_t v = PFT_VERDICT_PASS;
+    int code = 1;
+    if (pft_fsio_read(g->bundle, lim.max_bytes, &msg, &len) || pft_bundle_decode(msg, len, &lim, &b)) {
+        fprintf(stderr, "pftnet audit: %s: %s\n", g->bundle, pft_errmsg());
+        goto done;
+    }
+    if (rows_load(g->fx, g->fy, g->prep, &own) || (g->hx && rows_load(g->hx, g->hy, g->prep, &held)))
+        goto done;
+    if (own.d != pft_bundle_dim(b) || (g->hx && held.d != own.d)) {
+        fprintf(stderr, "pftnet audit: the bundle has d = %d; %s has %d columns%s\n", pft_bundle_dim(b),
+                g->fx, own.d, g->hx && held.d != own.d ? " and the held-out rows another number" : "");
+        goto done;
+    }
+    pft_audit_rows_t ro = {own.x, own.y, own.n, own.d}, rh = {held.x, held.y, held.n, own.d};
+    if (pft_audit_run(b, &ro, &rh, &g->ao, &o, &v)) {
+        fprintf(stderr, "pftnet audit: %s\n", pft_errmsg());
+        goto done;
+    }
+    code = report(g->bundle, o, g->prep_name, g->json);
+    if (code == 0 &&
+        (g->level == FAIL_ON_EXACT ? json_is_true(json_object_get(o, "exact_leak")) : (int)v >= g->level))
+        code = AUDIT_EXIT_VERDICT;
+done:
+    json_decref(o);
+    rows_free(&own);
+    rows_free(&held);
+    pft_bundle_destroy(&b);
+    pft_free(msg);
+    return code;
+}
+
 int pft_cmd_audit(int argc, char **argv)
 {
     const char *fx = NULL, *fy = NULL, *hx = NULL, *hy = NULL, *prep_name = NULL, *fail_on = NULL;
@@ -285,40 +337,6 @@ int pft_cmd_audit(int argc, char **argv)
         fprintf(stderr, "pftnet audit: --holdout-features and --holdout-labels go together\n");
         return 2;
     }
-    pft_bundle_limits_t lim;
-    pft_bundle_limits_default(&lim);
-    uint8_t *msg = NULL;
-    size_t len = 0;
-    pft_bundle_t *b = NULL;
-    rows_t own = {0}, held = {0};
-    json_t *o = NULL;
-    pft_verdict_t v = PFT_VERDICT_PASS;
-    int code = 1;
-    if (pft_fsio_read(pos[0], lim.max_bytes, &msg, &len) || pft_bundle_decode(msg, len, &lim, &b)) {
-        fprintf(stderr, "pftnet audit: %s: %s\n", pos[0], pft_errmsg());
-        goto done;
-    }
-    if (rows_load(fx, fy, prep, &own) || (hx && rows_load(hx, hy, prep, &held)))
-        goto done;
-    if (own.d != pft_bundle_dim(b) || (hx && held.d != own.d)) {
-        fprintf(stderr, "pftnet audit: the bundle has d = %d; %s has %d columns%s\n", pft_bundle_dim(b), fx,
-                own.d, hx && held.d != own.d ? " and the held-out rows another number" : "");
-        goto done;
-    }
-    pft_audit_rows_t ro = {own.x, own.y, own.n, own.d}, rh = {held.x, held.y, held.n, own.d};
-    if (pft_audit_run(b, &ro, &rh, &ao, &o, &v)) {
-        fprintf(stderr, "pftnet audit: %s\n", pft_errmsg());
-        goto done;
-    }
-    code = report(pos[0], o, prep_name, json);
-    if (code == 0 &&
-        (level == FAIL_ON_EXACT ? json_is_true(json_object_get(o, "exact_leak")) : (int)v >= level))
-        code = AUDIT_EXIT_VERDICT;
-done:
-    json_decref(o);
-    rows_free(&own);
-    rows_free(&held);
-    pft_bundle_destroy(&b);
-    pft_free(msg);
-    return code;
+    audit_args_t g = {pos[0], fx, fy, hx, hy, prep_name, prep, ao, json, level};
+    return audit_files(&g);
 }
