@@ -154,6 +154,10 @@ static void test_vertex_planted(void)
     CHECK(v.rowlike == v.rowlike_rows && v.rowlike >= N / 2); /* every row-like vertex is a row */
     CHECK(v.zeros_other_max < v.zeros_row_min);
     CHECK(pft_vertex_verdict(&v) == PFT_VERDICT_FAIL);
+    float fresh[N * D]; /* rows outside the span: no vertex can be one of them */
+    int32_t yf[N];
+    rows(N, D, 1, 1, 6, fresh, yf);
+    CHECK(s && pft_vertex_attack(s, fresh, N, 5, 7, &v) == 0 && !v.applicable && v.reason && v.lps == 0);
     x[3] = -0.5f; /* the oracle rows are no longer non-negative */
     CHECK(s && pft_vertex_attack(s, x, N, 5, 7, &v) == 0 && !v.applicable && v.reason);
     CHECK(pft_vertex_verdict(&v) == PFT_VERDICT_PASS);

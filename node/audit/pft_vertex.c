@@ -163,6 +163,22 @@ static int load_rows(vx_t *v, const float *rows)
     return 0;
 }
 
+/* 1 when every one of the n rows is farther than √(2·PFT_VERTEX_MATCH) (relative) from the span of s, so that
+ * no vertex (a unit vector in the span) can match one; 0 otherwise; PFT_ENOMEM. */
+static int none_in_span(const pft_subspace_t *s, const float *rows, int n)
+{
+    double *res = pft_alloc_array((size_t)n + 1, sizeof *res);
+    if (!res || pft_subspace_residuals(s, rows, n, res)) {
+        pft_free(res);
+        return pft_err(PFT_ENOMEM, "vertex attack: out of memory for the residuals");
+    }
+    int far = 1;
+    for (int i = 0; i < n && far; i++)
+        far = res[i] > sqrt(2 * PFT_VERTEX_MATCH);
+    pft_free(res);
+    return far;
+}
+
 /* Objective t into v->g: maximise coordinate perm[t mod d] (v->perm, a random order of the coordinates);
  * from the second round on, plus a Gaussian perturbation of 1 % per coordinate so that it finds new
  * vertices. */
@@ -236,7 +252,10 @@ int pft_vertex_attack(const pft_subspace_t *s, const float *rows, int n, int n_l
         rc = pft_err(PFT_ENOMEM, "vertex attack: out of memory (%d programs, d = %d)", n_lp, v.d);
     else if (load_rows(&v, rows))
         r->reason = "the own rows take negative values: rows are no vertices of the non-negative polytope";
-    else {
+    else if ((rc = none_in_span(s, rows, n)) != 0) {
+        r->reason = "no own row lies within the match distance of the span: no vertex can be a row";
+        rc = rc < 0 ? rc : 0;
+    } else {
         r->applicable = 1;
         glp_term_out(GLP_OFF);
         rc = run(&v, n_lp, seed, r);

@@ -52,8 +52,9 @@ typedef struct {
 
 /* Runs n_lp programs (seeded by seed) over the polytope of s and matches the vertices against the n own rows
  * (n×d float; used only to score what was found). Not applicable (r->applicable = 0, PASS) when s is no
- * proper subspace, an own row has a negative entry, or P is empty. 0, or PFT_EINVAL (n_lp < 1),
- * PFT_ENOMEM. */
+ * proper subspace, an own row has a negative entry, no own row lies within √(2·PFT_VERTEX_MATCH) of S (no
+ * vertex could match one: a DP release's PSD projection leaves a subspace of noise that holds no row), or P
+ * is empty. 0, or PFT_EINVAL (n_lp < 1), PFT_ENOMEM. */
 int pft_vertex_attack(const pft_subspace_t *s, const float *rows, int n, int n_lp, uint64_t seed,
                       pft_vertex_result_t *r);
 
