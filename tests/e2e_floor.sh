@@ -5,7 +5,8 @@
 # is withheld from the bundle, reported in result.json (withheld_classes) and absent from its provenance;
 # min_released_rows agrees with the decoded bundle. min_rows = 1 restores one-row components. An exact-statistics
 # pair (cov = tied): own classes below the floor are withheld from the released part and its provenance, and
-# the part's counts match the provenance (the audit runs with --fail-on never: it only reads the bundle here). Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
+# the part's counts match the provenance. The audit only decodes here (--fail-on never: these bundles FAIL its
+# attacks). Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
