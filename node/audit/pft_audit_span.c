@@ -41,8 +41,10 @@ static int membership(const pft_subspace_t *s, const float *xm, int nm, const fl
     range(rm, rc ? 0 : nm, &mlo, &mhi);
     range(rh, rc ? 0 : nh, &hlo, &hhi);
     int proper = pft_subspace_proper(s), contained = proper && nm > 0 && mhi < PFT_SUBSPACE_EXACT;
-    for (int i = 0; rc == 0 && i < nm + nh; i++) /* higher = member: the negated residual */
-        i < nm ? (rm[i] = -rm[i]) : (rh[i - nm] = -rh[i - nm]);
+    for (int i = 0; rc == 0 && i < nm; i++) /* higher = member: the negated residual */
+        rm[i] = -rm[i];
+    for (int i = 0; rc == 0 && i < nh; i++)
+        rh[i] = -rh[i];
     if (rc == 0 && proper && nm > 0 && nh > 0) {
         rc = pft_membership_best_accuracy(rm, nm, rh, nh, &acc, &cut);
         cut = -cut;

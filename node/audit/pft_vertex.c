@@ -136,8 +136,8 @@ static void record(vx_t *v, int zeros, pft_vertex_result_t *r)
         r->rows_exact += err <= PFT_VERTEX_EXACT && !(v->hit[who] & 2);
         v->hit[who] |= 1 | (err <= PFT_VERTEX_EXACT ? 2 : 0);
         v->best[who] = fmin(v->best[who], err);
-        r->zeros_row_min =
-            r->zeros_row_min < 0 ? zeros : (zeros < r->zeros_row_min ? zeros : r->zeros_row_min);
+        if (r->zeros_row_min < 0 || zeros < r->zeros_row_min)
+            r->zeros_row_min = zeros;
         r->zeros_row_max = zeros > r->zeros_row_max ? zeros : r->zeros_row_max;
     } else {
         r->min_err_other = fmin(r->min_err_other, err);
