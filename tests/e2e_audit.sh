@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# e2e_audit: `pftnet audit` on bundles real nodes wrote. A GMM chain a -> b on the bundled example data
-# (samples = 60, about 9 rows per class; cov = diag, K = 10) at min_rows = 1 and 5, and an exact-statistics
-# pair (cov = tied). Checks: at min_rows = 1 a's bundle has components standing for one row whose means lie
-# on an own row (ratio ~ 0) and the text names them; at min_rows = 5 none stands for fewer than 5 rows; the
-# membership signal (own vs held-out log-likelihood) is reported with its difference; a statistics bundle is
-# audited per part (kind "stats", one component per class standing for its count); exit codes: 1 for an
-# unreadable bundle or features that are not a matrix, 2 for bad usage, 0 for --help.
+# e2e_audit: `pftnet audit` on bundles real nodes wrote, on the bundled example data (samples = 60, about 9
+# rows per class). GMM chain a -> b (cov = diag, K = 10) at min_rows = 1 and 5: at min_rows = 1 a's bundle
+# has components standing for one row whose means lie on an own row (ratio ~ 0): the nearest-row attack
+# FAILs and the default --fail-on exits 3; at min_rows = 5 none stands for fewer than 5 rows and the
+# nearest-row attack passes; the likelihood AUC is reported. Exact statistics, a 3-node chain a -> b -> c
+# with cov = tied (dense shared scatter): a's bundle FAILs loudly (subspace accuracy 1 against c's rows,
+# every own row in the span, rows recovered by the vertex attack, "*** FAIL" in the text, exact_leak in the
+# JSON); with stats_rank = 32 the subspace and vertex attacks PASS (no subspace, attack not applicable) and
+# --fail-on exact exits 0. A statistics bundle is also audited per part (one component per class standing
+# for its count). Exit codes: 3 for a verdict reaching --fail-on, 1 for an unreadable bundle or features
+# that are not a matrix, 2 for bad usage (also a bad --fail-on), 0 for --help and --fail-on never.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
 
@@ -37,6 +41,8 @@ GMM="cov = diag; k = 10; max_iter = 20; em_draws = 2; head_draws = 1;"
 launch m1 "$GMM min_rows = 1;" "a -> b;"
 launch m5 "$GMM min_rows = 5;" "a -> b;"
 launch tied "cov = tied; min_rows = 1;" "a -> b;"
+launch c3t "cov = tied;" "a -> b -> c;"
+launch c3q "cov = tied; stats_rank = 32;" "a -> b -> c;"
 
 # run NAME EXPECTED_CODE ARGS...: runs pftnet audit ARGS into W/NAME.out and W/NAME.err
 run() {
@@ -57,31 +63,70 @@ $2" "$W/$1.out" || fail "$1: JSON check failed: $2"
 }
 own() { echo --features "$W/$1/a/data/train_x.npy" --labels "$W/$1/a/data/train_y.npy"; }
 held() { echo --holdout-features "$W/$1/a/data/test_x.npy" --holdout-labels "$W/$1/a/data/test_y.npy"; }
+other() { echo --holdout-features "$W/$1/$2/data/train_x.npy" --holdout-labels "$W/$1/$2/data/train_y.npy"; }
 
 # shellcheck disable=SC2046
 {
-    run m1_text 0 "$W/m1/a/bundle.pftb" $(own m1) $(held m1)
-    run m1_json 0 "$W/m1/a/bundle.pftb" $(own m1) $(held m1) --json
-    run m5_json 0 "$W/m5/a/bundle.pftb" $(own m5) $(held m5) --json
-    run tied_json 0 "$W/tied/a/bundle.pftb" $(own tied) --json
-    run tied_text 0 "$W/tied/a/bundle.pftb" $(own tied)
+    run m1_text 3 "$W/m1/a/bundle.pftb" $(own m1) $(held m1)
+    run m1_json 3 "$W/m1/a/bundle.pftb" $(own m1) $(held m1) --json
+    run m1_never 0 "$W/m1/a/bundle.pftb" $(own m1) --fail-on never
+    run m5_json 0 "$W/m5/a/bundle.pftb" $(own m5) $(held m5) --json --fail-on never
+    run tied_json 3 "$W/tied/a/bundle.pftb" $(own tied) --json --lp 20
+    run tied_text 3 "$W/tied/a/bundle.pftb" $(own tied) --lp 20
+    run c3t_text 3 "$W/c3t/a/bundle.pftb" $(own c3t) $(other c3t c) --lp 100
+    run c3t_json 3 "$W/c3t/a/bundle.pftb" $(own c3t) $(other c3t c) --lp 100 --json
+    run c3t_exact 3 "$W/c3t/a/bundle.pftb" $(own c3t) $(other c3t c) --lp 10 --fail-on exact
+    run c3q_json 0 "$W/c3q/a/bundle.pftb" $(own c3q) $(other c3q c) --json --fail-on exact
+    run c3q_text 0 "$W/c3q/a/bundle.pftb" $(own c3q) $(other c3q c) --fail-on exact
 }
 has m1_text '^bundle .*producer a, GMMs, d 1280'
 has m1_text '^components [0-9]+: [1-9][0-9]* stand for fewer than 1.5 rows'
-has m1_text '^membership: mean log-likelihood of own rows .*, held-out rows .*, difference'
+has m1_text '^nearest row: FAIL: [0-9]+ means, [1-9][0-9]* are rows'
+has m1_text '^likelihood membership: (PASS|WARN|FAIL): AUC [01][.][0-9]+ '
+has m1_text '^verdict: FAIL'
 py m1_json "assert o['kind'] == 'gmm' and o['prep'] == 'l2' and s['one_row'] > 0, s
 assert s['near_row'] >= 1, s  # a one-row component's mean is that row (to fp16)
 r = [x['ratio'] for c in o['classes'] for x in c['components'] if x['rows'] < 1.5]
 assert r and max(r) < 0.1, r
+a = o['attacks']
+assert a['nearest']['verdict'] == 'FAIL' and a['nearest']['means_are_rows'] == s['near_row'], a['nearest']
+assert o['verdict'] == 'FAIL' and o['exact_leak'] is True, o['verdict']
+assert 0.5 <= a['likelihood']['auc'] <= 1 and a['likelihood']['applicable'], a['likelihood']
+assert a['subspace']['parts'][0]['part'] == 'mixtures', a['subspace']
 assert s['ll_diff'] is not None and s['ll_diff'] > 0, s
 assert s['own_rows'] > 0 and s['holdout_rows'] > 0, s"
 py m5_json "assert s['one_row'] == 0 and s['min_rows'] >= 5 * (1 - 2 ** -10), s
 assert all(x['rows'] >= 5 * (1 - 2 ** -10) for c in o['classes'] for x in c['components'])
-assert s['near_row'] == 0, s"
+assert s['near_row'] == 0 and o['attacks']['nearest']['verdict'] != 'FAIL', s"
 py tied_json "assert o['kind'] == 'stats' and s['holdout_rows'] == 0 and s['ll_diff'] is None, s
 c = o['classes'][0]
-assert c['part'] == 0 and c['k'] == 1 and c['components'][0]['rows'] == c['n'] and c['own_rows'] == c['n'], c"
+assert c['part'] == 'a' and c['k'] == 1 and c['components'][0]['rows'] == c['n'] and c['own_rows'] == c['n'], c
+p = o['attacks']['subspace']['parts'][0]
+assert p['proper'] and p['contained'] and p['verdict'] == 'FAIL' and p['accuracy'] is None, p
+assert o['attacks']['likelihood']['applicable'] is False, o['attacks']['likelihood']"
 has tied_text 'exact statistics'
+has tied_text 'every member row lies in the span'
+# the dense exact release of a 3-node chain's first node: membership decided and rows recovered
+has c3t_text '^subspace membership: FAIL'
+has c3t_text '^vertex \(LP\) reconstruction: FAIL'
+has c3t_text '[1-9][0-9]* rows RECOVERED'
+has c3t_text '^\*\*\* FAIL: a row can be recovered'
+py c3t_json "a = o['attacks']
+p = a['subspace']['parts'][0]
+assert p['proper'] and p['dim'] < p['d'] and p['dim'] == p['member_rows'], p  # N - C + C dimensions
+assert p['accuracy'] >= 0.9 and p['member_residual_max'] < 1e-4 < p['holdout_residual_min'], p
+v = a['vertex']['parts'][0]
+assert v['applicable'] and v['programs'] + v['programs_failed'] == 100 and v['rows_recovered'] >= 1, v
+assert v['max_error'] < 1.5e-3 and v['rowlike_rows'] <= v['rowlike'], v
+assert o['verdict'] == 'FAIL' and o['exact_leak'] is True"
+# the rank-32 + diagonal release: no subspace, nothing to enumerate
+has c3q_text 'no subspace \(largest eigenvalue gap'
+has c3q_text '^vertex \(LP\) reconstruction: PASS'
+py c3q_json "a = o['attacks']
+p = a['subspace']['parts'][0]
+assert o['shared_rank'] == 32 and not p['proper'] and p['gap'] < 1e4 and p['verdict'] == 'PASS', p
+assert a['subspace']['verdict'] == 'PASS' and a['vertex']['verdict'] == 'PASS', a
+assert a['vertex']['parts'][0]['applicable'] is False and o['exact_leak'] is False, a['vertex']"
 
 # exit codes
 run missing 1 "$W/none.pftb" $(own m1)
@@ -89,6 +134,8 @@ run notmatrix 1 "$W/m1/a/bundle.pftb" --features "$W/m1/a/data/train_y.npy" --la
 run nolabels 2 "$W/m1/a/bundle.pftb" --features "$W/m1/a/data/train_x.npy"
 run halfheld 2 "$W/m1/a/bundle.pftb" $(own m1) --holdout-features "$W/m1/a/data/test_x.npy"
 run badprep 2 "$W/m1/a/bundle.pftb" $(own m1) --prep cube
+run badfailon 2 "$W/m1/a/bundle.pftb" $(own m1) --fail-on pass
+run badlp 2 "$W/m1/a/bundle.pftb" $(own m1) --lp 0
 run help 0 --help
 has help 'usage: pftnet audit BUNDLE'
 [ $FAILED = 0 ] && echo "e2e_audit: all checks passed"

@@ -1,24 +1,18 @@
 /* cmd_audit: `pftnet audit BUNDLE --features X.npy --labels Y.npy [--holdout-features H.npy --holdout-labels
- * HY.npy] [--prep P] [--json]`: what a bundle reveals about the rows it was fitted on.
+ * HY.npy] [--prep P] [--lp N] [--seed S] [--fail-on fail|warn|never] [--json]`: attacks a bundle with the
+ * rows it was fitted on and reports each attack's verdict (the attacks: node/audit/pft_audit.h; how to read
+ * them: docs/SECURITY.md §9).
  *
- * Per class and released component (a GMM component, or one class of a statistics part):
- * - rows: the rows it stands for, count × weight (statistics: the class count);
- * - ratio: the distance from its mean to the nearest own row of the class, over the typical distance
- *   between own rows (the median nearest-neighbour distance within the class). A ratio ≪ 1 means the mean
- *   is essentially one row: what a component standing for one row gives away;
- * - membership: the mean log-likelihood of own rows of the class under the released class model against that
- *   of held-out rows of the class (optional), and their difference (per row). A large positive difference
- *   says the model fits its training rows much better than fresh ones: it remembers them.
- * Statistics are audited as the Gaussian they define (mean, scatter / n + 1e-6 I; tied: the shared scatter /
- * N). Exit 0; 1 if a file cannot be read or does not match the bundle (dimension); 2 on bad usage. */
+ * The CLI: options, files, printing (text or JSON). Exit 0 when the overall verdict is below --fail-on; 3
+ * when it reaches it (default: FAIL); 1 if a file cannot be read or does not match the bundle, or an attack
+ * fails to run; 2 on bad usage. */
 #include "pft_alloc.h"
+#include "pft_audit.h"
 #include "pft_bundle.h"
 #include "pft_cli.h"
 #include "pft_cmd.h"
 #include "pft_error.h"
 #include "pft_fsio.h"
-#include "pft_gmm.h"
-#include "pft_gstat.h"
 #include "pft_npy.h"
 #include "pft_prep.h"
 
@@ -27,10 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-#define AUDIT_NN_MAX 2000    /* rows of a class used for the typical nearest-neighbour distance */
-#define AUDIT_REG 1e-6       /* added to the diagonal of a statistics Gaussian */
-#define AUDIT_NEAR_RATIO 0.1 /* summary: a mean nearer than this many typical distances "is a row" */
+#define AUDIT_EXIT_VERDICT 3 /* the verdict reached --fail-on */
 
 /* Rows of one file pair, preprocessed. */
 typedef struct {
@@ -38,14 +31,6 @@ typedef struct {
     int32_t *y;
     int n, d;
 } rows_t;
-
-/* What the audit counts over the whole bundle. */
-typedef struct {
-    int components, one_row, near_row;
-    double min_rows;
-    double ll_own, ll_held; /* sums over rows */
-    long n_own, n_held;
-} summary_t;
 
 static void rows_free(rows_t *r)
 {
@@ -75,275 +60,239 @@ static int rows_load(const char *xp, const char *yp, pft_prep_t prep, rows_t *r)
     return 0;
 }
 
-/* The rows of class c (a new buffer, *m rows; NULL with *m = 0 when there are none or out of memory). */
-static float *gather(const rows_t *r, int c, int *m)
+static double jnum(const json_t *o, const char *key)
 {
-    *m = 0;
-    for (int i = 0; i < r->n; i++)
-        *m += r->y[i] == c;
-    float *x = *m ? pft_alloc_array((size_t)*m * (size_t)r->d, sizeof *x) : NULL;
-    if (!x) {
-        *m = 0;
-        return NULL;
-    }
-    for (int i = 0, j = 0; i < r->n; i++)
-        if (r->y[i] == c)
-            memcpy(x + (size_t)j++ * r->d, r->x + (size_t)i * r->d, (size_t)r->d * sizeof *x);
-    return x;
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static double dist2_fd(const float *a, const double *b, int d)
+static const char *jstr(const json_t *o, const char *key)
 {
-    double s = 0;
-    for (int j = 0; j < d; j++) {
-        double t = (double)a[j] - b[j];
-        s += t * t;
-    }
-    return s;
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "-";
 }
 
-static double dist2_ff(const float *a, const float *b, int d)
+/* The per-class table (one row per class and part). */
+static void print_classes(const json_t *classes)
 {
-    double s = 0;
-    for (int j = 0; j < d; j++) {
-        double t = (double)a[j] - (double)b[j];
-        s += t * t;
-    }
-    return s;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median over (at most AUDIT_NN_MAX) rows of the distance to the nearest other row; NaN with < 2 rows. */
-static double typical_nn(const float *x, int m, int d)
-{
-    int n = m < AUDIT_NN_MAX ? m : AUDIT_NN_MAX;
-    if (n < 2)
-        return NAN;
-    double *nn = pft_alloc_array((size_t)n, sizeof *nn);
-    if (!nn)
-        return NAN;
-    for (int i = 0; i < n; i++) {
-        nn[i] = INFINITY;
-        for (int j = 0; j < n; j++)
-            if (j != i)
-                nn[i] = fmin(nn[i], dist2_ff(x + (size_t)i * d, x + (size_t)j * d, d));
-    }
-    qsort(nn, (size_t)n, sizeof *nn, cmp_double);
-    double med = n % 2 ? nn[n / 2] : 0.5 * (nn[n / 2 - 1] + nn[n / 2]);
-    pft_free(nn);
-    return sqrt(med);
-}
-
-/* Distance from mu to the nearest of the m rows; NaN without rows. */
-static double nearest(const float *x, int m, int d, const double *mu)
-{
-    double best = INFINITY;
-    for (int i = 0; i < m; i++)
-        best = fmin(best, dist2_fd(x + (size_t)i * d, mu, d));
-    return m ? sqrt(best) : NAN;
-}
-
-/* Sum of log p(x_i) over the rows under g into *sum; 0 or an error. */
-static int ll_sum(const pft_gmm_t *g, const float *x, int m, double *sum)
-{
-    *sum = 0;
-    if (!m)
-        return 0;
-    double avg;
-    int rc = pft_gmm_score(g, x, m, &avg);
-    if (rc == 0)
-        *sum = avg * m;
-    return rc;
-}
-
-/* The Gaussian of class i of statistics st: mean, covariance scatter / n (tied: shared scatter / N) plus
- * AUDIT_REG on the diagonal. NULL on failure (message set). */
-static pft_gmm_t *stats_gaussian(const pft_gstat_t *st, int i)
-{
-    int d = pft_gstat_dim(st);
-    size_t dd = (size_t)d * d;
-    int tied = pft_gstat_kind(st) == PFT_GSTAT_TIED;
-    const double *S = tied ? pft_gstat_tied_scatter(st) : pft_gstat_scatter(st, i);
-    double div = tied ? (double)pft_gstat_total(st) : (double)pft_gstat_count(st, i), one = 1.0;
-    double *cov = pft_alloc_array(dd, sizeof *cov);
-    pft_gmm_t *g = pft_gmm_new(1, d, PFT_COV_FULL);
-    if (!cov || !g || !S) {
-        pft_free(cov);
-        pft_gmm_destroy(&g);
-        pft_err(PFT_ENOMEM, "out of memory for a %d x %d covariance", d, d);
-        return NULL;
-    }
-    for (size_t k = 0; k < dd; k++)
-        cov[k] = S[k] / div;
-    for (int j = 0; j < d; j++)
-        cov[(size_t)j * d + j] += AUDIT_REG;
-    if (pft_gmm_set_params(g, &one, pft_gstat_mean(st, i), cov))
-        pft_gmm_destroy(&g);
-    pft_free(cov);
-    return g;
-}
-
-/* Audits one released class model g (count n) of label c: one JSON entry (part: the statistics part, -1
- * for a mixture), summary updated. Returns 0 or an error code. */
-static int audit_class(const pft_gmm_t *g, int c, double n, int part, const rows_t *own, const rows_t *held,
-                       json_t *classes, summary_t *s)
-{
-    int d = own->d, m = 0, mh = 0, rc = 0;
-    float *xo = gather(own, c, &m), *xh = held->x ? gather(held, c, &mh) : NULL;
-    double nn = typical_nn(xo, m, d), llo = 0, llh = 0;
-    json_t *comps = json_array();
-    for (int k = 0; k < pft_gmm_k(g); k++) {
-        const double *mu = pft_gmm_means(g) + (size_t)k * d;
-        double rows = n * pft_gmm_weights(g)[k], dist = nearest(xo, m, d, mu), ratio = dist / nn;
-        s->components++;
-        s->one_row += rows < 1.5;
-        s->near_row += ratio < AUDIT_NEAR_RATIO;
-        s->min_rows = fmin(s->min_rows, rows);
-        json_array_append_new(comps,
-                              json_pack("{s:f,s:f,s:o,s:o}", "weight", pft_gmm_weights(g)[k], "rows", rows,
-                                        "nearest_row", isnan(dist) ? json_null() : json_real(dist), "ratio",
-                                        isfinite(ratio) ? json_real(ratio) : json_null()));
-    }
-    if ((rc = ll_sum(g, xo, m, &llo)) == 0)
-        rc = ll_sum(g, xh, mh, &llh);
-    s->ll_own += llo;
-    s->ll_held += llh;
-    s->n_own += m;
-    s->n_held += mh;
-    json_t *e = json_pack("{s:i,s:f,s:i,s:i,s:o,s:o,s:i}", "label", c, "n", n, "k", pft_gmm_k(g), "own_rows",
-                          m, "nn_typical", isnan(nn) ? json_null() : json_real(nn), "components", comps,
-                          "holdout_rows", mh);
-    if (part >= 0)
-        json_object_set_new(e, "part", json_integer(part));
-    json_object_set_new(e, "ll_own", m ? json_real(llo / m) : json_null());
-    json_object_set_new(e, "ll_holdout", mh ? json_real(llh / mh) : json_null());
-    json_object_set_new(e, "ll_diff", m && mh ? json_real(llo / m - llh / mh) : json_null());
-    json_array_append_new(classes, e);
-    pft_free(xo);
-    pft_free(xh);
-    return rc;
-}
-
-/* Every class of the bundle, into classes and s. */
-static int audit_bundle(const pft_bundle_t *b, const rows_t *own, const rows_t *held, json_t *classes,
-                        summary_t *s)
-{
-    int rc = 0;
-    if (!pft_bundle_is_stats(b)) {
-        for (int ci = 0; rc == 0 && ci < pft_bundle_n_classes(b); ci++)
-            rc = audit_class(pft_bundle_class_gmm(b, ci), pft_bundle_class_label(b, ci),
-                             (double)pft_bundle_class_count(b, ci), -1, own, held, classes, s);
-        return rc;
-    }
-    for (int p = 0; rc == 0 && p < pft_bundle_n_parts(b); p++) {
-        const pft_gstat_t *st = pft_bundle_part_stats(b, p);
-        for (int i = 0; rc == 0 && i < pft_gstat_n_classes(st); i++) {
-            pft_gmm_t *g = stats_gaussian(st, i);
-            rc = g ? audit_class(g, pft_gstat_label(st, i), (double)pft_gstat_count(st, i), p, own, held,
-                                 classes, s)
-                   : PFT_ENUMERIC;
-            pft_gmm_destroy(&g);
-        }
-    }
-    return rc;
-}
-
-static void print_text(const char *path, const pft_bundle_t *b, const json_t *classes, const summary_t *s,
-                       int has_held)
-{
-    int stats = pft_bundle_is_stats(b);
-    printf("bundle %s: producer %s, %s, d %d\n", path, pft_bundle_producer(b),
-           stats ? "exact statistics" : "GMMs", pft_bundle_dim(b));
-    printf("%5s %4s %9s %4s %9s %9s %9s %7s %11s %11s %9s\n", "class", "part", "n", "K", "min_rows",
+    printf("%5s %-8s %7s %4s %9s %7s %9s %7s %11s %11s %11s\n", "class", "part", "n", "K", "min_rows",
            "one_row", "nn_typ", "min_rat", "ll_own", "ll_held", "ll_diff");
-    size_t i;
-    json_t *e;
+    size_t i, k;
+    json_t *e, *c;
     json_array_foreach(classes, i, e)
     {
-        json_t *comps = json_object_get(e, "components"), *c;
-        size_t k;
+        json_t *comps = json_object_get(e, "components");
         double mr = INFINITY, mrat = INFINITY;
         int one = 0;
         json_array_foreach(comps, k, c)
         {
-            double r = json_number_value(json_object_get(c, "rows"));
-            mr = fmin(mr, r);
-            one += r < 1.5;
-            json_t *rat = json_object_get(c, "ratio");
-            if (json_is_number(rat))
-                mrat = fmin(mrat, json_number_value(rat));
+            mr = fmin(mr, jnum(c, "rows"));
+            one += jnum(c, "rows") < 1.5;
+            if (!isnan(jnum(c, "ratio")))
+                mrat = fmin(mrat, jnum(c, "ratio"));
         }
-        json_t *part = json_object_get(e, "part");
-        char ps[16] = "-";
-        if (part)
-            snprintf(ps, sizeof ps, "%d", (int)json_integer_value(part));
-        printf("%5d %4s %9.0f %4d %9.2f %9d %9.4f %7.3f",
-               (int)json_integer_value(json_object_get(e, "label")), ps,
-               json_number_value(json_object_get(e, "n")), (int)json_array_size(comps), mr, one,
-               json_number_value(json_object_get(e, "nn_typical")), mrat);
+        printf("%5d %-8.8s %7.0f %4d %9.2f %7d %9.4f %7.3f", (int)jnum(e, "label"), jstr(e, "part"),
+               jnum(e, "n"), (int)json_array_size(comps), mr, one, jnum(e, "nn_typical"), mrat);
         const char *keys[3] = {"ll_own", "ll_holdout", "ll_diff"};
-        for (int j = 0; j < 3; j++) {
-            json_t *v = json_object_get(e, keys[j]);
-            if (json_is_number(v))
-                printf(" %11.2f", json_number_value(v));
-            else
-                printf(" %11s", "-");
-        }
+        for (int j = 0; j < 3; j++)
+            isnan(jnum(e, keys[j])) ? printf(" %11s", "-") : printf(" %11.2f", jnum(e, keys[j]));
         printf("\n");
     }
-    printf("components %d: %d stand for fewer than 1.5 rows; smallest stands for %.2f rows; %d means lie "
-           "within %.1f of the typical row spacing of an own row\n",
-           s->components, s->one_row, s->min_rows, s->near_row, AUDIT_NEAR_RATIO);
-    if (s->n_own)
-        printf("membership: mean log-likelihood of own rows %.2f", s->ll_own / (double)s->n_own);
-    if (has_held && s->n_held)
-        printf(", held-out rows %.2f, difference %.2f per row", s->ll_held / (double)s->n_held,
-               s->ll_own / (double)s->n_own - s->ll_held / (double)s->n_held);
-    printf("\n");
 }
 
-static json_t *summary_json(const char *path, const pft_bundle_t *b, json_t *classes, const summary_t *s,
-                            const char *prep)
+/* The subspace attack, one line per part. */
+static void print_subspace(const json_t *a)
 {
-    json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s,s:o}", "bundle", path, "producer", pft_bundle_producer(b),
-                          "kind", pft_bundle_is_stats(b) ? "stats" : "gmm", "d", pft_bundle_dim(b), "prep",
-                          prep, "classes", classes);
-    json_t *sum = json_pack("{s:i,s:i,s:i,s:f,s:I,s:I}", "components", s->components, "one_row", s->one_row,
-                            "near_row", s->near_row, "near_ratio", AUDIT_NEAR_RATIO, "own_rows",
-                            (json_int_t)s->n_own, "holdout_rows", (json_int_t)s->n_held);
-    if (!o || !sum) {
-        json_decref(o);
-        json_decref(sum);
-        return NULL;
+    size_t i;
+    json_t *p;
+    printf("subspace membership: %s\n", jstr(a, "verdict"));
+    json_array_foreach(json_object_get(a, "parts"), i, p)
+    {
+        printf("  part %s: ", jstr(p, "part"));
+        if (!json_is_true(json_object_get(p, "proper"))) {
+            printf(
+                "no subspace (largest eigenvalue gap %.3g < %.0e: the released scatter has full rank); %s\n",
+                jnum(p, "gap"), jnum(a, "gap_min"), jstr(p, "verdict"));
+            continue;
+        }
+        printf("span of dimension %d of %d (rank %d above a gap of %.3g, tail %.2e)", (int)jnum(p, "dim"),
+               (int)jnum(p, "d"), (int)jnum(p, "rank"), jnum(p, "gap"), jnum(p, "tail"));
+        printf("; member residuals %.3g..%.3g (%d rows)", jnum(p, "member_residual_min"),
+               jnum(p, "member_residual_max"), (int)jnum(p, "member_rows"));
+        if (jnum(p, "holdout_rows") > 0)
+            printf(", held-out %.3g..%.3g (%d rows); best threshold accuracy %.3f",
+                   jnum(p, "holdout_residual_min"), jnum(p, "holdout_residual_max"),
+                   (int)jnum(p, "holdout_rows"), jnum(p, "accuracy"));
+        printf("; %s%s\n", jstr(p, "verdict"),
+               json_is_true(json_object_get(p, "contained")) ? " (every member row lies in the span)" : "");
     }
-    json_object_set_new(sum, "min_rows", s->components ? json_real(s->min_rows) : json_null());
-    double lo = s->n_own ? s->ll_own / (double)s->n_own : NAN,
-           lh = s->n_held ? s->ll_held / (double)s->n_held : NAN;
-    json_object_set_new(sum, "ll_own", isnan(lo) ? json_null() : json_real(lo));
-    json_object_set_new(sum, "ll_holdout", isnan(lh) ? json_null() : json_real(lh));
-    json_object_set_new(sum, "ll_diff", isnan(lo - lh) ? json_null() : json_real(lo - lh));
-    json_object_set_new(o, "summary", sum);
-    return o;
+}
+
+/* The vertex attack, one line per part. */
+static void print_vertex(const json_t *a)
+{
+    size_t i;
+    json_t *p;
+    printf("vertex (LP) reconstruction: %s\n", jstr(a, "verdict"));
+    json_array_foreach(json_object_get(a, "parts"), i, p)
+    {
+        printf("  part %s: ", jstr(p, "part"));
+        if (!json_is_true(json_object_get(p, "applicable"))) {
+            printf("not applicable: %s; %s\n", jstr(p, "reason"), jstr(p, "verdict"));
+            continue;
+        }
+        printf(
+            "%d programs (%d failed), %d distinct vertices, %d rows RECOVERED, %d of them exactly (max error "
+            "%.2g); ",
+            (int)jnum(p, "programs"), (int)jnum(p, "programs_failed"), (int)jnum(p, "vertices"),
+            (int)jnum(p, "rows_recovered"), (int)jnum(p, "rows_exact"), jnum(p, "max_error"));
+        printf("%d vertices look like rows (>= %d zeros), %d of them are; zeros: ", (int)jnum(p, "rowlike"),
+               (int)jnum(p, "rowlike_zeros"), (int)jnum(p, "rowlike_rows"));
+        jnum(p, "zeros_row_min") >= 0
+            ? printf("rows %d..%d", (int)jnum(p, "zeros_row_min"), (int)jnum(p, "zeros_row_max"))
+            : printf("no row");
+        jnum(p, "zeros_other_max") >= 0 ? printf(", others <= %d", (int)jnum(p, "zeros_other_max"))
+                                        : printf(", no other vertex");
+        printf("; %s\n", jstr(p, "verdict"));
+    }
+}
+
+static void print_text(const char *path, const json_t *o)
+{
+    const json_t *s = json_object_get(o, "summary"), *a = json_object_get(o, "attacks");
+    const json_t *n = json_object_get(a, "nearest"), *l = json_object_get(a, "likelihood");
+    printf("bundle %s: producer %s, %s, d %d\n", path, jstr(o, "producer"),
+           strcmp(jstr(o, "kind"), "stats") ? "GMMs" : "exact statistics", (int)jnum(o, "d"));
+    print_classes(json_object_get(o, "classes"));
+    printf("components %d: %d stand for fewer than 1.5 rows; smallest stands for %.2f rows\n",
+           (int)jnum(s, "components"), (int)jnum(s, "one_row"), jnum(s, "min_rows"));
+    print_subspace(json_object_get(a, "subspace"));
+    print_vertex(json_object_get(a, "vertex"));
+    printf(
+        "nearest row: %s: %d means, %d are rows (ratio < %.1f), %d near one (< %.1f); smallest ratio %.3f\n",
+        jstr(n, "verdict"), (int)jnum(n, "means"), (int)jnum(n, "means_are_rows"), jnum(n, "fail_below"),
+        (int)jnum(n, "means_near_rows"), jnum(n, "warn_below"), jnum(n, "min_ratio"));
+    printf("likelihood membership: %s: ", jstr(l, "verdict"));
+    if (json_is_true(json_object_get(l, "applicable")))
+        printf("AUC %.3f (%d own vs %d held-out rows; mean log-likelihood %.2f vs %.2f)\n", jnum(l, "auc"),
+               (int)jnum(l, "own_rows"), (int)jnum(l, "holdout_rows"), jnum(s, "ll_own"),
+               jnum(s, "ll_holdout"));
+    else
+        printf("not measured: %s\n", jstr(l, "reason"));
+    if (json_is_true(json_object_get(o, "exact_leak")))
+        printf("*** FAIL: a row can be recovered from this bundle or its membership decided exactly ***\n");
+    printf("verdict: %s\n", jstr(o, "verdict"));
+}
+
+#define FAIL_ON_EXACT (-1) /* --fail-on exact: only an exact leak (exact_leak in the JSON) */
+
+/* --fail-on: the verdict from which the exit status is AUDIT_EXIT_VERDICT (never: PFT_VERDICT_FAIL + 1;
+ * exact: FAIL_ON_EXACT). 0, or 2 after printing why. */
+static int parse_fail_on(const char *s, int *level)
+{
+    pft_verdict_t v;
+    if (strcasecmp(s, "never") == 0 || strcasecmp(s, "exact") == 0) {
+        *level = strcasecmp(s, "never") == 0 ? PFT_VERDICT_FAIL + 1 : FAIL_ON_EXACT;
+        return 0;
+    }
+    if (pft_verdict_parse(s, &v) || v == PFT_VERDICT_PASS) {
+        fprintf(stderr, "pftnet audit: --fail-on: '%s' is not warn, fail, exact or never\n", s);
+        return 2;
+    }
+    *level = (int)v;
+    return 0;
+}
+
+/* Prints o as JSON or text; 0, or 1 out of memory. */
+static int report(const char *path, json_t *o, const char *prep, int json)
+{
+    json_object_set_new(o, "bundle", json_string(path));
+    json_object_set_new(o, "prep", json_string(prep));
+    if (!json) {
+        print_text(path, o);
+        return 0;
+    }
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
+    if (!text) {
+        fprintf(stderr, "pftnet audit: out of memory\n");
+        return 1;
+    }
+    printf("%s\n", text);
+    free(text);
+    return 0;
+}
+
+/* What the command was given: files, prep, attack options, output and exit policy. */
+typedef struct {
+    const char *bundle, *fx, *fy, *hx, *hy, *prep_name;
+    pft_prep_t prep;
+    pft_audit_opts_t ao;
+    int json, level;
+} audit_args_t;
+
+/* Reads the bundle and the rows, runs the attacks, prints; the exit status. */
+static int audit_files(const audit_args_t *g)
+{
+    pft_bundle_limits_t lim;
+    pft_bundle_limits_default(&lim);
+    uint8_t *msg = NULL;
+    size_t len = 0;
+    pft_bundle_t *b = NULL;
+    rows_t own = {0}, held = {0};
+    json_t *o = NULL;
+    pft_verdict_t v = PFT_VERDICT_PASS;
+    int code = 1;
+    if (pft_fsio_read(g->bundle, lim.max_bytes, &msg, &len) || pft_bundle_decode(msg, len, &lim, &b)) {
+        fprintf(stderr, "pftnet audit: %s: %s\n", g->bundle, pft_errmsg());
+        goto done;
+    }
+    if (rows_load(g->fx, g->fy, g->prep, &own) || (g->hx && rows_load(g->hx, g->hy, g->prep, &held)))
+        goto done;
+    if (own.d != pft_bundle_dim(b) || (g->hx && held.d != own.d)) {
+        fprintf(stderr, "pftnet audit: the bundle has d = %d; %s has %d columns%s\n", pft_bundle_dim(b),
+                g->fx, own.d, g->hx && held.d != own.d ? " and the held-out rows another number" : "");
+        goto done;
+    }
+    pft_audit_rows_t ro = {own.x, own.y, own.n, own.d}, rh = {held.x, held.y, held.n, own.d};
+    if (pft_audit_run(b, &ro, &rh, &g->ao, &o, &v)) {
+        fprintf(stderr, "pftnet audit: %s\n", pft_errmsg());
+        goto done;
+    }
+    code = report(g->bundle, o, g->prep_name, g->json);
+    if (code == 0 &&
+        (g->level == FAIL_ON_EXACT ? json_is_true(json_object_get(o, "exact_leak")) : (int)v >= g->level))
+        code = AUDIT_EXIT_VERDICT;
+done:
+    json_decref(o);
+    rows_free(&own);
+    rows_free(&held);
+    pft_bundle_destroy(&b);
+    pft_free(msg);
+    return code;
 }
 
 int pft_cmd_audit(int argc, char **argv)
 {
-    const char *fx = NULL, *fy = NULL, *hx = NULL, *hy = NULL, *prep_name = NULL;
-    int json = 0;
+    const char *fx = NULL, *fy = NULL, *hx = NULL, *hy = NULL, *prep_name = NULL, *fail_on = NULL;
+    int json = 0, level = PFT_VERDICT_FAIL;
+    pft_audit_opts_t ao;
+    pft_audit_opts_default(&ao);
     const pft_opt_t opts[] = {
         {"features", PFT_OPT_STRING, &fx, NULL, 0, -1, 1, "X.npy",
          "the rows the bundle was fitted on (own rows)"},
         {"labels", PFT_OPT_STRING, &fy, NULL, 0, -1, 1, "Y.npy", "their labels"},
         {"holdout-features", PFT_OPT_STRING, &hx, NULL, 0, -1, 0, "X.npy",
-         "rows of the same distribution the bundle did not see (membership signal)"},
+         "rows of the same distribution the bundle did not see (e.g. another node's): the non-members"},
         {"holdout-labels", PFT_OPT_STRING, &hy, NULL, 0, -1, 0, "Y.npy", "their labels"},
         {"prep", PFT_OPT_STRING, &prep_name, "l2", 0, -1, 0, "P",
          "the run's feature preprocessing, applied to both: none, l2, sqrt-l2"},
+        {"lp", PFT_OPT_INT, &ao.n_lp, "400", 1, 1000000, 0, "N",
+         "linear programs of the vertex attack per part (coordinates maximised in a random order)"},
+        {"seed", PFT_OPT_U64, &ao.seed, "1", 0, -1, 0, "S", "seed of that order"},
+        {"ridge", PFT_OPT_DOUBLE, &ao.ridge, "0.001", 0, 1e6, 0, "R",
+         "likelihood of statistics: R x tr(C)/d added to the diagonal of each class covariance C"},
+        {"fail-on", PFT_OPT_STRING, &fail_on, "fail", 0, -1, 0, "V",
+         "exit 3 when the overall verdict reaches V (warn, fail), on an exact leak only (exact), or never"},
         {"json", PFT_OPT_FLAG, &json, NULL, 0, -1, 0, NULL, "print one JSON object on stdout"},
         {0},
     };
@@ -353,13 +302,24 @@ int pft_cmd_audit(int argc, char **argv)
         .min_pos = 1,
         .max_pos = 1,
         .summary =
-            "What a bundle reveals about the rows it was fitted on. Per class and released component: the\n"
-            "rows it stands for (count x weight; statistics: the class count), the distance from its mean "
-            "to\n"
-            "the nearest own row over the typical nearest-neighbour distance between own rows (ratio; << 1:\n"
-            "the mean is essentially a row), and the mean log-likelihood of own rows vs held-out rows under\n"
-            "the released model (membership signal; their difference). See docs/USAGE.md \"pftnet audit\".\n"
-            "Exit 0; 1 if a file cannot be read or does not match the bundle; 2 on bad usage.",
+            "Attacks a bundle with the rows it was fitted on and gives each attack a verdict (PASS, WARN,\n"
+            "FAIL; docs/SECURITY.md section 9 has the thresholds):\n"
+            "  subspace membership  per part: a row's residual against span(released scatter cut at its\n"
+            "                       largest eigenvalue gap, class means); the best threshold's balanced\n"
+            "                       accuracy own vs held-out rows (FAIL >= 0.9, WARN > 0.6); without\n"
+            "                       held-out rows FAIL when every own row lies in the span;\n"
+            "  vertex (LP)          --lp linear programs over {x in that span, x >= 0, sum x = d}: FAIL when "
+            "a\n"
+            "                       vertex is an own row (cosine >= 1 - 1e-6); each program maximises one\n"
+            "                       coordinate;\n"
+            "  nearest row          each released mean's distance to its nearest own row over the typical\n"
+            "                       spacing of own rows (FAIL < 0.1: the mean is a row, WARN < 0.3);\n"
+            "  likelihood           AUC of own vs held-out rows' log-likelihood under the released class\n"
+            "                       models (FAIL >= 0.9, WARN >= 0.6).\n"
+            "The overall verdict is the worst; an exact leak is a FAIL of the first three (a row recovered,\n"
+            "membership decided by the span). Exit 0 when the verdict is below --fail-on, 3 when it reaches "
+            "it;\n"
+            "1 if a file cannot be read or does not match the bundle; 2 on bad usage.",
         .opts = opts,
     };
     const char *pos[1] = {NULL};
@@ -371,52 +331,12 @@ int pft_cmd_audit(int argc, char **argv)
         fprintf(stderr, "pftnet audit: --prep: %s\n", pft_errmsg());
         return 2;
     }
+    if (parse_fail_on(fail_on, &level))
+        return 2;
     if (!hx != !hy) {
         fprintf(stderr, "pftnet audit: --holdout-features and --holdout-labels go together\n");
         return 2;
     }
-    pft_bundle_limits_t lim;
-    pft_bundle_limits_default(&lim);
-    uint8_t *msg = NULL;
-    size_t len = 0;
-    pft_bundle_t *b = NULL;
-    rows_t own = {0}, held = {0};
-    json_t *classes = json_array();
-    summary_t s = {.min_rows = INFINITY};
-    int code = 1;
-    if (pft_fsio_read(pos[0], lim.max_bytes, &msg, &len) || pft_bundle_decode(msg, len, &lim, &b)) {
-        fprintf(stderr, "pftnet audit: %s: %s\n", pos[0], pft_errmsg());
-        goto done;
-    }
-    if (rows_load(fx, fy, prep, &own) || (hx && rows_load(hx, hy, prep, &held)))
-        goto done;
-    if (own.d != pft_bundle_dim(b) || (hx && held.d != own.d)) {
-        fprintf(stderr, "pftnet audit: the bundle has d = %d; %s has %d columns%s\n", pft_bundle_dim(b), fx,
-                own.d, hx && held.d != own.d ? " and the held-out rows another number" : "");
-        goto done;
-    }
-    if (audit_bundle(b, &own, &held, classes, &s)) {
-        fprintf(stderr, "pftnet audit: %s\n", pft_errmsg());
-        goto done;
-    }
-    code = 0;
-    if (json) {
-        json_t *o = summary_json(pos[0], b, json_incref(classes), &s, prep_name);
-        char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8)) : NULL;
-        if (text)
-            printf("%s\n", text);
-        else
-            fprintf(stderr, "pftnet audit: out of memory\n"), code = 1;
-        free(text);
-        json_decref(o);
-    } else {
-        print_text(pos[0], b, classes, &s, hx != NULL);
-    }
-done:
-    json_decref(classes);
-    rows_free(&own);
-    rows_free(&held);
-    pft_bundle_destroy(&b);
-    pft_free(msg);
-    return code;
+    audit_args_t g = {pos[0], fx, fy, hx, hy, prep_name, prep, ao, json, level};
+    return audit_files(&g);
 }
