@@ -96,8 +96,10 @@ typedef struct {
     pft_transport_on_ack_fn on_ack;         /* told of every acknowledged send as its ACK is read [NULL] */
     void *on_ack_ctx;                       /* its ctx [NULL] */
     /* Flow control (receiver side): bodies granted at a time [2], and their total bytes [64 MiB] (one body
-     * is always granted, whatever its size); a granted body that has not come after grant_timeout_ms plus
-     * 1 ms per 50 kB of it frees its grant [10000]. */
+     * is always granted, whatever its size). A grant whose body has not come within 1 s (its sender busy,
+     * not polling) stops counting against max_grants, so a slow sender does not stall the others; grants
+     * never exceed 4 * max_grants nor grant_bytes. A granted body that has not come after grant_timeout_ms
+     * plus 1 ms per 50 kB of it frees its grant [10000]. */
     int max_grants;
     int64_t grant_bytes;
     int grant_timeout_ms;

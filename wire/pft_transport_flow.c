@@ -75,11 +75,22 @@ static void remove_grant(pft_transport_t *self, int g)
     self->grants[g] = self->grants[--self->n_grants];
 }
 
-/* A grant of size bytes fits now: none outstanding, or below both limits. */
+/* A grant of size bytes fits now: none outstanding, or below both limits. Grants idle for GRANT_IDLE_MS
+ * (their sender, busy computing, has not read SEND yet) stop counting against max_grants, so one slow sender
+ * does not stall the queue; they still hold their bytes, and all grants together stay under GRANT_OVERCOMMIT
+ * times max_grants. */
 static int can_grant(const pft_transport_t *self, uint64_t size)
 {
-    return self->n_grants == 0 || (self->n_grants < self->opts.max_grants &&
-                                   self->granted_bytes + size <= (uint64_t)self->opts.grant_bytes);
+    if (self->n_grants == 0)
+        return 1;
+    if (self->n_grants >= GRANT_OVERCOMMIT * self->opts.max_grants ||
+        self->granted_bytes + size > (uint64_t)self->opts.grant_bytes)
+        return 0;
+    int64_t now = pft_transport_now_ms();
+    int active = 0;
+    for (int g = 0; g < self->n_grants; g++)
+        active += now - self->grants[g].since < GRANT_IDLE_MS;
+    return active < self->opts.max_grants;
 }
 
 /* Sends SEND for o and records the grant; 0, or -1 if the sender's connection is gone. */
@@ -219,7 +230,7 @@ void pft_transport__flow_cancel(pft_transport_t *self, const uint8_t *ident, siz
 
 void pft_transport__flow_expire(pft_transport_t *self, int64_t now)
 {
-    int freed = 0;
+    int freed = self->n_waiting > 0; /* a grant may have gone idle: the queue's head may fit now */
     for (int g = 0; g < self->n_grants;) {
         const offer_t *o = &self->grants[g];
         if (now < o->expires) {
@@ -266,7 +277,10 @@ int64_t pft_transport__flow_next_timer(const pft_transport_t *self, int64_t now)
 {
     int64_t best = -1;
     for (int g = 0; g < self->n_grants; g++) {
-        int64_t dt = self->grants[g].expires > now ? self->grants[g].expires - now : 0;
+        int64_t t = self->grants[g].expires;
+        if (self->n_waiting > 0 && now - self->grants[g].since < GRANT_IDLE_MS)
+            t = self->grants[g].since + GRANT_IDLE_MS; /* when it goes idle and may let the next one in */
+        int64_t dt = t > now ? t - now : 0;
         if (best < 0 || dt < best)
             best = dt;
     }

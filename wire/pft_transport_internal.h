@@ -27,6 +27,8 @@
 #define MAX_IDENT 255           /* bytes of a ROUTER routing id (libzmq's limit) */
 #define MAX_WAITING 4096        /* offers queued for a grant; beyond that WAIT without a place in the queue */
 #define SVC_MS_INITIAL 500      /* assumed time per granted body before one was measured */
+#define GRANT_IDLE_MS 1000      /* a grant whose body has not come after this long lets the next one in */
+#define GRANT_OVERCOMMIT 4      /* ... but grants stay at most this many times opts.max_grants */
 #define MAX_REPLY 4096          /* outbound sockets never read more than this from a peer */
 #define MAX_PER_POLL 256        /* inbound messages handled per poll, so replies are not starved */
 #define SIZE_BYTES_PER_MS 50000 /* assumed throughput for the size-based first retry delay */
@@ -67,10 +69,11 @@ typedef struct {
     size_t len;
     int64_t deadline, next_attempt;
     int interval, base_interval, max_interval;
-    int attempts;  /* transmissions of any kind (offers and bodies) */
-    int offers;    /* offers transmitted */
-    int bodies;    /* body transmissions */
-    int body_sent; /* the body went after the last grant; offers since only ask for the ACK */
+    int attempts;      /* transmissions of any kind (offers and bodies) */
+    int offers;        /* offers transmitted */
+    int bodies;        /* body transmissions */
+    int body_sent;     /* the body went after the last grant; offers since only ask for the ACK */
+    int grant_pending; /* granted, but libzmq did not take the body yet: the timer tries it again */
     pft_send_state_t state;
     int rc;
     char reason[PFT_TRANSPORT_MAX_REASON + 1];

@@ -245,6 +245,8 @@ static void run_reconnects(pft_transport_t *self, int64_t now)
     }
 }
 
+static void on_send(pft_transport_t *self, send_t *s, int64_t now);
+
 /* Due transmissions and expiries. */
 void pft_transport__run_timers(pft_transport_t *self)
 {
@@ -267,6 +269,10 @@ void pft_transport__run_timers(pft_transport_t *self)
         }
         if (now < s->next_attempt)
             continue;
+        if (s->grant_pending) { /* granted, but the body could not be handed to libzmq then */
+            on_send(self, s, now);
+            continue;
+        }
         if (transmit_offer(self, s)) {
             s->next_attempt = now + s->interval;
             s->interval = s->interval > s->max_interval / 2 ? s->max_interval : 2 * s->interval;
@@ -310,17 +316,19 @@ static int is_transient(int code)
     return code == PFT_ENOMEM || code == PFT_EIO || code == PFT_EINTR || code == PFT_ETIMEOUT;
 }
 
-/* A grant for s: the body goes now, once; then offers only ask for the ACK, less often. */
+/* A grant for s: the body goes now, once; then offers only ask for the ACK, less often. If libzmq cannot take
+ * the body now (its queue full of our offers), it is tried again every 10 ms: the grant stands meanwhile and
+ * the receiver answers later offers with WAIT. */
 static void on_send(pft_transport_t *self, send_t *s, int64_t now)
 {
-    self->stats.grants_received++;
     if (!transmit_body(self, s)) {
-        s->next_attempt =
-            now; /* not taken now: offer again (the receiver grants again once it sees it gone) */
+        s->grant_pending = 1; /* not taken now (HWM): the timer tries the body again, soon */
+        s->next_attempt = now + 10;
         return;
     }
+    s->grant_pending = 0;
     s->body_sent = 1;
-    s->interval = s->base_interval > 1000 ? s->base_interval : 1000;
+    s->interval = 2 * s->base_interval > 2000 ? 2 * s->base_interval : 2000;
     s->next_attempt = now + s->interval;
 }
 
@@ -347,6 +355,7 @@ static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[
             if (self->opts.on_ack)
                 self->opts.on_ack(self->opts.on_ack_ctx, i);
         } else if (type == T_SEND) {
+            self->stats.grants_received++;
             on_send(self, s, now);
             return; /* one body per grant, even if the same bytes are queued twice for this peer */
         } else if (type == T_WAIT) {
@@ -354,7 +363,7 @@ static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[
             s->next_attempt = now + wait_ms;
         } else if (is_transient(code)) {
             pft_transport__copy_text(s->reason, sizeof s->reason, reason);
-            s->body_sent = 0;
+            s->body_sent = s->grant_pending = 0;
             s->next_attempt = now + s->interval;
             s->interval = s->interval > s->max_interval / 2 ? s->max_interval : 2 * s->interval;
         } else {
