@@ -403,8 +403,10 @@ void pft_transport__handle_replies(pft_transport_t *self, int pi)
         } else if (type == T_WAIT && n == 2 && extra == WAIT_LEN) {
             const uint8_t *b = zmq_msg_data(&parts[1]);
             uint32_t ms = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-            if (ms > (uint32_t)self->opts.retry_max_ms) /* a hint, bounded by ours */
+            if (ms > (uint32_t)self->opts.retry_max_ms) /* a hint, bounded by ours (never a busy loop) */
                 ms = (uint32_t)self->opts.retry_max_ms;
+            if (ms < (uint32_t)self->opts.retry_initial_ms)
+                ms = (uint32_t)self->opts.retry_initial_ms;
             on_reply(self, pi, T_WAIT, id, 0, "", ms);
         } else if (type == T_NACK && n == 2 && extra >= 4 && extra <= 4 + PFT_TRANSPORT_MAX_REASON) {
             char reason[PFT_TRANSPORT_MAX_REASON + 1];
