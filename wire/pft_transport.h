@@ -227,6 +227,8 @@ typedef struct {
     uint64_t oversize;        /* offers refused as larger than max_msg_size (NACK before any body) */
     uint64_t disconnects;     /* inbound connections that closed (failed handshakes included) */
     int max_in_flight;        /* most bodies granted at once */
+    uint64_t ack_probes;      /* PROBEs (offers sent after the body) of an accepted id, ACKed again: a sender
+                                 asking for an ACK it has not read yet (not counted in received/duplicates) */
 } pft_transport_stats_t;
 
 void pft_transport_stats(const pft_transport_t *self, pft_transport_stats_t *stats);

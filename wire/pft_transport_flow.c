@@ -140,9 +140,15 @@ static void refuse_offer(pft_transport_t *self, const uint8_t *ident, size_t ide
 }
 
 void pft_transport__flow_offer(pft_transport_t *self, const uint8_t *ident, size_t ident_len,
-                               const uint8_t id[PFT_TRANSPORT_ID_LEN], uint64_t size, int fd)
+                               const uint8_t id[PFT_TRANSPORT_ID_LEN], uint64_t size, int fd, int probe)
 {
     self->stats.offers_received++;
+    if (probe && pft_transport__is_accepted(self, id)) {
+        /* the sender of that body asks for its ACK again (slow to come, or lost): not a duplicate */
+        self->stats.ack_probes++;
+        (void)pft_transport__reply(self, ident, ident_len, HDR_VERSION, T_ACK, id, NULL, 0);
+        return;
+    }
     if (pft_transport__is_accepted(self, id)) { /* HAVE: stored before, no body needed */
         pft_transport__reack(self, ident, ident_len, id);
         return;

@@ -187,13 +187,13 @@ static void finish(pft_transport_t *self, send_t *s, pft_send_state_t state, int
         self->stats.failed++;
 }
 
-/* One offer of s: [header 'O', body size]; 1 if it went out, 0 if libzmq could not take it now (no
- * connection: ZMQ_IMMEDIATE; or the HWM). */
+/* One offer of s: [header 'O', body size], or 'P' once the body went (a probe for the ACK); 1 if it went out,
+ * 0 if libzmq could not take it now (no connection: ZMQ_IMMEDIATE; or the HWM). */
 static int transmit_offer(pft_transport_t *self, send_t *s)
 {
     void *sock = self->peers[s->peer].sock;
     uint8_t hdr[HDR_LEN], size[OFFER_LEN];
-    pft_transport__make_header(hdr, T_OFFER, s->id);
+    pft_transport__make_header(hdr, s->body_sent ? T_PROBE : T_OFFER, s->id);
     for (int i = 0; i < OFFER_LEN; i++)
         size[i] = (uint8_t)((uint64_t)s->len >> (56 - 8 * i));
     if (zmq_send(sock, hdr, HDR_LEN, ZMQ_SNDMORE | ZMQ_DONTWAIT) != HDR_LEN)
