@@ -105,12 +105,12 @@ static void test_fan_in(void)
     pft_transport_stats(r, &rs);
     printf("  %d senders, %.1f MB payload in %.1f s: body bytes %.1f MB (%.3fx), %llu bodies, %llu retries, "
            "%llu offers (%llu bytes), receiver: %llu grants, %llu WAIT, max %d in flight, %llu duplicates, "
-           "%llu ACK "
-           "probes\n",
+           "%llu ACK probes\n",
            N_SENDERS, payload / 1e6, (pft_transport_now_ms() - t0) / 1000.0, bytes / 1e6,
            (double)bytes / payload, (unsigned long long)bodies, (unsigned long long)retries,
            (unsigned long long)offers, (unsigned long long)offer_bytes, (unsigned long long)rs.grants,
-           (unsigned long long)rs.busy_replies, rs.max_in_flight, (unsigned long long)rs.duplicates);
+           (unsigned long long)rs.busy_replies, rs.max_in_flight, (unsigned long long)rs.duplicates,
+           (unsigned long long)rs.ack_probes);
     CHECK(acked == N_SENDERS && sink.calls == N_SENDERS && rs.accepted == N_SENDERS);
     CHECK_MSG(bytes <= payload + payload / 10, "%llu body bytes on the wire for %llu of payload",
               (unsigned long long)bytes, (unsigned long long)payload);
