@@ -222,6 +222,7 @@ static void test_grant_withdrawn(void)
     pft_transport_stats(a, &as);
     pft_transport_stats(r, &rs);
     CHECK(as.transmissions == 0 && rs.grants == 2 && rs.grants_expired == 0 && sink.calls == 1);
+    CHECK_MSG(rs.grants_cancelled == 1, "%llu grants cancelled", (unsigned long long)rs.grants_cancelled);
     pft_free(ma);
     pft_free(mb);
     pft_transport_destroy(&a);

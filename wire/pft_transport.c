@@ -81,7 +81,8 @@ static int check_opts(const pft_transport_opts_t *o)
     }
     if (o->max_msg_size < 1 || o->rcvhwm < 1 || o->sndhwm < 1 || o->linger_ms < 0 ||
         o->retry_initial_ms < 1 || o->retry_max_ms < o->retry_initial_ms || o->reconnect_ivl_ms < 1 ||
-        o->max_remembered < 1 || o->max_grants < 1 || o->grant_bytes < 1 || o->grant_timeout_ms < 1)
+        o->max_remembered < 1 || o->max_grants < 1 || o->max_grants > 1024 || o->grant_bytes < 1 ||
+        o->grant_timeout_ms < 1)
         return pft_err(
             PFT_EINVAL,
             "transport: option out of range (sizes, high-water marks, delays, grants must be >= 1, "

@@ -100,7 +100,7 @@ typedef struct {
      * not polling) stops counting against max_grants, so a slow sender does not stall the others; grants
      * never exceed 4 * max_grants nor grant_bytes. A granted body that has not come after grant_timeout_ms
      * plus 1 ms per 50 kB of it frees its grant [10000]. */
-    int max_grants;
+    int max_grants; /* 1..1024 */
     int64_t grant_bytes;
     int grant_timeout_ms;
 } pft_transport_opts_t;
@@ -218,17 +218,18 @@ typedef struct {
     uint64_t grants_received; /* SEND replies read for a pending send */
     uint64_t busy_received;   /* WAIT replies read for a pending send */
     /* flow control, receiver side */
-    uint64_t offers_received; /* well-formed inbound offers */
-    uint64_t grants;          /* SEND replies sent (bodies granted) */
-    uint64_t busy_replies;    /* WAIT replies sent */
-    uint64_t grants_expired;  /* grants freed because their body did not come in time */
-    uint64_t grants_lost;     /* grants freed because their connection closed first (a sender that stopped,
-                                 or a body over max_msg_size + CURVE's allowance that libzmq dropped) */
-    uint64_t oversize;        /* offers refused as larger than max_msg_size (NACK before any body) */
-    uint64_t disconnects;     /* inbound connections that closed (failed handshakes included) */
-    int max_in_flight;        /* most bodies granted at once */
-    uint64_t ack_probes;      /* PROBEs (offers sent after the body) of an accepted id, ACKed again: a sender
-                                 asking for an ACK it has not read yet (not counted in received/duplicates) */
+    uint64_t offers_received;  /* well-formed inbound offers */
+    uint64_t grants;           /* SEND replies sent (bodies granted) */
+    uint64_t busy_replies;     /* WAIT replies sent */
+    uint64_t grants_expired;   /* grants freed because their body did not come in time */
+    uint64_t grants_cancelled; /* grants freed by the sender's CANCEL (its send had ended) */
+    uint64_t grants_lost;      /* grants freed because their connection closed first (a sender that stopped,
+                                  or a body over max_msg_size + CURVE's allowance that libzmq dropped) */
+    uint64_t oversize;         /* offers refused as larger than max_msg_size (NACK before any body) */
+    uint64_t disconnects;      /* inbound connections that closed (failed handshakes included) */
+    int max_in_flight;         /* most bodies granted at once */
+    uint64_t ack_probes;       /* PROBEs (offers sent after the body) of an accepted id, ACKed again: a sender
+                                  asking for an ACK it has not read yet (not counted in received/duplicates) */
 } pft_transport_stats_t;
 
 void pft_transport_stats(const pft_transport_t *self, pft_transport_stats_t *stats);

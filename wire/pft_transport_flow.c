@@ -19,7 +19,8 @@
 
 int pft_transport__flow_init(pft_transport_t *self)
 {
-    self->grants = pft_calloc((size_t)self->opts.max_grants, sizeof *self->grants);
+    /* idle grants let others in: up to GRANT_OVERCOMMIT * max_grants at once (can_grant) */
+    self->grants = pft_calloc((size_t)GRANT_OVERCOMMIT * (size_t)self->opts.max_grants, sizeof *self->grants);
     self->waiting = self->grants ? pft_calloc(MAX_WAITING, sizeof *self->waiting) : NULL;
     self->svc_ms = SVC_MS_INITIAL;
     return self->waiting ? 0 : pft_err(PFT_ENOMEM, "transport: out of memory");
@@ -226,8 +227,10 @@ void pft_transport__flow_cancel(pft_transport_t *self, const uint8_t *ident, siz
                                 const uint8_t id[PFT_TRANSPORT_ID_LEN])
 {
     int g = find_grant(self, ident, ident_len, id);
-    if (g >= 0)
+    if (g >= 0) {
         remove_grant(self, g);
+        self->stats.grants_cancelled++;
+    }
     int k = find_waiting(self, ident, ident_len, id);
     if (k >= 0)
         remove_waiting(self, k);
