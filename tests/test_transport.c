@@ -273,7 +273,10 @@ static void test_oversized(void)
     ro.on_refusal = on_refusal;
     ro.on_refusal_ctx = &ref;
     pft_transport_t *r = pft_transport_new(ANY, &ro, on_message, &sink);
-    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    pft_transport_opts_t so;
+    pft_transport_opts_default(&so);
+    so.eager_bytes = 0; /* (a body up to eager_bytes goes with its offer: see test_oversized_eager) */
+    pft_transport_t *s = pft_transport_new(ANY, &so, NULL, NULL);
     CHECK(pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
     uint8_t *big, *small;
     size_t blen, slen;
@@ -304,6 +307,35 @@ static void test_oversized(void)
     pft_transport_destroy(&s2);
     pft_free(big);
     pft_free(small);
+    pft_transport_destroy(&s);
+    pft_transport_destroy(&r);
+}
+
+/* A body small enough to go with its offer (eager) but over the receiver's limit: the offer is refused with
+ * the reason all the same (libzmq drops the body that follows, with the connection), the receiver unharmed.
+ */
+static void test_oversized_eager(void)
+{
+    sink_t sink = {0};
+    pft_transport_opts_t ro;
+    pft_transport_opts_default(&ro);
+    ro.max_msg_size = 64 * 1024;
+    pft_transport_t *r = pft_transport_new(ANY, &ro, on_message, &sink);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(r && s && pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
+    uint8_t *big;
+    size_t blen;
+    message(18, 200 * 1024, &big, &blen);
+    int h = pft_transport_send(s, "r", big, blen, NULL, pft_transport_now_ms() + 8000);
+    CHECK(pump(r, s, s, h, 8000) == PFT_SEND_REJECTED);
+    int rc = 0;
+    const char *reason = NULL;
+    pft_transport_send_state(s, h, &rc, &reason);
+    CHECK_MSG(rc == PFT_ERANGE && strstr(reason, "too large"), "rc %d reason '%s'", rc, reason);
+    pft_transport_stats_t rs;
+    pft_transport_stats(r, &rs);
+    CHECK(rs.oversize >= 1 && sink.calls == 0 && rs.bytes_received == 0);
+    pft_free(big);
     pft_transport_destroy(&s);
     pft_transport_destroy(&r);
 }
@@ -527,6 +559,7 @@ int main(void)
     RUN(test_duplicates);
     RUN(test_nack_reason);
     RUN(test_oversized);
+    RUN(test_oversized_eager);
     RUN(test_oversized_body_counted);
     RUN(test_deadline);
     RUN(test_malformed_frames);

@@ -130,8 +130,11 @@ static void test_fan_in(void)
 static void test_duplicate_by_callback(void)
 {
     sink_t sink = {.rc = PFT_TRANSPORT_DUPLICATE};
+    pft_transport_opts_t so;
+    pft_transport_opts_default(&so);
+    so.eager_bytes = 0; /* every body waits for its grant (so the second send shows the body is not sent) */
     pft_transport_t *r = pft_transport_new(ANY, NULL, on_message, &sink);
-    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    pft_transport_t *s = pft_transport_new(ANY, &so, NULL, NULL);
     CHECK(r && s && pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
     uint8_t *msg;
     size_t len;
@@ -182,8 +185,11 @@ static void test_grant_withdrawn(void)
     ro.max_grants = 1;
     ro.grant_timeout_ms = 20000;
     pft_transport_t *r = pft_transport_new(ANY, &ro, on_message, &sink);
-    pft_transport_t *a = pft_transport_new(ANY, NULL, NULL, NULL);
-    pft_transport_t *b = pft_transport_new(ANY, NULL, NULL, NULL);
+    pft_transport_opts_t so;
+    pft_transport_opts_default(&so);
+    so.eager_bytes = 0; /* small bodies would go with their offer, without a grant */
+    pft_transport_t *a = pft_transport_new(ANY, &so, NULL, NULL);
+    pft_transport_t *b = pft_transport_new(ANY, &so, NULL, NULL);
     CHECK(r && a && b);
     CHECK(pft_transport_add_peer(a, "r", pft_transport_endpoint(r), NULL) == 0);
     CHECK(pft_transport_add_peer(b, "r", pft_transport_endpoint(r), NULL) == 0);
@@ -230,10 +236,45 @@ static void test_grant_withdrawn(void)
     pft_transport_destroy(&r);
 }
 
+/* A body of at most eager_bytes goes with its first offer, without a grant: one offer, one body, no SEND; a
+ * larger one waits for its grant. */
+static void test_eager_small_body(void)
+{
+    sink_t sink = {0};
+    pft_transport_t *r = pft_transport_new(ANY, NULL, on_message, &sink);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(r && s && pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
+    uint8_t *small, *big;
+    size_t ls, lb;
+    message(31, 400 << 10, &small, &ls);
+    message(32, 600 << 10, &big, &lb);
+    int hs = pft_transport_send(s, "r", small, ls, NULL, pft_transport_now_ms() + 5000);
+    int hb = pft_transport_send(s, "r", big, lb, NULL, pft_transport_now_ms() + 5000);
+    for (int64_t end = pft_transport_now_ms() + 5000;
+         pft_transport_now_ms() < end && pft_transport_pending(s);) {
+        pft_transport_poll(r, 5);
+        pft_transport_poll(s, 5);
+    }
+    CHECK(pft_transport_send_state(s, hs, NULL, NULL) == PFT_SEND_ACKED);
+    CHECK(pft_transport_send_state(s, hb, NULL, NULL) == PFT_SEND_ACKED);
+    pft_transport_stats_t ss, rs;
+    pft_transport_stats(s, &ss);
+    pft_transport_stats(r, &rs);
+    CHECK_MSG(ss.transmissions == 2 && ss.bytes_sent == ls + lb && ss.grants_received == 1 && rs.grants == 1,
+              "bodies %llu, grants %llu", (unsigned long long)ss.transmissions,
+              (unsigned long long)rs.grants);
+    CHECK(sink.calls == 2 && rs.accepted == 2 && rs.duplicates == 0);
+    pft_free(small);
+    pft_free(big);
+    pft_transport_destroy(&s);
+    pft_transport_destroy(&r);
+}
+
 int main(void)
 {
     RUN(test_fan_in);
     RUN(test_duplicate_by_callback);
     RUN(test_grant_withdrawn);
+    RUN(test_eager_small_body);
     return pft_test_done();
 }

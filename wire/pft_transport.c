@@ -28,6 +28,7 @@ void pft_transport_opts_default(pft_transport_opts_t *opts)
     opts->max_grants = 2;
     opts->grant_bytes = (int64_t)64 << 20;
     opts->grant_timeout_ms = 10000;
+    opts->eager_bytes = 512 << 10;
 }
 
 int64_t pft_transport_now_ms(void)
@@ -82,7 +83,7 @@ static int check_opts(const pft_transport_opts_t *o)
     if (o->max_msg_size < 1 || o->rcvhwm < 1 || o->sndhwm < 1 || o->linger_ms < 0 ||
         o->retry_initial_ms < 1 || o->retry_max_ms < o->retry_initial_ms || o->reconnect_ivl_ms < 1 ||
         o->max_remembered < 1 || o->max_grants < 1 || o->max_grants > 1024 || o->grant_bytes < 1 ||
-        o->grant_timeout_ms < 1)
+        o->grant_timeout_ms < 1 || o->eager_bytes < 0)
         return pft_err(
             PFT_EINVAL,
             "transport: option out of range (sizes, high-water marks, delays, grants must be >= 1, "

@@ -103,6 +103,9 @@ typedef struct {
     int max_grants; /* 1..1024 */
     int64_t grant_bytes;
     int grant_timeout_ms;
+    /* Sender side: a body of at most eager_bytes goes with its first offer, without waiting for a grant (a
+     * round trip to a receiver that may answer late costs more than the body) [512 KiB; 0: always wait] */
+    int64_t eager_bytes;
 } pft_transport_opts_t;
 
 void pft_transport_opts_default(pft_transport_opts_t *opts);

@@ -195,6 +195,21 @@ void pft_transport__flow_offer(pft_transport_t *self, const uint8_t *ident, size
     reply_wait(self, ident, ident_len, id, wait_hint(self, k < 0 ? self->n_waiting : k));
 }
 
+/* A small body sent without a grant: the size is the one thing to refuse before it; the rest is the body's.
+ */
+void pft_transport__flow_eager(pft_transport_t *self, const uint8_t *ident, size_t ident_len,
+                               const uint8_t id[PFT_TRANSPORT_ID_LEN], uint64_t size)
+{
+    self->stats.offers_received++;
+    if (size <= (uint64_t)self->opts.max_msg_size)
+        return;
+    char reason[PFT_TRANSPORT_MAX_REASON + 1];
+    self->stats.oversize++;
+    snprintf(reason, sizeof reason, "transport: too large: %llu bytes > max %lld (max_msg_size)",
+             (unsigned long long)size, (long long)self->opts.max_msg_size);
+    refuse_offer(self, ident, ident_len, id, PFT_ERANGE, reason);
+}
+
 void pft_transport__flow_pump(pft_transport_t *self)
 {
     while (self->n_waiting > 0) {

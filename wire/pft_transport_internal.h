@@ -17,8 +17,8 @@
 #define HDR_LEN (4 + 1 + 1 + PFT_TRANSPORT_ID_LEN)
 #define T_OFFER 'O'  /* sender -> receiver: [header, body size (8 bytes, big endian)] */
 #define T_BUNDLE 'B' /* sender -> receiver: [header, body] (normally after a SEND) */
-#define T_PROBE                                                                                              \
-    'P' /* sender -> receiver: an offer after the body went (only asks for the ACK): same frames */
+#define T_EAGER 'E'  /* sender -> receiver: [header, body size]; the body follows at once (a small one) */
+#define T_PROBE 'P'  /* sender -> receiver: an offer after the body went (only asks for the ACK) */
 #define T_CANCEL 'C' /* sender -> receiver: [header]: a grant for a send that is no longer pending */
 #define T_ACK 'A'    /* receiver -> sender: [header]: stored (a reply to a body, or to an offer: HAVE) */
 #define T_NACK 'N'   /* receiver -> sender: [header, code (int32 big endian) + reason] */
@@ -196,6 +196,10 @@ void pft_transport__flow_free(pft_transport_t *self);
  * now) or WAIT (queued, or its body is on its way). */
 void pft_transport__flow_offer(pft_transport_t *self, const uint8_t *ident, size_t ident_len,
                                const uint8_t id[PFT_TRANSPORT_ID_LEN], uint64_t size, int fd, int probe);
+/* An eager offer (its body follows at once): only a size over max_msg_size is answered (NACK "too large");
+ * the body, when it comes, is handled like any (ACK, NACK, duplicate). */
+void pft_transport__flow_eager(pft_transport_t *self, const uint8_t *ident, size_t ident_len,
+                               const uint8_t id[PFT_TRANSPORT_ID_LEN], uint64_t size);
 /* An inbound connection (socket fd) closed: frees the grants made on it (their bodies will not come: the
  * sender stopped, or libzmq dropped a body over its ZMQ_MAXMSGSIZE with the connection), counted and
  * reported. */

@@ -242,6 +242,8 @@ static void dispatch(pft_transport_t *self, zmq_msg_t *parts, int n)
     size_t ident_len = zmq_msg_size(&parts[0]);
     if (type == T_BUNDLE && n == 3 && zmq_msg_size(&parts[2]) > 0) {
         on_bundle(self, &parts[0], id, &parts[2]);
+    } else if (type == T_EAGER && n == 3 && offer_size(&parts[2]) > 0) {
+        pft_transport__flow_eager(self, ident, ident_len, id, offer_size(&parts[2]));
     } else if ((type == T_OFFER || type == T_PROBE) && n == 3 && offer_size(&parts[2]) > 0) {
         pft_transport__flow_offer(self, ident, ident_len, id, offer_size(&parts[2]), message_fd(&parts[1]),
                                   type == T_PROBE);

@@ -187,13 +187,17 @@ static void finish(pft_transport_t *self, send_t *s, pft_send_state_t state, int
         self->stats.failed++;
 }
 
-/* One offer of s: [header 'O', body size], or 'P' once the body went (a probe for the ACK); 1 if it went out,
- * 0 if libzmq could not take it now (no connection: ZMQ_IMMEDIATE; or the HWM). */
+static int transmit_body(pft_transport_t *self, send_t *s);
+
+/* One offer of s: [header 'O', body size], or 'P' once the body went (a probe for the ACK), or 'E' followed
+ * by the body for a first offer of at most opts.eager_bytes; 1 if it went out, 0 if libzmq could not take it
+ * now (no connection: ZMQ_IMMEDIATE; or the HWM). */
 static int transmit_offer(pft_transport_t *self, send_t *s)
 {
     void *sock = self->peers[s->peer].sock;
     uint8_t hdr[HDR_LEN], size[OFFER_LEN];
-    pft_transport__make_header(hdr, s->body_sent ? T_PROBE : T_OFFER, s->id);
+    int eager = !s->body_sent && s->bodies == 0 && (int64_t)s->len <= self->opts.eager_bytes;
+    pft_transport__make_header(hdr, eager ? T_EAGER : s->body_sent ? T_PROBE : T_OFFER, s->id);
     for (int i = 0; i < OFFER_LEN; i++)
         size[i] = (uint8_t)((uint64_t)s->len >> (56 - 8 * i));
     if (zmq_send(sock, hdr, HDR_LEN, ZMQ_SNDMORE | ZMQ_DONTWAIT) != HDR_LEN)
@@ -203,6 +207,8 @@ static int transmit_offer(pft_transport_t *self, send_t *s)
     s->offers++;
     self->stats.offers++;
     self->stats.offer_bytes += HDR_LEN + OFFER_LEN;
+    if (eager && transmit_body(self, s))
+        s->body_sent = 1; /* repeats are probes; the receiver grants again only if the body never came */
     return 1;
 }
 
