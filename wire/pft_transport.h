@@ -17,6 +17,7 @@
  * the id matches the body (id function), hands it to the callback and replies ACK (stored) or NACK(code,
  * reason). Until then the sender repeats only its offer (a few dozen bytes) with backoff, or when WAIT said;
  * a receiver that is computing and not polling answers nothing, so senders' retries cost offers, not bodies.
+ * A body of at most opts.eager_bytes goes with its first offer, without waiting for a grant.
  * docs/WIRE.md describes the frames. */
 
 #define PFT_TRANSPORT_ID_LEN 32
