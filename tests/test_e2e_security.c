@@ -306,10 +306,10 @@ static long peak_rss_kb(pid_t pid)
     return kb;
 }
 
-/* One size limit, max_bundle_mb, enforced alike by libzmq and the decoder (issue 15, 2): with max_bundle_mb =
- * 257, a message one byte over 257 MiB is refused by the transport before it is allocated (the node's peak
- * RSS stays far below it), and one just under it reaches the decoder (refused for its junk payload, not its
- * size; a fixed 256 MiB decoder limit refused it for its size). */
+/* One size limit, max_bundle_mb, enforced alike by the transport and the decoder (issue 15, 2): with
+ * max_bundle_mb = 257, a message one byte over 257 MiB is refused at its offer, before any body travels
+ * (NACK "too large"; the node's peak RSS stays far below it), and one just under it reaches the decoder
+ * (refused for its junk payload, not its size; a fixed 256 MiB decoder limit refused it for its size). */
 static void test_one_size_limit(void)
 {
     int pb = pft_e2e_free_port(), mb = 257;
@@ -332,7 +332,15 @@ static void test_one_size_limit(void)
     usleep(1000000);
     long base = peak_rss_kb(pid);
     int h = pft_transport_send(p, "b", over, nover, id_over, pft_transport_now_ms() + 8000);
-    CHECK_MSG(pft_e2e_settle(p, h, 20000) == PFT_SEND_FAILED, "a message over max_bundle_mb was answered");
+    CHECK_MSG(pft_e2e_settle(p, h, 20000) == PFT_SEND_REJECTED,
+              "an offer over max_bundle_mb was not refused");
+    const char *why = NULL;
+    pft_transport_send_state(p, h, NULL, &why);
+    CHECK_MSG(why && strstr(why, "too large"), "over the limit, refused for: %s", why ? why : "?");
+    pft_transport_stats_t ps;
+    pft_transport_stats(p, &ps);
+    CHECK_MSG(ps.bytes_sent == 0, "%llu body bytes sent for a refused offer",
+              (unsigned long long)ps.bytes_sent);
     long after = peak_rss_kb(pid);
     CHECK_MSG(after > 0 && after - base < 64 * 1024, "peak RSS of the node grew from %ld kB to %ld kB", base,
               after);

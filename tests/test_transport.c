@@ -247,27 +247,56 @@ static void test_nack_reason(void)
     pft_transport_destroy(&r);
 }
 
-/* A message beyond the receiver's ZMQ_MAXMSGSIZE never reaches the callback; the next good one does. */
+/* Refusals the transport reports itself (opts.on_refusal). */
+typedef struct {
+    int n[5];
+    char last[PFT_TRANSPORT_MAX_REASON + 64];
+} refusals_t;
+
+static void on_refusal(void *ctx, pft_transport_refusal_t kind, const char *reason)
+{
+    refusals_t *r = ctx;
+    if ((int)kind >= 0 && (int)kind < 5)
+        r->n[kind]++;
+    snprintf(r->last, sizeof r->last, "%s", reason);
+}
+
+/* An offer beyond the receiver's max_msg_size is refused before any body travels (the sender's send is
+ * rejected with the reason, the receiver counts and reports it); the next good one is delivered. */
 static void test_oversized(void)
 {
     sink_t sink = {0};
+    refusals_t ref = {0};
     pft_transport_opts_t ro;
     pft_transport_opts_default(&ro);
     ro.max_msg_size = 64 * 1024;
+    ro.on_refusal = on_refusal;
+    ro.on_refusal_ctx = &ref;
     pft_transport_t *r = pft_transport_new(ANY, &ro, on_message, &sink);
-    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    pft_transport_opts_t so;
+    pft_transport_opts_default(&so);
+    so.eager_bytes = 0; /* (a body up to eager_bytes goes with its offer: see test_oversized_eager) */
+    pft_transport_t *s = pft_transport_new(ANY, &so, NULL, NULL);
     CHECK(pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
     uint8_t *big, *small;
     size_t blen, slen;
     message(6, 200 * 1024, &big, &blen);
     message(7, 100, &small, &slen);
-    int hb = pft_transport_send(s, "r", big, blen, NULL, pft_transport_now_ms() + 1500);
-    CHECK(pump(r, s, s, hb, 4000) == PFT_SEND_FAILED);
+    int hb = pft_transport_send(s, "r", big, blen, NULL, pft_transport_now_ms() + 5000);
+    CHECK(pump(r, s, s, hb, 5000) == PFT_SEND_REJECTED);
     CHECK(sink.calls == 0);
     int rc = 0;
     const char *reason = NULL;
     pft_transport_send_state(s, hb, &rc, &reason);
-    CHECK(rc == PFT_ETIMEOUT && strstr(reason, "deadline") != NULL);
+    char want[128];
+    snprintf(want, sizeof want, "too large: %zu bytes > max %d", blen, 64 * 1024);
+    CHECK_MSG(rc == PFT_ERANGE && strstr(reason, want) != NULL, "rc %d reason '%s'", rc, reason);
+    pft_transport_stats_t ss, rs;
+    pft_transport_stats(s, &ss);
+    pft_transport_stats(r, &rs);
+    CHECK(ss.bytes_sent == 0 && ss.transmissions == 0 && ss.offers >= 1 && ss.rejected_by_peer == 1);
+    CHECK(rs.oversize == 1 && rs.rejected == 1 && rs.received == 1 && rs.bytes_received == 0);
+    CHECK_MSG(ref.n[PFT_REFUSAL_NACK] == 1 && strstr(ref.last, want) != NULL, "refusal '%s'", ref.last);
     int hs = pft_transport_send(s, "r", small, slen, NULL, pft_transport_now_ms() + 5000);
     CHECK(pump(r, s, s, hs, 5000) == PFT_SEND_ACKED);
     CHECK(sink.calls == 1 && sink.last_len == slen);
@@ -279,6 +308,105 @@ static void test_oversized(void)
     pft_free(big);
     pft_free(small);
     pft_transport_destroy(&s);
+    pft_transport_destroy(&r);
+}
+
+/* A body small enough to go with its offer (eager) but over the receiver's limit: the offer is refused with
+ * the reason all the same (libzmq drops the body that follows, with the connection), the receiver unharmed.
+ */
+static void test_oversized_eager(void)
+{
+    sink_t sink = {0};
+    pft_transport_opts_t ro;
+    pft_transport_opts_default(&ro);
+    ro.max_msg_size = 64 * 1024;
+    pft_transport_t *r = pft_transport_new(ANY, &ro, on_message, &sink);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(r && s && pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
+    uint8_t *big;
+    size_t blen;
+    message(18, 200 * 1024, &big, &blen);
+    int h = pft_transport_send(s, "r", big, blen, NULL, pft_transport_now_ms() + 8000);
+    CHECK(pump(r, s, s, h, 8000) == PFT_SEND_REJECTED);
+    int rc = 0;
+    const char *reason = NULL;
+    pft_transport_send_state(s, h, &rc, &reason);
+    CHECK_MSG(rc == PFT_ERANGE && strstr(reason, "too large"), "rc %d reason '%s'", rc, reason);
+    pft_transport_stats_t rs;
+    pft_transport_stats(r, &rs);
+    CHECK(rs.oversize >= 1 && sink.calls == 0 && rs.bytes_received == 0);
+    pft_free(big);
+    pft_transport_destroy(&s);
+    pft_transport_destroy(&r);
+}
+
+/* Waits up to ms for a reply on a raw DEALER, polling the transport; returns its first frame's size or -1. */
+static int raw_reply(pft_transport_t *r, void *d, uint8_t *buf, size_t cap, uint8_t *more, size_t mcap,
+                     int ms)
+{
+    int64_t end = pft_transport_now_ms() + ms;
+    while (pft_transport_now_ms() < end) {
+        pft_transport_poll(r, 20);
+        int n = zmq_recv(d, buf, cap, ZMQ_DONTWAIT);
+        if (n < 0)
+            continue;
+        int m = 0;
+        size_t ml = sizeof m;
+        zmq_getsockopt(d, ZMQ_RCVMORE, &m, &ml);
+        if (m)
+            zmq_recv(d, more, mcap, 0);
+        return n;
+    }
+    return -1;
+}
+
+static void *raw_dealer(void *ctx, const char *ep)
+{
+    void *d = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
+    CHECK(zmq_connect(d, ep) == 0);
+    return d;
+}
+
+/* A sender that offers a small body and then sends one over the receiver's ZMQ_MAXMSGSIZE: libzmq drops it
+ * with the connection, and the transport counts and reports the grant lost with it (no silent drop). */
+static void test_oversized_body_counted(void)
+{
+    sink_t sink = {0};
+    refusals_t ref = {0};
+    pft_transport_opts_t ro;
+    pft_transport_opts_default(&ro);
+    ro.max_msg_size = 64 * 1024;
+    ro.on_refusal = on_refusal;
+    ro.on_refusal_ctx = &ref;
+    pft_transport_t *r = pft_transport_new(ANY, &ro, on_message, &sink);
+    void *ctx = zmq_ctx_new();
+    void *d = raw_dealer(ctx, pft_transport_endpoint(r));
+    uint8_t *big;
+    size_t blen;
+    message(16, 200 * 1024, &big, &blen);
+    uint8_t hdr[38] = {'P', 'F', 'T', 'M', 2, 'O'}, size[8] = {0, 0, 0, 0, 0, 0, 0x10, 0}; /* 4096 bytes */
+    CHECK(pft_bundle_message_id(big, blen, NULL, hdr + 6) == 0);
+    zmq_send(d, hdr, sizeof hdr, ZMQ_SNDMORE);
+    zmq_send(d, size, sizeof size, 0);
+    uint8_t reply[64], more[300];
+    CHECK(raw_reply(r, d, reply, sizeof reply, more, sizeof more, 3000) == 38 && reply[5] == 'S');
+    hdr[5] = 'B';
+    zmq_send(d, hdr, sizeof hdr, ZMQ_SNDMORE);
+    zmq_send(d, big, blen, 0);
+    pft_transport_stats_t rs = {0};
+    for (int64_t end = pft_transport_now_ms() + 3000; pft_transport_now_ms() < end && rs.grants_lost == 0;) {
+        pft_transport_poll(r, 20);
+        pft_transport_stats(r, &rs);
+    }
+    CHECK_MSG(rs.grants_lost == 1 && rs.disconnects >= 1 && ref.n[PFT_REFUSAL_DROPPED] == 1,
+              "grants lost %llu, disconnects %llu", (unsigned long long)rs.grants_lost,
+              (unsigned long long)rs.disconnects);
+    CHECK(strstr(ref.last, "max_msg_size") != NULL && sink.calls == 0 && rs.grants == 1);
+    zmq_close(d);
+    zmq_ctx_term(ctx);
+    pft_free(big);
     pft_transport_destroy(&r);
 }
 
@@ -328,9 +456,9 @@ static void test_malformed_frames(void)
     uint8_t *msg;
     size_t len;
     message(9, 80, &msg, &len);
-    uint8_t hdr[38] = {'P', 'F', 'T', 'M', 1, 'B'};
+    uint8_t hdr[38] = {'P', 'F', 'T', 'M', 2, 'B'};
     CHECK(pft_bundle_message_id(msg, len, NULL, hdr + 6) == 0);
-    for (int i = 0; i < 2; i++) { /* a good message, twice */
+    for (int i = 0; i < 2; i++) { /* a good message, twice (a body without a grant is taken too) */
         zmq_send(d, hdr, sizeof hdr, ZMQ_SNDMORE);
         zmq_send(d, msg, len, 0);
     }
@@ -352,6 +480,49 @@ static void test_malformed_frames(void)
     pft_transport_stats(r, &rs);
     CHECK_MSG(rs.malformed == 3 && rs.duplicates == 1 && rs.accepted == 1, "malformed %llu duplicates %llu",
               (unsigned long long)rs.malformed, (unsigned long long)rs.duplicates);
+    zmq_close(d);
+    zmq_ctx_term(ctx);
+    pft_free(msg);
+    pft_transport_destroy(&r);
+}
+
+/* A peer of protocol version 1 (an older build, which pushes its body unasked) is refused with a NACK in its
+ * own framing that says why; counted and reported, the callback never called, the receiver unharmed. */
+static void test_old_version_refused(void)
+{
+    sink_t sink = {0};
+    refusals_t ref = {0};
+    pft_transport_opts_t ro;
+    pft_transport_opts_default(&ro);
+    ro.on_refusal = on_refusal;
+    ro.on_refusal_ctx = &ref;
+    pft_transport_t *r = pft_transport_new(ANY, &ro, on_message, &sink);
+    void *ctx = zmq_ctx_new();
+    void *d = raw_dealer(ctx, pft_transport_endpoint(r));
+    uint8_t *msg;
+    size_t len;
+    message(17, 80, &msg, &len);
+    uint8_t hdr[38] = {'P', 'F', 'T', 'M', 1, 'B'};
+    CHECK(pft_bundle_message_id(msg, len, NULL, hdr + 6) == 0);
+    zmq_send(d, hdr, sizeof hdr, ZMQ_SNDMORE);
+    zmq_send(d, msg, len, 0);
+    uint8_t reply[64], more[300] = {0};
+    CHECK(raw_reply(r, d, reply, sizeof reply, more, sizeof more - 1, 3000) == 38);
+    CHECK(memcmp(reply, "PFTM", 4) == 0 && reply[4] == 1 && reply[5] == 'N' &&
+          memcmp(reply + 6, hdr + 6, 32) == 0);
+    int32_t code =
+        (int32_t)((uint32_t)more[0] << 24 | (uint32_t)more[1] << 16 | (uint32_t)more[2] << 8 | more[3]);
+    CHECK_MSG(code == PFT_EUNSUPPORTED && strstr((char *)more + 4, "protocol version 1 is not supported"),
+              "code %d reason '%s'", code, (char *)more + 4);
+    pft_transport_stats_t rs;
+    pft_transport_stats(r, &rs);
+    CHECK(rs.malformed == 1 && rs.received == 0 && sink.calls == 0 && ref.n[PFT_REFUSAL_VERSION] == 1);
+    /* the same message in version 2 is delivered on the same connection */
+    hdr[4] = 2;
+    zmq_send(d, hdr, sizeof hdr, ZMQ_SNDMORE);
+    zmq_send(d, msg, len, 0);
+    CHECK(raw_reply(r, d, reply, sizeof reply, more, sizeof more, 3000) == 38 && reply[5] == 'A');
+    CHECK(sink.calls == 1);
     zmq_close(d);
     zmq_ctx_term(ctx);
     pft_free(msg);
@@ -388,8 +559,11 @@ int main(void)
     RUN(test_duplicates);
     RUN(test_nack_reason);
     RUN(test_oversized);
+    RUN(test_oversized_eager);
+    RUN(test_oversized_body_counted);
     RUN(test_deadline);
     RUN(test_malformed_frames);
+    RUN(test_old_version_refused);
     RUN(test_options);
     return pft_test_done();
 }

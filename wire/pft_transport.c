@@ -25,6 +25,10 @@ void pft_transport_opts_default(pft_transport_opts_t *opts)
     opts->reconnect_ivl_ms = 100;
     opts->max_remembered = 4096;
     opts->listen_fd = -1;
+    opts->max_grants = 2;
+    opts->grant_bytes = (int64_t)64 << 20;
+    opts->grant_timeout_ms = 10000;
+    opts->eager_bytes = 512 << 10;
 }
 
 int64_t pft_transport_now_ms(void)
@@ -78,10 +82,12 @@ static int check_opts(const pft_transport_opts_t *o)
     }
     if (o->max_msg_size < 1 || o->rcvhwm < 1 || o->sndhwm < 1 || o->linger_ms < 0 ||
         o->retry_initial_ms < 1 || o->retry_max_ms < o->retry_initial_ms || o->reconnect_ivl_ms < 1 ||
-        o->max_remembered < 1)
-        return pft_err(PFT_EINVAL,
-                       "transport: option out of range (sizes, high-water marks, delays must be >= 1, "
-                       "retry_max_ms >= retry_initial_ms)");
+        o->max_remembered < 1 || o->max_grants < 1 || o->max_grants > 1024 || o->grant_bytes < 1 ||
+        o->grant_timeout_ms < 1 || o->eager_bytes < 0)
+        return pft_err(
+            PFT_EINVAL,
+            "transport: option out of range (sizes, high-water marks, delays, grants must be >= 1, "
+            "retry_max_ms >= retry_initial_ms)");
     return 0;
 }
 
@@ -121,7 +127,8 @@ static int router_options(pft_transport_t *self, const pft_transport_opts_t *opt
         return -1;
     if (self->curve && pft_transport__setup_curve_server(self))
         return -1;
-    if (!(self->router_mon = pft_transport__monitor_new(self, self->router, MON_HS_FAILED)))
+    if (!(self->router_mon =
+              pft_transport__monitor_new(self, self->router, MON_HS_FAILED | ZMQ_EVENT_DISCONNECTED)))
         return -1;
     if (opts->listen_fd >= 0 &&
         pft_transport__setopt_int(self->router, ZMQ_USE_FD, opts->listen_fd, "ZMQ_USE_FD"))
@@ -161,7 +168,7 @@ pft_transport_t *pft_transport_new(const char *endpoint, const pft_transport_opt
         pft_err(PFT_ENOMEM, "transport: out of memory");
         goto fail;
     }
-    if (pft_transport__grow_items(self, 0))
+    if (pft_transport__grow_items(self, 0) || pft_transport__flow_init(self))
         goto fail;
     if (opts->zmq_context) {
         self->ctx = opts->zmq_context;
@@ -225,6 +232,7 @@ void pft_transport_destroy(pft_transport_t **self_p)
     pft_free(self->item_peer);
     pft_free(self->accepted);
     pft_free(self->allowed);
+    pft_transport__flow_free(self);
     sodium_memzero(self, sizeof *self);
     pft_free(self);
     *self_p = NULL;
@@ -288,7 +296,7 @@ int pft_transport_poll(pft_transport_t *self, int timeout_ms)
         if (self->peers[i].mon)
             n_items = add_item(self, n_items, self->peers[i].mon, ITEM_PEER_MON, i);
     }
-    int rc = zmq_poll(self->items, n_items, wait);
+    int rc = zmq_poll(self->items, n_items, wait), drained = 1;
     if (rc < 0) {
         if (zmq_errno() == EINTR)
             return pft_err(PFT_EINTR, "transport: poll interrupted");
@@ -300,7 +308,7 @@ int pft_transport_poll(pft_transport_t *self, int timeout_ms)
         int pi = self->item_peer[i];
         switch (self->item_kind[i]) {
         case ITEM_ROUTER:
-            pft_transport__handle_inbound(self);
+            drained = pft_transport__handle_inbound(self);
             break;
         case ITEM_ZAP:
             pft_transport__handle_zap(self);
@@ -317,6 +325,8 @@ int pft_transport_poll(pft_transport_t *self, int timeout_ms)
         }
     }
     pft_transport__run_timers(self);
+    if (drained) /* a granted body may still wait behind unread offers: expire grants only once all is read */
+        pft_transport__flow_expire(self, pft_transport_now_ms());
     return 0;
 }
 

@@ -9,10 +9,15 @@
  * our own (libzmq runs its I/O thread). One inbound ROUTER socket bound at the node's endpoint; one
  * outbound DEALER per peer, connected at once (peers may start in any order; libzmq reconnects).
  *
- * A hand-off: the sender sends [header("PFTM", 1, 'B', id), body]; the receiver checks the header,
- * re-ACKs an id it has accepted before (without calling the callback), otherwise checks that the id
- * matches the body (id function), hands the body to the callback and replies ACK (callback returned 0)
- * or NACK(code, reason). The sender retransmits with exponential backoff until ACK, NACK or deadline.
+ * A hand-off (protocol version 2, flow-controlled): the sender offers [header("PFTM", 2, 'O', id), body
+ * size]; the receiver answers at once from its poll loop: ACK (that id is stored already: no body),
+ * NACK(code, reason) (too large, no callback), SEND (a grant: at most opts.max_grants bodies,
+ * opts.grant_bytes bytes, are granted at a time) or WAIT(retry after ms) (busy: the offer is queued, and SEND
+ * is pushed when a grant frees). On SEND the body goes, once: [header 'B', body]; the receiver checks that
+ * the id matches the body (id function), hands it to the callback and replies ACK (stored) or NACK(code,
+ * reason). Until then the sender repeats only its offer (a few dozen bytes) with backoff, or when WAIT said;
+ * a receiver that is computing and not polling answers nothing, so senders' retries cost offers, not bodies.
+ * A body of at most opts.eager_bytes goes with its first offer, without waiting for a grant.
  * docs/WIRE.md describes the frames. */
 
 #define PFT_TRANSPORT_ID_LEN 32
@@ -21,23 +26,34 @@
 /* Computes the 32-byte id of a message body; 0 or a negative pft_err_t (message set). */
 typedef int (*pft_transport_id_fn)(const uint8_t *buf, size_t len, uint8_t id[PFT_TRANSPORT_ID_LEN]);
 
+/* What an on_message callback returns when it recognises the message as one it has stored before (e.g. in its
+ * own store after a restart, which the transport's memory of ids does not reach): ACKed, the id remembered,
+ * counted in stats.duplicates (not in accepted). */
+#define PFT_TRANSPORT_DUPLICATE 1
+
 /* Inbound callback: returns 0 when the message was accepted and stored (the transport then ACKs and
- * remembers the id), or a negative pft_err_t with a reason written to reason[reason_len] (NUL-terminated;
+ * remembers the id), PFT_TRANSPORT_DUPLICATE when it was stored before (ACKed the same way, counted as a
+ * duplicate), or a negative pft_err_t with a reason written to reason[reason_len] (NUL-terminated;
  * left empty, pft_strerror(code) is sent). PFT_ENOMEM, PFT_EIO, PFT_EINTR and PFT_ETIMEOUT are
  * transient: the sender keeps retrying; any other code rejects the message for good. The buffer is
- * valid only during the call. */
+ * valid only during the call. Another positive value is a bug: the message is NACKed (PFT_EINVAL). */
 typedef int (*pft_transport_on_message_fn)(void *ctx, const uint8_t *buf, size_t len, char *reason,
                                            size_t reason_len);
 
 /* What an inbound refusal the transport makes on its own (the callback's refusals are the caller's) was. */
 typedef enum {
     PFT_REFUSAL_MALFORMED = 0, /* an inbound message that is not [header 'B', body]: dropped, no reply */
-    PFT_REFUSAL_NACK = 1,      /* a bundle message NACKed before the callback: its id unreadable or not
-                                  matching the header, or no callback */
+    PFT_REFUSAL_NACK = 1,      /* a bundle message or offer NACKed before the callback: its id unreadable or
+                                  not matching the header, offered too large, or no callback */
     PFT_REFUSAL_HANDSHAKE = 2, /* an inbound connection refused: CURVE key not allowed (ZAP), a plain-text
                                   client of a CURVE server (or the reverse), a CURVE crypto error, a
                                   malformed ZAP request, a client that hung up mid-handshake (beyond the
                                   causes reported with it) */
+    PFT_REFUSAL_DROPPED = 3,   /* a granted body that never came: its connection closed first (the sender
+                                  stopped, or sent more than max_msg_size + CURVE's allowance, which libzmq
+                                  drops with the connection) or the grant expired */
+    PFT_REFUSAL_VERSION = 4,   /* a message of another protocol version (another pftnet build): NACKed in
+                                  its own version's framing, PFT_EUNSUPPORTED, counted in malformed */
 } pft_transport_refusal_t;
 
 /* Refusal callback: kind and a printable, NUL-terminated reason (borrowed for the call). Called from inside
@@ -80,6 +96,17 @@ typedef struct {
     void *on_refusal_ctx;                   /* its ctx [NULL] */
     pft_transport_on_ack_fn on_ack;         /* told of every acknowledged send as its ACK is read [NULL] */
     void *on_ack_ctx;                       /* its ctx [NULL] */
+    /* Flow control (receiver side): bodies granted at a time [2], and their total bytes [64 MiB] (one body
+     * is always granted, whatever its size). A grant whose body has not come within 1 s (its sender busy,
+     * not polling) stops counting against max_grants, so a slow sender does not stall the others; grants
+     * never exceed 4 * max_grants nor grant_bytes. A granted body that has not come after grant_timeout_ms
+     * plus 1 ms per 50 kB of it frees its grant [10000]. */
+    int max_grants; /* 1..1024 */
+    int64_t grant_bytes;
+    int grant_timeout_ms;
+    /* Sender side: a body of at most eager_bytes goes with its first offer, without waiting for a grant (a
+     * round trip to a receiver that may answer late costs more than the body) [512 KiB; 0: always wait] */
+    int64_t eager_bytes;
 } pft_transport_opts_t;
 
 void pft_transport_opts_default(pft_transport_opts_t *opts);
@@ -153,8 +180,8 @@ const char *pft_send_state_name(pft_send_state_t state);
  * talking to CURVE).
  * PFT_EINVAL for an unknown handle (returned as the state's int value is never negative). */
 int pft_transport_send_state(const pft_transport_t *self, int handle, int *rc, const char **reason);
-/* Transmissions of a send so far (0: no connection to its peer was ever up while it was pending), or
- * PFT_EINVAL for an unknown handle. */
+/* Transmissions of a send so far, offers and bodies (0: no connection to its peer was ever up while it was
+ * pending), or PFT_EINVAL for an unknown handle. */
 int pft_transport_send_attempts(const pft_transport_t *self, int handle);
 /* Ends a pending send without waiting further: its state becomes PFT_SEND_FAILED with rc PFT_ETIMEOUT and
  * reason (copied); a send no longer pending is left as it is. 0, or PFT_EINVAL for an unknown handle. */
@@ -162,20 +189,23 @@ int pft_transport_cancel(pft_transport_t *self, int handle, const char *reason);
 /* Sends still pending. */
 int pft_transport_pending(const pft_transport_t *self);
 
-/* Counters since new(). Bytes count message bodies only (no frame headers, ACKs or NACKs). */
+/* Counters since new(). Bytes count message bodies only (no frame headers, offers, ACKs or NACKs; offers have
+ * their own counter). A hand-off costs one offer and one body when all goes well. */
 typedef struct {
-    uint64_t bytes_sent;     /* body bytes handed to libzmq, every transmission (retries included) */
+    uint64_t bytes_sent;     /* body bytes handed to libzmq, every body transmission (retries included) */
     uint64_t bytes_received; /* body bytes of every well-formed inbound bundle message (duplicates and
                                 rejected ones included) */
-    uint64_t transmissions;  /* bundle messages handed to libzmq (first tries + retries) */
-    uint64_t retries;        /* transmissions beyond the first of a send */
+    uint64_t transmissions;  /* body transmissions (bundle messages carrying a body) handed to libzmq */
+    uint64_t retries; /* body transmissions beyond the first of a send (offers repeated: not counted) */
     uint64_t acked, rejected_by_peer, failed; /* sends that ended so */
-    uint64_t received;                        /* well-formed inbound bundle messages */
-    uint64_t accepted;                        /* ... that the callback accepted */
-    uint64_t duplicates;                      /* ... re-ACKed without calling the callback */
-    uint64_t rejected;                        /* ... NACKed (callback refused, id mismatch, no callback) */
-    uint64_t malformed;                       /* inbound messages or replies dropped as malformed */
-    uint64_t zap_allowed;                     /* inbound CURVE handshakes admitted (client key allowed) */
+    uint64_t received; /* inbound hand-offs decided: well-formed bundle messages, and offers answered without
+                          a body (ACK: stored before; NACK: too large, no callback) */
+    uint64_t accepted; /* ... that the callback accepted */
+    uint64_t duplicates; /* ... ACKed as stored before: the id remembered (callback not called), or the
+                            callback said PFT_TRANSPORT_DUPLICATE */
+    uint64_t rejected;   /* ... NACKed (callback refused, id mismatch, too large, no callback) */
+    uint64_t malformed; /* inbound messages or replies dropped as malformed, or of another protocol version */
+    uint64_t zap_allowed;       /* inbound CURVE handshakes admitted (client key allowed) */
     uint64_t zap_denied;        /* inbound CURVE handshakes refused: client key not allowed (ZAP 400) */
     uint64_t handshakes_failed; /* inbound handshakes that failed otherwise: security mechanism mismatch (a
                                    plain-text client of a CURVE server or the reverse), a CURVE crypto error
@@ -186,6 +216,24 @@ typedef struct {
         last_ack_ms; /* pft_transport_now_ms() when the last ACK went out (0: none): a node stays reachable a
                         while after it, for a sender that could not read it yet (libzmq drops a reply still
                         unread on a DEALER once the connection closes) to retransmit and be ACKed again */
+    /* flow control, sender side */
+    uint64_t offers;          /* offers handed to libzmq (first ones and repeats) */
+    uint64_t offer_bytes;     /* their bytes, frames included (HDR_LEN + 8 each) */
+    uint64_t grants_received; /* SEND replies read for a pending send */
+    uint64_t busy_received;   /* WAIT replies read for a pending send */
+    /* flow control, receiver side */
+    uint64_t offers_received;  /* well-formed inbound offers */
+    uint64_t grants;           /* SEND replies sent (bodies granted) */
+    uint64_t busy_replies;     /* WAIT replies sent */
+    uint64_t grants_expired;   /* grants freed because their body did not come in time */
+    uint64_t grants_cancelled; /* grants freed by the sender's CANCEL (its send had ended) */
+    uint64_t grants_lost;      /* grants freed because their connection closed first (a sender that stopped,
+                                  or a body over max_msg_size + CURVE's allowance that libzmq dropped) */
+    uint64_t oversize;         /* offers refused as larger than max_msg_size (NACK before any body) */
+    uint64_t disconnects;      /* inbound connections that closed (failed handshakes included) */
+    int max_in_flight;         /* most bodies granted at once */
+    uint64_t ack_probes;       /* PROBEs (offers sent after the body) of an accepted id, ACKed again: a sender
+                                  asking for an ACK it has not read yet (not counted in received/duplicates) */
 } pft_transport_stats_t;
 
 void pft_transport_stats(const pft_transport_t *self, pft_transport_stats_t *stats);

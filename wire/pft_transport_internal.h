@@ -13,11 +13,24 @@
 #include "pft_transport.h"
 
 #define HDR_MAGIC "PFTM"
-#define HDR_VERSION 1
+#define HDR_VERSION 2 /* 1: bodies pushed unasked (before issue 21); 2: offer, grant, then the body */
 #define HDR_LEN (4 + 1 + 1 + PFT_TRANSPORT_ID_LEN)
-#define T_BUNDLE 'B'
-#define T_ACK 'A'
-#define T_NACK 'N'
+#define T_OFFER 'O'  /* sender -> receiver: [header, body size (8 bytes, big endian)] */
+#define T_BUNDLE 'B' /* sender -> receiver: [header, body] (normally after a SEND) */
+#define T_EAGER 'E'  /* sender -> receiver: [header, body size]; the body follows at once (a small one) */
+#define T_PROBE 'P'  /* sender -> receiver: an offer after the body went (only asks for the ACK) */
+#define T_CANCEL 'C' /* sender -> receiver: [header]: a grant for a send that is no longer pending */
+#define T_ACK 'A'    /* receiver -> sender: [header]: stored (a reply to a body, or to an offer: HAVE) */
+#define T_NACK 'N'   /* receiver -> sender: [header, code (int32 big endian) + reason] */
+#define T_SEND 'S'   /* receiver -> sender: [header]: a grant, send the body now */
+#define T_WAIT 'W'   /* receiver -> sender: [header, retry after (uint32 ms, big endian)]: busy, queued */
+#define OFFER_LEN 8
+#define WAIT_LEN 4
+#define MAX_IDENT 255           /* bytes of a ROUTER routing id (libzmq's limit) */
+#define MAX_WAITING 4096        /* offers queued for a grant; beyond that WAIT without a place in the queue */
+#define SVC_MS_INITIAL 500      /* assumed time per granted body before one was measured */
+#define GRANT_IDLE_MS 1000      /* a grant whose body has not come after this long lets the next one in */
+#define GRANT_OVERCOMMIT 4      /* ... but grants stay at most this many times opts.max_grants */
 #define MAX_REPLY 4096          /* outbound sockets never read more than this from a peer */
 #define MAX_PER_POLL 256        /* inbound messages handled per poll, so replies are not starved */
 #define SIZE_BYTES_PER_MS 50000 /* assumed throughput for the size-based first retry delay */
@@ -58,11 +71,26 @@ typedef struct {
     size_t len;
     int64_t deadline, next_attempt;
     int interval, base_interval, max_interval;
-    int attempts;
+    int attempts;      /* transmissions of any kind (offers and bodies) */
+    int offers;        /* offers transmitted */
+    int bodies;        /* body transmissions */
+    int body_sent;     /* the body went after the last grant; offers since only ask for the ACK */
+    int grant_pending; /* granted, but libzmq did not take the body yet: the timer tries it again */
     pft_send_state_t state;
     int rc;
     char reason[PFT_TRANSPORT_MAX_REASON + 1];
 } send_t;
+
+/* Receiver side of flow control (pft_transport_flow.c): an inbound offer granted or waiting for a grant. */
+typedef struct {
+    uint8_t ident[MAX_IDENT]; /* the sender connection's ROUTER routing id */
+    size_t ident_len;
+    uint8_t id[PFT_TRANSPORT_ID_LEN];
+    uint64_t size;   /* body bytes the offer declared */
+    int64_t since;   /* granted (grants) or queued (waiting), pft_transport_now_ms() */
+    int64_t expires; /* grants: when the grant is freed if its body has not come */
+    int fd;          /* the connection's socket (libzmq's "__fd" message property), -1 if unknown */
+} offer_t;
 
 struct pft_transport_t {
     pft_transport_opts_t opts;
@@ -90,6 +118,12 @@ struct pft_transport_t {
     int n_allowed, cap_allowed;
     const char *sender; /* during on_message: the sender's allowed name (CURVE) */
     char last_denial[160];
+    offer_t *grants; /* bodies granted and not arrived yet, at most opts.max_grants */
+    int n_grants;
+    uint64_t granted_bytes;
+    offer_t *waiting; /* offers queued for a grant, oldest first (ring of MAX_WAITING) */
+    int n_waiting, waiting_head;
+    double svc_ms; /* moving average of a grant's time to its body's end (for WAIT hints) */
     uint8_t (*accepted)[PFT_TRANSPORT_ID_LEN]; /* ring of accepted ids */
     int n_accepted, accepted_next;
     pft_transport_stats_t stats;
@@ -118,22 +152,70 @@ int pft_transport__id_of(const pft_transport_t *self, const uint8_t *buf, size_t
 void pft_transport__run_timers(pft_transport_t *self);
 /* Milliseconds until the next timer (transmission, deadline, reconnection), or -1 if none. */
 int64_t pft_transport__next_timer(const pft_transport_t *self);
-/* Reads every waiting ACK/NACK on peer pi's DEALER. */
+/* Reads every waiting reply (ACK, NACK, SEND, WAIT) on peer pi's DEALER. */
 void pft_transport__handle_replies(pft_transport_t *self, int pi);
 
 /* ---- pft_transport_recv.c: frames, inbound ROUTER, ACK/NACK replies, duplicate ids ---- */
 
-/* Writes the HDR_LEN-byte message header. */
+/* Writes the HDR_LEN-byte message header (version HDR_VERSION). */
 void pft_transport__make_header(uint8_t hdr[HDR_LEN], char type, const uint8_t id[PFT_TRANSPORT_ID_LEN]);
-/* Returns the type of a valid header (id filled in), or 0. */
-char pft_transport__parse_header(const zmq_msg_t *m, uint8_t id[PFT_TRANSPORT_ID_LEN]);
+/* Returns the type of a valid header (id filled in), or 0. *version (may be NULL) gets the version byte of
+ * a header that has the right length and magic (0 otherwise): a header of another version returns 0. */
+char pft_transport__parse_header(const zmq_msg_t *m, uint8_t id[PFT_TRANSPORT_ID_LEN], int *version);
+/* Sends [ident, header(version, type, id), extra (if extra_len > 0)] on the ROUTER without blocking; 0, or -1
+ * (the peer is gone: EHOSTUNREACH under ZMQ_ROUTER_MANDATORY, or its queue is full). An ACK sets last_ack_ms.
+ */
+int pft_transport__reply(pft_transport_t *self, const uint8_t *ident, size_t ident_len, int version,
+                         char type, const uint8_t id[PFT_TRANSPORT_ID_LEN], const void *extra,
+                         size_t extra_len);
+/* An ACK to a message or offer whose id was accepted before (counted in received and duplicates). */
+void pft_transport__reack(pft_transport_t *self, const uint8_t *ident, size_t ident_len,
+                          const uint8_t id[PFT_TRANSPORT_ID_LEN]);
+/* 1 if id was accepted (stored by the callback) before. */
+int pft_transport__is_accepted(const pft_transport_t *self, const uint8_t id[PFT_TRANSPORT_ID_LEN]);
+/* A NACK with code and reason (truncated to PFT_TRANSPORT_MAX_REASON bytes), in the given header version. */
+void pft_transport__nack(pft_transport_t *self, const uint8_t *ident, size_t ident_len, int version,
+                         const uint8_t id[PFT_TRANSPORT_ID_LEN], int code, const char *reason);
 /* Reads one whole multipart message from sock into parts[0..max) (extra parts are read and dropped);
  * returns the number of parts (> max: malformed), 0 if nothing was waiting, -1 on error. */
 int pft_transport__recv_parts(void *sock, zmq_msg_t *parts, int max);
 /* Closes the parts recv_parts kept (n as it returned). */
 void pft_transport__close_parts(zmq_msg_t *parts, int n, int max);
-/* Handles every waiting inbound message on the ROUTER (up to MAX_PER_POLL). */
-void pft_transport__handle_inbound(pft_transport_t *self);
+/* Handles every waiting inbound message on the ROUTER (up to MAX_PER_POLL). Returns 1 if it read them all,
+ * 0 if some may still be waiting. */
+int pft_transport__handle_inbound(pft_transport_t *self);
+
+/* ---- pft_transport_flow.c: receiver-side flow control (offers, grants, the waiting queue) ---- */
+
+/* Allocates the grant table and the waiting queue; 0 or PFT_ENOMEM (message set). */
+int pft_transport__flow_init(pft_transport_t *self);
+/* Frees them. */
+void pft_transport__flow_free(pft_transport_t *self);
+/* Answers an inbound offer (probe: a PROBE, sent after the body, whose ACK is not counted as a duplicate) of
+ * size bytes from the connection ident: ACK (already stored), NACK (too large, no callback), SEND (granted
+ * now) or WAIT (queued, or its body is on its way). */
+void pft_transport__flow_offer(pft_transport_t *self, const uint8_t *ident, size_t ident_len,
+                               const uint8_t id[PFT_TRANSPORT_ID_LEN], uint64_t size, int fd, int probe);
+/* An eager offer (its body follows at once): only a size over max_msg_size is answered (NACK "too large");
+ * the body, when it comes, is handled like any (ACK, NACK, duplicate). */
+void pft_transport__flow_eager(pft_transport_t *self, const uint8_t *ident, size_t ident_len,
+                               const uint8_t id[PFT_TRANSPORT_ID_LEN], uint64_t size);
+/* An inbound connection (socket fd) closed: frees the grants made on it (their bodies will not come: the
+ * sender stopped, or libzmq dropped a body over its ZMQ_MAXMSGSIZE with the connection), counted and
+ * reported. */
+void pft_transport__flow_disconnected(pft_transport_t *self, int fd);
+/* A body from ident arrived: ends its grant, if any. Returns the size its offer declared (0: not granted). */
+uint64_t pft_transport__flow_body(pft_transport_t *self, const uint8_t *ident, size_t ident_len,
+                                  const uint8_t id[PFT_TRANSPORT_ID_LEN]);
+/* The sender withdrew (its send is no longer pending): drops its grant and its place in the queue. */
+void pft_transport__flow_cancel(pft_transport_t *self, const uint8_t *ident, size_t ident_len,
+                                const uint8_t id[PFT_TRANSPORT_ID_LEN]);
+/* Grants the queue's head offers while the limits allow (after a body or a cancel freed a grant). */
+void pft_transport__flow_pump(pft_transport_t *self);
+/* Frees expired grants (a granted body that never came) and grants the next offers. */
+void pft_transport__flow_expire(pft_transport_t *self, int64_t now);
+/* Milliseconds until the next grant expires, or -1 if none. */
+int64_t pft_transport__flow_next_timer(const pft_transport_t *self, int64_t now);
 
 /* ---- pft_transport_zap.c: CURVE (ZAP handler, allowed keys) and handshake monitors ---- */
 

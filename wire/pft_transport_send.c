@@ -1,4 +1,4 @@
-/* pft_transport_send: outbound peers (DEALERs), transmissions, retries/backoff, deadlines, ACK/NACK. */
+/* pft_transport_send: outbound peers (DEALERs), offers and bodies, retries/backoff, deadlines, replies. */
 #include "pft_transport.h"
 
 #include <errno.h>
@@ -172,9 +172,11 @@ int pft_transport_send(pft_transport_t *self, const char *peer, const uint8_t *b
     s->len = len;
     s->deadline = deadline_ms;
     s->next_attempt = pft_transport_now_ms();
+    /* offers are small: they repeat after retry_initial_ms, doubling; once the body went, the wait for its
+     * ACK starts longer, as the body is transferred, validated and stored first */
     int64_t base = self->opts.retry_initial_ms + (int64_t)(len / SIZE_BYTES_PER_MS);
     s->base_interval = base > INT32_MAX / 4 ? INT32_MAX / 4 : (int)base;
-    s->interval = s->base_interval;
+    s->interval = self->opts.retry_initial_ms;
     s->max_interval = s->base_interval > self->opts.retry_max_ms ? s->base_interval : self->opts.retry_max_ms;
     s->state = PFT_SEND_PENDING;
     self->n_pending++;
@@ -196,8 +198,33 @@ static void finish(pft_transport_t *self, send_t *s, pft_send_state_t state, int
         self->stats.failed++;
 }
 
-/* One transmission of s; 1 if it went out, 0 if libzmq could not take it now (no connection, HWM). */
-static int transmit(pft_transport_t *self, send_t *s)
+static int transmit_body(pft_transport_t *self, send_t *s);
+
+/* One offer of s: [header 'O', body size], or 'P' once the body went (a probe for the ACK), or 'E' followed
+ * by the body for a first offer of at most opts.eager_bytes; 1 if it went out, 0 if libzmq could not take it
+ * now (no connection: ZMQ_IMMEDIATE; or the HWM). */
+static int transmit_offer(pft_transport_t *self, send_t *s)
+{
+    void *sock = self->peers[s->peer].sock;
+    uint8_t hdr[HDR_LEN], size[OFFER_LEN];
+    int eager = !s->body_sent && s->bodies == 0 && (int64_t)s->len <= self->opts.eager_bytes;
+    pft_transport__make_header(hdr, eager ? T_EAGER : s->body_sent ? T_PROBE : T_OFFER, s->id);
+    for (int i = 0; i < OFFER_LEN; i++)
+        size[i] = (uint8_t)((uint64_t)s->len >> (56 - 8 * i));
+    if (zmq_send(sock, hdr, HDR_LEN, ZMQ_SNDMORE | ZMQ_DONTWAIT) != HDR_LEN)
+        return 0;
+    zmq_send(sock, size, OFFER_LEN, ZMQ_DONTWAIT); /* cannot fail once the first part was taken */
+    s->attempts++;
+    s->offers++;
+    self->stats.offers++;
+    self->stats.offer_bytes += HDR_LEN + OFFER_LEN;
+    if (eager && transmit_body(self, s))
+        s->body_sent = 1; /* repeats are probes; the receiver grants again only if the body never came */
+    return 1;
+}
+
+/* The body of s, granted: [header 'B', body]; 1 if it went out, 0 if not (as transmit_offer). */
+static int transmit_body(pft_transport_t *self, send_t *s)
 {
     void *sock = self->peers[s->peer].sock;
     uint8_t hdr[HDR_LEN];
@@ -212,6 +239,11 @@ static int transmit(pft_transport_t *self, send_t *s)
         zmq_msg_close(&copy);
         return 0;
     }
+    s->attempts++;
+    if (s->bodies++ > 0)
+        self->stats.retries++;
+    self->stats.transmissions++;
+    self->stats.bytes_sent += s->len;
     return 1;
 }
 
@@ -230,6 +262,8 @@ static void run_reconnects(pft_transport_t *self, int64_t now)
     }
 }
 
+static void on_send(pft_transport_t *self, send_t *s, int64_t now);
+
 /* Due transmissions and expiries. */
 void pft_transport__run_timers(pft_transport_t *self)
 {
@@ -243,21 +277,20 @@ void pft_transport__run_timers(pft_transport_t *self)
             char why[1024];
             const peer_t *p = &self->peers[s->peer];
             snprintf(why, sizeof why,
-                     "no acknowledgement from peer '%.64s' (%.100s) before the deadline, %d "
-                     "transmissions%s%.200s%s%.200s",
-                     p->name, p->endpoint, s->attempts, s->reason[0] ? "; last: " : "", s->reason,
+                     "no acknowledgement from peer '%.64s' (%.100s) before the deadline, %d offers, %d "
+                     "body transmissions%s%.200s%s%.200s",
+                     p->name, p->endpoint, s->offers, s->bodies, s->reason[0] ? "; last: " : "", s->reason,
                      p->hs_error[0] ? "; handshake failed: " : "", p->hs_error);
             finish(self, s, PFT_SEND_FAILED, PFT_ETIMEOUT, why);
             continue;
         }
         if (now < s->next_attempt)
             continue;
-        if (transmit(self, s)) {
-            if (s->attempts > 0)
-                self->stats.retries++;
-            s->attempts++;
-            self->stats.transmissions++;
-            self->stats.bytes_sent += s->len;
+        if (s->grant_pending) { /* granted, but the body could not be handed to libzmq then */
+            on_send(self, s, now);
+            continue;
+        }
+        if (transmit_offer(self, s)) {
             s->next_attempt = now + s->interval;
             s->interval = s->interval > s->max_interval / 2 ? s->max_interval : 2 * s->interval;
         } else {
@@ -278,6 +311,9 @@ int64_t pft_transport__next_timer(const pft_transport_t *self)
                 best = dt;
         }
     }
+    int64_t g = pft_transport__flow_next_timer(self, now);
+    if (g >= 0 && (best < 0 || g < best))
+        best = g;
     for (int i = 0; i < self->n_sends; i++) {
         const send_t *s = &self->sends[i];
         if (s->state != PFT_SEND_PENDING)
@@ -297,23 +333,76 @@ static int is_transient(int code)
     return code == PFT_ENOMEM || code == PFT_EIO || code == PFT_EINTR || code == PFT_ETIMEOUT;
 }
 
-static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[PFT_TRANSPORT_ID_LEN],
-                     int code, const char *reason)
+/* A grant for s: the body goes now, once; then offers only ask for the ACK, less often. If libzmq cannot take
+ * the body now (its queue full of our offers), it is tried again every 10 ms: the grant stands meanwhile and
+ * the receiver answers later offers with WAIT. */
+static void on_send(pft_transport_t *self, send_t *s, int64_t now)
 {
+    if (!transmit_body(self, s)) {
+        s->grant_pending = 1; /* not taken now (HWM): the timer tries the body again, soon */
+        s->next_attempt = now + 10;
+        return;
+    }
+    s->grant_pending = 0;
+    s->body_sent = 1;
+    s->interval = 2 * s->base_interval > 2000 ? 2 * s->base_interval : 2000;
+    s->next_attempt = now + s->interval;
+}
+
+/* Tells the receiver we no longer want a grant it gave (the send ended meanwhile): it frees it at once. */
+static void cancel_grant(pft_transport_t *self, int pi, const uint8_t id[PFT_TRANSPORT_ID_LEN])
+{
+    uint8_t hdr[HDR_LEN];
+    pft_transport__make_header(hdr, T_CANCEL, id);
+    zmq_send(self->peers[pi].sock, hdr, HDR_LEN, ZMQ_DONTWAIT);
+}
+
+static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[PFT_TRANSPORT_ID_LEN],
+                     int code, const char *reason, uint32_t wait_ms)
+{
+    int64_t now = pft_transport_now_ms();
+    int matched = 0;
     for (int i = 0; i < self->n_sends; i++) {
         send_t *s = &self->sends[i];
         if (s->state != PFT_SEND_PENDING || s->peer != pi || memcmp(s->id, id, PFT_TRANSPORT_ID_LEN) != 0)
             continue;
+        matched = 1;
         if (type == T_ACK) {
             finish(self, s, PFT_SEND_ACKED, 0, "");
             if (self->opts.on_ack)
                 self->opts.on_ack(self->opts.on_ack_ctx, i);
+        } else if (type == T_SEND) {
+            self->stats.grants_received++;
+            on_send(self, s, now);
+            return; /* one body per grant, even if the same bytes are queued twice for this peer */
+        } else if (type == T_WAIT) {
+            self->stats.busy_received++;
+            s->next_attempt = now + wait_ms;
         } else if (is_transient(code)) {
             pft_transport__copy_text(s->reason, sizeof s->reason, reason);
+            s->body_sent = s->grant_pending = 0;
+            s->next_attempt = now + s->interval;
+            s->interval = s->interval > s->max_interval / 2 ? s->max_interval : 2 * s->interval;
         } else {
             finish(self, s, PFT_SEND_REJECTED, code, reason);
         }
     }
+    if (type == T_SEND && !matched)
+        cancel_grant(self, pi, id);
+}
+
+/* Decodes a NACK's code and reason (made printable) from its second frame. */
+static int32_t nack_body(zmq_msg_t *m, char reason[PFT_TRANSPORT_MAX_REASON + 1])
+{
+    const uint8_t *b = zmq_msg_data(m);
+    int32_t code = (int32_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);
+    size_t rl = zmq_msg_size(m) - 4;
+    memcpy(reason, b + 4, rl);
+    reason[rl] = '\0';
+    for (size_t i = 0; i < rl; i++) /* a peer's text goes into our logs: keep it printable */
+        if ((unsigned char)reason[i] < 0x20 || reason[i] == 0x7f)
+            reason[i] = '?';
+    return code >= 0 || code < -1000 ? PFT_EREJECT : code;
 }
 
 void pft_transport__handle_replies(pft_transport_t *self, int pi)
@@ -324,24 +413,22 @@ void pft_transport__handle_replies(pft_transport_t *self, int pi)
         if (n <= 0)
             return;
         uint8_t id[PFT_TRANSPORT_ID_LEN];
-        char type = n <= 2 ? pft_transport__parse_header(&parts[0], id) : 0;
-        if (type == T_ACK && n == 1) {
-            on_reply(self, pi, T_ACK, id, 0, "");
-        } else if (type == T_NACK && n == 2 && zmq_msg_size(&parts[1]) >= 4 &&
-                   zmq_msg_size(&parts[1]) <= 4 + PFT_TRANSPORT_MAX_REASON) {
+        char type = n <= 2 ? pft_transport__parse_header(&parts[0], id, NULL) : 0;
+        size_t extra = n == 2 ? zmq_msg_size(&parts[1]) : 0;
+        if ((type == T_ACK || type == T_SEND) && n == 1) {
+            on_reply(self, pi, type, id, 0, "", 0);
+        } else if (type == T_WAIT && n == 2 && extra == WAIT_LEN) {
             const uint8_t *b = zmq_msg_data(&parts[1]);
-            int32_t code =
-                (int32_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);
+            uint32_t ms = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+            if (ms > (uint32_t)self->opts.retry_max_ms) /* a hint, bounded by ours (never a busy loop) */
+                ms = (uint32_t)self->opts.retry_max_ms;
+            if (ms < (uint32_t)self->opts.retry_initial_ms)
+                ms = (uint32_t)self->opts.retry_initial_ms;
+            on_reply(self, pi, T_WAIT, id, 0, "", ms);
+        } else if (type == T_NACK && n == 2 && extra >= 4 && extra <= 4 + PFT_TRANSPORT_MAX_REASON) {
             char reason[PFT_TRANSPORT_MAX_REASON + 1];
-            size_t rl = zmq_msg_size(&parts[1]) - 4;
-            memcpy(reason, b + 4, rl);
-            reason[rl] = '\0';
-            for (size_t i = 0; i < rl; i++) /* a peer's text goes into our logs: keep it printable */
-                if ((unsigned char)reason[i] < 0x20 || reason[i] == 0x7f)
-                    reason[i] = '?';
-            if (code >= 0 || code < -1000)
-                code = PFT_EREJECT;
-            on_reply(self, pi, T_NACK, id, code, reason);
+            int32_t code = nack_body(&parts[1], reason);
+            on_reply(self, pi, T_NACK, id, code, reason, 0);
         } else {
             self->stats.malformed++;
         }

@@ -235,6 +235,8 @@ void pft_transport__handle_monitor(pft_transport_t *self, void *mon, peer_t *pee
                 peer->hs_error[0] = '\0';
                 peer->hs_specific = 0;
                 peer->reconnect_delay = 0;
+            } else if (!peer && event == ZMQ_EVENT_DISCONNECTED) {
+                pft_transport__flow_disconnected(self, (int)value);
             } else if (!peer && failed) {
                 int al = (int)(zmq_msg_size(&parts[1]) < 64 ? zmq_msg_size(&parts[1]) : 64);
                 const char *at = zmq_msg_data(&parts[1]);

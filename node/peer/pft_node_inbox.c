@@ -113,7 +113,7 @@ static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store_
     if (s->bundle) { /* a duplicate of what this slot holds: acknowledge, use once */
         pft_bundle_destroy(&b);
         pft_debug("duplicate of the bundle from %s acknowledged again", s->from);
-        return 0;
+        return store_it ? PFT_TRANSPORT_DUPLICATE : 0; /* counted in duplicates_dropped */
     }
     if (nd->hand.keys) {
         const pft_topo_node_t *prod = pft_topo_find(nd->topo, s->producer);
@@ -179,7 +179,7 @@ int pft_node__inbox_on_message(void *ctx, const uint8_t *buf, size_t len, char *
         snprintf(nd->fatal_msg, sizeof nd->fatal_msg, "inbox: %s", pft_errmsg());
     } else if (rc == PFT_ENOMEM) {
         pft_warn("inbound bundle (%zu bytes) NACKed for now: %s", len, reason);
-    } else if (rc) {
+    } else if (rc < 0) {
         char what[PFT_TRANSPORT_MAX_REASON + 64];
         snprintf(what, sizeof what, "%s (%zu bytes)", reason, len);
         pft_node__refusal(nd, PFT_NODE_REFUSED_BUNDLE, what);
