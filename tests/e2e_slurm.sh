@@ -8,7 +8,8 @@
 # where DIR is on a private tmpfs). A peer killed (SIGKILL) mid-run stops the run, naming it, and leaves no
 # process behind. A run interrupted after its first hand-offs and started again with --resume (what a
 # requeued batch job does) ends with the local run's accuracies. Needs root, munge and slurm-wlm (Debian's
-# packages, .ci/install-deps installs them); exits 77 (skip) with the reason otherwise. Kills every daemon it
+# packages, .ci/install-deps installs them); exits 77 (skip) with the reason otherwise, and fails (exit 1) when,
+# as root with the packages installed, the daemons do not start. Kills every daemon it
 # started on exit, whatever happens.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR; optional PFT_SLURM_KEEP=1 keeps the folder.
 set -u
@@ -54,7 +55,8 @@ munged --foreground --force --key-file="$W/munge/munge.key" --socket="$W/munge/s
     --pid-file="$W/munge/pid" --log-file="$W/munge/log" --seed-file="$W/munge/seed" 2>"$W/log/munged.err" &
 PIDS+=($!)
 for i in $(seq 1 50); do [ -S "$W/munge/sock" ] && break; sleep 0.1; done
-[ -S "$W/munge/sock" ] || skip "munged did not start: $(tail -3 "$W/log/munged.err" "$W/munge/log" 2>/dev/null)"
+# root with the packages installed: a daemon that does not start is a failure, not a skip
+[ -S "$W/munge/sock" ] || { fail "munged did not start: $(tail -3 "$W/log/munged.err" "$W/munge/log" 2>/dev/null)"; exit 1; }
 read -r CTLD_PORT SLURMD_PORT < <(python3 -c '
 import socket
 s = [socket.socket() for _ in range(2)]
@@ -99,8 +101,10 @@ for i in $(seq 1 100); do
     [ "$(sinfo -h -n "$H" -o %t 2>/dev/null)" = idle ] && break
     sleep 0.2
 done
-[ "$(sinfo -h -n "$H" -o %t 2>/dev/null)" = idle ] ||
-    skip "the Slurm daemons did not start (node state '$(sinfo -h -o %t 2>&1)'): $(tail -2 "$W"/log/slurm*.log 2>/dev/null)"
+[ "$(sinfo -h -n "$H" -o %t 2>/dev/null)" = idle ] || {
+    fail "the Slurm daemons did not start (node state '$(sinfo -h -o %t 2>&1)'): $(tail -2 "$W"/log/slurm*.log 2>/dev/null)"
+    exit 1
+}
 echo "cluster up: $H, slurmctld :$CTLD_PORT, slurmd :$SLURMD_PORT, 16 CPUs"
 
 # ---- topologies: small models so that each run takes seconds under the sanitizers ----

@@ -443,13 +443,13 @@ static void test_pacs(void)
     const char *px = pft_test_shared_data("pacs-mobilenetv2/train_x.npy");
     char xpath[4096];
     if (!px) {
-        printf("skip test_pacs: PACS features not found under %s\n", PFT_SHARED_DATA_DIR);
+        SKIP_TEST("PACS features not found under %s", PFT_SHARED_DATA_DIR);
         return;
     }
     snprintf(xpath, sizeof xpath, "%s", px);
     const char *py = pft_test_shared_data("pacs-mobilenetv2/train_y.npy");
     if (!py) {
-        printf("skip test_pacs: PACS labels not found\n");
+        SKIP_TEST("PACS labels not found under %s", PFT_SHARED_DATA_DIR);
         return;
     }
     int rows = 0, cols = 0;
