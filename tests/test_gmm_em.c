@@ -319,7 +319,7 @@ static void test_alloc_failures(void)
         o.k = 3;
         o.cov = covs[t];
         o.max_iter = 3;
-        int ok = 0;
+        int ok = 0, nomem = 0; /* the injection happened: steps failed with PFT_ENOMEM before one succeeded */
         for (long fail = 0; fail < 200 && !ok; fail++) {
             pft_gmm_t *g = NULL;
             pft_alloc_fail_after(fail);
@@ -327,10 +327,11 @@ static void test_alloc_failures(void)
             pft_alloc_fail_after(-1);
             CHECK(rc == 0 || rc == PFT_ENOMEM);
             CHECK((rc == 0) == (g != NULL));
+            nomem += rc == PFT_ENOMEM;
             ok = rc == 0;
             pft_gmm_destroy(&g);
         }
-        CHECK(ok);
+        CHECK_MSG(ok && nomem >= 2, "cov %d: %d steps failed with PFT_ENOMEM, success %d", (int)covs[t], nomem, ok);
     }
     free(x);
 }
