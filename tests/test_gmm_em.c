@@ -331,7 +331,8 @@ static void test_alloc_failures(void)
             ok = rc == 0;
             pft_gmm_destroy(&g);
         }
-        CHECK_MSG(ok && nomem >= 2, "cov %d: %d steps failed with PFT_ENOMEM, success %d", (int)covs[t], nomem, ok);
+        CHECK_MSG(ok && nomem >= 2, "cov %d: %d steps failed with PFT_ENOMEM, success %d", (int)covs[t],
+                  nomem, ok);
     }
     free(x);
 }

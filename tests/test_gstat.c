@@ -444,8 +444,8 @@ static void test_lowrank_shared(void)
     c[5] = NAN;
     CHECK(pft_gstat_lowrank_shared(c, d, 3, u, psi) == PFT_EINVAL);
     c[5] = 0;
-    /* allocation failure: a clean PFT_ENOMEM while an allocation fails, then, once every allocation the call makes
-     * succeeds, the same result as without injection */
+    /* allocation failure: a clean PFT_ENOMEM while an allocation fails, then, once every allocation the call
+     * makes succeeds, the same result as without injection */
     make_psd(d, d, 4, c);
     CHECK(pft_gstat_lowrank_shared(c, d, 3, u2, psi2) == 0);
     int nomem = 0, ok = 0;
@@ -458,7 +458,8 @@ static void test_lowrank_shared(void)
         nomem += rc == PFT_ENOMEM;
         ok = rc == 0;
     }
-    CHECK_MSG(nomem >= 1 && ok, "%d steps failed with PFT_ENOMEM before a success (%d): no injection seen", nomem, ok);
+    CHECK_MSG(nomem >= 1 && ok, "%d steps failed with PFT_ENOMEM before a success (%d): no injection seen",
+              nomem, ok);
     CHECK(memcmp(u, u2, sizeof(double) * d * 3) == 0 && memcmp(psi, psi2, sizeof(double) * d) == 0);
     free(c);
     free(r);
