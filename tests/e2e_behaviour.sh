@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # e2e_behaviour: documented pftnode behaviour that no other test observed, each through exit codes and files
-# (pftnode is a black box): on_missing = fail exits 6 at the deadline; malformed data exits 4; SIGTERM to a
-# waiting node exits 10; dp_delta and dp_mech set the σ each class is released with (the formulas of
-# docs/USAGE.md, computed here); stats_dtype = fp16 halves the statistics on the wire (and decodes); a
-# non-default resend_grace keeps a node reachable that long after its last ACK. Real processes on loopback on
-# the bundled example data. Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
+# (pftnode is a black box): on_missing = fail exits 6 at the deadline; malformed data exits 4; EM on features
+# beyond its range exits 8; SIGTERM to a waiting node exits 10; dp_delta and dp_mech set the σ each class is
+# released with (the formulas of docs/USAGE.md, computed here); stats_dtype = fp16 halves the statistics on the
+# wire (and decodes); a non-default resend_grace keeps a node reachable that long after its last ACK. Real
+# processes on loopback on the bundled example data. Env: PFT_BIN (folder with pftnet and pftnode),
+# PFT_SOURCE_DIR.
 set -u
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, finish, PFT_BIN, PFT_SOURCE_DIR
@@ -65,6 +66,24 @@ timeout 120 "$PFTNODE" --topology "$W/data/topology.dot" --id b --out "$W/data/b
     >"$W/data-b.out" 2>&1
 code=$?
 [ $code = 4 ] || fail "malformed data: pftnode exited $code, not 4 ($(tail -2 "$W/data-b.out"))"
+
+# ---- exit 8: EM fails numerically on features beyond its range (|x| > 1e15 with prep = none) ----
+topo numeric "  prep = none;
+  a -> b;"
+launch numeric --prepare-only --insecure || fail "prepare-only exited $?"
+python3 - "$W/numeric/a/data/train_x.npy" <<'PY' || fail "could not rewrite a's features"
+import struct, sys
+raw = bytearray(open(sys.argv[1], "rb").read())
+hl, off = (int.from_bytes(raw[8:10], "little"), 10) if raw[6] == 1 else (int.from_bytes(raw[8:12], "little"), 12)
+assert b"'<f4'" in raw[off:off + hl], "not float32 features"
+n = (len(raw) - off - hl) // 4
+raw[off + hl:] = struct.pack("<%df" % n, *[3e38 if i % 2 else -3e38 for i in range(n)])
+open(sys.argv[1], "wb").write(raw)
+PY
+timeout 120 "$PFTNODE" --topology "$W/numeric/topology.dot" --id a --out "$W/numeric/a" --insecure \
+    >"$W/numeric-a.log" 2>&1
+code=$?
+[ $code = 8 ] || fail "features of 3e38: pftnode exited $code, not 8 ($(tail -2 "$W/numeric-a.log"))"
 
 # ---- exit 10: SIGTERM to a node waiting for its predecessor ----
 topo term "  a -> b;"

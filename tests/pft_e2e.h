@@ -1,4 +1,4 @@
-/* pft_e2e: helpers shared by the end-to-end tests that play a peer themselves (ports, send completion). */
+/* pft_e2e: helpers for the end-to-end tests that play a peer themselves (held ports, send completion). */
 #ifndef PFT_E2E_H
 #define PFT_E2E_H
 
@@ -8,7 +8,6 @@
 #include "pft_error.h"
 #include "pft_gmm.h"
 #include "pft_keys.h"
-#include "pft_port.h"
 #include "pft_transport.h"
 
 #include <arpa/inet.h>
@@ -19,15 +18,6 @@
 #include <unistd.h>
 
 #define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
-
-/* A TCP port on 127.0.0.1 that was free a moment ago (picked as pftnet launch picks them, then released). */
-static inline int pft_e2e_free_port(void)
-{
-    int fd, port = pft_port_pick(&fd);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
 
 /* A TCP port on 127.0.0.1 that the kernel chose and that stays taken: *fd is a socket bound to it and
  * listening, held by the caller (close it when done), to hand to the process under test (pftnode --listen-fd,

@@ -20,7 +20,10 @@ static void test_bad_peer(void)
 {
     char tmp[] = "/tmp/pft_peer_XXXXXX";
     CHECK(mkdtemp(tmp) != NULL);
-    int pp = pft_e2e_free_port(), pb = pft_e2e_free_port();
+    int fp = -1, fb = -1, pp = pft_e2e_hold_port(&fp), pb = pft_e2e_hold_port(&fb); /* held, handed over */
+    CHECK(pp > 0 && pb > 0);
+    char fds[16];
+    snprintf(fds, sizeof fds, "%d", fb);
     char topo[512];
     snprintf(topo, sizeof topo, "%s/t.dot", tmp);
     FILE *f = fopen(topo, "w");
@@ -38,15 +41,19 @@ static void test_bad_peer(void)
         char node[512], out[512];
         snprintf(node, sizeof node, "%s/node/pftnode", PFT_BINARY_DIR);
         snprintf(out, sizeof out, "%s/b", tmp);
-        execl(node, node, "--topology", topo, "--id", "b", "--out", out, "--log-level", "debug", "--insecure",
-              (char *)NULL);
+        execl(node, node, "--topology", topo, "--id", "b", "--out", out, "--log-level", "debug",
+              "--listen-fd", fds, "--insecure", (char *)NULL);
         _exit(127);
     }
     pft_dataset_t *ds = NULL;
     CHECK(pft_npy_load_dataset(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
     char ep[64];
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", pp);
-    pft_transport_t *t = pft_transport_new(ep, NULL, NULL, NULL);
+    close(fb); /* b has it */
+    pft_transport_opts_t o;
+    pft_transport_opts_default(&o);
+    o.listen_fd = fp;
+    pft_transport_t *t = pft_transport_new(ep, &o, NULL, NULL);
     CHECK(t != NULL);
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", pb);
     CHECK(pft_transport_add_peer(t, "b", ep, NULL) == 0);
