@@ -413,11 +413,8 @@ static void test_port_in_use_refused(void)
 {
     /* a node's port is taken: refused before any node starts, naming node and port; --prepare-only (which
      * starts nothing) does not care */
-    int port = pft_e2e_free_port();
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {
-        .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK(bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 1) == 0);
+    int fd = -1, port = pft_e2e_hold_port(&fd); /* taken: bound and listening, by the test */
+    CHECK(port > 0);
     char topo[512], out[512], body[160], err[600];
     snprintf(body, sizeof body, "  a -> b;\n  b [endpoint = \"tcp://127.0.0.1:%d\"];", port);
     write_topo("portbusy", body, topo, sizeof topo);
