@@ -50,7 +50,7 @@ PY
         echo "SURVIVED $name ($file): $tests passed"
         survived=$((survived + 1))
     else
-        echo "KILLED   $name ($file) by $(grep -o '[^ ]*\*\*\*Failed\|[0-9]* - [^ ]* (Failed)' "$WORK/ctest.log" | tr '\n' ' ')"
+        echo "KILLED   $name ($file) by $(grep -o '[0-9]* - [^ ]* (Failed)' "$WORK/ctest.log" | tr '\n' ' ')"
         killed=$((killed + 1))
     fi
     cp "$WORK/orig" "$WORK/$file"
