@@ -85,9 +85,57 @@ assert held == prov, ("released counts", held, "provenance", prov)
 print(me, "components", len(comps), "smallest %.2f" % min(x for _, x in comps), "withheld", sorted(withheld))
 PY
 }
-for n in a b c; do check floor5 $n 5; done
+# recompute DIR NODE MIN: withheld classes and their rows recomputed, not read from result.json: per class the
+# node's own rows (its label file, read here without numpy) plus, for a GMM node, the rows its inbox's bundle
+# stands for (decoded provenance); a class with 0 < rows < MIN must be withheld (and absent from the bundle), one
+# with rows >= MIN released; result.json's withheld_classes must say exactly that
+recompute() {
+    local dir=$W/$1/$2 f i=0
+    mkdir -p "$dir/inbox-json"
+    for f in "$dir"/inbox/*.pftb; do
+        [ -e "$f" ] || continue
+        i=$((i + 1))
+        "$PFTNET" inspect "$f" --json >"$dir/inbox-json/$i.json" || fail "$1/$2: inspect $f exited $?"
+    done
+    python3 - "$dir" "$3" <<'PY' || fail "$1/$2: withheld classes differ from the recomputation"
+import ast, glob, json, struct, sys
+d, m = sys.argv[1], int(sys.argv[2])
+raw = open(d + "/data/train_y.npy", "rb").read()
+assert raw[:6] == b"\x93NUMPY", "not a .npy file"
+hl, off = (int.from_bytes(raw[8:10], "little"), 10) if raw[6] == 1 else (int.from_bytes(raw[8:12], "little"), 12)
+h = ast.literal_eval(raw[off:off + hl].decode("latin1"))
+size = int(h["descr"][2:])
+n = h["shape"][0]
+labels = struct.unpack("<%d%s" % (n, {4: "i", 8: "q"}[size]), raw[off + hl:off + hl + n * size])
+rows = {}
+for y in labels:
+    rows[y] = rows.get(y, 0) + 1
+i = json.load(open(d + "/inspect.json"))
+if i["family"] == "gmm":  # own rows and received samples together
+    for path in glob.glob(d + "/inbox-json/*.json"):
+        for p in json.load(open(path))["provenance"]:
+            for e in p["counts"]:
+                rows[e["label"]] = rows.get(e["label"], 0) + e["n"]
+    released = {c["label"] for c in i["classes"]}
+else:  # exact statistics: own rows; the classes the node's own provenance entry releases
+    me = json.load(open(d + "/result.json"))["id"]
+    released = {e["label"] for p in i["provenance"] if p["node"] == me for e in p["counts"]}
+want = {c: k for c, k in rows.items() if 0 < k < m}
+r = json.load(open(d + "/result.json"))
+got = {w["class"]: w["rows"] for w in r["withheld_classes"]}
+assert got == want, ("withheld", got, "recomputed", want)
+assert released == {c for c, k in rows.items() if k >= m}, ("released", released, "recomputed", rows)
+print(d.split("/")[-1], "rows per class", dict(sorted(rows.items())), "withheld", sorted(want))
+PY
+}
+for n in a b c; do
+    check floor5 $n 5
+    recompute floor5 $n 5
+done
 check tied5 a 5
 check tied5 b 5
+recompute tied5 a 5
+recompute tied5 b 5
 # the floor binds here: something was withheld or merged, and at min_rows = 1 components stand for one row
 python3 - "$W" <<'PY' || fail "floor5 did not bind / floor1 has no one-row component"
 import json, sys

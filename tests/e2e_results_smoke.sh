@@ -29,11 +29,10 @@ if grep -E "^\| [a-h] \|" "$doc" | grep -q "| [1-7]/8 |"; then fail "ring8: a no
 [ "$(grep -c "| 10/10 |" "$doc")" -ge 10 ] || fail "graph10: not every node has knowledge 10/10"
 # the synth grid has its exact (tied, Gaussian head) row
 grep -q "^| tied | gaussian (LDA, α [0-9.]*) | 1 | .* | [0-9]" "$doc" || fail "gmm-family: no tied Gaussian-head row"
-# DP on exact statistics: run, or skipped with a notice when the launcher refuses it
-if grep -q "skipping the variant 'DP exact LDA, eps=1'" "$tmp/log"; then
-    echo "(DP exact LDA skipped: the launcher refuses it)"
-else
-    [ "$(grep -c "^| DP exact LDA, eps=1 | [0-9]" "$doc")" -ge 2 ] || fail "no 'DP exact LDA, eps=1' rows"
+# DP on exact statistics: the launcher supports it (cov = tied with dp_epsilon), so a refusal is a failure
+if grep -q "skipping the variant" "$tmp/log"; then
+    fail "the launcher refused a variant: $(grep "skipping the variant" "$tmp/log" | head -3)"
 fi
+[ "$(grep -c "^| DP exact LDA, eps=1 | [0-9]" "$doc")" -ge 2 ] || fail "no 'DP exact LDA, eps=1' rows"
 ls "$tmp/out/plots/"*.svg >/dev/null 2>&1 || fail "no plots"
 echo "results smoke: ok"

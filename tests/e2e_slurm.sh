@@ -8,7 +8,8 @@
 # where DIR is on a private tmpfs). A peer killed (SIGKILL) mid-run stops the run, naming it, and leaves no
 # process behind. A run interrupted after its first hand-offs and started again with --resume (what a
 # requeued batch job does) ends with the local run's accuracies. Needs root, munge and slurm-wlm (Debian's
-# packages, .ci/install-deps installs them); exits 77 (skip) with the reason otherwise. Kills every daemon it
+# packages, .ci/install-deps installs them); exits 77 (skip) with the reason otherwise, and fails (exit 1) when,
+# as root with the packages installed, the daemons do not start. Kills every daemon it
 # started on exit, whatever happens.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR; optional PFT_SLURM_KEEP=1 keeps the folder.
 set -u
@@ -54,7 +55,8 @@ munged --foreground --force --key-file="$W/munge/munge.key" --socket="$W/munge/s
     --pid-file="$W/munge/pid" --log-file="$W/munge/log" --seed-file="$W/munge/seed" 2>"$W/log/munged.err" &
 PIDS+=($!)
 for i in $(seq 1 50); do [ -S "$W/munge/sock" ] && break; sleep 0.1; done
-[ -S "$W/munge/sock" ] || skip "munged did not start: $(tail -3 "$W/log/munged.err" "$W/munge/log" 2>/dev/null)"
+# root with the packages installed: a daemon that does not start is a failure, not a skip
+[ -S "$W/munge/sock" ] || { fail "munged did not start: $(tail -3 "$W/log/munged.err" "$W/munge/log" 2>/dev/null)"; exit 1; }
 read -r CTLD_PORT SLURMD_PORT < <(python3 -c '
 import socket
 s = [socket.socket() for _ in range(2)]
@@ -99,8 +101,10 @@ for i in $(seq 1 100); do
     [ "$(sinfo -h -n "$H" -o %t 2>/dev/null)" = idle ] && break
     sleep 0.2
 done
-[ "$(sinfo -h -n "$H" -o %t 2>/dev/null)" = idle ] ||
-    skip "the Slurm daemons did not start (node state '$(sinfo -h -o %t 2>&1)'): $(tail -2 "$W"/log/slurm*.log 2>/dev/null)"
+[ "$(sinfo -h -n "$H" -o %t 2>/dev/null)" = idle ] || {
+    fail "the Slurm daemons did not start (node state '$(sinfo -h -o %t 2>&1)'): $(tail -2 "$W"/log/slurm*.log 2>/dev/null)"
+    exit 1
+}
 echo "cluster up: $H, slurmctld :$CTLD_PORT, slurmd :$SLURMD_PORT, 16 CPUs"
 
 # ---- topologies: small models so that each run takes seconds under the sanitizers ----
@@ -166,9 +170,29 @@ if unshare -m true 2>/dev/null; then
     timeout 120 salloc -n 8 unshare -m sh -c "mount -t tmpfs pft '$W/private' &&
         '$PFTNET' ${LAUNCH[*]} '$W/ring8.dot' --out '$W/private/run' --engine slurm" >"$W/private.out" 2>&1
     expect "DIR not shared" $? "cannot write its marker" "$W/private.out" 2 "$W/private/run"
+    # pftnet not on the tasks' host: the launcher runs a copy on a tmpfs only its own mount namespace sees
+    mkdir -p "$W/privbin"
+    timeout 120 salloc -n 8 unshare -m sh -c "mount -t tmpfs pft '$W/privbin' && cp '$PFTNET' '$W/privbin/pftnet' &&
+        PFTNODE='$PFT_BIN/pftnode' '$W/privbin/pftnet' ${LAUNCH[*]} '$W/ring8.dot' --out '$W/nonet' --engine slurm" \
+        >"$W/nonet.out" 2>&1
+    expect "pftnet not on a host" $? "it must be at that path on every host" "$W/nonet.out" 2 "$W/nonet"
 else
-    echo "DIR not shared: not checked here (unshare -m not permitted)"
+    skip_part "unshare -m not permitted: 'DIR not shared' and 'pftnet not on a host' not checked"
 fi
+# pftnode not on the tasks' host
+timeout 120 salloc -n 8 env PFTNODE="$W/no/such/pftnode" "$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/nonode" \
+    --engine slurm "${IFACE[@]}" >"$W/nonode.out" 2>&1
+expect "pftnode not on a host" $? "cannot run pftnode" "$W/nonode.out" 2 "$W/nonode"
+# explicit endpoints: one off the allocation, one naming its host by name
+sed 's|^  a -> b|  a [endpoint = "tcp://10.255.255.9:5000"];\n  a -> b|' "$W/ring8.dot" >"$W/offalloc.dot"
+timeout 120 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/offalloc.dot" --out "$W/offalloc" --engine slurm "${IFACE[@]}" \
+    >"$W/offalloc.out" 2>&1
+expect "endpoint off the allocation" $? "names a host with no free task in job" "$W/offalloc.out" 2 "$W/offalloc"
+sed "s|^  a -> b|  a [endpoint = \"tcp://$H:5000\"];\\n  a -> b|" "$W/ring8.dot" >"$W/byname.dot"
+timeout 120 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/byname.dot" --out "$W/byname" --engine slurm "${IFACE[@]}" \
+    >"$W/byname.out" 2>&1
+expect "endpoint named by host name" $? "names its host by name" "$W/byname.out" 2 "$W/byname"
+# (a loopback address on a multi-host job needs a second host: this one-host cluster cannot show it)
 
 # ---- a peer killed mid-run stops the run, named ----
 timeout 300 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/kill" --engine slurm "${IFACE[@]}" \
@@ -217,5 +241,5 @@ else
     same "chain5 resumed" "$W/chain-local" "$W/resume" "accuracy_local accuracy_global n_real n_synthetic"
 fi
 
-[ "$FAILED" = 0 ] && echo "e2e_slurm: all checks passed"
-exit "$FAILED"
+[ "$FAILED" = 0 ] && [ "$SKIPPED" = 0 ] && echo "e2e_slurm: all checks passed"
+finish

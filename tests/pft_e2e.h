@@ -1,4 +1,4 @@
-/* pft_e2e: helpers shared by the end-to-end tests that play a peer themselves (ports, send completion). */
+/* pft_e2e: helpers for the end-to-end tests that play a peer themselves (held ports, send completion). */
 #ifndef PFT_E2E_H
 #define PFT_E2E_H
 
@@ -8,7 +8,6 @@
 #include "pft_error.h"
 #include "pft_gmm.h"
 #include "pft_keys.h"
-#include "pft_port.h"
 #include "pft_transport.h"
 
 #include <arpa/inet.h>
@@ -20,13 +19,22 @@
 
 #define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
 
-/* A TCP port on 127.0.0.1 that was free a moment ago (picked as pftnet launch picks them, then released). */
-static inline int pft_e2e_free_port(void)
+/* A TCP port on 127.0.0.1 that the kernel chose and that stays taken: *fd is a socket bound to it and
+ * listening, held by the caller (close it when done), to hand to the process under test (pftnode --listen-fd,
+ * or a transport's opts.listen_fd), so that no other process can take the port in between. -1 on failure. */
+static inline int pft_e2e_hold_port(int *fd)
 {
-    int fd, port = pft_port_pick(&fd);
-    if (fd >= 0)
-        close(fd);
-    return port;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    *fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (*fd < 0 || bind(*fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(*fd, 64) != 0 ||
+        getsockname(*fd, (struct sockaddr *)&a, &alen) != 0) {
+        if (*fd >= 0)
+            close(*fd);
+        *fd = -1;
+        return -1;
+    }
+    return ntohs(a.sin_port);
 }
 
 /* Polls t until send h ends or max_ms pass; returns its state. */
@@ -43,8 +51,8 @@ static inline int pft_e2e_settle(pft_transport_t *t, int h, int max_ms)
 
 /* A bundle of run `run` from producer "p": per class a diag K=1 GMM of its first `rows` rows, standing for
  * `rows` rows; signed with kp unless kp is NULL. Wire bytes in *buf (pft_free). */
-static inline int pft_e2e_make_bundle(const char *run, const pft_dataset_t *ds, int rows, const pft_keypair_t *kp,
-                                      uint8_t **buf, size_t *len)
+static inline int pft_e2e_make_bundle(const char *run, const pft_dataset_t *ds, int rows,
+                                      const pft_keypair_t *kp, uint8_t **buf, size_t *len)
 {
     pft_bundle_t *b = pft_bundle_new(run, "p", PFT_DTYPE_F16, pft_dataset_d(ds));
     pft_gmm_opts_t go;

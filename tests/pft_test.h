@@ -14,6 +14,8 @@
 static int pft_t_failed_checks;
 static int pft_t_passed;
 static int pft_t_failed;
+static int pft_t_skips;   /* SKIP_TEST calls so far */
+static int pft_t_skipped; /* test functions that skipped (part of) their checks and failed none */
 
 #define CHECK(cond)                                                                  \
     do {                                                                             \
@@ -44,23 +46,36 @@ static int pft_t_failed;
         }                                                                            \
     } while (0)
 
-/* Call a test function; it passes when it adds no failed check. */
-#define RUN(fn)                                                                      \
+/* Records that the calling test function could not run (some of) its checks, and why; the caller then returns.
+ * A test function that skipped counts as skipped, never as passed, and the executable exits PFT_TEST_SKIP. */
+#define SKIP_TEST(...)                                                                  \
     do {                                                                             \
-        int pft_t_before = pft_t_failed_checks;                                      \
-        fprintf(stderr, "- %s\n", #fn);                                              \
-        fn();                                                                        \
-        if (pft_t_failed_checks == pft_t_before)                                     \
-            pft_t_passed++;                                                          \
-        else                                                                         \
-            pft_t_failed++;                                                          \
+        fprintf(stderr, "  SKIPPED %s:%d: ", __FILE__, __LINE__);                    \
+        fprintf(stderr, __VA_ARGS__);                                                \
+        fprintf(stderr, "\n");                                                       \
+        pft_t_skips++;                                                               \
     } while (0)
 
-/* Print the closing line and return the exit status for main(). */
+/* Call a test function; it passes when it adds no failed check and did not skip. */
+#define RUN(fn)                                                                      \
+    do {                                                                             \
+        int pft_t_before = pft_t_failed_checks, pft_t_skips_before = pft_t_skips;    \
+        fprintf(stderr, "- %s\n", #fn);                                              \
+        fn();                                                                        \
+        if (pft_t_failed_checks != pft_t_before)                                     \
+            pft_t_failed++;                                                          \
+        else if (pft_t_skips != pft_t_skips_before)                                  \
+            pft_t_skipped++;                                                         \
+        else                                                                         \
+            pft_t_passed++;                                                          \
+    } while (0)
+
+/* Print the closing line and return the exit status for main(): 1 when a test failed, else PFT_TEST_SKIP (ctest
+ * reports the executable as skipped) when one skipped, else 0. */
 static inline int pft_test_done(void)
 {
-    printf("%d passed, %d failed\n", pft_t_passed, pft_t_failed);
-    return pft_t_failed ? 1 : 0;
+    printf("%d passed, %d failed, %d skipped\n", pft_t_passed, pft_t_failed, pft_t_skipped);
+    return pft_t_failed ? 1 : pft_t_skipped ? PFT_TEST_SKIP : 0;
 }
 
 /* Path to ../shared/data/<sub> if it exists, else NULL (the caller skips, saying so). */

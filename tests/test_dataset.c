@@ -279,7 +279,7 @@ static void test_real_pacs(void)
 {
     const char *xp = pft_test_shared_data("pacs-mobilenetv2/train_x.npy");
     if (!xp) {
-        fprintf(stderr, "  skipped: shared PACS data not present\n");
+        SKIP_TEST("shared PACS data not present under %s", PFT_SHARED_DATA_DIR);
         return;
     }
     char x[4096], y[4096];

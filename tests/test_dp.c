@@ -595,7 +595,7 @@ static void test_pacs_class(void)
         snprintf(pxs, sizeof pxs, "%s", px); /* the helper returns a static buffer */
     const char *py = px ? pft_test_shared_data("pacs-mobilenetv2/train_y.npy") : NULL;
     if (!px || !py) {
-        fprintf(stderr, "  skipped: shared PACS features not found\n");
+        SKIP_TEST("shared PACS features not found under %s", PFT_SHARED_DATA_DIR);
         return;
     }
     float *x = NULL;

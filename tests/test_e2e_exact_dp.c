@@ -1,9 +1,12 @@
 /* End-to-end: differential privacy for exact statistics (cov = tied, pft_gstat_dp) over real pftnode
  * processes on loopback, on the bundled PACS example data. In a chain a -> b where a releases with dp_epsilon
  * = 1, the run succeeds, a's (ε, δ) travels in the provenance to b's privacy section, b's result.json
- * accounts the noise a's release put into its statistics, and a budget below one release stops a with
- * exit 11. */
+ * accounts the noise a's release put into its statistics, the bundle a sent differs from the exact
+ * statistics of a's own rows (computed here from its data files) by noise of the σ a reports, and a budget
+ * below one release stops a with exit 11. */
+#include "pft_e2e_own.h"
 #include "pft_e2e_run.h"
+#include "pft_gstat.h"
 #include "pft_gstat_dp.h"
 #include "pft_test.h"
 
@@ -55,6 +58,70 @@ static double jreal(json_t *o, const char *k)
     return json_number_value(json_object_get(o, k));
 }
 
+/* The bundle a sent (out/a/bundle.pftb) against a's own rows: per class the released sum n_c·μ̃_c minus the
+ * exact sum is N(0, σ²) per entry (its empirical std within 4 % of σ over the C·d entries, its mean near 0);
+ * the released within-class scatter is the PSD part of W + Z with Z symmetric N(0, σ²) per entry, so
+ * ‖W̃ − W‖_F ≈ ‖Z₊‖_F ≈ σ·d/√2 (half of a Wigner matrix's spectrum; W's own norm is ≤ its trace ≤ n ≪ σd).
+ * A node that reports σ but releases clean (or less noisy) statistics fails. */
+static void check_release_noise(const char *out, double sigma)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/a/bundle.pftb", out);
+    pft_bundle_t *b = pft_e2e_read_bundle(path);
+    pft_e2e_own_t own;
+    int loaded = pft_e2e_own_load(out, "a", &own) == 0;
+    CHECK_MSG(b && loaded, "bundle %s decoded: %d, a's data read: %d", path, b != NULL, loaded);
+    if (!b || !loaded)
+        goto done;
+    CHECK(pft_bundle_is_stats(b) && pft_bundle_n_parts(b) == 1 && pft_bundle_part_n_contributors(b, 0) == 1 &&
+          strcmp(pft_bundle_part_contributor(b, 0, 0), "a") == 0);
+    const pft_gstat_t *st = pft_bundle_part_stats(b, 0);
+    CHECK(st && pft_gstat_kind(st) == PFT_GSTAT_TIED && pft_gstat_dim(st) == own.d);
+    if (!st || pft_gstat_dim(st) != own.d)
+        goto done;
+    int d = own.d, classes = 0;
+    double se = 0, se2 = 0;
+    long m = 0;
+    for (int c = 0; c < own.n_classes; c++) {
+        if (own.count[c] == 0)
+            continue;
+        classes++;
+        int i = pft_gstat_find(st, c);
+        CHECK_MSG(i >= 0 && pft_gstat_count(st, i) == (uint64_t)own.count[c], "class %d: %ld own rows", c,
+                  own.count[c]);
+        if (i < 0)
+            continue;
+        const double *mu = pft_gstat_mean(st, i);
+        for (int j = 0; j < d; j++) {
+            double e = (double)own.count[c] * mu[j] - own.sum[(size_t)c * d + j];
+            se += e;
+            se2 += e * e;
+            m++;
+        }
+    }
+    CHECK(pft_gstat_n_classes(st) == classes);
+    double std = sqrt(se2 / (double)m), mean = se / (double)m;
+    CHECK_MSG(fabs(std / sigma - 1) < 0.04 && fabs(mean) < 5 * sigma / sqrt((double)m),
+              "released sums − a's exact sums over %ld entries: mean %.4g, std %.4g, σ %.4g", m, mean, std,
+              sigma);
+    double *w = pft_e2e_own_within_scatter(&own);
+    const double *wt = pft_gstat_tied_scatter(st);
+    double f2 = 0;
+    for (size_t k = 0; wt && k < (size_t)d * d; k++)
+        f2 += (wt[k] - w[k]) * (wt[k] - w[k]);
+    double ratio = sqrt(f2) / (sigma * d / sqrt(2.0));
+    CHECK_MSG(wt && fabs(ratio - 1) < 0.1, "‖W̃ − W‖_F = %.4g, σ·d/√2 = %.4g (ratio %.3f)", sqrt(f2),
+              sigma * d / sqrt(2.0), ratio);
+    fprintf(stderr,
+            "  a's release: sums − exact: std %.4f over %ld entries (σ %.4f); ‖W̃ − W‖_F / (σd/√2) = %.3f\n",
+            std, m, sigma, ratio);
+    free(w);
+done:
+    if (loaded)
+        pft_e2e_own_free(&own);
+    pft_bundle_destroy(&b);
+}
+
 static void test_chain_dp(void)
 {
     char out[512];
@@ -76,6 +143,7 @@ static void test_chain_dp(void)
     CHECK_NEAR(jreal(rel, "sigma"), sigma, 1e-6 * sigma);
     CHECK(pft_e2e_jint(rel, "clipped_rows") == 0 && pft_e2e_jint(rel, "rows") == ROWS);
     CHECK(pft_e2e_jint(json_object_get(dp, "budget"), "releases") == 1);
+    check_release_noise(out, jreal(rel, "sigma"));
     /* a's guarantee reached b in the provenance; b released without DP */
     json_t *per = json_object_get(json_object_get(b, "privacy"), "per_node");
     json_t *pa = json_object_get(per, "a");

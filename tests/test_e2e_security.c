@@ -13,6 +13,7 @@
 #include "pft_npy.h"
 #include "pft_transport.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -30,18 +31,56 @@ static pft_keypair_t *make_key(const char *name)
     return kp;
 }
 
-/* Starts node b (its log appended to <out>.log); insecure: with --insecure. */
+/* Ports: every port a topology names is one the kernel chose and the test holds, bound and listening, until
+ * it exits (no pick-then-release); b's is handed to b with --listen-fd. */
+static int s_held[64], s_n_held, s_b_fd = -1;
+
+/* A held port (see above); its fd is kept in s_held. */
+static int held_port(void)
+{
+    int fd = -1, port = pft_e2e_hold_port(&fd);
+    CHECK(port > 0 && s_n_held < 64);
+    if (port > 0 && s_n_held < 64)
+        s_held[s_n_held++] = fd;
+    return port;
+}
+
+/* A held port for node b: the next start_b hands its socket over. */
+static int b_port(void)
+{
+    int port = held_port();
+    s_b_fd = s_n_held > 0 ? s_held[s_n_held - 1] : -1;
+    return port;
+}
+
+/* Drops the connections queued on the held listening socket fd while no node served it (a client that
+ * connected to a port nobody served would have been refused): a node started next sees only what comes while
+ * it runs. */
+static void drop_backlog(int fd)
+{
+    int flags = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
+        return;
+    for (int c; (c = accept(fd, NULL, NULL)) >= 0;)
+        close(c);
+    fcntl(fd, F_SETFL, flags);
+}
+
+/* Starts node b (its log appended to <out>.log) on the socket of the last b_port(); insecure: with
+ * --insecure. */
 static pid_t start_b_opt(const char *topo, const char *out, int insecure)
 {
+    drop_backlog(s_b_fd);
     pid_t pid = fork();
     if (pid == 0) {
-        char node[512], log[512];
+        char node[512], log[512], fd[16];
         snprintf(node, sizeof node, "%s/node/pftnode", PFT_BINARY_DIR);
         snprintf(log, sizeof log, "%s.log", out);
+        snprintf(fd, sizeof fd, "%d", s_b_fd);
         if (!freopen(log, "a", stderr))
             _exit(126);
-        execl(node, node, "--topology", topo, "--id", "b", "--out", out, "--linger-ms", "300",
-              insecure ? "--insecure" : (char *)NULL, (char *)NULL);
+        execl(node, node, "--topology", topo, "--id", "b", "--out", out, "--linger-ms", "300", "--listen-fd",
+              fd, insecure ? "--insecure" : (char *)NULL, (char *)NULL);
         _exit(127);
     }
     return pid;
@@ -87,6 +126,20 @@ static int refusal_mentions(json_t *result, const char *text)
     json_t *v;
     json_array_foreach(json_object_get(result, "refusals"), i,
                        v) if (strstr(json_string_value(v), text)) return 1;
+    return 0;
+}
+
+/* Waits until the file at path contains text (an event the node logs), at most max_s seconds; 1 if it did. */
+static int wait_log(const char *path, const char *text, int max_s)
+{
+    for (int i = 0; i <= max_s * 50; i++) {
+        char *s = slurp(path);
+        int found = s && strstr(s, text) != NULL;
+        free(s);
+        if (found)
+            return 1;
+        usleep(20000);
+    }
     return 0;
 }
 
@@ -145,8 +198,8 @@ static void write_pb(const char *path, int keyed, int pb, double deadline, int m
         " p [endpoint = \"tcp://127.0.0.1:%d\"%s, train = \"%s/train_x.npy\", labels = \"%s/train_y.npy\"];\n"
         " b [endpoint = \"tcp://127.0.0.1:%d\"%s, train = \"%s/train_x.npy\", labels = \"%s/train_y.npy\",\n"
         "    test = \"%s/test_x.npy\", test_labels = \"%s/test_y.npy\"];\n p -> b;\n}\n",
-        deadline, extra, pft_e2e_free_port(), keyed ? ", key = \"p.pub\"" : "", EXAMPLE_DATA, EXAMPLE_DATA,
-        pb, keyed ? ", key = \"b.pub\"" : "", EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA);
+        deadline, extra, held_port(), keyed ? ", key = \"p.pub\"" : "", EXAMPLE_DATA, EXAMPLE_DATA, pb,
+        keyed ? ", key = \"b.pub\"" : "", EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA);
     fclose(f);
 }
 
@@ -183,7 +236,7 @@ static void corrupt_and_restart(const char *out, const char *from, int insecure)
     json_decref(before);
     char topo[300];
     snprintf(topo, sizeof topo, "%s/short.dot", s_tmp);
-    write_pb(topo, !insecure, pft_e2e_free_port(), 4, 0);
+    write_pb(topo, !insecure, b_port(), 4, 0);
     pid_t pid = start_b_opt(topo, out, insecure);
     CHECK(wait_code(pid, 120) == 0);
     json_t *r = load_result(out);
@@ -211,7 +264,7 @@ static void corrupt_and_restart(const char *out, const char *from, int insecure)
  * id alone (issue 15, 7). */
 static void test_insecure_bit_rot(void)
 {
-    int pb = pft_e2e_free_port();
+    int pb = b_port();
     char topo[256], out[256], ep[64];
     snprintf(topo, sizeof topo, "%s/plain.dot", s_tmp);
     snprintf(out, sizeof out, "%s/plain", s_tmp);
@@ -244,7 +297,7 @@ static void test_insecure_refused_with_keys(void)
     pft_keypair_t *kp_p = make_key("p"), *kp_b = make_key("b");
     char topo[256], cmd[1500], errp[300];
     snprintf(topo, sizeof topo, "%s/keyed.dot", s_tmp);
-    write_pb(topo, 1, pft_e2e_free_port(), 120, 0);
+    write_pb(topo, 1, b_port(), 120, 0);
     snprintf(errp, sizeof errp, "%s/ins.err", s_tmp);
     snprintf(cmd, sizeof cmd, "%s/node/pftnode --topology %s --id b --out %s/ins --insecure 2> %s",
              PFT_BINARY_DIR, topo, s_tmp, errp);
@@ -312,7 +365,7 @@ static long peak_rss_kb(pid_t pid)
  * (refused for its junk payload, not its size; a fixed 256 MiB decoder limit refused it for its size). */
 static void test_one_size_limit(void)
 {
-    int pb = pft_e2e_free_port(), mb = 257;
+    int pb = b_port(), mb = 257;
     char topo[256], out[256], ep[64];
     snprintf(topo, sizeof topo, "%s/big.dot", s_tmp);
     snprintf(out, sizeof out, "%s/big", s_tmp);
@@ -329,7 +382,9 @@ static void test_one_size_limit(void)
     pft_transport_t *p = pft_transport_new("tcp://127.0.0.1:*", &o, NULL, NULL);
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", pb);
     CHECK(p && pft_transport_add_peer(p, "b", ep, NULL) == 0);
-    usleep(1000000);
+    char log[300]; /* b's peak RSS before the messages: once it listens (its data loaded) */
+    snprintf(log, sizeof log, "%s.log", out);
+    CHECK_MSG(wait_log(log, "listening on", 60), "b did not say it listens (%s)", log);
     long base = peak_rss_kb(pid);
     int h = pft_transport_send(p, "b", over, nover, id_over, pft_transport_now_ms() + 8000);
     CHECK_MSG(pft_e2e_settle(p, h, 20000) == PFT_SEND_REJECTED,
@@ -370,14 +425,14 @@ static void attack_topology(char *topo, size_t cap, int pb)
             " b [endpoint = \"tcp://127.0.0.1:%d\", key = \"b.pub\", train = \"%s/train_x.npy\", labels = "
             "\"%s/train_y.npy\",\n"
             "    test = \"%s/test_x.npy\", test_labels = \"%s/test_y.npy\"];\n p -> b;\n}\n",
-            pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA, pb, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA,
+            held_port(), EXAMPLE_DATA, EXAMPLE_DATA, pb, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA,
             EXAMPLE_DATA);
     fclose(f);
 }
 
 /* Attacks on the connection: an unknown key, plain text, and p's key with a malformed frame. */
 static void connection_attacks(pft_keypair_t *kp_p, pft_keypair_t *kp_b, pft_keypair_t *kp_x, int pb,
-                               const uint8_t *good, size_t ng)
+                               const char *b_log, const uint8_t *good, size_t ng)
 {
     int h;
     /* an unknown key cannot even connect */
@@ -407,7 +462,8 @@ static void connection_attacks(pft_keypair_t *kp_p, pft_keypair_t *kp_b, pft_key
     zmq_setsockopt(raw, ZMQ_LINGER, &zero, sizeof zero);
     CHECK(zmq_connect(raw, ep) == 0);
     CHECK(zmq_send(raw, "not a bundle", 12, 0) == 12);
-    usleep(1500000);
+    CHECK_MSG(wait_log(b_log, "malformed inbound message", 60), "b did not log the malformed message (%s)",
+              b_log);
     zmq_close(raw);
     zmq_ctx_term(zctx);
 }
@@ -505,7 +561,7 @@ static void check_restart_keeps_counters(const char *topo, const char *out, json
 
 static void test_attackers(void)
 {
-    int pb = pft_e2e_free_port();
+    int pb = b_port();
     pft_keypair_t *kp_p = make_key("p"), *kp_b = make_key("b"), *kp_x = make_key("x");
     char topo[256];
     attack_topology(topo, sizeof topo, pb);
@@ -522,7 +578,9 @@ static void test_attackers(void)
     snprintf(out, sizeof out, "%s/attacked", s_tmp);
     pid_t pid = start_b(topo, out);
 
-    connection_attacks(kp_p, kp_b, kp_x, pb, good, ng);
+    char b_log[300];
+    snprintf(b_log, sizeof b_log, "%s.log", out);
+    connection_attacks(kp_p, kp_b, kp_x, pb, b_log, good, ng);
 
     bundle_attacks(kp_p, kp_b, pb, pid, good, ng, forged, nf, other_run, no, second, ns);
 
@@ -572,7 +630,7 @@ static void test_refuses_without_keys(void)
         "digraph nokeys {\n a [endpoint = \"tcp://127.0.0.1:%d\", train = \"%s/train_x.npy\", labels = "
         "\"%s/train_y.npy\"];\n b [endpoint = \"tcp://127.0.0.1:%d\", train = \"%s/train_x.npy\", labels = "
         "\"%s/train_y.npy\"];\n a -> b;\n}\n",
-        pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA, pft_e2e_free_port(), EXAMPLE_DATA, EXAMPLE_DATA);
+        held_port(), EXAMPLE_DATA, EXAMPLE_DATA, held_port(), EXAMPLE_DATA, EXAMPLE_DATA);
     fclose(f);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s/node/pftnode --topology %s --id a --out %s/nk 2> %s/nk.err", PFT_BINARY_DIR,
@@ -595,6 +653,8 @@ int main(void)
     RUN(test_one_size_limit);
     RUN(test_insecure_bit_rot);
     RUN(test_attackers);
+    for (int i = 0; i < s_n_held; i++)
+        close(s_held[i]);
     int rc = pft_test_done();
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", s_tmp);

@@ -556,7 +556,7 @@ static void test_pacs(void)
     p = pft_test_shared_data("pacs-mobilenetv2/train_y.npy");
     snprintf(ybuf, sizeof ybuf, "%s", p ? p : "");
     if (!xbuf[0] || !ybuf[0]) {
-        fprintf(stderr, "    skipped: shared PACS features not found\n");
+        SKIP_TEST("shared PACS features not found under %s", PFT_SHARED_DATA_DIR);
         return;
     }
     pft_dataset_t *ds = NULL;

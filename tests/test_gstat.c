@@ -303,7 +303,95 @@ static void test_cv_matches_refit(void)
     pft_gstat_destroy(&st);
 }
 
-/* QDA with chosen λ: runs, labels without statistics are never predicted, accuracy well above chance. */
+/* Cholesky factor (lower, in place) of the d×d symmetric positive definite a, with plain loops (no LAPACK, no
+ * pft_la); 0, or -1 when a pivot is not positive. */
+static int chol_plain(double *a, int d)
+{
+    for (int j = 0; j < d; j++) {
+        double s = a[j * d + j];
+        for (int k = 0; k < j; k++)
+            s -= a[j * d + k] * a[j * d + k];
+        if (!(s > 0))
+            return -1;
+        a[j * d + j] = sqrt(s);
+        for (int i = j + 1; i < d; i++) {
+            double v = a[i * d + j];
+            for (int k = 0; k < j; k++)
+                v -= a[i * d + k] * a[j * d + k];
+            a[i * d + j] = v / a[j * d + j];
+        }
+    }
+    return 0;
+}
+
+/* Brute-force QDA of raw rows (n×d, labels 0..C-1) at (α, λ), the discriminant of pft_ghead.h written out
+ * with plain loops: per class n_c, μ_c, M_c; W = Σ M_c, N = Σ n_c; Σ_c = (1-α)[(1-λ) M_c/n_c + λ W/N] + α t_c
+ * I with t_c the bracket's mean eigenvalue (trace / d); s_c(x) = log(n_c/N) - ½ log|Σ_c| - ½ (x-μ_c)ᵀ Σ_c⁻¹
+ * (x-μ_c); classes without rows are never chosen. Predictions into pred, scores into sc (n×C; -inf for a
+ * class without rows). d ≤ 8, C ≤ 4. */
+static void qda_brute(const float *x, const int32_t *y, int n, int d, int C, double alpha, double lambda,
+                      int32_t *pred, double *sc)
+{
+    double cnt[4] = {0}, mu[4][8] = {{0}}, m[4][64] = {{0}}, w[64] = {0}, L[4][64], logdet[4] = {0};
+    for (int r = 0; r < n; r++) {
+        cnt[y[r]]++;
+        for (int j = 0; j < d; j++)
+            mu[y[r]][j] += x[r * d + j];
+    }
+    double N = 0;
+    for (int c = 0; c < C; c++) {
+        N += cnt[c];
+        for (int j = 0; j < d && cnt[c] > 0; j++)
+            mu[c][j] /= cnt[c];
+    }
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < d; i++)
+            for (int j = 0; j < d; j++)
+                m[y[r]][i * d + j] += (x[r * d + i] - mu[y[r]][i]) * (x[r * d + j] - mu[y[r]][j]);
+    for (int c = 0; c < C; c++)
+        for (int i = 0; i < d * d; i++)
+            w[i] += m[c][i];
+    for (int c = 0; c < C; c++) {
+        if (cnt[c] == 0)
+            continue;
+        double tr = 0;
+        for (int i = 0; i < d * d; i++)
+            L[c][i] = (1 - lambda) * m[c][i] / cnt[c] + lambda * w[i] / N;
+        for (int i = 0; i < d; i++)
+            tr += L[c][i * d + i];
+        for (int i = 0; i < d * d; i++)
+            L[c][i] = (1 - alpha) * L[c][i] + (i % (d + 1) == 0 ? alpha * tr / d : 0);
+        CHECK(chol_plain(L[c], d) == 0);
+        for (int i = 0; i < d; i++)
+            logdet[c] += 2 * log(L[c][i * d + i]);
+    }
+    for (int r = 0; r < n; r++) {
+        double best = -INFINITY;
+        pred[r] = -1;
+        for (int c = 0; c < C; c++) {
+            sc[r * C + c] = -INFINITY;
+            if (cnt[c] == 0)
+                continue;
+            double z[8], q = 0;
+            for (int i = 0; i < d; i++) { /* L z = x - μ_c */
+                double v = x[r * d + i] - mu[c][i];
+                for (int k = 0; k < i; k++)
+                    v -= L[c][i * d + k] * z[k];
+                z[i] = v / L[c][i * d + i];
+                q += z[i] * z[i];
+            }
+            double s = log(cnt[c] / N) - 0.5 * logdet[c] - 0.5 * q;
+            sc[r * C + c] = s;
+            if (s > best) {
+                best = s;
+                pred[r] = c;
+            }
+        }
+    }
+}
+
+/* QDA with chosen λ: every prediction is the brute-force discriminant's at the chosen (α, λ) (so its accuracy
+ * is the brute force's), labels without statistics are never predicted. */
 static void test_qda_cv(void)
 {
     const int d = 6, C = 4, n = 400;
@@ -323,14 +411,29 @@ static void test_qda_cv(void)
     double acc, pc[4];
     int cnt[4];
     CHECK(pft_ghead_accuracy(h, x, y, n, &acc, pc, cnt) == 0);
-    CHECK(acc > 0.6 && cnt[3] == 0 && isnan(pc[3]));
-    int32_t *p = malloc(sizeof(int32_t) * n);
+    CHECK(cnt[3] == 0 && isnan(pc[3]));
+    int32_t *p = malloc(sizeof(int32_t) * n), *q = malloc(sizeof(int32_t) * n);
     CHECK(pft_ghead_predict(h, x, n, p) == 0);
-    int never3 = 1;
-    for (int i = 0; i < n; i++)
+    double *s = malloc(sizeof(double) * n * C), *bs = malloc(sizeof(double) * n * C), worst = 0;
+    qda_brute(x, y, n, d, C, info.alpha, info.lambda, q, bs);
+    CHECK(pft_ghead_scores(h, x, n, s) == 0);
+    int never3 = 1, agree = 0, right = 0;
+    for (int i = 0; i < n; i++) {
         never3 &= p[i] != 3;
+        agree += p[i] == q[i];
+        right += q[i] == y[i];
+        for (int c = 0; c < 3; c++) /* the classes with rows: every score, not only the argmax */
+            worst = fmax(worst, fabs(s[i * C + c] - bs[i * C + c]) / (1 + fabs(bs[i * C + c])));
+    }
+    CHECK_MSG(worst < 1e-9, "QDA scores differ from the brute force's by %.3g (relative)", worst);
+    free(s);
+    free(bs);
     CHECK(never3);
+    CHECK_MSG(agree == n, "QDA at α %g, λ %g: %d of %d predictions are the brute force's", info.alpha,
+              info.lambda, agree, n);
+    CHECK_NEAR(acc, (double)right / n, 1e-12);
     free(p);
+    free(q);
     pft_ghead_destroy(&h);
     pft_gstat_destroy(&st);
     free(x);
@@ -444,12 +547,23 @@ static void test_lowrank_shared(void)
     c[5] = NAN;
     CHECK(pft_gstat_lowrank_shared(c, d, 3, u, psi) == PFT_EINVAL);
     c[5] = 0;
-    for (long k = 0; k < 6; k++) { /* allocation failure: a clean PFT_ENOMEM */
+    /* allocation failure: a clean PFT_ENOMEM while an allocation fails, then, once every allocation the call
+     * makes succeeds, the same result as without injection */
+    make_psd(d, d, 4, c);
+    CHECK(pft_gstat_lowrank_shared(c, d, 3, u2, psi2) == 0);
+    int nomem = 0, ok = 0;
+    for (long k = 0; k < 100 && !ok; k++) {
+        memset(u, 0, sizeof(double) * d * 3);
         pft_alloc_fail_after(k);
         int rc = pft_gstat_lowrank_shared(c, d, 3, u, psi);
         pft_alloc_fail_after(-1);
         CHECK(rc == 0 || rc == PFT_ENOMEM);
+        nomem += rc == PFT_ENOMEM;
+        ok = rc == 0;
     }
+    CHECK_MSG(nomem >= 1 && ok, "%d steps failed with PFT_ENOMEM before a success (%d): no injection seen",
+              nomem, ok);
+    CHECK(memcmp(u, u2, sizeof(double) * d * 3) == 0 && memcmp(psi, psi2, sizeof(double) * d) == 0);
     free(c);
     free(r);
     free(u);

@@ -465,7 +465,7 @@ static void test_real_pacs(void)
         snprintf(sub, sizeof sub, "pacs-mobilenetv2/%s.npy", names[i]);
         const char *p = pft_test_shared_data(sub);
         if (!p) {
-            fprintf(stderr, "  skipped: shared PACS data not present\n");
+            SKIP_TEST("shared PACS data not present under %s", PFT_SHARED_DATA_DIR);
             return;
         }
         snprintf(path[i], sizeof path[i], "%s", p);

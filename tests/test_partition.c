@@ -15,9 +15,11 @@ static void make_labels(void)
         ytr[i] = i % 7;
         dtr[i] = (i / 7) % 4;
     }
+    /* the test split's labels and domains differ row by row from the first NTE training ones, so a split that
+     * filtered the test rows with the training arrays picks other rows */
     for (int i = 0; i < NTE; i++) {
-        yte[i] = i % 7;
-        dte[i] = (i / 7) % 4;
+        yte[i] = (i / (NTE / 7)) % 7;
+        dte[i] = i % 4;
     }
 }
 
@@ -170,9 +172,12 @@ static void test_labels_and_domain(void)
     for (int j = 0; j < n; j++)
         CHECK(ytr[idx[j]] <= 3);
     idx = pft_partition_test(p, 1, &n);
-    CHECK(n == 90);
+    int want = 0; /* node 1's test rows: every test row labelled 4-6, counted from yte */
+    for (int r = 0; r < NTE; r++)
+        want += yte[r] >= 4;
+    CHECK_MSG(n == want, "test split of node 1: %d rows, %d test rows are labelled 4-6", n, want);
     for (int j = 0; j < n; j++)
-        CHECK(ytr[idx[j]] >= 4);
+        CHECK_MSG(yte[idx[j]] >= 4, "test row %d has label %d", idx[j], yte[idx[j]]);
     pft_partition_destroy(&p);
 
     CHECK(parse("domain", &spec) == 0);
@@ -182,6 +187,13 @@ static void test_labels_and_domain(void)
     CHECK(n == NTR / 4);
     for (int j = 0; j < n; j++)
         CHECK(dtr[idx[j]] == 3);
+    idx = pft_partition_test(p, 1, &n);
+    want = 0;
+    for (int r = 0; r < NTE; r++)
+        want += dte[r] == 3;
+    CHECK_MSG(n == want, "test split of domain 3: %d rows, %d test rows are in domain 3", n, want);
+    for (int j = 0; j < n; j++)
+        CHECK_MSG(dte[idx[j]] == 3, "test row %d is in domain %d", idx[j], dte[idx[j]]);
     pft_partition_destroy(&p);
     /* domain without domain columns */
     CHECK(pft_partition_split(&spec, dn, 2, 7, ytr, NULL, NTR, yte, NULL, NTE, 0, &p) == PFT_EINVAL);
