@@ -67,12 +67,16 @@ static void test_bad_peer(void)
     int h = pft_transport_send(t, "b", junk, sizeof junk, id, soon + 30000);
     CHECK(h >= 0 && pft_e2e_settle(t, h, 30000) == PFT_SEND_REJECTED);
 
-    /* 2. oversized (2 MiB > max_bundle_mb = 1): never delivered, the node keeps going */
+    /* 2. oversized (2 MiB > max_bundle_mb = 1): refused at its offer, before any body travels (transport
+     * protocol 2, WIRE.md §4); the node keeps going */
     size_t big = 2u << 20;
     uint8_t *huge = pft_calloc(big, 1);
     uint8_t id2[32] = {2};
     h = pft_transport_send(t, "b", huge, big, id2, pft_transport_now_ms() + 3000);
-    CHECK(h >= 0 && pft_e2e_settle(t, h, 10000) == PFT_SEND_FAILED);
+    CHECK(h >= 0 && pft_e2e_settle(t, h, 10000) == PFT_SEND_REJECTED);
+    const char *why = NULL;
+    pft_transport_send_state(t, h, NULL, &why);
+    CHECK_MSG(why && strstr(why, "too large"), "reason '%s'", why ? why : "");
     pft_free(huge);
 
     /* 3. a well-formed bundle of another run: rejected */
@@ -106,7 +110,8 @@ static void test_bad_peer(void)
     json_t *r = json_load_file(path, 0, &err);
     CHECK(r != NULL);
     if (r) {
-        CHECK(json_integer_value(json_object_get(r, "rejected")) == 2);
+        /* garbage, the oversized offer (counted since transport protocol 2: no drop is silent), another run */
+        CHECK(json_integer_value(json_object_get(r, "rejected")) == 3);
         CHECK(json_integer_value(json_object_get(r, "duplicates_dropped")) >= 1);
         CHECK(json_integer_value(json_object_get(r, "n_synthetic")) == 7 * 20);
         CHECK(json_array_size(json_object_get(r, "received")) == 1);
