@@ -16,7 +16,8 @@
     X(PFT_EXIT_IO, 9, "the output folder cannot be written (e.g. an inbound bundle cannot be stored)")       \
     X(PFT_EXIT_INTERRUPTED, 10, "stopped by SIGINT/SIGTERM")                                                 \
     X(PFT_EXIT_BUDGET, 11, "releasing would exceed the node's privacy budget (dp_budget)")                   \
-    X(PFT_EXIT_INTERNAL, 12, "out of memory, or a received bundle the node cannot use (the log says which)") \
+    X(PFT_EXIT_INTERNAL, 12,                                                                                 \
+      "out of memory, or another error the node could not recover from (see the log)")                       \
     X(PFT_EXIT_LOCKED, 13, "another pftnode runs with this --out folder (its lock is held); nothing written")
 
 typedef enum {
@@ -33,6 +34,8 @@ typedef enum {
     X(PFT_ENET, PFT_EXIT_NETWORK)                                                                            \
     X(PFT_ETIMEOUT, PFT_EXIT_MISSING)                                                                        \
     X(PFT_ENUMERIC, PFT_EXIT_NUMERIC)                                                                        \
+    X(PFT_EINVAL, PFT_EXIT_NUMERIC) /* EM or a head refusing values it cannot fit (e.g. |x| > 1e15) */       \
+    X(PFT_ERANGE, PFT_EXIT_NUMERIC)                                                                          \
     X(PFT_EIO, PFT_EXIT_IO)                                                                                  \
     X(PFT_EINTR, PFT_EXIT_INTERRUPTED)                                                                       \
     X(PFT_EBUDGET, PFT_EXIT_BUDGET)
