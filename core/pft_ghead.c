@@ -447,9 +447,10 @@ static int choose_alpha(tally_t *tl, const folds_t *fs, double *alpha_out, pft_g
     return 0;
 }
 
-/* Chooses α by cross-validation; *alpha_out, info's cv fields. */
-static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const pft_ghead_opts_t *o,
-                  double *alpha_out, pft_ghead_info_t *info, folds_t *fs_out)
+/* The cross-validation tallies tl[N_ALPHA] of every α of the grid over the own rows' folds (*fs_out, which
+ * the caller frees on success). */
+static int lda_cv_tally(const eig_t *e, const float *x, const int32_t *y, int n, const pft_ghead_opts_t *o,
+                        tally_t *tl, folds_t *fs_out)
 {
     int d = e->d, S = e->S;
     folds_t fs;
@@ -458,8 +459,7 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
         return rc;
     double *Y = pft_alloc_array((size_t)fs.n * d, sizeof(double));
     double *xr = pft_alloc_array((size_t)d, sizeof(double));
-    tally_t tl[N_ALPHA];
-    memset(tl, 0, sizeof tl);
+    memset(tl, 0, N_ALPHA * sizeof *tl);
     size_t mmax = (size_t)fs.n + S;
     double *D = pft_alloc_array((size_t)d, sizeof(double));
     double *UD = pft_alloc_array(mmax * d, sizeof(double));
@@ -494,8 +494,6 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
         if (o->on_iter)
             o->on_iter(o->on_iter_ctx);
     }
-    if (rc == 0)
-        rc = choose_alpha(tl, &fs, alpha_out, info);
     pft_free(Y);
     pft_free(xr);
     pft_free(D);
@@ -506,11 +504,81 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
     pft_free(X);
     pft_free(s);
     pft_free(v);
-    if (rc == 0 && fs_out)
+    if (rc == 0)
         *fs_out = fs;
     else
         pft_ghead__folds_free(&fs);
     return rc;
+}
+
+/* Chooses α by cross-validation; *alpha_out, info's cv fields, the folds (*fs_out, freed by the caller on
+ * success). */
+static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const pft_ghead_opts_t *o,
+                  double *alpha_out, pft_ghead_info_t *info, folds_t *fs_out)
+{
+    tally_t tl[N_ALPHA];
+    int rc = lda_cv_tally(e, x, y, n, o, tl, fs_out);
+    if (rc == 0 && (rc = choose_alpha(tl, fs_out, alpha_out, info)))
+        pft_ghead__folds_free(fs_out);
+    return rc;
+}
+
+static int check_args(const pft_gstat_t *st, int n, int C, const pft_ghead_opts_t *o);
+
+double pft_ghead_alpha_grid(int i)
+{
+    return i >= 0 && i < N_ALPHA ? k_alpha_grid[i] : NAN;
+}
+
+int pft_ghead_evidence(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                       const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev)
+{
+    _Static_assert(N_ALPHA == PFT_GHEAD_N_ALPHA, "the grid's size is public");
+    int rc = check_args(st, n, n_classes, opts);
+    if (rc)
+        return rc;
+    if (opts->kind != PFT_GHEAD_LDA)
+        return pft_err(PFT_EINVAL, "gaussian head: evidence is for LDA (tied statistics)");
+    if (n < opts->min_cv_rows || pft_gstat_n_classes(st) < 2)
+        return 1;
+    eig_t e;
+    if ((rc = eig_init(&e, st, NULL)))
+        return rc;
+    tally_t tl[N_ALPHA];
+    folds_t fs;
+    rc = lda_cv_tally(&e, x, y, n, opts, tl, &fs);
+    eig_free(&e);
+    if (rc)
+        return rc;
+    pft_ghead__folds_free(&fs);
+    for (int a = 0; a < N_ALPHA; a++) {
+        int ok = tl[a].valid > 0 && tl[a].total > 0;
+        ev[a] = (pft_ghead_evidence_t){.alpha = k_alpha_grid[a],
+                                       .correct = ok ? (uint64_t)tl[a].correct : 0,
+                                       .total = ok ? (uint64_t)tl[a].total : 0,
+                                       .loss = ok ? tl[a].loss : 0};
+    }
+    return 0;
+}
+
+double pft_ghead_evidence_alpha(const pft_ghead_evidence_t *const *ev, const double *w, int m)
+{
+    double right[N_ALPHA] = {0}, loss[N_ALPHA] = {0};
+    int usable[N_ALPHA], best = -1;
+    for (int a = 0; a < N_ALPHA; a++) {
+        usable[a] = m > 0;
+        for (int k = 0; k < m; k++) {
+            double wk = w ? w[k] : 1.0;
+            if (ev[k][a].total == 0) /* unusable with one contributor's statistics: never chosen */
+                usable[a] = 0;
+            right[a] += wk * (double)ev[k][a].correct;
+            loss[a] += wk * ev[k][a].loss;
+        }
+        if (usable[a] &&
+            (best < 0 || right[a] > right[best] || (right[a] == right[best] && loss[a] <= loss[best])))
+            best = a;
+    }
+    return best < 0 ? -1.0 : k_alpha_grid[best];
 }
 
 /* The linear head of LDA at shrinkage α. */

@@ -68,6 +68,32 @@ typedef struct {
 
 void pft_ghead_opts_default(pft_ghead_opts_t *opts);
 
+/* ---- evidence for α that travels with the statistics (one α for one set of statistics) ----
+ * A contributor's evidence is its cross-validation tally, on its own rows against the statistics it holds,
+ * for every α of the fixed grid (pft_ghead_alpha_grid): rows scored, rows right, summed held-out
+ * cross-entropy. Tallies add, so every node holding the same contributors' evidence chooses the same α,
+ * from everyone's rows (DESIGN.md §8). */
+#define PFT_GHEAD_N_ALPHA 17
+typedef struct {
+    double alpha;     /* the grid point */
+    uint64_t correct; /* held-out rows classified right */
+    uint64_t total;   /* held-out rows scored; 0: this α is not usable with these statistics */
+    double loss;      /* summed held-out cross-entropy (nats) */
+} pft_ghead_evidence_t;
+
+/* The grid's α i (0 ≤ i < PFT_GHEAD_N_ALPHA, ascending from 0 to 0.95); NaN outside. */
+double pft_ghead_alpha_grid(int i);
+/* The LDA cross-validation tally of the caller's own rows x, y (n, part of st, as for pft_ghead_fit) for
+ * every α of the grid into ev[PFT_GHEAD_N_ALPHA] (opts: folds, min_cv_rows, seed, on_iter). 0; 1 (ev
+ * untouched) when the rows are too few for cross-validation (n < min_cv_rows, or one class); PFT_EINVAL (as
+ * pft_ghead_fit; also for QDA), PFT_ENOMEM, PFT_ENUMERIC. */
+int pft_ghead_evidence(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                       const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev);
+/* The α of the weighted evidence of m contributors (ev[k]: PFT_GHEAD_N_ALPHA tallies each, weight w[k] in
+ * [0, 1]; NULL: all 1): most rows right, then the lower cross-entropy, then the larger α; an α unusable for
+ * one contributor is never chosen. -1 when none is usable or m = 0. */
+double pft_ghead_evidence_alpha(const pft_ghead_evidence_t *const *ev, const double *w, int m);
+
 typedef struct pft_ghead_t pft_ghead_t;
 
 /* Fits the classifier of the statistics st for labels 0..n_classes-1 (a label without statistics gets

@@ -297,6 +297,26 @@ static void test_ring(void)
     char out[512];
     json_t *r = launch("ring5", "  start = a;\n  a -> b -> c -> d -> e -> a;\n", out, sizeof out);
     check_complete("ring5", r, out, (const char *const[]){"a", "b", "c", "d", "e", NULL}, 5);
+    /* one α for one set of statistics: every node sums the same five contributors' evidence */
+    json_t *nodes = r ? json_object_get(r, "nodes") : NULL, *n;
+    size_t i;
+    double alpha0 = -1, acc0 = -1;
+    json_array_foreach(nodes, i, n)
+    {
+        json_t *g = json_object_get(n, "gaussian_head");
+        double alpha = json_real_value(json_object_get(g, "alpha")),
+               acc = json_real_value(json_object_get(n, "accuracy_global"));
+        const char *rule = json_string_value(json_object_get(g, "rule"));
+        CHECK_MSG(rule && !strcmp(rule, "evidence") &&
+                      json_integer_value(json_object_get(g, "evidence_contributors")) == 5,
+                  "ring5 %s: rule %s", json_string_value(json_object_get(n, "id")), rule ? rule : "-");
+        if (i == 0) {
+            alpha0 = alpha;
+            acc0 = acc;
+        }
+        CHECK_MSG(alpha == alpha0 && acc == acc0, "ring5 %s: α %g accuracy %.4f, a: α %g accuracy %.4f",
+                  json_string_value(json_object_get(n, "id")), alpha, acc, alpha0, acc0);
+    }
     json_decref(r);
 }
 

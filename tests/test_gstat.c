@@ -392,6 +392,65 @@ static void qda_brute(const float *x, const int32_t *y, int n, int d, int C, dou
 
 /* QDA with chosen λ: every prediction is the brute-force discriminant's at the chosen (α, λ) (so its accuracy
  * is the brute force's), labels without statistics are never predicted. */
+/* Shrinkage evidence (one α for one set of statistics): each grid point's tally equals the brute-force
+ * leave-one-out count of rows right (refit from the other rows), a contributor's evidence alone chooses what
+ * pft_ghead_fit's cross-validation chooses, and tallies add: a second contributor's evidence moves the choice
+ * only as much as its weight lets it. */
+static void test_evidence(void)
+{
+    const int d = 20, C = 3, n_up = 40, n = 15;
+    float up[40 * 20], x[15 * 20], x2[15 * 20];
+    int32_t uy[40], y[15], y2[15];
+    make_rows(n_up, d, C, 1.2, 21, up, uy);
+    make_rows(n, d, C, 1.2, 22, x, y);
+    make_rows(n, d, C, 0.4, 23, x2, y2); /* a harder contributor */
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
+    CHECK(pft_gstat_add_rows(st, up, uy, n_up) == 0 && pft_gstat_add_rows(st, x, y, n) == 0);
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.folds = 20; /* leave-one-out */
+    pft_ghead_evidence_t ev[PFT_GHEAD_N_ALPHA], ev2[PFT_GHEAD_N_ALPHA];
+    CHECK(pft_ghead_evidence(st, x, y, n, C, &o, ev) == 0);
+    for (int a = 0; a < PFT_GHEAD_N_ALPHA; a++) {
+        CHECK(ev[a].alpha == pft_ghead_alpha_grid(a) && (a == 0 || ev[a].alpha > ev[a - 1].alpha));
+        if (ev[a].total == 0)
+            continue; /* α unusable with these statistics */
+        double brute = loo_acc(up, uy, n_up, x, y, n, d, C, ev[a].alpha);
+        CHECK_MSG(ev[a].total == (uint64_t)n && fabs((double)ev[a].correct - brute * n) < 1e-9,
+                  "α %g: %llu of %llu right, brute force %.0f", ev[a].alpha,
+                  (unsigned long long)ev[a].correct, (unsigned long long)ev[a].total, brute * n);
+    }
+    pft_ghead_t *h = NULL;
+    pft_ghead_info_t info;
+    CHECK(pft_ghead_fit(st, x, y, n, C, &o, &h, &info) == 0);
+    const pft_ghead_evidence_t *one[2] = {ev, ev2};
+    CHECK_NEAR(pft_ghead_evidence_alpha(one, NULL, 1), info.alpha, 0);
+    pft_ghead_destroy(&h);
+    pft_gstat_t *st2 = pft_gstat_dup(st);
+    CHECK(pft_gstat_add_rows(st2, x2, y2, n) == 0);
+    CHECK(pft_ghead_evidence(st2, x2, y2, n, C, &o, ev2) == 0);
+    double w0[2] = {1, 0}, w1[2] = {0, 1};
+    CHECK_NEAR(pft_ghead_evidence_alpha(one, w0, 2), info.alpha, 0); /* weight 0: ignored */
+    double a1 = pft_ghead_evidence_alpha(one + 1, NULL, 1);
+    CHECK_NEAR(pft_ghead_evidence_alpha(one, w1, 2), a1, 0);
+    /* the sum: the α whose summed right count is largest, by brute force over the grid */
+    double both = pft_ghead_evidence_alpha(one, NULL, 2);
+    uint64_t best = 0;
+    for (int a = 0; a < PFT_GHEAD_N_ALPHA; a++)
+        if (ev[a].total && ev2[a].total && ev[a].correct + ev2[a].correct > best)
+            best = ev[a].correct + ev2[a].correct;
+    for (int a = 0; a < PFT_GHEAD_N_ALPHA; a++)
+        if (ev[a].alpha == both)
+            CHECK(ev[a].correct + ev2[a].correct == best && ev[a].total && ev2[a].total);
+    CHECK(pft_ghead_evidence_alpha(one, NULL, 0) == -1.0);
+    /* too few rows: no evidence (1), QDA refused */
+    CHECK(pft_ghead_evidence(st, x, y, 3, C, &o, ev) == 1);
+    o.kind = PFT_GHEAD_QDA;
+    CHECK(pft_ghead_evidence(st, x, y, n, C, &o, ev) == PFT_EINVAL);
+    pft_gstat_destroy(&st);
+    pft_gstat_destroy(&st2);
+}
+
 static void test_qda_cv(void)
 {
     const int d = 6, C = 4, n = 400;
@@ -580,6 +639,7 @@ int main(void)
     RUN(test_check_psd);
     RUN(test_bayes_rule);
     RUN(test_cv_matches_refit);
+    RUN(test_evidence);
     RUN(test_qda_cv);
     RUN(test_alloc_failures);
     RUN(test_lowrank_shared);

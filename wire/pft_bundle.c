@@ -3,6 +3,7 @@
  * in pft_bundle_encode.c and pft_bundle_decode.c, the struct in pft_bundle_internal.h. See docs/WIRE.md. */
 #include "pft_bundle.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -122,6 +123,7 @@ void pft_bundle_destroy(pft_bundle_t **self_p)
     for (int i = 0; i < self->n_prov; i++) {
         pft_free(self->prov[i].node);
         pft_free(self->prov[i].pairs);
+        pft_free(self->prov[i].ev);
     }
     pft_free(self->prov);
     pft_free(self->parents);
@@ -448,6 +450,7 @@ static void prov_prune(pft_bundle_t *self, const char *node)
         return;
     pft_free(self->prov[i].node);
     pft_free(self->prov[i].pairs);
+    pft_free(self->prov[i].ev);
     memmove(&self->prov[i], &self->prov[i + 1], (size_t)(self->n_prov - i - 1) * sizeof(pft_bundle__prov_t));
     self->n_prov--;
 }
@@ -527,9 +530,31 @@ int pft_bundle_prov_merge(pft_bundle_t *self, const pft_bundle_t *other)
     }
     for (int i = 0; i < other->n_prov; i++) {
         const pft_bundle__prov_t *oe = &other->prov[i];
+        int j = prov_find(self, oe->node);
+        if (j >= 0 && oe->ev && self->prov[j].ev &&
+            (oe->n_ev != self->prov[j].n_ev || oe->ev_against != self->prov[j].ev_against ||
+             memcmp(oe->ev, self->prov[j].ev, (size_t)oe->n_ev * sizeof *oe->ev)))
+            return pft_err(
+                PFT_EINVAL,
+                "bundle: provenance conflict: node '%s' has other validation evidence in bundle from "
+                "'%s'",
+                oe->node, other->producer);
+    }
+    for (int i = 0; i < other->n_prov; i++) {
+        const pft_bundle__prov_t *oe = &other->prov[i];
         pft_bundle__prov_t *e = prov_entry(self, oe->node);
         if (!e)
             return pft_err_wrap(PFT_ENOMEM, "bundle: prov_merge");
+        if (oe->ev && !e->ev) {
+            e->ev = pft_alloc_array((size_t)oe->n_ev, sizeof *e->ev);
+            if (!e->ev) {
+                prov_prune(self, oe->node);
+                return pft_err(PFT_ENOMEM, "bundle: prov_merge: out of memory");
+            }
+            memcpy(e->ev, oe->ev, (size_t)oe->n_ev * sizeof *e->ev);
+            e->n_ev = oe->n_ev;
+            e->ev_against = oe->ev_against;
+        }
         if (oe->dp_eps > 0) {
             e->dp_eps = oe->dp_eps;
             e->dp_delta = oe->dp_delta;
@@ -563,6 +588,58 @@ int pft_bundle_prov_set_dp(pft_bundle_t *self, const char *node, double eps, dou
     self->prov[i].dp_delta = delta;
     drop_cache(self);
     return 0;
+}
+
+int pft_bundle__tallies_ok(const pft_bundle_tally_t *t, int m, char *why, size_t cap)
+{
+    if (m < 1 || m > PFT_BUNDLE_MAX_TALLIES) {
+        snprintf(why, cap, "%d tallies, expected 1..%d", m, PFT_BUNDLE_MAX_TALLIES);
+        return 0;
+    }
+    for (int k = 0; k < m; k++) {
+        const pft_bundle_tally_t *x = &t[k];
+        if (!(x->alpha >= 0 && x->alpha <= 1) || (k > 0 && !(x->alpha > t[k - 1].alpha)) ||
+            x->total > PFT_BUNDLE_MAX_COUNT || x->correct > x->total || !isfinite(x->loss) || x->loss < 0) {
+            snprintf(why, cap,
+                     "tally %d (alpha %g, %llu of %llu right, loss %g): alpha in 0..1 ascending, right <= "
+                     "scored <= 2^48, loss finite and >= 0",
+                     k, x->alpha, (unsigned long long)x->correct, (unsigned long long)x->total, x->loss);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int pft_bundle_prov_set_evidence(pft_bundle_t *self, const char *node, uint64_t against,
+                                 const pft_bundle_tally_t *t, int m)
+{
+    int i = self ? prov_find(self, node) : -1;
+    char why[256];
+    if (i < 0)
+        return pft_err(PFT_EINVAL, "bundle: prov_set_evidence: node '%s' is not in the provenance",
+                       node ? node : "");
+    if (!t || !pft_bundle__tallies_ok(t, m, why, sizeof why))
+        return pft_err(PFT_EINVAL, "bundle: prov_set_evidence: %s", t ? why : "no tallies");
+    if (against < 1 || against > PFT_BUNDLE_MAX_COUNT)
+        return pft_err(PFT_EINVAL, "bundle: prov_set_evidence: scored against %llu rows (1..2^48)",
+                       (unsigned long long)against);
+    pft_bundle_tally_t *c = pft_alloc_array((size_t)m, sizeof *c);
+    if (!c)
+        return pft_err(PFT_ENOMEM, "bundle: prov_set_evidence: out of memory");
+    memcpy(c, t, (size_t)m * sizeof *c);
+    pft_free(self->prov[i].ev);
+    self->prov[i].ev = c;
+    self->prov[i].n_ev = m;
+    self->prov[i].ev_against = against;
+    drop_cache(self);
+    return 0;
+}
+
+const pft_bundle_tally_t *pft_bundle_prov_evidence(const pft_bundle_t *self, int i, int *m, uint64_t *against)
+{
+    *m = self->prov[i].n_ev;
+    *against = self->prov[i].ev_against;
+    return self->prov[i].ev;
 }
 
 int pft_bundle_prov_dp(const pft_bundle_t *self, int i, double *eps, double *delta)

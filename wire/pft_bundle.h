@@ -113,6 +113,26 @@ int pft_bundle_prov_merge(pft_bundle_t *self, const pft_bundle_t *other);
 int pft_bundle_prov_set_dp(pft_bundle_t *self, const char *node, double eps, double delta);
 /* Entry i's guarantee: 1 and (ε, δ) if it has one, else 0 (and 0, 0). */
 int pft_bundle_prov_dp(const pft_bundle_t *self, int i, double *eps, double *delta);
+
+/* Validation evidence of a contributor (docs/WIRE.md §2: the optional fourth element of a provenance entry):
+ * per grid point (a shrinkage α, ascending), the rows of its own it scored, how many it got right and their
+ * summed cross-entropy. It travels with the entry and survives merges, so that every node holding the same
+ * statistics can sum the same evidence (different evidence for the same node is a conflict). */
+typedef struct {
+    double alpha;     /* 0..1, strictly ascending within an entry */
+    uint64_t correct; /* ≤ total */
+    uint64_t total;   /* ≤ 2^48; 0: the point is unusable for that contributor */
+    double loss;      /* finite, ≥ 0 */
+} pft_bundle_tally_t;
+#define PFT_BUNDLE_MAX_TALLIES 64
+/* Sets node's evidence: m tallies (1..PFT_BUNDLE_MAX_TALLIES, copied) scored against statistics of `against`
+ * rows (1..2^48). PFT_EINVAL (node not in the provenance, m, against or a tally out of range), PFT_ENOMEM. */
+int pft_bundle_prov_set_evidence(pft_bundle_t *self, const char *node, uint64_t against,
+                                 const pft_bundle_tally_t *t, int m);
+/* Borrowed: entry i's evidence, its length in *m and the rows it was scored against in *against; NULL (and
+ * 0, 0) when it has none. */
+const pft_bundle_tally_t *pft_bundle_prov_evidence(const pft_bundle_t *self, int i, int *m,
+                                                   uint64_t *against);
 /* Number of provenance entries (distinct nodes, sorted by id) and their contents. */
 int pft_bundle_prov_n_nodes(const pft_bundle_t *self);
 const char *pft_bundle_prov_node(const pft_bundle_t *self, int i);

@@ -530,8 +530,48 @@ static int decode_dp(const ctx_t *c, const msgpack_object *g, pft_bundle__prov_t
     return 0;
 }
 
-/* The provenance (array o) into b: entries [node, counts] or [node, counts, dp], node ids strictly ascending.
- */
+static uint64_t le_u64(const uint8_t *p)
+{
+    double d = pft_bundle__le_get_f64(p);
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return u;
+}
+
+/* The evidence g of entry pe: bin(8 + 32·m), 1 ≤ m ≤ PFT_BUNDLE_MAX_TALLIES (pft_bundle__tallies_ok), scored
+ * against 1..2^48 rows. */
+static int decode_evidence(const ctx_t *c, const msgpack_object *g, pft_bundle__prov_t *pe)
+{
+    if (g->type != MSGPACK_OBJECT_BIN || g->via.bin.size < 40 || (g->via.bin.size - 8) % 32 ||
+        g->via.bin.size > 8 + 32 * PFT_BUNDLE_MAX_TALLIES)
+        return pft_bundle__bad(c, PFT_EFORMAT, "evidence: expected bin of 8 + 32 x 1..%d bytes",
+                               PFT_BUNDLE_MAX_TALLIES);
+    int m = (int)((g->via.bin.size - 8) / 32);
+    const uint8_t *p = (const uint8_t *)g->via.bin.ptr;
+    pe->ev_against = le_u64(p);
+    if (pe->ev_against < 1 || pe->ev_against > PFT_BUNDLE_MAX_COUNT)
+        return pft_bundle__bad(c, PFT_EFORMAT, "evidence: scored against %llu rows (1..2^48)",
+                               (unsigned long long)pe->ev_against);
+    p += 8;
+    pe->ev = pft_alloc_array((size_t)m, sizeof *pe->ev);
+    if (!pe->ev)
+        return pft_bundle__bad(c, PFT_ENOMEM, "out of memory");
+    for (int k = 0; k < m; k++) {
+        const uint8_t *t = p + 32 * k;
+        pe->ev[k] = (pft_bundle_tally_t){.alpha = pft_bundle__le_get_f64(t),
+                                         .correct = le_u64(t + 8),
+                                         .total = le_u64(t + 16),
+                                         .loss = pft_bundle__le_get_f64(t + 24)};
+    }
+    pe->n_ev = m;
+    char why[256];
+    if (!pft_bundle__tallies_ok(pe->ev, m, why, sizeof why))
+        return pft_bundle__bad(c, PFT_EFORMAT, "evidence: %s", why);
+    return 0;
+}
+
+/* The provenance (array o) into b: entries [node, counts], [node, counts, dp] or [node, counts, dp or nil,
+ * evidence], node ids strictly ascending. */
 static int decode_prov(pft_bundle_t *b, const pft_bundle_limits_t *lim, const msgpack_object *o)
 {
     ctx_t c = {"provenance"};
@@ -548,7 +588,7 @@ static int decode_prov(pft_bundle_t *b, const pft_bundle_limits_t *lim, const ms
     for (uint32_t i = 0; i < n; i++) {
         const msgpack_object *e = &o->via.array.ptr[i];
         snprintf(c.where, sizeof c.where, "provenance entry %u", i);
-        if ((rc = pft_bundle__want_array(&c, e, "entry", 2, 3, PFT_EFORMAT)))
+        if ((rc = pft_bundle__want_array(&c, e, "entry", 2, 4, PFT_EFORMAT)))
             return rc;
         char node[PFT_BUNDLE_MAX_NAME + 1];
         if ((rc = pft_bundle__want_name(&c, &e->via.array.ptr[0], "node id", node)))
@@ -569,7 +609,10 @@ static int decode_prov(pft_bundle_t *b, const pft_bundle_limits_t *lim, const ms
         pe->cap = (int)pairs->via.array.size;
         if ((rc = decode_counts(&c, pairs, pe)))
             return rc;
-        if (e->via.array.size == 3 && (rc = decode_dp(&c, &e->via.array.ptr[2], pe)))
+        const msgpack_object *dp = e->via.array.size >= 3 ? &e->via.array.ptr[2] : NULL;
+        if (dp && !(e->via.array.size == 4 && dp->type == MSGPACK_OBJECT_NIL) && (rc = decode_dp(&c, dp, pe)))
+            return rc;
+        if (e->via.array.size == 4 && (rc = decode_evidence(&c, &e->via.array.ptr[3], pe)))
             return rc;
     }
     return 0;

@@ -97,12 +97,33 @@ static void put_f64(uint8_t *dst, size_t i, double v)
     put_le32(dst + 8 * i + 4, (uint32_t)(u >> 32));
 }
 
+static void le_put_u64(uint8_t *p, uint64_t u)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(u >> (8 * i));
+}
+
 static void le_put_f64(uint8_t *p, double v)
 {
     uint64_t u;
     memcpy(&u, &v, 8);
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(u >> (8 * i));
+    le_put_u64(p, u);
+}
+
+/* A provenance entry's evidence: bin(8 + 32·m), the rows scored against (uint64), then per tally alpha
+ * (binary64), correct, total (uint64), loss (binary64), little-endian. */
+static int put_evidence(msgpack_packer *pk, const pft_bundle__prov_t *e)
+{
+    uint8_t g[8 + 32 * PFT_BUNDLE_MAX_TALLIES];
+    le_put_u64(g, e->ev_against);
+    for (int k = 0; k < e->n_ev; k++) {
+        uint8_t *t = g + 8 + 32 * k;
+        le_put_f64(t, e->ev[k].alpha);
+        le_put_u64(t + 8, e->ev[k].correct);
+        le_put_u64(t + 16, e->ev[k].total);
+        le_put_f64(t + 24, e->ev[k].loss);
+    }
+    return msgpack_pack_bin_with_body(pk, g, 8 + 32 * (size_t)e->n_ev);
 }
 
 /* ---------- the payload ---------- */
@@ -373,7 +394,9 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
     fail = fail || msgpack_pack_array(&pk, (size_t)self->n_prov);
     for (int i = 0; !fail && i < self->n_prov; i++) {
         const pft_bundle__prov_t *e = &self->prov[i];
-        fail = msgpack_pack_array(&pk, e->dp_eps > 0 ? 3 : 2) ||
+        fail = msgpack_pack_array(&pk, e->ev           ? 4
+                                       : e->dp_eps > 0 ? 3
+                                                       : 2) ||
                msgpack_pack_str_with_body(&pk, e->node, strlen(e->node)) ||
                msgpack_pack_array(&pk, (size_t)e->n);
         for (int j = 0; !fail && j < e->n; j++)
@@ -384,7 +407,11 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
             le_put_f64(g, e->dp_eps);
             le_put_f64(g + 8, e->dp_delta);
             fail = msgpack_pack_bin_with_body(&pk, g, sizeof g);
+        } else if (!fail && e->ev) {
+            fail = msgpack_pack_nil(&pk);
         }
+        if (!fail && e->ev)
+            fail = put_evidence(&pk, e);
     }
     fail = fail || msgpack_pack_array(&pk, (size_t)self->n_classes);
     if (fail) {

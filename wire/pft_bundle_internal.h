@@ -31,6 +31,9 @@ typedef struct {
     pft_bundle__pair_t *pairs; /* sorted by label */
     int n, cap;
     double dp_eps, dp_delta; /* DP guarantee of this node's data (dp_eps > 0), else 0, 0 */
+    pft_bundle_tally_t *ev;  /* validation evidence (pft_bundle_prov_set_evidence), n_ev tallies; or NULL */
+    int n_ev;
+    uint64_t ev_against; /* rows of the statistics the evidence was scored against */
 } pft_bundle__prov_t;
 
 /* One class: its label, the real features it stands for, its model. */
@@ -45,8 +48,9 @@ typedef struct {
     pft_gstat_t *st;
     char **contrib; /* node ids, strictly ascending (bytewise) */
     int n_contrib;
-    int rank_cap;   /* low-rank form: eigenpairs sent at most (the rest of the q columns zero); -1: no cap */
-    double *factor; /* decoded low-rank form: the factor U (d×factor_q, row-major) as it travelled; else NULL */
+    int rank_cap; /* low-rank form: eigenpairs sent at most (the rest of the q columns zero); -1: no cap */
+    double
+        *factor; /* decoded low-rank form: the factor U (d×factor_q, row-major) as it travelled; else NULL */
     int factor_q;
 } pft_bundle__part_t;
 
@@ -79,6 +83,8 @@ size_t pft_bundle__dtype_size(pft_dtype_t dt);
 /* Covariance numbers per component on the wire (lowrank: Ψ; its loadings W travel in a field of their own).
  */
 size_t pft_bundle__cov_len(pft_cov_t cov, size_t d);
+/* 1 if the m tallies t are valid evidence (pft_bundle_tally_t's ranges), else 0 with the reason in why. */
+int pft_bundle__tallies_ok(const pft_bundle_tally_t *t, int m, char *why, size_t cap);
 /* Index of node in part p's contributors, or -1. */
 int pft_bundle__part_find(const pft_bundle__part_t *p, const char *node);
 /* "part i (contributors a,b,...)" into out (contributors elided past ~100 bytes), for messages. */

@@ -212,6 +212,18 @@ static uint64_t *own_group_rows(node_t *nd, const parts_t *ps)
     return rows;
 }
 
+/* This node's shrinkage evidence against everything it holds (the head's statistics when final, else their
+ * merge made for the purpose). */
+static int own_evidence(node_t *nd, const parts_t *ps, int final)
+{
+    pft_gstat_t *tmp = NULL;
+    int rc = final || !nd->head_ops->wants_stats ? 0 : pft_node__parts_total(nd, ps, &tmp);
+    if (rc == 0)
+        rc = pft_node__evidence_own(nd, final ? nd->head.stats : tmp);
+    pft_gstat_destroy(&tmp);
+    return rc;
+}
+
 static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
 {
     pft_node__set_status(nd, "merging", NULL);
@@ -244,9 +256,16 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
         nd->head.has_own = 1;
     }
     if (rc == 0)
+        rc = own_evidence(nd, &ps, st->final);
+    if (rc == 0)
         rc = pft_node__parts_add_groups(nd, &ps, b, 1);
     if (rc == 0)
         rc = release_form(nd, b);
+    for (int i = 0; rc == 0 && i < pft_bundle_prov_n_nodes(b); i++)
+        if (strcmp(pft_bundle_prov_node(b, i), nd->me->id) == 0)
+            rc = pft_node__evidence_set(nd, b, nd->me->id);
+    if (rc == 0 && st->final)
+        rc = pft_node__evidence_gather(nd, b);
     if (rc == 0 && complete)
         rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE);
     if (rc == 0 && st->final)
@@ -287,6 +306,10 @@ static int adopt(node_t *nd, const inbound_t *s)
         pft_gstat_destroy(&nd->head.stats);
         rc = pft_node__parts_total(nd, &ps, &nd->head.stats);
     }
+    if (rc == 0 && !(ps.covered && ps.covered[nd->my_index])) /* own rows added here: their evidence too */
+        rc = pft_node__evidence_own(nd, nd->head.stats);
+    if (rc == 0)
+        rc = pft_node__evidence_gather(nd, s->bundle);
     if (rc == 0)
         pft_node__noise_json(nd, &ps);
     nd->tally.n_real = pft_dataset_n(nd->train);

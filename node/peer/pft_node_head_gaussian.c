@@ -62,9 +62,20 @@ int pft_node__gaussian_fit(node_t *nd, int lda, double alpha, void **model)
     return 0;
 }
 
+/* The shrinkage from the evidence of every contributor of the statistics (pft_node_evidence.c) when there is
+ * some, else chosen here (cross-validation over own rows, or OAS). */
 static int fit(node_t *nd, void **model)
 {
-    return pft_node__gaussian_fit(nd, 0, PFT_GHEAD_AUTO, model);
+    uint64_t N = nd->head.stats ? pft_gstat_total(nd->head.stats) : 0;
+    nd->head.ev_alpha = pft_node__evidence_alpha(nd, N, &nd->head.ev_rows);
+    if (nd->head.ev_alpha >= 0)
+        pft_info("shrinkage %.3g from the evidence of %d contributor(s), %llu rows", nd->head.ev_alpha,
+                 nd->head.n_ev, (unsigned long long)nd->head.ev_rows);
+    int rc =
+        pft_node__gaussian_fit(nd, 0, nd->head.ev_alpha >= 0 ? nd->head.ev_alpha : PFT_GHEAD_AUTO, model);
+    if (rc == 0 && nd->head.ev_alpha >= 0)
+        ((gaussian_t *)*model)->info.rule = "evidence";
+    return rc;
 }
 
 int pft_node__gaussian_predict(const void *model, const float *x, int n, int32_t *pred)
@@ -118,6 +129,10 @@ void pft_node__gaussian_describe(const node_t *nd, const void *model, json_t *re
                           i->cv_rows, "lambda", i->lambda, "rows", (json_int_t)i->n_rows);
     if (g && !isnan(i->cv_acc))
         json_object_set_new(g, "cv_accuracy", json_real(i->cv_acc));
+    if (g && !strcmp(i->rule, "evidence")) {
+        json_object_set_new(g, "evidence_contributors", json_integer(nd->head.n_ev));
+        json_object_set_new(g, "evidence_rows", json_integer((json_int_t)nd->head.ev_rows));
+    }
     json_object_set_new(res, "gaussian_head", g ? g : json_null());
     json_object_set_new(res, "head", json_string(nd->head_ops->name));
     json_object_set_new(res, "head_iters", json_integer(0));

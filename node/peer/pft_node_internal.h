@@ -18,6 +18,7 @@
  *   pft_node_loop.c       the one loop: serve the transport, chores, until a condition holds; yield
  *   pft_node_parts.c      exact statistics as parts (who contributed), merged per group of the plan
  *   pft_node_noise.c      the DP noise accumulated in a head's statistics (result.json dp_noise)
+ *   pft_node_evidence.c   the shrinkage's evidence: own rows' tallies sent, every contributor's summed
  *   pft_node_sampling.c   method `sampling`: draws from received GMMs ∪ own rows, EM per class
  *   pft_node_exact.c      method `exact`: own statistics ∪ received parts, merged without loss
  *   pft_node_head.c       a head's run: fit, write, evaluate, describe
@@ -36,6 +37,7 @@
 
 #include "pft_bundle.h"
 #include "pft_gmm.h"
+#include "pft_ghead.h"
 #include "pft_gstat.h"
 #include "pft_rng.h"
 #include "pft_dataset.h"
@@ -186,6 +188,14 @@ struct node {
         rows_t rows;        /* what a rows head trains on */
         pft_gstat_t *stats; /* what a statistics head is built from */
         int has_own;        /* stats include this node's own rows (they may choose the shrinkage) */
+        pft_ghead_evidence_t own_ev[PFT_GHEAD_N_ALPHA]; /* own rows' tallies (pft_node_evidence.c) */
+        int has_own_ev;
+        uint64_t own_against;     /* rows of the statistics own_ev was scored against */
+        pft_ghead_evidence_t *ev; /* every contributor's tallies, n_ev × PFT_GHEAD_N_ALPHA */
+        double *ev_against;       /* per contributor: rows of the statistics it scored against */
+        int n_ev;
+        double ev_alpha;  /* the α the evidence chose (-1: none); for result.json */
+        uint64_t ev_rows; /* own rows of all contributors that scored it */
     } head;
     struct { /* counters for result.json: the methods and heads */
         int n_real, n_synthetic;
@@ -419,6 +429,19 @@ int pft_node__parts_add_groups(node_t *nd, parts_t *ps, pft_bundle_t *b, int ste
 /* ---- pft_node_noise.c ---- */
 /* result.json's dp_noise (kept in nd->dp.info under "noise") for the head's statistics merged from ps. */
 void pft_node__noise_json(node_t *nd, const parts_t *ps);
+
+/* ---- pft_node_evidence.c ---- */
+/* This node's tallies against total (its head's statistics, own rows included) into nd->head.own_ev when its
+ * head chooses the shrinkage from evidence (LDA, no DP) and its rows allow cross-validation. 0 or an error.
+ */
+int pft_node__evidence_own(node_t *nd, const pft_gstat_t *total);
+/* Puts this node's own tallies (if any) in b's provenance entry of id (which must exist). */
+int pft_node__evidence_set(const node_t *nd, pft_bundle_t *b, const char *id);
+/* nd->head.ev := the evidence of every provenance entry of b, and this node's own if b lacks it. */
+int pft_node__evidence_gather(node_t *nd, const pft_bundle_t *b);
+/* The α of the gathered evidence for statistics of N rows (each contributor weighted by the rows it scored
+ * against over N, at most 1), the contributors' scored rows in *rows; -1 when there is none. */
+double pft_node__evidence_alpha(const node_t *nd, uint64_t N, uint64_t *rows);
 
 /* ---- pft_node_sampling.c, pft_node_exact.c: the methods ---- */
 extern const pft_node_method_t pft_node__method_sampling, pft_node__method_exact;

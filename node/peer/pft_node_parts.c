@@ -235,6 +235,12 @@ static int part_provenance(node_t *nd, const part_t *p, pft_bundle_t *b)
             double eps, delta;
             if (rc == 0 && pft_bundle_prov_dp(p->b, e, &eps, &delta))
                 rc = pft_bundle_prov_set_dp(b, id, eps, delta);
+            int m = 0;
+            uint64_t against = 0;
+            const pft_bundle_tally_t *ev = pft_bundle_prov_evidence(p->b, e, &m, &against);
+            if (rc == 0 &&
+                ev) /* the shrinkage's evidence travels with its contributor (pft_node_evidence.c) */
+                rc = pft_bundle_prov_set_evidence(b, id, against, ev, m);
         }
     }
     return rc;
