@@ -143,11 +143,15 @@ dp_exact_ok() {
 # the exact-statistics family beside FedPFT (dirs named so that they sort after FedPFT's: the report lists
 # variants in the order it finds them)
 exact=(--set cov=tied --variant "Exact LDA (tied, gaussian head)" --no-baselines)
+# the research setting beside it: the exact dense scatter (stats_release = full_scatter; rows can be rebuilt
+# from it, docs/SECURITY.md §9), to show what the default low-rank release costs
+full=(--set cov=tied --set stats_release=full_scatter --variant "Exact LDA, full scatter (research)" --no-baselines)
 
 for s in $seeds; do
     if want chain; then
         launch chain fedpft chain5.dot "$s"
         [ "$smoke" = 1 ] || launch chain tied-exact chain5.dot "$s" "${exact[@]}"
+        [ "$smoke" = 1 ] || launch chain tied-full chain5.dot "$s" "${full[@]}"
     fi
     for exp in labelshift covshift; do
         want $exp || continue
@@ -166,6 +170,7 @@ for s in $seeds; do
                 --variant "DP-FedPFT diag K=1, eps=1, delta=1/n" --no-baselines
         fi
         launch $exp tied-exact $cfg "$s" "${exact[@]}"
+        [ "$smoke" = 1 ] || launch $exp tied-full $cfg "$s" "${full[@]}"
         if [ "$rerun" = 1 ] || [ ! -f "$out/$exp/tied-exact-dp/s$s/results.json" ]; then
             dp_exact_ok $cfg || continue
         fi
@@ -178,19 +183,23 @@ for s in $seeds; do
         else
             launch star fedpft star20.dot "$s"
             launch star tied-exact star20.dot "$s" "${exact[@]}"
+        [ "$smoke" = 1 ] || launch star tied-full star20.dot "$s" "${full[@]}"
         fi
     fi
     if want star50 && [ "$smoke" = 0 ]; then
         launch star50 fedpft star50.dot "$s"
         launch star50 tied-exact star50.dot "$s" "${exact[@]}"
+        [ "$smoke" = 1 ] || launch star50 tied-full star50.dot "$s" "${full[@]}"
     fi
     if want ring8; then
         launch ring8 fedpft ring8.dot "$s"
         [ "$smoke" = 1 ] || launch ring8 tied-exact ring8.dot "$s" "${exact[@]}"
+        [ "$smoke" = 1 ] || launch ring8 tied-full ring8.dot "$s" "${full[@]}"
     fi
     if want graph10; then
         launch graph10 fedpft graph10.dot "$s"
         [ "$smoke" = 1 ] || launch graph10 tied-exact graph10.dot "$s" "${exact[@]}"
+        [ "$smoke" = 1 ] || launch graph10 tied-full graph10.dot "$s" "${full[@]}"
     fi
     if want gmm-family; then
         # cov:K,K[:head]; head logreg (FedPFT: a softmax head on samples) unless named. full K=1 is asked for
