@@ -10,8 +10,10 @@
 # diagonal) the spectrum shows no subspace, the attack on span(released factor, class means) stays below
 # FAIL, no row is recovered and --fail-on exact exits 0; a rank-32 factor of the same 60 rows
 # (stats_rows_per_rank = 1, stats_rank = 32: what stats_rank = 32 sent before the release rule) shows no
-# subspace in its spectrum either, but the factor attack decides membership (FAIL). A statistics bundle is also audited per part (one component per class standing
-# for its count). Exit codes: 3 for a verdict reaching --fail-on, 1 for an unreadable bundle or features
+# subspace in its spectrum either, but the factor attack decides membership (FAIL). A part with fewer rows than
+# stats_rows_per_rank (no eigenpair) sends only its isotropic variance (its exact diagonal would show the
+# coordinates its rows all share, a subspace holding them: star20's 9-row client FAILed so): no subspace.
+# A statistics bundle is also audited per part (one component per class standing for its count). Exit codes: 3 for a verdict reaching --fail-on, 1 for an unreadable bundle or features
 # that are not a matrix, 2 for bad usage (also a bad --fail-on), 0 for --help and --fail-on never.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
@@ -33,10 +35,10 @@ fi
 W=$(mktemp -d /tmp/pft_audit_XXXXXX)
 trap 'rm -rf "$W"' EXIT
 
-# launch NAME SETTINGS EDGES: writes W/NAME.dot and runs it into W/NAME
+# launch NAME SETTINGS EDGES [SAMPLES]: writes W/NAME.dot and runs it into W/NAME
 launch() {
-    printf 'digraph %s {\n  dataset = "%s"; partition = iid; samples = 60; deadline = 120;\n  %s\n  %s\n}\n' \
-        "$1" "$DATA" "$2" "$3" >"$W/$1.dot"
+    printf 'digraph %s {\n  dataset = "%s"; partition = iid; samples = %s; deadline = 120;\n  %s\n  %s\n}\n' \
+        "$1" "$DATA" "${4:-60}" "$2" "$3" >"$W/$1.dot"
     PFTNODE=$PFT_BIN/pftnode "$PFTNET" launch "$W/$1.dot" --out "$W/$1" --no-baselines --quiet \
         >"$W/$1.stdout" 2>"$W/$1.stderr" || fail "launch $1 exited $? ($(cat "$W/$1.stderr"))"
 }
@@ -47,6 +49,7 @@ launch tied "cov = tied; min_rows = 1; stats_release = full_scatter;" "a -> b;"
 launch c3t "cov = tied; stats_release = full_scatter;" "a -> b -> c;"
 launch c3q "cov = tied;" "a -> b -> c;"
 launch c3r "cov = tied; stats_rank = 32; stats_rows_per_rank = 1;" "a -> b -> c;"
+launch tiny "cov = tied; stats_rows_per_rank = 100;" "a -> b;"
 
 # run NAME EXPECTED_CODE ARGS...: runs pftnet audit ARGS into W/NAME.out and W/NAME.err
 run() {
@@ -77,12 +80,13 @@ other() { echo --holdout-features "$W/$1/$2/data/train_x.npy" --holdout-labels "
     run m5_json 0 "$W/m5/a/bundle.pftb" $(own m5) $(held m5) --json --fail-on never
     run tied_json 3 "$W/tied/a/bundle.pftb" $(own tied) --json --lp 20
     run tied_text 3 "$W/tied/a/bundle.pftb" $(own tied) --lp 20
-    run c3t_text 3 "$W/c3t/a/bundle.pftb" $(own c3t) $(other c3t c) --lp 100
+    run c3t_text 3 "$W/c3t/a/bundle.pftb" $(own c3t) $(other c3t c) --lp 40
     run c3t_json 3 "$W/c3t/a/bundle.pftb" $(own c3t) $(other c3t c) --lp 100 --json
     run c3t_exact 3 "$W/c3t/a/bundle.pftb" $(own c3t) $(other c3t c) --lp 10 --fail-on exact
     run c3q_json 0 "$W/c3q/a/bundle.pftb" $(own c3q) $(other c3q c) --json --fail-on exact
     run c3q_text 0 "$W/c3q/a/bundle.pftb" $(own c3q) $(other c3q c) --fail-on exact
     run c3r_json 3 "$W/c3r/a/bundle.pftb" $(own c3r) $(other c3r c) --json --lp 20
+    run tiny_json 0 "$W/tiny/a/bundle.pftb" $(own tiny) $(other tiny b) --json --lp 20 --fail-on exact
 }
 has m1_text '^bundle .*producer a, GMMs, d 1280'
 has m1_text '^components [0-9]+: [1-9][0-9]* stand for fewer than 1.5 rows'
@@ -146,6 +150,11 @@ assert m['basis'] == 'means' and m['dim'] <= 7 and m['accuracy'] <= f['accuracy'
 assert o['shared_rank'] == 32 and not p['proper'] and p['verdict'] == 'PASS', p
 assert f['accuracy'] >= 0.9 and f['verdict'] == 'FAIL' and a['subspace']['verdict'] == 'FAIL', f
 assert o['verdict'] == 'FAIL', o['verdict']"
+# fewer rows than stats_rows_per_rank: the isotropic variance only, no subspace in the spectrum, no exact leak
+py tiny_json "a = o['attacks']
+p = a['subspace']['parts'][0]
+assert o['shared_rank'] == 1 and p['basis'] == 'spectrum' and not p['proper'] and p['verdict'] == 'PASS', p
+assert o['exact_leak'] is False, o"
 
 # exit codes
 run missing 1 "$W/none.pftb" $(own m1)

@@ -146,6 +146,62 @@ static void test_lowrank(void)
     pft_bundle_destroy(&one);
 }
 
+/* Per-part rank caps (the release rule): in a bundle of shared rank 3, part 0 capped at 0 travels as its
+ * isotropic variance (every psi entry tr(C)/d, the factor zero) and part 1 capped at 1 as its leading
+ * eigenpair plus the rest of its diagonal (columns 2 and 3 zero); the decoder keeps each factor as it
+ * travelled. The oracle is each part's own C (its rank-1 form by pft_gstat_lowrank_shared, which
+ * test_gstat checks against numpy). */
+static void test_rank_caps(void)
+{
+    const int d = 8, q = 3;
+    pft_bundle_t *b = two_part_bundle(11, PFT_GSTAT_TIED, PFT_DTYPE_F32, d), *o = NULL;
+    CHECK(pft_bundle_set_shared_rank(b, q) == 0);
+    CHECK(pft_bundle_set_part_rank_cap(b, 0, 0) == 0 && pft_bundle_set_part_rank_cap(b, 1, 1) == 0);
+    CHECK(pft_bundle_set_part_rank_cap(b, 2, 1) == PFT_EINVAL &&
+          pft_bundle_set_part_rank_cap(b, 0, d) == PFT_EINVAL);
+    uint8_t *m = NULL;
+    size_t l = 0;
+    CHECK(pft_bundle_encode(b, &m, &l) == 0 && pft_bundle_decode(m, l, NULL, &o) == 0);
+    for (int i = 0; o && i < 2; i++) {
+        const pft_gstat_t *sb = pft_bundle_part_stats(b, i), *so = pft_bundle_part_stats(o, i);
+        double n = (double)pft_gstat_total(sb), tr = 0, err = 0, scale = 0;
+        size_t dd = (size_t)d * d;
+        double *c = pft_alloc_array(dd, sizeof *c), *u1 = pft_alloc_array((size_t)d, sizeof *u1),
+               *psi = pft_alloc_array((size_t)d, sizeof *psi), *want = pft_alloc_array(dd, sizeof *want);
+        for (size_t j = 0; j < dd; j++)
+            c[j] = pft_gstat_tied_scatter(sb)[j] / n;
+        for (int r = 0; r < d; r++)
+            tr += c[(size_t)r * d + r];
+        if (i == 0) {
+            for (size_t j = 0; j < dd; j++)
+                want[j] = j % (size_t)(d + 1) == 0 ? tr / d : 0.0;
+        } else {
+            CHECK(pft_gstat_lowrank_shared(c, d, 1, u1, psi) == 0);
+            pft_gstat_lowrank_expand(u1, psi, d, 1, want);
+        }
+        for (size_t j = 0; j < dd; j++) {
+            err = fmax(err, fabs(pft_gstat_tied_scatter(so)[j] / n - want[j]));
+            scale = fmax(scale, fabs(want[j]));
+        }
+        CHECK_MSG(err <= 1e-6 * scale, "part %d (cap %d): decoded covariance off by %.3g (scale %.3g)", i, i,
+                  err, scale);
+        int fq = -1;
+        const double *f = pft_bundle_part_factor(o, i, &fq);
+        CHECK(f && fq == q);
+        for (int r = 0; f && r < d; r++)
+            for (int j = 0; j < q; j++)
+                if (j >= i) /* beyond the cap: zero */
+                    CHECK(f[(size_t)r * q + (size_t)j] == 0.0);
+        pft_free(c);
+        pft_free(u1);
+        pft_free(psi);
+        pft_free(want);
+    }
+    pft_bundle_destroy(&o);
+    pft_bundle_destroy(&b);
+    pft_free(m);
+}
+
 /* Hand-built low-rank shared fields: W = N·(U Uᵀ + diag psi) exactly; each rule refused. */
 static void test_lowrank_hand_built(void)
 {
@@ -251,6 +307,7 @@ static void test_lowrank_hostile(void)
 int main(void)
 {
     RUN(test_lowrank);
+    RUN(test_rank_caps);
     RUN(test_lowrank_hand_built);
     RUN(test_lowrank_hostile);
     return pft_test_done();

@@ -89,7 +89,7 @@ static const pft_topo_attr_t s_table[] = {
      GO(stats_release), NONE, NONE},
     {"stats_rank", G, PFT_ATTR_INT, "64", 0, 65535, NULL,
      "stats_release=lowrank: eigenpairs per part at most (d·q + d numbers instead of d(d+1)/2; clamped to "
-     "d-1); 0: the diagonal only", GO(stats_rank), NONE, NONE},
+     "d-1); 0: the isotropic variance only", GO(stats_rank), NONE, NONE},
     {"stats_rows_per_rank", G, PFT_ATTR_INT, "20", 1, 1000000, NULL,
      "stats_release=lowrank: a part sends one eigenpair per this many rows it stands for (fewer rows per "
      "eigenpair: more accurate, more revealing; SECURITY.md §9)", GO(stats_rows_per_rank), NONE, NONE},

@@ -83,7 +83,9 @@ int pft_bundle_set_shared_rank(pft_bundle_t *self, int q);
 int pft_bundle_shared_rank(const pft_bundle_t *self);
 /* Low-rank form only: part i sends at most q (0..d-1) leading eigenpairs of its shared covariance; the factor
  * keeps the bundle's q columns, those beyond the cap zero, and the diagonal psi still carries the rest of
- * C's diagonal exactly (the release rule of DESIGN.md §8: a part's rank bounded by the rows it stands for).
+ * C's diagonal exactly (the release rule of DESIGN.md §8: a part's rank bounded by the rows it stands for);
+ * q = 0: no eigenpair and an isotropic psi (every entry tr(C)/d), so that the coordinates on which a handful
+ * of rows never vary are not revealed.
  * -1 (the default) removes the cap. Changing it drops a decoded bundle's kept payload. 0, or PFT_EINVAL (no
  * such part, q outside -1..d-1). */
 int pft_bundle_set_part_rank_cap(pft_bundle_t *self, int i, int q);

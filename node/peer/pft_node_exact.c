@@ -189,8 +189,9 @@ static int release_form(node_t *nd, pft_bundle_t *b)
             q = (uint64_t)d - 1;
         qmax = (int)q > qmax ? (int)q : qmax;
         rc = pft_bundle_set_part_rank_cap(b, i, (int)q);
-        pft_info("release: part %d (%llu rows, %d contributor(s)): shared scatter as rank %d + diagonal", i,
-                 (unsigned long long)rows, pft_bundle_part_n_contributors(b, i), (int)q);
+        pft_info("release: part %d (%llu rows, %d contributor(s)): shared scatter as %s %d%s", i,
+                 (unsigned long long)rows, pft_bundle_part_n_contributors(b, i),
+                 q ? "rank" : "isotropic, rank", (int)q, q ? " + diagonal" : "");
     }
     return rc ? rc : pft_bundle_set_shared_rank(b, qmax > 0 ? qmax : 1);
 }

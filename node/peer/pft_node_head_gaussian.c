@@ -67,10 +67,10 @@ int pft_node__gaussian_fit(node_t *nd, int lda, double alpha, void **model)
 static int fit(node_t *nd, void **model)
 {
     uint64_t N = nd->head.stats ? pft_gstat_total(nd->head.stats) : 0;
-    nd->head.ev_alpha = pft_node__evidence_alpha(nd, N, &nd->head.ev_rows);
+    nd->head.ev_alpha = pft_node__evidence_alpha(nd, N, &nd->head.ev_rows, &nd->head.ev_used);
     if (nd->head.ev_alpha >= 0)
-        pft_info("shrinkage %.3g from the evidence of %d contributor(s), %llu rows", nd->head.ev_alpha,
-                 nd->head.n_ev, (unsigned long long)nd->head.ev_rows);
+        pft_info("shrinkage %.3g from the evidence of %d of %d contributor(s), %llu rows", nd->head.ev_alpha,
+                 nd->head.ev_used, nd->head.n_ev, (unsigned long long)nd->head.ev_rows);
     int rc =
         pft_node__gaussian_fit(nd, 0, nd->head.ev_alpha >= 0 ? nd->head.ev_alpha : PFT_GHEAD_AUTO, model);
     if (rc == 0 && nd->head.ev_alpha >= 0)
@@ -130,7 +130,7 @@ void pft_node__gaussian_describe(const node_t *nd, const void *model, json_t *re
     if (g && !isnan(i->cv_acc))
         json_object_set_new(g, "cv_accuracy", json_real(i->cv_acc));
     if (g && !strcmp(i->rule, "evidence")) {
-        json_object_set_new(g, "evidence_contributors", json_integer(nd->head.n_ev));
+        json_object_set_new(g, "evidence_contributors", json_integer(nd->head.ev_used));
         json_object_set_new(g, "evidence_rows", json_integer((json_int_t)nd->head.ev_rows));
     }
     json_object_set_new(res, "gaussian_head", g ? g : json_null());

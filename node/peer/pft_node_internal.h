@@ -195,6 +195,7 @@ struct node {
         double *ev_against;       /* per contributor: rows of the statistics it scored against */
         int n_ev;
         double ev_alpha;  /* the α the evidence chose (-1: none); for result.json */
+        int ev_used;      /* contributors whose evidence chose it */
         uint64_t ev_rows; /* own rows of all contributors that scored it */
     } head;
     struct { /* counters for result.json: the methods and heads */
@@ -439,9 +440,9 @@ int pft_node__evidence_own(node_t *nd, const pft_gstat_t *total);
 int pft_node__evidence_set(const node_t *nd, pft_bundle_t *b, const char *id);
 /* nd->head.ev := the evidence of every provenance entry of b, and this node's own if b lacks it. */
 int pft_node__evidence_gather(node_t *nd, const pft_bundle_t *b);
-/* The α of the gathered evidence for statistics of N rows (each contributor weighted by the rows it scored
- * against over N, at most 1), the contributors' scored rows in *rows; -1 when there is none. */
-double pft_node__evidence_alpha(const node_t *nd, uint64_t N, uint64_t *rows);
+/* The α of the gathered evidence for statistics of N rows: the summed tallies of the contributors that scored
+ * against at least N / 2 rows (*used of them, their scored rows in *rows); -1 when there is none. */
+double pft_node__evidence_alpha(const node_t *nd, uint64_t N, uint64_t *rows, int *used);
 
 /* ---- pft_node_sampling.c, pft_node_exact.c: the methods ---- */
 extern const pft_node_method_t pft_node__method_sampling, pft_node__method_exact;
