@@ -3,11 +3,12 @@
 # of the source tree, builds the sanitizer test configuration there, runs the mutant's ctests and reports whether
 # they killed it (a test failed) or it survived. Exit 0 when every selected mutant was killed, 1 when one
 # survived or did not apply (its original text not found exactly once) or did not build.
-# Usage: tests/mutants/run.sh [--src DIR] [--list FILE] [--fast] [NAME-REGEX]
+# Usage: tests/mutants/run.sh [--src DIR] [--list FILE] [--fast] [--no-baseline] [NAME-REGEX]
 #   --src DIR    the source tree to copy (default: the tree this script is in); CMake passes it for ctest
 #   --list FILE  the mutant list (default: DIR/tests/mutants/mutants.txt)
 #   --fast       only the mutants marked `fast: yes` (CI's default suite runs these: ctest mutants_fast)
-#   NAME-REGEX   run only the mutants whose name matches (bash =~, extended regex), e.g. 'floor|inbox'
+#   --no-baseline  do not first run the selected mutants' tests on the unmutated tree (they must pass there)
+#   NAME-REGEX   run only the mutants whose name matches (a Python regex search), e.g. 'floor|inbox'
 # PFT_MUTANTS_DIR=DIR keeps the scratch copy and its build in DIR between runs: only the files that changed are
 # copied again and the build is incremental (default: a temporary directory removed at the end).
 set -uo pipefail
@@ -15,11 +16,13 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 LIST=""
 ONLY=.
 FAST=no
+BASELINE=yes
 while [ $# -gt 0 ]; do
     case $1 in
     --src) SRC=$(cd "$2" && pwd) && shift 2 || exit 1 ;;
     --list) LIST=$2 && shift 2 ;;
     --fast) FAST=yes && shift ;;
+    --no-baseline) BASELINE=no && shift ;;
     *) ONLY=$1 && shift ;;
     esac
 done
@@ -63,30 +66,53 @@ print(f"scratch {dst}: {copied} of {len(names)} files copied")
 t0=$(date +%s)
 cmake -S "$WORK" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Debug -DPFT_SANITIZE=ON -DPFT_TEST_HOOKS=ON -DPFT_WERROR=ON \
     -DPFT_MUTANTS=OFF >/dev/null || exit 1
-nice cmake --build "$WORK/build" -j2 >"$TOP/build.log" 2>&1 || { tail -20 "$TOP/build.log"; exit 1; }
-echo "scratch build: $(($(date +%s) - t0)) s"
 cmake --build "$WORK/build" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p' >"$TOP/targets"
-# mutants as NAME<TAB>FILE<TAB>FROM<TAB>TO<TAB>TESTS<TAB>FAST lines
-python3 - "$LIST" >"$TOP/list" <<'PY' || exit 1
-import sys
-for block in open(sys.argv[1]).read().split("\n\n"):
+# The build targets that the ctests matching regex $1 run: their executables (a script's name is no target) and
+# the programs (the end-to-end tests start pftnet and pftnode).
+targets_for() {
+    (cd "$WORK/build" && ctest -N -R "$1" | sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p' | grep -Fxf "$TOP/targets" |
+        tr '\n' ' ')
+    echo pftnode pftnet
+}
+# the selected mutants as NAME<TAB>FILE<TAB>FROM<TAB>TO<TAB>TESTS lines
+python3 - "$LIST" "$ONLY" "$FAST" >"$TOP/list" <<'PY' || exit 1
+import re, sys
+path, only, fast = sys.argv[1:4]
+names = set()
+for block in open(path).read().split("\n\n"):
     kv = {}
     for line in block.splitlines():
         if line and not line.startswith("#") and ": " in line:
             k, v = line.split(": ", 1)
             kv[k] = v
-    if kv:
-        missing = [k for k in ("name", "file", "from", "to", "tests") if k not in kv]
-        if missing:
-            sys.exit(f"mutant block without {missing}: {block!r}")
-        kv.setdefault("fast", "no")
-        print("\t".join(kv[k] for k in ("name", "file", "from", "to", "tests", "fast")))
+    if not kv:
+        continue
+    missing = [k for k in ("name", "file", "from", "to", "tests") if k not in kv]
+    if missing or kv["name"] in names:
+        sys.exit(f"mutant block without {missing} or with a name used before: {block!r}")
+    names.add(kv["name"])
+    if re.search(only, kv["name"]) and (fast == "no" or kv.get("fast") == "yes"):
+        print("\t".join(kv[k] for k in ("name", "file", "from", "to", "tests")))
 PY
+[ -s "$TOP/list" ] || { echo "no mutant selected"; exit 1; }
+# every selected mutant's tests, built and (unless --no-baseline) passing on the unmutated tree: a test that
+# fails there would "kill" every mutant
+all_tests=$(cut -f5 "$TOP/list" | paste -sd'|')
+nice cmake --build "$WORK/build" -j2 --target $(targets_for "$all_tests") >"$TOP/build.log" 2>&1 ||
+    { tail -20 "$TOP/build.log"; exit 1; }
+echo "scratch build: $(($(date +%s) - t0)) s"
+if [ $BASELINE = yes ]; then
+    t0=$(date +%s)
+    if ! (cd "$WORK/build" && nice ctest -j2 -R "$all_tests" --timeout 900 >"$TOP/ctest.log" 2>&1); then
+        echo "baseline: tests fail on the unmutated tree:"
+        grep -o '[0-9]* - [^ ]* ([A-Za-z ]*)' "$TOP/ctest.log" | grep -v '(Passed)'
+        exit 1
+    fi
+    echo "baseline: the selected mutants' tests pass on the unmutated tree ($(($(date +%s) - t0)) s)"
+fi
 killed=0 survived=0 broken=0 total=0
 tall=$(date +%s)
-while IFS=$'\t' read -r name file from to tests fast; do
-    [[ $name =~ $ONLY ]] || continue
-    [ $FAST = no ] || [ "$fast" = yes ] || continue
+while IFS=$'\t' read -r name file from to tests; do
     total=$((total + 1))
     t0=$(date +%s)
     cp -p "$WORK/$file" "$TOP/orig"
@@ -102,10 +128,8 @@ PY
         broken=$((broken + 1))
         continue
     fi
-    # build only what the mutant's tests run: their executables (a script's name is no target) and the programs
-    targets=$(cd "$WORK/build" && ctest -N -R "$tests" | sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p' |
-        grep -Fxf "$TOP/targets" | tr '\n' ' ')
-    if ! nice cmake --build "$WORK/build" -j2 --target $targets pftnode pftnet >"$TOP/build.log" 2>&1; then
+    # build only what the mutant's tests run
+    if ! nice cmake --build "$WORK/build" -j2 --target $(targets_for "$tests") >"$TOP/build.log" 2>&1; then
         echo "BROKEN   $name: does not build ($(grep -m1 error "$TOP/build.log"))"
         broken=$((broken + 1))
     elif (cd "$WORK/build" && nice ctest -R "$tests" -E '^mutants' --no-tests=error --timeout 900 >"$TOP/ctest.log" 2>&1); then
