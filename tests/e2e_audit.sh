@@ -4,10 +4,13 @@
 # has components standing for one row whose means lie on an own row (ratio ~ 0): the nearest-row attack
 # FAILs and the default --fail-on exits 3; at min_rows = 5 none stands for fewer than 5 rows and the
 # nearest-row attack passes; the likelihood AUC is reported. Exact statistics, a 3-node chain a -> b -> c
-# with cov = tied (dense shared scatter): a's bundle FAILs loudly (subspace accuracy 1 against c's rows,
-# every own row in the span, rows recovered by the vertex attack, "*** FAIL" in the text, exact_leak in the
-# JSON); with stats_rank = 32 the subspace and vertex attacks PASS (no subspace, attack not applicable) and
-# --fail-on exact exits 0. A statistics bundle is also audited per part (one component per class standing
+# with cov = tied and stats_release = full_scatter (the dense shared scatter, research): a's bundle FAILs
+# loudly (subspace accuracy 1 against c's rows, every own row in the span, rows recovered by the vertex
+# attack, "*** FAIL" in the text, exact_leak in the JSON). With the default release (60 rows: rank 3 +
+# diagonal) the spectrum shows no subspace, the attack on span(released factor, class means) stays below
+# FAIL, no row is recovered and --fail-on exact exits 0; a rank-32 factor of the same 60 rows
+# (stats_rows_per_rank = 1, stats_rank = 32: what stats_rank = 32 sent before the release rule) shows no
+# subspace in its spectrum either, but the factor attack decides membership (FAIL). A statistics bundle is also audited per part (one component per class standing
 # for its count). Exit codes: 3 for a verdict reaching --fail-on, 1 for an unreadable bundle or features
 # that are not a matrix, 2 for bad usage (also a bad --fail-on), 0 for --help and --fail-on never.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
@@ -40,9 +43,10 @@ launch() {
 GMM="cov = diag; k = 10; max_iter = 20; em_draws = 2; head_draws = 1;"
 launch m1 "$GMM min_rows = 1;" "a -> b;"
 launch m5 "$GMM min_rows = 5;" "a -> b;"
-launch tied "cov = tied; min_rows = 1;" "a -> b;"
-launch c3t "cov = tied;" "a -> b -> c;"
-launch c3q "cov = tied; stats_rank = 32;" "a -> b -> c;"
+launch tied "cov = tied; min_rows = 1; stats_release = full_scatter;" "a -> b;"
+launch c3t "cov = tied; stats_release = full_scatter;" "a -> b -> c;"
+launch c3q "cov = tied;" "a -> b -> c;"
+launch c3r "cov = tied; stats_rank = 32; stats_rows_per_rank = 1;" "a -> b -> c;"
 
 # run NAME EXPECTED_CODE ARGS...: runs pftnet audit ARGS into W/NAME.out and W/NAME.err
 run() {
@@ -78,6 +82,7 @@ other() { echo --holdout-features "$W/$1/$2/data/train_x.npy" --holdout-labels "
     run c3t_exact 3 "$W/c3t/a/bundle.pftb" $(own c3t) $(other c3t c) --lp 10 --fail-on exact
     run c3q_json 0 "$W/c3q/a/bundle.pftb" $(own c3q) $(other c3q c) --json --fail-on exact
     run c3q_text 0 "$W/c3q/a/bundle.pftb" $(own c3q) $(other c3q c) --fail-on exact
+    run c3r_json 3 "$W/c3r/a/bundle.pftb" $(own c3r) $(other c3r c) --json --lp 20
 }
 has m1_text '^bundle .*producer a, GMMs, d 1280'
 has m1_text '^components [0-9]+: [1-9][0-9]* stand for fewer than 1.5 rows'
@@ -119,14 +124,28 @@ v = a['vertex']['parts'][0]
 assert v['applicable'] and v['programs'] + v['programs_failed'] == 100 and v['rows_recovered'] >= 1, v
 assert v['max_error'] < 1.5e-3 and v['rowlike_rows'] <= v['rowlike'], v
 assert o['verdict'] == 'FAIL' and o['exact_leak'] is True"
-# the rank-32 + diagonal release: no subspace, nothing to enumerate
+# the default release (60 rows: rank 3 + diagonal): no subspace in the spectrum; the released factor's span
+# with the class means (3 + 7 of 1280 dimensions) holds no row, and its membership test stays below FAIL
 has c3q_text 'no subspace \(largest eigenvalue gap'
+has c3q_text 'part a \(released factor and class means\): span of dimension'
 has c3q_text '^vertex \(LP\) reconstruction: PASS'
 py c3q_json "a = o['attacks']
-p = a['subspace']['parts'][0]
-assert o['shared_rank'] == 32 and not p['proper'] and p['gap'] < 1e4 and p['verdict'] == 'PASS', p
-assert a['subspace']['verdict'] == 'PASS' and a['vertex']['verdict'] == 'PASS', a
-assert a['vertex']['parts'][0]['applicable'] is False and o['exact_leak'] is False, a['vertex']"
+p, m, f = a['subspace']['parts']
+assert m['basis'] == 'means' and m['dim'] <= 7 and m['accuracy'] <= f['accuracy'] + 0.05, m
+assert o['shared_rank'] == 3 and p['basis'] == 'spectrum' and f['basis'] == 'factor', a['subspace']
+assert not p['proper'] and p['gap'] < 1e4 and p['verdict'] == 'PASS', p
+assert f['proper'] and f['dim'] <= 3 + 7 and f['accuracy'] < 0.9 and not f['contained'], f
+assert f['member_residual_min'] > 0.1, f  # no member row lies in the released span
+assert a['vertex']['verdict'] == 'PASS' and all(not v['applicable'] for v in a['vertex']['parts']), a
+assert o['exact_leak'] is False, o"
+# a rank-32 factor of 60 rows (53 within-class directions): its spectrum has no gap (the diagonal), but the
+# factor's span holds most of every row: the factor attack FAILs where the spectrum's passed
+py c3r_json "a = o['attacks']
+p, m, f = a['subspace']['parts']
+assert m['basis'] == 'means' and m['dim'] <= 7 and m['accuracy'] <= f['accuracy'] + 0.05, m
+assert o['shared_rank'] == 32 and not p['proper'] and p['verdict'] == 'PASS', p
+assert f['accuracy'] >= 0.9 and f['verdict'] == 'FAIL' and a['subspace']['verdict'] == 'FAIL', f
+assert o['verdict'] == 'FAIL', o['verdict']"
 
 # exit codes
 run missing 1 "$W/none.pftb" $(own m1)

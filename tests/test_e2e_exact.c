@@ -2,7 +2,10 @@
  * bundled PACS example data. Along a chain, a diamond (paths rejoin), a ring and a mesh, every node that
  * received everyone's knowledge counts each row once and has exactly the centralized Gaussian head: the head
  * rebuilt here from all nodes' raw rows, at the shrinkage the node chose, gives the node's accuracy to one
- * row. In the diamond, b and c send their own statistics apart from a's, so that d can take a's once. */
+ * row (these runs use stats_release = full_scatter, the exact dense release). In the diamond, b and c send
+ * their own statistics apart from a's, so that d can take a's once. The default release (stats_release =
+ * lowrank) is checked against the sender's rows: class means and the shared scatter's diagonal exact, its
+ * off-diagonal part the q = rows / 20 leading eigenpairs of the scatter (LAPACK's dsyev here). */
 #include "pft_alloc.h"
 #include "pft_bundle.h"
 #include "pft_e2e_ref.h"
@@ -14,6 +17,8 @@
 #include "pft_test.h"
 
 #include <jansson.h>
+#include <lapacke.h>
+#include <math.h>
 #include <sys/wait.h>
 
 #define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
@@ -31,8 +36,9 @@ static void write_topo(const char *name, const char *body, char *path, size_t le
             "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = %d; cov = tied; prep = l2;\n"
             /* min_rows = 1: every own class travels, so the merge is exactly the centralized statistics (the
              * floor withholds own classes below it: tests/e2e_floor.sh) */
-            "  deadline = 120; send_deadline = 60; min_rows = 1;\n%s}\n",
-            name, EXAMPLE_DATA, ROWS, body);
+            "  deadline = 120; send_deadline = 60; min_rows = 1;%s\n%s}\n",
+            name, EXAMPLE_DATA, ROWS, strstr(body, "stats_release") ? "" : " stats_release = full_scatter;",
+            body);
     fclose(f);
 }
 
@@ -192,6 +198,91 @@ static void test_logreg_head(void)
     json_decref(r);
 }
 
+/* Reads and decodes out/node/bundle.pftb; NULL on failure (checked). */
+static pft_bundle_t *read_bundle(const char *out, const char *node)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s/bundle.pftb", out, node);
+    FILE *f = fopen(path, "rb");
+    CHECK_MSG(f != NULL, "no %s", path);
+    if (!f)
+        return NULL;
+    static uint8_t buf[1 << 24];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    pft_bundle_t *b = NULL;
+    CHECK(pft_bundle_decode(buf, len, NULL, &b) == 0);
+    return b;
+}
+
+/* The default release of a's 60 rows (chain a -> b): rank 60 / 20 = 3 + diagonal. The oracle is a's own rows:
+ * their exact statistics, and the 3 leading eigenpairs of their shared covariance W / N by LAPACK's dsyev. */
+static void test_release_rule(void)
+{
+    char out[512];
+    json_t *r = launch("release", "  stats_release = lowrank;\n  a -> b;\n", out, sizeof out);
+    json_decref(r);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/a/data", out);
+    float *x = NULL;
+    int32_t *y = NULL;
+    int64_t n = 0, d = 0;
+    CHECK(load_rows(dir, "train", &x, &y, &n, &d) == 0 && n == ROWS);
+    pft_gstat_t *own = pft_gstat_new(PFT_GSTAT_TIED, (int)d);
+    CHECK(own && pft_gstat_add_rows(own, x, y, (size_t)n) == 0);
+    pft_bundle_t *b = read_bundle(out, "a");
+    int q = -1;
+    const double *u = b ? pft_bundle_part_factor(b, 0, &q) : NULL;
+    CHECK_MSG(b && pft_bundle_n_parts(b) == 1 && pft_bundle_shared_rank(b) == 3 && u && q == 3,
+              "a's bundle: shared rank %d, factor of %d columns (expected 3 = 60 rows / 20)",
+              b ? pft_bundle_shared_rank(b) : -1, q);
+    if (!own || !u || q != 3 || d < 4)
+        goto done;
+    const pft_gstat_t *st = pft_bundle_part_stats(b, 0);
+    size_t D = (size_t)d;
+    double emax = 0, dmax = 0, offmax = 0, scale = 0;
+    for (int c = 0; c < pft_gstat_n_classes(own); c++) /* means: exact (fp32 on the wire) */
+        for (size_t j = 0; j < D; j++)
+            emax = fmax(emax, fabs(pft_gstat_mean(st, c)[j] - pft_gstat_mean(own, c)[j]));
+    const double *w = pft_gstat_tied_scatter(own), *wd = pft_gstat_tied_scatter(st);
+    double *ev = pft_alloc_array(D * D, sizeof *ev), *lam = pft_alloc_array(D, sizeof *lam);
+    CHECK(ev && lam);
+    for (size_t i = 0; ev && i < D * D; i++)
+        ev[i] = w[i] / (double)n;
+    int info = ev && lam
+                   ? (int)LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)d, ev, (lapack_int)d, lam)
+                   : -1;
+    CHECK_MSG(info == 0, "dsyev: info %d", info);
+    for (size_t i = 0; info == 0 && i < D; i++) {
+        dmax = fmax(dmax, fabs(wd[i * D + i] - w[i * D + i]) / (double)n); /* the diagonal: exact */
+        scale = fmax(scale, w[i * D + i] / (double)n);
+        for (size_t k = 0; k < D; k++) { /* off the diagonal: the 3 leading eigenpairs (columns d-3..d-1) */
+            if (k == i)
+                continue;
+            double lead = 0, fac = 0;
+            for (size_t t = D - 3; t < D; t++)
+                lead += lam[t] * ev[i * D + t] * ev[k * D + t];
+            for (int t = 0; t < q; t++)
+                fac += u[i * 3 + (size_t)t] * u[k * 3 + (size_t)t];
+            offmax = fmax(offmax, fabs(wd[i * D + k] / (double)n - lead) + fabs(fac - lead));
+        }
+    }
+    CHECK_MSG(emax < 1e-6 && dmax < 1e-6 * scale && offmax < 1e-5 * scale,
+              "release: means off by %.3g, diagonal by %.3g, off-diagonal by %.3g (largest variance %.3g)",
+              emax, dmax, offmax, scale);
+    fprintf(stderr,
+            "  release of a's %d rows: rank 3 + diagonal; means %.2g, diagonal %.2g, off-diagonal %.2g "
+            "from the oracle\n",
+            (int)n, emax, dmax, offmax);
+    pft_free(ev);
+    pft_free(lam);
+done:
+    pft_bundle_destroy(&b);
+    pft_gstat_destroy(&own);
+    pft_free(x);
+    pft_free(y);
+}
+
 static void test_diamond(void)
 {
     char out[512];
@@ -228,6 +319,7 @@ int main(void)
     if (pft_e2e_scratch(s_tmp, sizeof s_tmp, "pft_e2e_exact") != 0)
         return 1;
     RUN(test_chain);
+    RUN(test_release_rule);
     RUN(test_logreg_head);
     RUN(test_diamond);
     RUN(test_ring);

@@ -69,6 +69,10 @@ int pft_topo_exact(pft_cov_t cov, int k, pft_topo_merge_t merge);
 pft_topo_head_t pft_topo_head_resolve(pft_topo_head_t head, int exact);
 /* What a node does when a predecessor's bundle has not arrived by the deadline. */
 typedef enum { PFT_TOPO_MISSING_PROCEED = 0, PFT_TOPO_MISSING_FAIL = 1 } pft_topo_missing_t;
+/* What a tied statistics part's shared scatter travels as (DESIGN.md §8, SECURITY.md §9): lowrank, its
+ * leading eigenpairs (at most one per stats_rows_per_rank rows the part stands for, and stats_rank) plus
+ * the diagonal; full_scatter, the exact dense matrix (research only: its span holds every row). */
+typedef enum { PFT_TOPO_RELEASE_LOWRANK = 0, PFT_TOPO_RELEASE_FULL_SCATTER = 1 } pft_topo_release_t;
 /* Simulation partitions (node/launch/pft_partition.c splits the dataset by them). */
 typedef enum {
     PFT_TOPO_PART_IID = 0,       /* shuffle, equal shares */
@@ -88,7 +92,9 @@ typedef struct {
     uint64_t seed;          /* run seed */
     pft_topo_dtype_t dtype; /* parameter encoding on the wire */
     pft_topo_dtype_t stats_dtype;  /* encoding of exact statistics on the wire */
-    int stats_rank;                /* cov=tied: rank of the shared covariance on the wire (0: dense) */
+    int stats_release;             /* pft_topo_release_t: lowrank (default) or full_scatter */
+    int stats_rank;                /* stats_release=lowrank: eigenpairs per part at most (0: diagonal only) */
+    int stats_rows_per_rank;       /* stats_release=lowrank: rows a part stands for per eigenpair it sends */
     int merge;                     /* pft_topo_merge_t default for nodes */
     int head;                      /* pft_topo_head_t default for nodes */
     pft_topo_prep_t prep;          /* feature preprocessing, identical on every node */

@@ -39,6 +39,7 @@ static const char *const s_dtype[] = {"fp16", "fp32", NULL};
 static const char *const s_prep[] = {"none", "l2", "sqrt-l2", NULL};
 static const char *const s_missing[] = {"proceed", "fail", NULL};
 static const char *const s_dp_mech[] = {"thm41", "b3", NULL};
+static const char *const s_release[] = {"lowrank", "full_scatter", NULL};
 
 _Static_assert(PFT_COV_FULL == 0 && PFT_COV_DIAG == 1 && PFT_COV_SPHER == 2 && PFT_COV_LOWRANK == 3 &&
                    PFT_COV_TIED == 4,
@@ -48,6 +49,7 @@ _Static_assert(PFT_TOPO_MERGE_EXACT == 0 && PFT_TOPO_MERGE_SAMPLE == 1, "s_merge
 _Static_assert(PFT_TOPO_PREP_NONE == 0 && PFT_TOPO_PREP_L2 == 1 && PFT_TOPO_PREP_SQRT_L2 == 2,
                "s_prep order");
 _Static_assert(PFT_TOPO_MISSING_PROCEED == 0 && PFT_TOPO_MISSING_FAIL == 1, "s_missing order");
+_Static_assert(PFT_TOPO_RELEASE_LOWRANK == 0 && PFT_TOPO_RELEASE_FULL_SCATTER == 1, "s_release order");
 _Static_assert(sizeof(pft_cov_t) == sizeof(int) && sizeof(pft_topo_dtype_t) == sizeof(int) &&
                    sizeof(pft_topo_prep_t) == sizeof(int) && sizeof(pft_topo_missing_t) == sizeof(int),
                "enums are stored as int");
@@ -79,9 +81,18 @@ static const pft_topo_attr_t s_table[] = {
      "encoding of GMM parameters on the wire", GO(dtype), NONE, NONE},
     {"stats_dtype", G, PFT_ATTR_ENUM, "fp32", 0, 0, s_dtype,
      "encoding of exact statistics (means, covariances) on the wire", GO(stats_dtype), NONE, NONE},
-    {"stats_rank", G, PFT_ATTR_INT, "0", 0, 65535, NULL,
-     "cov=tied: the shared covariance travels as a rank-q factor plus its diagonal (d·q + d numbers instead of "
-     "d(d+1)/2; q clamped to d-1); 0: dense", GO(stats_rank), NONE, NONE},
+    {"stats_release", G, PFT_ATTR_ENUM, "lowrank", 0, 0, s_release,
+     "cov=tied: what a part's shared scatter travels as: lowrank, its leading eigenpairs (one per "
+     "stats_rows_per_rank rows the part stands for, at most stats_rank) plus its exact diagonal; "
+     "full_scatter, the exact dense matrix (research only: a recipient can rebuild rows from it, "
+     "SECURITY.md §9); a DP release is always dense",
+     GO(stats_release), NONE, NONE},
+    {"stats_rank", G, PFT_ATTR_INT, "64", 0, 65535, NULL,
+     "stats_release=lowrank: eigenpairs per part at most (d·q + d numbers instead of d(d+1)/2; clamped to "
+     "d-1); 0: the diagonal only", GO(stats_rank), NONE, NONE},
+    {"stats_rows_per_rank", G, PFT_ATTR_INT, "20", 1, 1000000, NULL,
+     "stats_release=lowrank: a part sends one eigenpair per this many rows it stands for (fewer rows per "
+     "eigenpair: more accurate, more revealing; SECURITY.md §9)", GO(stats_rows_per_rank), NONE, NONE},
     {"prep", G, PFT_ATTR_ENUM, "l2", 0, 0, s_prep,
      "feature preprocessing, applied identically on every node before anything else", GO(prep), NONE, NONE},
     {"start", G, PFT_ATTR_NAME, NULL, 0, 0, NULL,

@@ -101,6 +101,7 @@ pft_bundle_t *pft_bundle_new(const char *run_id, const char *producer, pft_dtype
 static void part_free(pft_bundle__part_t *p)
 {
     pft_gstat_destroy(&p->st);
+    PFT_FREE(p->factor);
     for (int j = 0; j < p->n_contrib; j++)
         pft_free(p->contrib[j]);
     PFT_FREE(p->contrib);
@@ -296,7 +297,7 @@ int pft_bundle_add_part(pft_bundle_t *self, const char *const *contributors, int
     rc = grow((void **)&self->parts, &self->cap_parts, self->n_parts + 1, sizeof(pft_bundle__part_t));
     if (rc)
         return rc;
-    pft_bundle__part_t p = {.contrib = pft_calloc((size_t)n_contrib, sizeof(char *))};
+    pft_bundle__part_t p = {.contrib = pft_calloc((size_t)n_contrib, sizeof(char *)), .rank_cap = -1};
     if (!p.contrib)
         return pft_err(PFT_ENOMEM, "bundle: out of memory");
     for (; p.n_contrib < n_contrib; p.n_contrib++) {
@@ -333,6 +334,24 @@ int pft_bundle_set_shared_rank(pft_bundle_t *self, int q)
 int pft_bundle_shared_rank(const pft_bundle_t *self)
 {
     return self->shared_rank;
+}
+
+int pft_bundle_set_part_rank_cap(pft_bundle_t *self, int i, int q)
+{
+    if (!self || i < 0 || i >= self->n_parts || q < -1 || q > self->d - 1)
+        return pft_err(PFT_EINVAL, "bundle: rank cap %d of part %d outside -1..%d (d - 1), or no such part",
+                       q, i, self ? self->d - 1 : 0);
+    if (q != self->parts[i].rank_cap) {
+        self->parts[i].rank_cap = q;
+        drop_cache(self);
+    }
+    return 0;
+}
+
+const double *pft_bundle_part_factor(const pft_bundle_t *self, int i, int *q)
+{
+    *q = self->parts[i].factor ? self->parts[i].factor_q : 0;
+    return self->parts[i].factor;
 }
 
 int pft_bundle_is_stats(const pft_bundle_t *self)

@@ -81,6 +81,16 @@ int pft_bundle_add_part(pft_bundle_t *self, const char *const *contributors, int
 int pft_bundle_set_shared_rank(pft_bundle_t *self, int q);
 /* The form set, or the one a decoded bundle's parts travelled in (0: dense). */
 int pft_bundle_shared_rank(const pft_bundle_t *self);
+/* Low-rank form only: part i sends at most q (0..d-1) leading eigenpairs of its shared covariance; the factor
+ * keeps the bundle's q columns, those beyond the cap zero, and the diagonal psi still carries the rest of
+ * C's diagonal exactly (the release rule of DESIGN.md §8: a part's rank bounded by the rows it stands for).
+ * -1 (the default) removes the cap. Changing it drops a decoded bundle's kept payload. 0, or PFT_EINVAL (no
+ * such part, q outside -1..d-1). */
+int pft_bundle_set_part_rank_cap(pft_bundle_t *self, int i, int q);
+/* Borrowed: the factor U (d×q, row-major) with which decoded part i's shared covariance travelled in
+ * low-rank form (q into *q), exactly as sent (what an auditor attacks: its columns lie in the span of the
+ * producer's rows); NULL and *q = 0 for a dense or FULL part, or a part not decoded. */
+const double *pft_bundle_part_factor(const pft_bundle_t *self, int i, int *q);
 /* 1 if the bundle carries statistics parts (then it has no GMM class). */
 int pft_bundle_is_stats(const pft_bundle_t *self);
 int pft_bundle_n_parts(const pft_bundle_t *self);

@@ -142,8 +142,8 @@ static int read_cov(const ctx_t *c, const uint8_t *src, size_t d, pft_dtype_t dt
 
 /* A low-rank shared covariance [q, psi, U] (shape checked, q = b->shared_rank) into the symmetric d×d s as
  * n·(U Uᵀ + diag psi): psi finite and ≥ +0, U finite (then positive semi-definite by construction). */
-static int read_shared_lowrank(const ctx_t *c, const pft_bundle_t *b, const msgpack_object *shared, double n,
-                               double *s)
+static int read_shared_lowrank(const ctx_t *c, pft_bundle_t *b, int pi, const msgpack_object *shared,
+                               double n, double *s)
 {
     size_t d = (size_t)b->d, q = (size_t)b->shared_rank;
     const uint8_t *pb = (const uint8_t *)shared->via.array.ptr[1].via.bin.ptr;
@@ -168,6 +168,9 @@ static int read_shared_lowrank(const ctx_t *c, const pft_bundle_t *b, const msgp
         pft_gstat_lowrank_expand(u, psi, (int)d, (int)q, s);
         for (size_t i = 0; i < d * d; i++)
             s[i] *= n;
+        b->parts[pi].factor = u; /* kept as it travelled: pft_bundle_part_factor */
+        b->parts[pi].factor_q = (int)q;
+        u = NULL;
     }
     pft_free(psi);
     pft_free(u);
@@ -176,7 +179,7 @@ static int read_shared_lowrank(const ctx_t *c, const pft_bundle_t *b, const msgp
 
 /* The values of the classes (array o, shapes checked) and shared covariance of a part (named part) into st;
  * mean and s: room for d and d×d doubles. */
-static int stat_values(ctx_t *c, const pft_bundle_t *b, const char *part, pft_gstat_t *st,
+static int stat_values(ctx_t *c, pft_bundle_t *b, int pi, const char *part, pft_gstat_t *st,
                        const msgpack_object *o, const msgpack_object *shared, double total, double *mean,
                        double *s)
 {
@@ -204,7 +207,7 @@ static int stat_values(ctx_t *c, const pft_bundle_t *b, const char *part, pft_gs
     snprintf(c->where, sizeof c->where, "%s", part);
     if (kind == PFT_GSTAT_FULL)
         return 0;
-    int rc = b->shared_rank > 0 ? read_shared_lowrank(c, b, shared, total, s)
+    int rc = b->shared_rank > 0 ? read_shared_lowrank(c, b, pi, shared, total, s)
                                 : read_cov(c, (const uint8_t *)shared->via.bin.ptr, d, b->dtype,
                                            "shared covariance", total, s);
     if (!rc && (rc = pft_gstat_add_tied_scatter(st, s)))
@@ -236,6 +239,7 @@ static int decode_part(pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi, 
     if (*n_contrib > lim->max_nodes)
         return pft_bundle__bad(&c, PFT_ERANGE, "more than %u contributors over all parts", lim->max_nodes);
     pft_bundle__part_t *p = &b->parts[pi];
+    p->rank_cap = -1;
     b->n_parts = pi + 1;
     if ((rc = decode_contributors(&c, b, pi, &f[1], p)) ||
         (rc = pft_bundle__want_array(&c, &f[2], "classes", 1, lim->max_classes, PFT_ERANGE)))
@@ -250,11 +254,11 @@ static int decode_part(pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi, 
         return pft_bundle__bad(&c, PFT_EFORMAT,
                                "shared covariance of rank %d, part 0's has %d (one form per bundle)",
                                (int)rank, b->shared_rank);
-    /* Estimated memory: means, scatters (per class for full, one for tied), and the transient d×d matrix
-     * plus the PSD check's copy (low rank: plus U and psi, no PSD check). */
+    /* Estimated memory: means, scatters (per class for full, one for tied), a low-rank factor as it travelled
+     * (kept), and the transient d×d matrix plus the PSD check's copy (low rank: psi, no PSD check). */
     uint64_t d = (uint64_t)b->d, ncl = f[2].via.array.size;
-    uint64_t steady = 8 * ncl * (d + 4) + 8 * d * d * (kind == PFT_GSTAT_FULL ? ncl : 1);
-    uint64_t transient = rank > 0 ? 8 * d * d + 8 * d * (rank + 2) : 16 * d * d + 8 * d;
+    uint64_t steady = 8 * ncl * (d + 4) + 8 * d * d * (kind == PFT_GSTAT_FULL ? ncl : 1) + 8 * d * rank;
+    uint64_t transient = rank > 0 ? 8 * d * d + 8 * d * 2 : 16 * d * d + 8 * d;
     if (steady + transient > lim->max_model_bytes - *model_total)
         return pft_bundle__bad(&c, PFT_ERANGE, "decoded models would exceed the limit of %zu bytes",
                                lim->max_model_bytes);
@@ -266,7 +270,7 @@ static int decode_part(pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi, 
     char part[160];
     pft_bundle__part_name(p, pi, part, sizeof part);
     if (!rc)
-        rc = stat_values(&c, b, part, p->st, &f[2], &f[3], total, mean, s);
+        rc = stat_values(&c, b, pi, part, p->st, &f[2], &f[3], total, mean, s);
     pft_free(mean);
     pft_free(s);
     return rc;

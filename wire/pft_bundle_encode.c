@@ -231,21 +231,40 @@ static int put_cov(const pft_bundle_t *self, int pi, int ci, const double *s, do
     return 0;
 }
 
+/* The rank-qe factor of c (d×d) in the first qe of q columns of u (d×q, row-major; the others zero). */
+static int capped_factor(const double *c, size_t d, size_t q, size_t qe, double *u, double *psi)
+{
+    double *ue = qe < q ? pft_alloc_array(d * qe + 1, sizeof *ue) : u;
+    if (!ue)
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    int rc = pft_gstat_lowrank_shared(c, (int)d, (int)qe, ue, psi);
+    if (ue != u) {
+        for (size_t r = 0; r < d; r++)
+            for (size_t j = 0; j < q; j++)
+                u[r * q + j] = j < qe ? ue[r * qe + j] : 0.0;
+        pft_free(ue);
+    }
+    return rc;
+}
+
 /* Writes the shared covariance w/n (w: d×d scatter) in low-rank form [q, psi, U]: the rank-q factor U (d×q,
- * row-major) and the diagonal psi of pft_gstat_lowrank_shared, in dtype. */
+ * row-major) and the diagonal psi of pft_gstat_lowrank_shared, in dtype; a part with a rank cap below q
+ * sends only that many eigenpairs (the other columns zero, its psi the rest of the diagonal). */
 static int put_shared_lowrank(const pft_bundle_t *self, int pi, const double *wsc, double n,
                               msgpack_packer *pk, wbuf_t *w)
 {
     size_t d = (size_t)self->d, q = (size_t)self->shared_rank, es = pft_bundle__dtype_size(self->dtype);
+    int cap = self->parts[pi].rank_cap;
+    size_t qe = cap >= 0 && (size_t)cap < q ? (size_t)cap : q;
     double *c = pft_alloc_array(d * d, sizeof *c), *u = pft_alloc_array(d * q, sizeof *u),
            *psi = pft_alloc_array(d, sizeof *psi);
     int rc = c && u && psi ? 0 : pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     for (size_t i = 0; rc == 0 && i < d * d; i++)
         c[i] = wsc[i] / n;
-    if (rc == 0 && (rc = pft_gstat_lowrank_shared(c, (int)d, (int)q, u, psi))) {
+    if (rc == 0 && (rc = capped_factor(c, d, q, qe, u, psi))) {
         char name[160];
         pft_bundle__part_name(&self->parts[pi], pi, name, sizeof name);
-        rc = pft_err_wrap(rc, "bundle encode: %s: shared covariance of rank %zu", name, q);
+        rc = pft_err_wrap(rc, "bundle encode: %s: shared covariance of rank %zu", name, qe);
     }
     if (rc == 0 && (msgpack_pack_array(pk, 3) || msgpack_pack_uint64(pk, q) || msgpack_pack_bin(pk, d * es) ||
                     wbuf_reserve(w, d * es)))

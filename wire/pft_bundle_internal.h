@@ -45,6 +45,9 @@ typedef struct {
     pft_gstat_t *st;
     char **contrib; /* node ids, strictly ascending (bytewise) */
     int n_contrib;
+    int rank_cap;   /* low-rank form: eigenpairs sent at most (the rest of the q columns zero); -1: no cap */
+    double *factor; /* decoded low-rank form: the factor U (d×factor_q, row-major) as it travelled; else NULL */
+    int factor_q;
 } pft_bundle__part_t;
 
 struct pft_bundle_t {

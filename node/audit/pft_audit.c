@@ -232,12 +232,15 @@ static int audit_spans(const pft_bundle_t *b, const pft_audit_rows_t *own, const
     int rc = 0;
     char name[256];
     if (pft_bundle_is_stats(b)) {
-        for (int p = 0; rc == 0 && p < pft_bundle_n_parts(b); p++)
-            rc = pft_audit__span(pft_bundle_part_stats(b, p), part_name(b, p, name, sizeof name), own, held,
-                                 o, sp, vp, &vs, &vv);
+        for (int p = 0; rc == 0 && p < pft_bundle_n_parts(b); p++) {
+            int q = 0;
+            const double *u = pft_bundle_part_factor(b, p, &q);
+            rc = pft_audit__span(pft_bundle_part_stats(b, p), u, q, part_name(b, p, name, sizeof name), own,
+                                 held, o, sp, vp, &vs, &vv);
+        }
     } else {
         pft_gstat_t *st = gmm_moments(b);
-        rc = st ? pft_audit__span(st, "mixtures", own, held, o, sp, vp, &vs, &vv) : PFT_ENOMEM;
+        rc = st ? pft_audit__span(st, NULL, 0, "mixtures", own, held, o, sp, vp, &vs, &vv) : PFT_ENOMEM;
         pft_gstat_destroy(&st);
     }
     json_object_set_new(attacks, "subspace",

@@ -10,8 +10,12 @@
 float *pft_audit__gather(const pft_audit_rows_t *r, const pft_gstat_t *st, int c, int *m, int *oom);
 
 /* The subspace and vertex attacks on one part st (its contributors named in name) → a JSON entry appended to
- * sub_parts and vx_parts, verdicts worsened into *vs and *vv. 0 or an error. */
-int pft_audit__span(const pft_gstat_t *st, const char *name, const pft_audit_rows_t *own,
+ * sub_parts and vx_parts, verdicts worsened into *vs and *vv; with a low-rank factor (d×q, the part's
+ * shared covariance as it travelled; NULL: none), both attacks again on span(the class means) (the
+ * baseline: what the means alone reveal) and on S = span(its columns, the class means), which holds what
+ * the factor reveals of the rows' span. 0 or an error. */
+int pft_audit__span(const pft_gstat_t *st, const double *factor, int q, const char *name,
+                    const pft_audit_rows_t *own,
                     const pft_audit_rows_t *held, const pft_audit_opts_t *o, json_t *sub_parts,
                     json_t *vx_parts, pft_verdict_t *vs, pft_verdict_t *vv);
 

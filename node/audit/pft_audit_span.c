@@ -118,9 +118,49 @@ static pft_subspace_t *part_subspace(const pft_gstat_t *st)
     return s;
 }
 
-int pft_audit__span(const pft_gstat_t *st, const char *name, const pft_audit_rows_t *own,
-                    const pft_audit_rows_t *held, const pft_audit_opts_t *o, json_t *sub_parts,
-                    json_t *vx_parts, pft_verdict_t *vs, pft_verdict_t *vv)
+/* S = span(the q columns of factor (d×q), st's class means): what a low-rank release reveals of the span of
+ * its rows (q = 0: the means alone, what any release of class means reveals). NULL on failure (message
+ * set). */
+static pft_subspace_t *factor_subspace(const pft_gstat_t *st, const double *factor, int q)
+{
+    int d = pft_gstat_dim(st), nc = pft_gstat_n_classes(st);
+    double *v = pft_alloc_array((size_t)(q + nc) * d, sizeof *v);
+    if (!v)
+        return pft_err(PFT_ENOMEM, "subspace attack: out of memory at d = %d", d), NULL;
+    for (int j = 0; j < q; j++)
+        for (int r = 0; r < d; r++)
+            v[(size_t)j * d + r] = factor[(size_t)r * q + j];
+    for (int i = 0; i < nc; i++)
+        memcpy(v + (size_t)(q + i) * d, pft_gstat_mean(st, i), (size_t)d * sizeof *v);
+    pft_subspace_t *s = pft_subspace_new(NULL, d, v, q + nc);
+    pft_free(v);
+    return s;
+}
+
+/* Both attacks on s (basis names it) into sub_parts and vx_parts. */
+static int attack(const pft_subspace_t *s, const char *basis, const char *name, const float *xm, int nm,
+                  const float *xh, int nh, const pft_audit_opts_t *o, json_t *sub_parts, json_t *vx_parts,
+                  pft_verdict_t *vs, pft_verdict_t *vv)
+{
+    pft_verdict_t v;
+    json_t *e = json_pack("{s:s,s:s,s:i,s:i,s:i,s:b,s:o,s:o}", "part", name, "basis", basis, "d",
+                          pft_subspace_dim_ambient(s), "rank", pft_subspace_rank(s), "dim",
+                          pft_subspace_dim(s), "proper", pft_subspace_proper(s), "gap",
+                          num(pft_subspace_gap(s)), "tail", num(pft_subspace_tail(s)));
+    int rc = membership(s, xm, nm, xh, nh, e, &v);
+    json_array_append_new(sub_parts, e);
+    *vs = pft_verdict_worst(*vs, v);
+    if (rc == 0)
+        rc = vertex(s, name, xm, nm, o, vx_parts, vv);
+    if (rc == 0)
+        json_object_set_new(json_array_get(vx_parts, json_array_size(vx_parts) - 1), "basis",
+                            json_string(basis));
+    return rc;
+}
+
+int pft_audit__span(const pft_gstat_t *st, const double *factor, int q, const char *name,
+                    const pft_audit_rows_t *own, const pft_audit_rows_t *held, const pft_audit_opts_t *o,
+                    json_t *sub_parts, json_t *vx_parts, pft_verdict_t *vs, pft_verdict_t *vv)
 {
     int nm = 0, nh = 0, oom = 0, rc = 0;
     float *xm = pft_audit__gather(own, st, -1, &nm, &oom), *xh = pft_audit__gather(held, st, -1, &nh, &oom);
@@ -129,16 +169,14 @@ int pft_audit__span(const pft_gstat_t *st, const char *name, const pft_audit_row
         rc = oom ? pft_err(PFT_ENOMEM, "audit: out of memory for the rows") : PFT_ENUMERIC;
         goto done;
     }
-    pft_verdict_t v;
-    json_t *e =
-        json_pack("{s:s,s:i,s:i,s:i,s:b,s:o,s:o}", "part", name, "d", pft_subspace_dim_ambient(s), "rank",
-                  pft_subspace_rank(s), "dim", pft_subspace_dim(s), "proper", pft_subspace_proper(s), "gap",
-                  num(pft_subspace_gap(s)), "tail", num(pft_subspace_tail(s)));
-    rc = membership(s, xm, nm, xh, nh, e, &v);
-    json_array_append_new(sub_parts, e);
-    *vs = pft_verdict_worst(*vs, v);
-    if (rc == 0)
-        rc = vertex(s, name, xm, nm, o, vx_parts, vv);
+    rc = attack(s, "spectrum", name, xm, nm, xh, nh, o, sub_parts, vx_parts, vs, vv);
+    pft_subspace_destroy(&s);
+    for (int k = 0; rc == 0 && factor && q > 0 && k < 2; k++) { /* the means alone: the baseline */
+        s = factor_subspace(st, factor, k ? q : 0);
+        rc = s ? attack(s, k ? "factor" : "means", name, xm, nm, xh, nh, o, sub_parts, vx_parts, vs, vv)
+               : PFT_ENUMERIC;
+        pft_subspace_destroy(&s);
+    }
 done:
     pft_subspace_destroy(&s);
     pft_free(xm);

@@ -170,6 +170,31 @@ static int logreg_rows(node_t *nd)
     return rc;
 }
 
+/* The release rule (DESIGN.md §8, SECURITY.md §9): a tied part's shared scatter travels as at most one
+ * eigenpair per stats_rows_per_rank rows the part stands for (and at most stats_rank) plus its exact
+ * diagonal, so that the directions it reveals stay few against its rows; dense under stats_release =
+ * full_scatter (research) and for a DP release (noise already protects it). */
+static int release_form(node_t *nd, pft_bundle_t *b)
+{
+    int d = pft_bundle_dim(b), np = pft_bundle_n_parts(b), qmax = 0, rc = 0;
+    int dense = nd->run->stats_release == PFT_TOPO_RELEASE_FULL_SCATTER || nd->me->dp_epsilon > 0;
+    if (dense || np == 0 || pft_gstat_kind(pft_bundle_part_stats(b, 0)) != PFT_GSTAT_TIED)
+        return pft_bundle_set_shared_rank(b, 0);
+    for (int i = 0; rc == 0 && i < np; i++) {
+        uint64_t rows = pft_gstat_total(pft_bundle_part_stats(b, i));
+        uint64_t q = rows / (uint64_t)nd->run->stats_rows_per_rank;
+        if (q > (uint64_t)nd->run->stats_rank)
+            q = (uint64_t)nd->run->stats_rank;
+        if (q > (uint64_t)d - 1)
+            q = (uint64_t)d - 1;
+        qmax = (int)q > qmax ? (int)q : qmax;
+        rc = pft_bundle_set_part_rank_cap(b, i, (int)q);
+        pft_info("release: part %d (%llu rows, %d contributor(s)): shared scatter as rank %d + diagonal", i,
+                 (unsigned long long)rows, pft_bundle_part_n_contributors(b, i), (int)q);
+    }
+    return rc ? rc : pft_bundle_set_shared_rank(b, qmax > 0 ? qmax : 1);
+}
+
 /* Per class, the rows of the taken parts that travel in this node's own group (merged with its own rows).
  * NULL if out of memory. */
 static uint64_t *own_group_rows(node_t *nd, const parts_t *ps)
@@ -198,8 +223,6 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
     pft_dtype_t dt = nd->run->stats_dtype == PFT_TOPO_FP16 ? PFT_DTYPE_F16 : PFT_DTYPE_F32;
     pft_bundle_t *b = pft_bundle_new(nd->run->run, nd->me->id, dt, d);
     int rc = prc ? prc : recv && b ? 0 : pft_err(PFT_ENOMEM, "out of memory");
-    if (rc == 0) /* cov=tied: the shared covariance as a rank-q factor plus diagonal (0: dense) */
-        rc = pft_bundle_set_shared_rank(b, nd->run->stats_rank < d ? nd->run->stats_rank : d - 1);
     size_t nr = rc == 0 ? pft_node__inbox_stage_bundles(nd, st, recv) : 0;
     for (size_t r = 0; rc == 0 && r < nr; r++) {
         rc = take_received(nd, &ps, recv[r], 0);
@@ -222,6 +245,8 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
     }
     if (rc == 0)
         rc = pft_node__parts_add_groups(nd, &ps, b, 1);
+    if (rc == 0)
+        rc = release_form(nd, b);
     if (rc == 0 && complete)
         rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE);
     if (rc == 0 && st->final)

@@ -100,6 +100,14 @@ static void print_classes(const json_t *classes)
     }
 }
 
+/* What a subspace entry was built from, for its line. */
+static const char *basis_text(const char *basis)
+{
+    return !strcmp(basis, "factor")  ? " (released factor and class means)"
+           : !strcmp(basis, "means") ? " (class means alone, the baseline)"
+                                     : "";
+}
+
 /* The subspace attack, one line per part. */
 static void print_subspace(const json_t *a)
 {
@@ -108,15 +116,23 @@ static void print_subspace(const json_t *a)
     printf("subspace membership: %s\n", jstr(a, "verdict"));
     json_array_foreach(json_object_get(a, "parts"), i, p)
     {
-        printf("  part %s: ", jstr(p, "part"));
+        int factor = strcmp(jstr(p, "basis"), "spectrum") && strcmp(jstr(p, "basis"), "-");
+        printf("  part %s%s: ", jstr(p, "part"), basis_text(jstr(p, "basis")));
+        if (!json_is_true(json_object_get(p, "proper")) && factor) {
+            printf("they span the whole space; %s\n", jstr(p, "verdict"));
+            continue;
+        }
         if (!json_is_true(json_object_get(p, "proper"))) {
             printf(
                 "no subspace (largest eigenvalue gap %.3g < %.0e: the released scatter has full rank); %s\n",
                 jnum(p, "gap"), jnum(a, "gap_min"), jstr(p, "verdict"));
             continue;
         }
-        printf("span of dimension %d of %d (rank %d above a gap of %.3g, tail %.2e)", (int)jnum(p, "dim"),
-               (int)jnum(p, "d"), (int)jnum(p, "rank"), jnum(p, "gap"), jnum(p, "tail"));
+        if (factor)
+            printf("span of dimension %d of %d", (int)jnum(p, "dim"), (int)jnum(p, "d"));
+        else
+            printf("span of dimension %d of %d (rank %d above a gap of %.3g, tail %.2e)", (int)jnum(p, "dim"),
+                   (int)jnum(p, "d"), (int)jnum(p, "rank"), jnum(p, "gap"), jnum(p, "tail"));
         printf("; member residuals %.3g..%.3g (%d rows)", jnum(p, "member_residual_min"),
                jnum(p, "member_residual_max"), (int)jnum(p, "member_rows"));
         if (jnum(p, "holdout_rows") > 0)
@@ -136,7 +152,7 @@ static void print_vertex(const json_t *a)
     printf("vertex (LP) reconstruction: %s\n", jstr(a, "verdict"));
     json_array_foreach(json_object_get(a, "parts"), i, p)
     {
-        printf("  part %s: ", jstr(p, "part"));
+        printf("  part %s%s: ", jstr(p, "part"), basis_text(jstr(p, "basis")));
         if (!json_is_true(json_object_get(p, "applicable"))) {
             printf("not applicable: %s; %s\n", jstr(p, "reason"), jstr(p, "verdict"));
             continue;
@@ -307,7 +323,8 @@ int pft_cmd_audit(int argc, char **argv)
             "  subspace membership  per part: a row's residual against span(released scatter cut at its\n"
             "                       largest eigenvalue gap, class means); the best threshold's balanced\n"
             "                       accuracy own vs held-out rows (FAIL >= 0.9, WARN > 0.6); without\n"
-            "                       held-out rows FAIL when every own row lies in the span;\n"
+            "                       held-out rows FAIL when every own row lies in the span; for a\n"
+            "                       low-rank release again against span(the factor as sent, means);\n"
             "  vertex (LP)          --lp linear programs over {x in that span, x >= 0, sum x = d}: FAIL when "
             "a\n"
             "                       vertex is an own row (cosine >= 1 - 1e-6); each program maximises one\n"
