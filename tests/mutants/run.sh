@@ -103,7 +103,7 @@ nice cmake --build "$WORK/build" -j2 --target $(targets_for "$all_tests") >"$TOP
 echo "scratch build: $(($(date +%s) - t0)) s"
 if [ $BASELINE = yes ]; then
     t0=$(date +%s)
-    if ! (cd "$WORK/build" && nice ctest -j2 -R "$all_tests" --timeout 900 >"$TOP/ctest.log" 2>&1); then
+    if ! (cd "$WORK/build" && nice ctest -R "$all_tests" --timeout 900 >"$TOP/ctest.log" 2>&1); then
         echo "baseline: tests fail on the unmutated tree:"
         grep -o '[0-9]* - [^ ]* ([A-Za-z ]*)' "$TOP/ctest.log" | grep -v '(Passed)'
         exit 1
