@@ -5,7 +5,8 @@
 # is withheld from the bundle, reported in result.json (withheld_classes) and absent from its provenance;
 # min_released_rows agrees with the decoded bundle. min_rows = 1 restores one-row components. An exact-statistics
 # pair (cov = tied): own classes below the floor are withheld from the released part and its provenance, and
-# the part's counts match the provenance. The audit only decodes here (--fail-on never: these bundles FAIL its
+# the part's counts match the provenance; a class with fewer own rows than the floor that merges with a received
+# part standing for enough rows is released (tiedmerge). The audit only decodes here (--fail-on never: these bundles FAIL its
 # attacks). Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
 
@@ -37,6 +38,8 @@ GMM="cov = diag; k = 10; max_iter = 20; em_draws = 2; head_draws = 1;"
 launch floor5 "$GMM min_rows = 5;" "a -> b -> c;"
 launch floor1 "$GMM min_rows = 1;" "a -> b -> c;"
 launch tied5 "cov = tied; min_rows = 5;" "a -> b;"
+# a holds many rows: b's classes with fewer than 5 own rows merge with a's part, so they are released
+launch tiedmerge "cov = tied; min_rows = 5;" "a [samples = 300]; a -> b;"
 
 # check DIR NODE MIN: the decoded bundle of NODE against its result.json
 check() {
@@ -87,7 +90,8 @@ PY
 }
 # recompute DIR NODE MIN: withheld classes and their rows recomputed, not read from result.json: per class the
 # node's own rows (its label file, read here without numpy) plus, for a GMM node, the rows its inbox's bundle
-# stands for (decoded provenance); a class with 0 < rows < MIN must be withheld (and absent from the bundle), one
+# stands for (decoded provenance), for an exact-statistics node in a chain the rows of the received parts (they
+# travel merged with its own); a class with 0 < rows < MIN must be withheld (and absent from the bundle), one
 # with rows >= MIN released; result.json's withheld_classes must say exactly that
 recompute() {
     local dir=$W/$1/$2 f i=0
@@ -117,14 +121,27 @@ if i["family"] == "gmm":  # own rows and received samples together
             for e in p["counts"]:
                 rows[e["label"]] = rows.get(e["label"], 0) + e["n"]
     released = {c["label"] for c in i["classes"]}
-else:  # exact statistics: own rows; the classes the node's own provenance entry releases
+    want = {c: k for c, k in rows.items() if 0 < k < m}
+    want_released = {c for c, k in rows.items() if k >= m}
+else:  # exact statistics: the classes the node's own provenance entry releases; a class stands for its own
+    # rows plus those of the received parts that travel merged with them (in a chain, every received part: one
+    # group), and a withheld class is reported with its own rows
     me = json.load(open(d + "/result.json"))["id"]
     released = {e["label"] for p in i["provenance"] if p["node"] == me for e in p["counts"]}
-want = {c: k for c, k in rows.items() if 0 < k < m}
+    merged = {}
+    for path in glob.glob(d + "/inbox-json/*.json"):
+        for part in json.load(open(path))["parts"]:
+            for e in part["classes"]:
+                merged[e["label"]] = merged.get(e["label"], 0) + e["n"]
+    want = {c: k for c, k in rows.items() if 0 < k and k + merged.get(c, 0) < m}
+    want_released = {c for c, k in rows.items() if k > 0 and k + merged.get(c, 0) >= m}
+    lifted = sorted(c for c in want_released if rows[c] < m)
+    if lifted:
+        print(d.split("/")[-1], "classes released with fewer than", m, "own rows, thanks to merged rows:", lifted)
 r = json.load(open(d + "/result.json"))
 got = {w["class"]: w["rows"] for w in r["withheld_classes"]}
 assert got == want, ("withheld", got, "recomputed", want)
-assert released == {c for c, k in rows.items() if k >= m}, ("released", released, "recomputed", rows)
+assert released == want_released, ("released", released, "recomputed", want_released, rows)
 print(d.split("/")[-1], "rows per class", dict(sorted(rows.items())), "withheld", sorted(want))
 PY
 }
@@ -136,6 +153,11 @@ check tied5 a 5
 check tied5 b 5
 recompute tied5 a 5
 recompute tied5 b 5
+check tiedmerge b 5
+recompute tiedmerge b 5 >"$W/tiedmerge/b/recompute.out"
+cat "$W/tiedmerge/b/recompute.out"
+grep -q "thanks to merged rows" "$W/tiedmerge/b/recompute.out" ||
+    fail "tiedmerge: no class of b was released on merged rows (the case does not bind)"
 # the floor binds here: something was withheld or merged, and at min_rows = 1 components stand for one row
 python3 - "$W" <<'PY' || fail "floor5 did not bind / floor1 has no one-row component"
 import json, sys

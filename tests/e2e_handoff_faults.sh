@@ -12,7 +12,8 @@
 #     7 at send_deadline, though b used the bundle.)
 #  3. the launcher reconciles: a chain a -> b -> c run by pftnet launch with b absent: results.json
 #     `handoffs` names a -> b "lost" (a's bundle held by no one), the launcher says so on stderr and exits 1;
-#     a normal chain's hand-offs are all "ok".
+#     a normal chain's hand-offs are all "ok", and each sender's out/acked/h<seq> names the bundle its receiver
+#     stored (the id in the receiver's inbox/h<seq>-<id>.pftb).
 # Env: PFT_BIN, PFT_SOURCE_DIR.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
@@ -123,6 +124,18 @@ assert [(h["from"], h["to"], h["verdict"]) for h in ok] == [("a", "b", "ok"), ("
 ab = json.load(open(w + "/recabsent/results.json"))["handoffs"]
 assert [(h["from"], h["to"], h["verdict"]) for h in ab] == [("a", "b", "lost")], ab
 print("reconciliation: normal chain %s; b absent: %s" % ([h["verdict"] for h in ok], [h["verdict"] for h in ab]))
+# the sender's record of each acknowledged hand-off (out/acked/h<seq>, which a restarted sender trusts instead
+# of sending again) names the bundle its receiver stored: the id in the receiver's inbox file name
+import glob, os
+for frm, to, seq in (("a", "b", 1), ("b", "c", 2)):
+    stored = glob.glob("%s/recok/%s/inbox/h%d-*.pftb" % (w, to, seq))
+    assert len(stored) == 1, (to, stored)
+    want = os.path.basename(stored[0])[len("h%d-" % seq):-len(".pftb")]
+    rec = "%s/recok/%s/acked/h%d" % (w, frm, seq)
+    assert os.path.exists(rec), "%s never recorded the acknowledgement of hand-off %d" % (frm, seq)
+    got = open(rec).read().strip()
+    assert got == want, (rec, got, want)
+print("acknowledgements recorded: a/acked/h1, b/acked/h2 name the bundles b and c stored")
 PY
 [ "$FAILED" -eq 0 ] && echo "e2e_handoff_faults: ok"
 exit "$FAILED"

@@ -234,6 +234,92 @@ static void test_bayes_rule(void)
     }
 }
 
+/* Gaussian log-density part -½ (x-μ)ᵀ Σ⁻¹ (x-μ) with Σ = L Lᵀ (L from pft_la_chol_lower), by forward solve.
+ */
+static double half_mahal(const double *L, const double *mu, const float *x, int d)
+{
+    double z[8], q = 0;
+    for (int i = 0; i < d; i++) {
+        double v = x[i] - mu[i];
+        for (int j = 0; j < i; j++)
+            v -= L[i * d + j] * z[j];
+        z[i] = v / L[i * d + i];
+        q += z[i] * z[i];
+    }
+    return -0.5 * q;
+}
+
+/* LDA's shrinkage against formulas written out here: the covariance at α is (1-α) S + α (tr S / d) I (S the
+ * pooled covariance W/N), checked through the score differences s_c - s_0 = log π_c/π_0 + the Gaussian terms
+ * (the quadratic term of x cancels); and with no own rows α is OAS (Chen et al. 2010, as in
+ * scikit-learn's sklearn.covariance.oas: μ = tr S / d, a = mean of S's squared entries, α = min(1, (a + μ²) /
+ * ((N + 1)(a - μ²/d)))). */
+static void test_lda_shrinkage_oracle(void)
+{
+    enum { d = 4, C = 3, n_test = 50 };
+    double mus[C][d] = {{0, 0, 0, 0}, {2, 1, 0, -1}, {-1, 2, 1, 0}};
+    double S[d * d] = {2, 0.5, 0, 0, 0.5, 1, 0.2, 0, 0, 0.2, 1.5, 0.3, 0, 0, 0.3, 1};
+    uint64_t ns[C] = {30, 50, 40};
+    double N = 120;
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
+    for (int c = 0; c < C; c++)
+        CHECK(pft_gstat_add_class(st, c, ns[c], mus[c], NULL) == 0);
+    double W[d * d];
+    for (int i = 0; i < d * d; i++)
+        W[i] = S[i] * N;
+    CHECK(pft_gstat_add_tied_scatter(st, W) == 0);
+    double tr = 0, sq = 0;
+    for (int i = 0; i < d; i++)
+        tr += S[i * d + i];
+    for (int i = 0; i < d * d; i++)
+        sq += S[i] * S[i];
+    double mu = tr / d, a = sq / (d * d);
+    double oas = (a + mu * mu) / ((N + 1) * (a - mu * mu / d));
+    oas = oas > 1 ? 1 : oas;
+    float x[n_test * d];
+    pft_rng_t *r = pft_rng_new(9);
+    for (int i = 0; i < n_test * d; i++)
+        x[i] = (float)(1.5 * pft_rng_normal(r));
+    pft_rng_destroy(&r);
+    double alphas[] = {0.4, PFT_GHEAD_AUTO};
+    for (int t = 0; t < 2; t++) {
+        pft_ghead_opts_t o;
+        pft_ghead_opts_default(&o);
+        o.alpha = alphas[t];
+        pft_ghead_t *h = NULL;
+        pft_ghead_info_t info;
+        CHECK(pft_ghead_fit(st, NULL, NULL, 0, C, &o, &h, &info) == 0);
+        if (!h)
+            continue;
+        double al = t == 0 ? 0.4 : oas;
+        if (t == 1) {
+            CHECK(strcmp(info.rule, "oas") == 0);
+            CHECK_NEAR(info.oas_alpha, oas, 1e-12 * oas);
+            CHECK_NEAR(info.alpha, oas, 1e-12 * oas);
+        }
+        double L[d * d];
+        for (int i = 0; i < d * d; i++)
+            L[i] = (1 - al) * S[i] + (i % (d + 1) == 0 ? al * mu : 0);
+        CHECK(pft_la_chol_lower(L, d) == 0);
+        double sc[n_test * C];
+        CHECK(pft_ghead_scores(h, x, n_test, sc) == 0);
+        double worst = 0;
+        for (int i = 0; i < n_test; i++) {
+            double o0 = log((double)ns[0] / N) + half_mahal(L, mus[0], x + i * d, d);
+            for (int c = 1; c < C; c++) {
+                double oc = log((double)ns[c] / N) + half_mahal(L, mus[c], x + i * d, d);
+                double e = fabs((sc[i * C + c] - sc[i * C]) - (oc - o0)) / (1 + fabs(oc - o0));
+                worst = e > worst ? e : worst;
+            }
+        }
+        /* the linear head keeps its weights in float: agreement to float precision */
+        CHECK_MSG(worst < 1e-5, "α = %g: score differences off the formula's by up to %g (relative)", al,
+                  worst);
+        pft_ghead_destroy(&h);
+    }
+    pft_gstat_destroy(&st);
+}
+
 /* Brute force: held-out accuracy of LDA at α for leave-one-out over own rows, refitting from scratch. */
 static double loo_acc(const float *up_x, const int32_t *up_y, int n_up, const float *x, const int32_t *y,
                       int n, int d, int C, double alpha)
@@ -638,6 +724,7 @@ int main(void)
     RUN(test_mixture_moments);
     RUN(test_check_psd);
     RUN(test_bayes_rule);
+    RUN(test_lda_shrinkage_oracle);
     RUN(test_cv_matches_refit);
     RUN(test_evidence);
     RUN(test_qda_cv);

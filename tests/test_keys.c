@@ -84,6 +84,12 @@ static void test_sign_verify_bit_flips(void)
     CHECK(pft_pubkey_verify(pft_keypair_public(b), msg, sizeof msg, sig, sizeof sig) == PFT_EAUTH);
     CHECK(pft_pubkey_verify(pa, msg, sizeof msg - 1, sig, sizeof sig) == PFT_EAUTH);
     CHECK(pft_pubkey_verify(pa, msg, sizeof msg, sig, 63) == PFT_EAUTH);
+    /* an Ed25519 signature is exactly 64 bytes (RFC 8032 §5.1.6): a valid one with a byte appended is
+     * refused, else one message would have many accepted signature fields (trailing bytes never checked) */
+    uint8_t longer[65];
+    memcpy(longer, sig, sizeof sig);
+    longer[64] = 0x5a;
+    CHECK(pft_pubkey_verify(pa, msg, sizeof msg, longer, sizeof longer) == PFT_EAUTH);
     CHECK(pft_pubkey_verify(pa, msg, sizeof msg, NULL, 0) == PFT_EAUTH);
     CHECK(pft_pubkey_verify(pa, msg, sizeof msg, sig, sizeof sig) == 0);
     pft_keypair_destroy(&a);

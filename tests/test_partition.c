@@ -75,6 +75,32 @@ static void test_iid_equal_and_capped(void)
     CHECK(p == NULL);
 }
 
+/* iid shares when the classes do not divide evenly (100 rows per class over 3 nodes): every node holds 33 or
+ * 34 rows of each class and 233 or 234 rows in all, so no node collects every class's remainder. */
+static void test_iid_remainders_spread(void)
+{
+    pft_part_spec_t spec;
+    CHECK(parse("iid", &spec) == 0);
+    pft_part_node_t nodes[3] = {{NULL, -1, 0}, {NULL, -1, 0}, {NULL, -1, 0}};
+    pft_partition_t *p = NULL;
+    CHECK(pft_partition_split(&spec, nodes, 3, 7, ytr, NULL, NTR, yte, NULL, NTE, 4, &p) == 0);
+    if (!p)
+        return;
+    CHECK(check_disjoint(p, 3, 0, NTR) == NTR);
+    for (int i = 0; i < 3; i++) {
+        int n, per[7] = {0};
+        const int32_t *idx = pft_partition_train(p, i, &n);
+        for (int j = 0; j < n; j++)
+            per[ytr[idx[j]]]++;
+        CHECK_MSG(n == NTR / 3 || n == NTR / 3 + 1, "node %d holds %d training rows (700 over 3 nodes)", i,
+                  n);
+        for (int c = 0; c < 7; c++)
+            CHECK_MSG(per[c] == 33 || per[c] == 34, "node %d holds %d rows of class %d (100 over 3)", i,
+                      per[c], c);
+    }
+    pft_partition_destroy(&p);
+}
+
 static void test_deterministic(void)
 {
     pft_part_spec_t spec;
@@ -229,6 +255,7 @@ int main(void)
 {
     make_labels();
     RUN(test_iid_equal_and_capped);
+    RUN(test_iid_remainders_spread);
     RUN(test_deterministic);
     RUN(test_dirichlet_skew);
     RUN(test_dirichlet_min_rows);

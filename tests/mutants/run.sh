@@ -1,36 +1,121 @@
 #!/usr/bin/env bash
-# Mutation testing (SQLite's way): applies each mutant of tests/mutants/mutants.txt to a scratch copy of the
-# source tree, builds the sanitizer test configuration there, runs the mutant's ctests and reports whether they
-# killed it (a test failed) or it survived. Exit 0 when every mutant was killed, 1 when one survived or did not
-# apply (its original text not found exactly once) or did not build. Usage: tests/mutants/run.sh [NAME-REGEX]
+# Mutation testing (SQLite's way): applies each mutant of a list (tests/mutants/mutants.txt) to a scratch copy
+# of the source tree, builds the sanitizer test configuration there, runs the mutant's ctests and reports whether
+# they killed it (a test failed) or it survived. Exit 0 when every selected mutant was killed, 1 when one
+# survived or did not apply (its original text not found exactly once) or did not build.
+# Usage: tests/mutants/run.sh [--src DIR] [--list FILE] [--fast] [--no-baseline] [NAME-REGEX]
+#   --src DIR    the source tree to copy (default: the tree this script is in); CMake passes it for ctest
+#   --list FILE  the mutant list (default: DIR/tests/mutants/mutants.txt)
+#   --fast       only the mutants marked `fast: yes` (CI's default suite runs these: ctest mutants_fast)
+#   --no-baseline  do not first run the selected mutants' tests on the unmutated tree (they must pass there)
+#   NAME-REGEX   run only the mutants whose name matches (a Python regex search), e.g. 'floor|inbox'
+# PFT_MUTANTS_DIR=DIR keeps the scratch copy and its build in DIR between runs: only the files that changed are
+# copied again and the build is incremental (default: a temporary directory removed at the end).
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-LIST=$SRC/tests/mutants/mutants.txt
-ONLY=${1:-.}
-TOP=$(mktemp -d /tmp/pft_mutants_XXXXXX)
-trap 'rm -rf "$TOP"' EXIT
+LIST=""
+ONLY=.
+FAST=no
+BASELINE=yes
+while [ $# -gt 0 ]; do
+    case $1 in
+    --src) SRC=$(cd "$2" && pwd) && shift 2 || exit 1 ;;
+    --list) LIST=$2 && shift 2 ;;
+    --fast) FAST=yes && shift ;;
+    --no-baseline) BASELINE=no && shift ;;
+    *) ONLY=$1 && shift ;;
+    esac
+done
+LIST=${LIST:-$SRC/tests/mutants/mutants.txt}
+# A mutant's tests run in the scratch build, which has no mutants ctests (PFT_MUTANTS=OFF); this guard also stops
+# a run started from inside another run (a ctest calling this script from a scratch tree).
+if [ -n "${PFT_MUTANTS_ACTIVE:-}" ]; then
+    echo "run.sh: already inside a mutation run ($PFT_MUTANTS_ACTIVE); refusing to recurse" >&2
+    exit 1
+fi
+if [ -n "${PFT_MUTANTS_DIR:-}" ]; then
+    TOP=$PFT_MUTANTS_DIR
+    mkdir -p "$TOP" || exit 1
+else
+    TOP=$(mktemp -d /tmp/pft_mutants_XXXXXX)
+    trap 'rm -rf "$TOP"' EXIT
+fi
+export PFT_MUTANTS_ACTIVE=$TOP
 WORK=$TOP/src # the tracked files, with the working tree's uncommitted edits; ../shared as from SRC
-mkdir -p "$WORK" && ln -s "$(cd "$SRC/.." && pwd)/shared" "$TOP/shared"
-git -C "$SRC" ls-files -z | (cd "$SRC" && xargs -0 cp --parents -t "$WORK") || { echo "cannot copy the tree"; exit 1; }
+mkdir -p "$WORK" && ln -sfn "$(cd "$SRC/.." && pwd)/shared" "$TOP/shared"
+# copy the tracked files whose content differs (unchanged files keep their times: the build stays incremental)
+git -C "$SRC" ls-files -z | python3 -c '
+import os, shutil, sys
+src, dst = sys.argv[1:3]
+names = [n for n in sys.stdin.buffer.read().decode().split("\0") if n]
+copied = 0
+for n in names:
+    a, b = os.path.join(src, n), os.path.join(dst, n)
+    if not os.path.isfile(a):
+        continue
+    if os.path.isfile(b) and os.path.getsize(a) == os.path.getsize(b):
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            if fa.read() == fb.read():
+                continue
+    os.makedirs(os.path.dirname(b), exist_ok=True)
+    shutil.copy2(a, b)
+    os.utime(b)  # newer than the objects built from a mutant of it
+    copied += 1
+print(f"scratch {dst}: {copied} of {len(names)} files copied")
+' "$SRC" "$WORK" || { echo "cannot copy the tree"; exit 1; }
+t0=$(date +%s)
 cmake -S "$WORK" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Debug -DPFT_SANITIZE=ON -DPFT_TEST_HOOKS=ON -DPFT_WERROR=ON \
-    >/dev/null || exit 1
-nice cmake --build "$WORK/build" -j2 >"$WORK/build.log" 2>&1 || { tail -20 "$WORK/build.log"; exit 1; }
-# mutants as NAME<TAB>FILE<TAB>FROM<TAB>TO<TAB>TESTS lines
-python3 - "$LIST" >"$WORK/list" <<'PY' || exit 1
-import sys
-for block in open(sys.argv[1]).read().split("\n\n"):
+    -DPFT_MUTANTS=OFF >/dev/null || exit 1
+cmake --build "$WORK/build" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p' >"$TOP/targets"
+# The build targets that the ctests matching regex $1 run: their executables (a script's name is no target) and
+# the programs (the end-to-end tests start pftnet and pftnode).
+targets_for() {
+    (cd "$WORK/build" && ctest -N -R "$1" | sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p' | grep -Fxf "$TOP/targets" |
+        tr '\n' ' ')
+    echo pftnode pftnet
+}
+# the selected mutants as NAME<TAB>FILE<TAB>FROM<TAB>TO<TAB>TESTS lines
+python3 - "$LIST" "$ONLY" "$FAST" >"$TOP/list" <<'PY' || exit 1
+import re, sys
+path, only, fast = sys.argv[1:4]
+names = set()
+for block in open(path).read().split("\n\n"):
     kv = {}
     for line in block.splitlines():
         if line and not line.startswith("#") and ": " in line:
             k, v = line.split(": ", 1)
             kv[k] = v
-    if kv:
+    if not kv:
+        continue
+    missing = [k for k in ("name", "file", "from", "to", "tests") if k not in kv]
+    if missing or kv["name"] in names:
+        sys.exit(f"mutant block without {missing} or with a name used before: {block!r}")
+    names.add(kv["name"])
+    if re.search(only, kv["name"]) and (fast == "no" or kv.get("fast") == "yes"):
         print("\t".join(kv[k] for k in ("name", "file", "from", "to", "tests")))
 PY
-killed=0 survived=0 broken=0
+[ -s "$TOP/list" ] || { echo "no mutant selected"; exit 1; }
+# every selected mutant's tests, built and (unless --no-baseline) passing on the unmutated tree: a test that
+# fails there would "kill" every mutant
+all_tests=$(cut -f5 "$TOP/list" | paste -sd'|')
+nice cmake --build "$WORK/build" -j2 --target $(targets_for "$all_tests") >"$TOP/build.log" 2>&1 ||
+    { tail -20 "$TOP/build.log"; exit 1; }
+echo "scratch build: $(($(date +%s) - t0)) s"
+if [ $BASELINE = yes ]; then
+    t0=$(date +%s)
+    if ! (cd "$WORK/build" && nice ctest -R "$all_tests" --timeout 900 >"$TOP/ctest.log" 2>&1); then
+        echo "baseline: tests fail on the unmutated tree:"
+        grep -o '[0-9]* - [^ ]* ([A-Za-z ]*)' "$TOP/ctest.log" | grep -v '(Passed)'
+        exit 1
+    fi
+    echo "baseline: the selected mutants' tests pass on the unmutated tree ($(($(date +%s) - t0)) s)"
+fi
+killed=0 survived=0 broken=0 total=0
+tall=$(date +%s)
 while IFS=$'\t' read -r name file from to tests; do
-    [[ $name =~ $ONLY ]] || continue
-    cp "$WORK/$file" "$WORK/orig"
+    total=$((total + 1))
+    t0=$(date +%s)
+    cp -p "$WORK/$file" "$TOP/orig"
     if ! python3 - "$WORK/$file" "$from" "$to" <<'PY'; then
 import sys
 path, a, b = sys.argv[1:4]
@@ -43,17 +128,23 @@ PY
         broken=$((broken + 1))
         continue
     fi
-    if ! nice cmake --build "$WORK/build" -j2 >"$WORK/build.log" 2>&1; then
-        echo "BROKEN   $name: does not build ($(grep -m1 error "$WORK/build.log"))"
+    # build only what the mutant's tests run
+    if ! nice cmake --build "$WORK/build" -j2 --target $(targets_for "$tests") >"$TOP/build.log" 2>&1; then
+        echo "BROKEN   $name: does not build ($(grep -m1 error "$TOP/build.log"))"
         broken=$((broken + 1))
-    elif (cd "$WORK/build" && ctest -R "$tests" --timeout 900 >"$WORK/ctest.log" 2>&1); then
-        echo "SURVIVED $name ($file): $tests passed"
+    elif (cd "$WORK/build" && nice ctest -R "$tests" -E '^mutants' --no-tests=error --timeout 900 >"$TOP/ctest.log" 2>&1); then
+        echo "SURVIVED $name ($file): $tests passed [$(($(date +%s) - t0)) s]"
         survived=$((survived + 1))
+    elif ! grep -q '(Failed)\|(Timeout)\|(Subprocess aborted)\|Exception' "$TOP/ctest.log"; then
+        echo "BROKEN   $name: no test ran or failed for '$tests' ($(tail -1 "$TOP/ctest.log"))"
+        broken=$((broken + 1))
     else
-        echo "KILLED   $name ($file) by $(grep -o '[0-9]* - [^ ]* (Failed)' "$WORK/ctest.log" | tr '\n' ' ')"
+        by=$(grep -o '[0-9]* - [^ ]* ([A-Za-z ]*)' "$TOP/ctest.log" | grep -v '(Passed)\|(Skipped)' | tr '\n' ' ')
+        echo "KILLED   $name ($file) by ${by}[$(($(date +%s) - t0)) s]"
         killed=$((killed + 1))
     fi
-    cp "$WORK/orig" "$WORK/$file"
-done <"$WORK/list"
-echo "mutants: $killed killed, $survived survived, $broken broken"
-[ $survived = 0 ] && [ $broken = 0 ]
+    # restore with a fresh time, so that the next build recompiles the original
+    cp "$TOP/orig" "$WORK/$file" && touch "$WORK/$file"
+done <"$TOP/list"
+echo "mutants: $killed killed, $survived survived, $broken broken (of $total; $(($(date +%s) - tall)) s)"
+[ "$total" -gt 0 ] && [ $survived = 0 ] && [ $broken = 0 ]
