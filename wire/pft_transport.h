@@ -127,12 +127,17 @@ void pft_transport_destroy(pft_transport_t **self_p);
 /* The bound endpoint as libzmq reports it (ZMQ_LAST_ENDPOINT), e.g. "tcp://127.0.0.1:41234". */
 const char *pft_transport_endpoint(const pft_transport_t *self);
 
-/* Connects an outbound socket to a peer named name (1..64 bytes, unique). server_public_key: the peer's
- * X25519 CURVE public key (32 bytes), required on a CURVE transport, NULL on a plain one (mixing:
- * PFT_EUNSUPPORTED). The peer need not be up yet. PFT_EINVAL (bad/duplicate name, bad endpoint),
- * PFT_EUNSUPPORTED, PFT_ENET, PFT_ENOMEM. */
+/* Connects an outbound socket to a peer named name (1..64 bytes, unique); endpoint NULL: not known yet, the
+ * peer is unreachable (its sends stay pending) until pft_transport_set_peer_endpoint gives one.
+ * server_public_key: the peer's X25519 CURVE public key (32 bytes), required on a CURVE transport, NULL on a
+ * plain one (mixing: PFT_EUNSUPPORTED). The peer need not be up yet. PFT_EINVAL (bad/duplicate name, bad
+ * endpoint), PFT_EUNSUPPORTED, PFT_ENET, PFT_ENOMEM. */
 int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *endpoint,
                            const uint8_t *server_public_key);
+/* Points peer name at endpoint: connects to it and drops the connection to the one before, if it differs (a
+ * peer that bound a port of its own and reported it, or was restarted on another). Pending sends go on to the
+ * new endpoint. 0, PFT_EINVAL (unknown peer, empty or bad endpoint), PFT_ENET, PFT_ENOMEM. */
+int pft_transport_set_peer_endpoint(pft_transport_t *self, const char *name, const char *endpoint);
 
 /* CURVE: admits clients presenting the X25519 public key `key` (32 bytes; pft_pubkey_curve() of a peer's
  * Ed25519 key) under name (1..64 bytes, used in logs and as the ZAP user id; see

@@ -24,6 +24,7 @@
  *   pft_node_head_*.c     the heads: logreg, gaussian (LDA/QDA), ncm
  *   pft_node_table.c      the method and head tables
  *   pft_node_setup.c      data, keys, the handed-over listening socket, inbound slots and outbound peers
+ *   pft_node_endpoint.c   out/endpoint written; open successors' endpoints read from theirs
  *   pft_node_result.c     result.json
  *   pft_node.c            the stage machine and pft_node_run, exit codes
  * Functions shared between files are named pft_node__<file>_<verb>; the rest are static. Each file writes
@@ -114,6 +115,12 @@ typedef struct {
     int n_withheld;
 } floor_t;
 
+/* A successor whose topology endpoint leaves the port open: its endpoint is read from its output folder. */
+typedef struct {
+    const char *id; /* borrowed from the topology */
+    char ep[256];   /* the endpoint the transport connects to ("": none known yet) */
+} open_peer_t;
+
 typedef struct node node_t;
 
 /* A knowledge method (pft_node_table.c): how a node turns its rows and the received bundles into its
@@ -176,6 +183,9 @@ struct node {
                                  * root, whose role is also PFT_ROLE_PRODUCER); NULL for a chain or dag */
         pft_keypair_t *kp;      /* this node's keypair (unless --insecure) */
         pft_pubkey_t *keys;     /* every node's public key, by node index */
+        open_peer_t *open;      /* successors whose port is open (pft_node_endpoint.c) */
+        size_t n_open;
+        double open_looked; /* when their endpoint files were last read */
     } hand;
     struct {                /* knowledge: the methods */
         pft_bundle_t *prov; /* provenance the node ended with */
@@ -458,6 +468,19 @@ int pft_node__setup_keys(node_t *nd, pft_transport_opts_t *to, uint8_t cpub[PFT_
                          uint8_t csec[PFT_KEY_CURVE_LEN]);
 /* Inbound slots, outbound peers (fallbacks too), the keys allowed to connect. */
 int pft_node__setup_io(node_t *nd);
+
+/* ---- pft_node_endpoint.c: this node's endpoint reported, open successors' endpoints followed ---- */
+/* Writes the bound endpoint (pft_transport_endpoint) to out/endpoint, durably, replacing any earlier one. 0
+ * or an error code (message set). */
+int pft_node__endpoint_publish(node_t *nd);
+/* Removes out/endpoint left by an earlier instance (best effort): nobody reads a stale one meanwhile. */
+void pft_node__endpoint_forget(const node_t *nd);
+/* Adds successor peer to the transport: at its topology endpoint, or, when that leaves the port open, at the
+ * one <peers_dir>/<id>/endpoint reports (none yet: unreachable until it appears). As pft_transport_add_peer
+ * (PFT_EINVAL: added already). */
+int pft_node__endpoint_add_peer(node_t *nd, const pft_topo_node_t *peer, const uint8_t *curve);
+/* Follows open successors' endpoint files (at most every 0.2 s): a new or changed one is connected to. */
+void pft_node__endpoint_tick(node_t *nd);
 
 /* ---- pft_node_result.c ---- */
 /* Fills res with the run's outcome and writes out/result.json. */
