@@ -7,7 +7,8 @@
 
 /* One object per node, single-threaded: the node calls pft_transport_poll() in its loop; no threads of
  * our own (libzmq runs its I/O thread). One inbound ROUTER socket bound at the node's endpoint; one
- * outbound DEALER per peer, connected at once (peers may start in any order; libzmq reconnects).
+ * outbound DEALER per peer, connected at once (peers may start in any order; libzmq reconnects), or once its
+ * endpoint is known (pft_transport_set_peer_endpoint: a peer that binds a port of its own and reports it).
  *
  * A hand-off (protocol version 2, flow-controlled): the sender offers [header("PFTM", 2, 'O', id), body
  * size]; the receiver answers at once from its poll loop: ACK (that id is stored already: no body),
