@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # e2e_random_kill: random SIGKILL and restart (issue 21). chain5 and ring5 on the bundled example data, each with
-# sampling (cov = diag, k = 2) and exact statistics (cov = tied, head = ncm): a fault-free reference run of the five
-# pftnode processes (from pftnet launch --prepare-only commands), then PFT_KILL_TRIALS trials per mode (default
-# 2), each a fresh run in which one running node (one still working if any, else one lingering), chosen at
-# random at a random moment (uniform over the reference run's wall time, polled every 1 ms), is SIGKILLed and restarted with its own command after a random
-# 0-2 s pause. A trial passes when every process but the killed one exits 0 (no exit 7, none past the trial's
-# time bound) and every node's accuracies, provenance and received bundles (sender, producer, complete or not, bundle id) are
-# identical to the reference's. Prints one line per trial and a summary per mode.
+# sampling (cov = diag, k = 2) and exact statistics (cov = tied, head = ncm): a fault-free reference run of the
+# five pftnode processes (from pftnet launch --prepare-only commands), then PFT_KILL_TRIALS trials per mode
+# (default 2), each a fresh run in which one node is SIGKILLed and restarted with its own command after a random
+# 0-2 s pause: odd trials at a random moment (uniform over the reference run's wall time) a random node still
+# working (else one lingering); even trials a random node the moment a random event of its hand-offs happens
+# (its first out/sent/, out/acked/ or out/inbox/ file appears, polled every 1 ms). A trial passes when every
+# process but the killed one exits 0 (no exit 7, none past the trial's time bound) and every node's accuracies,
+# provenance and received bundles (sender, producer, complete or not, bundle id) are identical to the
+# reference's. Prints one line per trial and a summary per mode.
 # Env: PFT_BIN, PFT_SOURCE_DIR; optional PFT_KILL_TRIALS (per mode), PFT_KILL_SEED (the trials' random seed,
 # printed), PFT_KILL_MODES (e.g. "chain5-exact ring5-sampling"; default all four).
 set -u
@@ -78,6 +80,44 @@ for i in "abcde":
 PY
 }
 
+# at_time RUN REF_MS: waits a random time, uniform over the reference run's, then picks a node still working
+# (else one lingering) at random: victim (- if every node has ended) and what (a description)
+at_time() {
+    local at=$(((RANDOM * 32768 + RANDOM) % $2)) id alive=() busy=()
+    while [ $(($(now_ms) - t0)) -lt "$at" ]; do sleep 0.001; done
+    for id in "${IDS[@]}"; do
+        kill -0 "${node_pid[$id]}" 2>/dev/null || continue
+        alive+=("$id")
+        grep -qs "^done" "$W/$1/$id/status" || busy+=("$id")
+    done
+    [ ${#busy[@]} -gt 0 ] && alive=("${busy[@]}")
+    victim=-
+    what="at $at ms: every node had ended, nobody killed"
+    [ ${#alive[@]} -gt 0 ] || return 0
+    victim=${alive[$((RANDOM % ${#alive[@]}))]}
+    what="killed $victim at a random moment ($at ms)"
+}
+# at_event RUN MODE REF_MS: a random node and a random event of its hand-offs (its sent/ record appears: bundle
+# transmitted, not acknowledged; its acked/ record appears; a bundle appears in its inbox/: stored, its ACK
+# maybe not sent), the event awaited by polling every 1 ms (up to twice the reference run's time): victim (- if
+# it did not come) and what
+at_event() {
+    local events=(sent acked inbox) id ev end=$(($(now_ms) + 2 * $3))
+    victim=${IDS[$((RANDOM % 5))]}
+    [ "${2%%-*}" = chain5 ] && [ "$victim" = a ] && events=(sent acked)
+    [ "${2%%-*}" = chain5 ] && [ "$victim" = e ] && events=(inbox)
+    ev=${events[$((RANDOM % ${#events[@]}))]}
+    until compgen -G "$W/$1/$victim/$ev/h*" >/dev/null; do
+        if [ "$(now_ms)" -gt "$end" ] || ! kill -0 "${node_pid[$victim]}" 2>/dev/null; then
+            what="$victim's first $ev/ record never came while it ran: nobody killed"
+            victim=-
+            return 0
+        fi
+        sleep 0.001
+    done
+    what="killed $victim the moment its first $ev/ record appeared"
+}
+
 for mode in $MODES; do
     ref=$mode-ref
     prepare "$mode" "$ref" || continue
@@ -94,25 +134,16 @@ for mode in $MODES; do
     for t in $(seq 1 "$TRIALS"); do
         run=$mode-t$t
         prepare "$mode" "$run" || continue
-        at=$((RANDOM * 32768 + RANDOM))
-        at=$((at % ref_ms))
         pause=$((RANDOM % 2001))
         t0=$(now_ms)
         for id in "${IDS[@]}"; do start "$run" "$id"; done
-        while [ $(($(now_ms) - t0)) -lt "$at" ]; do sleep 0.001; done
-        alive=() busy=() # busy: alive and not done (lingering), preferred
-        for id in "${IDS[@]}"; do
-            kill -0 "${node_pid[$id]}" 2>/dev/null || continue
-            alive+=("$id")
-            grep -qs "^done" "$W/$run/$id/status" || busy+=("$id")
-        done
-        [ ${#busy[@]} -gt 0 ] && alive=("${busy[@]}")
-        victim=- state=
-        if [ ${#alive[@]} -gt 0 ]; then
-            victim=${alive[$((RANDOM % ${#alive[@]}))]}
+        if [ $((t % 2)) = 1 ]; then at_time "$run" "$ref_ms"; else at_event "$run" "$mode" "$ref_ms"; fi
+        state=
+        if [ "$victim" != - ]; then
             state=$(head -c 60 "$W/$run/$victim/status" 2>/dev/null | head -1)
             kill -KILL "${node_pid[$victim]}"
             wait "${node_pid[$victim]}" 2>/dev/null
+            what="$what, $(($(now_ms) - t0)) ms in, status '$state'; restarted after $pause ms"
             sleep "$(printf '%d.%03d' $((pause / 1000)) $((pause % 1000)))"
             start "$run" "$victim"
             kills=$((kills + 1))
@@ -122,16 +153,12 @@ for mode in $MODES; do
         for id in "${IDS[@]}"; do [ "${node_code[$id]}" = 0 ] || bad="$bad $id:${node_code[$id]}"; done
         outcome "$run" >"$W/$run.outcome" 2>&1
         if [ -n "$bad" ]; then
-            fail "$mode trial $t (killed ${victim} at ${at} ms, '${state:-}', restarted after ${pause} ms): exit codes$bad"
+            fail "$mode trial $t ($what): exit codes$bad"
         elif ! cmp -s "$W/$ref.outcome" "$W/$run.outcome"; then
-            fail "$mode trial $t (killed ${victim} at ${at} ms, restarted after ${pause} ms): differs from the reference: $(diff "$W/$ref.outcome" "$W/$run.outcome" | head -4 | tr '\n' ' ')"
+            fail "$mode trial $t ($what): differs from the reference: $(diff "$W/$ref.outcome" "$W/$run.outcome" | head -4 | tr '\n' ' ')"
         else
             same=$((same + 1))
-            if [ "$victim" = - ]; then
-                echo "  trial $t: every node had ended at ${at} ms: nobody killed; identical"
-            else
-                echo "  trial $t: killed ${victim} at ${at} ms (status '${state:-}'), restarted after ${pause} ms: identical"
-            fi
+            echo "  trial $t: $what: identical"
             rm -rf "${W:?}/$run"
         fi
     done
