@@ -76,6 +76,14 @@ for pred, succ in (("a", "b"), ("b", "c")):
     log = open("%s/%s/node.log" % (d, pred)).read()
     want = "%s listens on %s (from %s/%s/endpoint)" % (succ, eps[succ], d, succ)
     assert want in log, (pred, want)
+# result.json "transport": the transport's own counters, agreeing with the node's
+for i, acked, accepted in (("a", 1, 0), ("b", 1, 1), ("c", 0, 1)):
+    r = json.load(open("%s/%s/result.json" % (d, i)))
+    t = r["transport"]
+    assert t["acked"] == acked and t["accepted"] == accepted and t["failed"] == 0, (i, t)
+    assert t["bytes_sent"] == r["bytes_sent"] and t["retries"] == r["retries"], (i, t)
+    assert (t["offers"] >= 1) == (acked == 1) and t["offer_bytes"] == 46 * t["offers"], (i, t)
+    assert t["eager_sends"] + t["grants_received"] >= acked, (i, t)
 c = json.load(open(d + "/c/result.json"))
 assert sorted(p["node"] for p in c["provenance"]) == ["a", "b", "c"], c["provenance"]
 assert c["missing"] == [], c["missing"]

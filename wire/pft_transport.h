@@ -227,6 +227,9 @@ typedef struct {
     uint64_t offer_bytes;     /* their bytes, frames included (HDR_LEN + 8 each) */
     uint64_t grants_received; /* SEND replies read for a pending send */
     uint64_t busy_received;   /* WAIT replies read for a pending send */
+    uint64_t eager_sends;     /* bodies sent with their first offer, without a grant (at most eager_bytes) */
+    uint64_t probes;          /* offers repeated after the body went (asking for an ACK not read yet) */
+    uint64_t cancels_sent;    /* CANCELs sent: a grant that came for a send already ended */
     /* flow control, receiver side */
     uint64_t offers_received;  /* well-formed inbound offers */
     uint64_t grants;           /* SEND replies sent (bodies granted) */

@@ -244,8 +244,12 @@ static int transmit_offer(pft_transport_t *self, send_t *s)
     s->offers++;
     self->stats.offers++;
     self->stats.offer_bytes += HDR_LEN + OFFER_LEN;
-    if (eager && transmit_body(self, s))
+    if (!eager && s->body_sent)
+        self->stats.probes++;
+    if (eager && transmit_body(self, s)) {
         s->body_sent = 1; /* repeats are probes; the receiver grants again only if the body never came */
+        self->stats.eager_sends++;
+    }
     return 1;
 }
 
@@ -381,7 +385,8 @@ static void cancel_grant(pft_transport_t *self, int pi, const uint8_t id[PFT_TRA
 {
     uint8_t hdr[HDR_LEN];
     pft_transport__make_header(hdr, T_CANCEL, id);
-    zmq_send(self->peers[pi].sock, hdr, HDR_LEN, ZMQ_DONTWAIT);
+    if (zmq_send(self->peers[pi].sock, hdr, HDR_LEN, ZMQ_DONTWAIT) == HDR_LEN)
+        self->stats.cancels_sent++;
 }
 
 static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[PFT_TRANSPORT_ID_LEN],

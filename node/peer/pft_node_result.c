@@ -82,6 +82,9 @@ static long peak_rss_kb(void)
     X(offer_bytes)                                                                                           \
     X(grants_received)                                                                                       \
     X(busy_received)                                                                                         \
+    X(eager_sends)                                                                                           \
+    X(probes)                                                                                                \
+    X(cancels_sent)                                                                                          \
     X(acked)                                                                                                 \
     X(rejected_by_peer)                                                                                      \
     X(failed)                                                                                                \
