@@ -6,7 +6,8 @@
 #     each node's out/endpoint is tcp://127.0.0.1:N with N > 0, the three distinct, equal to result.json
 #     `endpoint` and to the "listening on" line of its log, and each predecessor's log says it read its
 #     successor's endpoint from that file.
-#  2. a successor that moves: a -> b from --prepare-only commands; b starts, reports its endpoint and is
+#  2. a successor that moves: a -> b from --prepare-only commands (which remove an endpoint file an earlier
+#     run left in b's folder); b starts, reports its endpoint and is
 #     SIGKILLed; a starts and connects to the dead port; b is restarted on a new port, a follows it ("b moved
 #     to"), both exit 0 and b received a's bundle.
 #  3. a port held by another process: b's fixed endpoint tcp://127.0.0.1:P with P held (bound, listening) by
@@ -91,7 +92,9 @@ print("open: a %s, b %s, c %s; c holds a, b, c" % (eps["a"], eps["b"], eps["c"])
 PY
 
 # 2. a successor that moves to another port
+mkdir -p "$W/move/b" && echo "tcp://127.0.0.1:1" >"$W/move/b/endpoint" # an earlier run's, its port gone
 prepare move "a -> b;"
+[ ! -e "$W/move/b/endpoint" ] || fail "move: the launcher left an earlier run's endpoint file in b's folder"
 start move b; pb=$started
 wait_file "$W/move/b/endpoint" 60 || fail "move: b never reported its endpoint"
 old=$(cat "$W/move/b/endpoint")

@@ -36,7 +36,7 @@ void pft_node__endpoint_forget(const node_t *nd)
     pft_free(path);
 }
 
-/* Successor o's endpoint file, read into buf (its first line; "" if absent, unreadable or not an endpoint
+/* Successor id's endpoint file, read into buf (its first line; "" if absent, unreadable or not an endpoint
  * a peer can connect to). */
 static void read_endpoint(const node_t *nd, const char *id, char *buf, size_t cap)
 {
@@ -84,7 +84,7 @@ int pft_node__endpoint_add_peer(node_t *nd, const pft_topo_node_t *peer, const u
         if (strcmp(nd->hand.open[i].id, peer->id) == 0)
             return PFT_EINVAL; /* added already, as pft_transport_add_peer says */
     if (!nd->args->peers_dir)
-        return pft_err(PFT_EINVAL,
+        return pft_err(PFT_ETOPO,
                        "%s's endpoint %s leaves the port open: it is read from <peers-dir>/%s/endpoint, "
                        "and there is no --peers-dir",
                        peer->id, peer->endpoint, peer->id);
