@@ -73,7 +73,7 @@ static int local_reserve(pft_launch_t *self)
         return pft_err(
             PFT_ENET,
             "node %s: %s cannot be bound on this machine (%s); free the port or move the node (--set "
-            "port_base=N moves automatic endpoints, unset or 0 lets the launcher pick free ports)",
+            "port_base=N moves automatic endpoints; unset or 0, each node binds a free port itself)",
             n->id, n->endpoint, strerror(err));
     }
     return 0;
