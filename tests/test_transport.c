@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "pft_alloc.h"
@@ -461,6 +462,32 @@ static void test_oversized_body_counted(void)
     pft_transport_destroy(&r);
 }
 
+/* Time away from the transport does not count against a deadline: a send to a receiver that is down, deadline
+ * 600 ms, the sender not polling for 1.5 s: it is still pending at its next polls (its deadline moved on by
+ * the gap) and fails only once it has been served for about 600 ms more. */
+static void test_deadline_away(void)
+{
+    char ep[256];
+    int fd = held_endpoint(ep, sizeof ep);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(fd >= 0 && s && pft_transport_add_peer(s, "down", ep, NULL) == 0);
+    uint8_t *msg;
+    size_t len;
+    message(11, 100, &msg, &len);
+    CHECK(pft_transport_poll(s, 10) == 0);
+    int64_t t0 = pft_transport_now_ms();
+    int h = pft_transport_send(s, "down", msg, len, NULL, t0 + 600);
+    usleep(1500 * 1000); /* away: computing */
+    CHECK(pump(s, NULL, s, h, 200) == PFT_SEND_PENDING);
+    CHECK(pump(s, NULL, s, h, 3000) == PFT_SEND_FAILED);
+    int64_t took = pft_transport_now_ms() - t0;
+    CHECK_MSG(took >= 2000 && took < 3500, "failed after %lld ms (600 ms deadline + 1500 ms away)",
+              (long long)took);
+    pft_free(msg);
+    pft_transport_destroy(&s);
+    close(fd);
+}
+
 static void test_deadline(void)
 {
     char ep[256];
@@ -619,6 +646,7 @@ int main(void)
     RUN(test_oversized_eager);
     RUN(test_oversized_body_counted);
     RUN(test_deadline);
+    RUN(test_deadline_away);
     RUN(test_malformed_frames);
     RUN(test_old_version_refused);
     RUN(test_options);

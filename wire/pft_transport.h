@@ -159,7 +159,9 @@ int64_t pft_transport_now_ms(void);
 
 /* Queues bytes (copied) for peer; poll() transmits them. id: the id the receiver will compute with its id
  * function (NULL: computed here with ours). deadline_ms: absolute pft_transport_now_ms() time after which
- * an unacknowledged send fails with PFT_ETIMEOUT; 0 = no deadline. Returns a send handle ≥ 0, or
+ * an unacknowledged send fails with PFT_ETIMEOUT; 0 = no deadline. Time the caller spends away from the
+ * transport (over 1 s between two polls: computing without yielding, stopped) moves the deadline on by as
+ * much, so that a send is offered again after such a gap before it can fail. Returns a send handle ≥ 0, or
  * PFT_EINVAL (unknown peer, empty message), PFT_ERANGE (larger than max_msg_size), PFT_ENOMEM, or the id
  * function's error. */
 int pft_transport_send(pft_transport_t *self, const char *peer, const uint8_t *bytes, size_t len,
