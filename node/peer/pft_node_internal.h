@@ -7,6 +7,7 @@
  * (logreg, gaussian, ncm), one file per entry. Files, from the bottom up (a file calls only files above it in
  * this list, never one below, so no two files call each other):
  *   pft_node_base.c       status file, stop flag, limits, provenance-only bundles, test hooks
+ *   pft_node_endpoint.c   out/endpoint written; open successors' endpoints read from theirs
  *   pft_node_refusal.c    every refusal: logged (rate-limited), counted, persisted in out/refusals.json
  *   pft_node_floor.c      the privacy floor's record (min_rows): withheld classes, smallest released counts
  *   pft_node_rows.c       weighted rows; the Monte Carlo budget per received class
@@ -24,7 +25,6 @@
  *   pft_node_head_*.c     the heads: logreg, gaussian (LDA/QDA), ncm
  *   pft_node_table.c      the method and head tables
  *   pft_node_setup.c      data, keys, the handed-over listening socket, inbound slots and outbound peers
- *   pft_node_endpoint.c   out/endpoint written; open successors' endpoints read from theirs
  *   pft_node_result.c     result.json
  *   pft_node.c            the stage machine and pft_node_run, exit codes
  * Functions shared between files are named pft_node__<file>_<verb>; the rest are static. Each file writes
