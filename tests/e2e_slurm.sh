@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# e2e_slurm: `pftnet launch --engine slurm` on a real single-host Slurm cluster that the test starts and stops
-# (munged, slurmctld and slurmd on this machine, 16 CPUs declared, configuration, state and logs in a temporary
-# folder). An 8-node ring (through salloc) and a 5-node chain (through sbatch --wait) on the bundled example
+# e2e_slurm: `pftnet launch --engine slurm` on a real Slurm cluster of three hosts that the test starts and stops:
+# each host a network namespace with one address of its own on a bridge (10.77.0.11-13, interface pft0, no
+# other route) and a host name of its own (a UTS namespace: pfth1-3), running its slurmd (3 CPUs declared);
+# munged, slurmctld and the launcher (salloc, sbatch) on a fourth namespace, the "login node" (10.77.0.1, the
+# bridge), where the whole test runs (nothing is added to the machine's own network). Configuration, state and
+# logs in a temporary folder; the filesystem is shared, as on a cluster. The peers bind their own ports on their
+# host's address and read each other's endpoints from the run folder: the ring spans the three hosts. An 8-node ring (through salloc) and a 5-node chain (through sbatch --wait) on the bundled example
 # data: every node's accuracies, row counts and bytes equal those of the local launch (--engine local) of the
 # same topology and seed. Refused before any peer starts, each with its message: no allocation, an allocation
 # with fewer tasks than nodes, a run folder the tasks cannot see (the launcher in a mount namespace of its own,
@@ -13,6 +17,18 @@
 # started on exit, whatever happens.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR; optional PFT_SLURM_KEEP=1 keeps the folder.
 set -u
+TAG=pfts$$
+if [ -z "${PFT_SLURM_LOGIN_NS:-}" ]; then # the login node: this script again, inside its own namespace
+    . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh"
+    [ "$(id -u)" = 0 ] || skip "needs root (network namespaces, munged and slurmd run as root here)"
+    for b in ip nsenter unshare; do command -v $b >/dev/null 2>&1 || skip "no $b (iproute2, util-linux)"; done
+    ip netns add "${TAG}l" 2>"/tmp/$TAG.err" || skip "ip netns add not permitted: $(cat "/tmp/$TAG.err")"
+    rm -f "/tmp/$TAG.err"
+    PFT_SLURM_LOGIN_NS=${TAG}l nsenter --net="/run/netns/${TAG}l" bash "${BASH_SOURCE[0]}"
+    rc=$?
+    ip netns del "${TAG}l"
+    exit $rc
+fi
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
 
@@ -21,7 +37,7 @@ DATA=$(cd "$PFT_SOURCE_DIR" && pwd)/examples/data/pacs-small
 [ -x "$PFTNET" ] && [ -x "$PFT_BIN/pftnode" ] || skip "no pftnet/pftnode in $PFT_BIN"
 [ -r "$DATA/train_x.npy" ] || skip "$DATA not found"
 [ "$(id -u)" = 0 ] || skip "needs root (munged and slurmd run as root here)"
-for b in munged slurmctld slurmd srun salloc sbatch scancel scontrol sinfo python3 timeout; do
+for b in munged slurmctld slurmd srun salloc sbatch scancel scontrol sinfo python3 timeout ip unshare; do
     command -v "$b" >/dev/null 2>&1 || skip "no $b: install munge and slurm-wlm (bash .ci/install-deps)"
 done
 
@@ -39,6 +55,7 @@ cleanup() {
     done
     for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    for i in 1 2 3; do ip netns del "${TAG}h$i" 2>/dev/null; done
     if [ "$FAILED" = 0 ] && [ "${PFT_SLURM_KEEP:-0}" != 1 ]; then
         rm -rf "$W"
     else
@@ -48,7 +65,24 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# ---- the cluster: munged, slurmctld, slurmd, all in the foreground of this script, on free ports ----
+# ---- the network: this namespace (the login node) holds the bridge, 10.77.0.1; host i a namespace with a veth
+# pft0 on it, 10.77.0.1i, and no other route ----
+HOSTS=(pfth1 pfth2 pfth3)
+net() {
+    ip link set lo up && ip link add pftbr type bridge && ip addr add 10.77.0.1/24 dev pftbr &&
+        ip link set pftbr up || return 1
+    local i
+    for i in 1 2 3; do
+        ip netns add "${TAG}h$i" && ip link add "pftv$i" type veth peer name pft0 netns "${TAG}h$i" &&
+            ip link set "pftv$i" master pftbr && ip link set "pftv$i" up &&
+            ip -n "${TAG}h$i" addr add "10.77.0.1$i/24" dev pft0 && ip -n "${TAG}h$i" link set pft0 up &&
+            ip -n "${TAG}h$i" link set lo up || return 1
+    done
+}
+net 2>"$W/net.err" || { fail "cannot make the hosts' namespaces and bridge: $(cat "$W/net.err")"; exit 1; }
+
+# ---- the cluster: munged, slurmctld on the login node, a slurmd in each host, all in the foreground of this
+# script ----
 mkdir -p "$W/munge" "$W/state" "$W/spool" "$W/log" && chmod 700 "$W/munge"
 head -c 1024 /dev/urandom >"$W/munge/munge.key" && chmod 400 "$W/munge/munge.key"
 munged --foreground --force --key-file="$W/munge/munge.key" --socket="$W/munge/sock" \
@@ -57,16 +91,12 @@ PIDS+=($!)
 for i in $(seq 1 50); do [ -S "$W/munge/sock" ] && break; sleep 0.1; done
 # root with the packages installed: a daemon that does not start is a failure, not a skip
 [ -S "$W/munge/sock" ] || { fail "munged did not start: $(tail -3 "$W/log/munged.err" "$W/munge/log" 2>/dev/null)"; exit 1; }
-read -r CTLD_PORT SLURMD_PORT < <(python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
+CTLD_PORT=6817 SLURMD_PORT=6818 # every namespace is new: nothing else listens there
 H=$(hostname -s)
 export SLURM_CONF=$W/slurm.conf
 cat >"$SLURM_CONF" <<EOF
 ClusterName=pfttest
-SlurmctldHost=$H(127.0.0.1)
+SlurmctldHost=$H(10.77.0.1)
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort=$CTLD_PORT
@@ -75,11 +105,11 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$W/munge/sock
 StateSaveLocation=$W/state
-SlurmdSpoolDir=$W/spool
+SlurmdSpoolDir=$W/spool/%n
 SlurmctldPidFile=$W/slurmctld.pid
-SlurmdPidFile=$W/slurmd.pid
+SlurmdPidFile=$W/slurmd-%n.pid
 SlurmctldLogFile=$W/log/slurmctld.log
-SlurmdLogFile=$W/log/slurmd.log
+SlurmdLogFile=$W/log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -90,22 +120,29 @@ SelectTypeParameters=CR_CPU
 SlurmdParameters=config_overrides
 ReturnToService=2
 KillWait=5
-NodeName=$H NodeAddr=127.0.0.1 CPUs=16 State=UNKNOWN
-PartitionName=pft Nodes=$H Default=YES MaxTime=INFINITE State=UP
+NodeName=pfth1 NodeAddr=10.77.0.11 NodeHostname=pfth1 CPUs=3 State=UNKNOWN
+NodeName=pfth2 NodeAddr=10.77.0.12 NodeHostname=pfth2 CPUs=3 State=UNKNOWN
+NodeName=pfth3 NodeAddr=10.77.0.13 NodeHostname=pfth3 CPUs=3 State=UNKNOWN
+PartitionName=pft Nodes=pfth[1-3] Default=YES MaxTime=INFINITE State=UP
 EOF
 slurmctld -D -i -f "$SLURM_CONF" >"$W/log/slurmctld.out" 2>&1 &
 PIDS+=($!)
-slurmd -D -f "$SLURM_CONF" -N "$H" >"$W/log/slurmd.out" 2>&1 &
-PIDS+=($!)
-for i in $(seq 1 100); do
-    [ "$(sinfo -h -n "$H" -o %t 2>/dev/null)" = idle ] && break
+for i in 1 2 3; do # its own network and host name: what its tasks see as their host
+    mkdir -p "$W/spool/pfth$i"
+    nsenter --net="/run/netns/${TAG}h$i" unshare --uts sh -c \
+        "hostname pfth$i && exec slurmd -D -f '$SLURM_CONF' -N pfth$i" >"$W/log/slurmd-pfth$i.out" 2>&1 &
+    PIDS+=($!)
+done
+up() { [ "$(sinfo -h -o %t 2>/dev/null | sort -u)" = idle ] && [ "$(sinfo -h -N -o %N 2>/dev/null | wc -l)" = 3 ]; }
+for i in $(seq 1 150); do
+    up && break
     sleep 0.2
 done
-[ "$(sinfo -h -n "$H" -o %t 2>/dev/null)" = idle ] || {
-    fail "the Slurm daemons did not start (node state '$(sinfo -h -o %t 2>&1)'): $(tail -2 "$W"/log/slurm*.log 2>/dev/null)"
+up || {
+    fail "the Slurm daemons did not start (node states '$(sinfo -h -N -o '%N %t' 2>&1 | tr '\n' ' ')'): $(tail -2 "$W"/log/slurm*.log 2>/dev/null)"
     exit 1
 }
-echo "cluster up: $H, slurmctld :$CTLD_PORT, slurmd :$SLURMD_PORT, 16 CPUs"
+echo "cluster up: slurmctld on $H (10.77.0.1:$CTLD_PORT), slurmd on ${HOSTS[*]} (10.77.0.11-13), 3 CPUs each"
 
 # ---- topologies: small models so that each run takes seconds under the sanitizers ----
 GMM="k = 3; cov = diag; prep = l2; max_iter = 20; em_draws = 2; head_draws = 1; samples = 60; seed = 5;"
@@ -113,8 +150,7 @@ GMM="$GMM deadline = 120; send_deadline = 60; dataset = \"$DATA\"; partition = i
 printf 'digraph ring8 {\n  start = a; %s\n  a -> b -> c -> d -> e -> f -> g -> h -> a;\n}\n' "$GMM" >"$W/ring8.dot"
 printf 'digraph chain5 {\n  %s\n  a -> b -> c -> d -> e;\n}\n' "$GMM" >"$W/chain5.dot"
 LAUNCH=(launch --no-baselines --log-level warn --timeout 240)
-IFACE=() # the probe listens on the address the host name resolves to; a container may not resolve its own
-getent hosts "$(hostname)" >/dev/null 2>&1 || IFACE=(--iface lo)
+IFACE=(--iface pft0) # the hosts' names resolve nowhere: each task takes its host's address on pft0
 
 # same NAME LOCAL SLURM [FIELDS]: every node's results agree (accuracies, rows, bytes; or FIELDS), each Slurm
 # node says its host
@@ -143,6 +179,25 @@ timeout 300 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/ring-s
 echo "ring8 through salloc -n 8: $(($(date +%s) - t0)) s"
 grep -q "pftnode processes with one srun step in job" "$W/ring-slurm.out" || fail "slurm ring: no srun step announced"
 same ring8 "$W/ring-local" "$W/ring-slurm"
+# the ring spans the three hosts: each node on its host's address, at the port it bound and reported
+python3 - "$W/ring-slurm" <<'PY' || fail "ring8: not spread over the hosts as expected"
+import json, re, sys
+d = sys.argv[1]
+addr = {"pfth1": "10.77.0.11", "pfth2": "10.77.0.12", "pfth3": "10.77.0.13"}
+nodes = json.load(open(d + "/results.json"))["nodes"]
+hosts = {}
+for n in nodes:
+    ep = open("%s/%s/endpoint" % (d, n["id"])).read().strip()
+    r = json.load(open("%s/%s/result.json" % (d, n["id"])))
+    m = re.fullmatch(r"tcp://([0-9.]+):(\d+)", ep)
+    assert m and m.group(1) == addr[n["host"]] and int(m.group(2)) > 0, (n["id"], n["host"], ep)
+    assert r["endpoint"] == ep, (n["id"], r["endpoint"], ep)
+    hosts.setdefault(n["host"], []).append(n["id"])
+assert len(hosts) == 3, hosts
+print("  ring8 over %s" % ", ".join("%s (%s): %s" % (h, addr[h], " ".join(sorted(v))) for h, v in sorted(hosts.items())))
+PY
+grep -q 'endpoint *= *"tcp://10.77.0.1[123]:0"' "$W/ring-slurm/topology.dot" ||
+    fail "ring8: the launcher did not give open ports on the hosts' addresses: $(grep endpoint "$W/ring-slurm/topology.dot" | head -3)"
 
 "$PFTNET" "${LAUNCH[@]}" "$W/chain5.dot" --out "$W/chain-local" >"$W/chain-local.out" 2>&1 ||
     fail "local chain exited $? ($(tail -3 "$W/chain-local.out"))"
@@ -168,12 +223,12 @@ expect "4 tasks for 8 nodes" $? "has 4 tasks" "$W/few.out" 2 "$W/few"
 mkdir -p "$W/private"
 if unshare -m true 2>/dev/null; then
     timeout 120 salloc -n 8 unshare -m sh -c "mount -t tmpfs pft '$W/private' &&
-        '$PFTNET' ${LAUNCH[*]} '$W/ring8.dot' --out '$W/private/run' --engine slurm" >"$W/private.out" 2>&1
+        '$PFTNET' ${LAUNCH[*]} '$W/ring8.dot' --out '$W/private/run' --engine slurm ${IFACE[*]}" >"$W/private.out" 2>&1
     expect "DIR not shared" $? "cannot write its marker" "$W/private.out" 2 "$W/private/run"
     # pftnet not on the tasks' host: the launcher runs a copy on a tmpfs only its own mount namespace sees
     mkdir -p "$W/privbin"
     timeout 120 salloc -n 8 unshare -m sh -c "mount -t tmpfs pft '$W/privbin' && cp '$PFTNET' '$W/privbin/pftnet' &&
-        PFTNODE='$PFT_BIN/pftnode' '$W/privbin/pftnet' ${LAUNCH[*]} '$W/ring8.dot' --out '$W/nonet' --engine slurm" \
+        PFTNODE='$PFT_BIN/pftnode' '$W/privbin/pftnet' ${LAUNCH[*]} '$W/ring8.dot' --out '$W/nonet' --engine slurm ${IFACE[*]}" \
         >"$W/nonet.out" 2>&1
     expect "pftnet not on a host" $? "it must be at that path on every host" "$W/nonet.out" 2 "$W/nonet"
 else
@@ -188,11 +243,14 @@ sed 's|^  a -> b|  a [endpoint = "tcp://10.255.255.9:5000"];\n  a -> b|' "$W/rin
 timeout 120 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/offalloc.dot" --out "$W/offalloc" --engine slurm "${IFACE[@]}" \
     >"$W/offalloc.out" 2>&1
 expect "endpoint off the allocation" $? "names a host with no free task in job" "$W/offalloc.out" 2 "$W/offalloc"
-sed "s|^  a -> b|  a [endpoint = \"tcp://$H:5000\"];\\n  a -> b|" "$W/ring8.dot" >"$W/byname.dot"
+sed "s|^  a -> b|  a [endpoint = \"tcp://pfth1:5000\"];\\n  a -> b|" "$W/ring8.dot" >"$W/byname.dot"
 timeout 120 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/byname.dot" --out "$W/byname" --engine slurm "${IFACE[@]}" \
     >"$W/byname.out" 2>&1
 expect "endpoint named by host name" $? "names its host by name" "$W/byname.out" 2 "$W/byname"
-# (a loopback address on a multi-host job needs a second host: this one-host cluster cannot show it)
+sed 's|^  a -> b|  a [endpoint = "tcp://127.0.0.1:5000"];\n  a -> b|' "$W/ring8.dot" >"$W/loop.dot"
+timeout 120 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/loop.dot" --out "$W/loop" --engine slurm "${IFACE[@]}" \
+    >"$W/loop.out" 2>&1
+expect "loopback endpoint on 3 hosts" $? "can only be reached on its own host, and job [0-9]* spans 3 hosts" "$W/loop.out" 2 "$W/loop"
 
 # ---- a peer killed mid-run stops the run, named ----
 timeout 300 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/kill" --engine slurm "${IFACE[@]}" \

@@ -12,11 +12,13 @@
 #include "pft_npy.h"
 #include "pft_prep.h"
 #include "pft_test.h"
+#include "pft_topo_attr.h"
 #include "pft_topo.h"
 
 #include <jansson.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static char s_tmp[256];
 
@@ -86,10 +88,37 @@ static pid_t start_b(const char *dir, const char *out)
     return pid;
 }
 
-/* A CURVE client with p's key connected to b. */
-static pft_transport_t *client(const pft_keypair_t *kp, const pft_topo_t *topo)
+/* b's endpoint: the topology's, or, when it leaves the port open (the launcher's automatic endpoints), the
+ * one b reports in out/endpoint (waited for up to 120 s). 0, or -1 if none came. */
+static int b_endpoint(const pft_topo_node_t *b, const char *out, char *ep, size_t cap)
+{
+    if (!pft_topo_endpoint_open(b->endpoint)) {
+        snprintf(ep, cap, "%s", b->endpoint);
+        return 0;
+    }
+    char path[600];
+    snprintf(path, sizeof path, "%s/endpoint", out);
+    for (int i = 0; i < 12000; i++) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            int ok = fgets(ep, (int)cap, f) != NULL;
+            fclose(f);
+            ep[strcspn(ep, "\r\n")] = '\0';
+            if (ok && ep[0])
+                return 0;
+        }
+        usleep(10000);
+    }
+    return -1;
+}
+
+/* A CURVE client with p's key connected to b (its folder out). */
+static pft_transport_t *client(const pft_keypair_t *kp, const pft_topo_t *topo, const char *out)
 {
     const pft_topo_node_t *b = pft_topo_find(topo, "b");
+    char ep[256];
+    if (!b || b_endpoint(b, out, ep, sizeof ep) != 0)
+        return NULL;
     pft_pubkey_t bpub;
     uint8_t pub[32], sec[32], srv[32];
     if (!b || pft_pubkey_resolve(b->key, &bpub) != 0)
@@ -101,7 +130,7 @@ static pft_transport_t *client(const pft_keypair_t *kp, const pft_topo_t *topo)
     o.curve_public_key = pub;
     o.curve_secret_key = sec;
     pft_transport_t *t = pft_transport_new("tcp://127.0.0.1:*", &o, NULL, NULL);
-    if (t && pft_transport_add_peer(t, "b", b->endpoint, srv) != 0)
+    if (t && pft_transport_add_peer(t, "b", ep, srv) != 0)
         pft_transport_destroy(&t);
     return t;
 }
@@ -132,7 +161,7 @@ static json_t *attack(const char *dir, const char *out, const pft_topo_t *topo, 
                       uint8_t *const *bufs, const size_t *lens, int clean)
 {
     pid_t pid = start_b(dir, out);
-    pft_transport_t *t = client(kp, topo);
+    pft_transport_t *t = client(kp, topo, out);
     CHECK(t != NULL);
     if (!t) {
         kill(pid, SIGKILL);

@@ -173,7 +173,14 @@ static void test_attr_table(void)
     CHECK(pft_topo_endpoint_check("ipc:///tmp/pft-a") == 0);
     CHECK(pft_topo_endpoint_check("inproc://a") == 0);
     CHECK(pft_topo_endpoint_check("tcp://127.0.0.1") != 0);
-    CHECK(pft_topo_endpoint_check("tcp://127.0.0.1:0") != 0);
+    CHECK(pft_topo_endpoint_check("tcp://127.0.0.1:0") == 0); /* open: the node binds a port itself */
+    CHECK(pft_topo_endpoint_check("tcp://10.0.0.2:*") == 0);
+    CHECK(pft_topo_endpoint_check("tcp://127.0.0.1:-1") != 0);
+    CHECK(pft_topo_endpoint_check("tcp://127.0.0.1:x") != 0);
+    CHECK(pft_topo_endpoint_check("tcp://*:*") != 0);
+    CHECK(pft_topo_endpoint_open("tcp://127.0.0.1:0") && pft_topo_endpoint_open("tcp://10.0.0.2:*"));
+    CHECK(!pft_topo_endpoint_open("tcp://127.0.0.1:7100") && !pft_topo_endpoint_open("tcp://127.0.0.1:00") &&
+          !pft_topo_endpoint_open("ipc:///tmp/x:0") && !pft_topo_endpoint_open(NULL));
     CHECK(pft_topo_endpoint_check("tcp://127.0.0.1:65536") != 0);
     CHECK(pft_topo_endpoint_check("tcp://*:7100") != 0);
     CHECK(pft_topo_endpoint_check("udp://x:1") != 0);

@@ -41,6 +41,15 @@ static void test_write_reload(void)
     snprintf(saved, sizeof saved, "%s", ep_a);
     CHECK(pft_topo_set_node_attr(t, "b", "endpoint", saved) == PFT_ETOPO &&
           strstr(pft_errmsg(), "already used"));
+    /* open ports are the nodes' own choice: two nodes may both say tcp://HOST:0 */
+    char ep_b[400], ep_c[400];
+    snprintf(ep_b, sizeof ep_b, "%s", pft_topo_find(t, "b")->endpoint);
+    snprintf(ep_c, sizeof ep_c, "%s", pft_topo_find(t, "c")->endpoint);
+    CHECK_MSG(pft_topo_set_node_attr(t, "b", "endpoint", "tcp://127.0.0.1:0") == 0, "%s", pft_errmsg());
+    CHECK_MSG(pft_topo_set_node_attr(t, "c", "endpoint", "tcp://127.0.0.1:0") == 0, "%s", pft_errmsg());
+    CHECK(pft_topo_set_node_attr(t, "c", "endpoint", "tcp://127.0.0.1:*") == 0);
+    CHECK(pft_topo_set_node_attr(t, "b", "endpoint", ep_b) == 0);
+    CHECK(pft_topo_set_node_attr(t, "c", "endpoint", ep_c) == 0);
     CHECK(pft_topo_set_node_attr(t, "b", "k", "0") != 0 && pft_topo_find(t, "b")->k == 2);
     CHECK(pft_topo_set_node_attr(t, "b", "colour", "red") == PFT_EINVAL && strstr(pft_errmsg(), "colour"));
     CHECK(pft_topo_set_node_attr(t, "zz", "k", "3") == PFT_EINVAL);

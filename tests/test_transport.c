@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "pft_alloc.h"
@@ -145,6 +146,42 @@ static void test_listen_fd(void)
     pft_free(msg);
     pft_transport_destroy(&s);
     pft_transport_destroy(&r); /* closes fd with the socket */
+}
+
+/* A peer added before its endpoint is known (it binds a port of its own and reports it later): its sends
+ * wait, untransmitted; once pointed at a receiver they go there, and when that receiver is gone and another
+ * listens elsewhere (a node restarted on another port), the pending send follows the new endpoint and is
+ * ACKed there. */
+static void test_peer_endpoint_later_and_moved(void)
+{
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(s && pft_transport_add_peer(s, "r", NULL, NULL) == 0);
+    CHECK(pft_transport_add_peer(s, "never", NULL, NULL) == 0);
+    uint8_t *msg;
+    size_t len;
+    message(9, 1000, &msg, &len);
+    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 15000);
+    int h_never = pft_transport_send(s, "never", msg, len, NULL, pft_transport_now_ms() + 600);
+    CHECK(pump(s, NULL, s, h, 800) == PFT_SEND_PENDING && pft_transport_send_attempts(s, h) == 0);
+    const char *reason = NULL;
+    CHECK(pft_transport_send_state(s, h_never, NULL, &reason) == PFT_SEND_FAILED && reason &&
+          strstr(reason, "endpoint never known"));
+    sink_t busy = {.transient_left = 1 << 30}; /* stores nothing: the send stays pending */
+    pft_transport_t *r1 = pft_transport_new(ANY, NULL, on_message, &busy);
+    CHECK(r1 && pft_transport_set_peer_endpoint(s, "r", pft_transport_endpoint(r1)) == 0);
+    CHECK(pft_transport_set_peer_endpoint(s, "r", pft_transport_endpoint(r1)) == 0); /* the same: no change */
+    CHECK(pump(r1, s, s, h, 1500) == PFT_SEND_PENDING && busy.calls >= 1);
+    pft_transport_destroy(&r1);
+    sink_t sink = {0};
+    pft_transport_t *r2 = pft_transport_new(ANY, NULL, on_message, &sink);
+    CHECK(r2 && pft_transport_set_peer_endpoint(s, "r", pft_transport_endpoint(r2)) == 0);
+    CHECK(pump(r2, s, s, h, 8000) == PFT_SEND_ACKED && sink.calls == 1);
+    CHECK(pft_transport_set_peer_endpoint(s, "nobody", pft_transport_endpoint(r2)) == PFT_EINVAL);
+    CHECK(pft_transport_set_peer_endpoint(s, "r", "") == PFT_EINVAL);
+    CHECK(pft_transport_set_peer_endpoint(s, "r", "bogus://x") == PFT_EINVAL);
+    pft_free(msg);
+    pft_transport_destroy(&s);
+    pft_transport_destroy(&r2);
 }
 
 /* The sender queues before the receiver exists; it binds later and still gets it. */
@@ -425,6 +462,32 @@ static void test_oversized_body_counted(void)
     pft_transport_destroy(&r);
 }
 
+/* Time away from the transport does not count against a deadline: a send to a receiver that is down, deadline
+ * 600 ms, the sender not polling for 1.5 s: it is still pending at its next polls (its deadline moved on by
+ * the gap) and fails only once it has been served for about 600 ms more. */
+static void test_deadline_away(void)
+{
+    char ep[256];
+    int fd = held_endpoint(ep, sizeof ep);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(fd >= 0 && s && pft_transport_add_peer(s, "down", ep, NULL) == 0);
+    uint8_t *msg;
+    size_t len;
+    message(11, 100, &msg, &len);
+    CHECK(pft_transport_poll(s, 10) == 0);
+    int64_t t0 = pft_transport_now_ms();
+    int h = pft_transport_send(s, "down", msg, len, NULL, t0 + 600);
+    usleep(1500 * 1000); /* away: computing */
+    CHECK(pump(s, NULL, s, h, 200) == PFT_SEND_PENDING);
+    CHECK(pump(s, NULL, s, h, 3000) == PFT_SEND_FAILED);
+    int64_t took = pft_transport_now_ms() - t0;
+    CHECK_MSG(took >= 2000 && took < 3500, "failed after %lld ms (600 ms deadline + 1500 ms away)",
+              (long long)took);
+    pft_free(msg);
+    pft_transport_destroy(&s);
+    close(fd);
+}
+
 static void test_deadline(void)
 {
     char ep[256];
@@ -575,6 +638,7 @@ int main(void)
     RUN(test_delivery_and_ack);
     RUN(test_listen_fd);
     RUN(test_receiver_starts_later);
+    RUN(test_peer_endpoint_later_and_moved);
     RUN(test_transient_retry);
     RUN(test_duplicates);
     RUN(test_nack_reason);
@@ -582,6 +646,7 @@ int main(void)
     RUN(test_oversized_eager);
     RUN(test_oversized_body_counted);
     RUN(test_deadline);
+    RUN(test_deadline_away);
     RUN(test_malformed_frames);
     RUN(test_old_version_refused);
     RUN(test_options);

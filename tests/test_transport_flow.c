@@ -228,6 +228,7 @@ static void test_grant_withdrawn(void)
     pft_transport_stats(a, &as);
     pft_transport_stats(r, &rs);
     CHECK(as.transmissions == 0 && rs.grants == 2 && rs.grants_expired == 0 && sink.calls == 1);
+    CHECK_MSG(as.cancels_sent == 1, "a sent %llu CANCELs", (unsigned long long)as.cancels_sent);
     CHECK_MSG(rs.grants_cancelled == 1, "%llu grants cancelled", (unsigned long long)rs.grants_cancelled);
     pft_free(ma);
     pft_free(mb);
@@ -264,6 +265,7 @@ static void test_eager_small_body(void)
               "bodies %llu, grants %llu", (unsigned long long)ss.transmissions,
               (unsigned long long)rs.grants);
     CHECK(sink.calls == 2 && rs.accepted == 2 && rs.duplicates == 0);
+    CHECK_MSG(ss.eager_sends == 1, "%llu eager bodies", (unsigned long long)ss.eager_sends);
     pft_free(small);
     pft_free(big);
     pft_transport_destroy(&s);

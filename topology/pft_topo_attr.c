@@ -152,8 +152,8 @@ static const pft_topo_attr_t s_table[] = {
     {"max_bundle_mb", G, PFT_ATTR_INT, "512", 1, 65536, NULL,
      "largest bundle a node accepts, MiB", GO(max_bundle_mb), NONE, NONE},
     {"port_base", G, PFT_ATTR_INT, NULL, 0, 65535, NULL,
-     "nodes without endpoint get tcp://127.0.0.1:<port_base + node index>; 0 (as unset): pftnet launch gives "
-     "each a free port", GO(port_base), NONE, NONE},
+     "nodes without endpoint get tcp://127.0.0.1:<port_base + node index>; 0 (as unset): port 0, each node "
+     "binds a free port itself and reports it", GO(port_base), NONE, NONE},
     /* simulation */
     {"dataset", G, PFT_ATTR_PATH, NULL, 0, 0, NULL,
      "simulation: folder with train_x/train_y/test_x/test_y.npy (and train_domain/test_domain.npy)",
@@ -173,7 +173,9 @@ static const pft_topo_attr_t s_table[] = {
      "simulation, partition=labels: the node's classes, e.g. 0-3 or 0,2,5", NONE, NO(classes), NONE},
     /* node */
     {"endpoint", N, PFT_ATTR_ENDPOINT, NULL, 0, 0, NULL,
-     "ZeroMQ endpoint the node binds and its predecessors connect to", NONE, NO(endpoint), NONE},
+     "ZeroMQ endpoint the node binds and its predecessors connect to; port 0 or *: the node binds a free "
+     "port itself and reports it in <out>/endpoint, where its predecessors read it (--peers-dir)",
+     NONE, NO(endpoint), NONE},
     {"train", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
      "training features .npy (float32, n x d)", NONE, NO(train), NONE},
     {"labels", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
@@ -466,6 +468,12 @@ int pft_topo_partition_parse(const char *text, pft_topo_part_t *kind, double *be
         text);
 }
 
+int pft_topo_endpoint_open(const char *s)
+{
+    const char *colon = s && strncmp(s, "tcp://", 6) == 0 ? strrchr(s + 6, ':') : NULL;
+    return colon && (strcmp(colon + 1, "*") == 0 || strcmp(colon + 1, "0") == 0);
+}
+
 int pft_topo_endpoint_check(const char *s)
 {
     if (strncmp(s, "tcp://", 6) == 0) {
@@ -477,9 +485,12 @@ int pft_topo_endpoint_check(const char *s)
                            "endpoint '%s': '*' is for binding only; peers connect to it, so name a host", s);
         char *end;
         errno = 0;
-        long port = strtol(colon + 1, &end, 10);
-        if (errno || end == colon + 1 || *end || port < 1 || port > 65535)
-            return pft_err(PFT_EINVAL, "endpoint '%s': the port must be 1..65535", s);
+        long port = strcmp(colon + 1, "*") == 0 ? 0 : strtol(colon + 1, &end, 10);
+        if (strcmp(colon + 1, "*") != 0 && (errno || end == colon + 1 || *end || port < 0 || port > 65535))
+            return pft_err(PFT_EINVAL,
+                           "endpoint '%s': the port must be 1..65535, or 0 or * for one the node binds and "
+                           "reports itself",
+                           s);
         for (const char *p = host; p < colon; p++)
             if (isspace((unsigned char)*p) || *p == '/')
                 return pft_err(PFT_EINVAL, "endpoint '%s': bad host name", s);

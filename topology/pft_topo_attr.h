@@ -84,6 +84,9 @@ int pft_topo_classes_parse(const char *text, int n_classes, unsigned char *flags
 
 /* Checks an endpoint (see PFT_ATTR_ENDPOINT); PFT_EINVAL with a message. */
 int pft_topo_endpoint_check(const char *text);
+/* 1 if endpoint text leaves the port open (tcp://HOST:0 or tcp://HOST:*): the node binds a free port of HOST
+ * itself and reports it in <its output folder>/endpoint, where its predecessors read it (docs/USAGE.md). */
+int pft_topo_endpoint_open(const char *text);
 
 /* Checks an identifier (see PFT_ATTR_NAME); returns 1 if valid. */
 int pft_topo_name_ok(const char *text);

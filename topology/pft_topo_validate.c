@@ -122,8 +122,8 @@ int pft_topo__check_endpoints(const pft_topo_t *t, pft_topo__model_t *m)
     for (size_t v = 0; v < m->n; v++)
         for (size_t w = 0; w < v; w++) {
             const char *a = m->nodes[v].endpoint, *b = m->nodes[w].endpoint;
-            if (!a || !b || strcmp(a, b) != 0)
-                continue;
+            if (!a || !b || strcmp(a, b) != 0 || pft_topo_endpoint_open(a))
+                continue; /* an open port is the node's own choice: two nodes never get the same */
             int line = m->auto_ep[v]
                            ? m->nodes[v].line
                            : pft_dotscan_node_attr_line(t->scan, pft_topo__node_id(m, v), "endpoint");

@@ -278,8 +278,23 @@ static int add_item(pft_transport_t *self, int n, void *sock, item_kind_t kind, 
     return n + 1;
 }
 
+/* Time the caller spent away from the transport (computing, stopped) does not count against its sends'
+ * deadlines: a gap of more than AWAY_MS since the last poll moves every pending send's deadline on by the
+ * gap, so that a send whose receiver restarted meanwhile is offered again before it can fail. */
+#define AWAY_MS 1000
+static void credit_time_away(pft_transport_t *self)
+{
+    int64_t now = pft_transport_now_ms(), gap = self->served_ms ? now - self->served_ms : 0;
+    if (gap <= AWAY_MS)
+        return;
+    for (int i = 0; i < self->n_sends; i++)
+        if (self->sends[i].state == PFT_SEND_PENDING && self->sends[i].deadline > 0)
+            self->sends[i].deadline += gap;
+}
+
 int pft_transport_poll(pft_transport_t *self, int timeout_ms)
 {
+    credit_time_away(self);
     /* replies first, timers after: an ACK that arrived while the caller was busy must not be answered by a
      * needless retransmission (an overdue timer makes the wait 0, so this costs no latency) */
     int64_t next = pft_transport__next_timer(self);
@@ -327,6 +342,7 @@ int pft_transport_poll(pft_transport_t *self, int timeout_ms)
     pft_transport__run_timers(self);
     if (drained) /* a granted body may still wait behind unread offers: expire grants only once all is read */
         pft_transport__flow_expire(self, pft_transport_now_ms());
+    self->served_ms = pft_transport_now_ms();
     return 0;
 }
 

@@ -7,7 +7,8 @@
 
 /* One object per node, single-threaded: the node calls pft_transport_poll() in its loop; no threads of
  * our own (libzmq runs its I/O thread). One inbound ROUTER socket bound at the node's endpoint; one
- * outbound DEALER per peer, connected at once (peers may start in any order; libzmq reconnects).
+ * outbound DEALER per peer, connected at once (peers may start in any order; libzmq reconnects), or once its
+ * endpoint is known (pft_transport_set_peer_endpoint: a peer that binds a port of its own and reports it).
  *
  * A hand-off (protocol version 2, flow-controlled): the sender offers [header("PFTM", 2, 'O', id), body
  * size]; the receiver answers at once from its poll loop: ACK (that id is stored already: no body),
@@ -127,12 +128,17 @@ void pft_transport_destroy(pft_transport_t **self_p);
 /* The bound endpoint as libzmq reports it (ZMQ_LAST_ENDPOINT), e.g. "tcp://127.0.0.1:41234". */
 const char *pft_transport_endpoint(const pft_transport_t *self);
 
-/* Connects an outbound socket to a peer named name (1..64 bytes, unique). server_public_key: the peer's
- * X25519 CURVE public key (32 bytes), required on a CURVE transport, NULL on a plain one (mixing:
- * PFT_EUNSUPPORTED). The peer need not be up yet. PFT_EINVAL (bad/duplicate name, bad endpoint),
- * PFT_EUNSUPPORTED, PFT_ENET, PFT_ENOMEM. */
+/* Connects an outbound socket to a peer named name (1..64 bytes, unique); endpoint NULL: not known yet, the
+ * peer is unreachable (its sends stay pending) until pft_transport_set_peer_endpoint gives one.
+ * server_public_key: the peer's X25519 CURVE public key (32 bytes), required on a CURVE transport, NULL on a
+ * plain one (mixing: PFT_EUNSUPPORTED). The peer need not be up yet. PFT_EINVAL (bad/duplicate name, bad
+ * endpoint), PFT_EUNSUPPORTED, PFT_ENET, PFT_ENOMEM. */
 int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *endpoint,
                            const uint8_t *server_public_key);
+/* Points peer name at endpoint: connects to it and drops the connection to the one before, if it differs (a
+ * peer that bound a port of its own and reported it, or was restarted on another). Pending sends go on to the
+ * new endpoint. 0, PFT_EINVAL (unknown peer, empty or bad endpoint), PFT_ENET, PFT_ENOMEM. */
+int pft_transport_set_peer_endpoint(pft_transport_t *self, const char *name, const char *endpoint);
 
 /* CURVE: admits clients presenting the X25519 public key `key` (32 bytes; pft_pubkey_curve() of a peer's
  * Ed25519 key) under name (1..64 bytes, used in logs and as the ZAP user id; see
@@ -153,7 +159,9 @@ int64_t pft_transport_now_ms(void);
 
 /* Queues bytes (copied) for peer; poll() transmits them. id: the id the receiver will compute with its id
  * function (NULL: computed here with ours). deadline_ms: absolute pft_transport_now_ms() time after which
- * an unacknowledged send fails with PFT_ETIMEOUT; 0 = no deadline. Returns a send handle ≥ 0, or
+ * an unacknowledged send fails with PFT_ETIMEOUT; 0 = no deadline. Time the caller spends away from the
+ * transport (over 1 s between two polls: computing without yielding, stopped) moves the deadline on by as
+ * much, so that a send is offered again after such a gap before it can fail. Returns a send handle ≥ 0, or
  * PFT_EINVAL (unknown peer, empty message), PFT_ERANGE (larger than max_msg_size), PFT_ENOMEM, or the id
  * function's error. */
 int pft_transport_send(pft_transport_t *self, const char *peer, const uint8_t *bytes, size_t len,
@@ -221,6 +229,9 @@ typedef struct {
     uint64_t offer_bytes;     /* their bytes, frames included (HDR_LEN + 8 each) */
     uint64_t grants_received; /* SEND replies read for a pending send */
     uint64_t busy_received;   /* WAIT replies read for a pending send */
+    uint64_t eager_sends;     /* bodies sent with their first offer, without a grant (at most eager_bytes) */
+    uint64_t probes;          /* offers repeated after the body went (asking for an ACK not read yet) */
+    uint64_t cancels_sent;    /* CANCELs sent: a grant that came for a send already ended */
     /* flow control, receiver side */
     uint64_t offers_received;  /* well-formed inbound offers */
     uint64_t grants;           /* SEND replies sent (bodies granted) */

@@ -123,7 +123,8 @@ struct pft_transport_t {
     uint64_t granted_bytes;
     offer_t *waiting; /* offers queued for a grant, oldest first (ring of MAX_WAITING) */
     int n_waiting, waiting_head;
-    double svc_ms; /* moving average of a grant's time to its body's end (for WAIT hints) */
+    int64_t served_ms; /* pft_transport_now_ms() at the end of the last poll (0: none yet) */
+    double svc_ms;     /* moving average of a grant's time to its body's end (for WAIT hints) */
     uint8_t (*accepted)[PFT_TRANSPORT_ID_LEN]; /* ring of accepted ids */
     int n_accepted, accepted_next;
     pft_transport_stats_t stats;

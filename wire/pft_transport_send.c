@@ -24,7 +24,8 @@ static int find_peer(const pft_transport_t *self, const char *name)
 static int check_new_peer(pft_transport_t *self, const char *name, const char *endpoint,
                           const uint8_t *server_public_key)
 {
-    if (!name || !endpoint || strlen(name) < 1 || strlen(name) > PFT_BUNDLE_MAX_NAME)
+    (void)endpoint; /* NULL: not known yet (pft_transport_set_peer_endpoint) */
+    if (!name || strlen(name) < 1 || strlen(name) > PFT_BUNDLE_MAX_NAME)
         return pft_err(PFT_EINVAL, "transport: peer name must be 1..%d bytes", PFT_BUNDLE_MAX_NAME);
     if (self->curve && !server_public_key)
         return pft_err(
@@ -62,7 +63,7 @@ int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *
     peer_t *p = &self->peers[self->n_peers];
     memset(p, 0, sizeof *p);
     rc = PFT_ENET;
-    p->endpoint = pft_strdup(endpoint);
+    p->endpoint = pft_strdup(endpoint ? endpoint : "");
     if (!p->endpoint) {
         rc = pft_err(PFT_ENOMEM, "transport: out of memory");
         goto fail;
@@ -99,7 +100,7 @@ int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *
         rc = PFT_ENET;
         goto fail;
     }
-    if (zmq_connect(p->sock, endpoint) != 0) {
+    if (endpoint && zmq_connect(p->sock, endpoint) != 0) {
         rc = pft_err(zmq_errno() == EINVAL || zmq_errno() == EPROTONOSUPPORT ? PFT_EINVAL : PFT_ENET,
                      "transport: peer '%s': cannot connect to %s: %s", name, endpoint,
                      zmq_strerror(zmq_errno()));
@@ -116,6 +117,31 @@ fail:
     pft_free(p->endpoint);
     memset(p, 0, sizeof *p);
     return rc;
+}
+
+int pft_transport_set_peer_endpoint(pft_transport_t *self, const char *name, const char *endpoint)
+{
+    int pi = name && endpoint && *endpoint ? find_peer(self, name) : -1;
+    if (pi < 0)
+        return pft_err(PFT_EINVAL, "transport: no peer '%s' or no endpoint", name ? name : "(null)");
+    peer_t *p = &self->peers[pi];
+    if (strcmp(p->endpoint, endpoint) == 0)
+        return 0;
+    char *copy = pft_strdup(endpoint);
+    if (!copy)
+        return pft_err(PFT_ENOMEM, "transport: out of memory");
+    if (zmq_connect(p->sock, endpoint) != 0) {
+        int rc = pft_err(zmq_errno() == EINVAL || zmq_errno() == EPROTONOSUPPORT ? PFT_EINVAL : PFT_ENET,
+                         "transport: peer '%s': cannot connect to %s: %s", name, endpoint,
+                         zmq_strerror(zmq_errno()));
+        pft_free(copy);
+        return rc;
+    }
+    if (p->endpoint[0])
+        zmq_disconnect(p->sock, p->endpoint); /* ENOENT when libzmq already dropped it: fine */
+    pft_free(p->endpoint);
+    p->endpoint = copy;
+    return 0;
 }
 
 int pft_transport__id_of(const pft_transport_t *self, const uint8_t *buf, size_t len,
@@ -218,8 +244,12 @@ static int transmit_offer(pft_transport_t *self, send_t *s)
     s->offers++;
     self->stats.offers++;
     self->stats.offer_bytes += HDR_LEN + OFFER_LEN;
-    if (eager && transmit_body(self, s))
+    if (!eager && s->body_sent)
+        self->stats.probes++;
+    if (eager && transmit_body(self, s)) {
         s->body_sent = 1; /* repeats are probes; the receiver grants again only if the body never came */
+        self->stats.eager_sends++;
+    }
     return 1;
 }
 
@@ -254,7 +284,7 @@ static void run_reconnects(pft_transport_t *self, int64_t now)
 {
     for (int i = 0; i < self->n_peers; i++) {
         peer_t *p = &self->peers[i];
-        if (!p->reconnect_at || now < p->reconnect_at)
+        if (!p->reconnect_at || now < p->reconnect_at || !p->endpoint[0])
             continue;
         p->reconnect_at = 0;
         zmq_disconnect(p->sock, p->endpoint); /* ENOENT when libzmq already dropped it: fine */
@@ -279,8 +309,9 @@ void pft_transport__run_timers(pft_transport_t *self)
             snprintf(why, sizeof why,
                      "no acknowledgement from peer '%.64s' (%.100s) before the deadline, %d offers, %d "
                      "body transmissions%s%.200s%s%.200s",
-                     p->name, p->endpoint, s->offers, s->bodies, s->reason[0] ? "; last: " : "", s->reason,
-                     p->hs_error[0] ? "; handshake failed: " : "", p->hs_error);
+                     p->name, p->endpoint[0] ? p->endpoint : "endpoint never known", s->offers, s->bodies,
+                     s->reason[0] ? "; last: " : "", s->reason, p->hs_error[0] ? "; handshake failed: " : "",
+                     p->hs_error);
             finish(self, s, PFT_SEND_FAILED, PFT_ETIMEOUT, why);
             continue;
         }
@@ -354,7 +385,8 @@ static void cancel_grant(pft_transport_t *self, int pi, const uint8_t id[PFT_TRA
 {
     uint8_t hdr[HDR_LEN];
     pft_transport__make_header(hdr, T_CANCEL, id);
-    zmq_send(self->peers[pi].sock, hdr, HDR_LEN, ZMQ_DONTWAIT);
+    if (zmq_send(self->peers[pi].sock, hdr, HDR_LEN, ZMQ_DONTWAIT) == HDR_LEN)
+        self->stats.cancels_sent++;
 }
 
 static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[PFT_TRANSPORT_ID_LEN],

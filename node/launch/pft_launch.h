@@ -74,7 +74,7 @@ void pft_launch_watch(pft_launch_t *self);
 int pft_launch_collect(pft_launch_t *self, int *exit_code);
 
 /* What runs on each task of a Slurm launch, started by the launcher's srun steps: `launch --slurm-probe DIR
- * NONCE K PFTNODE IFACE` (reports the task's host, address and K free ports, writes a marker file into DIR)
+ * NONCE PFTNODE IFACE` (reports the task's host and address, writes a marker file into DIR)
  * or `launch --slurm-task TASKS` (runs the task's pftnode, reports how it ended). argv[0] is "launch".
  * Returns the process's exit code. */
 int pft_launch_slurm_task_main(int argc, char **argv);

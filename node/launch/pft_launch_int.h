@@ -75,11 +75,9 @@ int pft_launch__concat_tests(const pft_launch_t *self, pft_dataset_t **out);
 void pft_launch__read_status(pft_launch_child_t *c);
 
 /* Internal, shared by the launcher and its tasks: the lines a task prints on srun's stdout. */
-#define PFT_SLURM_PROBE_LINE                                                                                 \
-    "pft-probe" /* <task> ok <host> <addr> <port>[,<port>…] | <task> error <host> <why> */
+#define PFT_SLURM_PROBE_LINE "pft-probe" /* <task> ok <host> <addr> | <task> error <host> <why> */
 #define PFT_SLURM_START_LINE "pft-start" /* <task> <host> <job>.<step> */
 #define PFT_SLURM_EXIT_LINE "pft-exit"   /* <task> <wait status> <peak RSS kB> */
-#define PFT_SLURM_PORTS_MAX 64           /* ports one probe task may hold */
 
 /* pft_launch_reconcile.c: matches every sent hand-off (the nodes' result.json `sent`) with its receiver's
  * `received`; *report gets one {from, to, bundle_id, sender_state, verdict} per hand-off (verdict "ok",

@@ -1,11 +1,13 @@
 /* pft_launch_local: the local engine of `pftnet launch` (the default): every node a child process of the
- * launcher on this machine, listening on a loopback port the launcher holds for it until it starts. */
+ * launcher on this machine, listening on a loopback port it binds itself (or a fixed one the launcher holds
+ * for it until it starts). */
 #include "pft_launch_int.h"
 
 #include "pft_alloc.h"
 #include "pft_error.h"
 #include "pft_fsio.h"
 #include "pft_port.h"
+#include "pft_topo_attr.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* One held socket per node until it starts: raises the soft open-files limit where that needs it. */
+/* One held socket per node with a fixed port until it starts: raises the soft open-files limit where that
+ * needs it. */
 static int local_setup(pft_launch_t *self)
 {
     size_t nn = self->nn;
@@ -28,8 +31,10 @@ static int local_setup(pft_launch_t *self)
     return 0;
 }
 
-/* Every node without an endpoint gets tcp://127.0.0.1:PORT: port_base + its index when the run sets
- * port_base, else a free port, held by a listening socket in its listen_fd. */
+/* Every node without an endpoint gets tcp://127.0.0.1:PORT with PORT port_base + its index when the run sets
+ * port_base, else 0: the node binds a free port itself and reports it in <its folder>/endpoint, where its
+ * predecessors read it (no port is probed here and released for the node to bind: nothing can take it in
+ * between). */
 static int local_endpoints(pft_launch_t *self)
 {
     int port_base = pft_topo_run(self->topo)->port_base, rc = 0;
@@ -37,15 +42,8 @@ static int local_endpoints(pft_launch_t *self)
         const pft_topo_node_t *n = pft_topo_node(self->topo, i);
         if (n->endpoint)
             continue;
-        int port = port_base ? port_base + (int)i : pft_port_pick(&self->ch[i].listen_fd);
-        if (port <= 0) {
-            rc =
-                pft_err(PFT_ENET, "no free TCP port for node %s (last error: %s%s)", n->id, strerror(errno),
-                        errno == EMFILE ? "; the launcher holds one socket per node: raise `ulimit -n`" : "");
-            break;
-        }
         char ep[64];
-        snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+        snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port_base ? port_base + (int)i : 0);
         char id[128];
         snprintf(id, sizeof id, "%s", n->id);
         rc = pft_topo_set_node_attr(self->topo, id, "endpoint", ep);
@@ -53,9 +51,10 @@ static int local_endpoints(pft_launch_t *self)
     return rc;
 }
 
-/* Holds each loopback port of a node about to start (bound and listening, for spawn to hand over): a port
- * that cannot be bound would fail its node only once the others wait for it, so the run is refused now,
- * naming the node and the port. Nodes not started here (--absent) get none. */
+/* Holds each fixed loopback port of a node about to start (bound and listening, for spawn to hand over): a
+ * port that cannot be bound would fail its node only once the others wait for it, so the run is refused now,
+ * naming the node and the port. Nodes not started here (--absent) get none, nor open ports (port 0: the node
+ * binds one itself). */
 static int local_reserve(pft_launch_t *self)
 {
     for (size_t i = 0; i < self->nn; i++) {
@@ -65,7 +64,7 @@ static int local_reserve(pft_launch_t *self)
         if (c->absent)
             pft_launch__close_port(c);
         if (c->absent || c->listen_fd >= 0 || !n->endpoint ||
-            sscanf(n->endpoint, "tcp://127.0.0.1:%d", &port) != 1)
+            sscanf(n->endpoint, "tcp://127.0.0.1:%d", &port) != 1 || pft_topo_endpoint_open(n->endpoint))
             continue;
         if (pft_port_probe(port, &c->listen_fd) == 0)
             continue;
@@ -74,7 +73,7 @@ static int local_reserve(pft_launch_t *self)
         return pft_err(
             PFT_ENET,
             "node %s: %s cannot be bound on this machine (%s); free the port or move the node (--set "
-            "port_base=N moves automatic endpoints, unset or 0 lets the launcher pick free ports)",
+            "port_base=N moves automatic endpoints; unset or 0, each node binds a free port itself)",
             n->id, n->endpoint, strerror(err));
     }
     return 0;

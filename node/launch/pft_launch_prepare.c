@@ -132,7 +132,8 @@ static int make_out_dir(pft_launch_t *self)
     return 0;
 }
 
-/* One child per node, each with its folder DIR/<id>; the --absent ones marked. */
+/* One child per node, each with its folder DIR/<id> (an endpoint file left there by an earlier run removed,
+ * before any node starts: a predecessor would connect to a port that is gone); the --absent ones marked. */
 static int make_children(pft_launch_t *self)
 {
     size_t nn = self->nn;
@@ -148,6 +149,13 @@ static int make_children(pft_launch_t *self)
         if (!c->dir)
             return pft_err(PFT_ENOMEM, "out of memory");
         int rc = pft_fsio_mkdirs(c->dir);
+        if (rc)
+            return rc;
+        char *ep = pft_fsio_join(c->dir, "endpoint"); /* an earlier run's (--resume): its port is gone */
+        if (!ep || (remove(ep) != 0 && errno != ENOENT))
+            rc = ep ? pft_err(PFT_EIO, "%s: cannot remove: %s", ep, strerror(errno))
+                    : pft_err(PFT_ENOMEM, "out of memory");
+        pft_free(ep);
         if (rc)
             return rc;
     }

@@ -1,6 +1,7 @@
 /* pft_launch_slurm: the Slurm engine of `pftnet launch --engine slurm`: checks the allocation, places the
- * nodes on its tasks through a first short srun step (each task reports its host, an address and free ports,
- * and writes a marker file that proves DIR is shared), then starts every peer with one srun step and reads,
+ * nodes on its tasks through a first short srun step (each task reports its host and an address, and writes a
+ * marker file that proves DIR is shared; each pftnode binds a free port of that address itself and reports it
+ * in DIR/<id>/endpoint, where its predecessors read it), then starts every peer with one srun step and reads,
  * on srun's stdout, how each one ended. What runs on the tasks is pft_launch_slurm_task.c. */
 #define _GNU_SOURCE /* pipe2 */
 #include "pft_launch_int.h"
@@ -27,13 +28,11 @@
 
 /* One task of the peers' step, as the probe step found it. */
 typedef struct {
-    char host[256];                /* its host name (gethostname on the task) */
-    char addr[64];                 /* the IPv4 address its nodes listen on */
-    int port[PFT_SLURM_PORTS_MAX]; /* free ports it held during the probe */
-    int n_port, next_port;         /* ports reported; the next one not yet given to a node */
-    int reported;                  /* its probe line arrived */
-    char err[512];                 /* why it failed the probe ("": it did not) */
-    long node;                     /* the started node it runs (-1: none yet) */
+    char host[256]; /* its host name (gethostname on the task) */
+    char addr[64];  /* the IPv4 address its nodes listen on */
+    int reported;   /* its probe line arrived */
+    char err[512];  /* why it failed the probe ("": it did not) */
+    long node;      /* the started node it runs (-1: none yet) */
 } task_t;
 
 typedef struct {
@@ -45,7 +44,6 @@ typedef struct {
     char *dir;              /* DIR/slurm */
     size_t m;               /* tasks used: one per started node */
     task_t *task;           /* m of them */
-    int n_ports;            /* ports asked of each probe task */
     char step[64];          /* "<job>.<step>" of the peers' step once a task reported it; "": not yet */
     pid_t srun;             /* the running srun (-1: none) */
     int out_fd;             /* its stdout, read line by line (-1: closed) */
@@ -324,7 +322,7 @@ static void empty_dir(const char *dir)
         closedir(d);
 }
 
-/* One probe line: the task's host, address and ports, or why it failed. Returns 1 if it was new and well
+/* One probe line: the task's host and address, or why it failed. Returns 1 if it was new and well
  * formed; anything else from a task is ignored. */
 static int parse_probe(pft_launch_slurm_t *s, const char *line)
 {
@@ -340,16 +338,7 @@ static int parse_probe(pft_launch_slurm_t *s, const char *line)
         snprintf(k->err, sizeof k->err, "%s", line + off);
         return k->reported = 1;
     }
-    char ports[LINE_CAP];
-    if (sscanf(line + off, "%63s %4095s", k->addr, ports) != 2)
-        return 0;
-    for (char *p = ports, *end; *p && k->n_port < PFT_SLURM_PORTS_MAX; p = end + (*end == ',')) {
-        long port = strtol(p, &end, 10);
-        if (end == p || port < 1 || port > 65535)
-            return 0;
-        k->port[k->n_port++] = (int)port;
-    }
-    if (k->n_port < s->n_ports)
+    if (sscanf(line + off, "%63s", k->addr) != 1)
         return 0;
     return k->reported = 1;
 }
@@ -368,7 +357,7 @@ static int read_probe(pft_launch_slurm_t *s, double end)
     return got;
 }
 
-/* Ends the probe step: closes its input (in_fd), so that every task lets its ports go and exits, drains
+/* Ends the probe step: closes its input (in_fd), so that every task exits, drains
  * srun's output and waits for it (killed after REAP_WAIT_S). 1 if it had to be killed. */
 static int end_probe(pft_launch_slurm_t *s, int in_fd)
 {
@@ -387,14 +376,13 @@ static int end_probe(pft_launch_slurm_t *s, int in_fd)
     return killed;
 }
 
-/* Runs the probe step: srun --input=all, so that closing its stdin lets every task go (they hold their ports
- * until then, so no two tasks on one host report the same port). Reads one line per task. */
+/* Runs the probe step: srun --input=all, so that closing its stdin lets every task go. Reads one line per
+ * task. */
 static int run_probe(pft_launch_t *self, const char *nonce)
 {
     pft_launch_slurm_t *s = self->engine_data;
-    char ntasks[32], k[16], *log = pft_fsio_join(s->dir, "probe.log");
+    char ntasks[32], *log = pft_fsio_join(s->dir, "probe.log");
     snprintf(ntasks, sizeof ntasks, "--ntasks=%zu", s->m);
-    snprintf(k, sizeof k, "%d", s->n_ports);
     char *argv[] = {"srun",
                     ntasks,
                     "--mpi=none",
@@ -406,13 +394,12 @@ static int run_probe(pft_launch_t *self, const char *nonce)
                     "--slurm-probe",
                     s->dir,
                     (char *)nonce,
-                    k,
                     self->node_bin,
                     (char *)(self->o.iface ? self->o.iface : "-"),
                     NULL,
                     NULL};
     if (s->cpus[0]) /* after the options srun reads: move the program's words one place on */
-        memmove(argv + 7, argv + 6, 8 * sizeof *argv), argv[6] = s->cpus;
+        memmove(argv + 7, argv + 6, 7 * sizeof *argv), argv[6] = s->cpus;
     int in[2];
     if (!log || pipe2(in, O_CLOEXEC) != 0) {
         pft_free(log);
@@ -537,24 +524,18 @@ static int check_reachable(const pft_launch_slurm_t *s)
 }
 
 /* After the children exist: refuses an allocation with fewer tasks than started nodes, then runs a short srun
- * step in which every task reports its host, address and free ports and writes a marker file into DIR;
+ * step in which every task reports its host and address and writes a marker file into DIR;
  * refuses (PFT_EINVAL) a DIR that some host cannot see, and hosts the peers cannot reach. */
 static int slurm_place(pft_launch_t *self)
 {
     pft_launch_slurm_t *s = self->engine_data;
-    size_t m = 0, n_absent = 0;
-    for (size_t i = 0; i < self->nn; i++) {
+    size_t m = 0;
+    for (size_t i = 0; i < self->nn; i++)
         m += !self->ch[i].absent;
-        n_absent += self->ch[i].absent && !pft_topo_node(self->topo, i)->endpoint;
-    }
     int rc = check_tasks(self, m);
     if (rc)
         return rc;
     s->m = m;
-    s->n_ports = 1 + (int)((n_absent + m - 1) / m); /* absent nodes need an endpoint too, nobody listening */
-    if (s->n_ports > PFT_SLURM_PORTS_MAX)
-        return pft_err(PFT_EINVAL, "--engine slurm: %zu absent nodes for %zu started ones: too many",
-                       n_absent, m);
     if (!(s->task = pft_calloc(m, sizeof *s->task)) || !(s->dir = pft_fsio_join(self->o.out_dir, "slurm")))
         return pft_err(PFT_ENOMEM, "out of memory");
     for (size_t t = 0; t < m; t++)
@@ -653,14 +634,13 @@ static int task_for_endpoint(pft_launch_t *self, size_t i)
                    n->id, n->endpoint, s->job, s->hosts);
 }
 
-/* Sets node i's endpoint to tcp://ADDR:PORT of task t: port_base + i, else the task's next free port. */
+/* Sets node i's endpoint to tcp://ADDR:PORT of task t: port_base + i, else 0 (the node binds a free port of
+ * ADDR and reports it in its folder's endpoint file, where its predecessors read it). */
 static int set_endpoint(pft_launch_t *self, size_t i, task_t *k)
 {
     int base = pft_topo_run(self->topo)->port_base;
     char ep[128], id[128];
-    if (!base && k->next_port >= k->n_port)
-        return pft_err(PFT_EINVAL, "--engine slurm: host %s: no probed port left", k->host);
-    snprintf(ep, sizeof ep, "tcp://%s:%d", k->addr, base ? base + (int)i : k->port[k->next_port++]);
+    snprintf(ep, sizeof ep, "tcp://%s:%d", k->addr, base ? base + (int)i : 0);
     snprintf(id, sizeof id, "%s", pft_topo_node(self->topo, i)->id);
     int rc = pft_topo_set_node_attr(self->topo, id, "endpoint", ep);
     pft_launch__refresh_ids(self);
@@ -668,7 +648,7 @@ static int set_endpoint(pft_launch_t *self, size_t i, task_t *k)
 }
 
 /* Gives each node a task (explicit endpoints to a task on their host) and every node without an explicit
- * endpoint tcp://ADDR:PORT of its task (port_base + i when the run sets port_base). */
+ * endpoint tcp://ADDR:PORT of its task (port_base + i when the run sets port_base, else 0: its own). */
 static int slurm_endpoints(pft_launch_t *self)
 {
     pft_launch_slurm_t *s = self->engine_data;
@@ -681,7 +661,7 @@ static int slurm_endpoints(pft_launch_t *self)
     size_t t = 0, spare = 0;
     for (size_t i = 0; i < self->nn && rc == 0; i++) {
         pft_launch_child_t *c = &self->ch[i];
-        if (c->absent) { /* an endpoint nobody listens on: a port held by a task during the probe */
+        if (c->absent) { /* an endpoint nobody listens on: an open port, never reported */
             if (automatic(self, i))
                 rc = set_endpoint(self, i, &s->task[spare++ % s->m]);
             continue;

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROBE_HOLD_S 300 /* a probe task lets its ports go after this even if its input never ends */
+#define PROBE_HOLD_S 300 /* a probe task exits after this even if its input never ends */
 #define KILL_AFTER_S 8   /* a pftnode still running this long after SIGTERM gets SIGKILL */
 
 /* One line on stdout in one write, so that srun never mixes two tasks' lines. */
@@ -88,51 +88,18 @@ static int pick_addr(const char *host, const char *iface, char *buf, size_t cap)
     return buf[0] ? 0 : pft_err(PFT_ENET, "its name %s has no IPv4 address", host);
 }
 
-/* A listening socket on addr at a free port, below the ephemeral range like the local launcher's (a random
- * one, else any): the port, or -1. */
-static int hold_port(const char *addr, int *fd, unsigned *seed)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    if (inet_pton(AF_INET, addr, &a.sin_addr) != 1)
-        return -1;
-    for (int attempt = 0; attempt <= 200; attempt++) {
-        int port = attempt < 200 ? 10000 + (int)(rand_r(seed) % 22000u) : 0;
-        *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (*fd < 0)
-            return -1;
-        int one = 1;
-        setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        a.sin_port = htons((uint16_t)port);
-        socklen_t len = sizeof a;
-        if (bind(*fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(*fd, 1) == 0 &&
-            getsockname(*fd, (struct sockaddr *)&a, &len) == 0)
-            return ntohs(a.sin_port);
-        close(*fd);
-        *fd = -1;
-    }
-    return -1;
-}
-
-/* The probe task's checks: an address, k held ports (listed into ports), pftnode, the marker in dir/probe.
- * 0, or an error code with the reason. */
-static int probe_checks(const char *dir, const char *nonce, int k, const char *node_bin, const char *iface,
-                        long t, const char *host, char *addr, char *ports, int *fds)
+/* The probe task's checks: an address, pftnode, the marker in dir/probe. 0, or an error code with the
+ * reason. */
+static int probe_checks(const char *dir, const char *nonce, const char *node_bin, const char *iface, long t,
+                        const char *host, char *addr)
 {
     int rc = pick_addr(host, iface, addr, 64);
-    unsigned seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
-    for (int i = 0, n = 0; i < k && rc == 0; i++) {
-        int port = hold_port(addr, &fds[i], &seed);
-        if (port < 0)
-            rc = pft_err(PFT_ENET, "no free TCP port on %s: %s", addr, strerror(errno));
-        else
-            n += snprintf(ports + n, 16, "%s%d", i ? "," : "", port);
-    }
     if (rc == 0 && access(node_bin, X_OK) != 0)
         rc = pft_err(PFT_EINVAL, "cannot run pftnode %s here: %s", node_bin, strerror(errno));
     char name[48], text[512];
     snprintf(name, sizeof name, "probe/%ld", t);
     char *marker = pft_fsio_join(dir, name);
-    snprintf(text, sizeof text, "%s %s %s %s\n", nonce, host, addr, ports);
+    snprintf(text, sizeof text, "%s %s %s\n", nonce, host, addr);
     if (rc == 0 && !marker)
         rc = pft_err(PFT_ENOMEM, "out of memory");
     if (rc == 0 && (rc = pft_fsio_write_replace(marker, text, strlen(text))))
@@ -141,34 +108,28 @@ static int probe_checks(const char *dir, const char *nonce, int k, const char *n
     return rc;
 }
 
-/* `--slurm-probe DIR NONCE K PFTNODE IFACE|-`: reports this task's host, address and K free ports (held until
- * stdin ends, so that the tasks of one host report distinct ports), after writing DIR/probe/<task>. */
+/* `--slurm-probe DIR NONCE PFTNODE IFACE|-`: reports this task's host and address after writing
+ * DIR/probe/<task>, then waits for stdin to end (the launcher reads every task's line meanwhile). The port
+ * is not probed: each pftnode binds a free one itself and reports it. */
 static int probe(char **argv)
 {
     long t = task_id();
-    int k = atoi(argv[2]), fds[PFT_SLURM_PORTS_MAX];
-    char host[256] = "?", addr[64] = "", ports[PFT_SLURM_PORTS_MAX * 8] = "";
+    char host[256] = "?", addr[64] = "";
     gethostname(host, sizeof host - 1);
     host[strcspn(host, " \t\n")] = '\0';
-    if (t < 0 || k < 1 || k > PFT_SLURM_PORTS_MAX) {
-        fprintf(stderr, "pftnet launch --slurm-probe: run by the launcher's srun (SLURM_PROCID, K 1..%d)\n",
-                PFT_SLURM_PORTS_MAX);
+    if (t < 0) {
+        fprintf(stderr, "pftnet launch --slurm-probe: run by the launcher's srun (SLURM_PROCID)\n");
         return 2;
     }
-    for (int i = 0; i < k; i++)
-        fds[i] = -1;
-    const char *iface = strcmp(argv[4], "-") == 0 ? NULL : argv[4];
-    if (probe_checks(argv[0], argv[1], k, argv[3], iface, t, host, addr, ports, fds) == 0)
-        say(PFT_SLURM_PROBE_LINE " %ld ok %s %s %s", t, host, addr, ports);
+    const char *iface = strcmp(argv[3], "-") == 0 ? NULL : argv[3];
+    if (probe_checks(argv[0], argv[1], argv[2], iface, t, host, addr) == 0)
+        say(PFT_SLURM_PROBE_LINE " %ld ok %s %s", t, host, addr);
     else
         say(PFT_SLURM_PROBE_LINE " %ld error %s %s", t, host, pft_errmsg());
     char c;
     while (poll(&(struct pollfd){.fd = 0, .events = POLLIN}, 1, PROBE_HOLD_S * 1000) > 0 &&
            read(0, &c, 1) > 0)
         ;
-    for (int i = 0; i < k; i++)
-        if (fds[i] >= 0)
-            close(fds[i]);
     return 0;
 }
 
@@ -302,7 +263,7 @@ static int task(const char *tasks_path)
 
 int pft_launch_slurm_task_main(int argc, char **argv)
 {
-    if (argc == 7 && strcmp(argv[1], "--slurm-probe") == 0)
+    if (argc == 6 && strcmp(argv[1], "--slurm-probe") == 0)
         return probe(argv + 2);
     if (argc == 3 && strcmp(argv[1], "--slurm-task") == 0)
         return task(argv[2]);

@@ -187,6 +187,7 @@ static void node_free(node_t *nd)
     pft_rng_destroy(&nd->dp.rng);
     pft_keypair_destroy(&nd->hand.kp);
     pft_free(nd->hand.keys);
+    pft_free(nd->hand.open);
     if (nd->lock_fd >= 0)
         close(nd->lock_fd); /* releases out/lock */
 }

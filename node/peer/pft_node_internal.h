@@ -7,6 +7,7 @@
  * (logreg, gaussian, ncm), one file per entry. Files, from the bottom up (a file calls only files above it in
  * this list, never one below, so no two files call each other):
  *   pft_node_base.c       status file, stop flag, limits, provenance-only bundles, test hooks
+ *   pft_node_endpoint.c   out/endpoint written; open successors' endpoints read from theirs
  *   pft_node_refusal.c    every refusal: logged (rate-limited), counted, persisted in out/refusals.json
  *   pft_node_floor.c      the privacy floor's record (min_rows): withheld classes, smallest released counts
  *   pft_node_rows.c       weighted rows; the Monte Carlo budget per received class
@@ -116,6 +117,12 @@ typedef struct {
     int n_withheld;
 } floor_t;
 
+/* A successor whose topology endpoint leaves the port open: its endpoint is read from its output folder. */
+typedef struct {
+    const char *id; /* borrowed from the topology */
+    char ep[256];   /* the endpoint the transport connects to ("": none known yet) */
+} open_peer_t;
+
 typedef struct node node_t;
 
 /* A knowledge method (pft_node_table.c): how a node turns its rows and the received bundles into its
@@ -178,6 +185,9 @@ struct node {
                                  * root, whose role is also PFT_ROLE_PRODUCER); NULL for a chain or dag */
         pft_keypair_t *kp;      /* this node's keypair (unless --insecure) */
         pft_pubkey_t *keys;     /* every node's public key, by node index */
+        open_peer_t *open;      /* successors whose port is open (pft_node_endpoint.c) */
+        size_t n_open;
+        double open_looked; /* when their endpoint files were last read */
     } hand;
     struct {                /* knowledge: the methods */
         pft_bundle_t *prov; /* provenance the node ended with */
@@ -482,6 +492,19 @@ int pft_node__setup_keys(node_t *nd, pft_transport_opts_t *to, uint8_t cpub[PFT_
                          uint8_t csec[PFT_KEY_CURVE_LEN]);
 /* Inbound slots, outbound peers (fallbacks too), the keys allowed to connect. */
 int pft_node__setup_io(node_t *nd);
+
+/* ---- pft_node_endpoint.c: this node's endpoint reported, open successors' endpoints followed ---- */
+/* Writes the bound endpoint (pft_transport_endpoint) to out/endpoint, durably, replacing any earlier one. 0
+ * or an error code (message set). */
+int pft_node__endpoint_publish(node_t *nd);
+/* Removes out/endpoint left by an earlier instance (best effort): nobody reads a stale one meanwhile. */
+void pft_node__endpoint_forget(const node_t *nd);
+/* Adds successor peer to the transport: at its topology endpoint, or, when that leaves the port open, at the
+ * one <peers_dir>/<id>/endpoint reports (none yet: unreachable until it appears). As pft_transport_add_peer
+ * (PFT_EINVAL: added already). */
+int pft_node__endpoint_add_peer(node_t *nd, const pft_topo_node_t *peer, const uint8_t *curve);
+/* Follows open successors' endpoint files (at most every 0.2 s): a new or changed one is connected to. */
+void pft_node__endpoint_tick(node_t *nd);
 
 /* ---- pft_node_result.c ---- */
 /* Fills res with the run's outcome and writes out/result.json. */

@@ -3,7 +3,8 @@
  * long computation (EM, the head's fit) yields to the same loop through pft_node__loop_yield. One turn serves
  * the transport once (inbound bundles, acknowledgements, retransmissions) and then the node's chores, here
  * and nowhere else: acknowledgements recorded on disk, sends whose successor's receipt appeared ended as
- * delivered, failed sends handed to fallback successors, refusal summaries and out/refusals.json. */
+ * delivered, successors' reported endpoints followed, failed sends handed to fallback successors, refusal
+ * summaries and out/refusals.json. */
 #include "pft_node_internal.h"
 
 #include "pft_error.h"
@@ -14,6 +15,7 @@
 static void chores(node_t *nd)
 {
     pft_node__outbox_save_acks(nd);
+    pft_node__endpoint_tick(nd);
     pft_node__outbox_tick(nd);
     pft_node__refusal_tick(nd, 0);
 }

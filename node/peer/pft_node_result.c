@@ -72,6 +72,48 @@ static long peak_rss_kb(void)
     return kb;
 }
 
+/* The transport's counters result.json reports under "transport" (protocol 2's flow control, what went on the
+ * wire): pft_transport_stats_t's fields of the same names. */
+#define PFT_NODE_TRANSPORT_COUNTERS(X)                                                                       \
+    X(bytes_sent)                                                                                            \
+    X(transmissions)                                                                                         \
+    X(retries)                                                                                               \
+    X(offers)                                                                                                \
+    X(offer_bytes)                                                                                           \
+    X(grants_received)                                                                                       \
+    X(busy_received)                                                                                         \
+    X(eager_sends)                                                                                           \
+    X(probes)                                                                                                \
+    X(cancels_sent)                                                                                          \
+    X(acked)                                                                                                 \
+    X(rejected_by_peer)                                                                                      \
+    X(failed)                                                                                                \
+    X(bytes_received)                                                                                        \
+    X(received)                                                                                              \
+    X(accepted)                                                                                              \
+    X(duplicates)                                                                                            \
+    X(rejected)                                                                                              \
+    X(malformed)                                                                                             \
+    X(offers_received)                                                                                       \
+    X(grants)                                                                                                \
+    X(busy_replies)                                                                                          \
+    X(grants_expired)                                                                                        \
+    X(grants_cancelled)                                                                                      \
+    X(grants_lost)                                                                                           \
+    X(oversize)                                                                                              \
+    X(disconnects)                                                                                           \
+    X(max_in_flight)                                                                                         \
+    X(ack_probes)
+
+static json_t *transport_json(const pft_transport_stats_t *ts)
+{
+    json_t *o = json_object();
+#define PFT_X_SET(field) json_object_set_new(o, #field, json_integer((json_int_t)ts->field));
+    PFT_NODE_TRANSPORT_COUNTERS(PFT_X_SET)
+#undef PFT_X_SET
+    return o;
+}
+
 /* Fills res with the run's outcome and writes it to out/result.json (atomically). Returns 0 or an error code.
  */
 int pft_node__result_write(node_t *nd, json_t *res, int exit_code)
@@ -98,6 +140,9 @@ int pft_node__result_write(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "bytes_received", json_integer((json_int_t)ts.bytes_received));
     json_object_set_new(res, "retries", json_integer((json_int_t)ts.retries));
     json_object_set_new(res, "duplicates_dropped", json_integer((json_int_t)ts.duplicates));
+    json_object_set_new(res, "transport", transport_json(&ts));
+    if (nd->hand.tp) /* the endpoint it bound: its port, when the topology left it open */
+        json_object_set_new(res, "endpoint", json_string(pft_transport_endpoint(nd->hand.tp)));
     pft_node__refusal_json(nd, res);
     json_object_set_new(res, "secure", json_boolean(nd->hand.keys != NULL));
     json_object_set_new(res, "em_iters_mean",

@@ -76,11 +76,14 @@ int pft_node__setup_data(node_t *nd)
     return 0;
 }
 
-/* Inbound slots (one per hand-off to this node) and outbound peers. */
+/* out/endpoint (before any wait: predecessors may need it), inbound slots (one per hand-off to this node) and
+ * outbound peers. */
 int pft_node__setup_io(node_t *nd)
 {
     const pft_handoff_t *h;
     size_t nh = pft_topo_handoffs(nd->topo, &h);
+    if (pft_node__endpoint_publish(nd) != 0)
+        return PFT_EIO;
     for (size_t i = 0; i < pft_topo_node_count(nd->topo); i++)
         if (pft_topo_node(nd->topo, i)->role == PFT_ROLE_PRODUCER)
             nd->hand.complete_producer = pft_topo_node(nd->topo, i)->id;
@@ -113,7 +116,7 @@ int pft_node__setup_io(node_t *nd)
         uint8_t curve[PFT_KEY_CURVE_LEN];
         if (nd->hand.keys)
             pft_pubkey_curve(&nd->hand.keys[peer->index], curve);
-        int rc = pft_transport_add_peer(nd->hand.tp, peer->id, peer->endpoint, nd->hand.keys ? curve : NULL);
+        int rc = pft_node__endpoint_add_peer(nd, peer, nd->hand.keys ? curve : NULL);
         if (rc &&
             rc != PFT_EINVAL) /* EINVAL: already added (a ring or mesh may send on both laps to one node) */
             return pft_err_wrap(rc, "connecting to %s at %s", peer->id, peer->endpoint);
@@ -124,7 +127,7 @@ int pft_node__setup_io(node_t *nd)
         uint8_t curve[PFT_KEY_CURVE_LEN];
         if (nd->hand.keys)
             pft_pubkey_curve(&nd->hand.keys[peer->index], curve);
-        int rc = pft_transport_add_peer(nd->hand.tp, peer->id, peer->endpoint, nd->hand.keys ? curve : NULL);
+        int rc = pft_node__endpoint_add_peer(nd, peer, nd->hand.keys ? curve : NULL);
         if (rc && rc != PFT_EINVAL)
             return pft_err_wrap(rc, "connecting to fallback %s at %s", peer->id, peer->endpoint);
     }
@@ -249,6 +252,7 @@ int pft_node__setup_lock(node_t *nd)
         if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
             pft_warn("%s: cannot record the pid: %s", path, strerror(errno));
         nd->lock_fd = fd;
+        pft_node__endpoint_forget(nd); /* an earlier instance's: its port is gone */
     }
     pft_free(path);
     return rc;

@@ -91,8 +91,9 @@ static int parse_args(int argc, char **argv, pft_launch_opts_t *a, int *prepare_
         "With --engine slurm, run inside an allocation (salloc -n N pftnet launch ... --engine slurm, or an\n"
         "sbatch script), DIR on a filesystem every host shares: a first short srun step checks that each "
         "task\n"
-        "sees DIR and reports its host and a free port, every node without an explicit endpoint gets\n"
-        "tcp://ADDR:PORT of its task, then one srun step starts all the nodes. (Its tasks run `pftnet "
+        "sees DIR and reports its host and address, every node without an explicit endpoint gets\n"
+        "tcp://ADDR:0 of its task (it binds a free port and reports it in DIR/<id>/endpoint), then one srun\n"
+        "step starts all the nodes. (Its tasks run `pftnet "
         "launch\n"
         "--slurm-probe|--slurm-task`, internal to the engine.)",
         opts};
