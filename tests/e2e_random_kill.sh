@@ -32,13 +32,14 @@ cleanup() {
 trap cleanup EXIT
 IDS=(a b c d e)
 
-# prepare MODE RUN: W/RUN with every node's folder and W/RUN.prep (one pftnode command per line)
+# prepare MODE RUN [DEADLINE]: W/RUN with every node's folder and W/RUN.prep (one pftnode command per line);
+# deadline and send_deadline DEADLINE seconds (default 120)
 prepare() {
     local edges="a -> b -> c -> d -> e;" stats="cov = diag; k = 2;"
     [ "${1%%-*}" = ring5 ] && edges="start = a; a -> b -> c -> d -> e -> a;"
     [ "${1#*-}" = exact ] && stats="cov = tied; head = ncm;" # ncm: the exact statistics' cheapest head
-    printf 'digraph rk {\n  dataset = "%s"; partition = iid; samples = 40; seed = 3; max_iter = 20;\n  em_draws = 2; head_draws = 1; %s\n  deadline = 120; send_deadline = 120; on_missing = proceed; resend_grace = 2;\n  %s\n}\n' \
-        "$DATA" "$stats" "$edges" >"$W/$2.dot"
+    printf 'digraph rk {\n  dataset = "%s"; partition = iid; samples = 40; seed = 3; max_iter = 20;\n  em_draws = 2; head_draws = 1; %s\n  deadline = %s; send_deadline = %s; on_missing = proceed; resend_grace = 2;\n  %s\n}\n' \
+        "$DATA" "$stats" "${3:-120}" "${3:-120}" "$edges" >"$W/$2.dot"
     "$PFT_BIN/pftnet" launch "$W/$2.dot" --out "$W/$2" --prepare-only >"$W/$2.prep" 2>&1 ||
         { fail "prepare $2 exited $?: $(cat "$W/$2.prep")"; return 1; }
 }
@@ -130,10 +131,15 @@ for mode in $MODES; do
     done
     outcome "$ref" >"$W/$ref.outcome" 2>&1 || { fail "$mode reference: $(cat "$W/$ref.outcome")"; continue; }
     echo "$mode: reference run $ref_ms ms; e: $(awk '$1 == "e" {print $3, $4}' "$W/$ref.outcome")"
+    # a trial's deadlines scale with the reference run, so that a machine slowed down by other work (the
+    # reference took 106 s at load 15-60) does not turn a restart into a missed deadline
+    dl=$((ref_ms * 3 / 1000))
+    [ "$dl" -ge 120 ] || dl=120
+    BOUND_S=$((2 * dl + 60))
     same=0 kills=0
     for t in $(seq 1 "$TRIALS"); do
         run=$mode-t$t
-        prepare "$mode" "$run" || continue
+        prepare "$mode" "$run" "$dl" || continue
         pause=$((RANDOM % 2001))
         t0=$(now_ms)
         for id in "${IDS[@]}"; do start "$run" "$id"; done
