@@ -33,6 +33,8 @@ void pft_ghead_opts_default(pft_ghead_opts_t *opts)
     opts->seed = 0;
     opts->on_iter = NULL;
     opts->on_iter_ctx = NULL;
+    opts->extra = NULL;
+    opts->n_extra = 0;
 }
 
 void pft_ghead_destroy(pft_ghead_t **self_p)
@@ -41,6 +43,7 @@ void pft_ghead_destroy(pft_ghead_t **self_p)
         return;
     pft_ghead_t *h = *self_p;
     pft_head_destroy(&h->lin);
+    pft_free(h->comp_label);
     pft_free(h->mean);
     pft_free(h->chol);
     pft_free(h->bias);
@@ -60,6 +63,12 @@ const pft_head_t *pft_ghead_linear(const pft_ghead_t *self)
 {
     return self->lin;
 }
+const int *pft_ghead_component_labels(const pft_ghead_t *self, int *k)
+{
+    *k = self->comp_label ? self->K : self->C;
+    return self->comp_label;
+}
+
 const double *pft_ghead_qda_means(const pft_ghead_t *self)
 {
     return self->mean;
@@ -75,16 +84,24 @@ const double *pft_ghead_qda_bias(const pft_ghead_t *self)
 
 /* ---- the statistics in the eigenbasis of the pooled scatter -------------------------------------------- */
 
-/* What the LDA fit and its cross-validation share: W = Eᵀ diag(lam) E, class means projected. */
+/* What the LDA fit and its cross-validation share: W = Eᵀ diag(lam) E, class means projected. Components
+ * 0..S-1 are st's classes, S..S+X-1 the noisy components (pft_ghead.h); slot[k] is component k's class slot
+ * (st's class index, or S.. for a label st lacks), slot_label[slot] its label. */
 typedef struct {
     const pft_gstat_t *st;
     int d, S;      /* dimension, classes in st */
-    double N;      /* rows */
+    int X;         /* noisy components */
+    double N;      /* rows of st */
+    double Nx;     /* rows the noisy components stand for */
     double *E;     /* d×d, row i the eigenvector of lam[i] */
     double *lam;   /* d eigenvalues of W, ascending, clamped at 0 */
     double sumlam; /* tr W */
-    double *Mt;    /* S×d projected class means */
-    double *n;     /* S class counts */
+    double *Mt;    /* (S+X)×d projected means */
+    double *n;     /* S+X counts */
+    double *tau2;  /* S+X noise variances per entry of the mean (0 for st's classes) */
+    int *slot;     /* S+X */
+    int *slot_label;
+    int n_slots;
 } eig_t;
 
 static void eig_free(eig_t *e)
@@ -93,24 +110,58 @@ static void eig_free(eig_t *e)
     PFT_FREE(e->lam);
     PFT_FREE(e->Mt);
     PFT_FREE(e->n);
+    PFT_FREE(e->tau2);
+    PFT_FREE(e->slot);
+    PFT_FREE(e->slot_label);
+}
+
+/* The noisy components' counts, noise and class slots (their means are projected with st's). */
+static void eig_slots(eig_t *e, const pft_ghead_opts_t *o)
+{
+    e->n_slots = e->S;
+    for (int c = 0; c < e->S; c++) {
+        e->slot[c] = c;
+        e->slot_label[c] = pft_gstat_label(e->st, c);
+        e->tau2[c] = 0;
+    }
+    e->Nx = 0;
+    for (int k = 0; k < e->X; k++) {
+        const pft_ghead_extra_t *x = &o->extra[k];
+        int s = pft_gstat_find(e->st, x->label);
+        for (int j = e->S; s < 0 && j < e->n_slots; j++)
+            if (e->slot_label[j] == x->label)
+                s = j;
+        if (s < 0) {
+            s = e->n_slots++;
+            e->slot_label[s] = x->label;
+        }
+        e->slot[e->S + k] = s;
+        e->n[e->S + k] = (double)x->n;
+        e->tau2[e->S + k] = x->tau2;
+        e->Nx += (double)x->n;
+    }
 }
 
 /* The eigendecomposition of st's pooled scatter; w, if not NULL, is that scatter already (taken from st), and
  * becomes e->E (eig_init owns it from here on, also on error). */
-static int eig_init(eig_t *e, const pft_gstat_t *st, double *w)
+static int eig_init(eig_t *e, const pft_gstat_t *st, double *w, const pft_ghead_opts_t *o)
 {
     memset(e, 0, sizeof *e);
     e->st = st;
     e->d = pft_gstat_dim(st);
     e->S = pft_gstat_n_classes(st);
+    e->X = o->kind == PFT_GHEAD_LDA ? o->n_extra : 0;
     e->N = (double)pft_gstat_total(st);
-    int d = e->d, S = e->S;
+    int d = e->d, S = e->S, K = e->S + e->X;
     e->E = w ? w : pft_alloc_array((size_t)d * d, sizeof(double));
     e->lam = pft_alloc_array((size_t)d, sizeof(double));
-    e->Mt = pft_alloc_array((size_t)S * d, sizeof(double));
-    e->n = pft_alloc_array((size_t)S, sizeof(double));
-    double *mu = pft_alloc_array((size_t)S * d, sizeof(double));
-    if (!e->E || !e->lam || !e->Mt || !e->n || !mu) {
+    e->Mt = pft_alloc_array((size_t)K * d, sizeof(double));
+    e->n = pft_alloc_array((size_t)K, sizeof(double));
+    e->tau2 = pft_alloc_array((size_t)K, sizeof(double));
+    e->slot = pft_alloc_array((size_t)K, sizeof(int));
+    e->slot_label = pft_alloc_array((size_t)K, sizeof(int));
+    double *mu = pft_alloc_array((size_t)K * d, sizeof(double));
+    if (!e->E || !e->lam || !e->Mt || !e->n || !e->tau2 || !e->slot || !e->slot_label || !mu) {
         pft_free(mu);
         eig_free(e);
         return pft_err(PFT_ENOMEM, "gaussian head: out of memory for d = %d", d);
@@ -133,7 +184,10 @@ static int eig_init(eig_t *e, const pft_gstat_t *st, double *w)
         memcpy(mu + (size_t)c * d, pft_gstat_mean(st, c), (size_t)d * sizeof(double));
         e->n[c] = (double)pft_gstat_count(st, c);
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, d, d, 1.0, mu, d, e->E, d, 0.0, e->Mt, d);
+    for (int k = 0; k < e->X; k++)
+        memcpy(mu + (size_t)(S + k) * d, o->extra[k].mean, (size_t)d * sizeof(double));
+    eig_slots(e, o);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, d, d, 1.0, mu, d, e->E, d, 0.0, e->Mt, d);
     pft_free(mu);
     return 0;
 }
@@ -295,7 +349,7 @@ static void fold_free(fold_t *f)
 
 static int fold_build(fold_t *f, const eig_t *e, const folds_t *fs, const double *Yall, int which)
 {
-    int d = e->d, S = e->S;
+    int d = e->d, S = e->S, K = e->S + e->X;
     memset(f, 0, sizeof *f);
     f->e = e;
     for (int k = 0; k < fs->n; k++)
@@ -306,9 +360,9 @@ static int fold_build(fold_t *f, const eig_t *e, const folds_t *fs, const double
     f->Yt = pft_alloc_array((size_t)r * d, sizeof(double));
     f->truth = pft_alloc_array((size_t)r, sizeof(int));
     f->U = pft_alloc_array((size_t)(r + S) * d, sizeof(double));
-    f->Mp = pft_calloc((size_t)S * d, sizeof(double));
-    f->logpi = pft_alloc_array((size_t)S, sizeof(double));
-    f->present = pft_alloc_array((size_t)S, sizeof(int));
+    f->Mp = pft_calloc((size_t)K * d, sizeof(double));
+    f->logpi = pft_alloc_array((size_t)K, sizeof(double));
+    f->present = pft_alloc_array((size_t)K, sizeof(int));
     if (!sum || !cnt || !f->Yt || !f->truth || !f->U || !f->Mp || !f->logpi || !f->present) {
         pft_free(sum);
         pft_free(cnt);
@@ -335,10 +389,15 @@ static int fold_build(fold_t *f, const eig_t *e, const folds_t *fs, const double
         for (int i = 0; i < d; i++)
             u[i] = f->Yt[(size_t)j * d + i] - sum[(size_t)c * d + i] / cnt[c];
     }
+    for (int k = S; k < K; k++) { /* noisy components: fixed, none of the own rows */
+        f->present[k] = 1;
+        f->logpi[k] = log(e->n[k] / (f->Np + e->Nx));
+        memcpy(f->Mp + (size_t)k * d, e->Mt + (size_t)k * d, (size_t)d * sizeof(double));
+    }
     for (int c = 0; c < S; c++) {
         double nc = e->n[c], rc = cnt[c], np = nc - rc;
         f->present[c] = np > 0;
-        f->logpi[c] = np > 0 ? log(np / f->Np) : -INFINITY;
+        f->logpi[c] = np > 0 ? log(np / (f->Np + e->Nx)) : -INFINITY;
         for (int i = 0; i < d; i++)
             f->Mp[(size_t)c * d + i] =
                 np > 0 ? (nc * e->Mt[(size_t)c * d + i] - sum[(size_t)c * d + i]) / np : 0.0;
@@ -358,17 +417,37 @@ static int fold_build(fold_t *f, const eig_t *e, const folds_t *fs, const double
     return 0;
 }
 
-/* Scores the fold's rows for one α into the tally. Work buffers sized by the caller (see lda_cv). */
+/* Component scores s (S+X) of one row into its class slots' scores ss (log-sum-exp; present per slot). */
+static void slot_scores(const eig_t *e, const fold_t *f, const double *s, double *ss, int *ps)
+{
+    for (int j = 0; j < e->n_slots; j++) {
+        ss[j] = -INFINITY;
+        ps[j] = 0;
+    }
+    for (int k = 0; k < e->S + e->X; k++) {
+        if (!f->present[k])
+            continue;
+        int j = e->slot[k];
+        double a = ss[j], b = s[k], mx = a > b ? a : b;
+        ss[j] = ps[j] ? mx + log(exp(a - mx) + exp(b - mx)) : b;
+        ps[j] = 1;
+    }
+}
+
+/* Scores the fold's rows for one α into the tally. Work buffers sized by the caller (see lda_cv; s holds
+ * S+X component scores, then n_slots slot scores; ps n_slots flags). */
 static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, double *UD, double *K, double *P,
-                      double *Q, double *X, double *s, double *v)
+                      double *Q, double *X, double *s, double *v, int *ps)
 {
     const eig_t *e = f->e;
-    int d = e->d, S = e->S, r = f->r, m = f->m;
+    int d = e->d, S = e->S + e->X, r = f->r, m = f->m;
     if (f->Np <= 0 || f->trWp <= 0)
         return 0;
     if (!shrunk_diag(e->lam, d, f->Np, f->trWp, alpha, D) && alpha == 0)
         return 0; /* α = 0 with a singular W: not a valid point */
-    double beta = (1.0 - alpha) / f->Np;
+    double beta = (1.0 - alpha) / f->Np, trinv = 0;
+    for (int i = 0; i < d; i++)
+        trinv += 1.0 / D[i];
     for (int a = 0; a < m; a++)
         for (int i = 0; i < d; i++)
             UD[(size_t)a * d + i] = f->U[(size_t)a * d + i] / D[i];
@@ -380,6 +459,11 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, doub
             return 0; /* the downdated covariance is not positive definite at this α */
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, r, d, 1.0, UD, d, f->Yt, d, 0.0, P, r);
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, S, d, 1.0, UD, d, f->Mp, d, 0.0, Q, S);
+        if (e->X > 0) { /* tr Σ'⁻¹ = tr D⁻¹ + β ‖L⁻¹ U D⁻¹‖_F² (Woodbury; K = L Lᵀ): the noisy components'
+                           correction must see the downdate (rows a fold removes leave directions at α t) */
+            cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, m, d, 1.0, K, m, UD, d);
+            trinv += beta * cblas_ddot(m * d, UD, 1, UD, 1);
+        }
     }
     /* X = Yt D⁻¹ Mpᵀ (r×S); quadratic terms per row and per class */
     double *YD = UD; /* reuse: only the first row block is needed at a time */
@@ -407,9 +491,14 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, doub
                 for (int a = 0; a < m; a++)
                     corr += v[a] * v[a];
             }
-            s[c] = f->logpi[c] - 0.5 * (X[c] + beta * corr);
+            s[c] = f->logpi[c] - 0.5 * (X[c] + beta * corr - e->tau2[c] * trinv);
         }
-        pft_ghead__tally_row(t, s, f->present, S, f->truth[j]);
+        if (e->X == 0) {
+            pft_ghead__tally_row(t, s, f->present, S, f->truth[j]);
+            continue;
+        }
+        slot_scores(e, f, s, s + S, ps);
+        pft_ghead__tally_row(t, s + S, ps, e->n_slots, f->truth[j]);
     }
     t->valid = 1;
     return 0;
@@ -452,7 +541,7 @@ static int choose_alpha(tally_t *tl, const folds_t *fs, double *alpha_out, pft_g
 static int lda_cv_tally(const eig_t *e, const float *x, const int32_t *y, int n, const pft_ghead_opts_t *o,
                         tally_t *tl, folds_t *fs_out)
 {
-    int d = e->d, S = e->S;
+    int d = e->d, S = e->S + e->X;
     folds_t fs;
     int rc = pft_ghead__folds_make(&fs, e->st, y, n, o->folds, o->seed);
     if (rc != 0)
@@ -467,9 +556,10 @@ static int lda_cv_tally(const eig_t *e, const float *x, const int32_t *y, int n,
     double *P = pft_alloc_array(mmax * fs.n, sizeof(double));
     double *Q = pft_alloc_array(mmax * S, sizeof(double));
     double *X = pft_alloc_array((size_t)S, sizeof(double));
-    double *s = pft_alloc_array((size_t)S, sizeof(double));
+    double *s = pft_alloc_array((size_t)S + (size_t)e->n_slots, sizeof(double));
     double *v = pft_alloc_array(mmax, sizeof(double));
-    if (!Y || !xr || !D || !UD || !K || !P || !Q || !X || !s || !v)
+    int *ps = pft_alloc_array((size_t)e->n_slots, sizeof(int));
+    if (!Y || !xr || !D || !UD || !K || !P || !Q || !X || !s || !v || !ps)
         rc = pft_err(PFT_ENOMEM, "gaussian head: out of memory for cross-validation");
     if (rc == 0)
         project_rows(e, x, &fs, Y, xr);
@@ -478,7 +568,7 @@ static int lda_cv_tally(const eig_t *e, const float *x, const int32_t *y, int n,
         rc = fold_build(&fo, e, &fs, Y, f);
         for (int a = 0; rc == 0 && a < N_ALPHA; a++) {
             tally_t one = {0};
-            fold_score(&fo, k_alpha_grid[a], &one, D, UD, K, P, Q, X, s, v);
+            fold_score(&fo, k_alpha_grid[a], &one, D, UD, K, P, Q, X, s, v, ps);
             if (!one.valid) {
                 tl[a].valid = -1; /* invalid in some fold: never chosen */
                 continue;
@@ -504,6 +594,7 @@ static int lda_cv_tally(const eig_t *e, const float *x, const int32_t *y, int n,
     pft_free(X);
     pft_free(s);
     pft_free(v);
+    pft_free(ps);
     if (rc == 0)
         *fs_out = fs;
     else
@@ -542,7 +633,7 @@ int pft_ghead_evidence(const pft_gstat_t *st, const float *x, const int32_t *y, 
     if (n < opts->min_cv_rows || pft_gstat_n_classes(st) < 2)
         return 1;
     eig_t e;
-    if ((rc = eig_init(&e, st, NULL)))
+    if ((rc = eig_init(&e, st, NULL, opts)))
         return rc;
     tally_t tl[N_ALPHA];
     folds_t fs;
@@ -581,36 +672,47 @@ double pft_ghead_evidence_alpha(const pft_ghead_evidence_t *const *ev, const dou
     return best < 0 ? -1.0 : k_alpha_grid[best];
 }
 
-/* The linear head of LDA at shrinkage α. */
+/* The linear head of LDA at shrinkage α: one row per label (a label without statistics gets GH_NO_CLASS),
+ * or with noisy components one row per component (h->comp_label). */
 static int lda_build(const eig_t *e, double alpha, int C, pft_ghead_t *h)
 {
-    int d = e->d, S = e->S;
-    float *wb = pft_calloc((size_t)C * (d + 1), sizeof(float));
+    int d = e->d, K = e->S + e->X, rows = e->X ? K : C;
+    double Nall = e->N + e->Nx, trinv = 0;
+    float *wb = pft_calloc((size_t)rows * (d + 1), sizeof(float));
     double *D = pft_alloc_array((size_t)d, sizeof(double));
     double *a = pft_alloc_array((size_t)d, sizeof(double));
     double *w = pft_alloc_array((size_t)d, sizeof(double));
     double *mbar = pft_calloc((size_t)d, sizeof(double));
-    int rc = (!wb || !D || !a || !w || !mbar) ? pft_err(PFT_ENOMEM, "gaussian head: out of memory") : 0;
+    h->comp_label = e->X ? pft_alloc_array((size_t)K, sizeof(int)) : NULL;
+    int rc = (!wb || !D || !a || !w || !mbar || (e->X && !h->comp_label))
+                 ? pft_err(PFT_ENOMEM, "gaussian head: out of memory")
+                 : 0;
     if (rc == 0) {
         shrunk_diag(e->lam, d, e->N, e->sumlam, alpha, D);
-        for (int c = 0; c < S; c++)
-            cblas_daxpy(d, e->n[c] / e->N, e->Mt + (size_t)c * d, 1, mbar, 1);
-        for (int l = 0; l < C; l++)
+        for (int i = 0; i < d; i++)
+            trinv += 1.0 / D[i];
+        for (int c = 0; c < K; c++)
+            cblas_daxpy(d, e->n[c] / Nall, e->Mt + (size_t)c * d, 1, mbar, 1);
+        for (int l = 0; l < rows; l++)
             wb[(size_t)l * (d + 1) + d] = (float)GH_NO_CLASS;
-        for (int c = 0; c < S; c++) {
+        for (int c = 0; c < K; c++) {
             const double *mc = e->Mt + (size_t)c * d;
-            double b = log(e->n[c] / e->N);
+            double b = log(e->n[c] / Nall) + 0.5 * e->tau2[c] * trinv;
             for (int i = 0; i < d; i++) {
                 a[i] = (mc[i] - mbar[i]) / D[i];
                 b -= 0.5 * a[i] * (mc[i] + mbar[i]);
             }
             cblas_dgemv(CblasRowMajor, CblasTrans, d, d, 1.0, e->E, d, a, 1, 0.0, w, 1);
-            float *row = wb + (size_t)pft_gstat_label(e->st, c) * (d + 1);
+            int row_i = e->X ? c : e->slot_label[e->slot[c]];
+            if (e->X)
+                h->comp_label[c] = e->slot_label[e->slot[c]];
+            float *row = wb + (size_t)row_i * (d + 1);
             for (int i = 0; i < d; i++)
                 row[i] = (float)w[i];
             row[d] = (float)b;
         }
-        rc = pft_head_from_weights(C, d, wb, &h->lin);
+        h->K = rows;
+        rc = pft_head_from_weights(rows, d, wb, &h->lin);
         if (rc != 0)
             rc = pft_err_wrap(rc, "gaussian head: LDA weights at α = %g", alpha);
     }
@@ -641,6 +743,17 @@ static int check_args(const pft_gstat_t *st, int n, int C, const pft_ghead_opts_
         return pft_err(PFT_EINVAL, "gaussian head: the statistics hold no class");
     if (pft_gstat_label(st, S - 1) >= C)
         return pft_err(PFT_EINVAL, "gaussian head: label %d ≥ %d classes", pft_gstat_label(st, S - 1), C);
+    if (o->n_extra < 0 || (o->n_extra > 0 && (!o->extra || o->kind != PFT_GHEAD_LDA)))
+        return pft_err(PFT_EINVAL, "gaussian head: noisy components need LDA (%d given)", o->n_extra);
+    for (int k = 0; k < o->n_extra; k++) {
+        const pft_ghead_extra_t *x = &o->extra[k];
+        int ok = x->label >= 0 && x->label < C && x->n >= 1 && x->mean && isfinite(x->tau2) && x->tau2 >= 0;
+        for (int i = 0; ok && i < pft_gstat_dim(st); i++)
+            ok = isfinite(x->mean[i]);
+        if (!ok)
+            return pft_err(PFT_EINVAL, "gaussian head: noisy component %d (label %d, %llu rows, tau2 %g) invalid",
+                           k, x->label, (unsigned long long)x->n, x->tau2);
+    }
     return 0;
 }
 
@@ -689,7 +802,7 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
     h->C = n_classes;
     h->d = pft_gstat_dim(st);
     eig_t e;
-    rc = eig_init(&e, st, w);
+    rc = eig_init(&e, st, w, opts);
     if (rc != 0) {
         pft_free(h);
         return rc;
@@ -742,16 +855,30 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
     return 0;
 }
 
+/* A row's class scores from its component logits lg (K): the log-sum-exp per class; -inf for none. */
+static void lse_components(const pft_ghead_t *h, const float *lg, double *sc)
+{
+    for (int c = 0; c < h->C; c++)
+        sc[c] = -INFINITY;
+    for (int k = 0; k < h->K; k++) {
+        double a = sc[h->comp_label[k]], b = lg[k], mx = a > b ? a : b;
+        sc[h->comp_label[k]] = a == -INFINITY ? b : mx + log(exp(a - mx) + exp(b - mx));
+    }
+}
+
 int pft_ghead_scores(const pft_ghead_t *self, const float *x, int n, double *scores)
 {
     int C = self->C, d = self->d;
     if (self->kind == PFT_GHEAD_LDA) {
-        float *lg = pft_alloc_array((size_t)n * C, sizeof(float));
+        int K = self->comp_label ? self->K : C;
+        float *lg = pft_alloc_array((size_t)(n > 0 ? n : 1) * K, sizeof(float));
         if (!lg)
             return pft_err(PFT_ENOMEM, "gaussian head: out of memory for %d rows", n);
         int rc = pft_head_logits(self->lin, x, n, lg);
-        for (size_t i = 0; rc == 0 && i < (size_t)n * C; i++)
+        for (size_t i = 0; rc == 0 && !self->comp_label && i < (size_t)n * C; i++)
             scores[i] = lg[i];
+        for (size_t i = 0; rc == 0 && self->comp_label && i < (size_t)n; i++)
+            lse_components(self, lg + i * K, scores + i * C);
         pft_free(lg);
         return rc;
     }

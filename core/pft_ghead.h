@@ -20,7 +20,17 @@
  *  - "oas": the Oracle Approximating Shrinkage estimate (Chen, Wiesel, Eldar & Hero 2010, as scikit-learn's
  *    OAS) computed from the statistics alone, when the caller has fewer than `min_cv_rows` own rows (a
  *    data-less aggregator); QDA then uses λ = 0.5.
- *  - "fixed": opts.alpha (and opts.lambda) given. */
+ *  - "fixed": opts.alpha (and opts.lambda) given.
+ *
+ * Noisy components (LDA only; DESIGN.md §8, SECURITY.md §6). A class mean known only up to isotropic noise
+ * (a DP release of sums: μ̃ = μ + e, e ~ N(0, τ² I)) joins the exact statistics as a component of its class
+ * with the shared covariance, scored with the noise's expected contribution removed:
+ *     s_k(x) = log π_k - ½ [(x - μ̃_k)ᵀ Σ_α⁻¹ (x - μ̃_k) - τ_k² tr Σ_α⁻¹],
+ * whose expectation over e is the score of the true mean. A class's score is the log-sum-exp of its
+ * components (its exact statistics, if any, and its noisy components); priors π over all rows (exact and
+ * noisy). The components take part in the cross-validation as they are (fixed: they hold none of the own
+ * rows), so α is chosen knowing them; in a fold tr Σ_α⁻¹ is that of the fold's downdated covariance (exact,
+ * by the Woodbury identity). The linear head then has one row per component. */
 #ifndef PFT_GHEAD_H
 #define PFT_GHEAD_H
 
@@ -50,7 +60,17 @@ typedef struct {
     void (*on_iter)(void *ctx); /* called between the steps of the fit (each fold, each factorisation): the
                                    caller's chance to do other work; default NULL. Does not change the fit. */
     void *on_iter_ctx;
+    const struct pft_ghead_extra_t *extra; /* LDA: noisy components (see above); default NULL */
+    int n_extra;                           /* how many; default 0 */
 } pft_ghead_opts_t;
+
+/* A noisy component of a class: its mean known up to N(0, τ² I) noise per entry. */
+typedef struct pft_ghead_extra_t {
+    int label;          /* its class, 0 ≤ label < n_classes */
+    uint64_t n;         /* rows it stands for (its prior weight), ≥ 1 */
+    const double *mean; /* d doubles: the noisy mean (borrowed for the fit's duration) */
+    double tau2;        /* variance per entry of the mean's noise, ≥ 0 */
+} pft_ghead_extra_t;
 
 typedef struct {
     pft_ghead_kind_t kind;
@@ -115,8 +135,13 @@ void pft_ghead_destroy(pft_ghead_t **self_p);
 
 int pft_ghead_n_classes(const pft_ghead_t *self);
 int pft_ghead_dim(const pft_ghead_t *self);
-/* LDA: the equivalent linear head (borrowed; its weights are head.npy's [W | b]); NULL for QDA. */
+/* LDA: the equivalent linear head (borrowed; its weights are head.npy's [W | b]); NULL for QDA. With noisy
+ * components it has one row per component, not per class: see pft_ghead_component_labels. */
 const pft_head_t *pft_ghead_linear(const pft_ghead_t *self);
+/* LDA with noisy components: the class of each row of the linear head (*k rows: the exact classes in label
+ * order, then the noisy components in the order given); a class's score is the log-sum-exp of its rows'
+ * logits. NULL (and *k = C) when the head has one row per class. */
+const int *pft_ghead_component_labels(const pft_ghead_t *self, int *k);
 
 /* QDA's parameters (borrowed; NULL for LDA): means C×d, lower Cholesky factors C×d×d of the Σ_c, and the
  * biases C: s_c(x) = bias_c - ½ ‖L_c⁻¹ (x - μ_c)‖². A class without statistics has bias -inf. */

@@ -10,7 +10,9 @@
 struct pft_ghead_t {
     pft_ghead_kind_t kind;
     int C, d;
-    pft_head_t *lin; /* LDA */
+    pft_head_t *lin; /* LDA: one row per label, or per component (comp_label) */
+    int *comp_label; /* LDA with noisy components: K labels, one per row of lin; else NULL */
+    int K;           /* rows of lin */
     double *mean;    /* QDA: C×d */
     double *chol;    /* QDA: C×d×d */
     double *bias;    /* QDA: C */

@@ -318,3 +318,66 @@ int pft_gstat_dp_release(pft_gstat_kind_t kind, const float *x, const int32_t *y
     pft_gstat_dp_raw_destroy(&raw);
     return rc;
 }
+
+double pft_gstat_dp_sigma_sums(double eps, double delta)
+{
+    return pft_gstat_dp_sigma(eps, delta) * (PFT_GSTAT_DP_SENS_SUMS / PFT_GSTAT_DP_SENS);
+}
+
+/* Noisy per-class sums of raw (clipped rows already summed) into TIED statistics with a zero scatter. */
+static int sums_finish(pft_gstat_dp_raw_t *r, double sigma, pft_rng_t *rng, pft_gstat_t **out)
+{
+    size_t D = (size_t)r->d;
+    double *mean = pft_alloc_array(D, sizeof *mean);
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, r->d);
+    int rc = mean && st ? 0 : pft_err(PFT_ENOMEM, "gstat dp: out of memory (d = %d)", r->d);
+    for (int c = 0; rc == 0 && c < r->n_classes; c++) {
+        for (size_t j = 0; j < D; j++) {
+            if (sigma > 0.0)
+                r->sums[(size_t)c * D + j] += sigma * pft_rng_normal(rng);
+            mean[j] = r->sums[(size_t)c * D + j] / (double)r->counts[c];
+        }
+        rc = pft_gstat_add_class(st, r->labels[c], r->counts[c], mean, NULL);
+    }
+    pft_free(mean);
+    if (rc == 0)
+        *out = st;
+    else
+        pft_gstat_destroy(&st);
+    return rc;
+}
+
+int pft_gstat_dp_release_sums(const float *x, const int32_t *y, size_t n, int d, double eps, double delta,
+                              pft_rng_t *rng, pft_gstat_t **out, pft_gstat_dp_info_t *info)
+{
+    if (out)
+        *out = NULL;
+    if (!out || n < 1)
+        return pft_err(PFT_EINVAL, "gstat dp: invalid arguments (n = %zu)", n);
+    double dl = delta == PFT_DP_DELTA_AUTO ? 1.0 / (double)n : delta;
+    if (!(eps > 0.0) || !(dl > 0.0 && dl < 1.0))
+        return pft_err(PFT_EINVAL, "gstat dp: need epsilon > 0 and 0 < delta < 1 (epsilon = %g, delta = %g)",
+                       eps, dl);
+    if (!isinf(eps) && !rng)
+        return pft_err(PFT_EINVAL, "gstat dp: a random generator is required for epsilon = %g", eps);
+    double sigma = pft_gstat_dp_sigma_sums(eps, dl);
+    pft_gstat_dp_raw_t *raw = NULL;
+    /* the clipped sums, without noise (σ = 0: the second moment is accumulated and dropped) */
+    int rc = pft_gstat_dp_raw(PFT_GSTAT_TIED, x, y, n, d, 0.0, NULL, &raw);
+    if (rc == 0)
+        rc = sums_finish(raw, sigma, rng, out);
+    if (rc == 0 && info) {
+        double formula = isinf(eps) ? 0.0 : PFT_GSTAT_DP_SENS_SUMS * sqrt(2.0 * log(4.0 / dl)) / eps;
+        info->eps = eps;
+        info->delta = dl;
+        info->sens = PFT_GSTAT_DP_SENS_SUMS;
+        info->sigma = sigma;
+        info->sigma_raised = sigma > formula * (1.0 + 1e-12);
+        info->n = n;
+        info->clipped = raw->clipped;
+        info->n_floored = 0;
+        info->noisy_elems = (size_t)raw->n_classes * (size_t)d;
+    }
+    pft_gstat_dp_raw_destroy(&raw);
+    return rc;
+}

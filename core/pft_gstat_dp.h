@@ -107,4 +107,23 @@ typedef struct {
 int pft_gstat_dp_release(pft_gstat_kind_t kind, const float *x, const int32_t *y, size_t n, int d, double eps,
                          double delta, pft_rng_t *rng, pft_gstat_t **out, pft_gstat_dp_info_t *info);
 
+/* ---- the sums-only release (TIED; what pftnode sends under DP, DESIGN.md §8) ----
+ * Only the per-class sums are released, s̃_c = s_c + N(0, σ² I_d), with the counts in the clear. Replacing
+ * one row changes one sum by ‖x - x'‖ ≤ 2, so Δ₂ = 2 (PFT_GSTAT_DP_SENS_SUMS) and the whole budget goes to
+ * the sums: σ = 2 · C(ε, δ), 2√2/3 ≈ 0.94 of the joint release's σ. Why no second moment: at d = 1280 its
+ * noise (σ ≈ 9 per entry, Frobenius norm ≈ σ·d) is about 10⁴ times the within-class scatter's (trace ≈ n/3
+ * for L2-normalised rows), so any share of the budget spent on it is lost to the sums (SECURITY.md §6). The
+ * result is TIED statistics with means s̃_c / n_c and a ZERO within-class scatter that stands for nothing: a
+ * consumer must treat it as "means only" (pftnode keeps such parts apart and uses their means as noisy
+ * components, pft_ghead.h). */
+#define PFT_GSTAT_DP_SENS_SUMS 2.0
+
+/* σ of the sums-only release at (ε, δ): pft_gstat_dp_sigma rescaled to Δ₂ = 2; same domain. */
+double pft_gstat_dp_sigma_sums(double eps, double delta);
+
+/* The sums-only release of n rows (clipped as above), into *out (TIED, zero scatter); info as for
+ * pft_gstat_dp_release (sens = 2, n_floored 0, noisy_elems C·d). Errors as pft_gstat_dp_release. */
+int pft_gstat_dp_release_sums(const float *x, const int32_t *y, size_t n, int d, double eps, double delta,
+                              pft_rng_t *rng, pft_gstat_t **out, pft_gstat_dp_info_t *info);
+
 #endif

@@ -173,6 +173,8 @@ static void node_free(node_t *nd)
     pft_free(nd->hand.inbox_dir);
     pft_node__rows_free(&nd->head.rows);
     pft_gstat_destroy(&nd->head.stats);
+    PFT_FREE(nd->head.extra);
+    PFT_FREE(nd->head.extra_means);
     PFT_FREE(nd->head.ev);
     PFT_FREE(nd->head.ev_against);
     pft_bundle_destroy(&nd->know.prov);

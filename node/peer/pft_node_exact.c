@@ -170,19 +170,33 @@ static int logreg_rows(node_t *nd)
     return rc;
 }
 
+/* 1 when part i of b holds a contributor with a DP guarantee (a release of sums: means only). */
+static int part_has_dp(const pft_bundle_t *b, int i)
+{
+    for (int j = 0; j < pft_bundle_part_n_contributors(b, i); j++)
+        for (int e = 0; e < pft_bundle_prov_n_nodes(b); e++) {
+            double eps, delta;
+            if (strcmp(pft_bundle_prov_node(b, e), pft_bundle_part_contributor(b, i, j)) == 0 &&
+                pft_bundle_prov_dp(b, e, &eps, &delta))
+                return 1;
+        }
+    return 0;
+}
+
 /* The release rule (DESIGN.md §8, SECURITY.md §9): a tied part's shared scatter travels as at most one
  * eigenpair per stats_rows_per_rank rows the part stands for (and at most stats_rank) plus its exact
  * diagonal, so that the directions it reveals stay few against its rows; dense under stats_release =
- * full_scatter (research) and for a DP release (noise already protects it). */
+ * full_scatter (research). A part holding a DP release of sums is means only: its (zero) scatter travels as
+ * rank 0, i.e. one number. */
 static int release_form(node_t *nd, pft_bundle_t *b)
 {
     int d = pft_bundle_dim(b), np = pft_bundle_n_parts(b), qmax = 0, rc = 0;
-    int dense = nd->run->stats_release == PFT_TOPO_RELEASE_FULL_SCATTER || nd->me->dp_epsilon > 0;
+    int dense = nd->run->stats_release == PFT_TOPO_RELEASE_FULL_SCATTER;
     if (dense || np == 0 || pft_gstat_kind(pft_bundle_part_stats(b, 0)) != PFT_GSTAT_TIED)
         return pft_bundle_set_shared_rank(b, 0);
     for (int i = 0; rc == 0 && i < np; i++) {
         uint64_t rows = pft_gstat_total(pft_bundle_part_stats(b, i));
-        uint64_t q = rows / (uint64_t)nd->run->stats_rows_per_rank;
+        uint64_t q = part_has_dp(b, i) ? 0 : rows / (uint64_t)nd->run->stats_rows_per_rank;
         if (q > (uint64_t)nd->run->stats_rank)
             q = (uint64_t)nd->run->stats_rank;
         if (q > (uint64_t)d - 1)
@@ -255,6 +269,8 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
         pft_gstat_destroy(&nd->head.stats);
         rc = pft_node__parts_total(nd, &ps, &nd->head.stats);
         nd->head.has_own = 1;
+        if (rc == 0)
+            rc = pft_node__parts_noisy(nd, &ps, NULL);
     }
     if (rc == 0)
         rc = own_evidence(nd, &ps, st->final);
@@ -307,6 +323,12 @@ static int adopt(node_t *nd, const inbound_t *s)
         pft_gstat_destroy(&nd->head.stats);
         rc = pft_node__parts_total(nd, &ps, &nd->head.stats);
     }
+    int own_inside = 0;
+    if (rc == 0)
+        rc = pft_node__parts_noisy(nd, &ps, &own_inside);
+    if (rc == 0 && own_inside) /* own rows were inside a noisy part, taken out of it: the head has them exactly */
+        rc = pft_gstat_add_rows(nd->head.stats, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
+                                (size_t)pft_dataset_n(nd->train));
     if (rc == 0 && !(ps.covered && ps.covered[nd->my_index])) /* own rows added here: their evidence too */
         rc = pft_node__evidence_own(nd, nd->head.stats);
     if (rc == 0)

@@ -17,7 +17,14 @@
 typedef struct {
     pft_ghead_t *head;
     pft_ghead_info_t info;
+    int n_extra;        /* noisy components in the head (0: none received, or left out) */
+    double cv_own_only; /* with noisy components received: held-out accuracy of the own statistics alone */
 } gaussian_t;
+
+/* The most held-out accuracy on its own rows a node gives up for noisy components (DESIGN.md §8): a component
+ * that is mostly noise takes own rows at random (ring5 of 60-row classes at ε = 1: 0.67 → 0.20), an
+ * informative one few (label shift: 0.12, covariate shift: 0.02). */
+#define NOISY_LOSS_MAX 0.2
 
 void pft_node__gaussian_destroy(void **model)
 {
@@ -44,12 +51,42 @@ int pft_node__gaussian_fit(node_t *nd, int lda, double alpha, void **model)
     o.seed = nd->run->seed;
     o.on_iter = pft_node__loop_yield; /* an acknowledgement arriving meanwhile must be read (DESIGN.md) */
     o.on_iter_ctx = nd;
+    if (o.kind == PFT_GHEAD_LDA) { /* the DP releases of sums received: noisy components (pft_ghead.h) */
+        o.extra = nd->head.extra;
+        o.n_extra = nd->head.n_extra;
+    }
     int n_own = nd->head.has_own ? pft_dataset_n(nd->train) : 0;
     unsigned long long rows = (unsigned long long)pft_gstat_total(nd->head.stats);
     pft_node__loop_yield(nd); /* an ACK that arrived meanwhile: read it before the fit */
     double t0 = pft_fsio_now();
-    int rc = pft_ghead_fit_take(&nd->head.stats, pft_dataset_x(nd->train), pft_dataset_y(nd->train), n_own,
+    pft_ghead_t *plain = NULL;
+    pft_ghead_info_t plain_info;
+    int rc = 0;
+    m->cv_own_only = NAN;
+    if (o.n_extra > 0 && alpha == PFT_GHEAD_AUTO && n_own >= o.min_cv_rows) { /* the guard: own alone */
+        pft_ghead_opts_t o0 = o;
+        o0.n_extra = 0;
+        o0.extra = NULL;
+        rc = pft_ghead_fit(nd->head.stats, pft_dataset_x(nd->train), pft_dataset_y(nd->train), n_own,
+                           nd->n_classes, &o0, &plain, &plain_info);
+        m->cv_own_only = rc == 0 ? plain_info.cv_acc : NAN;
+    }
+    if (rc == 0)
+        rc = pft_ghead_fit_take(&nd->head.stats, pft_dataset_x(nd->train), pft_dataset_y(nd->train), n_own,
                                 nd->n_classes, &o, &m->head, &m->info);
+    m->n_extra = o.n_extra;
+    if (rc == 0 && plain && !(m->info.cv_acc >= m->cv_own_only - NOISY_LOSS_MAX)) {
+        pft_warn("noisy components left out: with them own rows score %.3f held out, without %.3f (more than %.2f "
+                 "lost: they are mostly noise)",
+                 m->info.cv_acc, m->cv_own_only, NOISY_LOSS_MAX);
+        pft_ghead_destroy(&m->head);
+        m->head = plain;
+        m->info = plain_info;
+        m->n_extra = 0;
+        plain = NULL;
+    }
+    pft_ghead_destroy(&plain);
+    pft_gstat_destroy(&nd->head.stats);
     nd->tally.head_seconds = pft_fsio_now() - t0;
     if (rc) {
         pft_node__gaussian_destroy((void **)&m);
@@ -67,7 +104,9 @@ int pft_node__gaussian_fit(node_t *nd, int lda, double alpha, void **model)
 static int fit(node_t *nd, void **model)
 {
     uint64_t N = nd->head.stats ? pft_gstat_total(nd->head.stats) : 0;
-    nd->head.ev_alpha = pft_node__evidence_alpha(nd, N, &nd->head.ev_rows, &nd->head.ev_used);
+    /* with noisy components the own rows' cross-validation sees them; the evidence did not */
+    nd->head.ev_alpha =
+        nd->head.n_extra ? -1.0 : pft_node__evidence_alpha(nd, N, &nd->head.ev_rows, &nd->head.ev_used);
     if (nd->head.ev_alpha >= 0)
         pft_info("shrinkage %.3g from the evidence of %d of %d contributor(s), %llu rows", nd->head.ev_alpha,
                  nd->head.ev_used, nd->head.n_ev, (unsigned long long)nd->head.ev_rows);
@@ -108,16 +147,35 @@ static int write_qda(const node_t *nd, const pft_ghead_t *h)
     return rc;
 }
 
+/* head_labels.npy: the class of each row of head.npy (k×1 float32) when it has one row per component. */
+static int write_labels(const node_t *nd, const int *lab, int k)
+{
+    float *v = pft_alloc_array((size_t)k, sizeof *v);
+    char *path = pft_fsio_join(nd->args->out_dir, "head_labels.npy");
+    int rc = v && path ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    for (int i = 0; rc == 0 && i < k; i++)
+        v[i] = (float)lab[i];
+    if (rc == 0)
+        rc = pft_npy_write_f32(path, v, k, 1);
+    pft_free(v);
+    pft_free(path);
+    return rc;
+}
+
 int pft_node__gaussian_write(const node_t *nd, const void *model)
 {
     const gaussian_t *m = model;
     if (m->info.kind != PFT_GHEAD_LDA)
         return write_qda(nd, m->head);
+    int k = 0;
+    const int *lab = pft_ghead_component_labels(m->head, &k);
     char *path = pft_fsio_join(nd->args->out_dir, "head.npy");
-    int rc = path ? pft_npy_write_f32(path, pft_head_weights(pft_ghead_linear(m->head)), nd->n_classes,
+    int rc = path ? pft_npy_write_f32(path, pft_head_weights(pft_ghead_linear(m->head)), k,
                                       pft_ghead_dim(m->head) + 1)
                   : PFT_ENOMEM;
     pft_free(path);
+    if (rc == 0 && lab) /* one row per component: each row's class (USAGE.md, head.npy) */
+        rc = write_labels(nd, lab, k);
     return rc;
 }
 
@@ -129,6 +187,13 @@ void pft_node__gaussian_describe(const node_t *nd, const void *model, json_t *re
                           i->cv_rows, "lambda", i->lambda, "rows", (json_int_t)i->n_rows);
     if (g && !isnan(i->cv_acc))
         json_object_set_new(g, "cv_accuracy", json_real(i->cv_acc));
+    const gaussian_t *m = model;
+    if (g && nd->head.n_extra > 0) {
+        json_object_set_new(g, "noisy_components_received", json_integer(nd->head.n_extra));
+        json_object_set_new(g, "noisy_components", json_integer(m->n_extra));
+        if (!isnan(m->cv_own_only))
+            json_object_set_new(g, "cv_accuracy_own_only", json_real(m->cv_own_only));
+    }
     if (g && !strcmp(i->rule, "evidence")) {
         json_object_set_new(g, "evidence_contributors", json_integer(nd->head.ev_used));
         json_object_set_new(g, "evidence_rows", json_integer((json_int_t)nd->head.ev_rows));

@@ -197,6 +197,9 @@ struct node {
     struct {                /* the head's input: the methods fill it, the heads consume it */
         rows_t rows;        /* what a rows head trains on */
         pft_gstat_t *stats; /* what a statistics head is built from */
+        pft_ghead_extra_t *extra; /* noisy components beside stats (DP sums received; pft_ghead.h) */
+        double *extra_means;      /* their means, n_extra × d (extra[k].mean points here) */
+        int n_extra;
         int has_own;        /* stats include this node's own rows (they may choose the shrinkage) */
         pft_ghead_evidence_t own_ev[PFT_GHEAD_N_ALPHA]; /* own rows' tallies (pft_node_evidence.c) */
         int has_own_ev;
@@ -404,6 +407,7 @@ typedef struct {
     int n_who;
     const pft_bundle_t *b; /* where its provenance is read (NULL: this node's own rows) */
     int merged;            /* its statistics were merged into acc[group] (st and view are then NULL) */
+    long group;            /* merged: the accumulator it went into */
 } part_t;
 
 typedef struct {
@@ -413,6 +417,8 @@ typedef struct {
     size_t n_nodes;
     long *grp;         /* this node's part groups, by node index (pft_topo_part_groups) */
     pft_gstat_t **acc; /* by group id: the merged statistics of the received parts of that group, or NULL */
+    unsigned char *noisy; /* by group id: acc holds a DP release of sums (TIED): means only, its scatter void */
+    double *nvar;         /* by group id × class: the noise variance per entry of acc's class sums */
 } parts_t;
 /* An empty set of parts for nd: groups computed; 0 or an error. */
 int pft_node__parts_init(const node_t *nd, parts_t *ps);
@@ -437,7 +443,14 @@ int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out
 /* One outbound part per group of the plan into b, with the contributors' provenance; with steal, the
  * accumulators (or the node's own part) become the outbound parts instead of copies. */
 int pft_node__parts_add_groups(node_t *nd, parts_t *ps, pft_bundle_t *b, int steal);
+/* The noisy components of the head (means known up to DP noise: the noisy groups' classes) into
+ * nd->head.extra (replacing what was there); a noisy group that counts this node's own rows (a ring's
+ * complete bundle) has them taken out exactly, and *own_inside (may be NULL) is set. 0 or PFT_ENOMEM. */
+int pft_node__parts_noisy(node_t *nd, const parts_t *ps, int *own_inside);
 /* ---- pft_node_noise.c ---- */
+/* 1 when part p holds a TIED DP release of another node (its statistics are means only); adds each such
+ * contributor's σ² to var[class] for the classes it holds (var may be NULL). */
+int pft_node__noise_part(const node_t *nd, const part_t *p, double *var);
 /* result.json's dp_noise (kept in nd->dp.info under "noise") for the head's statistics merged from ps. */
 void pft_node__noise_json(node_t *nd, const parts_t *ps);
 

@@ -6,6 +6,9 @@
 
 #include "pft_alloc.h"
 #include "pft_error.h"
+#include "pft_log.h"
+
+#include <math.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +22,9 @@ int pft_node__parts_init(const node_t *nd, parts_t *ps)
     ps->covered = pft_calloc(n, 1);
     ps->grp = pft_alloc_array(n, sizeof *ps->grp);
     ps->acc = pft_calloc(n, sizeof *ps->acc);
-    if (!ps->covered || !ps->grp || !ps->acc)
+    ps->noisy = pft_calloc(n, 1);
+    ps->nvar = pft_calloc(n * (size_t)(nd->n_classes > 0 ? nd->n_classes : 1), sizeof *ps->nvar);
+    if (!ps->covered || !ps->grp || !ps->acc || !ps->noisy || !ps->nvar)
         return pft_err(PFT_ENOMEM, "out of memory");
     return pft_topo_part_groups(nd->topo, nd->my_index, ps->grp);
 }
@@ -36,6 +41,8 @@ void pft_node__parts_free(parts_t *ps)
     PFT_FREE(ps->covered);
     PFT_FREE(ps->grp);
     PFT_FREE(ps->acc);
+    PFT_FREE(ps->noisy);
+    PFT_FREE(ps->nvar);
     ps->n = ps->cap = 0;
 }
 
@@ -171,11 +178,14 @@ int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group)
                            pft_topo_node(nd->topo, p->who[0])->id);
         if (!ps->acc[g] && !(ps->acc[g] = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train))))
             return pft_err(PFT_ENOMEM, "out of memory");
+        if (pft_node__noise_part(nd, p, ps->nvar + (size_t)g * nd->n_classes))
+            ps->noisy[g] = 1; /* a DP release of sums: the group's scatter means nothing from here on */
         rc = pft_gstat_merge(ps->acc[g], pft_node__parts_stats(p));
         if (rc == 0) {
             pft_gstat_destroy(&p->st);
             p->view = NULL;
             p->merged = 1;
+            p->group = g;
         }
     }
     return rc;
@@ -187,7 +197,7 @@ int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out
     pft_gstat_t *t = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train));
     int rc = t ? 0 : PFT_ENOMEM;
     for (size_t g = 0; rc == 0 && g < ps->n_nodes; g++)
-        if (ps->acc[g])
+        if (ps->acc[g] && !ps->noisy[g]) /* noisy groups: the head's noisy components instead */
             rc = pft_gstat_merge(t, ps->acc[g]);
     for (int i = 0; rc == 0 && i < ps->n; i++)
         if (!ps->p[i].merged)
@@ -246,6 +256,98 @@ static int part_provenance(node_t *nd, const part_t *p, pft_bundle_t *b)
     return rc;
 }
 
+/* 1 when a received part merged into group g counts this node's own rows (a complete bundle of a ring's lap
+ * 2 holds the node's own release). */
+static int group_has_me(const node_t *nd, const parts_t *ps, size_t g)
+{
+    for (int i = 0; i < ps->n; i++)
+        for (int w = 0; ps->p[i].merged && ps->p[i].group == (long)g && w < ps->p[i].n_who; w++)
+            if (ps->p[i].who[w] == nd->my_index)
+                return 1;
+    return 0;
+}
+
+/* Component k of class c standing for n rows of mean mu (d); with mine, the node's own rows of class c are
+ * taken out of it exactly (sums add: what is left is the others' sums and the noise). 0: nothing left. */
+static int noisy_component(node_t *nd, int k, int c, uint64_t n, const double *mu, int mine, double var)
+{
+    int d = pft_dataset_d(nd->train);
+    double *m = nd->head.extra_means + (size_t)k * d;
+    uint64_t own = mine && c < nd->n_classes ? (uint64_t)nd->own_counts[c] : 0;
+    if (own >= n)
+        return 0;
+    for (int j = 0; j < d; j++)
+        m[j] = (double)n * mu[j];
+    const float *x = pft_dataset_x(nd->train);
+    const int32_t *y = pft_dataset_y(nd->train);
+    for (int i = 0; own && i < pft_dataset_n(nd->train); i++)
+        for (int j = 0; y[i] == c && j < d; j++)
+            m[j] -= x[(size_t)i * d + j];
+    double left = (double)(n - own);
+    for (int j = 0; j < d; j++)
+        m[j] /= left;
+    nd->head.extra[k] = (pft_ghead_extra_t){.label = c, .n = n - own, .mean = m, .tau2 = var / (left * left)};
+    pft_info("noisy component: class %d of %llu rows, noise per entry of its mean %.4g%s", c,
+             (unsigned long long)(n - own), sqrt(var) / left, own ? " (own rows taken out)" : "");
+    return 1;
+}
+
+int pft_node__parts_noisy(node_t *nd, const parts_t *ps, int *own_inside)
+{
+    if (own_inside)
+        *own_inside = 0;
+    int d = pft_dataset_d(nd->train), k = 0, m = 0;
+    PFT_FREE(nd->head.extra);
+    PFT_FREE(nd->head.extra_means);
+    nd->head.n_extra = 0;
+    for (size_t g = 0; g < ps->n_nodes; g++)
+        m += ps->acc[g] && ps->noisy[g] ? pft_gstat_n_classes(ps->acc[g]) : 0;
+    if (m == 0)
+        return 0;
+    nd->head.extra = pft_alloc_array((size_t)m, sizeof *nd->head.extra);
+    nd->head.extra_means = pft_alloc_array((size_t)m * d, sizeof(double));
+    if (!nd->head.extra || !nd->head.extra_means)
+        return pft_err(PFT_ENOMEM, "out of memory for %d noisy components", m);
+    for (size_t g = 0; g < ps->n_nodes; g++) {
+        const pft_gstat_t *a = ps->noisy[g] ? ps->acc[g] : NULL;
+        int mine = a && group_has_me(nd, ps, g);
+        if (mine && own_inside)
+            *own_inside = 1;
+        for (int i = 0; a && i < pft_gstat_n_classes(a); i++) {
+            int c = pft_gstat_label(a, i);
+            double var = c < nd->n_classes ? ps->nvar[g * (size_t)nd->n_classes + (size_t)c] : 0.0;
+            k += noisy_component(nd, k, c, pft_gstat_count(a, i), pft_gstat_mean(a, i), mine, var);
+        }
+    }
+    nd->head.n_extra = k;
+    return 0;
+}
+
+/* 1 when part p is (or holds) a DP release of sums: a received noisy part, or this node's own release. */
+static int released_noisy(const node_t *nd, const part_t *p)
+{
+    if (pft_node__parts_kind(nd) != PFT_GSTAT_TIED)
+        return 0;
+    return pft_node__noise_part(nd, p, NULL) || (!p->b && p->exact_rows && nd->me->dp_epsilon > 0);
+}
+
+/* st as means only: its counts and means, a zero scatter (a group holding a DP release of sums). */
+static int means_only(const node_t *nd, pft_gstat_t **st)
+{
+    pft_gstat_t *m = pft_gstat_new(PFT_GSTAT_TIED, pft_dataset_d(nd->train));
+    int rc = m ? 0 : PFT_ENOMEM;
+    for (int i = 0; rc == 0 && i < pft_gstat_n_classes(*st); i++)
+        rc = pft_gstat_add_class(m, pft_gstat_label(*st, i), pft_gstat_count(*st, i), pft_gstat_mean(*st, i),
+                                 NULL);
+    if (rc == 0) {
+        pft_gstat_destroy(st);
+        *st = m;
+    } else {
+        pft_gstat_destroy(&m);
+    }
+    return rc;
+}
+
 /* One outbound part per group of the plan: the taken parts of a group merged. */
 /* Adds to st (created on first use, in this node's kind) the statistics src; with steal and st still NULL,
  * src itself becomes st (*src_owned set to NULL). */
@@ -282,7 +384,7 @@ int pft_node__parts_add_groups(node_t *nd, parts_t *ps, pft_bundle_t *b, int ste
         if (grp[g] != (long)g)
             continue;
         pft_gstat_t *st = NULL;
-        int n_ids = 0;
+        int n_ids = 0, noisy = ps->noisy[g];
         if (ps->acc[g])
             rc = accumulate(nd, &st, &ps->acc[g], ps->acc[g], steal);
         for (int i = 0; rc == 0 && i < ps->n; i++) {
@@ -291,11 +393,14 @@ int pft_node__parts_add_groups(node_t *nd, parts_t *ps, pft_bundle_t *b, int ste
                 continue;
             if (!p->merged)
                 rc = accumulate(nd, &st, p->exact_rows ? NULL : &p->st, pft_node__parts_stats(p), steal);
+            noisy |= released_noisy(nd, p);
             for (int w = 0; w < p->n_who; w++)
                 ids[n_ids++] = pft_topo_node(nd->topo, p->who[w])->id;
             if (rc == 0)
                 rc = part_provenance(nd, p, b);
         }
+        if (rc == 0 && st && noisy)
+            rc = means_only(nd, &st);
         if (rc == 0 && st && pft_gstat_n_classes(st) > 0) { /* none: every class withheld by the floor */
             qsort(ids, (size_t)n_ids, sizeof *ids, cmp_str);
             rc = pft_bundle_add_part(b, ids, n_ids, &st);
