@@ -461,7 +461,8 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, doub
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, S, d, 1.0, UD, d, f->Mp, d, 0.0, Q, S);
         if (e->X > 0) { /* tr Σ'⁻¹ = tr D⁻¹ + β ‖L⁻¹ U D⁻¹‖_F² (Woodbury; K = L Lᵀ): the noisy components'
                            correction must see the downdate (rows a fold removes leave directions at α t) */
-            cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, m, d, 1.0, K, m, UD, d);
+            cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, m, d, 1.0, K, m, UD,
+                        d);
             trinv += beta * cblas_ddot(m * d, UD, 1, UD, 1);
         }
     }
@@ -751,8 +752,9 @@ static int check_args(const pft_gstat_t *st, int n, int C, const pft_ghead_opts_
         for (int i = 0; ok && i < pft_gstat_dim(st); i++)
             ok = isfinite(x->mean[i]);
         if (!ok)
-            return pft_err(PFT_EINVAL, "gaussian head: noisy component %d (label %d, %llu rows, tau2 %g) invalid",
-                           k, x->label, (unsigned long long)x->n, x->tau2);
+            return pft_err(PFT_EINVAL,
+                           "gaussian head: noisy component %d (label %d, %llu rows, tau2 %g) invalid", k,
+                           x->label, (unsigned long long)x->n, x->tau2);
     }
     return 0;
 }

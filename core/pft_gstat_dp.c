@@ -332,10 +332,11 @@ static int sums_finish(pft_gstat_dp_raw_t *r, double sigma, pft_rng_t *rng, pft_
     pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, r->d);
     int rc = mean && st ? 0 : pft_err(PFT_ENOMEM, "gstat dp: out of memory (d = %d)", r->d);
     for (int c = 0; rc == 0 && c < r->n_classes; c++) {
+        double *sum = r->sums + (size_t)c * D;
         for (size_t j = 0; j < D; j++) {
             if (sigma > 0.0)
-                r->sums[(size_t)c * D + j] += sigma * pft_rng_normal(rng);
-            mean[j] = r->sums[(size_t)c * D + j] / (double)r->counts[c];
+                sum[j] += sigma * pft_rng_normal(rng);
+            mean[j] = sum[j] / (double)r->counts[c];
         }
         rc = pft_gstat_add_class(st, r->labels[c], r->counts[c], mean, NULL);
     }

@@ -1,5 +1,5 @@
-/* pft_e2e_run: helpers shared by the tests that run real pftnet/pftnode processes: a scratch folder kept when a
- * check fails, and readers of results.json / result.json. */
+/* pft_e2e_run: helpers shared by the tests that run real pftnet/pftnode processes: a scratch folder kept when
+ * a check fails, and readers of results.json / result.json. */
 #ifndef PFT_E2E_RUN_H
 #define PFT_E2E_RUN_H
 
@@ -70,6 +70,21 @@ static inline long pft_e2e_prov_total(json_t *n)
         json_object_foreach(json_object_get(e, "counts"), k, v) total += (long)json_integer_value(v);
     }
     return total;
+}
+
+/* The count of class c that node id contributed, from a node result's provenance (0 when absent). */
+static inline long pft_e2e_prov_count(json_t *n, const char *id, int c)
+{
+    size_t i;
+    json_t *e;
+    char key[16];
+    snprintf(key, sizeof key, "%d", c);
+    json_array_foreach(json_object_get(n, "provenance"), i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "node")), id) == 0)
+            return (long)json_integer_value(json_object_get(json_object_get(e, "counts"), key));
+    }
+    return 0;
 }
 
 #endif

@@ -105,8 +105,9 @@ static void test_scores_formula(void)
         for (int c = 0; c < 2; c++)
             want[c] = lse2(want[c], log((double)ns[c] / Nall) - half_quad(L, mus[c], xd));
         for (int e = 0; e < X; e++)
-            want[ex[e].label] = lse2(want[ex[e].label], log((double)ex[e].n / Nall) -
-                                                            half_quad(L, ex[e].mean, xd) + 0.5 * ex[e].tau2 * ti);
+            want[ex[e].label] =
+                lse2(want[ex[e].label],
+                     log((double)ex[e].n / Nall) - half_quad(L, ex[e].mean, xd) + 0.5 * ex[e].tau2 * ti);
         CHECK(sc[i * C + 3] == -INFINITY); /* a class with nothing */
         for (int c = 1; c < 3; c++) {
             double got = sc[i * C + c] - sc[i * C], exp_ = want[c] - want[0];
@@ -120,8 +121,156 @@ done:
     pft_gstat_destroy(&st);
 }
 
+/* n rows in d dims of C classes: class c centred at shift on dimension c, unit noise. */
+static void make_rows(int n, int d, int C, double shift, uint64_t seed, float *x, int32_t *y)
+{
+    pft_rng_t *r = pft_rng_new(seed);
+    for (int i = 0; i < n; i++) {
+        y[i] = (int32_t)(i % C);
+        for (int j = 0; j < d; j++)
+            x[(size_t)i * d + j] = (float)(pft_rng_normal(r) + (j == y[i] ? shift : 0));
+    }
+    pft_rng_destroy(&r);
+}
+
+/* Leave-one-out accuracy at α by refitting from scratch for every held-out row, with the same noisy
+ * components (the brute force the cross-validation's downdate must equal). */
+static long loo_right(const float *up_x, const int32_t *up_y, int n_up, const float *x, const int32_t *y,
+                      int n, int d, int C, double alpha, const pft_ghead_extra_t *ex, int n_ex)
+{
+    long ok = 0;
+    for (int hold = 0; hold < n; hold++) {
+        pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
+        pft_gstat_add_rows(st, up_x, up_y, (size_t)n_up);
+        for (int i = 0; i < n; i++)
+            if (i != hold)
+                pft_gstat_add_rows(st, x + (size_t)i * d, y + i, 1);
+        pft_ghead_opts_t o;
+        pft_ghead_opts_default(&o);
+        o.alpha = alpha;
+        o.extra = ex;
+        o.n_extra = n_ex;
+        pft_ghead_t *h = NULL;
+        if (pft_ghead_fit(st, NULL, NULL, 0, C, &o, &h, NULL) == 0) {
+            int32_t p;
+            pft_ghead_predict(h, x + (size_t)hold * d, 1, &p);
+            ok += p == y[hold];
+        }
+        pft_ghead_destroy(&h);
+        pft_gstat_destroy(&st);
+    }
+    return ok;
+}
+
+/* The cross-validation knowing noisy components (two classes the own rows lack, one they have) agrees with
+ * refitting per held-out row at every α of the grid, with fewer rows than dimensions (N = 20 < d = 30: the
+ * fold's downdate leaves directions at α t, so the trace of the inverse must follow it). */
+static void test_cv_matches_refit(void)
+{
+    enum { d = 30, C = 5, n_up = 6, n = 14 };
+    float up[n_up * d], x[n * d];
+    int32_t uy[n_up], y[n];
+    make_rows(n_up, d, 3, 2.0, 31, up, uy);
+    make_rows(n, d, 3, 2.0, 32, x, y);
+    double xm[3][d];
+    pft_rng_t *r = pft_rng_new(33);
+    for (int k = 0; k < 3; k++)
+        for (int j = 0; j < d; j++)
+            xm[k][j] = (j == 2 + k ? 2.0 : 0.0) + 0.3 * pft_rng_normal(r);
+    pft_rng_destroy(&r);
+    pft_ghead_extra_t ex[3] = {{.label = 3, .n = 10, .mean = xm[0], .tau2 = 0.09},
+                               {.label = 4, .n = 15, .mean = xm[1], .tau2 = 0.09},
+                               {.label = 2, .n = 8, .mean = xm[2], .tau2 = 0.09}};
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
+    CHECK(pft_gstat_add_rows(st, up, uy, n_up) == 0);
+    CHECK(pft_gstat_add_rows(st, x, y, n) == 0);
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.folds = 20; /* more folds than rows: leave-one-out, so the assignment does not matter */
+    o.extra = ex;
+    o.n_extra = 3;
+    pft_ghead_evidence_t ev[PFT_GHEAD_N_ALPHA];
+    CHECK(pft_ghead_evidence(st, x, y, n, C, &o, ev) == 0);
+    int checked = 0;
+    for (int a = 0; a < PFT_GHEAD_N_ALPHA; a++) {
+        if (ev[a].total == 0) /* α = 0: singular */
+            continue;
+        long want = loo_right(up, uy, n_up, x, y, n, d, C, ev[a].alpha, ex, 3);
+        CHECK_MSG((long)ev[a].correct == want, "α = %g: cross-validation %llu right, refits %ld", ev[a].alpha,
+                  (unsigned long long)ev[a].correct, want);
+        checked++;
+    }
+    CHECK(checked >= PFT_GHEAD_N_ALPHA - 1);
+    /* the components change the tallies (they take part) */
+    pft_ghead_evidence_t ev0[PFT_GHEAD_N_ALPHA];
+    o.n_extra = 0;
+    CHECK(pft_ghead_evidence(st, x, y, n, C, &o, ev0) == 0);
+    long diff = 0;
+    for (int a = 0; a < PFT_GHEAD_N_ALPHA; a++)
+        diff += labs((long)ev[a].correct - (long)ev0[a].correct);
+    CHECK_MSG(diff > 0, "noisy components never took an own row");
+    /* refusals: a component of a label beyond the classes, negative noise, QDA */
+    pft_ghead_t *h = NULL;
+    pft_ghead_extra_t bad = ex[0];
+    o.n_extra = 1;
+    o.extra = &bad;
+    bad.label = C;
+    CHECK(pft_ghead_fit(st, x, y, n, C, &o, &h, NULL) == PFT_EINVAL && !h);
+    bad = ex[0];
+    bad.tau2 = -1;
+    CHECK(pft_ghead_fit(st, x, y, n, C, &o, &h, NULL) == PFT_EINVAL && !h);
+    bad = ex[0];
+    o.kind = PFT_GHEAD_QDA;
+    CHECK(pft_ghead_fit(st, x, y, n, C, &o, &h, NULL) == PFT_EINVAL && !h);
+    pft_gstat_destroy(&st);
+}
+
+/* Classes known only through noisy means: rows of those classes, drawn fresh, are classified far above
+ * chance (the head reaches classes no own row holds). */
+static void test_noisy_classes_recognised(void)
+{
+    enum { d = 40, C = 4, n_own = 200, n_test = 400 };
+    float *x = pft_alloc_array((size_t)n_own * d, sizeof(float));
+    float *xt = pft_alloc_array((size_t)n_test * d, sizeof(float));
+    int32_t y[n_own], yt[n_test];
+    make_rows(n_own, d, 2, 3.0, 41, x, y);    /* own: classes 0, 1 */
+    make_rows(n_test, d, C, 3.0, 42, xt, yt); /* test: all four */
+    double xm[2][d];
+    const double tau2[2] = {0.01, 0.05};
+    pft_rng_t *r = pft_rng_new(43);
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < d; j++)
+            xm[k][j] = (j == 2 + k ? 3.0 : 0.0) + sqrt(tau2[k]) * pft_rng_normal(r);
+    pft_rng_destroy(&r);
+    pft_ghead_extra_t ex[2] = {{.label = 2, .n = 100, .mean = xm[0], .tau2 = tau2[0]},
+                               {.label = 3, .n = 100, .mean = xm[1], .tau2 = tau2[1]}};
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
+    CHECK(pft_gstat_add_rows(st, x, y, n_own) == 0);
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.extra = ex;
+    o.n_extra = 2;
+    pft_ghead_t *h = NULL;
+    pft_ghead_info_t info;
+    double acc = 0, per[C];
+    CHECK(pft_ghead_fit(st, x, y, n_own, C, &o, &h, &info) == 0);
+    if (h)
+        CHECK(pft_ghead_accuracy(h, xt, yt, n_test, &acc, per, NULL) == 0);
+    fprintf(stderr,
+            "  four classes, two through noisy means only: accuracy %.3f (classes 2, 3: %.3f, %.3f; α %g)\n",
+            acc, per[2], per[3], info.alpha);
+    CHECK_MSG(acc > 0.85 && per[2] > 0.8 && per[3] > 0.8, "accuracy %.3f, classes 2, 3: %.3f, %.3f", acc,
+              per[2], per[3]);
+    pft_ghead_destroy(&h);
+    pft_gstat_destroy(&st);
+    pft_free(x);
+    pft_free(xt);
+}
+
 int main(void)
 {
     RUN(test_scores_formula);
+    RUN(test_cv_matches_refit);
+    RUN(test_noisy_classes_recognised);
     return pft_test_done();
 }

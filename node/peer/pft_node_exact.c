@@ -326,7 +326,8 @@ static int adopt(node_t *nd, const inbound_t *s)
     int own_inside = 0;
     if (rc == 0)
         rc = pft_node__parts_noisy(nd, &ps, &own_inside);
-    if (rc == 0 && own_inside) /* own rows were inside a noisy part, taken out of it: the head has them exactly */
+    if (rc == 0 &&
+        own_inside) /* own rows were inside a noisy part, taken out of it: the head has them exactly */
         rc = pft_gstat_add_rows(nd->head.stats, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
                                 (size_t)pft_dataset_n(nd->train));
     if (rc == 0 && !(ps.covered && ps.covered[nd->my_index])) /* own rows added here: their evidence too */

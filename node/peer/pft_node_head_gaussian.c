@@ -76,9 +76,10 @@ int pft_node__gaussian_fit(node_t *nd, int lda, double alpha, void **model)
                                 nd->n_classes, &o, &m->head, &m->info);
     m->n_extra = o.n_extra;
     if (rc == 0 && plain && !(m->info.cv_acc >= m->cv_own_only - NOISY_LOSS_MAX)) {
-        pft_warn("noisy components left out: with them own rows score %.3f held out, without %.3f (more than %.2f "
-                 "lost: they are mostly noise)",
-                 m->info.cv_acc, m->cv_own_only, NOISY_LOSS_MAX);
+        pft_warn(
+            "noisy components left out: with them own rows score %.3f held out, without %.3f (more than %.2f "
+            "lost: they are mostly noise)",
+            m->info.cv_acc, m->cv_own_only, NOISY_LOSS_MAX);
         pft_ghead_destroy(&m->head);
         m->head = plain;
         m->info = plain_info;

@@ -194,13 +194,13 @@ struct node {
         json_t *drift;      /* per received bundle: mean log-lik of own features under it */
         floor_t floor;      /* the privacy floor of the last refit */
     } know;
-    struct {                /* the head's input: the methods fill it, the heads consume it */
-        rows_t rows;        /* what a rows head trains on */
-        pft_gstat_t *stats; /* what a statistics head is built from */
+    struct {                      /* the head's input: the methods fill it, the heads consume it */
+        rows_t rows;              /* what a rows head trains on */
+        pft_gstat_t *stats;       /* what a statistics head is built from */
         pft_ghead_extra_t *extra; /* noisy components beside stats (DP sums received; pft_ghead.h) */
         double *extra_means;      /* their means, n_extra × d (extra[k].mean points here) */
         int n_extra;
-        int has_own;        /* stats include this node's own rows (they may choose the shrinkage) */
+        int has_own; /* stats include this node's own rows (they may choose the shrinkage) */
         pft_ghead_evidence_t own_ev[PFT_GHEAD_N_ALPHA]; /* own rows' tallies (pft_node_evidence.c) */
         int has_own_ev;
         uint64_t own_against;     /* rows of the statistics own_ev was scored against */
@@ -417,8 +417,9 @@ typedef struct {
     size_t n_nodes;
     long *grp;         /* this node's part groups, by node index (pft_topo_part_groups) */
     pft_gstat_t **acc; /* by group id: the merged statistics of the received parts of that group, or NULL */
-    unsigned char *noisy; /* by group id: acc holds a DP release of sums (TIED): means only, its scatter void */
-    double *nvar;         /* by group id × class: the noise variance per entry of acc's class sums */
+    unsigned char
+        *noisy;   /* by group id: acc holds a DP release of sums (TIED): means only, its scatter void */
+    double *nvar; /* by group id × class: the noise variance per entry of acc's class sums */
 } parts_t;
 /* An empty set of parts for nd: groups computed; 0 or an error. */
 int pft_node__parts_init(const node_t *nd, parts_t *ps);

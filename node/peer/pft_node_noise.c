@@ -37,7 +37,6 @@ static double contributor_sigma(const node_t *nd, const part_t *p, const char *i
     return isnan(s) ? 0.0 : s;
 }
 
-
 /* Adds σ² to the variance of every class contributor id holds (its provenance labels, or own counts). */
 static void add_class_var(const node_t *nd, const part_t *p, const char *id, double var, double *v)
 {
@@ -122,11 +121,11 @@ void pft_node__noise_json(node_t *nd, const parts_t *ps)
             json_object_set_new(mstd, key, json_real(sqrt(x->tau2)));
         }
         int tied = pft_node__parts_kind(nd) == PFT_GSTAT_TIED;
-        json_t *o =
-            json_pack("{s:s,s:s,s:f,s:o,s:o,s:o,s:o}", "kind", pft_gstat_kind_name(pft_node__parts_kind(nd)),
-                      "form", tied ? "sums" : "sums_and_second_moments", "sensitivity",
-                      tied ? PFT_GSTAT_DP_SENS_SUMS : PFT_GSTAT_DP_SENS, "per_contributor", json_incref(per), "non_private",
-                      json_incref(nonpriv), "sum_variance_sums", sums, "mean_std_per_entry", mstd);
+        json_t *o = json_pack(
+            "{s:s,s:s,s:f,s:o,s:o,s:o,s:o}", "kind", pft_gstat_kind_name(pft_node__parts_kind(nd)), "form",
+            tied ? "sums" : "sums_and_second_moments", "sensitivity",
+            tied ? PFT_GSTAT_DP_SENS_SUMS : PFT_GSTAT_DP_SENS, "per_contributor", json_incref(per),
+            "non_private", json_incref(nonpriv), "sum_variance_sums", sums, "mean_std_per_entry", mstd);
         if (o && tied) { /* no second moment travels: the noisy parts are means only */
             json_decref(s2);
         } else if (o) {

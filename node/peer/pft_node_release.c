@@ -40,17 +40,19 @@ int pft_node__release_fit(node_t *nd, int c, const float *x, int n, pft_gmm_t **
 }
 
 /* The DP release of exact statistics (pft_gstat_dp): the node's own rows once per bundle, its noisy sums
- * (TIED: nothing else, the whole budget on them) or noisy sums and second moments (FULL), post-processed. The node's head keeps using its exact rows (pft_node_exact.c). */
+ * (TIED: nothing else, the whole budget on them) or noisy sums and second moments (FULL), post-processed. The
+ * node's head keeps using its exact rows (pft_node_exact.c). */
 int pft_node__release_stats(node_t *nd, const pft_dataset_t *set, pft_gstat_kind_t kind, pft_gstat_t **out)
 {
     double delta = nd->me->dp_delta > 0 ? nd->me->dp_delta : PFT_DP_DELTA_AUTO;
     pft_gstat_dp_info_t info;
     int sums = kind == PFT_GSTAT_TIED; /* TIED: the sums alone (pft_gstat_dp.h, SECURITY.md §6) */
-    int rc = sums ? pft_gstat_dp_release_sums(pft_dataset_x(set), pft_dataset_y(set), (size_t)pft_dataset_n(set),
-                                              pft_dataset_d(set), nd->me->dp_epsilon, delta, nd->dp.rng, out,
-                                              &info)
-                  : pft_gstat_dp_release(kind, pft_dataset_x(set), pft_dataset_y(set), (size_t)pft_dataset_n(set),
-                                         pft_dataset_d(set), nd->me->dp_epsilon, delta, nd->dp.rng, out, &info);
+    int rc =
+        sums
+            ? pft_gstat_dp_release_sums(pft_dataset_x(set), pft_dataset_y(set), (size_t)pft_dataset_n(set),
+                                        pft_dataset_d(set), nd->me->dp_epsilon, delta, nd->dp.rng, out, &info)
+            : pft_gstat_dp_release(kind, pft_dataset_x(set), pft_dataset_y(set), (size_t)pft_dataset_n(set),
+                                   pft_dataset_d(set), nd->me->dp_epsilon, delta, nd->dp.rng, out, &info);
     if (rc)
         return pft_err_wrap(rc, "DP release of the exact statistics");
     nd->dp.delta_max = info.delta;
@@ -58,10 +60,10 @@ int pft_node__release_stats(node_t *nd, const pft_dataset_t *set, pft_gstat_kind
     json_object_set_new(
         nd->dp.info, "release",
         json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:f,s:b,s:i,s:i,s:I}", "kind", pft_gstat_kind_name(kind), "form",
-                  sums ? "sums" : "sums_and_second_moments", "rows",
-                  (json_int_t)info.n, "epsilon", info.eps, "delta", info.delta, "sensitivity", info.sens,
-                  "sigma", info.sigma, "sigma_raised", info.sigma_raised, "clipped_rows", info.clipped,
-                  "n_floored", info.n_floored, "noisy_elements", (json_int_t)info.noisy_elems));
+                  sums ? "sums" : "sums_and_second_moments", "rows", (json_int_t)info.n, "epsilon", info.eps,
+                  "delta", info.delta, "sensitivity", info.sens, "sigma", info.sigma, "sigma_raised",
+                  info.sigma_raised, "clipped_rows", info.clipped, "n_floored", info.n_floored,
+                  "noisy_elements", (json_int_t)info.noisy_elems));
     pft_info("DP release of %zu rows' %s statistics: epsilon %g, delta %g, sigma %.4g (sensitivity %.4f), %d "
              "rows clipped, %d eigenvalues clamped",
              info.n, pft_gstat_kind_name(kind), info.eps, info.delta, info.sigma, info.sens, info.clipped,
