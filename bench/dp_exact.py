@@ -6,10 +6,14 @@ launches in the same run:
   - "DP exact LDA": cov = tied, dp_epsilon = 1 (δ = 1/n): the source releases its class sums alone, the
     destination's LDA head takes them as noisy components (docs/DESIGN.md §8, docs/SECURITY.md §6);
   - "DP-FedPFT": cov = diag, k = 1, dp_epsilon = 1 (the paper's DP-FedPFT, mechanism b3).
-Every node's accuracy is on the union of both clients' test rows. Beside them, "own rows alone": an LDA of
-the node's own training rows (the rows pftnet assigned it, read back from its data folder), its shrinkage
-chosen by 5-fold cross-validation over them on pftnode's grid, scored on the same test rows. It is computed
-here with numpy, independently of pftnode, so it is the yardstick for "no node below its own rows".
+Every node's accuracy is on the union of both clients' test rows. Beside them, "own rows alone", twice:
+  - "own (node)": what the node's head of its own statistics alone scores on the same rows (result.json
+    accuracy_global_own_only, written when noisy components were kept; a node that received nothing has only
+    its own rows, so its accuracy is that figure);
+  - "own (numpy)": an LDA of the node's own training rows (read back from its data folder), its shrinkage
+    chosen by 5-fold cross-validation over them on pftnode's grid (folds seeded here, not as pftnode does),
+    computed with numpy independently of pftnode.
+"No node below its own rows" is judged against "own (node)", the same head without what was received.
 
   python3 bench/dp_exact.py [--bin build/node] [--seeds 0,1,2] [--out DIR] [--only labelshift,covshift]
 
@@ -114,8 +118,8 @@ def main():
     pftnet = os.path.join(args.bin, "pftnet")
     os.environ["PFTNODE"] = os.path.join(args.bin, "pftnode")
     summary = []
-    print("%-10s %-4s %-6s %10s %10s %10s %8s %6s" % ("exp", "seed", "node", "DP exact", "DP-FedPFT", "own rows",
-                                                   "alpha", "comps"))
+    print("%-10s %-4s %-6s %9s %9s %10s %11s %6s %5s" % ("exp", "seed", "node", "DP exact", "DP-FedPFT",
+                                                         "own(node)", "own(numpy)", "alpha", "comps"))
     for exp in args.only.split(","):
         for seed in [int(s) for s in args.seeds.split(",")]:
             base = os.path.join(args.out, exp, "s%d" % seed)
@@ -128,15 +132,19 @@ def main():
                 x, y = load_rows(os.path.join(base + "-exact", n))
                 own, a_own = own_rows_accuracy(x, y, Xe, Ye, C)
                 g = ex[n].get("gaussian_head") or {}
+                own_node = ex[n].get("accuracy_global_own_only")
+                if own_node is None and not g.get("noisy_components"):
+                    own_node = ex[n]["accuracy_global"]  # nothing received kept: its head is its own rows'
                 row = {"exp": exp, "seed": seed, "node": n, "dp_exact": ex[n]["accuracy_global"],
-                       "dp_fedpft": fp[n]["accuracy_global"], "own_rows": own, "own_rows_alpha": a_own,
+                       "dp_fedpft": fp[n]["accuracy_global"], "own_node": own_node, "own_numpy": own,
+                       "own_numpy_alpha": a_own,
                        "alpha": g.get("alpha"), "noisy_components": g.get("noisy_components", 0),
                        "cv_accuracy": g.get("cv_accuracy"), "cv_accuracy_own_only": g.get("cv_accuracy_own_only"),
                        "bytes_sent_exact": ex[n]["bytes_sent"], "bytes_sent_fedpft": fp[n]["bytes_sent"]}
                 summary.append(row)
-                print("%-10s %-4d %-6s %10.4f %10.4f %10.4f %8s %6s" % (exp, seed, n, row["dp_exact"], row["dp_fedpft"],
-                                                                     own, row["alpha"], row["noisy_components"]),
-                      flush=True)
+                print("%-10s %-4d %-6s %9.4f %9.4f %10.4f %11.4f %6s %5s" % (
+                    exp, seed, n, row["dp_exact"], row["dp_fedpft"], own_node, own, row["alpha"],
+                    row["noisy_components"]), flush=True)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
@@ -147,7 +155,7 @@ def main():
             m = np.mean([r["dp_exact"] for r in sinks])
             f = np.mean([r["dp_fedpft"] for r in sinks])
             print("%s: destination DP exact %.4f vs DP-FedPFT %.4f (mean of %d seeds)" % (exp, m, f, len(sinks)))
-        below = [r for r in rows if r["dp_exact"] < r["own_rows"]]
+        below = [r for r in rows if r["dp_exact"] < r["own_node"]]
         print("%s: nodes below their own rows alone: %d of %d" % (exp, len(below), len(rows)))
 
 

@@ -14,11 +14,11 @@
 
 #include <string.h>
 
-/* 1 when this node's statistics head chooses its shrinkage from evidence: LDA of tied statistics, no DP (the
- * tallies of own rows are not noised). */
+/* 1 when this node's statistics head chooses its shrinkage from evidence: the gaussian head (ncm fits at
+ * α = 1 and never reads it) on tied statistics, no DP (the tallies of own rows are not noised). */
 static int wanted(const node_t *nd)
 {
-    return nd->head_ops->wants_stats && nd->me->exact && nd->me->cov == PFT_COV_TIED &&
+    return strcmp(nd->head_ops->name, "gaussian") == 0 && nd->me->exact && nd->me->cov == PFT_COV_TIED &&
            !(nd->me->dp_epsilon > 0);
 }
 

@@ -44,6 +44,8 @@ int pft_node__head_train(node_t *nd, json_t *res)
         rc = h->write(nd, model);
     if (rc == 0)
         rc = pft_node__eval_score(nd, res, h->predict, model);
+    if (rc == 0 && h->eval_more)
+        rc = h->eval_more(nd, model, res);
     if (rc == 0)
         h->describe(nd, model, res);
     if (model)

@@ -19,6 +19,7 @@ typedef struct {
     pft_ghead_info_t info;
     int n_extra;        /* noisy components in the head (0: none received, or left out) */
     double cv_own_only; /* with noisy components received: held-out accuracy of the own statistics alone */
+    pft_ghead_t *plain; /* with noisy components kept: the head of the own statistics alone (eval_more) */
 } gaussian_t;
 
 /* The most held-out accuracy on its own rows a node gives up for noisy components (DESIGN.md §8): a component
@@ -29,8 +30,10 @@ typedef struct {
 void pft_node__gaussian_destroy(void **model)
 {
     gaussian_t *m = *model;
-    if (m)
+    if (m) {
         pft_ghead_destroy(&m->head);
+        pft_ghead_destroy(&m->plain);
+    }
     pft_free(m);
     *model = NULL;
 }
@@ -86,7 +89,7 @@ int pft_node__gaussian_fit(node_t *nd, int lda, double alpha, void **model)
         m->n_extra = 0;
         plain = NULL;
     }
-    pft_ghead_destroy(&plain);
+    m->plain = plain; /* kept: the yardstick result.json reports (eval_more) */
     pft_gstat_destroy(&nd->head.stats);
     nd->tally.head_seconds = pft_fsio_now() - t0;
     if (rc) {
@@ -121,6 +124,27 @@ static int fit(node_t *nd, void **model)
 int pft_node__gaussian_predict(const void *model, const float *x, int n, int32_t *pred)
 {
     return pft_ghead_predict(((const gaussian_t *)model)->head, x, n, pred);
+}
+
+static int plain_predict(const void *model, const float *x, int n, int32_t *pred)
+{
+    return pft_ghead_predict(((const gaussian_t *)model)->plain, x, n, pred);
+}
+
+/* With noisy components kept: the accuracy of the own statistics alone on the same test rows, as
+ * accuracy_local_own_only / accuracy_global_own_only (the yardstick of "never below its own rows"). */
+static int eval_more(node_t *nd, const void *model, json_t *res)
+{
+    if (!((const gaussian_t *)model)->plain)
+        return 0;
+    json_t *tmp = json_object();
+    int rc = tmp ? pft_node__eval_score(nd, tmp, plain_predict, model) : pft_err(PFT_ENOMEM, "out of memory");
+    static const char *const keys[2][2] = {{"accuracy_local", "accuracy_local_own_only"},
+                                           {"accuracy_global", "accuracy_global_own_only"}};
+    for (int k = 0; rc == 0 && k < 2; k++)
+        json_object_set(res, keys[k][1], json_object_get(tmp, keys[k][0]));
+    json_decref(tmp);
+    return rc;
 }
 
 static int write_qda(const node_t *nd, const pft_ghead_t *h)
@@ -212,4 +236,5 @@ const pft_node_head_t pft_node__head_gaussian = {
     .write = pft_node__gaussian_write,
     .describe = pft_node__gaussian_describe,
     .destroy = pft_node__gaussian_destroy,
+    .eval_more = eval_more,
 };

@@ -152,6 +152,9 @@ typedef struct {
     /* Adds the model's fields to result.json. */
     void (*describe)(const node_t *nd, const void *model, json_t *res);
     void (*destroy)(void **model);
+    /* Optional (NULL): scores what the model was compared with (the gaussian head's own-statistics head
+     * beside noisy components) and adds it to result.json. */
+    int (*eval_more)(node_t *nd, const void *model, json_t *res);
 } pft_node_head_t;
 
 /* One peer's whole state for a run. The top fields are set up once and then only read; each sub-struct is
