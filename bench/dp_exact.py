@@ -84,7 +84,8 @@ def own_rows_accuracy(x, y, Xe, Ye, C, seed=0, folds=5):
         tr, te = fold != f, fold == f
         m = Lda(*fit_stats(x[tr], y[tr], C))
         for a in GRID:
-            if a == 0 and tr.sum() <= x.shape[1]:
+            if a == 0 and m.ev.min() <= 1e-12 * m.ev.max():  # singular: not a valid point (as in pftnode)
+                right[a] = -1
                 continue
             right[a] += (m.scores(x[te], a).argmax(1) == y[te]).sum()
     best = max(GRID, key=lambda a: (right[a], a))
