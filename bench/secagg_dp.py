@@ -23,7 +23,11 @@ Evaluated on PACS's test split (../shared/data/pacs-mobilenetv2/test_x.npy, 1,99
 Partition: `pftnet launch configs/star50.dot --out DIR --force --prepare-only --set cov=tied` writes each client's
 rows to DIR/cNN/data/train_{x,y}.npy (pftnet's own Dirichlet(0.1) split, seed 0); pass DIR with --parts.
 
-Usage: /usr/bin/python3 bench/secagg_dp.py --parts /tmp/h7-star50 [--eps 1] [--seeds 0,1,2]
+With --release (no DP): the opened sum of every client's release-rule second moment (its scatter at q =
+min(rows // 20, 64, d - 1) eigenpairs plus its exact diagonal, plus its class means' outer products), i.e. what the
+aggregator opens when each client masks the release it sends today (docs/SECAGG.md par. 6).
+
+Usage: /usr/bin/python3 bench/secagg_dp.py --parts /tmp/h7-star50 [--eps 1] [--seeds 0,1,2] [--release]
 """
 import argparse
 import glob
@@ -123,6 +127,35 @@ def evaluate(s, n, w, xt, yt, classes):
     }
 
 
+def release_rule(s, n, s2, rows_per_rank=20, cap=64):
+    """A contributor's release-rule second moment (DESIGN.md par. 8): its within-class scatter W as N (U U^T +
+    diag psi), q = min(N // 20, 64, d - 1) leading eigenpairs of C = W / N (below 20 rows: tr(C)/d I), plus its
+    class means' outer products, so that summing these over contributors and subtracting the pooled means'
+    gives the merge of the released parts (what a masked bundle carries without DP)."""
+    present = n > 0
+    N = n.sum()
+    d = s2.shape[0]
+    c = scatter(s[present], n[present], s2) / N
+    q = min(int(N) // rows_per_rank, cap, d - 1)
+    if q == 0:
+        rel = np.trace(c) / d * np.eye(d)
+    else:
+        lam, v = np.linalg.eigh(c)
+        u = v[:, -q:] * np.sqrt(np.maximum(lam[-q:], 0.0))
+        rel = u @ u.T
+        rel += np.diag(np.maximum(np.diag(c) - np.diag(rel), 0.0))
+    return N * rel + sum(np.outer(s[i], s[i]) / n[i] for i in np.flatnonzero(present))
+
+
+def run_release(parts, xt, yt, classes):
+    """No DP: the opened sum of the clients' release-rule second moments, beside the exact statistics."""
+    loc = [stats(x, y, classes) for x, y in parts]
+    s_all = sum(t[0] for t in loc)
+    n_all = sum(t[1] for t in loc)
+    r_all = sum(release_rule(*t) for t in loc)
+    return evaluate(s_all, n_all, scatter(s_all, n_all, r_all), xt, yt, classes)
+
+
 def run(parts, eps, seed, xt, yt, classes):
     d = parts[0][0].shape[1]
     rng = np.random.default_rng(seed)
@@ -173,6 +206,8 @@ def main():
                                                    "pacs-mobilenetv2"))
     ap.add_argument("--eps", type=float, default=1.0)
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--release", action="store_true",
+                    help="also: no DP, the opened sum of every client's release-rule second moment")
     a = ap.parse_args()
     parts = load_parts(a.parts)
     xt = l2(np.load(os.path.join(a.data, "test_x.npy")))
@@ -182,7 +217,13 @@ def main():
     print("clients %d, rows %d (%d..%d per client), classes %d, test rows %d, eps %g" %
           (len(parts), N, min(len(y) for _, y in parts), max(len(y) for _, y in parts), len(classes), len(yt),
            a.eps))
-    for seed in [int(s) for s in a.seeds.split(",")]:
+    if a.release:
+        e = run_release(parts, xt, yt, classes)
+        print("  %-14s oas alpha %.3f (grid %.2f) -> %.4f | oracle alpha %.2f -> %.4f" %
+              ("release_sum", e["oas"][0], e["oas"][2], e["oas"][1], e["oracle"][0], e["oracle"][1]))
+        print("             grid: " + " ".join("%.2f:%.4f" % (k, v) for k, v in e["grid"].items()))
+        sys.stdout.flush()
+    for seed in [int(s) for s in a.seeds.split(",") if s]:
         r = run(parts, a.eps, seed, xt, yt, classes)
         print("seed %d: secagg sigma %.3f (delta 1/%d); per-client sigma rms %.3f (delta 1/n_i), aggregate noise "
               "sd %.3f" % (seed, r["secagg_sigma"], N, r["per_client_sigma_rms"],
