@@ -433,6 +433,68 @@ static void test_rows(void)
     pft_topo_destroy(&t);
 }
 
+/* Independent check of the class rule: every view (without its viewer) and clear bundle has 0 or >= m holders
+ * of every class among the rows not withheld. */
+static void check_classes(const pft_secplan_t *p, size_t n, size_t nc, const uint64_t *cr,
+                          const unsigned char *w)
+{
+    int m = pft_secplan_min_contributors(p);
+    for (size_t v = 0; v < n; v++) {
+        const pft_secplan_node_t *nd = pft_secplan_node(p, v);
+        for (size_t c = 0; c < nc; c++) {
+            size_t h = 0;
+            for (size_t k = 0; k < nd->n_view; k++)
+                h += nd->view[k] != v && cr[nd->view[k] * nc + c] && !w[nd->view[k] * nc + c];
+            CHECK_MSG(h == 0 || h >= (size_t)m, "node %zu class %zu: %zu holders", v, c, h);
+        }
+    }
+}
+
+static void test_withhold(void)
+{
+    pft_topo_t *t = NULL;
+    CHECK(load(chain_text(5), SKIP, &t) == 0);
+    pft_secplan_t *p = NULL;
+    CHECK(t && pft_secplan_new(t, 2, NULL, &p) == 0);
+    if (!p) {
+        pft_topo_destroy(&t);
+        return;
+    }
+    /* class 0 at n0 and n3 only, class 1 everywhere, class 2 at n1 and n4 only */
+    uint64_t cr[5 * 3] = {10, 5, 0, 0, 5, 7, 0, 5, 0, 9, 5, 0, 0, 5, 3};
+    unsigned char w[5 * 3];
+    size_t nw = 0;
+    CHECK(pft_secplan_withhold(p, 3, cr, 0, w, &nw) == 0);
+    /* n2 opens n0 + n1: class 0 held by n0 alone -> withheld; n4 then sees class 0 from n3 alone -> withheld;
+     * class 2: n1 alone in n2's, n3's and n4's views (n4's own rows of it are its own) -> n1 withheld */
+    CHECK(w[0 * 3 + 0] && w[3 * 3 + 0] && w[1 * 3 + 2] && !w[4 * 3 + 2] && nw == 3);
+    for (size_t v = 0; v < 5; v++)
+        CHECK(!w[v * 3 + 1]);
+    check_classes(p, 5, 3, cr, w);
+    CHECK(pft_secplan_withhold(p, 3, cr, 1, w, &nw) == 0 && nw == 0); /* DP: the noise shares protect */
+    CHECK(pft_secplan_withhold(p, 0, cr, 0, w, &nw) == PFT_EINVAL);
+    pft_secplan_destroy(&p);
+    pft_topo_destroy(&t);
+    /* star of 6: class 1 held by c01 and c02 (kept), class 2 by c03 alone (withheld) */
+    CHECK(load(star_text(6), SKIP, &t) == 0);
+    CHECK(t && pft_secplan_new(t, 2, NULL, &p) == 0);
+    if (p) {
+        size_t n = pft_topo_node_count(t);
+        uint64_t *c3 = calloc(n * 3, sizeof *c3);
+        unsigned char *w3 = calloc(n * 3, 1);
+        for (size_t v = 0; v < n; v++)
+            c3[v * 3 + 0] = pft_topo_node(t, v)->has_data ? 4 : 0;
+        c3[idx(t, "c01") * 3 + 1] = c3[idx(t, "c02") * 3 + 1] = 2;
+        c3[idx(t, "c03") * 3 + 2] = 6;
+        CHECK(pft_secplan_withhold(p, 3, c3, 0, w3, &nw) == 0 && nw == 1 && w3[idx(t, "c03") * 3 + 2]);
+        check_classes(p, n, 3, c3, w3);
+        free(c3);
+        free(w3);
+    }
+    pft_secplan_destroy(&p);
+    pft_topo_destroy(&t);
+}
+
 static void expect_refusal(const char *text, int mc, int code, const char *needle, const char *needle2)
 {
     pft_topo_t *t = NULL;
@@ -467,6 +529,7 @@ int main(void)
     RUN(test_ring_mesh);
     RUN(test_dag);
     RUN(test_rows);
+    RUN(test_withhold);
     RUN(test_refusals);
     pft_test_topo_cleanup();
     return pft_test_done();

@@ -371,3 +371,45 @@ size_t pft_secplan_noise_div(const pft_secplan_t *self)
 {
     return self->noise_div;
 }
+
+/* Withholds every holder of class c in set[0..k) (skipping `skip`) if 1..m-1 of them remain; 1 if it did. */
+static int withhold_set(const pft_secplan_t *p, const size_t *set, size_t k, size_t skip, size_t n_classes,
+                        const uint64_t *class_rows, unsigned char *withhold)
+{
+    int changed = 0;
+    for (size_t c = 0; c < n_classes; c++) {
+        size_t holders = 0;
+        for (size_t i = 0; i < k; i++)
+            holders +=
+                set[i] != skip && class_rows[set[i] * n_classes + c] && !withhold[set[i] * n_classes + c];
+        if (holders == 0 || holders >= (size_t)p->m)
+            continue;
+        for (size_t i = 0; i < k; i++)
+            if (set[i] != skip && class_rows[set[i] * n_classes + c])
+                withhold[set[i] * n_classes + c] = 1;
+        changed = 1;
+    }
+    return changed;
+}
+
+int pft_secplan_withhold(const pft_secplan_t *self, size_t n_classes, const uint64_t *class_rows, int dp,
+                         unsigned char *withhold, size_t *n_withheld)
+{
+    if (!n_classes || !class_rows || !withhold || !n_withheld)
+        return pft_err(PFT_EINVAL, "secure aggregation: no classes to check");
+    memset(withhold, 0, self->n * n_classes);
+    *n_withheld = 0;
+    for (int changed = !dp; changed;) {
+        changed = 0;
+        for (size_t v = 0; v < self->n; v++)
+            changed |= withhold_set(self, self->nodes[v].view, self->nodes[v].n_view, v, n_classes,
+                                    class_rows, withhold);
+        for (size_t i = 0; i < self->nh; i++)
+            if (!self->msgs[i].masked)
+                changed |= withhold_set(self, self->msgs[i].contrib, self->msgs[i].n_contrib, SIZE_MAX,
+                                        n_classes, class_rows, withhold);
+    }
+    for (size_t i = 0; i < self->n * n_classes; i++)
+        *n_withheld += withhold[i];
+    return 0;
+}

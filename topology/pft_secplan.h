@@ -101,4 +101,16 @@ size_t pft_secplan_msgs(const pft_secplan_t *self, const pft_secplan_msg_t **out
 /* The divisor of the DP noise shares (above): ≥ min_contributors. */
 size_t pft_secplan_noise_div(const pft_secplan_t *self);
 
+/* The rule per class. Counts are public, so an opened class sum held by one contributor is that contributor's
+ * class mean: for every view (without its viewer) and every clear bundle, and every class, the contributors
+ * releasing rows of the class must be none or at least min_contributors. class_rows holds n_classes entries
+ * per node (node v's rows of class c at v·n_classes + c; 0: none). Sets withhold[v·n_classes + c] = 1 for
+ * every (node, class) whose rows must stay out of every statistic the node releases (its own head still uses
+ * them): a view or bundle with 1..m-1 holders of a class withholds them all, repeated until nothing changes
+ * (a withheld holder can leave another view short). *n_withheld gets their number. With dp != 0 nothing is
+ * withheld: every member adds a noise share to every class sum, so a single holder's class sum opens with the
+ * aggregate's noise (docs/SECAGG.md §7). 0, or PFT_EINVAL (n_classes 0 or NULL arrays). */
+int pft_secplan_withhold(const pft_secplan_t *self, size_t n_classes, const uint64_t *class_rows, int dp,
+                         unsigned char *withhold, size_t *n_withheld);
+
 #endif
