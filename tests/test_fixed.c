@@ -182,6 +182,7 @@ static void test_bound(void)
     double small[] = {1.0, 1.0};
     CHECK(pft_fixed_check_total(small, rows_ok, 2) == 0);
     CHECK(pft_fixed_check_total(small, rows_bad, 2) == PFT_EINVAL && strstr(pft_errmsg(), "rows") != NULL);
+    CHECK(pft_fixed_check_total(small, NULL, (size_t)PFT_FIXED_MAX_PARTS + 1) == PFT_EINVAL); /* k first */
     double nan_lim[] = {1.0, NAN};
     CHECK(pft_fixed_check_total(nan_lim, NULL, 2) == PFT_EINVAL);
     /* a topology of 2^30 rows whose noise allowances fill the rest of the range exactly */

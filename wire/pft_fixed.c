@@ -26,6 +26,8 @@ int pft_fixed_check_total(const double *limits, const uint64_t *rows, size_t k)
 {
     double total = 0.0;
     uint64_t total_rows = 0;
+    if (k > PFT_FIXED_MAX_PARTS)
+        return pft_err(PFT_EINVAL, "fixed point: %zu contributions (at most %d)", k, PFT_FIXED_MAX_PARTS);
     for (size_t i = 0; i < k; i++) {
         if (!(limits[i] >= 0.0) || !isfinite(limits[i]))
             return pft_err(PFT_EINVAL, "fixed point: contribution %zu has limit %g (must be finite, >= 0)", i,
@@ -40,7 +42,8 @@ int pft_fixed_check_total(const double *limits, const uint64_t *rows, size_t k)
             total_rows += rows[i];
         }
     }
-    /* the sum in double rounds upward by at most k ulps; a total this close to the bound is refused anyway */
+    /* total is the exact sum up to k·2^-22 (k doubles ≤ 2^31, each addition off by ≤ 2^-22): even a true sum
+     * that much above 2^31 - 1 keeps Σ |round(v_i 2^32)| ≤ 2^63 - 2^32 + k·2^10 + k/2 < 2^63 for k ≤ 2^20 */
     if (!(total <= PFT_FIXED_TOTAL_MAX))
         return pft_err(
             PFT_EINVAL,

@@ -38,8 +38,9 @@
 #define PFT_FIXED_SCALE 4294967296.0     /* 2^f */
 #define PFT_FIXED_TOTAL_MAX 2147483647.0 /* 2^31 - 1: the largest bound of any aggregate's entry */
 #define PFT_FIXED_MAX_ROWS                                                                                   \
-    (UINT64_C(1) << 30)          /* rows of a topology at most (half the range; noise the rest) */
-#define PFT_FIXED_NOISE_SDS 64.0 /* noise allowance of a contribution, in standard deviations */
+    (UINT64_C(1) << 30)               /* rows of a topology at most (half the range; noise the rest) */
+#define PFT_FIXED_NOISE_SDS 64.0      /* noise allowance of a contribution, in standard deviations */
+#define PFT_FIXED_MAX_PARTS (1 << 20) /* contributions of one aggregate at most */
 #define PFT_FIXED_MAX_COUNT (UINT64_C(1) << 48) /* a count at most, as the wire's counts */
 
 /* The per-entry bound of a contribution of `rows` rows (each ‖x‖₂ ≤ 1) carrying a Gaussian noise share of
@@ -49,7 +50,8 @@ double pft_fixed_limit(uint64_t rows, double noise_sd);
 
 /* Checks that k contributions with these per-entry limits (each finite, ≥ 0), summed, can never leave the
  * representable range: 0 if Σ limits ≤ PFT_FIXED_TOTAL_MAX and Σ rows ≤ PFT_FIXED_MAX_ROWS (rows may be
- * NULL: not checked), else PFT_EINVAL with a message giving the sum and the bound. */
+ * NULL: not checked) and k ≤ PFT_FIXED_MAX_PARTS, else PFT_EINVAL with a message giving the sum and the
+ * bound. */
 int pft_fixed_check_total(const double *limits, const uint64_t *rows, size_t k);
 
 /* Encodes v[0..n) into out[0..n): out[i] = round(v[i] · 2^f) mod 2^64 (round half away from zero).
