@@ -102,7 +102,7 @@ static void test_uniform_independent(void)
     CHECK(pft_mask_add(s_kp[0], RUN_ID, peers, np, LABEL, LABEL_LEN, a, N) == 0);
     CHECK(pft_mask_add(s_kp[0], RUN_ID, peers, np, LABEL, LABEL_LEN, a2, N) == 0);
     CHECK(pft_mask_add(s_kp[0], RUN_ID, peers, np, other, sizeof other - 1, b, N) == 0);
-    CHECK(pft_mask_add(s_kp[0], "another-run", peers, np, LABEL, LABEL_LEN, r, N) == 0);
+    CHECK(pft_mask_add(s_kp[0], "run-secagh", peers, np, LABEL, LABEL_LEN, r, N) == 0); /* same length */
     CHECK(memcmp(a, a2, sizeof a) == 0);
     int zero = 0, same_ab = 0, same_ar = 0;
     for (int j = 0; j < N; j++) {

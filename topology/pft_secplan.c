@@ -98,7 +98,7 @@ static int shape_cycle(const pft_topo_t *t, int m, shape_t *s)
             topo_name(t), pft_kind_name(pft_topo_kind(t)), k, others, m);
     s->opener = opener;
     for (size_t v = 0; v < n; v++) {
-        s->masked_from[v] = 1;
+        s->masked_from[v] = 1; /* lap 1 masked all the way to the opener */
         s->in_group[v] = (unsigned char)(v != opener && is_contrib(t, v));
     }
     s->views = VIEW_ALL;
