@@ -37,6 +37,8 @@ typedef struct {
     double limit;        /* per contribution */
     double sigma;        /* DP: σ of a view; 0: no noise */
     double *noise[MAXV]; /* the shares, for the check */
+    uint64_t missing;    /* star dropout: members that never deliver */
+    size_t share_div;    /* the shares are σ²/share_div */
 } flow_t;
 
 static uint64_t s_rng = 99;
@@ -64,7 +66,7 @@ static uint64_t bit(size_t v)
 /* Each contributor's values: rows 10 + v, values in ±rows·0.9 plus a noise share N(0, σ²/D). */
 static void contribute(flow_t *f)
 {
-    double share = f->sigma / sqrt((double)pft_secplan_noise_div(f->p));
+    double share = f->sigma / sqrt((double)f->share_div);
     double *v = malloc(NW * sizeof *v);
     for (size_t u = 0; u < f->n; u++) {
         if (!pft_topo_node(f->t, u)->has_data)
@@ -90,6 +92,24 @@ static void contribute(flow_t *f)
     free(v);
 }
 
+/* Dropout: without the survivors' reveals the sum does not open; each survivor reveals its use key with each
+ * missing member and the opener cancels those terms. */
+static void reveal(flow_t *f, uint64_t alive, uint64_t *sum)
+{
+    double *out = malloc(NW * sizeof *out);
+    CHECK(pft_fixed_decode(sum, NW, 1e6, out) == PFT_ERANGE);
+    free(out);
+    for (size_t s = 0; s < f->n; s++)
+        for (size_t x = 0; (alive & bit(s)) && x < f->n; x++) {
+            if (!(f->missing & bit(x)))
+                continue;
+            uint8_t key[PFT_MASK_KEY_LEN];
+            CHECK(pft_mask_use_key(f->kp[s], RUN_ID, &f->pk[x], LABEL, sizeof LABEL - 1, key) == 0);
+            CHECK(pft_mask_cancel_revealed(key, &f->pk[s], &f->pk[x], sum, NW) == 0);
+            sodium_memzero(key, sizeof key);
+        }
+}
+
 /* The opener removes every member's masks from the sum of its (disjoint) parts: the clear sum of the group.
  */
 static void open_group(flow_t *f, size_t o)
@@ -97,7 +117,7 @@ static void open_group(flow_t *f, size_t o)
     const pft_secplan_group_t *g = pft_secplan_group(f->p, 0);
     uint64_t want = 0, got = 0, *sum = calloc(NW, sizeof *sum);
     for (size_t k = 0; k < g->n_members; k++)
-        want |= bit(g->members[k]);
+        want |= bit(g->members[k]) & ~f->missing;
     for (size_t i = 0; i < f->n_held[o]; i++) {
         CHECK_MSG((got & f->held[o][i].set) == 0, "opener holds overlapping parts");
         got |= f->held[o][i].set;
@@ -106,9 +126,13 @@ static void open_group(flow_t *f, size_t o)
     CHECK_MSG(got == want, "opener %s holds %llx of the group %llx", pft_topo_node(f->t, o)->id,
               (unsigned long long)got, (unsigned long long)want);
     pft_pubkey_t peers[MAXV];
+    size_t np = 0;
     for (size_t k = 0; k < g->n_members; k++)
-        peers[k] = f->pk[g->members[k]];
-    CHECK(pft_mask_remove(f->kp[o], RUN_ID, peers, g->n_members, LABEL, sizeof LABEL - 1, sum, NW) == 0);
+        if (want & bit(g->members[k]))
+            peers[np++] = f->pk[g->members[k]];
+    CHECK(pft_mask_remove(f->kp[o], RUN_ID, peers, np, LABEL, sizeof LABEL - 1, sum, NW) == 0);
+    if (f->missing)
+        reveal(f, want, sum);
     if (pft_topo_node(f->t, o)->has_data)
         pft_fixed_add(sum, f->own[o], NW);
     f->clear[o] = sum;
@@ -165,6 +189,8 @@ static void deliver_part(flow_t *f, size_t to, uint64_t set, uint64_t *w)
 static void handoff(flow_t *f, const pft_handoff_t *h, const pft_secplan_msg_t *msg)
 {
     size_t u = h->from;
+    if (f->missing & bit(u))
+        return; /* never delivers */
     if (!msg->masked) {
         if (!msg->n_contrib)
             return;
@@ -195,7 +221,7 @@ static void handoff(flow_t *f, const pft_handoff_t *h, const pft_secplan_msg_t *
  * non-opener do not decode; with DP, the view's noise has variance ≥ σ² (≈ shares·σ²/D). */
 static void check_views(flow_t *f, const char *name)
 {
-    size_t o = pft_secplan_group(f->p, 0)->opener, D = pft_secplan_noise_div(f->p);
+    size_t o = pft_secplan_group(f->p, 0)->opener;
     for (size_t v = 0; v < f->n; v++) {
         const pft_secplan_node_t *nd = pft_secplan_node(f->p, v);
         for (size_t i = 0; v != o && i < f->n_held[v]; i++) {
@@ -209,6 +235,8 @@ static void check_views(flow_t *f, const char *name)
         ensure_clear(f, v);
         uint64_t set = 0, *want = calloc(NW, sizeof *want);
         for (size_t k = 0; k < nd->n_view; k++) {
+            if (f->missing & bit(nd->view[k]))
+                continue;
             set |= bit(nd->view[k]);
             pft_fixed_add(want, f->own[nd->view[k]], NW);
         }
@@ -221,13 +249,14 @@ static void check_views(flow_t *f, const char *name)
             for (int j = 0; j < NW; j++) {
                 double z = 0;
                 for (size_t k = 0; k < nd->n_view; k++)
-                    z += nd->view[k] != v ? f->noise[nd->view[k]][j] : 0.0;
+                    z +=
+                        nd->view[k] != v && !(f->missing & bit(nd->view[k])) ? f->noise[nd->view[k]][j] : 0.0;
                 ss += z * z;
             }
             for (size_t k = 0; k < nd->n_view; k++)
-                shares += nd->view[k] != v;
-            double var = ss / NW, expect = shares * f->sigma * f->sigma / (double)D;
-            CHECK_MSG(shares >= (double)D && fabs(var / expect - 1) < 0.08 &&
+                shares += nd->view[k] != v && !(f->missing & bit(nd->view[k]));
+            double var = ss / NW, expect = shares * f->sigma * f->sigma / (double)f->share_div;
+            CHECK_MSG(shares >= (double)f->share_div && fabs(var / expect - 1) < 0.08 &&
                           var >= 0.92 * f->sigma * f->sigma,
                       "%s: %s's unknown noise variance %.3f, expected %.3f (σ² = %.3f)", name,
                       pft_topo_node(f->t, v)->id, var, expect, f->sigma * f->sigma);
@@ -249,8 +278,9 @@ static void flow_free(flow_t *f)
     }
 }
 
-/* Plans text at m = 2, runs every hand-off in order, checks every view. */
-static void run_flow(const char *name, const char *text, double sigma)
+/* Plans text at m = 2, runs every hand-off in order (but the missing clients': a star's dropout, the noise
+ * shares at tolerance t_drop), checks every view. */
+static void run_flow_(const char *name, const char *text, double sigma, const char *missing, size_t t_drop)
 {
     pft_topo_t *t = NULL;
     pft_secplan_t *p = NULL;
@@ -267,6 +297,15 @@ static void run_flow(const char *name, const char *text, double sigma)
     f->p = p;
     f->limit = 200.0;
     f->sigma = sigma;
+    f->share_div = pft_secplan_share_div(p, t_drop);
+    CHECK(f->share_div > 0);
+    size_t miss[MAXV], n_miss = 0;
+    for (size_t v = 0; missing && v < f->n; v++)
+        if (strstr(missing, pft_topo_node(t, v)->id)) {
+            f->missing |= bit(v);
+            miss[n_miss++] = v;
+        }
+    CHECK(pft_secplan_dropout_ok(p, t, 0, miss, n_miss, sigma > 0, t_drop) == 0);
     for (size_t v = 0; v < f->n; v++) {
         uint8_t seed[PFT_KEY_SEED_LEN] = {(uint8_t)v, 7, 7};
         f->kp[v] = pft_keypair_from_seed(seed);
@@ -284,6 +323,11 @@ static void run_flow(const char *name, const char *text, double sigma)
     free(f);
     pft_secplan_destroy(&p);
     pft_topo_destroy(&t);
+}
+
+static void run_flow(const char *name, const char *text, double sigma)
+{
+    run_flow_(name, text, sigma, NULL, 0);
 }
 
 static char s_text[8192];
@@ -335,12 +379,22 @@ static void test_noise_shares(void)
     run_flow("diamond dp", DIAMOND, 3.0);
 }
 
+/* A star's clients that never deliver: the survivors' reveals let the aggregator open their sum exactly; with
+ * DP and a tolerance of 2, shares σ²/(D − 2) keep σ² in the view after 2 dropouts. */
+static void test_dropout(void)
+{
+    run_flow_("star5, c03 missing", star_text(5), 0, "c03", 0);
+    run_flow_("star20, c07 and c12 missing", star_text(20), 0, "c07 c12", 0);
+    run_flow_("star20 dp, 2 missing, tolerance 2", star_text(20), 3.0, "c07 c12", 2);
+}
+
 int main(void)
 {
     if (pft_test_topo_setup() || sodium_init() < 0)
         return 1;
     RUN(test_exact);
     RUN(test_noise_shares);
+    RUN(test_dropout);
     pft_test_topo_cleanup();
     return pft_test_done();
 }

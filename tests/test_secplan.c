@@ -495,6 +495,45 @@ static void test_withhold(void)
     pft_topo_destroy(&t);
 }
 
+static void test_dropout(void)
+{
+    pft_topo_t *t = NULL;
+    pft_secplan_t *p = NULL;
+    CHECK(load(star_text(5), SKIP, &t) == 0 && pft_secplan_new(t, 2, NULL, &p) == 0);
+    if (p) {
+        size_t c1 = idx(t, "c01"), c2 = idx(t, "c02"), c3 = idx(t, "c03"), srv = idx(t, "server");
+        size_t one[] = {c3}, three[] = {c1, c2, c3}, four[] = {c1, c2, c3, idx(t, "c04")};
+        CHECK(pft_secplan_dropout_ok(p, t, 0, one, 1, 0, 0) == 0);
+        CHECK(pft_secplan_dropout_ok(p, t, 0, three, 3, 0, 0) == 0); /* 2 survive: m = 2 */
+        CHECK(pft_secplan_dropout_ok(p, t, 0, four, 4, 0, 0) == PFT_ETOPO);
+        CHECK(strstr(pft_errmsg(), "1 members survive < min_contributors = 2") != NULL);
+        /* DP: noise shares sigma^2 / 5 need all five; a tolerance of 1 (shares sigma^2 / 4) admits one
+         * dropout */
+        CHECK(pft_secplan_share_div(p, 0) == 5 && pft_secplan_share_div(p, 1) == 4);
+        CHECK(pft_secplan_share_div(p, 4) == 0 && pft_secplan_share_div(p, 3) == 2);
+        CHECK(pft_secplan_dropout_ok(p, t, 0, one, 1, 1, 0) == PFT_ETOPO);
+        CHECK(strstr(pft_errmsg(), "noise shares") != NULL);
+        CHECK(pft_secplan_dropout_ok(p, t, 0, one, 1, 1, 1) == 0);
+        size_t two[] = {c1, c2};
+        CHECK(pft_secplan_dropout_ok(p, t, 0, two, 2, 1, 1) == PFT_ETOPO);
+        size_t bad[] = {srv}, dup[] = {c1, c1};
+        CHECK(pft_secplan_dropout_ok(p, t, 0, bad, 1, 0, 0) == PFT_EINVAL);
+        CHECK(pft_secplan_dropout_ok(p, t, 0, dup, 2, 0, 0) == PFT_EINVAL);
+        CHECK(pft_secplan_dropout_ok(p, t, 1, one, 1, 0, 0) == PFT_EINVAL);
+    }
+    pft_secplan_destroy(&p);
+    pft_topo_destroy(&t);
+    /* a chain's member does not hand off to the opener alone: no recovery */
+    CHECK(load(chain_text(4), SKIP, &t) == 0 && pft_secplan_new(t, 2, NULL, &p) == 0);
+    if (p) {
+        size_t a[] = {0};
+        CHECK(pft_secplan_dropout_ok(p, t, 0, a, 1, 0, 0) == PFT_ETOPO);
+        CHECK(strstr(pft_errmsg(), "stars only") != NULL);
+    }
+    pft_secplan_destroy(&p);
+    pft_topo_destroy(&t);
+}
+
 static void expect_refusal(const char *text, int mc, int code, const char *needle, const char *needle2)
 {
     pft_topo_t *t = NULL;
@@ -530,6 +569,7 @@ int main(void)
     RUN(test_dag);
     RUN(test_rows);
     RUN(test_withhold);
+    RUN(test_dropout);
     RUN(test_refusals);
     pft_test_topo_cleanup();
     return pft_test_done();

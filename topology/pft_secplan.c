@@ -413,3 +413,54 @@ int pft_secplan_withhold(const pft_secplan_t *self, size_t n_classes, const uint
         *n_withheld += withhold[i];
     return 0;
 }
+
+size_t pft_secplan_share_div(const pft_secplan_t *self, size_t tolerance)
+{
+    if (tolerance >= self->noise_div || self->noise_div - tolerance < (size_t)self->m)
+        return 0;
+    return self->noise_div - tolerance;
+}
+
+/* 1 if u hands off directly to o and to no one else. */
+static int direct_to(const pft_topo_t *t, size_t u, size_t o)
+{
+    const size_t *succ;
+    size_t ns = pft_topo_succs(t, u, &succ);
+    return ns == 1 && succ[0] == o && pft_topo_node(t, o)->n_succs == 0;
+}
+
+int pft_secplan_dropout_ok(const pft_secplan_t *self, const pft_topo_t *topo, size_t group,
+                           const size_t *missing, size_t n_missing, int dp, size_t tolerance)
+{
+    if (group >= self->n_groups)
+        return pft_err(PFT_EINVAL, "secure aggregation: no group %zu", group);
+    const pft_secplan_group_t *g = &self->group;
+    for (size_t i = 0; i < n_missing; i++) {
+        size_t u = missing[i];
+        if (u >= self->n || self->nodes[u].mask_group != (long)group)
+            return pft_err(PFT_EINVAL, "secure aggregation: missing node %zu is not a member of group %zu", u,
+                           group);
+        for (size_t j = 0; j < i; j++)
+            if (missing[j] == u)
+                return pft_err(PFT_EINVAL, "secure aggregation: node %s declared missing twice",
+                               pft_topo_node(topo, u)->id);
+        if (!direct_to(topo, u, g->opener))
+            return pft_err(PFT_ETOPO,
+                           "secure aggregation: %s does not hand off directly to the opener %s: dropout "
+                           "recovery is planned for stars only",
+                           pft_topo_node(topo, u)->id, pft_topo_node(topo, g->opener)->id);
+    }
+    size_t alive = g->n_members - n_missing, need = pft_secplan_share_div(self, tolerance);
+    if (alive < (size_t)self->m)
+        return pft_err(PFT_ETOPO,
+                       "secure aggregation: %zu members survive < min_contributors = %d: the opener may "
+                       "not open (survivors do not reveal)",
+                       alive, self->m);
+    if (dp && (need == 0 || alive < need))
+        return pft_err(
+            PFT_ETOPO,
+            "secure aggregation: %zu members survive, fewer than the %zu whose noise shares "
+            "make up sigma^2 (tolerance %zu): the opened sum would not be (eps, delta)-DP as claimed",
+            alive, need, tolerance);
+    return 0;
+}

@@ -101,6 +101,18 @@ size_t pft_secplan_msgs(const pft_secplan_t *self, const pft_secplan_msg_t **out
 /* The divisor of the DP noise shares (above): ≥ min_contributors. */
 size_t pft_secplan_noise_div(const pft_secplan_t *self);
 
+/* Dropout (docs/SECAGG.md §5): may the opener of group `group` open without the members it declares missing
+ * (missing[0..n_missing), node indices), once the survivors reveal their use keys with them? 0 when: every
+ * missing node is a member and hands off directly to the opener (a star; elsewhere a relay's loss takes other
+ * members with it), at least min_contributors members survive, and, with dp, at least share_div(tolerance)
+ * survive (the noise shares σ²/(D − t) then still sum to ≥ σ²). Else PFT_ETOPO (the plan cannot recover) or
+ * PFT_EINVAL (not a member, listed twice, a bad group) with a message; survivors must not reveal then. */
+int pft_secplan_dropout_ok(const pft_secplan_t *self, const pft_topo_t *topo, size_t group,
+                           const size_t *missing, size_t n_missing, int dp, size_t tolerance);
+/* The divisor of the noise shares with a dropout tolerance t (shares σ²/(D − t)): D − t, or 0 when t ≥ D or
+ * D − t < min_contributors (no such tolerance: as many dropouts would leave a view short of the rule). */
+size_t pft_secplan_share_div(const pft_secplan_t *self, size_t tolerance);
+
 /* The rule per class. Counts are public, so an opened class sum held by one contributor is that contributor's
  * class mean: for every view (without its viewer) and every clear bundle, and every class, the contributors
  * releasing rows of the class must be none or at least min_contributors. class_rows holds n_classes entries
