@@ -451,10 +451,16 @@ int pft_node__parts_add_groups(node_t *nd, parts_t *ps, pft_bundle_t *b, int ste
  * nd->head.extra (replacing what was there); a noisy group that counts this node's own rows (a ring's
  * complete bundle) has them taken out exactly, and *own_inside (may be NULL) is set. 0 or PFT_ENOMEM. */
 int pft_node__parts_noisy(node_t *nd, const parts_t *ps, int *own_inside);
-/* ---- pft_node_noise.c ---- */
 /* 1 when part p holds a TIED DP release of another node (its statistics are means only); adds each such
  * contributor's σ² to var[class] for the classes it holds (var may be NULL). */
-int pft_node__noise_part(const node_t *nd, const part_t *p, double *var);
+int pft_node__parts_noise(const node_t *nd, const part_t *p, double *var);
+/* The σ of contributor id's release in part p (0: none; from its (ε, δ) at the node's release form), whether
+ * it has a guarantee and whether its rows entered exactly here (own rows); *eps, *delta set with one. */
+double pft_node__parts_sigma(const node_t *nd, const part_t *p, const char *id, double *eps, double *delta,
+                             int *has_dp, int *exact_here);
+/* Adds var to v[class] for every class contributor id holds in part p (provenance labels, or own counts). */
+void pft_node__parts_class_var(const node_t *nd, const part_t *p, const char *id, double var, double *v);
+/* ---- pft_node_noise.c ---- */
 /* result.json's dp_noise (kept in nd->dp.info under "noise") for the head's statistics merged from ps. */
 void pft_node__noise_json(node_t *nd, const parts_t *ps);
 

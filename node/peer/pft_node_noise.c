@@ -11,70 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Noise of one contributor's part of the head's statistics: σ of its release (0: none) and whether its rows
- * entered exactly here (own rows kept beside own release). Sets *eps, *delta when it has a guarantee. */
-static double contributor_sigma(const node_t *nd, const part_t *p, const char *id, double *eps, double *delta,
-                                int *has_dp, int *exact_here)
-{
-    *has_dp = *exact_here = 0;
-    *eps = *delta = 0;
-    if (!p->b) { /* own rows: exact in the head, whether or not a DP release of them went on */
-        *exact_here = 1;
-        if (nd->me->dp_epsilon > 0 && nd->dp.delta_max > 0) {
-            *has_dp = 1;
-            *eps = nd->me->dp_epsilon;
-            *delta = nd->dp.delta_max;
-        }
-    } else {
-        for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++)
-            if (strcmp(pft_bundle_prov_node(p->b, e), id) == 0)
-                *has_dp = pft_bundle_prov_dp(p->b, e, eps, delta);
-    }
-    if (!*has_dp || !(*delta > 0 && *delta < 1))
-        return 0.0;
-    double s = pft_node__parts_kind(nd) == PFT_GSTAT_TIED ? pft_gstat_dp_sigma_sums(*eps, *delta)
-                                                          : pft_gstat_dp_sigma(*eps, *delta);
-    return isnan(s) ? 0.0 : s;
-}
-
-/* Adds σ² to the variance of every class contributor id holds (its provenance labels, or own counts). */
-static void add_class_var(const node_t *nd, const part_t *p, const char *id, double var, double *v)
-{
-    if (!p->b) {
-        for (int c = 0; c < nd->n_classes; c++)
-            v[c] += nd->own_counts[c] ? var : 0.0;
-        return;
-    }
-    for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++) {
-        if (strcmp(pft_bundle_prov_node(p->b, e), id) != 0)
-            continue;
-        for (int j = 0; j < pft_bundle_prov_n_labels(p->b, e); j++) {
-            int label;
-            uint64_t count;
-            pft_bundle_prov_entry(p->b, e, j, &label, &count);
-            if (label >= 0 && label < nd->n_classes)
-                v[label] += var;
-        }
-    }
-}
-
-int pft_node__noise_part(const node_t *nd, const part_t *p, double *var)
-{
-    int noisy = 0;
-    for (int w = 0; w < p->n_who; w++) {
-        const char *id = pft_topo_node(nd->topo, p->who[w])->id;
-        double eps, delta;
-        int has_dp, exact_here;
-        double s = contributor_sigma(nd, p, id, &eps, &delta, &has_dp, &exact_here);
-        if (!has_dp || exact_here)
-            continue;
-        noisy = 1;
-        if (var)
-            add_class_var(nd, p, id, s * s, var);
-    }
-    return noisy && pft_node__parts_kind(nd) == PFT_GSTAT_TIED;
-}
-
 /* result.json "dp_noise" (kept in nd->dp.info under "noise"): the noise accumulated over hops in the head's
  * statistics (nd->head.stats, the merge of ps). Each DP contributor's σ follows from its (ε, δ) since Δ₂ is
  * fixed (pft_gstat_dp_sigma); the merged sums Σ_k s̃_k carry Σ_k σ_k² per entry, as does the merged second
@@ -90,7 +26,7 @@ void pft_node__noise_json(node_t *nd, const parts_t *ps)
             const char *id = pft_topo_node(nd->topo, ps->p[i].who[w])->id;
             double eps, delta;
             int has_dp, exact_here;
-            double s = contributor_sigma(nd, &ps->p[i], id, &eps, &delta, &has_dp, &exact_here);
+            double s = pft_node__parts_sigma(nd, &ps->p[i], id, &eps, &delta, &has_dp, &exact_here);
             if (!has_dp) {
                 json_array_append_new(nonpriv, json_string(id));
                 continue;
@@ -100,7 +36,7 @@ void pft_node__noise_json(node_t *nd, const parts_t *ps)
                                                  delta, "sigma", s, "exact_here", exact_here));
             if (exact_here)
                 continue;
-            add_class_var(nd, &ps->p[i], id, s * s, v);
+            pft_node__parts_class_var(nd, &ps->p[i], id, s * s, v);
         }
     if (any && nd->dp.info && nd->head.stats) {
         json_t *sums = json_object(), *mstd = json_object(), *s2 = json_object();

@@ -6,6 +6,7 @@
 
 #include "pft_alloc.h"
 #include "pft_error.h"
+#include "pft_gstat_dp.h"
 #include "pft_log.h"
 
 #include <math.h>
@@ -178,7 +179,7 @@ int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group)
                            pft_topo_node(nd->topo, p->who[0])->id);
         if (!ps->acc[g] && !(ps->acc[g] = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train))))
             return pft_err(PFT_ENOMEM, "out of memory");
-        if (pft_node__noise_part(nd, p, ps->nvar + (size_t)g * nd->n_classes))
+        if (pft_node__parts_noise(nd, p, ps->nvar + (size_t)g * nd->n_classes))
             ps->noisy[g] = 1; /* a DP release of sums: the group's scatter means nothing from here on */
         rc = pft_gstat_merge(ps->acc[g], pft_node__parts_stats(p));
         if (rc == 0) {
@@ -256,6 +257,70 @@ static int part_provenance(node_t *nd, const part_t *p, pft_bundle_t *b)
     return rc;
 }
 
+/* Noise of one contributor's part of the head's statistics: σ of its release (0: none) and whether its rows
+ * entered exactly here (own rows kept beside own release). Sets *eps, *delta when it has a guarantee. */
+double pft_node__parts_sigma(const node_t *nd, const part_t *p, const char *id, double *eps, double *delta,
+                             int *has_dp, int *exact_here)
+{
+    *has_dp = *exact_here = 0;
+    *eps = *delta = 0;
+    if (!p->b) { /* own rows: exact in the head, whether or not a DP release of them went on */
+        *exact_here = 1;
+        if (nd->me->dp_epsilon > 0 && nd->dp.delta_max > 0) {
+            *has_dp = 1;
+            *eps = nd->me->dp_epsilon;
+            *delta = nd->dp.delta_max;
+        }
+    } else {
+        for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++)
+            if (strcmp(pft_bundle_prov_node(p->b, e), id) == 0)
+                *has_dp = pft_bundle_prov_dp(p->b, e, eps, delta);
+    }
+    if (!*has_dp || !(*delta > 0 && *delta < 1))
+        return 0.0;
+    double s = pft_node__parts_kind(nd) == PFT_GSTAT_TIED ? pft_gstat_dp_sigma_sums(*eps, *delta)
+                                                          : pft_gstat_dp_sigma(*eps, *delta);
+    return isnan(s) ? 0.0 : s;
+}
+
+/* Adds σ² to the variance of every class contributor id holds (its provenance labels, or own counts). */
+void pft_node__parts_class_var(const node_t *nd, const part_t *p, const char *id, double var, double *v)
+{
+    if (!p->b) {
+        for (int c = 0; c < nd->n_classes; c++)
+            v[c] += nd->own_counts[c] ? var : 0.0;
+        return;
+    }
+    for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++) {
+        if (strcmp(pft_bundle_prov_node(p->b, e), id) != 0)
+            continue;
+        for (int j = 0; j < pft_bundle_prov_n_labels(p->b, e); j++) {
+            int label;
+            uint64_t count;
+            pft_bundle_prov_entry(p->b, e, j, &label, &count);
+            if (label >= 0 && label < nd->n_classes)
+                v[label] += var;
+        }
+    }
+}
+
+int pft_node__parts_noise(const node_t *nd, const part_t *p, double *var)
+{
+    int noisy = 0;
+    for (int w = 0; w < p->n_who; w++) {
+        const char *id = pft_topo_node(nd->topo, p->who[w])->id;
+        double eps, delta;
+        int has_dp, exact_here;
+        double s = pft_node__parts_sigma(nd, p, id, &eps, &delta, &has_dp, &exact_here);
+        if (!has_dp || exact_here)
+            continue;
+        noisy = 1;
+        if (var)
+            pft_node__parts_class_var(nd, p, id, s * s, var);
+    }
+    return noisy && pft_node__parts_kind(nd) == PFT_GSTAT_TIED;
+}
+
 /* 1 when a received part merged into group g counts this node's own rows (a complete bundle of a ring's lap
  * 2 holds the node's own release). */
 static int group_has_me(const node_t *nd, const parts_t *ps, size_t g)
@@ -328,7 +393,7 @@ static int released_noisy(const node_t *nd, const part_t *p)
 {
     if (pft_node__parts_kind(nd) != PFT_GSTAT_TIED)
         return 0;
-    return pft_node__noise_part(nd, p, NULL) || (!p->b && p->exact_rows && nd->me->dp_epsilon > 0);
+    return pft_node__parts_noise(nd, p, NULL) || (!p->b && p->exact_rows && nd->me->dp_epsilon > 0);
 }
 
 /* st as means only: its counts and means, a zero scatter (a group holding a DP release of sums). */
