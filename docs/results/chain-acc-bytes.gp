@@ -16,7 +16,7 @@ set linetype 6 lc rgb '#8c564b'
 set linetype 7 lc rgb '#e377c2'
 set linetype 8 lc rgb '#17becf'
 set logscale x 10
-set xrange [57388.8:7.95706e+07]
+set xrange [57388.8:7.96039e+07]
 set yrange [36:80]
 set format x '%.0s %cB'
 set mxtics 10

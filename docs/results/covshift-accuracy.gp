@@ -27,6 +27,7 @@ plot 'covshift-accuracy.dat' index 0 using 1:3:4:xtic(2) with yerrorlines lw 2 p
      'covshift-accuracy.dat' index 3 using 1:3:4 with yerrorlines lw 2 pt 7 title 'FedPFT spher K=1', \
      'covshift-accuracy.dat' index 4 using 1:3:4 with yerrorlines lw 2 pt 7 title 'Exact LDA (tied, gaussian head)', \
      'covshift-accuracy.dat' index 5 using 1:3:4 with yerrorlines lw 2 pt 7 title 'DP exact LDA, eps=1', \
-     'covshift-accuracy.dat' index 6 using 1:3:4 with yerrorbars pt 6 ps 1.3 lc rgb '#888888' title 'local only', \
+     'covshift-accuracy.dat' index 6 using 1:3:4 with yerrorlines lw 2 pt 7 title 'Exact LDA, full scatter (research)', \
+     'covshift-accuracy.dat' index 7 using 1:3:4 with yerrorbars pt 6 ps 1.3 lc rgb '#888888' title 'local only', \
      centralized with lines dt 2 lw 2 lc rgb '#333333' title 'centralized', \
      centralized_gaussian with lines dt 3 lw 2 lc rgb '#777777' title 'centralized Gaussian (LDA)'

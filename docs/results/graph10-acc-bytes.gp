@@ -16,7 +16,7 @@ set linetype 6 lc rgb '#8c564b'
 set linetype 7 lc rgb '#e377c2'
 set linetype 8 lc rgb '#17becf'
 set logscale x 10
-set xrange [129125:4.11136e+08]
+set xrange [129125:3.58454e+08]
 set yrange [53:84]
 set format x '%.0s %cB'
 set mxtics 10

@@ -17,7 +17,7 @@ set linetype 7 lc rgb '#e377c2'
 set linetype 8 lc rgb '#17becf'
 set logscale x 10
 set xrange [4186.8:1.48992e+08]
-set yrange [35:89]
+set yrange [39:89]
 set format x '%.0s %cB'
 set mxtics 10
 set xtics (10000, 100000, 1e+06, 1e+07, 1e+08)

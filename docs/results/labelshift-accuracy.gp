@@ -15,7 +15,7 @@ set linetype 5 lc rgb '#ff7f0e'
 set linetype 6 lc rgb '#8c564b'
 set linetype 7 lc rgb '#e377c2'
 set linetype 8 lc rgb '#17becf'
-set yrange [35:89]
+set yrange [36:89]
 set xlabel 'hop (node)'
 set ylabel 'accuracy on the union of test splits (%)'
 set offsets 0.3, 0.3, 0, 0
@@ -27,6 +27,7 @@ plot 'labelshift-accuracy.dat' index 0 using 1:3:4:xtic(2) with yerrorlines lw 2
      'labelshift-accuracy.dat' index 3 using 1:3:4 with yerrorlines lw 2 pt 7 title 'FedPFT spher K=1', \
      'labelshift-accuracy.dat' index 4 using 1:3:4 with yerrorlines lw 2 pt 7 title 'Exact LDA (tied, gaussian head)', \
      'labelshift-accuracy.dat' index 5 using 1:3:4 with yerrorlines lw 2 pt 7 title 'DP exact LDA, eps=1', \
-     'labelshift-accuracy.dat' index 6 using 1:3:4 with yerrorbars pt 6 ps 1.3 lc rgb '#888888' title 'local only', \
+     'labelshift-accuracy.dat' index 6 using 1:3:4 with yerrorlines lw 2 pt 7 title 'Exact LDA, full scatter (research)', \
+     'labelshift-accuracy.dat' index 7 using 1:3:4 with yerrorbars pt 6 ps 1.3 lc rgb '#888888' title 'local only', \
      centralized with lines dt 2 lw 2 lc rgb '#333333' title 'centralized', \
      centralized_gaussian with lines dt 3 lw 2 lc rgb '#777777' title 'centralized Gaussian (LDA)'

@@ -16,8 +16,8 @@ set linetype 6 lc rgb '#8c564b'
 set linetype 7 lc rgb '#e377c2'
 set linetype 8 lc rgb '#17becf'
 set logscale x 10
-set xrange [100430:2.91758e+08]
-set yrange [54:82]
+set xrange [100430:2.78775e+08]
+set yrange [54:83]
 set format x '%.0s %cB'
 set mxtics 10
 set xtics (200000, 500000, 1e+06, 2e+06, 5e+06, 1e+07, 2e+07, 5e+07, 1e+08, 2e+08)

@@ -23,6 +23,7 @@ centralized = 84.6847
 centralized_gaussian = 86.5199
 plot 'star-accuracy.dat' index 0 using 1:3:4:xtic(2) with yerrorbars ps 1.3 pt 7 title 'FedPFT diag K=10', \
      'star-accuracy.dat' index 1 using 1:3:4 with yerrorbars ps 1.3 pt 7 title 'Exact LDA (tied, gaussian head)', \
-     'star-accuracy.dat' index 2 using 1:3:4 with yerrorbars pt 6 ps 1.3 lc rgb '#888888' title 'local only', \
+     'star-accuracy.dat' index 2 using 1:3:4 with yerrorbars ps 1.3 pt 7 title 'Exact LDA, full scatter (research)', \
+     'star-accuracy.dat' index 3 using 1:3:4 with yerrorbars pt 6 ps 1.3 lc rgb '#888888' title 'local only', \
      centralized with lines dt 2 lw 2 lc rgb '#333333' title 'centralized', \
      centralized_gaussian with lines dt 3 lw 2 lc rgb '#777777' title 'centralized Gaussian (LDA)'

@@ -16,11 +16,11 @@ set linetype 6 lc rgb '#8c564b'
 set linetype 7 lc rgb '#e377c2'
 set linetype 8 lc rgb '#17becf'
 set logscale x 10
-set xrange [703013:3.6135e+09]
+set xrange [703013:9.87501e+08]
 set yrange [9:89]
 set format x '%.0s %cB'
 set mxtics 10
-set xtics (1e+06, 1e+07, 1e+08, 1e+09)
+set xtics (1e+06, 2e+06, 5e+06, 1e+07, 2e+07, 5e+07, 1e+08, 2e+08, 5e+08)
 set xlabel 'bytes communicated (log scale)'
 set ylabel 'accuracy (%)'
 plot 'star50-acc-bytes.dat' index 0 using 1:2:3 with yerrorbars pt 5 ps 1.4 lc rgb '#d62728' title 'baselines', \

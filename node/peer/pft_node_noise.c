@@ -1,6 +1,6 @@
 /* pft_node_noise: the DP noise a head's exact statistics carry (result.json dp_noise): each DP contributor's
  * σ follows from its (ε, δ) (pft_gstat_dp_sigma_sums for TIED, pft_gstat_dp_sigma for FULL), accumulated over
- * the parts that were merged; which parts are noisy (means only) and their noise per class. */
+ * the parts that were merged (the parts themselves are judged noisy in pft_node_parts.c). */
 #include "pft_node_internal.h"
 
 #include "pft_alloc.h"
