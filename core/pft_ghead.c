@@ -417,6 +417,36 @@ static int fold_build(fold_t *f, const eig_t *e, const folds_t *fs, const double
     return 0;
 }
 
+/* The noisy components' term per unit τ²: E‖e‖²_A less κ standard deviations of it (pft_ghead.h), from
+ * tr A and tr A² (A = Σ_α⁻¹). */
+static double noise_bonus(double trinv, double trinv2)
+{
+    return trinv - PFT_GHEAD_NOISE_KAPPA * sqrt(2.0 * trinv2);
+}
+
+/* tr Σ'⁻¹ and tr Σ'⁻² of a fold's downdated covariance Σ' = D - β Uᵀ U (rows of U: the downdate), from those
+ * of D (*trinv, *trinv2 on entry), K = I - β U D⁻¹ Uᵀ = L Lᵀ (Cholesky, lower) and UD = U D⁻¹ (overwritten by
+ * Z = L⁻¹ U D⁻¹). Woodbury: Σ'⁻¹ = D⁻¹ + G, G = β D⁻¹ Uᵀ K⁻¹ U D⁻¹, so tr G = β ‖Z‖², tr D⁻¹G = β Σ Z²/D and
+ * tr G² = β² ‖Z Zᵀ‖²_F. ZZ: m×m scratch. */
+static void noise_traces(const double *D, double *UD, const double *K, double *ZZ, int d, int m, double beta,
+                         double *trinv, double *trinv2)
+{
+    cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, m, d, 1.0, K, m, UD, d);
+    double zz = 0, zd = 0, f2 = 0;
+    for (int a = 0; a < m; a++)
+        for (int i = 0; i < d; i++) {
+            double z = UD[(size_t)a * d + i];
+            zz += z * z;
+            zd += z * z / D[i];
+        }
+    cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, m, d, 1.0, UD, d, 0.0, ZZ, m);
+    for (int a = 0; a < m; a++)
+        for (int b = 0; b <= a; b++)
+            f2 += (a == b ? 1.0 : 2.0) * ZZ[(size_t)a * m + b] * ZZ[(size_t)a * m + b];
+    *trinv += beta * zz;
+    *trinv2 += 2.0 * beta * zd + beta * beta * f2;
+}
+
 /* Component scores s (S+X) of one row into its class slots' scores ss (log-sum-exp; present per slot). */
 static void slot_scores(const eig_t *e, const fold_t *f, const double *s, double *ss, int *ps)
 {
@@ -437,7 +467,7 @@ static void slot_scores(const eig_t *e, const fold_t *f, const double *s, double
 /* Scores the fold's rows for one α into the tally. Work buffers sized by the caller (see lda_cv; s holds
  * S+X component scores, then n_slots slot scores; ps n_slots flags). */
 static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, double *UD, double *K, double *P,
-                      double *Q, double *X, double *s, double *v, int *ps)
+                      double *Q, double *X, double *s, double *v, int *ps, double *ZZ)
 {
     const eig_t *e = f->e;
     int d = e->d, S = e->S + e->X, r = f->r, m = f->m;
@@ -445,9 +475,11 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, doub
         return 0;
     if (!shrunk_diag(e->lam, d, f->Np, f->trWp, alpha, D) && alpha == 0)
         return 0; /* α = 0 with a singular W: not a valid point */
-    double beta = (1.0 - alpha) / f->Np, trinv = 0;
-    for (int i = 0; i < d; i++)
+    double beta = (1.0 - alpha) / f->Np, trinv = 0, trinv2 = 0;
+    for (int i = 0; i < d; i++) {
         trinv += 1.0 / D[i];
+        trinv2 += 1.0 / (D[i] * D[i]);
+    }
     for (int a = 0; a < m; a++)
         for (int i = 0; i < d; i++)
             UD[(size_t)a * d + i] = f->U[(size_t)a * d + i] / D[i];
@@ -459,13 +491,10 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, doub
             return 0; /* the downdated covariance is not positive definite at this α */
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, r, d, 1.0, UD, d, f->Yt, d, 0.0, P, r);
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, S, d, 1.0, UD, d, f->Mp, d, 0.0, Q, S);
-        if (e->X > 0) { /* tr Σ'⁻¹ = tr D⁻¹ + β ‖L⁻¹ U D⁻¹‖_F² (Woodbury; K = L Lᵀ): the noisy components'
-                           correction must see the downdate (rows a fold removes leave directions at α t) */
-            cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, m, d, 1.0, K, m, UD,
-                        d);
-            trinv += beta * cblas_ddot(m * d, UD, 1, UD, 1);
-        }
+        if (e->X > 0) /* the noisy components' term needs tr Σ'⁻¹ and tr Σ'⁻² of the downdated covariance */
+            noise_traces(D, UD, K, ZZ, d, m, beta, &trinv, &trinv2);
     }
+    double bonus = noise_bonus(trinv, trinv2);
     /* X = Yt D⁻¹ Mpᵀ (r×S); quadratic terms per row and per class */
     double *YD = UD; /* reuse: only the first row block is needed at a time */
     (void)YD;
@@ -492,7 +521,7 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, doub
                 for (int a = 0; a < m; a++)
                     corr += v[a] * v[a];
             }
-            s[c] = f->logpi[c] - 0.5 * (X[c] + beta * corr - e->tau2[c] * trinv);
+            s[c] = f->logpi[c] - 0.5 * (X[c] + beta * corr - e->tau2[c] * bonus);
         }
         if (e->X == 0) {
             pft_ghead__tally_row(t, s, f->present, S, f->truth[j]);
@@ -560,7 +589,8 @@ static int lda_cv_tally(const eig_t *e, const float *x, const int32_t *y, int n,
     double *s = pft_alloc_array((size_t)S + (size_t)e->n_slots, sizeof(double));
     double *v = pft_alloc_array(mmax, sizeof(double));
     int *ps = pft_alloc_array((size_t)e->n_slots, sizeof(int));
-    if (!Y || !xr || !D || !UD || !K || !P || !Q || !X || !s || !v || !ps)
+    double *ZZ = e->X ? pft_alloc_array(mmax * mmax, sizeof(double)) : NULL;
+    if (!Y || !xr || !D || !UD || !K || !P || !Q || !X || !s || !v || !ps || (e->X && !ZZ))
         rc = pft_err(PFT_ENOMEM, "gaussian head: out of memory for cross-validation");
     if (rc == 0)
         project_rows(e, x, &fs, Y, xr);
@@ -569,7 +599,7 @@ static int lda_cv_tally(const eig_t *e, const float *x, const int32_t *y, int n,
         rc = fold_build(&fo, e, &fs, Y, f);
         for (int a = 0; rc == 0 && a < N_ALPHA; a++) {
             tally_t one = {0};
-            fold_score(&fo, k_alpha_grid[a], &one, D, UD, K, P, Q, X, s, v, ps);
+            fold_score(&fo, k_alpha_grid[a], &one, D, UD, K, P, Q, X, s, v, ps, ZZ);
             if (!one.valid) {
                 tl[a].valid = -1; /* invalid in some fold: never chosen */
                 continue;
@@ -596,6 +626,7 @@ static int lda_cv_tally(const eig_t *e, const float *x, const int32_t *y, int n,
     pft_free(s);
     pft_free(v);
     pft_free(ps);
+    pft_free(ZZ);
     if (rc == 0)
         *fs_out = fs;
     else
@@ -678,7 +709,7 @@ double pft_ghead_evidence_alpha(const pft_ghead_evidence_t *const *ev, const dou
 static int lda_build(const eig_t *e, double alpha, int C, pft_ghead_t *h)
 {
     int d = e->d, K = e->S + e->X, rows = e->X ? K : C;
-    double Nall = e->N + e->Nx, trinv = 0;
+    double Nall = e->N + e->Nx, trinv = 0, trinv2 = 0;
     float *wb = pft_calloc((size_t)rows * (d + 1), sizeof(float));
     double *D = pft_alloc_array((size_t)d, sizeof(double));
     double *a = pft_alloc_array((size_t)d, sizeof(double));
@@ -690,15 +721,18 @@ static int lda_build(const eig_t *e, double alpha, int C, pft_ghead_t *h)
                  : 0;
     if (rc == 0) {
         shrunk_diag(e->lam, d, e->N, e->sumlam, alpha, D);
-        for (int i = 0; i < d; i++)
+        for (int i = 0; i < d; i++) {
             trinv += 1.0 / D[i];
+            trinv2 += 1.0 / (D[i] * D[i]);
+        }
+        double bonus = noise_bonus(trinv, trinv2);
         for (int c = 0; c < K; c++)
             cblas_daxpy(d, e->n[c] / Nall, e->Mt + (size_t)c * d, 1, mbar, 1);
         for (int l = 0; l < rows; l++)
             wb[(size_t)l * (d + 1) + d] = (float)GH_NO_CLASS;
         for (int c = 0; c < K; c++) {
             const double *mc = e->Mt + (size_t)c * d;
-            double b = log(e->n[c] / Nall) + 0.5 * e->tau2[c] * trinv;
+            double b = log(e->n[c] / Nall) + 0.5 * e->tau2[c] * bonus;
             for (int i = 0; i < d; i++) {
                 a[i] = (mc[i] - mbar[i]) / D[i];
                 b -= 0.5 * a[i] * (mc[i] + mbar[i]);

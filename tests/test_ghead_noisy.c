@@ -25,22 +25,26 @@ static double half_quad(const double *L, const double *mu, const double *x)
     return 0.5 * q;
 }
 
-/* tr Σ⁻¹ from the Cholesky factor (columns of L⁻¹ summed in squares). */
-static double trace_inv(const double *L)
+/* tr Σ⁻¹ and tr Σ⁻² from the Cholesky factor: Σ⁻¹ = ZᵀZ with Z = L⁻¹ (column k solves L z = e_k). */
+static void traces_inv(const double *L, double *t1, double *t2)
 {
-    double t = 0;
-    for (int k = 0; k < D; k++) {
-        double z[D] = {0};
+    double Z[D * D];
+    for (int k = 0; k < D; k++)
         for (int i = 0; i < D; i++) {
             double v = i == k;
             for (int j = 0; j < i; j++)
-                v -= L[i * D + j] * z[j];
-            z[i] = v / L[i * D + i];
+                v -= L[i * D + j] * Z[j * D + k];
+            Z[i * D + k] = v / L[i * D + i];
         }
-        for (int i = 0; i < D; i++)
-            t += z[i] * z[i];
-    }
-    return t;
+    *t1 = *t2 = 0;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            double a = 0;
+            for (int r = 0; r < D; r++)
+                a += Z[r * D + i] * Z[r * D + j];
+            *t1 += i == j ? a : 0;
+            *t2 += a * a;
+        }
 }
 
 static double lse2(double a, double b)
@@ -52,8 +56,9 @@ static double lse2(double a, double b)
 }
 
 /* Exact classes 0, 1 (statistics), noisy components of class 1 and of class 2 (no statistics): every class
- * score difference equals the formula's: s_k(x) = log(n_k / N_all) - ½[(x - μ_k)ᵀ Σ_α⁻¹ (x - μ_k) - τ_k² tr
- * Σ_α⁻¹], a class the log-sum-exp of its components; and the linear head has one row per component. */
+ * score difference equals the formula's: s_k(x) = log(n_k / N_all) - ½[(x - μ_k)ᵀ A (x - μ_k) - τ_k² (tr A -
+ * κ sqrt(2 tr A²))], A = Σ_α⁻¹, κ = 1, a class the log-sum-exp of its components; and the linear head has one
+ * row per component. */
 static void test_scores_formula(void)
 {
     enum { C = 4, X = 2, n_test = 40 };
@@ -96,7 +101,9 @@ static void test_scores_formula(void)
     for (int i = 0; i < D * D; i++)
         L[i] = (1 - al) * S[i] + (i % (D + 1) == 0 ? al * tr / D : 0);
     CHECK(pft_la_chol_lower(L, D) == 0);
-    double ti = trace_inv(L), sc[n_test * C], worst = 0;
+    double t1, t2, sc[n_test * C], worst = 0;
+    traces_inv(L, &t1, &t2);
+    double ti = t1 - 1.0 * sqrt(2.0 * t2); /* κ = 1, written out */
     CHECK(pft_ghead_scores(h, x, n_test, sc) == 0);
     for (int i = 0; i < n_test; i++) {
         double xd[D], want[C] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
