@@ -185,9 +185,10 @@ static void test_cv_matches_refit(void)
         for (int j = 0; j < d; j++)
             xm[k][j] = (j == 2 + k ? 2.0 : 0.0) + 0.3 * pft_rng_normal(r);
     pft_rng_destroy(&r);
-    pft_ghead_extra_t ex[3] = {{.label = 3, .n = 10, .mean = xm[0], .tau2 = 0.09},
-                               {.label = 4, .n = 15, .mean = xm[1], .tau2 = 0.09},
-                               {.label = 2, .n = 8, .mean = xm[2], .tau2 = 0.09}};
+    /* τ² large enough that the noise term decides rows (with 0.09 neither trace's downdate terms mattered) */
+    pft_ghead_extra_t ex[3] = {{.label = 3, .n = 10, .mean = xm[0], .tau2 = 0.3},
+                               {.label = 4, .n = 15, .mean = xm[1], .tau2 = 0.3},
+                               {.label = 2, .n = 8, .mean = xm[2], .tau2 = 0.3}};
     pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
     CHECK(pft_gstat_add_rows(st, up, uy, n_up) == 0);
     CHECK(pft_gstat_add_rows(st, x, y, n) == 0);
