@@ -172,16 +172,15 @@ static void test_chain_dp(void)
         CHECK_NEAR(json_number_value(v), sigma / (double)n_c, 1e-6 * sigma / (double)n_c);
     }
     CHECK(classes == 7);
-    /* b's head: a's 7 classes as noisy components, kept exactly when they cost at most 0.02 of b's held-out
-     * accuracy (60-row classes at σ ≈ 8.5: noise of norm ≈ 5 per mean, so they are left out here) */
+    /* b's head: a's 7 classes, all held by b too, as noisy components kept only when they show a shift beyond
+     * their noise (iid rows: almost never); none kept, the head is b's own statistics' */
     json_t *g = json_object_get(b, "gaussian_head");
     CHECK(pft_e2e_jint(g, "noisy_components_received") == 7);
     CHECK(pft_e2e_jint(g, "rows") == ROWS); /* the exact statistics: b's own rows; a's are components apart */
     double with = jreal(g, "cv_accuracy"), own = jreal(g, "cv_accuracy_own_only");
     int kept = (int)pft_e2e_jint(g, "noisy_components");
-    CHECK_MSG(own > 0 && (kept == 7 || kept == 0), "own %.3f, kept %d", own, kept);
-    CHECK_MSG(kept == 0 ? with == own : with >= own - 0.02, "kept %d: cv %.3f, own only %.3f", kept, with,
-              own);
+    CHECK_MSG(own > 0 && kept >= 0 && kept <= 7, "own %.3f, kept %d", own, kept);
+    CHECK_MSG(kept > 0 || with == own, "none kept, yet cv %.3f differs from own only %.3f", with, own);
     fprintf(stderr, "  b: noisy components kept %d (held-out accuracy %.3f, own statistics alone %.3f)\n",
             kept, with, own);
     CHECK(json_object_get(b, "accuracy_global") && jreal(b, "accuracy_global") > 0);
