@@ -282,23 +282,35 @@ done:
     return rc;
 }
 
-int pft_gstat_dp_release(pft_gstat_kind_t kind, const float *x, const int32_t *y, size_t n, int d, double eps,
-                         double delta, pft_rng_t *rng, pft_gstat_t **out, pft_gstat_dp_info_t *info)
+/* The checks both releases make: *out cleared, n ≥ 1, ε > 0, δ (1/n for PFT_DP_DELTA_AUTO) in (0, 1) into
+ * *dl, a generator unless ε = ∞. 0 or PFT_EINVAL. */
+static int release_args(pft_gstat_t **out, size_t n, double eps, double delta, const pft_rng_t *rng,
+                        double *dl)
 {
     if (out)
         *out = NULL;
     if (!out || n < 1)
         return pft_err(PFT_EINVAL, "gstat dp: invalid arguments (n = %zu)", n);
-    double dl = delta == PFT_DP_DELTA_AUTO ? 1.0 / (double)n : delta;
-    if (!(eps > 0.0) || !(dl > 0.0 && dl < 1.0))
+    *dl = delta == PFT_DP_DELTA_AUTO ? 1.0 / (double)n : delta;
+    if (!(eps > 0.0) || !(*dl > 0.0 && *dl < 1.0))
         return pft_err(PFT_EINVAL, "gstat dp: need epsilon > 0 and 0 < delta < 1 (epsilon = %g, delta = %g)",
-                       eps, dl);
+                       eps, *dl);
     if (!isinf(eps) && !rng)
         return pft_err(PFT_EINVAL, "gstat dp: a random generator is required for epsilon = %g", eps);
+    return 0;
+}
+
+int pft_gstat_dp_release(pft_gstat_kind_t kind, const float *x, const int32_t *y, size_t n, int d, double eps,
+                         double delta, pft_rng_t *rng, pft_gstat_t **out, pft_gstat_dp_info_t *info)
+{
+    double dl;
+    int rc = release_args(out, n, eps, delta, rng, &dl);
+    if (rc)
+        return rc;
     double sigma = pft_gstat_dp_sigma(eps, dl);
     pft_gstat_dp_raw_t *raw = NULL;
     int n_floored = 0;
-    int rc = pft_gstat_dp_raw(kind, x, y, n, d, sigma, rng, &raw);
+    rc = pft_gstat_dp_raw(kind, x, y, n, d, sigma, rng, &raw);
     if (rc == 0)
         rc = pft_gstat_dp_finish(raw, out, &n_floored);
     if (rc == 0 && info) {
@@ -351,20 +363,14 @@ static int sums_finish(pft_gstat_dp_raw_t *r, double sigma, pft_rng_t *rng, pft_
 int pft_gstat_dp_release_sums(const float *x, const int32_t *y, size_t n, int d, double eps, double delta,
                               pft_rng_t *rng, pft_gstat_t **out, pft_gstat_dp_info_t *info)
 {
-    if (out)
-        *out = NULL;
-    if (!out || n < 1)
-        return pft_err(PFT_EINVAL, "gstat dp: invalid arguments (n = %zu)", n);
-    double dl = delta == PFT_DP_DELTA_AUTO ? 1.0 / (double)n : delta;
-    if (!(eps > 0.0) || !(dl > 0.0 && dl < 1.0))
-        return pft_err(PFT_EINVAL, "gstat dp: need epsilon > 0 and 0 < delta < 1 (epsilon = %g, delta = %g)",
-                       eps, dl);
-    if (!isinf(eps) && !rng)
-        return pft_err(PFT_EINVAL, "gstat dp: a random generator is required for epsilon = %g", eps);
+    double dl;
+    int rc = release_args(out, n, eps, delta, rng, &dl);
+    if (rc)
+        return rc;
     double sigma = pft_gstat_dp_sigma_sums(eps, dl);
     pft_gstat_dp_raw_t *raw = NULL;
     /* the clipped sums, without noise (σ = 0: the second moment is accumulated and dropped) */
-    int rc = pft_gstat_dp_raw(PFT_GSTAT_TIED, x, y, n, d, 0.0, NULL, &raw);
+    rc = pft_gstat_dp_raw(PFT_GSTAT_TIED, x, y, n, d, 0.0, NULL, &raw);
     if (rc == 0)
         rc = sums_finish(raw, sigma, rng, out);
     if (rc == 0 && info) {
