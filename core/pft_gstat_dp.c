@@ -303,7 +303,7 @@ static int release_args(pft_gstat_t **out, size_t n, double eps, double delta, c
 int pft_gstat_dp_release(pft_gstat_kind_t kind, const float *x, const int32_t *y, size_t n, int d, double eps,
                          double delta, pft_rng_t *rng, pft_gstat_t **out, pft_gstat_dp_info_t *info)
 {
-    double dl;
+    double dl = 0;
     int rc = release_args(out, n, eps, delta, rng, &dl);
     if (rc)
         return rc;
@@ -363,7 +363,7 @@ static int sums_finish(pft_gstat_dp_raw_t *r, double sigma, pft_rng_t *rng, pft_
 int pft_gstat_dp_release_sums(const float *x, const int32_t *y, size_t n, int d, double eps, double delta,
                               pft_rng_t *rng, pft_gstat_t **out, pft_gstat_dp_info_t *info)
 {
-    double dl;
+    double dl = 0;
     int rc = release_args(out, n, eps, delta, rng, &dl);
     if (rc)
         return rc;

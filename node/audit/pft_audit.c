@@ -75,8 +75,11 @@ static pft_gmm_t *stats_gaussian(const pft_gstat_t *st, int i, double ridge)
         cov[k] = S[k] / div;
     for (int j = 0; j < d; j++)
         tr += cov[(size_t)j * d + j];
+    /* a means-only part (a DP release of sums: zero scatter, WIRE.md §2.1) has no covariance to score with: an
+     * isotropic 1/d per coordinate (rows have norm about 1), so the likelihood test is distance to the mean */
+    double add = tr > 0 ? ridge * tr / d : 1.0 / d;
     for (int j = 0; j < d; j++)
-        cov[(size_t)j * d + j] += ridge * fmax(tr, 1e-300) / d;
+        cov[(size_t)j * d + j] += add;
     if (pft_gmm_set_params(g, &one, pft_gstat_mean(st, i), cov))
         pft_gmm_destroy(&g);
     pft_free(cov);
