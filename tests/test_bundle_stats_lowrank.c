@@ -242,7 +242,7 @@ static void test_lowrank_hand_built(void)
     h = hand_default(PFT_GSTAT_TIED);
     h.lr = 1;
     h.dense_second = 1; /* one form per bundle */
-    expect_hand(&h, PFT_EFORMAT, "part 1 (contributors b): shared covariance of rank 0, part 0's has 1");
+    expect_hand(&h, PFT_EFORMAT, "part 1 (contributors b): shared covariance of rank 0, an earlier part's has 1");
     h.lr = 0; /* both dense: fine */
     expect_hand(&h, 0, NULL);
     h = hand_default(PFT_GSTAT_FULL);

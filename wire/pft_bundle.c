@@ -103,6 +103,9 @@ static void part_free(pft_bundle__part_t *p)
 {
     pft_gstat_destroy(&p->st);
     PFT_FREE(p->factor);
+    PFT_FREE(p->labels);
+    PFT_FREE(p->counts);
+    PFT_FREE(p->words);
     for (int j = 0; j < p->n_contrib; j++)
         pft_free(p->contrib[j]);
     PFT_FREE(p->contrib);
@@ -241,27 +244,16 @@ void pft_bundle__part_name(const pft_bundle__part_t *p, int i, char *out, size_t
         snprintf(out + o, n - o, ")");
 }
 
-/* Checks the arguments of add_part (everything but memory); 0 or PFT_EINVAL. */
-static int part_args_ok(const pft_bundle_t *self, const char *const *contrib, int nc, const pft_gstat_t *st)
+int pft_bundle__part_args_ok(const pft_bundle_t *self, const char *const *contrib, int nc,
+                             pft_gstat_kind_t kind)
 {
     if (self->n_classes > 0)
         return pft_err(PFT_EINVAL,
                        "bundle: add_part: the bundle carries GMM classes (classes or parts, never "
                        "both)");
-    if (pft_gstat_dim(st) != self->d)
-        return pft_err(PFT_EINVAL, "bundle: add_part: statistics of dimension %d, bundle dimension %d",
-                       pft_gstat_dim(st), self->d);
-    if (self->n_parts > 0 && pft_gstat_kind(st) != pft_gstat_kind(self->parts[0].st))
-        return pft_err(
-            PFT_EINVAL, "bundle: add_part: %s statistics in a bundle of %s parts (one kind per bundle)",
-            pft_gstat_kind_name(pft_gstat_kind(st)), pft_gstat_kind_name(pft_gstat_kind(self->parts[0].st)));
-    int ncl = pft_gstat_n_classes(st);
-    if (ncl < 1 || ncl > 65536)
-        return pft_err(PFT_EINVAL, "bundle: add_part: %d classes, expected 1..65536", ncl);
-    for (int c = 0; c < ncl; c++)
-        if (pft_gstat_count(st, c) > PFT_BUNDLE_MAX_COUNT)
-            return pft_err(PFT_EINVAL, "bundle: add_part: class %d (label %d): count %llu exceeds 2^48", c,
-                           pft_gstat_label(st, c), (unsigned long long)pft_gstat_count(st, c));
+    if (self->n_parts > 0 && kind != pft_bundle__part_kind(&self->parts[0]))
+        return pft_err(PFT_EINVAL, "bundle: add_part: %s statistics in a bundle of %s parts (one kind per bundle)",
+                       pft_gstat_kind_name(kind), pft_gstat_kind_name(pft_bundle__part_kind(&self->parts[0])));
     int total = nc;
     for (int i = 0; i < self->n_parts; i++)
         total += self->parts[i].n_contrib;
@@ -288,6 +280,52 @@ static int part_args_ok(const pft_bundle_t *self, const char *const *contrib, in
     return 0;
 }
 
+/* Checks the arguments of add_part (everything but memory); 0 or PFT_EINVAL. */
+static int part_args_ok(const pft_bundle_t *self, const char *const *contrib, int nc, const pft_gstat_t *st)
+{
+    if (pft_gstat_dim(st) != self->d)
+        return pft_err(PFT_EINVAL, "bundle: add_part: statistics of dimension %d, bundle dimension %d",
+                       pft_gstat_dim(st), self->d);
+    int ncl = pft_gstat_n_classes(st);
+    if (ncl < 1 || ncl > 65536)
+        return pft_err(PFT_EINVAL, "bundle: add_part: %d classes, expected 1..65536", ncl);
+    for (int c = 0; c < ncl; c++)
+        if (pft_gstat_count(st, c) > PFT_BUNDLE_MAX_COUNT)
+            return pft_err(PFT_EINVAL, "bundle: add_part: class %d (label %d): count %llu exceeds 2^48", c,
+                           pft_gstat_label(st, c), (unsigned long long)pft_gstat_count(st, c));
+    return pft_bundle__part_args_ok(self, contrib, nc, pft_gstat_kind(st));
+}
+
+int pft_bundle__part_insert(pft_bundle_t *self, const char *const *contributors, int n_contrib,
+                            pft_bundle__part_t *proto)
+{
+    int rc = grow((void **)&self->parts, &self->cap_parts, self->n_parts + 1, sizeof(pft_bundle__part_t));
+    if (rc)
+        return rc;
+    pft_bundle__part_t p = *proto;
+    p.n_contrib = 0;
+    p.contrib = pft_calloc((size_t)n_contrib, sizeof(char *));
+    if (!p.contrib)
+        return pft_err(PFT_ENOMEM, "bundle: out of memory");
+    for (; p.n_contrib < n_contrib; p.n_contrib++) {
+        p.contrib[p.n_contrib] = pft_strdup(contributors[p.n_contrib]);
+        if (!p.contrib[p.n_contrib]) {
+            for (int j = 0; j < p.n_contrib; j++)
+                pft_free(p.contrib[j]);
+            pft_free(p.contrib);
+            return pft_err(PFT_ENOMEM, "bundle: out of memory");
+        }
+    }
+    int pos = self->n_parts;
+    while (pos > 0 && strcmp(self->parts[pos - 1].contrib[0], p.contrib[0]) > 0)
+        pos--;
+    memmove(&self->parts[pos + 1], &self->parts[pos], (size_t)(self->n_parts - pos) * sizeof p);
+    self->parts[pos] = p;
+    self->n_parts++;
+    drop_cache(self);
+    return 0;
+}
+
 int pft_bundle_add_part(pft_bundle_t *self, const char *const *contributors, int n_contrib,
                         pft_gstat_t **st_p)
 {
@@ -296,28 +334,10 @@ int pft_bundle_add_part(pft_bundle_t *self, const char *const *contributors, int
     int rc = part_args_ok(self, contributors, n_contrib, *st_p);
     if (rc)
         return rc;
-    rc = grow((void **)&self->parts, &self->cap_parts, self->n_parts + 1, sizeof(pft_bundle__part_t));
-    if (rc)
+    pft_bundle__part_t p = {.rank_cap = -1, .st = *st_p, .kind = pft_gstat_kind(*st_p)};
+    if ((rc = pft_bundle__part_insert(self, contributors, n_contrib, &p)))
         return rc;
-    pft_bundle__part_t p = {.contrib = pft_calloc((size_t)n_contrib, sizeof(char *)), .rank_cap = -1};
-    if (!p.contrib)
-        return pft_err(PFT_ENOMEM, "bundle: out of memory");
-    for (; p.n_contrib < n_contrib; p.n_contrib++) {
-        p.contrib[p.n_contrib] = pft_strdup(contributors[p.n_contrib]);
-        if (!p.contrib[p.n_contrib]) {
-            part_free(&p);
-            return pft_err(PFT_ENOMEM, "bundle: out of memory");
-        }
-    }
-    int pos = self->n_parts;
-    while (pos > 0 && strcmp(self->parts[pos - 1].contrib[0], p.contrib[0]) > 0)
-        pos--;
-    memmove(&self->parts[pos + 1], &self->parts[pos], (size_t)(self->n_parts - pos) * sizeof p);
-    p.st = *st_p;
-    self->parts[pos] = p;
-    self->n_parts++;
     *st_p = NULL;
-    drop_cache(self);
     return 0;
 }
 
@@ -772,13 +792,18 @@ size_t pft_bundle_formula_bytes(const pft_bundle_t *self)
     size_t n = 0, d = (size_t)self->d, tri = d * (d + 1) / 2;
     for (int i = 0; i < self->n_classes; i++)
         n += pft_gmm_n_wire_params(self->classes[i].gmm);
+    size_t masked = 0;
     for (int i = 0; i < self->n_parts; i++) {
         const pft_gstat_t *st = self->parts[i].st;
+        if (!st) { /* masked: its words */
+            masked += self->parts[i].n_words * 8;
+            continue;
+        }
         size_t ncl = (size_t)pft_gstat_n_classes(st);
         size_t shared = self->shared_rank > 0 ? d * (size_t)self->shared_rank + d : tri;
         n += ncl * (1 + d) + (pft_gstat_kind(st) == PFT_GSTAT_FULL ? ncl * tri : shared);
     }
-    return n * pft_bundle__dtype_size(self->dtype);
+    return n * pft_bundle__dtype_size(self->dtype) + masked;
 }
 
 /* ---------- consistency of counts and provenance ---------- */
@@ -816,14 +841,14 @@ static int check_owners(const pft_bundle_t *self, int rc_code, const char *who, 
 static int check_part_counts(const pft_bundle_t *self, int rc_code, const char *who, int i, uint64_t *sums)
 {
     const pft_bundle__part_t *pt = &self->parts[i];
-    int ncl = pft_gstat_n_classes(pt->st);
+    int ncl = pft_bundle__part_n_classes(pt);
     char name[160];
     pft_bundle__part_name(pt, i, name, sizeof name);
     memset(sums, 0, (size_t)ncl * sizeof *sums);
     for (int j = 0; j < pt->n_contrib; j++) {
         const pft_bundle__prov_t *e = &self->prov[prov_find(self, pt->contrib[j])];
         for (int k = 0; k < e->n; k++) {
-            int c = pft_gstat_find(pt->st, e->pairs[k].label);
+            int c = pft_bundle__part_find_label(pt, e->pairs[k].label);
             if (c < 0)
                 return pft_err(rc_code, "%s: provenance node '%s': label %d has no class in %s", who, e->node,
                                e->pairs[k].label, name);
@@ -831,12 +856,12 @@ static int check_part_counts(const pft_bundle_t *self, int rc_code, const char *
         }
     }
     for (int c = 0; c < ncl; c++)
-        if (sums[c] != pft_gstat_count(pt->st, c))
+        if (sums[c] != pft_bundle__part_count(pt, c))
             return pft_err(
                 rc_code,
                 "%s: %s: class %d (label %d): n = %llu but its contributors' provenance counts sum "
                 "to %llu",
-                who, name, c, pft_gstat_label(pt->st, c), (unsigned long long)pft_gstat_count(pt->st, c),
+                who, name, c, pft_bundle__part_label(pt, c), (unsigned long long)pft_bundle__part_count(pt, c),
                 (unsigned long long)sums[c]);
     return 0;
 }
@@ -845,8 +870,8 @@ static int check_parts(const pft_bundle_t *self, int rc_code, const char *who)
 {
     int max_cl = 1;
     for (int i = 0; i < self->n_parts; i++)
-        if (pft_gstat_n_classes(self->parts[i].st) > max_cl)
-            max_cl = pft_gstat_n_classes(self->parts[i].st);
+        if (pft_bundle__part_n_classes(&self->parts[i]) > max_cl)
+            max_cl = pft_bundle__part_n_classes(&self->parts[i]);
     int *owner = pft_alloc_array((size_t)self->n_prov + 1, sizeof *owner);
     uint64_t *sums = pft_alloc_array((size_t)max_cl, sizeof *sums);
     int rc = !owner || !sums ? pft_err(PFT_ENOMEM, "%s: out of memory", who)

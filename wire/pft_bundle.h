@@ -96,10 +96,46 @@ const double *pft_bundle_part_factor(const pft_bundle_t *self, int i, int *q);
 /* 1 if the bundle carries statistics parts (then it has no GMM class). */
 int pft_bundle_is_stats(const pft_bundle_t *self);
 int pft_bundle_n_parts(const pft_bundle_t *self);
-/* Borrowed: part i's statistics, contributors (sorted) and contributor j. */
+/* Borrowed: part i's statistics (NULL for a masked part), contributors (sorted) and contributor j. */
 const pft_gstat_t *pft_bundle_part_stats(const pft_bundle_t *self, int i);
 int pft_bundle_part_n_contributors(const pft_bundle_t *self, int i);
 const char *pft_bundle_part_contributor(const pft_bundle_t *self, int i, int j);
+
+/* Masked parts (secure aggregation, docs/SECAGG.md §8; docs/WIRE.md §2.2): a part whose statistics travel as
+ * words mod 2^64 under pairwise masks (pft_fixed, pft_mask) that only its opener can remove. Counts,
+ * contributors and provenance stay public and are checked as for clear parts; the words themselves are
+ * uniform and cannot be checked before opening. A bundle may hold clear and masked parts of the same kind
+ * (the shared rank applies to its clear tied parts only). */
+#define PFT_BUNDLE_MASK_LABEL_MAX 256 /* bytes of a mask label at most */
+typedef struct {
+    char label[PFT_BUNDLE_MASK_LABEL_MAX + 1]; /* the group's use label: 1..256 bytes, no control bytes */
+    char opener[PFT_BUNDLE_MAX_NAME + 1];      /* the node that may remove the masks (not a contributor) */
+    int frac_bits;                             /* fractional bits of the words: 32 (PFT_FIXED_FRAC_BITS) */
+    uint64_t bound;                            /* decode bound of every entry: 1..2^31 - 1 */
+    uint32_t div;                              /* DP noise divisor D (0: no DP share) */
+} pft_bundle_mask_t;
+
+/* Words of a masked part: TIED n_classes·d class sums then d(d+1)/2 words of the shared matrix (lower
+ * triangle row by row); FULL n_classes·(d + d(d+1)/2), every class's sum then its second moment. */
+size_t pft_bundle_masked_words(pft_gstat_kind_t kind, int n_classes, int d);
+/* Adds a masked part: contributors as for pft_bundle_add_part; n_classes (1..65536) labels strictly
+ * ascending (≥ 0) with their public counts (0..2^48: a member sends every class of the layout);
+ * *words_p the pft_bundle_masked_words words, taken (set to NULL) on success; mask copied and checked
+ * (label and opener valid names, opener not a contributor, frac_bits 32, bound 1..2^31 - 1). On error the
+ * bundle is unaltered and the caller keeps the words: PFT_EINVAL (as add_part, or a bad layout or mask),
+ * PFT_ENOMEM. */
+int pft_bundle_add_masked_part(pft_bundle_t *self, const char *const *contributors, int n_contrib,
+                               pft_gstat_kind_t kind, int n_classes, const int *labels, const uint64_t *counts,
+                               uint64_t **words_p, const pft_bundle_mask_t *mask);
+/* 1 if part i is masked (then pft_bundle_part_stats is NULL). */
+int pft_bundle_part_is_masked(const pft_bundle_t *self, int i);
+/* Borrowed: a masked part's mask and words (their number into *n); NULL for a clear part. */
+const pft_bundle_mask_t *pft_bundle_part_mask(const pft_bundle_t *self, int i);
+const uint64_t *pft_bundle_part_words(const pft_bundle_t *self, int i, size_t *n);
+/* Part i's kind, classes and class k's label and count, for clear and masked parts alike. */
+pft_gstat_kind_t pft_bundle_part_kind(const pft_bundle_t *self, int i);
+int pft_bundle_part_n_classes(const pft_bundle_t *self, int i);
+void pft_bundle_part_class(const pft_bundle_t *self, int i, int k, int *label, uint64_t *count);
 
 /* Provenance: the nodes whose real data the bundle contains, with per-class counts.
  * Records that `node` contributed `count` (≥ 1) features of class `label`; adds to an existing count.

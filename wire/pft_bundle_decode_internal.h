@@ -37,4 +37,9 @@ struct pft_bundle_t;
 int pft_bundle__decode_parts(const ctx_t *c, pft_bundle_t *b, const pft_bundle_limits_t *lim,
                              const msgpack_object *o);
 
+/* pft_bundle_decode_masked.c: masked part pi (f: its 5 fields; kind checked, contributors decoded into
+ * b->parts[pi]) into b->parts[pi]; model_total as for clear parts. */
+int pft_bundle__decode_masked(ctx_t *c, pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi,
+                              const msgpack_object *f, uint64_t *model_total);
+
 #endif

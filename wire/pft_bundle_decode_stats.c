@@ -218,11 +218,11 @@ static int stat_values(ctx_t *c, pft_bundle_t *b, int pi, const char *part, pft_
 /* Part pi (object o) into b->parts[pi]: schema, memory budget, values, statistics. *n_contrib: contributors
  * so far over all parts (≤ max_nodes). */
 static int decode_part(pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi, const msgpack_object *o,
-                       uint64_t *model_total, uint64_t *n_contrib)
+                       uint64_t *model_total, uint64_t *n_contrib, int *rank_set)
 {
     ctx_t c;
     snprintf(c.where, sizeof c.where, "part %d", pi);
-    int rc = pft_bundle__want_array(&c, o, "entry", PFT_BUNDLE__N_PART_FIELDS, PFT_BUNDLE__N_PART_FIELDS,
+    int rc = pft_bundle__want_array(&c, o, "entry", PFT_BUNDLE__N_PART_FIELDS, PFT_BUNDLE__N_MASKED_PART_FIELDS,
                                     PFT_EFORMAT);
     if (rc)
         return rc;
@@ -230,9 +230,9 @@ static int decode_part(pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi, 
     uint64_t kind;
     if ((rc = pft_bundle__want_uint(&c, &f[0], "kind", 0, 1, PFT_EFORMAT, &kind)))
         return rc;
-    if (pi > 0 && (pft_gstat_kind_t)kind != pft_gstat_kind(b->parts[0].st))
+    if (pi > 0 && (pft_gstat_kind_t)kind != pft_bundle__part_kind(&b->parts[0]))
         return pft_bundle__bad(&c, PFT_EFORMAT, "kind %d differs from part 0's kind %d (one kind per bundle)",
-                               (int)kind, (int)pft_gstat_kind(b->parts[0].st));
+                               (int)kind, (int)pft_bundle__part_kind(&b->parts[0]));
     if ((rc = pft_bundle__want_array(&c, &f[1], "contributors", 1, lim->max_nodes, PFT_ERANGE)))
         return rc;
     *n_contrib += f[1].via.array.size;
@@ -244,15 +244,20 @@ static int decode_part(pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi, 
     if ((rc = decode_contributors(&c, b, pi, &f[1], p)) ||
         (rc = pft_bundle__want_array(&c, &f[2], "classes", 1, lim->max_classes, PFT_ERANGE)))
         return rc;
+    p->kind = (pft_gstat_kind_t)kind;
+    if (o->via.array.size == PFT_BUNDLE__N_MASKED_PART_FIELDS)
+        return pft_bundle__decode_masked(&c, b, lim, pi, f, model_total);
     double total;
     uint64_t rank;
     if ((rc = stat_shapes(&c, b, (pft_gstat_kind_t)kind, &f[2], &f[3], &total, &rank)))
         return rc;
-    if (pi == 0)
+    if (!*rank_set) { /* the first clear part sets the form */
         b->shared_rank = (int)rank;
+        *rank_set = 1;
+    }
     else if ((int)rank != b->shared_rank)
         return pft_bundle__bad(&c, PFT_EFORMAT,
-                               "shared covariance of rank %d, part 0's has %d (one form per bundle)",
+                               "shared covariance of rank %d, an earlier part's has %d (one form per bundle)",
                                (int)rank, b->shared_rank);
     /* Estimated memory: means, scatters (per class for full, one for tied), a low-rank factor as it travelled
      * (kept), and the transient d×d matrix plus the PSD check's copy (low rank: psi, no PSD check). */
@@ -288,8 +293,9 @@ int pft_bundle__decode_parts(const ctx_t *c, pft_bundle_t *b, const pft_bundle_l
         return pft_bundle__bad(c, PFT_ENOMEM, "out of memory");
     b->cap_parts = (int)o->via.array.size;
     uint64_t model_total = 0, n_contrib = 0;
+    int rank_set = 0;
     for (uint32_t i = 0; i < o->via.array.size; i++)
-        if ((rc = decode_part(b, lim, (int)i, &o->via.array.ptr[i], &model_total, &n_contrib)))
+        if ((rc = decode_part(b, lim, (int)i, &o->via.array.ptr[i], &model_total, &n_contrib, &rank_set)))
             return rc;
     return 0;
 }

@@ -322,11 +322,57 @@ static int put_shared_lowrank(const pft_bundle_t *self, int pi, const double *ws
     return rc;
 }
 
+/* n words from src as a bin of 8n little-endian bytes. */
+static int put_words(const uint64_t *src, size_t n, msgpack_packer *pk, wbuf_t *w)
+{
+    if (msgpack_pack_bin(pk, 8 * n) || wbuf_reserve(w, 8 * n))
+        return 1;
+    for (size_t i = 0; i < n; i++)
+        le_put_u64(w->buf + w->len + 8 * i, src[i]);
+    w->len += 8 * n;
+    return 0;
+}
+
+/* Writes masked part pi (docs/SECAGG.md §8): [kind, contributors, classes ([label, n, sum] tied, [label, n,
+ * sum, s2] full; words), shared (tied: words; full: nil), [label, opener, f, bound, div]]. */
+static int encode_masked_part(const pft_bundle_t *self, int pi, msgpack_packer *pk, wbuf_t *w)
+{
+    const pft_bundle__part_t *p = &self->parts[pi];
+    size_t d = (size_t)self->d, tri = d * (d + 1) / 2;
+    int full = p->kind == PFT_GSTAT_FULL;
+    int fail = msgpack_pack_array(pk, PFT_BUNDLE__N_MASKED_PART_FIELDS) ||
+               msgpack_pack_uint64(pk, (uint64_t)p->kind) || msgpack_pack_array(pk, (size_t)p->n_contrib);
+    for (int j = 0; !fail && j < p->n_contrib; j++)
+        fail = msgpack_pack_str_with_body(pk, p->contrib[j], strlen(p->contrib[j]));
+    fail = fail || msgpack_pack_array(pk, (size_t)p->n_classes);
+    size_t o = 0;
+    for (int c = 0; !fail && c < p->n_classes; c++) {
+        fail = msgpack_pack_array(pk, full ? PFT_BUNDLE__N_STAT_FIELDS_FULL : PFT_BUNDLE__N_STAT_FIELDS_TIED) ||
+               msgpack_pack_int64(pk, p->labels[c]) || msgpack_pack_uint64(pk, p->counts[c]) ||
+               put_words(p->words + o, d, pk, w);
+        o += d;
+        if (!fail && full) {
+            fail = put_words(p->words + o, tri, pk, w);
+            o += tri;
+        }
+    }
+    fail = fail || (full ? msgpack_pack_nil(pk) : put_words(p->words + o, tri, pk, w));
+    const pft_bundle_mask_t *m = &p->mask;
+    fail = fail || msgpack_pack_array(pk, PFT_BUNDLE__N_MASK_FIELDS) ||
+           msgpack_pack_str_with_body(pk, m->label, strlen(m->label)) ||
+           msgpack_pack_str_with_body(pk, m->opener, strlen(m->opener)) ||
+           msgpack_pack_uint64(pk, (uint64_t)m->frac_bits) || msgpack_pack_uint64(pk, m->bound) ||
+           msgpack_pack_uint64(pk, m->div);
+    return fail ? pft_err(PFT_ENOMEM, "bundle encode: out of memory") : 0;
+}
+
 /* Writes part pi: [kind, contributors, classes ([label, n, mean, cov] or [label, n, mean]), shared] (shared:
  * nil, the dense lower triangle, or [q, psi, U] with a shared rank q > 0). */
 static int encode_part(const pft_bundle_t *self, int pi, msgpack_packer *pk, wbuf_t *w)
 {
     const pft_bundle__part_t *p = &self->parts[pi];
+    if (p->masked)
+        return encode_masked_part(self, pi, pk, w);
     const pft_gstat_t *st = p->st;
     pft_gstat_kind_t kind = pft_gstat_kind(st);
     size_t d = (size_t)self->d, es = pft_bundle__dtype_size(self->dtype);

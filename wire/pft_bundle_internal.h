@@ -14,6 +14,8 @@
 #define PFT_BUNDLE__N_PAYLOAD_FIELDS 8       /* GMM classes (or an empty bundle) */
 #define PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS 9 /* the 8, classes empty, then the statistics parts */
 #define PFT_BUNDLE__N_PART_FIELDS 4          /* kind, contributors, classes, shared */
+#define PFT_BUNDLE__N_MASKED_PART_FIELDS 5   /* the 4, then the mask */
+#define PFT_BUNDLE__N_MASK_FIELDS 5          /* label, opener, f, bound, div */
 #define PFT_BUNDLE__N_STAT_FIELDS_FULL 4     /* label, n, mean, covariance */
 #define PFT_BUNDLE__N_STAT_FIELDS_TIED 3     /* label, n, mean */
 #define PFT_BUNDLE__N_CLASS_FIELDS 7         /* full, diag, spher */
@@ -52,6 +54,15 @@ typedef struct {
     double
         *factor; /* decoded low-rank form: the factor U (d×factor_q, row-major) as it travelled; else NULL */
     int factor_q;
+    /* masked part (st NULL): kind, layout, public counts, the words, the mask */
+    int masked;
+    pft_gstat_kind_t kind;
+    int n_classes;
+    int *labels;      /* strictly ascending */
+    uint64_t *counts; /* public, 0..2^48 */
+    uint64_t *words;  /* pft_bundle_masked_words(kind, n_classes, d) */
+    size_t n_words;
+    pft_bundle_mask_t mask;
 } pft_bundle__part_t;
 
 struct pft_bundle_t {
@@ -83,6 +94,23 @@ size_t pft_bundle__dtype_size(pft_dtype_t dt);
 /* Covariance numbers per component on the wire (lowrank: Ψ; its loadings W travel in a field of their own).
  */
 size_t pft_bundle__cov_len(pft_cov_t cov, size_t d);
+/* add_part's checks common to clear and masked parts (no GMM class, one kind, contributors valid, sorted,
+ * in no other part, ≤ 4096 in all): 0 or PFT_EINVAL. */
+int pft_bundle__part_args_ok(const pft_bundle_t *self, const char *const *contrib, int nc,
+                             pft_gstat_kind_t kind);
+/* Inserts a copy of *proto (payload taken: st or the masked fields) with copies of the contributors, keeping
+ * parts sorted; 0, or PFT_ENOMEM with the bundle unaltered and *proto's payload still the caller's. */
+int pft_bundle__part_insert(pft_bundle_t *self, const char *const *contributors, int n_contrib,
+                            pft_bundle__part_t *proto);
+/* Part p's kind, classes, class k's label and count, and the index of a label (-1): clear or masked. */
+pft_gstat_kind_t pft_bundle__part_kind(const pft_bundle__part_t *p);
+int pft_bundle__part_n_classes(const pft_bundle__part_t *p);
+int pft_bundle__part_label(const pft_bundle__part_t *p, int k);
+uint64_t pft_bundle__part_count(const pft_bundle__part_t *p, int k);
+int pft_bundle__part_find_label(const pft_bundle__part_t *p, int label);
+/* 0 if mask is valid for a part with these contributors (sorted), else PFT_EINVAL naming the field (the
+ * decoder reports it as PFT_EFORMAT). */
+int pft_bundle__mask_ok(const pft_bundle_mask_t *mask, const pft_bundle__part_t *p);
 /* 1 if the m tallies t are valid evidence (pft_bundle_tally_t's ranges), else 0 with the reason in why. */
 int pft_bundle__tallies_ok(const pft_bundle_tally_t *t, int m, char *why, size_t cap);
 /* Index of node in part p's contributors, or -1. */
