@@ -95,6 +95,8 @@ typedef struct {
     int stats_release;             /* pft_topo_release_t: lowrank (default) or full_scatter */
     int stats_rank;                /* stats_release=lowrank: eigenpairs per part at most (0: diagonal only) */
     int stats_rows_per_rank;       /* stats_release=lowrank: rows a part stands for per eigenpair it sends */
+    int secure_agg;       /* 1: exact statistics travel masked until the plan opens them (docs/SECAGG.md) */
+    int min_contributors; /* secure_agg: fewest other contributors of a clear aggregate */
     int merge;                     /* pft_topo_merge_t default for nodes */
     int head;                      /* pft_topo_head_t default for nodes */
     pft_topo_prep_t prep;          /* feature preprocessing, identical on every node */

@@ -93,6 +93,14 @@ static const pft_topo_attr_t s_table[] = {
     {"stats_rows_per_rank", G, PFT_ATTR_INT, "20", 1, 1000000, NULL,
      "stats_release=lowrank: a part sends one eigenpair per this many rows it stands for (fewer rows per "
      "eigenpair: more accurate, more revealing; SECURITY.md §9)", GO(stats_rows_per_rank), NONE, NONE},
+    {"secure_agg", G, PFT_ATTR_BOOL, "false", 0, 0, NULL,
+     "cov=tied: true: exact statistics travel masked (pairwise masks mod 2^64) until a node allowed to "
+     "see their sum opens them; nobody holds fewer than min_contributors others' statistics in the clear "
+     "(docs/SECAGG.md); a topology the plan cannot protect is refused",
+     GO(secure_agg), NONE, NONE},
+    {"min_contributors", G, PFT_ATTR_INT, "2", 1, 65535, NULL,
+     "secure_agg: the fewest other contributors an aggregate seen in the clear may hold (1: as without "
+     "secure aggregation)", GO(min_contributors), NONE, NONE},
     {"prep", G, PFT_ATTR_ENUM, "l2", 0, 0, s_prep,
      "feature preprocessing, applied identically on every node before anything else", GO(prep), NONE, NONE},
     {"start", G, PFT_ATTR_NAME, NULL, 0, 0, NULL,

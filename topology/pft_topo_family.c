@@ -45,6 +45,13 @@ int pft_topo__check_families(const pft_topo_t *t, pft_topo__model_t *m)
         nd->head = pft_topo_head_resolve(nd->head, nd->exact);
         n_exact += nd->exact;
     }
+    for (size_t v = 0; m->run.secure_agg && v < m->n; v++)
+        if (m->nodes[v].cov != PFT_COV_TIED)
+            return pft_topo__fail_at(
+                t, attr_line(t, &m->nodes[v], "cov"), PFT_ETOPO,
+                "node '%s': secure_agg = on masks exact tied statistics (cov = tied), not cov = %s "
+                "(docs/SECAGG.md)",
+                m->nodes[v].id, pft_cov_name(m->nodes[v].cov));
     if (n_exact > 0 && (size_t)n_exact < m->n)
         for (size_t v = 0; v < m->n; v++)
             if (!m->nodes[v].exact)

@@ -168,10 +168,17 @@ static const char *part_name(const pft_bundle_t *b, int p, char *buf, size_t cap
 static int merged_scores(const pft_bundle_t *b, const pft_audit_rows_t *own, const pft_audit_rows_t *held,
                          acc_t *a)
 {
-    pft_gstat_t *m = pft_gstat_dup(pft_bundle_part_stats(b, 0));
-    int rc = m ? 0 : PFT_ENOMEM;
-    for (int p = 1; rc == 0 && p < pft_bundle_n_parts(b); p++)
-        rc = pft_gstat_merge(m, pft_bundle_part_stats(b, p));
+    pft_gstat_t *m = NULL;
+    int rc = 0;
+    for (int p = 0; rc == 0 && p < pft_bundle_n_parts(b); p++) {
+        const pft_gstat_t *st = pft_bundle_part_stats(b, p); /* NULL: masked, nothing to score */
+        if (st && !m)
+            rc = (m = pft_gstat_dup(st)) ? 0 : PFT_ENOMEM;
+        else if (st)
+            rc = pft_gstat_merge(m, st);
+    }
+    if (!m)
+        return rc;
     for (int i = 0; rc == 0 && i < pft_gstat_n_classes(m); i++) {
         int c = pft_gstat_label(m, i), n = 0, nh = 0, oom = 0;
         pft_gmm_t *g = stats_gaussian(m, i, a->ridge);
@@ -199,10 +206,14 @@ static int audit_classes(const pft_bundle_t *b, const pft_audit_rows_t *own, con
                              (double)pft_bundle_class_count(b, ci), NULL, own, held, 1, a);
         return rc;
     }
-    int parts = pft_bundle_n_parts(b);
+    int parts = 0;
+    for (int p = 0; p < pft_bundle_n_parts(b); p++)
+        parts += !pft_bundle_part_is_masked(b, p);
     char name[256];
-    for (int p = 0; rc == 0 && p < parts; p++) {
+    for (int p = 0; rc == 0 && p < pft_bundle_n_parts(b); p++) {
         const pft_gstat_t *st = pft_bundle_part_stats(b, p);
+        if (!st) /* masked: masked_json says why it is not attacked */
+            continue;
         part_name(b, p, name, sizeof name);
         for (int i = 0; rc == 0 && i < pft_gstat_n_classes(st); i++) {
             pft_gmm_t *g = stats_gaussian(st, i, a->ridge);
@@ -236,6 +247,8 @@ static int audit_spans(const pft_bundle_t *b, const pft_audit_rows_t *own, const
     char name[256];
     if (pft_bundle_is_stats(b)) {
         for (int p = 0; rc == 0 && p < pft_bundle_n_parts(b); p++) {
+            if (pft_bundle_part_is_masked(b, p))
+                continue;
             int q = 0;
             const double *u = pft_bundle_part_factor(b, p, &q);
             rc = pft_audit__span(pft_bundle_part_stats(b, p), u, q, part_name(b, p, name, sizeof name), own,
@@ -302,6 +315,23 @@ static json_t *summary_json(const acc_t *a)
     return s;
 }
 
+/* The masked parts, each with why it is not attacked: its words are uniform to anyone without the pair
+ * secrets (docs/SECAGG.md §4.1). */
+static json_t *masked_json(const pft_bundle_t *b)
+{
+    json_t *a = json_array();
+    char name[256];
+    for (int p = 0; a && p < pft_bundle_n_parts(b); p++) {
+        const pft_bundle_mask_t *m = pft_bundle_part_mask(b, p);
+        if (m)
+            json_array_append_new(
+                a, json_pack("{s:s,s:s,s:s,s:s}", "part", part_name(b, p, name, sizeof name), "opener", m->opener,
+                             "label", m->label, "verdict",
+                             "masked: uninformative without the pair secrets of its contributors and its opener"));
+    }
+    return a;
+}
+
 /* Whether a FAIL is an exact leak: a row recovered (vertex, or a mean that is a row) or membership decided by
  * the subspace. */
 static int exact_leak(json_t *attacks)
@@ -340,6 +370,7 @@ int pft_audit_run(const pft_bundle_t *b, const pft_audit_rows_t *own, const pft_
                          pft_bundle_is_stats(b) ? "stats" : "gmm", "d", d, "classes", a.classes, "summary",
                          summary_json(&a));
         json_object_set_new(*out, "shared_rank", json_integer(pft_bundle_shared_rank(b)));
+        json_object_set_new(*out, "masked_parts", masked_json(b));
         json_object_set(*out, "attacks", attacks);
         json_object_set_new(*out, "verdict", json_string(pft_verdict_name(v)));
         json_object_set_new(*out, "exact_leak", json_boolean(exact_leak(attacks)));

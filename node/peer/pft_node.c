@@ -187,6 +187,7 @@ static void node_free(node_t *nd)
     json_decref(nd->refusal.reasons);
     pft_node__floor_free(&nd->know.floor);
     pft_rng_destroy(&nd->dp.rng);
+    pft_node__secagg_free(nd);
     pft_keypair_destroy(&nd->hand.kp);
     pft_free(nd->hand.keys);
     pft_free(nd->hand.open);
@@ -263,8 +264,10 @@ static int open_transport(node_t *nd)
         return PFT_EXIT_NETWORK;
     }
     int rc = pft_node__setup_io(nd);
+    if (rc == 0)
+        rc = pft_node__secagg_setup(nd); /* after the keys: masks come from them */
     if (rc)
-        return fail(exit_for(rc));
+        return fail(rc == PFT_ETOPO ? PFT_EXIT_TOPOLOGY : exit_for(rc));
     pft_info("listening on %s%s", pft_transport_endpoint(nd->hand.tp),
              args->listen_fd >= 0 ? " (socket handed over by the launcher)" : "");
     return PFT_EXIT_OK;

@@ -84,6 +84,17 @@ static int take_own(node_t *nd, parts_t *ps, int release, const uint64_t *merged
     pft_dataset_t *rel = NULL;
     pft_gstat_t *st = NULL, *noisy = NULL, *sent = NULL;
     int rc = 0, dp = release && nd->me->dp_epsilon > 0;
+    if (release && pft_node__secagg_masks_own(nd)) { /* secure aggregation: every own row, masked; the floor
+                                                        applies where the group's sum opens */
+        pft_node__floor_reset(&nd->know.floor);
+        st = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train));
+        rc = st ? pft_gstat_add_rows(st, pft_dataset_x(nd->train), pft_dataset_y(nd->train), (size_t)n)
+                : PFT_ENOMEM;
+        if (rc == 0)
+            rc = pft_node__secagg_take_own(nd, ps, st);
+        pft_gstat_destroy(&st);
+        return rc;
+    }
     if (release) {
         pft_node__floor_reset(&nd->know.floor);
         rc = floor_rows(nd, merged, &rel);
@@ -192,9 +203,14 @@ static int release_form(node_t *nd, pft_bundle_t *b)
 {
     int d = pft_bundle_dim(b), np = pft_bundle_n_parts(b), qmax = 0, rc = 0;
     int dense = nd->run->stats_release == PFT_TOPO_RELEASE_FULL_SCATTER;
-    if (dense || np == 0 || pft_gstat_kind(pft_bundle_part_stats(b, 0)) != PFT_GSTAT_TIED)
+    if (dense || np == 0 || pft_bundle_part_kind(b, 0) != PFT_GSTAT_TIED)
         return pft_bundle_set_shared_rank(b, 0);
     for (int i = 0; rc == 0 && i < np; i++) {
+        if (pft_bundle_part_is_masked(b, i)) { /* masked: its release rule was applied before masking */
+            pft_info("release: part %d (%d contributor(s)) masked for '%s'", i,
+                     pft_bundle_part_n_contributors(b, i), pft_bundle_part_mask(b, i)->opener);
+            continue;
+        }
         uint64_t rows = pft_gstat_total(pft_bundle_part_stats(b, i));
         uint64_t q = part_has_dp(b, i) ? 0 : rows / (uint64_t)nd->run->stats_rows_per_rank;
         if (q > (uint64_t)nd->run->stats_rank)
@@ -258,6 +274,8 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
     }
     if (rc == 0 && ps.covered[nd->my_index])
         rc = pft_err(PFT_EINVAL, "a received part already counts this node's own rows");
+    if (rc == 0)
+        rc = pft_node__secagg_open(nd, &ps); /* the opener of a masked group: its sum, in the clear */
     uint64_t *merged = rc == 0 ? own_group_rows(nd, &ps) : NULL;
     if (rc == 0 && !merged)
         rc = PFT_ENOMEM;
@@ -269,6 +287,8 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
         pft_gstat_destroy(&nd->head.stats);
         rc = pft_node__parts_total(nd, &ps, &nd->head.stats);
         nd->head.has_own = 1;
+        if (rc == 0)
+            rc = pft_node__secagg_check_view(nd, &ps);
         if (rc == 0)
             rc = pft_node__parts_noisy(nd, &ps, NULL);
     }
@@ -324,6 +344,8 @@ static int adopt(node_t *nd, const inbound_t *s)
         rc = pft_node__parts_total(nd, &ps, &nd->head.stats);
     }
     int own_inside = 0;
+    if (rc == 0)
+        rc = pft_node__secagg_check_view(nd, &ps);
     if (rc == 0)
         rc = pft_node__parts_noisy(nd, &ps, &own_inside);
     if (rc == 0 &&

@@ -68,11 +68,14 @@ void pft_node__floor_released(floor_t *f, const pft_bundle_t *b)
     for (int c = 0; c < f->n_classes; c++)
         f->min_released[c] = -1.0;
     if (pft_bundle_is_stats(b)) {
-        for (int p = 0; p < pft_bundle_n_parts(b); p++) {
-            const pft_gstat_t *st = pft_bundle_part_stats(b, p);
-            for (int j = 0; j < pft_gstat_n_classes(st); j++)
-                keep_min(f, pft_gstat_label(st, j), (double)pft_gstat_count(st, j));
-        }
+        for (int p = 0; p < pft_bundle_n_parts(b); p++)
+            for (int j = 0; j < pft_bundle_part_n_classes(b, p); j++) {
+                int label;
+                uint64_t n;
+                pft_bundle_part_class(b, p, j, &label, &n);
+                if (n > 0) /* a masked part lists every class of the run, 0 rows for some */
+                    keep_min(f, label, (double)n);
+            }
         return;
     }
     for (int ci = 0; ci < pft_bundle_n_classes(b); ci++) {

@@ -18,6 +18,7 @@
  *   pft_node_outbox.c     sending, acknowledgements on disk, fallback successors, when the sends have ended
  *   pft_node_loop.c       the one loop: serve the transport, chores, until a condition holds; yield
  *   pft_node_parts.c      exact statistics as parts (who contributed), merged per group of the plan
+ *   pft_node_secagg.c     secure aggregation: the plan, own rows masked, a group's masked sum opened
  *   pft_node_noise.c      the DP noise accumulated in a head's statistics (result.json dp_noise)
  *   pft_node_evidence.c   the shrinkage's evidence: own rows' tallies sent, every contributor's summed
  *   pft_node_sampling.c   method `sampling`: draws from received GMMs ∪ own rows, EM per class
@@ -41,6 +42,7 @@
 #include "pft_ghead.h"
 #include "pft_gstat.h"
 #include "pft_rng.h"
+#include "pft_secplan.h"
 #include "pft_dataset.h"
 #include "pft_dp.h"
 #include "pft_keys.h"
@@ -240,6 +242,15 @@ struct node {
         int dirty;          /* counters changed since out/refusals.json was written */
         double saved;       /* when it was last written */
     } refusal;
+    struct {                          /* secure aggregation (pft_node_secagg.c; set up once, then read) */
+        pft_secplan_t *plan;          /* NULL: secure_agg = off */
+        const pft_secplan_node_t *me; /* this node's place in it */
+        char label[PFT_BUNDLE_MAX_NAME + 16]; /* the group's use label: "<opener id>:tied" */
+        const char *opener;           /* id of the group's opener (NULL: no group) */
+        size_t *members;              /* the group's members, node indices */
+        size_t n_members;
+        json_t *info;                 /* what this node masked, opened and saw, for result.json */
+    } sec;
     struct { /* the evaluation set (pft_node_eval.c): its labels; its features are read in blocks */
         int32_t *y;
         int n, d, classes;
@@ -411,6 +422,8 @@ typedef struct {
     const pft_bundle_t *b; /* where its provenance is read (NULL: this node's own rows) */
     int merged;            /* its statistics were merged into acc[group] (st and view are then NULL) */
     long group;            /* merged: the accumulator it went into */
+    int masked; /* secure aggregation: its words were added to mw[group] (st and view NULL); once opened,
+                   merged is set and its statistics are in acc[group] */
 } part_t;
 
 typedef struct {
@@ -423,6 +436,11 @@ typedef struct {
     unsigned char
         *noisy;   /* by group id: acc holds a DP release of sums (TIED): means only, its scatter void */
     double *nvar; /* by group id × class: the noise variance per entry of acc's class sums */
+    /* secure aggregation (pft_node_secagg.c): masked parts summed word-wise per group, never decoded here */
+    uint64_t **mw;    /* by group id: the sum mod 2^64 of the group's masked parts (n_words each), or NULL */
+    size_t n_words;   /* words of a masked part (pft_bundle_masked_words, TIED, n_classes classes) */
+    double *mbound;   /* by group id: the sum of the masked parts' decode bounds */
+    uint64_t *mcount; /* by group id × class: the masked parts' public counts */
 } parts_t;
 /* An empty set of parts for nd: groups computed; 0 or an error. */
 int pft_node__parts_init(const node_t *nd, parts_t *ps);
@@ -460,6 +478,33 @@ double pft_node__parts_sigma(const node_t *nd, const part_t *p, const char *id, 
                              int *has_dp, int *exact_here);
 /* Adds var to v[class] for every class contributor id holds in part p (provenance labels, or own counts). */
 void pft_node__parts_class_var(const node_t *nd, const part_t *p, const char *id, double var, double *v);
+/* Takes a masked part (secure aggregation) of contributors who[0..n): its words (n_words) added mod 2^64 to
+ * the accumulator of its group, its public counts (n_classes, by label) and decode bound added too; refused
+ * like pft_node__parts_take when it overlaps what is counted (1: wholly counted, skipped). */
+int pft_node__parts_take_masked(const node_t *nd, parts_t *ps, const size_t *who, int n_who,
+                                const pft_bundle_t *b, const uint64_t *words, const uint64_t *counts,
+                                double bound, const char *from);
+/* ---- pft_node_secagg.c: secure aggregation (docs/SECAGG.md) ---- */
+/* With secure_agg = on: checks what masking needs (keys, unit rows, no DP yet), plans the run
+ * (pft_secplan) and finds this node's place in it; nothing otherwise. 0 or an error (PFT_ETOPO: a topology
+ * the plan cannot protect). */
+int pft_node__secagg_setup(node_t *nd);
+void pft_node__secagg_free(node_t *nd);
+/* 1 if this node masks its own rows (it is a member of a group). */
+int pft_node__secagg_masks_own(const node_t *nd);
+/* This node's own statistics st (exact, its released rows) as a masked part in ps: the class sums of every
+ * class of the run and its release-rule second moment R = N(U Uᵀ + diag ψ) + Σ_c s_c s_cᵀ/n_c
+ * (docs/SECAGG.md §6), in fixed point, masked with its group's pairs. 0 or an error. */
+int pft_node__secagg_take_own(node_t *nd, parts_t *ps, const pft_gstat_t *st);
+/* If this node opens a group: checks that the masked parts taken are exactly the group's members, each
+ * class held by none or at least min_contributors of them, removes the masks, decodes and puts the opened
+ * statistics in the group's accumulator (the parts then count as merged). 0 or an error. */
+int pft_node__secagg_open(node_t *nd, parts_t *ps);
+/* Checks that the statistics the head uses (the parts not masked) are the plan's view of this node: never
+ * more contributors in the clear than the plan allows. 0 or PFT_EINVAL. */
+int pft_node__secagg_check_view(node_t *nd, const parts_t *ps);
+/* result.json's secure_agg (nothing without it). */
+void pft_node__secagg_json(const node_t *nd, json_t *res);
 /* ---- pft_node_noise.c ---- */
 /* result.json's dp_noise (kept in nd->dp.info under "noise") for the head's statistics merged from ps. */
 void pft_node__noise_json(node_t *nd, const parts_t *ps);

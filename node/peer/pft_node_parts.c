@@ -6,10 +6,12 @@
 
 #include "pft_alloc.h"
 #include "pft_error.h"
+#include "pft_fixed.h"
 #include "pft_gstat_dp.h"
 #include "pft_log.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,14 @@ int pft_node__parts_init(const node_t *nd, parts_t *ps)
     ps->nvar = pft_calloc(n * (size_t)(nd->n_classes > 0 ? nd->n_classes : 1), sizeof *ps->nvar);
     if (!ps->covered || !ps->grp || !ps->acc || !ps->noisy || !ps->nvar)
         return pft_err(PFT_ENOMEM, "out of memory");
+    if (nd->sec.plan) { /* secure aggregation: room for the masked sums, one per group */
+        ps->n_words = pft_bundle_masked_words(PFT_GSTAT_TIED, nd->n_classes, pft_dataset_d(nd->train));
+        ps->mw = pft_calloc(n, sizeof *ps->mw);
+        ps->mbound = pft_calloc(n, sizeof *ps->mbound);
+        ps->mcount = pft_calloc(n * (size_t)(nd->n_classes > 0 ? nd->n_classes : 1), sizeof *ps->mcount);
+        if (!ps->mw || !ps->mbound || !ps->mcount || ps->n_words == 0)
+            return pft_err(PFT_ENOMEM, "out of memory");
+    }
     return pft_topo_part_groups(nd->topo, nd->my_index, ps->grp);
 }
 
@@ -38,6 +48,11 @@ void pft_node__parts_free(parts_t *ps)
     }
     for (size_t g = 0; ps->acc && g < ps->n_nodes; g++)
         pft_gstat_destroy(&ps->acc[g]);
+    for (size_t g = 0; ps->mw && g < ps->n_nodes; g++)
+        pft_free(ps->mw[g]);
+    PFT_FREE(ps->mw);
+    PFT_FREE(ps->mbound);
+    PFT_FREE(ps->mcount);
     PFT_FREE(ps->p);
     PFT_FREE(ps->covered);
     PFT_FREE(ps->grp);
@@ -94,6 +109,8 @@ int pft_node__parts_take(parts_t *ps, pft_gstat_t **st, const pft_gstat_t *view,
     p->view = st ? NULL : view;
     p->merged = 0;
     p->exact_rows = 0;
+    p->masked = 0;
+    p->group = -1;
     if (st)
         *st = NULL;
     for (int i = 0; i < n_who; i++)
@@ -114,6 +131,64 @@ static int indices_of(const node_t *nd, const char *const *names, int n, size_t 
         out[i] = t->index;
     }
     return 0;
+}
+
+int pft_node__parts_take_masked(const node_t *nd, parts_t *ps, const size_t *who, int n_who,
+                                const pft_bundle_t *b, const uint64_t *words, const uint64_t *counts,
+                                double bound, const char *from)
+{
+    long g = ps->grp[who[0]];
+    if (!ps->mw)
+        return pft_err(PFT_EINVAL, "%s sent a masked part, but this run has secure_agg = off", from);
+    if (g < 0)
+        return pft_err(PFT_EINVAL, "a masked part counts rows of '%s', which cannot reach this node",
+                       pft_topo_node(nd->topo, who[0])->id);
+    int rc = pft_node__parts_take(ps, NULL, NULL, who, n_who, b, from);
+    if (rc != 0)
+        return rc;
+    part_t *p = &ps->p[ps->n - 1];
+    p->masked = 1;
+    p->group = g;
+    if (!ps->mw[g] && !(ps->mw[g] = pft_calloc(ps->n_words, sizeof *ps->mw[g])))
+        return pft_err(PFT_ENOMEM, "out of memory for a masked sum of %zu words", ps->n_words);
+    pft_fixed_add(ps->mw[g], words, ps->n_words);
+    ps->mbound[g] += bound;
+    for (int c = 0; c < nd->n_classes; c++)
+        ps->mcount[(size_t)g * nd->n_classes + c] += counts[c];
+    return 0;
+}
+
+/* Takes masked part i of b (secure aggregation): its layout must be this run's (TIED, every class 0..K-1)
+ * and its mask this node's plan's (the group's label and opener); its words are summed, never read. */
+static int take_masked_part(node_t *nd, parts_t *ps, const pft_bundle_t *b, int i, const size_t *who, int nw,
+                            const pft_bundle_t *prov, const char *from)
+{
+    const pft_bundle_mask_t *m = pft_bundle_part_mask(b, i);
+    size_t n = 0;
+    const uint64_t *w = pft_bundle_part_words(b, i, &n);
+    int K = nd->n_classes, ok = pft_bundle_part_kind(b, i) == PFT_GSTAT_TIED &&
+                                pft_bundle_part_n_classes(b, i) == K && n == ps->n_words;
+    uint64_t *counts = pft_calloc((size_t)K + 1, sizeof *counts);
+    if (!counts)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (int k = 0; ok && k < K; k++) {
+        int label;
+        pft_bundle_part_class(b, i, k, &label, &counts[k]);
+        ok = label == k;
+    }
+    int rc = 0;
+    if (!ok)
+        rc = pft_err(PFT_EINVAL,
+                     "%s's masked part %d does not have this run's layout (tied, classes 0..%d, %zu words): "
+                     "every member must mask the same classes",
+                     from, i, K - 1, ps->n_words);
+    else if (!nd->sec.opener || strcmp(m->label, nd->sec.label) != 0 || strcmp(m->opener, nd->sec.opener) != 0)
+        rc = pft_err(PFT_EINVAL, "%s's masked part %d is masked for '%s' (label '%s'), not for this plan's "
+                     "opener '%s'", from, i, m->opener, m->label, nd->sec.opener ? nd->sec.opener : "(none)");
+    if (rc == 0)
+        rc = pft_node__parts_take_masked(nd, ps, who, nw, prov, w, counts, (double)m->bound, from);
+    pft_free(counts);
+    return rc;
 }
 
 /* The parts of a received bundle: its statistics parts, or one FULL part of a mixture bundle's moments. */
@@ -152,7 +227,10 @@ int pft_node__parts_take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b, 
         }
         if ((rc = indices_of(nd, names, nw, who, from)) != 0)
             break;
-        rc = pft_node__parts_take(ps, NULL, pft_bundle_part_stats(b, i), who, nw, prov, from);
+        if (pft_bundle_part_is_masked(b, i))
+            rc = take_masked_part(nd, ps, b, i, who, nw, prov, from);
+        else
+            rc = pft_node__parts_take(ps, NULL, pft_bundle_part_stats(b, i), who, nw, prov, from);
         rc = rc == 1 ? 0 : rc;
     }
 done:
@@ -169,7 +247,8 @@ int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group)
     int rc = 0;
     for (int i = 0; rc == 0 && i < ps->n; i++) {
         part_t *p = &ps->p[i];
-        if (p->merged || !p->b || p->exact_rows) /* own rows stay apart (floor, DP, the head's exact copy) */
+        if (p->merged || !p->b || p->exact_rows || p->masked) /* own rows stay apart (floor, DP, the head's
+                                                                  exact copy); masked parts are summed */
             continue;
         long g = ps->grp[p->who[0]];
         if (g < 0 && any_group) /* a complete bundle (no outbound parts): a slot of its own, for the head */
@@ -201,7 +280,7 @@ int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out
         if (ps->acc[g] && !ps->noisy[g]) /* noisy groups: the head's noisy components instead */
             rc = pft_gstat_merge(t, ps->acc[g]);
     for (int i = 0; rc == 0 && i < ps->n; i++)
-        if (!ps->p[i].merged)
+        if (!ps->p[i].merged && (!ps->p[i].masked || ps->p[i].exact_rows)) /* masked: not this node's view */
             rc = ps->p[i].exact_rows
                      ? pft_gstat_add_rows(t, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
                                           (size_t)pft_dataset_n(nd->train))
@@ -429,6 +508,55 @@ static int accumulate(const node_t *nd, pft_gstat_t **st, pft_gstat_t **src_owne
     return pft_gstat_merge(*st, src);
 }
 
+/* Group g's masked parts (not opened here) as one masked part of b: their words summed, counts and bounds
+ * summed, every contributor's provenance; with steal the sum itself goes (ps no longer holds it). */
+static int add_masked_group(node_t *nd, parts_t *ps, pft_bundle_t *b, size_t g, const char **ids, int steal)
+{
+    int n_ids = 0, rc = 0, K = nd->n_classes;
+    for (int i = 0; rc == 0 && i < ps->n; i++) {
+        part_t *p = &ps->p[i];
+        if (ps->grp[p->who[0]] != (long)g)
+            continue;
+        if (!p->masked || p->merged)
+            return pft_err(PFT_EINVAL, "group of '%s' holds masked and clear statistics: they cannot travel "
+                           "as one part", pft_topo_node(nd->topo, p->who[0])->id);
+        for (int w = 0; w < p->n_who; w++)
+            ids[n_ids++] = pft_topo_node(nd->topo, p->who[w])->id;
+        rc = part_provenance(nd, p, b);
+    }
+    int *labels = pft_alloc_array((size_t)K, sizeof *labels);
+    uint64_t *words = steal ? ps->mw[g] : pft_alloc_array(ps->n_words, sizeof *words);
+    if (!labels || !words)
+        rc = rc ? rc : pft_err(PFT_ENOMEM, "out of memory");
+    for (int c = 0; labels && c < K; c++)
+        labels[c] = c;
+    if (rc == 0 && !steal)
+        memcpy(words, ps->mw[g], ps->n_words * sizeof *words);
+    pft_bundle_mask_t m = {.frac_bits = PFT_FIXED_FRAC_BITS, .bound = (uint64_t)ceil(ps->mbound[g]), .div = 0};
+    snprintf(m.label, sizeof m.label, "%s", nd->sec.label);
+    snprintf(m.opener, sizeof m.opener, "%s", nd->sec.opener ? nd->sec.opener : "");
+    if (rc == 0) {
+        qsort(ids, (size_t)n_ids, sizeof *ids, cmp_str);
+        rc = pft_bundle_add_masked_part(b, ids, n_ids, PFT_GSTAT_TIED, K, labels, ps->mcount + g * (size_t)K,
+                                        &words, &m);
+    }
+    if (steal && !words)
+        ps->mw[g] = NULL; /* taken by the bundle */
+    else if (!steal)
+        pft_free(words);
+    pft_free(labels);
+    return rc;
+}
+
+/* 1 if group g holds a masked part not opened here. */
+static int group_masked(const parts_t *ps, size_t g)
+{
+    for (int i = 0; i < ps->n; i++)
+        if (ps->grp[ps->p[i].who[0]] == (long)g && ps->p[i].masked && !ps->p[i].merged)
+            return 1;
+    return 0;
+}
+
 /* One outbound part per group of the plan: the group's accumulated received parts and its other parts. With
  * steal, the accumulator (or the node's own part) becomes the outbound part instead of a copy: it is then
  * gone from ps (only when ps is not needed for the head). */
@@ -448,6 +576,10 @@ int pft_node__parts_add_groups(node_t *nd, parts_t *ps, pft_bundle_t *b, int ste
     for (size_t g = 0; rc == 0 && g < n; g++) {
         if (grp[g] != (long)g)
             continue;
+        if (group_masked(ps, g)) {
+            rc = add_masked_group(nd, ps, b, g, ids, steal);
+            continue;
+        }
         pft_gstat_t *st = NULL;
         int n_ids = 0, noisy = ps->noisy[g];
         if (ps->acc[g])

@@ -57,10 +57,43 @@ static double trace(const double *m, int d)
 
 /* Part i's counts against its contributors' provenance and partition; means and scatters against unit rows.
  */
+/* A masked part (secure aggregation): its counts against its contributors' partition, and its mask against
+ * this node's plan (the group's label and opener, this run's class layout), so that a part that could never
+ * open is refused before the ACK. Its words are uniform: nothing else can be checked before opening. */
+static int check_masked(const node_t *nd, const pft_bundle_t *b, int i, uint64_t cap, int known, char *reason,
+                        size_t rlen)
+{
+    const pft_bundle_mask_t *m = pft_bundle_part_mask(b, i);
+    if (!nd->sec.plan)
+        return snprintf(reason, rlen, "a masked part, but this run has secure_agg = off"), 1;
+    if (!nd->sec.opener || strcmp(m->opener, nd->sec.opener) != 0 || strcmp(m->label, nd->sec.label) != 0)
+        return snprintf(reason, rlen, "a masked part for opener '%s' (label '%s'), not this plan's '%s'",
+                        m->opener, m->label, nd->sec.opener ? nd->sec.opener : "(none)"),
+               1;
+    if (pft_bundle_part_kind(b, i) != PFT_GSTAT_TIED || pft_bundle_part_n_classes(b, i) != nd->n_classes)
+        return snprintf(reason, rlen, "a masked part of %d classes; this run masks tied statistics of %d",
+                        pft_bundle_part_n_classes(b, i), nd->n_classes),
+               1;
+    for (int k = 0; k < pft_bundle_part_n_classes(b, i); k++) {
+        int label;
+        uint64_t n;
+        pft_bundle_part_class(b, i, k, &label, &n);
+        if (label != k)
+            return snprintf(reason, rlen, "a masked part's class %d has label %d", k, label), 1;
+        if (known && n > cap)
+            return snprintf(reason, rlen,
+                            "implausible statistics: class %d counts %llu rows, more than the %llu "
+                            "its contributors hold (samples)",
+                            label, (unsigned long long)n, (unsigned long long)cap),
+                   1;
+    }
+    return 0;
+}
+
 static int check_part(const node_t *nd, const pft_bundle_t *b, int i, int unit, char *reason, size_t rlen)
 {
-    const pft_gstat_t *st = pft_bundle_part_stats(b, i);
-    int nw = pft_bundle_part_n_contributors(b, i), d = pft_gstat_dim(st), dp = part_dp(b, i);
+    const pft_gstat_t *st = pft_bundle_part_stats(b, i); /* NULL: masked */
+    int nw = pft_bundle_part_n_contributors(b, i), d = st ? pft_gstat_dim(st) : 0, dp = part_dp(b, i);
     uint64_t cap = 0;
     int known = 1;
     for (int j = 0; j < nw; j++) {
@@ -68,6 +101,8 @@ static int check_part(const node_t *nd, const pft_bundle_t *b, int i, int unit, 
         known &= t && t->samples > 0;
         cap += t && t->samples > 0 ? (uint64_t)t->samples : 0;
     }
+    if (!st)
+        return check_masked(nd, b, i, cap, known, reason, rlen);
     for (int k = 0; k < pft_gstat_n_classes(st); k++) {
         int label = pft_gstat_label(st, k);
         uint64_t n = pft_gstat_count(st, k); /* equal to its contributors' provenance (the decoder checks) */

@@ -161,6 +161,7 @@ int pft_node__result_write(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "min_rows", json_integer(nd->me->min_rows));
     pft_node__floor_json(&nd->know.floor, res);
     pft_node__release_json(nd, res);
+    pft_node__secagg_json(nd, res);
     char *text = json_dumps(res, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
     char *path = pft_fsio_join(nd->args->out_dir, "result.json");
     int rc = text && path ? pft_fsio_write_atomic(path, text, strlen(text)) : PFT_ENOMEM;

@@ -180,6 +180,10 @@ static void print_text(const char *path, const json_t *o)
     printf("bundle %s: producer %s, %s, d %d\n", path, jstr(o, "producer"),
            strcmp(jstr(o, "kind"), "stats") ? "GMMs" : "exact statistics", (int)jnum(o, "d"));
     print_classes(json_object_get(o, "classes"));
+    size_t i;
+    json_t *mp;
+    json_array_foreach(json_object_get(o, "masked_parts"), i, mp)
+        printf("part %s: %s (opener %s)\n", jstr(mp, "part"), jstr(mp, "verdict"), jstr(mp, "opener"));
     printf("components %d: %d stand for fewer than 1.5 rows; smallest stands for %.2f rows\n",
            (int)jnum(s, "components"), (int)jnum(s, "one_row"), jnum(s, "min_rows"));
     print_subspace(json_object_get(a, "subspace"));

@@ -38,10 +38,14 @@ static int cmp_pair(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void part_pairs(const pft_gstat_t *st, pair_t *v, int *n)
+/* Part i's (label, n) pairs, clear or masked (a masked part lists every class of its layout, 0 rows too). */
+static void part_pairs(const pft_bundle_t *b, int i, pair_t *v, int *n)
 {
-    for (int j = 0; j < pft_gstat_n_classes(st); j++)
-        v[(*n)++] = (pair_t){pft_gstat_label(st, j), pft_gstat_count(st, j)};
+    for (int j = 0; j < pft_bundle_part_n_classes(b, i); j++) {
+        v[*n].label = 0;
+        pft_bundle_part_class(b, i, j, &v[*n].label, &v[*n].n);
+        (*n)++;
+    }
 }
 
 /* (label, n) pairs sorted by label: the GMM classes, part i's classes, provenance entry i's counts, or
@@ -51,9 +55,9 @@ static pair_t *collect(const pft_bundle_t *b, pairs_src_t src, int i, int *n)
     size_t cap = 1;
     if (src == PAIRS_SUM && pft_bundle_is_stats(b))
         for (int p = 0; p < pft_bundle_n_parts(b); p++)
-            cap += (size_t)pft_gstat_n_classes(pft_bundle_part_stats(b, p));
+            cap += (size_t)pft_bundle_part_n_classes(b, p);
     else
-        cap += (size_t)(src == PAIRS_PART   ? pft_gstat_n_classes(pft_bundle_part_stats(b, i))
+        cap += (size_t)(src == PAIRS_PART   ? pft_bundle_part_n_classes(b, i)
                         : src == PAIRS_PROV ? pft_bundle_prov_n_labels(b, i)
                                             : pft_bundle_n_classes(b));
     pair_t *v = pft_alloc(cap * sizeof *v);
@@ -61,7 +65,7 @@ static pair_t *collect(const pft_bundle_t *b, pairs_src_t src, int i, int *n)
     if (!v)
         return NULL;
     if (src == PAIRS_PART) {
-        part_pairs(pft_bundle_part_stats(b, i), v, n);
+        part_pairs(b, i, v, n);
     } else if (src == PAIRS_PROV) {
         for (*n = 0; *n < pft_bundle_prov_n_labels(b, i); (*n)++)
             pft_bundle_prov_entry(b, i, *n, &v[*n].label, &v[*n].n);
@@ -70,7 +74,7 @@ static pair_t *collect(const pft_bundle_t *b, pairs_src_t src, int i, int *n)
             v[*n] = (pair_t){pft_bundle_class_label(b, *n), pft_bundle_class_count(b, *n)};
     } else { /* summed over the parts */
         for (int p = 0; p < pft_bundle_n_parts(b); p++)
-            part_pairs(pft_bundle_part_stats(b, p), v, n);
+            part_pairs(b, p, v, n);
         qsort(v, (size_t)*n, sizeof *v, cmp_pair);
         int m = 0;
         for (int j = 0; j < *n; j++) {
@@ -136,14 +140,17 @@ static void print_family(const pft_bundle_t *b)
     printf("family     statistics, %d part%s\n", np, np == 1 ? "" : "s");
     for (int i = 0; i < np && i < MAX_LINES; i++) {
         int nc = pft_bundle_part_n_contributors(b, i);
-        printf("  part %-3d %-5s contributors ", i,
-               pft_gstat_kind_name(pft_gstat_kind(pft_bundle_part_stats(b, i))));
+        printf("  part %-3d %-5s contributors ", i, pft_gstat_kind_name(pft_bundle_part_kind(b, i)));
         for (int j = 0; j < nc && j < 8; j++)
             printf("%s%s", j ? "," : "", pft_bundle_part_contributor(b, i, j));
         if (nc > 8)
             printf(",… %d more", nc - 8);
         printf("; ");
         print_pairs(b, PAIRS_PART, i);
+        const pft_bundle_mask_t *m = pft_bundle_part_mask(b, i);
+        if (m)
+            printf("\n           masked for opener %s, label \"%s\", bound %llu%s", m->opener, m->label,
+                   (unsigned long long)m->bound, m->div ? ", with a DP noise share" : "");
         printf("\n");
     }
     if (np > MAX_LINES)
@@ -216,10 +223,13 @@ static json_t *build_json(const char *path, const pft_bundle_t *b, const char *i
         json_t *con = json_array();
         for (int j = 0; j < pft_bundle_part_n_contributors(b, i); j++)
             json_array_append_new(con, json_string(pft_bundle_part_contributor(b, i, j)));
-        json_array_append_new(parts,
-                              json_pack("{s:s,s:o,s:o}", "kind",
-                                        pft_gstat_kind_name(pft_gstat_kind(pft_bundle_part_stats(b, i))),
-                                        "contributors", con, "classes", json_pairs(b, PAIRS_PART, i)));
+        const pft_bundle_mask_t *m = pft_bundle_part_mask(b, i);
+        json_t *mj = m ? json_pack("{s:s,s:s,s:i,s:I,s:I}", "opener", m->opener, "label", m->label, "frac_bits",
+                                   m->frac_bits, "bound", (json_int_t)m->bound, "div", (json_int_t)m->div)
+                       : json_null();
+        json_array_append_new(parts, json_pack("{s:s,s:o,s:o,s:o}", "kind",
+                                               pft_gstat_kind_name(pft_bundle_part_kind(b, i)), "contributors",
+                                               con, "classes", json_pairs(b, PAIRS_PART, i), "masked", mj));
     }
     for (int i = 0; i < pft_bundle_prov_n_nodes(b); i++) {
         double eps, delta;

@@ -1,0 +1,385 @@
+/* pft_node_secagg: secure aggregation in the peer (docs/SECAGG.md): the plan of who masks and who opens, this
+ * node's own statistics masked in fixed point with its group's pairwise masks, and a group's masked sum opened
+ * by its opener into exact statistics that the exact method then merges like any clear part. */
+#include "pft_node_internal.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_fixed.h"
+#include "pft_gstat_lowrank.h"
+#include "pft_log.h"
+#include "pft_mask.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The decode bound of a contribution of `rows` unit-norm rows: every entry of its class sums and of its
+ * release-rule matrix R is at most rows·(1 + 1/d) ≤ 2·rows in absolute value (docs/SECAGG.md §2, §6: R's
+ * diagonal is Σ x_j² ≤ rows with the diagonal kept exactly, at most rows/d more when it is isotropic). */
+static double contribution_limit(uint64_t rows)
+{
+    return pft_fixed_limit(2 * rows, 0.0);
+}
+
+/* The group's label, opener and members from the plan (every plan of pft_secplan has one group). */
+static int find_group(node_t *nd)
+{
+    const pft_secplan_t *pl = nd->sec.plan;
+    if (pft_secplan_group_count(pl) == 0)
+        return 0;
+    if (pft_secplan_group_count(pl) != 1)
+        return pft_err(PFT_EUNSUPPORTED, "the secure-aggregation plan has %zu groups; this pftnode handles one",
+                       pft_secplan_group_count(pl));
+    const pft_secplan_group_t *g = pft_secplan_group(pl, 0);
+    nd->sec.opener = pft_topo_node(nd->topo, g->opener)->id;
+    nd->sec.members = (size_t *)g->members;
+    nd->sec.n_members = g->n_members;
+    snprintf(nd->sec.label, sizeof nd->sec.label, "%s:tied", nd->sec.opener);
+    return 0;
+}
+
+/* Node ids of idx[0..n) as a JSON array. */
+static json_t *ids_json(const node_t *nd, const size_t *idx, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, json_string(pft_topo_node(nd->topo, idx[i])->id));
+    return a;
+}
+
+int pft_node__secagg_setup(node_t *nd)
+{
+    if (!nd->run->secure_agg)
+        return 0;
+    if (!nd->hand.kp || !nd->hand.keys)
+        return pft_err(PFT_ETOPO, "secure_agg = on: the masks come from key agreement between the nodes' "
+                                  "keys, so the run cannot be --insecure");
+    if (nd->run->prep != PFT_TOPO_PREP_L2 && nd->run->prep != PFT_TOPO_PREP_SQRT_L2)
+        return pft_err(PFT_ETOPO, "secure_agg = on needs rows of norm 1 (prep = l2 or sqrt-l2): fixed point "
+                                  "bounds every statistic by the rows it sums (docs/SECAGG.md §2)");
+    if (nd->me->dp_epsilon > 0)
+        return pft_err(PFT_EUNSUPPORTED, "secure_agg = on with dp_epsilon > 0 (noise shares, docs/SECAGG.md "
+                                         "§7) is not built yet: use one or the other");
+    int rc = pft_secplan_new(nd->topo, nd->run->min_contributors, NULL, &nd->sec.plan);
+    if (rc == 0)
+        rc = find_group(nd);
+    if (rc != 0)
+        return rc;
+    const pft_secplan_node_t *me = nd->sec.me = pft_secplan_node(nd->sec.plan, nd->my_index);
+    nd->sec.info = json_object();
+    if (!me || !nd->sec.info)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    json_object_set_new(nd->sec.info, "min_contributors", json_integer(nd->run->min_contributors));
+    json_object_set_new(nd->sec.info, "masks_own", json_boolean(me->mask_group >= 0));
+    json_object_set_new(nd->sec.info, "mask_peers", ids_json(nd, me->mask_peers, me->n_mask_peers));
+    json_object_set_new(nd->sec.info, "opens",
+                        me->opens >= 0 ? ids_json(nd, nd->sec.members, nd->sec.n_members) : json_null());
+    json_object_set_new(nd->sec.info, "view", ids_json(nd, me->view, me->n_view));
+    json_object_set_new(nd->sec.info, "label", nd->sec.opener ? json_string(nd->sec.label) : json_null());
+    pft_info("secure aggregation: %s%s%s; the head sees %zu contributor(s)",
+             me->mask_group >= 0 ? "masks its rows for " : "adds its rows in the clear",
+             me->mask_group >= 0 ? nd->sec.opener : "",
+             me->opens >= 0 ? ", opens the group's sum" : "", me->n_view);
+    return 0;
+}
+
+void pft_node__secagg_free(node_t *nd)
+{
+    pft_secplan_destroy(&nd->sec.plan);
+    json_decref(nd->sec.info);
+    nd->sec.info = NULL;
+}
+
+int pft_node__secagg_masks_own(const node_t *nd)
+{
+    return nd->sec.plan && nd->sec.me->mask_group >= 0;
+}
+
+/* The public keys of nodes idx[0..n) into a new array (NULL if out of memory). */
+static pft_pubkey_t *keys_of(const node_t *nd, const size_t *idx, size_t n)
+{
+    pft_pubkey_t *k = pft_alloc_array(n + 1, sizeof *k);
+    for (size_t i = 0; k && i < n; i++)
+        k[i] = nd->hand.keys[idx[i]];
+    return k;
+}
+
+/* R = N·(U Uᵀ + diag ψ) + Σ_c s_c s_cᵀ/n_c of st (TIED), the release rule's rank q = min(N / rows per rank,
+ * stats_rank, d − 1), isotropic at q = 0 (exactly what the node sends in the clear), into r (d×d). */
+static int release_matrix(const node_t *nd, const pft_gstat_t *st, double *r)
+{
+    int d = pft_gstat_dim(st);
+    uint64_t N = pft_gstat_total(st), q = N / (uint64_t)nd->run->stats_rows_per_rank;
+    q = q > (uint64_t)nd->run->stats_rank ? (uint64_t)nd->run->stats_rank : q;
+    q = q > (uint64_t)d - 1 ? (uint64_t)d - 1 : q;
+    size_t dd = (size_t)d * d;
+    double *c = pft_alloc_array(dd, sizeof *c), *u = pft_alloc_array((size_t)d * (q + 1), sizeof *u),
+           *psi = pft_alloc_array((size_t)d, sizeof *psi);
+    int rc = c && u && psi ? 0 : pft_err(PFT_ENOMEM, "out of memory for the release of a %d×%d scatter", d, d);
+    const double *w = pft_gstat_tied_scatter(st);
+    for (size_t i = 0; rc == 0 && i < dd; i++)
+        c[i] = N ? w[i] / (double)N : 0.0;
+    if (rc == 0)
+        rc = pft_gstat_lowrank_shared(c, d, (int)q, u, psi);
+    double tr = 0;
+    for (int j = 0; rc == 0 && q == 0 && j < d; j++)
+        tr += psi[j];
+    for (int j = 0; rc == 0 && q == 0 && j < d; j++)
+        psi[j] = tr / d; /* isotropic: which coordinates a handful of rows never vary on stays unsaid */
+    if (rc == 0)
+        pft_gstat_lowrank_expand(u, psi, d, (int)q, r);
+    for (size_t i = 0; rc == 0 && i < dd; i++)
+        r[i] *= (double)N;
+    for (int k = 0; rc == 0 && k < pft_gstat_n_classes(st); k++) {
+        const double *mu = pft_gstat_mean(st, k);
+        double n = (double)pft_gstat_count(st, k); /* s sᵀ / n = n μ μᵀ */
+        for (int a = 0; a < d; a++)
+            for (int b = 0; b <= a; b++)
+                r[(size_t)a * d + b] += n * mu[a] * mu[b];
+    }
+    pft_free(c);
+    pft_free(u);
+    pft_free(psi);
+    if (rc == 0)
+        pft_info("secure aggregation: own second moment at the release rule's rank %llu (%llu rows)",
+                 (unsigned long long)q, (unsigned long long)N);
+    return rc;
+}
+
+/* The clear values of a masked part of st into v (ps->n_words): class sums of classes 0..K-1, then R's lower
+ * triangle row by row. */
+static int masked_values(const node_t *nd, const pft_gstat_t *st, double *v)
+{
+    int d = pft_gstat_dim(st), K = nd->n_classes;
+    size_t dd = (size_t)d * d, o = (size_t)K * d;
+    double *r = pft_calloc(dd, sizeof *r);
+    if (!r)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    memset(v, 0, o * sizeof *v);
+    for (int k = 0; k < pft_gstat_n_classes(st); k++) {
+        int c = pft_gstat_label(st, k);
+        const double *mu = pft_gstat_mean(st, k);
+        for (int j = 0; c < K && j < d; j++)
+            v[(size_t)c * d + j] = (double)pft_gstat_count(st, k) * mu[j];
+    }
+    int rc = release_matrix(nd, st, r);
+    for (int a = 0; rc == 0 && a < d; a++)
+        for (int b = 0; b <= a; b++)
+            v[o++] = r[(size_t)a * d + b];
+    pft_free(r);
+    return rc;
+}
+
+int pft_node__secagg_take_own(node_t *nd, parts_t *ps, const pft_gstat_t *st)
+{
+    const pft_secplan_node_t *me = nd->sec.me;
+    int K = nd->n_classes;
+    uint64_t N = pft_gstat_total(st), *counts = pft_calloc((size_t)K + 1, sizeof *counts);
+    double *v = pft_alloc_array(ps->n_words, sizeof *v);
+    uint64_t *w = pft_alloc_array(ps->n_words, sizeof *w);
+    pft_pubkey_t *peers = keys_of(nd, me->mask_peers, me->n_mask_peers);
+    int rc = counts && v && w && peers ? 0 : pft_err(PFT_ENOMEM, "out of memory for a masked part");
+    for (int k = 0; rc == 0 && k < pft_gstat_n_classes(st); k++)
+        if (pft_gstat_label(st, k) < K)
+            counts[pft_gstat_label(st, k)] = pft_gstat_count(st, k);
+    if (rc == 0)
+        rc = masked_values(nd, st, v);
+    double lim = contribution_limit(N);
+    if (rc == 0 && (rc = pft_fixed_encode(v, ps->n_words, lim, w)) != 0)
+        rc = pft_err_wrap(rc, "encoding own statistics in fixed point (are the rows of norm ≤ 1?)");
+    if (rc == 0)
+        rc = pft_mask_add(nd->hand.kp, nd->run->run, peers, me->n_mask_peers, (const uint8_t *)nd->sec.label,
+                          strlen(nd->sec.label), w, ps->n_words);
+    if (rc == 0)
+        rc = pft_node__parts_take_masked(nd, ps, &nd->my_index, 1, NULL, w, counts, lim, nd->me->id);
+    if (rc == 0) {
+        ps->p[ps->n - 1].exact_rows = 1; /* the head reads the node's rows themselves */
+        pft_info("secure aggregation: own statistics (%llu rows) masked with %zu peer(s) for '%s'",
+                 (unsigned long long)N, me->n_mask_peers, nd->sec.opener);
+    }
+    pft_free(counts);
+    pft_free(v);
+    pft_free(w);
+    pft_free(peers);
+    return rc == 1 ? 0 : rc;
+}
+
+/* 0 if the masked parts taken are exactly the group's members, each once (the opener can remove exactly
+ * their masks); else PFT_EINVAL naming the first difference. */
+static int check_members(const node_t *nd, const parts_t *ps)
+{
+    unsigned char *in = pft_calloc(ps->n_nodes, 1);
+    if (!in)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    int rc = 0;
+    for (int i = 0; i < ps->n; i++)
+        for (int w = 0; ps->p[i].masked && !ps->p[i].merged && w < ps->p[i].n_who; w++)
+            in[ps->p[i].who[w]] = 1;
+    for (size_t m = 0; rc == 0 && m < nd->sec.n_members; m++) {
+        if (!in[nd->sec.members[m]])
+            rc = pft_err(PFT_EINVAL, "secure aggregation: the masked sum lacks member '%s' of the group: its "
+                         "masks cannot be removed (it never arrived?)", pft_topo_node(nd->topo,
+                         nd->sec.members[m])->id);
+        in[nd->sec.members[m]] = 0;
+    }
+    for (size_t v = 0; rc == 0 && v < ps->n_nodes; v++)
+        if (in[v])
+            rc = pft_err(PFT_EINVAL, "secure aggregation: a masked part counts '%s', not a member of the group",
+                         pft_topo_node(nd->topo, v)->id);
+    pft_free(in);
+    return rc;
+}
+
+/* The rule per class (docs/SECAGG.md §4.4), checked before anything is unmasked: every class is held by none
+ * or at least min_contributors members (counts are public: one holder's class sum is its class mean). */
+static int check_holders(const node_t *nd, const parts_t *ps)
+{
+    for (int c = 0; c < nd->n_classes; c++) {
+        int holders = 0;
+        for (int i = 0; i < ps->n; i++) {
+            const part_t *p = &ps->p[i];
+            for (int w = 0; p->masked && !p->merged && w < p->n_who; w++)
+                holders += p->b ? pft_bundle_prov_count(p->b, pft_topo_node(nd->topo, p->who[w])->id, c) > 0
+                                : nd->own_counts[c] > 0;
+        }
+        if (holders > 0 && holders < nd->run->min_contributors)
+            return pft_err(PFT_EINVAL, "secure aggregation: class %d is held by %d member(s) of the group, fewer "
+                           "than min_contributors = %d: opening would show their class sum, so the sum stays "
+                           "masked (docs/SECAGG.md §4.4)", c, holders, nd->run->min_contributors);
+    }
+    return 0;
+}
+
+/* Statistics from the opened values v (class sums, then ΣR's lower triangle) and the counts: W = ΣR − Σ_c
+ * s_c s_cᵀ / n_c. */
+static int opened_stats(const node_t *nd, const double *v, const uint64_t *counts, pft_gstat_t **out)
+{
+    int d = pft_dataset_d(nd->train), K = nd->n_classes;
+    size_t dd = (size_t)d * d, o = (size_t)K * d;
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
+    double *w = pft_calloc(dd, sizeof *w), *mu = pft_alloc_array((size_t)d, sizeof *mu);
+    int rc = st && w && mu ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    for (int a = 0; rc == 0 && a < d; a++)
+        for (int b = 0; b <= a; b++)
+            w[(size_t)a * d + b] = w[(size_t)b * d + a] = v[o++];
+    for (int c = 0; rc == 0 && c < K; c++) {
+        if (counts[c] == 0)
+            continue;
+        double n = (double)counts[c];
+        for (int j = 0; j < d; j++)
+            mu[j] = v[(size_t)c * d + j] / n;
+        for (int a = 0; a < d; a++)
+            for (int b = 0; b < d; b++)
+                w[(size_t)a * d + b] -= n * mu[a] * mu[b];
+        rc = pft_gstat_add_class(st, c, counts[c], mu, NULL);
+    }
+    if (rc == 0)
+        rc = pft_gstat_add_tied_scatter(st, w);
+    pft_free(w);
+    pft_free(mu);
+    if (rc == 0)
+        *out = st;
+    else
+        pft_gstat_destroy(&st);
+    return rc;
+}
+
+/* The bound the group's sum obeys, from its public counts (the wire's bound is not trusted). */
+static double group_limit(const node_t *nd, const parts_t *ps)
+{
+    double lim = 0;
+    for (int i = 0; i < ps->n; i++) {
+        const part_t *p = &ps->p[i];
+        for (int w = 0; p->masked && !p->merged && w < p->n_who; w++) {
+            uint64_t rows = 0;
+            for (int c = 0; c < nd->n_classes; c++)
+                rows += p->b ? pft_bundle_prov_count(p->b, pft_topo_node(nd->topo, p->who[w])->id, c)
+                             : (uint64_t)nd->own_counts[c];
+            lim += contribution_limit(rows);
+        }
+    }
+    return lim;
+}
+
+int pft_node__secagg_open(node_t *nd, parts_t *ps)
+{
+    if (!nd->sec.plan || nd->sec.me->opens < 0)
+        return 0;
+    int K = nd->n_classes, rc = check_members(nd, ps);
+    if (rc == 0)
+        rc = check_holders(nd, ps);
+    if (rc != 0)
+        return rc;
+    long g0 = -1;
+    uint64_t *sum = pft_calloc(ps->n_words, sizeof *sum), *counts = pft_calloc((size_t)K + 1, sizeof *counts);
+    double *v = pft_alloc_array(ps->n_words, sizeof *v), lim = group_limit(nd, ps);
+    pft_pubkey_t *peers = keys_of(nd, nd->sec.members, nd->sec.n_members);
+    rc = sum && counts && v && peers ? 0 : pft_err(PFT_ENOMEM, "out of memory to open the masked sum");
+    for (size_t g = 0; rc == 0 && g < ps->n_nodes; g++) {
+        if (!ps->mw[g])
+            continue;
+        pft_fixed_add(sum, ps->mw[g], ps->n_words);
+        for (int c = 0; c < K; c++)
+            counts[c] += ps->mcount[g * (size_t)K + c];
+        g0 = g0 < 0 ? (long)g : g0;
+        PFT_FREE(ps->mw[g]);
+    }
+    if (rc == 0)
+        rc = pft_mask_remove(nd->hand.kp, nd->run->run, peers, nd->sec.n_members,
+                             (const uint8_t *)nd->sec.label, strlen(nd->sec.label), sum, ps->n_words);
+    if (rc == 0 && (rc = pft_fixed_decode(sum, ps->n_words, lim, v)) != 0)
+        rc = pft_err_wrap(rc, "secure aggregation: the group's sum does not open (a mask did not cancel, or a "
+                          "part was forged)");
+    pft_gstat_t *st = NULL;
+    if (rc == 0)
+        rc = opened_stats(nd, v, counts, &st);
+    if (rc == 0 && g0 >= 0)
+        rc = ps->acc[g0] ? pft_gstat_merge(ps->acc[g0], st) : (ps->acc[g0] = st, st = NULL, 0);
+    for (int i = 0; rc == 0 && i < ps->n; i++)
+        if (ps->p[i].masked && !ps->p[i].merged) {
+            ps->p[i].merged = 1;
+            ps->p[i].group = g0;
+            ps->p[i].exact_rows = 0;
+        }
+    if (rc == 0) {
+        json_object_set_new(nd->sec.info, "opened_rows", json_integer((json_int_t)pft_gstat_total(ps->acc[g0])));
+        pft_info("secure aggregation: opened the sum of %zu member(s), %llu rows", nd->sec.n_members,
+                 (unsigned long long)pft_gstat_total(ps->acc[g0]));
+    }
+    pft_gstat_destroy(&st);
+    pft_free(sum);
+    pft_free(counts);
+    pft_free(v);
+    pft_free(peers);
+    return rc;
+}
+
+int pft_node__secagg_check_view(node_t *nd, const parts_t *ps)
+{
+    if (!nd->sec.plan)
+        return 0;
+    unsigned char *in = pft_calloc(ps->n_nodes, 1);
+    if (!in)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (int i = 0; i < ps->n; i++) {
+        const part_t *p = &ps->p[i];
+        for (int w = 0; (!p->masked || p->merged || p->exact_rows) && w < p->n_who; w++)
+            in[p->who[w]] = 1; /* in the clear for this node's head */
+    }
+    for (size_t k = 0; k < nd->sec.me->n_view; k++)
+        in[nd->sec.me->view[k]] = 0;
+    int rc = 0;
+    for (size_t v = 0; rc == 0 && v < ps->n_nodes; v++)
+        if (in[v])
+            rc = pft_err(PFT_EINVAL, "secure aggregation: this node would train on statistics of '%s' in the "
+                         "clear, outside its view in the plan", pft_topo_node(nd->topo, v)->id);
+    pft_free(in);
+    return rc;
+}
+
+void pft_node__secagg_json(const node_t *nd, json_t *res)
+{
+    if (nd->sec.info)
+        json_object_set(res, "secure_agg", nd->sec.info);
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# e2e_secagg: secure aggregation (secure_agg = true, docs/SECAGG.md) in real nodes over real sockets, on the
+# bundled example features, checked from outside by tests/secagg_check.py (a decoder written from docs/WIRE.md
+# and docs/SECAGG.md §8: every bundle sent or received, every node's result.json):
+#   - chain a -> b -> c -> d -> e: a and b send only masked parts; c opens a + b; no clear part anywhere holds
+#     fewer than min_contributors = 2 contributors; masked words are uniform (inside their bound ≈ never, class
+#     sums |cos| ≈ 1/√d to the truth); c, d and e send the same clear statistics as the run without secure
+#     aggregation (same release), to fp32;
+#   - ring of five: lap 1 masked to the producer, lap 2 the opened total; the same checks;
+#   - star of five clients and an aggregator (no rows): the aggregator's head equals the run without secure
+#     aggregation, weight for weight, and so does its accuracy;
+#   - diamond a -> {b, c} -> d: d opens a + b + c, b and c see a masked;
+#   - pftnet inspect shows a masked part's opener; pftnet audit calls it uninformative and why;
+#   - refusals, never silently in the clear: cov = diag, a chain of two (nobody may open), DP with secure
+#     aggregation (not built), --insecure (no keys to agree on masks).
+# Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
+set -u
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, finish, PFT_BIN, PFT_SOURCE_DIR
+
+PFTNET=$PFT_BIN/pftnet
+DATA=$(cd "$PFT_SOURCE_DIR" && pwd)/examples/data/pacs-small
+CHECK=$PFT_SOURCE_DIR/tests/secagg_check.py
+for p in pftnet pftnode; do
+    [ -x "$PFT_BIN/$p" ] || skip "no $p in $PFT_BIN"
+done
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3) || skip "no python3"
+"$PY" -c 'import msgpack, numpy' 2>/dev/null || skip "python3 lacks msgpack or numpy (.ci/install-deps installs them)"
+W=$(mktemp -d /tmp/pft_secagg_XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+# launch NAME SETTINGS EDGES [launch options]: writes W/NAME.dot and runs it into W/NAME; 0 or launch's status
+launch() {
+    local name=$1 settings=$2 edges=$3
+    shift 3
+    printf 'digraph %s {\n  dataset = "%s"; partition = iid; samples = 100; deadline = 240; prep = l2;\n  %s\n  %s\n}\n' \
+        "$name" "$DATA" "$settings" "$edges" >"$W/$name.dot"
+    PFTNODE=$PFT_BIN/pftnode "$PFTNET" launch "$W/$name.dot" --out "$W/$name" --no-baselines --quiet "$@" \
+        >"$W/$name.stdout" 2>"$W/$name.stderr"
+}
+must_launch() {
+    launch "$@" || fail "launch $1 exited $? ($(tail -5 "$W/$1.stderr"))"
+}
+
+SA="cov = tied; secure_agg = true;"
+CLEAR="cov = tied;"
+CHAIN="a -> b -> c -> d -> e;"
+must_launch chain_sa "$SA" "$CHAIN"
+must_launch chain_clear "$CLEAR" "$CHAIN"
+"$PY" "$CHECK" "$W/chain_sa" --same "$W/chain_clear" --nodes c,d,e || fail "chain: secagg_check"
+"$PY" - "$W/chain_sa" <<'PY' || fail "chain: who masks, who opens"
+import json, sys
+run = sys.argv[1]
+r = {n: json.load(open(f"{run}/{n}/result.json"))["secure_agg"] for n in "abcde"}
+assert r["a"]["view"] == ["a"] and r["b"]["view"] == ["b"], (r["a"], r["b"])
+assert r["a"]["masks_own"] and r["b"]["masks_own"] and not r["c"]["masks_own"], r
+assert r["c"]["opens"] == ["a", "b"] and r["d"]["opens"] is None, r
+assert r["e"]["view"] == ["a", "b", "c", "d", "e"], r["e"]
+print("chain: a and b mask for c; c opens a + b; e sees all five")
+PY
+
+must_launch ring_sa "$SA start = a;" "a -> b -> c -> d -> e -> a;"
+"$PY" "$CHECK" "$W/ring_sa" || fail "ring: secagg_check"
+
+STAR="s [data = false]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; c5 -> s;"
+must_launch star_sa "$SA" "$STAR"
+must_launch star_clear "$CLEAR" "$STAR"
+"$PY" "$CHECK" "$W/star_sa" || fail "star: secagg_check"
+"$PY" - "$W/star_sa" "$W/star_clear" <<'PY' || fail "star: the aggregator differs from the run without secure aggregation"
+import json, sys
+import numpy as np
+sa, cl = sys.argv[1], sys.argv[2]
+ha, hc = np.load(f"{sa}/s/head.npy"), np.load(f"{cl}/s/head.npy")
+diff = float(np.max(np.abs(ha - hc)))
+ra, rc = json.load(open(f"{sa}/s/result.json")), json.load(open(f"{cl}/s/result.json"))
+aa, ac = ra["accuracy_global"], rc["accuracy_global"]
+print(f"star: aggregator head max |diff| {diff:.2e}, accuracy {aa:.4f} vs {ac:.4f} without secure aggregation")
+assert ha.shape == hc.shape and diff < 1e-6 * max(1.0, float(np.max(np.abs(hc)))), diff
+assert aa == ac, (aa, ac)
+assert ra["secure_agg"]["opens"] == ["c1", "c2", "c3", "c4", "c5"], ra["secure_agg"]
+PY
+
+must_launch diamond_sa "$SA" "a -> b; a -> c; b -> d; c -> d;"
+"$PY" "$CHECK" "$W/diamond_sa" || fail "diamond: secagg_check"
+
+# inspect and audit of a masked bundle (b's: a's and b's rows, masked for c)
+B=$W/chain_sa/b
+"$PFTNET" inspect "$B/bundle.pftb" >"$W/inspect.txt" 2>&1 || fail "inspect of a masked bundle exited $?"
+grep -q 'masked for opener c' "$W/inspect.txt" || fail "inspect does not show the masked part: $(cat "$W/inspect.txt")"
+"$PFTNET" inspect "$B/bundle.pftb" --json >"$W/inspect.json" || fail "inspect --json exited $?"
+"$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["parts"][0]; assert p["masked"]["opener"] == "c", p' \
+    "$W/inspect.json" || fail "inspect --json: no masked object"
+"$PFTNET" audit "$B/bundle.pftb" --features "$B/data/train_x.npy" --labels "$B/data/train_y.npy" --lp 1 \
+    --fail-on never >"$W/audit.txt" 2>&1 || fail "audit of a masked bundle exited $? ($(tail -3 "$W/audit.txt"))"
+grep -q 'masked: uninformative without the pair secrets of its contributors and its opener' "$W/audit.txt" ||
+    fail "audit does not report the masked part as uninformative: $(cat "$W/audit.txt")"
+
+# refused with a clear error, never sent in the clear
+refused() { # NAME SETTINGS EDGES NEEDLE [launch options]
+    local name=$1 needle=$4
+    if launch "$1" "$2" "$3" "${@:5}"; then
+        fail "$name: secure aggregation that cannot hold was launched"
+    elif ! grep -rqi -- "$needle" "$W/$name.stderr" "$W/$name"/*/node.log 2>/dev/null; then
+        fail "$name: the refusal does not say '$needle': $(tail -3 "$W/$name.stderr")"
+    fi
+}
+refused diag "cov = diag; secure_agg = true;" "a -> b -> c;" "cov = tied"
+refused pair "$SA" "a -> b;" "min_contributors"
+refused dp "$SA dp_epsilon = 1;" "a -> b -> c;" "dp_epsilon"
+refused insecure "$SA" "a -> b -> c;" "insecure" --insecure
+finish
