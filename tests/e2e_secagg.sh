@@ -11,8 +11,9 @@
 #     aggregation, weight for weight, and so does its accuracy;
 #   - diamond a -> {b, c} -> d: d opens a + b + c, b and c see a masked;
 #   - pftnet inspect shows a masked part's opener; pftnet audit calls it uninformative and why;
-#   - refusals, never silently in the clear: cov = diag, a chain of two (nobody may open), DP with secure
-#     aggregation (not built), --insecure (no keys to agree on masks).
+#   - star with DP (ε = 1, δ = 0.001): each client's share is σ/√5, the aggregator opens σ and reports it;
+#   - refusals, never silently in the clear: cov = diag, a chain of two (nobody may open), DP where the opener
+#     has rows, DP without an explicit δ or with unequal (ε, δ), --insecure (no keys to agree on masks).
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
 
@@ -81,6 +82,29 @@ assert aa == ac, (aa, ac)
 assert ra["secure_agg"]["opens"] == ["c1", "c2", "c3", "c4", "c5"], ra["secure_agg"]
 PY
 
+# DP noise paid once: each client masks its noisy sums and second moment with a share N(0, σ²/5); the
+# aggregator opens statistics with σ per entry, and reports it; the clients' provenance carries (ε, δ)
+must_launch star_dp "$SA dp_epsilon = 1; dp_delta = 0.001;" "s [data = false, dp_epsilon = 0]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; c5 -> s;"
+"$PY" "$CHECK" "$W/star_dp" || fail "star with DP: secagg_check"
+"$PY" - "$W/star_dp" <<'PY' || fail "star with DP: noise shares"
+import json, math, sys
+run = sys.argv[1]
+s = json.load(open(f"{run}/s/result.json"))["secure_agg"]
+c = json.load(open(f"{run}/c1/result.json"))
+dp = s["dp"]
+# σ = Δ₂ · sqrt(2 ln(4/δ)) / ε at Δ₂ = 3/√2 (SECURITY.md §6), raised only where the exact δ needs it
+want = 3 / math.sqrt(2) * math.sqrt(2 * math.log(4 / 0.001)) / 1.0
+assert dp["noise_div"] == 5 and abs(dp["sigma"] - want) / want < 0.05, (dp, want)
+assert abs(dp["share_sd"] - dp["sigma"] / math.sqrt(5)) < 1e-6 * dp["sigma"], dp
+assert abs(s["opened_sigma"] - dp["sigma"]) < 1e-6 * dp["sigma"], s
+rel = c["dp"]["release"]
+assert abs(rel["sigma_share"] - dp["share_sd"]) < 1e-6 * dp["share_sd"] and rel["epsilon"] == 1, rel
+print(f"star with DP: sigma {dp['sigma']:.4f} (formula {want:.4f}), shares {dp['share_sd']:.4f} x 5, opened {s['opened_sigma']:.4f}")
+PY
+"$PFTNET" inspect "$W/star_dp/c1/bundle.pftb" --json >"$W/dp_inspect.json" || fail "inspect of a DP masked bundle"
+"$PY" -c 'import json,sys; o=json.load(open(sys.argv[1])); assert o["parts"][0]["masked"]["div"] == 5, o["parts"][0]; assert o["provenance"][0]["dp"]["eps"] == 1, o["provenance"]' \
+    "$W/dp_inspect.json" || fail "a DP client's masked part lacks its divisor or its provenance (ε, δ)"
+
 must_launch diamond_sa "$SA" "a -> b; a -> c; b -> d; c -> d;"
 "$PY" "$CHECK" "$W/diamond_sa" || fail "diamond: secagg_check"
 
@@ -107,6 +131,8 @@ refused() { # NAME SETTINGS EDGES NEEDLE [launch options]
 }
 refused diag "cov = diag; secure_agg = true;" "a -> b -> c;" "cov = tied"
 refused pair "$SA" "a -> b;" "min_contributors"
-refused dp "$SA dp_epsilon = 1;" "a -> b -> c;" "dp_epsilon"
+refused dp_opener_rows "$SA dp_epsilon = 1; dp_delta = 0.001;" "a -> b -> c;" "has rows of its own"
+refused dp_auto_delta "$SA dp_epsilon = 1;" "s [data = false, dp_epsilon = 0]; a -> s; b -> s;" "dp_delta explicitly"
+refused dp_unequal "$SA dp_epsilon = 1; dp_delta = 0.001;" "s [data = false, dp_epsilon = 0]; b [dp_epsilon = 2]; a -> s; b -> s;" "same (dp_epsilon, dp_delta)"
 refused insecure "$SA" "a -> b -> c;" "insecure" --insecure
 finish

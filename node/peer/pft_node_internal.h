@@ -250,6 +250,9 @@ struct node {
         size_t *members;              /* the group's members, node indices */
         size_t n_members;
         json_t *info;                 /* what this node masked, opened and saw, for result.json */
+        uint32_t div;                 /* DP noise divisor D of the plan (0: no DP) */
+        double sigma;                 /* DP: σ every opened aggregate carries at least (0: no DP) */
+        double share_sd;              /* DP: each member's noise share, σ/√D */
     } sec;
     struct { /* the evaluation set (pft_node_eval.c): its labels; its features are read in blocks */
         int32_t *y;

@@ -532,7 +532,8 @@ static int add_masked_group(node_t *nd, parts_t *ps, pft_bundle_t *b, size_t g, 
         labels[c] = c;
     if (rc == 0 && !steal)
         memcpy(words, ps->mw[g], ps->n_words * sizeof *words);
-    pft_bundle_mask_t m = {.frac_bits = PFT_FIXED_FRAC_BITS, .bound = (uint64_t)ceil(ps->mbound[g]), .div = 0};
+    pft_bundle_mask_t m = {.frac_bits = PFT_FIXED_FRAC_BITS, .bound = (uint64_t)ceil(ps->mbound[g]),
+                           .div = nd->sec.div};
     snprintf(m.label, sizeof m.label, "%s", nd->sec.label);
     snprintf(m.opener, sizeof m.opener, "%s", nd->sec.opener ? nd->sec.opener : "");
     if (rc == 0) {

@@ -6,7 +6,9 @@
 #include "pft_alloc.h"
 #include "pft_error.h"
 #include "pft_fixed.h"
+#include "pft_gstat_dp.h"
 #include "pft_gstat_lowrank.h"
+#include "pft_rng.h"
 #include "pft_log.h"
 #include "pft_mask.h"
 
@@ -17,9 +19,9 @@
 /* The decode bound of a contribution of `rows` unit-norm rows: every entry of its class sums and of its
  * release-rule matrix R is at most rows·(1 + 1/d) ≤ 2·rows in absolute value (docs/SECAGG.md §2, §6: R's
  * diagonal is Σ x_j² ≤ rows with the diagonal kept exactly, at most rows/d more when it is isotropic). */
-static double contribution_limit(uint64_t rows)
+static double contribution_limit(uint64_t rows, double noise_sd)
 {
-    return pft_fixed_limit(2 * rows, 0.0);
+    return pft_fixed_limit(2 * rows, noise_sd);
 }
 
 /* The group's label, opener and members from the plan (every plan of pft_secplan has one group). */
@@ -48,6 +50,46 @@ static json_t *ids_json(const node_t *nd, const size_t *idx, size_t n)
     return a;
 }
 
+/* DP noise paid once (docs/SECAGG.md §7): if a contributor asks for DP, every member of the group must ask
+ * for the same (ε, δ), δ explicit (one guarantee for every view), and the opener must have no rows of its own
+ * (they would go on without noise). Each member then adds a share N(0, σ²/D) to every masked entry, D the
+ * plan's noise divisor, so that every aggregate a node can open holds at least σ² of noise it does not know. */
+static int dp_setup(node_t *nd)
+{
+    const pft_topo_node_t *first = NULL;
+    int any = 0;
+    for (size_t m = 0; m < nd->sec.n_members; m++)
+        any |= pft_topo_node(nd->topo, nd->sec.members[m])->dp_epsilon > 0;
+    if (!any)
+        return nd->me->dp_epsilon > 0 ? pft_err(PFT_ETOPO, "secure_agg = true: node '%s' asks for DP but masks "
+                                                "nothing (it is in no group: its rows go on in the clear)",
+                                                nd->me->id)
+                                      : 0;
+    for (size_t m = 0; m < nd->sec.n_members; m++) {
+        const pft_topo_node_t *u = pft_topo_node(nd->topo, nd->sec.members[m]);
+        first = first ? first : u;
+        if (!(u->dp_epsilon > 0) || u->dp_epsilon != first->dp_epsilon || u->dp_delta != first->dp_delta)
+            return pft_err(PFT_ETOPO, "secure_agg = true with DP: every member of the group must ask for the same "
+                           "(dp_epsilon, dp_delta); '%s' has (%g, %g), '%s' (%g, %g)", first->id,
+                           first->dp_epsilon, first->dp_delta, u->id, u->dp_epsilon, u->dp_delta);
+    }
+    if (!(first->dp_delta > 0))
+        return pft_err(PFT_ETOPO, "secure_agg = true with DP: set dp_delta explicitly (one delta for every "
+                       "view; the default 1/n would differ per node)");
+    const pft_topo_node_t *op = pft_topo_node(nd->topo, nd->sec.members ? pft_secplan_group(nd->sec.plan, 0)->opener
+                                                                          : 0);
+    if (op->has_data)
+        return pft_err(PFT_ETOPO, "secure_agg = true with DP: the opener '%s' has rows of its own, which would go on "
+                       "without noise after the opening; give it data = false (an aggregator)", op->id);
+    nd->sec.div = (uint32_t)pft_secplan_noise_div(nd->sec.plan);
+    nd->sec.sigma = pft_gstat_dp_sigma(first->dp_epsilon, first->dp_delta);
+    if (nd->sec.div < 1 || !(nd->sec.sigma > 0))
+        return pft_err(PFT_ETOPO, "secure_agg = true with DP: no noise divisor (%u) or sigma (%g)", nd->sec.div,
+                       nd->sec.sigma);
+    nd->sec.share_sd = nd->sec.sigma / sqrt((double)nd->sec.div);
+    return 0;
+}
+
 int pft_node__secagg_setup(node_t *nd)
 {
     if (!nd->run->secure_agg)
@@ -58,12 +100,11 @@ int pft_node__secagg_setup(node_t *nd)
     if (nd->run->prep != PFT_TOPO_PREP_L2 && nd->run->prep != PFT_TOPO_PREP_SQRT_L2)
         return pft_err(PFT_ETOPO, "secure_agg = on needs rows of norm 1 (prep = l2 or sqrt-l2): fixed point "
                                   "bounds every statistic by the rows it sums (docs/SECAGG.md §2)");
-    if (nd->me->dp_epsilon > 0)
-        return pft_err(PFT_EUNSUPPORTED, "secure_agg = on with dp_epsilon > 0 (noise shares, docs/SECAGG.md "
-                                         "§7) is not built yet: use one or the other");
     int rc = pft_secplan_new(nd->topo, nd->run->min_contributors, NULL, &nd->sec.plan);
     if (rc == 0)
         rc = find_group(nd);
+    if (rc == 0)
+        rc = dp_setup(nd);
     if (rc != 0)
         return rc;
     const pft_secplan_node_t *me = nd->sec.me = pft_secplan_node(nd->sec.plan, nd->my_index);
@@ -77,6 +118,13 @@ int pft_node__secagg_setup(node_t *nd)
                         me->opens >= 0 ? ids_json(nd, nd->sec.members, nd->sec.n_members) : json_null());
     json_object_set_new(nd->sec.info, "view", ids_json(nd, me->view, me->n_view));
     json_object_set_new(nd->sec.info, "label", nd->sec.opener ? json_string(nd->sec.label) : json_null());
+    json_object_set_new(nd->sec.info, "dp",
+                        nd->sec.div ? json_pack("{s:f,s:f,s:f,s:i,s:f}", "epsilon",
+                                                pft_topo_node(nd->topo, nd->sec.members[0])->dp_epsilon, "delta",
+                                                pft_topo_node(nd->topo, nd->sec.members[0])->dp_delta, "sigma",
+                                                nd->sec.sigma, "noise_div", (int)nd->sec.div, "share_sd",
+                                                nd->sec.share_sd)
+                                    : json_null());
     pft_info("secure aggregation: %s%s%s; the head sees %zu contributor(s)",
              me->mask_group >= 0 ? "masks its rows for " : "adds its rows in the clear",
              me->mask_group >= 0 ? nd->sec.opener : "",
@@ -171,6 +219,39 @@ static int masked_values(const node_t *nd, const pft_gstat_t *st, double *v)
     return rc;
 }
 
+/* DP: the clear values of this node's masked part with its noise share (class sums of classes 0..K-1, every
+ * class noisy whether held or not, then the second moment S2's lower triangle, noisy: pft_gstat_dp_raw at
+ * σ/√D). */
+static int masked_values_dp(node_t *nd, double *v)
+{
+    int d = pft_dataset_d(nd->train), K = nd->n_classes;
+    pft_gstat_dp_raw_t *raw = NULL;
+    int rc = pft_gstat_dp_raw(PFT_GSTAT_TIED, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
+                              (size_t)pft_dataset_n(nd->train), d, nd->sec.share_sd, nd->dp.rng, &raw);
+    if (rc)
+        return pft_err_wrap(rc, "the noise share of own statistics");
+    for (int c = 0; c < K; c++)
+        for (int j = 0; j < d; j++)
+            v[(size_t)c * d + j] = nd->sec.share_sd * pft_rng_normal(nd->dp.rng); /* a class not held */
+    for (int k = 0; k < raw->n_classes; k++)
+        if (raw->labels[k] < K)
+            memcpy(v + (size_t)raw->labels[k] * d, raw->sums + (size_t)k * d, (size_t)d * sizeof *v);
+    size_t o = (size_t)K * d;
+    for (int a = 0; a < d; a++)
+        for (int b = 0; b <= a; b++)
+            v[o++] = raw->s2[(size_t)a * d + b];
+    nd->dp.delta_max = pft_topo_node(nd->topo, nd->my_index)->dp_delta;
+    nd->dp.clipped = raw->clipped;
+    json_object_set_new(nd->dp.info, "release",
+                        json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:f,s:i,s:i}", "kind", "tied", "form",
+                                  "secure aggregation share (sums and second moment)", "rows",
+                                  (json_int_t)pft_dataset_n(nd->train), "epsilon", nd->me->dp_epsilon, "delta",
+                                  nd->dp.delta_max, "sigma_share", nd->sec.share_sd, "sigma_opened", nd->sec.sigma,
+                                  "noise_div", (int)nd->sec.div, "clipped_rows", raw->clipped));
+    pft_gstat_dp_raw_destroy(&raw);
+    return 0;
+}
+
 int pft_node__secagg_take_own(node_t *nd, parts_t *ps, const pft_gstat_t *st)
 {
     const pft_secplan_node_t *me = nd->sec.me;
@@ -184,8 +265,8 @@ int pft_node__secagg_take_own(node_t *nd, parts_t *ps, const pft_gstat_t *st)
         if (pft_gstat_label(st, k) < K)
             counts[pft_gstat_label(st, k)] = pft_gstat_count(st, k);
     if (rc == 0)
-        rc = masked_values(nd, st, v);
-    double lim = contribution_limit(N);
+        rc = nd->sec.div ? masked_values_dp(nd, v) : masked_values(nd, st, v);
+    double lim = contribution_limit(N, nd->sec.share_sd);
     if (rc == 0 && (rc = pft_fixed_encode(v, ps->n_words, lim, w)) != 0)
         rc = pft_err_wrap(rc, "encoding own statistics in fixed point (are the rows of norm ≤ 1?)");
     if (rc == 0)
@@ -285,6 +366,42 @@ static int opened_stats(const node_t *nd, const double *v, const uint64_t *count
     return rc;
 }
 
+/* DP: statistics from the opened noisy values v (class sums, then S2's lower triangle; counts public) by
+ * pft_gstat_dp's post-processing: means s/n, W = S2 − Σ n μ μᵀ projected onto the PSD cone. */
+static int opened_stats_dp(const node_t *nd, const double *v, const uint64_t *counts, pft_gstat_t **out)
+{
+    int d = pft_dataset_d(nd->train), K = nd->n_classes, m = 0;
+    size_t o = (size_t)K * d;
+    pft_gstat_dp_raw_t raw = {.kind = PFT_GSTAT_TIED, .d = d};
+    raw.labels = pft_alloc_array((size_t)K, sizeof *raw.labels);
+    raw.counts = pft_alloc_array((size_t)K, sizeof *raw.counts);
+    raw.sums = pft_alloc_array((size_t)K * d, sizeof *raw.sums);
+    raw.s2 = pft_alloc_array((size_t)d * d, sizeof *raw.s2);
+    int rc = raw.labels && raw.counts && raw.sums && raw.s2 ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    for (int c = 0; rc == 0 && c < K; c++)
+        if (counts[c] > 0) { /* a class nobody holds: its noisy sum is dropped */
+            raw.labels[m] = c;
+            raw.counts[m] = counts[c];
+            memcpy(raw.sums + (size_t)m * d, v + (size_t)c * d, (size_t)d * sizeof *raw.sums);
+            m++;
+        }
+    raw.n_classes = m;
+    for (int a = 0; rc == 0 && a < d; a++)
+        for (int b = 0; b <= a; b++)
+            raw.s2[(size_t)a * d + b] = raw.s2[(size_t)b * d + a] = v[o++];
+    int floored = 0;
+    if (rc == 0 && (rc = pft_gstat_dp_finish(&raw, out, &floored)) != 0)
+        rc = pft_err_wrap(rc, "secure aggregation: post-processing the opened noisy statistics");
+    if (rc == 0)
+        pft_info("secure aggregation: opened noisy statistics (sigma %.4g per entry), %d eigenvalue(s) clamped",
+                 nd->sec.sigma * sqrt((double)nd->sec.n_members / nd->sec.div), floored);
+    pft_free(raw.labels);
+    pft_free(raw.counts);
+    pft_free(raw.sums);
+    pft_free(raw.s2);
+    return rc;
+}
+
 /* The bound the group's sum obeys, from its public counts (the wire's bound is not trusted). */
 static double group_limit(const node_t *nd, const parts_t *ps)
 {
@@ -296,7 +413,7 @@ static double group_limit(const node_t *nd, const parts_t *ps)
             for (int c = 0; c < nd->n_classes; c++)
                 rows += p->b ? pft_bundle_prov_count(p->b, pft_topo_node(nd->topo, p->who[w])->id, c)
                              : (uint64_t)nd->own_counts[c];
-            lim += contribution_limit(rows);
+            lim += contribution_limit(rows, nd->sec.share_sd);
         }
     }
     return lim;
@@ -333,7 +450,7 @@ int pft_node__secagg_open(node_t *nd, parts_t *ps)
                           "part was forged)");
     pft_gstat_t *st = NULL;
     if (rc == 0)
-        rc = opened_stats(nd, v, counts, &st);
+        rc = nd->sec.div ? opened_stats_dp(nd, v, counts, &st) : opened_stats(nd, v, counts, &st);
     if (rc == 0 && g0 >= 0)
         rc = ps->acc[g0] ? pft_gstat_merge(ps->acc[g0], st) : (ps->acc[g0] = st, st = NULL, 0);
     for (int i = 0; rc == 0 && i < ps->n; i++)
@@ -344,6 +461,9 @@ int pft_node__secagg_open(node_t *nd, parts_t *ps)
         }
     if (rc == 0) {
         json_object_set_new(nd->sec.info, "opened_rows", json_integer((json_int_t)pft_gstat_total(ps->acc[g0])));
+        json_object_set_new(nd->sec.info, "opened_sigma",
+                            json_real(nd->sec.sigma * sqrt((double)nd->sec.n_members /
+                                                           (nd->sec.div ? nd->sec.div : 1))));
         pft_info("secure aggregation: opened the sum of %zu member(s), %llu rows", nd->sec.n_members,
                  (unsigned long long)pft_gstat_total(ps->acc[g0]));
     }
