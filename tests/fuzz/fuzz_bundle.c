@@ -106,6 +106,28 @@ static void check_same_bundle(const pft_bundle_t *a, const pft_bundle_t *b)
         FAIL("signature differs");
 }
 
+/* Masked part i of o added to re through the public API (aborts where it refuses what the decoder accepted). */
+static void rebuild_masked(pft_bundle_t *re, const pft_bundle_t *o, int i, const char *const *who, int nw)
+{
+    int nc = pft_bundle_part_n_classes(o, i);
+    size_t n = 0;
+    const uint64_t *w = pft_bundle_part_words(o, i, &n);
+    int *labels = malloc(((size_t)nc + 1) * sizeof *labels);
+    uint64_t *counts = malloc(((size_t)nc + 1) * sizeof *counts), *words = pft_alloc_array(n + 1, sizeof *words);
+    if (!labels || !counts || !words || !w)
+        FAIL("masked part %d: out of memory or no words", i);
+    for (int k = 0; k < nc; k++)
+        pft_bundle_part_class(o, i, k, &labels[k], &counts[k]);
+    memcpy(words, w, n * sizeof *words);
+    if (n != pft_bundle_masked_words(pft_bundle_part_kind(o, i), nc, pft_bundle_dim(o)))
+        FAIL("masked part %d: %zu words for its layout", i, n);
+    if (pft_bundle_add_masked_part(re, who, nw, pft_bundle_part_kind(o, i), nc, labels, counts, &words,
+                                   pft_bundle_part_mask(o, i)) != 0)
+        FAIL("add_masked_part refuses decoded part %d: %s", i, pft_errmsg());
+    free(labels);
+    free(counts);
+}
+
 /* A bundle rebuilt from o through the public API; aborts where the API refuses what the decoder accepted. */
 static pft_bundle_t *rebuild(const pft_bundle_t *o)
 {
@@ -114,12 +136,18 @@ static pft_bundle_t *rebuild(const pft_bundle_t *o)
     if (!re)
         FAIL("bundle_new refuses decoded header: %s", pft_errmsg());
     for (int i = 0; i < pft_bundle_n_parts(o); i++) { /* statistics parts, in their (canonical) order */
-        pft_gstat_t *st = pft_gstat_dup(pft_bundle_part_stats(o, i));
         int nw = pft_bundle_part_n_contributors(o, i);
         const char *who[4096];
         for (int j = 0; j < nw && j < 4096; j++)
             who[j] = pft_bundle_part_contributor(o, i, j);
-        if (!st || nw > 4096 || pft_bundle_add_part(re, who, nw, &st) != 0)
+        if (nw > 4096)
+            FAIL("part %d: %d contributors", i, nw);
+        if (pft_bundle_part_is_masked(o, i)) { /* masked: its layout, counts, words and mask as decoded */
+            rebuild_masked(re, o, i, who, nw);
+            continue;
+        }
+        pft_gstat_t *st = pft_gstat_dup(pft_bundle_part_stats(o, i));
+        if (!st || pft_bundle_add_part(re, who, nw, &st) != 0)
             FAIL("add_part refuses decoded part %d: %s", i, pft_errmsg());
     }
     for (int i = 0; i < pft_bundle_n_classes(o); i++) {
