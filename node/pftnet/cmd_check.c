@@ -3,6 +3,7 @@
 #include "pft_cli.h"
 #include "pft_cmd.h"
 #include "pft_error.h"
+#include "pft_secplan.h"
 #include "pft_topo.h"
 #include "pft_topo_attr.h"
 
@@ -146,7 +147,30 @@ static void print_stages(const pft_topo_t *t, const pft_handoff_t *h)
     }
 }
 
-static void print_text(const pft_topo_t *t)
+/* The secure-aggregation plan (secure_agg = true): each group's members and opener, the DP noise divisor, and
+ * per node what it masks, opens and sees (docs/SECAGG.md §4). */
+static void print_secagg(const pft_topo_t *t, const pft_secplan_t *pl)
+{
+    char buf[512];
+    printf("\nsecure aggregation (min_contributors = %d, DP noise divisor %zu):\n", pft_secplan_min_contributors(pl),
+           pft_secplan_noise_div(pl));
+    for (size_t g = 0; g < pft_secplan_group_count(pl); g++) {
+        const pft_secplan_group_t *gr = pft_secplan_group(pl, g);
+        id_list(t, gr->members, gr->n_members, buf, sizeof buf);
+        printf("  group %zu: members %s; opened by %s\n", g, buf, pft_topo_node(t, gr->opener)->id);
+    }
+    for (size_t v = 0; v < pft_topo_node_count(t); v++) {
+        const pft_secplan_node_t *me = pft_secplan_node(pl, v);
+        id_list(t, me->view, me->n_view, buf, sizeof buf);
+        printf("  %-12s %-28s %-14s head sees %s\n", pft_topo_node(t, v)->id,
+               me->mask_group >= 0 ? "masks its rows"
+               : me->contributor   ? "adds its rows in the clear"
+                                   : "no rows",
+               me->opens >= 0 ? "opens the sum" : "", buf);
+    }
+}
+
+static void print_text(const pft_topo_t *t, const pft_secplan_t *pl)
 {
     const pft_topo_run_t *r = pft_topo_run(t);
     const pft_handoff_t *h;
@@ -196,6 +220,8 @@ static void print_text(const pft_topo_t *t)
                ed->line);
     }
     print_stages(t, h);
+    if (pl)
+        print_secagg(t, pl);
 }
 
 static json_t *json_ids(const pft_topo_t *t, const size_t *v, size_t n)
@@ -409,10 +435,18 @@ int pft_cmd_check(int argc, char **argv)
         }
         return 2;
     }
+    pft_secplan_t *pl = NULL;
+    if (pft_topo_run(t)->secure_agg &&
+        pft_secplan_new(t, pft_topo_run(t)->min_contributors, NULL, &pl) != 0) {
+        fprintf(stderr, "pftnet check: %s: secure_agg = true: %s\n", pos[0], pft_errmsg());
+        pft_topo_destroy(&t);
+        return 2;
+    }
     if (json)
         rc = emit_json(build_json(t));
     else
-        print_text(t);
+        print_text(t, pl);
+    pft_secplan_destroy(&pl);
     pft_topo_destroy(&t);
     return rc;
 }
