@@ -7,6 +7,8 @@
  * the honest bundle sent last is acknowledged, and b ends with exit 0, its provenance {p, b}, and the
  * accuracy of a run with the honest bundle only (b restarted in a fresh folder). */
 #include "pft_e2e.h"
+#include "pft_fixed.h"
+#include "pft_mask.h"
 #include "pft_e2e_run.h"
 #include "pft_gstat.h"
 #include "pft_npy.h"
@@ -156,9 +158,11 @@ static json_t *result(const char *out)
     return json_load_file(path, 0, &err);
 }
 
-/* Sends the honest bundle last (after the forgeries unless clean) to a fresh b in out; b's result. */
-static json_t *attack(const char *dir, const char *out, const pft_topo_t *topo, const pft_keypair_t *kp,
-                      uint8_t *const *bufs, const size_t *lens, int clean)
+/* Sends the honest bundle bufs[0] last (after the forgeries bufs[1..n) unless clean) to a fresh b in out, each
+ * forgery expected refused with needles[k] in its reason; b's result. */
+static json_t *attack_with(const char *dir, const char *out, const pft_topo_t *topo, const pft_keypair_t *kp,
+                           uint8_t *const *bufs, const size_t *lens, int n, const char *const *needles,
+                           const char *const *names, int clean)
 {
     pid_t pid = start_b(dir, out);
     pft_transport_t *t = client(kp, topo, out);
@@ -168,21 +172,30 @@ static json_t *attack(const char *dir, const char *out, const pft_topo_t *topo, 
         waitpid(pid, NULL, 0);
         return NULL;
     }
-    for (int k = clean ? N_KINDS : HONEST + 1; k < N_KINDS; k++) {
+    for (int k = clean ? n : 1; k < n; k++) {
         int h = pft_transport_send(t, "b", bufs[k], lens[k], NULL, pft_transport_now_ms() + 120000);
         int st = pft_e2e_settle(t, h, 120000);
         const char *reason = NULL;
         pft_transport_send_state(t, h, NULL, &reason);
-        CHECK_MSG(st == PFT_SEND_REJECTED && reason && strstr(reason, "implausible statistics"),
-                  "%s: state %d, reason '%s'", s_kind[k], st, reason ? reason : "");
-        fprintf(stderr, "  %s: %s\n", s_kind[k], reason ? reason : "");
+        CHECK_MSG(st == PFT_SEND_REJECTED && reason && strstr(reason, needles[k]), "%s: state %d, reason '%s'",
+                  names[k], st, reason ? reason : "");
+        fprintf(stderr, "  %s: %s\n", names[k], reason ? reason : "");
     }
-    int h = pft_transport_send(t, "b", bufs[HONEST], lens[HONEST], NULL, pft_transport_now_ms() + 120000);
+    int h = pft_transport_send(t, "b", bufs[0], lens[0], NULL, pft_transport_now_ms() + 120000);
     CHECK(pft_e2e_settle(t, h, 120000) == PFT_SEND_ACKED);
     int code = finish(pid, t);
     CHECK_MSG(code == 0, "b exited %d (log %s.log)", code, out);
     pft_transport_destroy(&t);
     return result(out);
+}
+
+static json_t *attack(const char *dir, const char *out, const pft_topo_t *topo, const pft_keypair_t *kp,
+                      uint8_t *const *bufs, const size_t *lens, int clean)
+{
+    const char *needles[N_KINDS];
+    for (int k = 0; k < N_KINDS; k++)
+        needles[k] = "implausible statistics";
+    return attack_with(dir, out, topo, kp, bufs, lens, N_KINDS, needles, s_kind, clean);
 }
 
 static void test_implausible_refused(void)
@@ -259,10 +272,132 @@ done:
     pft_topo_destroy(&topo);
 }
 
+/* ---- secure aggregation: masked parts that could never open are refused before the ACK ---- */
+
+typedef enum { M_HONEST, M_OPENER, M_DIV, M_TIMES1000, M_LAYOUT, M_N } mkind_t;
+static const char *const s_mkind[] = {"honest masked", "another opener", "another noise divisor",
+                                      "masked counts x1000", "fewer classes"};
+static const char *const s_mneedle[] = {"", "for opener 'q'", "noise divisor 3", "(samples)", "6 classes"};
+
+/* p's statistics masked for opener b (label "b:tied", no DP): the class sums of the run's 7 classes, then the
+ * exact second moment S2 (lower triangle), in fixed point, with p's mask shared with b; forged as kind says;
+ * signed with p's key and encoded into *buf. */
+static int make_masked(mkind_t kind, const char *run, const pft_dataset_t *ds, const pft_keypair_t *kp,
+                       const pft_pubkey_t *bpub, uint8_t **buf, size_t *len)
+{
+    int d = pft_dataset_d(ds), K = kind == M_LAYOUT ? 6 : 7, n = pft_dataset_n(ds);
+    size_t nw = pft_bundle_masked_words(PFT_GSTAT_TIED, K, d), o = (size_t)K * d;
+    double *v = pft_calloc(nw, sizeof *v);
+    uint64_t *w = pft_alloc_array(nw, sizeof *w), counts[7] = {0}, mult = kind == M_TIMES1000 ? 1000 : 1;
+    int labels[7] = {0, 1, 2, 3, 4, 5, 6}, rc = v && w ? 0 : PFT_ENOMEM;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        const float *x = pft_dataset_x(ds) + (size_t)i * d;
+        int c = pft_dataset_y(ds)[i];
+        if (c >= K)
+            continue;
+        counts[c]++;
+        for (int j = 0; j < d; j++)
+            v[(size_t)c * d + j] += x[j];
+        for (int a = 0, t = 0; a < d; a++)
+            for (int b2 = 0; b2 <= a; b2++, t++)
+                v[o + (size_t)t] += (double)x[a] * x[b2];
+    }
+    pft_bundle_mask_t m = {.frac_bits = 32, .bound = 2 * (uint64_t)n, .div = kind == M_DIV ? 3 : 0};
+    snprintf(m.label, sizeof m.label, "%s", kind == M_OPENER ? "q:tied" : "b:tied");
+    snprintf(m.opener, sizeof m.opener, "%s", kind == M_OPENER ? "q" : "b");
+    if (rc == 0)
+        rc = pft_fixed_encode(v, nw, 2.0 * n, w);
+    if (rc == 0)
+        rc = pft_mask_add(kp, run, bpub, 1, (const uint8_t *)m.label, strlen(m.label), w, nw);
+    const char *who = "p";
+    pft_bundle_t *b = rc == 0 ? pft_bundle_new(run, "p", PFT_DTYPE_F32, d) : NULL;
+    for (int c = 0; b && rc == 0 && c < K; c++) {
+        counts[c] *= mult;
+        rc = counts[c] ? pft_bundle_prov_add(b, who, c, counts[c]) : 0;
+    }
+    if (b && rc == 0)
+        rc = pft_bundle_add_masked_part(b, &who, 1, PFT_GSTAT_TIED, K, labels, counts, &w, &m);
+    if (b && rc == 0)
+        rc = pft_keys_sign_bundle(kp, b);
+    if (b && rc == 0)
+        rc = pft_bundle_encode(b, buf, len);
+    else if (!b && rc == 0)
+        rc = PFT_ENOMEM;
+    pft_bundle_destroy(&b);
+    pft_free(v);
+    pft_free(w);
+    return rc;
+}
+
+/* A data-less aggregator b opening p's masked statistics (secure_agg = true, min_contributors = 1): forged
+ * masked parts (another opener, another DP divisor, counts ×1000, a class layout not the run's) are NACKed with
+ * their reason, and b, given the honest one last, opens it and scores as a clean b does. */
+static void test_masked_refused(void)
+{
+    char topo_path[300], dir[300], cmd[1200], path[400], ypath[400];
+    snprintf(topo_path, sizeof topo_path, "%s/sa.dot", s_tmp);
+    snprintf(dir, sizeof dir, "%s/sarun", s_tmp);
+    FILE *f = fopen(topo_path, "w");
+    fprintf(f,
+            "digraph sa {\n  dataset = \"%s\"; partition = iid; samples = 40; cov = tied; prep = l2;\n"
+            "  secure_agg = true; min_contributors = 1; deadline = 120;\n  b [data = false];\n  p -> b;\n}\n",
+            EXAMPLE_DATA);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
+             PFT_BINARY_DIR, topo_path, dir);
+    CHECK(system(cmd) == 0);
+    pft_topo_t *topo = NULL;
+    snprintf(path, sizeof path, "%s/topology.dot", dir);
+    CHECK(pft_topo_load(path, PFT_TOPO_REQUIRE_RESOLVED, &topo) == 0);
+    pft_keypair_t *kp = NULL;
+    snprintf(path, sizeof path, "%s/keys/p.key", dir);
+    CHECK(pft_keypair_load(path, &kp) == 0);
+    pft_dataset_t *ds = NULL;
+    snprintf(path, sizeof path, "%s/p/data/train_x.npy", dir);
+    snprintf(ypath, sizeof ypath, "%s/p/data/train_y.npy", dir);
+    CHECK(pft_npy_load_dataset(path, ypath, 0, &ds) == 0);
+    pft_pubkey_t bpub;
+    const pft_topo_node_t *bn = topo ? pft_topo_find(topo, "b") : NULL;
+    if (!topo || !kp || !ds || !bn || pft_pubkey_resolve(bn->key, &bpub) != 0) {
+        CHECK(0);
+        goto done;
+    }
+    CHECK(pft_dataset_apply_prep(ds, PFT_PREP_L2) == 0);
+    uint8_t *bufs[M_N] = {0};
+    size_t lens[M_N] = {0};
+    for (int k = 0; k < M_N; k++)
+        CHECK_MSG(make_masked((mkind_t)k, pft_topo_run(topo)->run, ds, kp, &bpub, &bufs[k], &lens[k]) == 0,
+                  "making %s: %s", s_mkind[k], pft_errmsg());
+    char out[400], ref[400];
+    snprintf(out, sizeof out, "%s/sa-attacked", s_tmp);
+    snprintf(ref, sizeof ref, "%s/sa-clean", s_tmp);
+    json_t *ra = attack_with(dir, out, topo, kp, bufs, lens, M_N, s_mneedle, s_mkind, 0),
+           *rc = attack_with(dir, ref, topo, kp, bufs, lens, M_N, s_mneedle, s_mkind, 1);
+    CHECK(ra && rc);
+    if (ra && rc) {
+        double a = json_real_value(json_object_get(ra, "accuracy_global")),
+               c = json_real_value(json_object_get(rc, "accuracy_global"));
+        json_t *sa = json_object_get(ra, "secure_agg");
+        CHECK(sa && json_integer_value(json_object_get(sa, "opened_rows")) == 40);
+        CHECK_MSG(a == c && a > 0.3, "attacked b %.4f, clean b %.4f", a, c);
+        fprintf(stderr, "  b after %d refused masked forgeries opened p's 40 rows: accuracy %.4f (clean %.4f)\n",
+                M_N - 1, a, c);
+    }
+    json_decref(ra);
+    json_decref(rc);
+    for (int k = 0; k < M_N; k++)
+        pft_free(bufs[k]);
+done:
+    pft_dataset_destroy(&ds);
+    pft_keypair_destroy(&kp);
+    pft_topo_destroy(&topo);
+}
+
 int main(void)
 {
     if (pft_e2e_scratch(s_tmp, sizeof s_tmp, "pft_plausible") != 0)
         return 1;
     RUN(test_implausible_refused);
+    RUN(test_masked_refused);
     return pft_e2e_finish(s_tmp, pft_test_done());
 }

@@ -70,6 +70,20 @@ static int check_masked(const node_t *nd, const pft_bundle_t *b, int i, uint64_t
         return snprintf(reason, rlen, "a masked part for opener '%s' (label '%s'), not this plan's '%s'",
                         m->opener, m->label, nd->sec.opener ? nd->sec.opener : "(none)"),
                1;
+    if (m->div != nd->sec.div)
+        return snprintf(reason, rlen, "a masked part with DP noise divisor %u; this plan's is %u", m->div,
+                        nd->sec.div),
+               1;
+    for (int j = 0; j < pft_bundle_part_n_contributors(b, i); j++) {
+        const char *who = pft_bundle_part_contributor(b, i, j);
+        size_t k = 0;
+        while (k < nd->sec.n_members && strcmp(pft_topo_node(nd->topo, nd->sec.members[k])->id, who) != 0)
+            k++;
+        if (k == nd->sec.n_members)
+            return snprintf(reason, rlen, "a masked part counts '%s', not a member of the group opened by '%s'",
+                            who, nd->sec.opener),
+                   1;
+    }
     if (pft_bundle_part_kind(b, i) != PFT_GSTAT_TIED || pft_bundle_part_n_classes(b, i) != nd->n_classes)
         return snprintf(reason, rlen, "a masked part of %d classes; this run masks tied statistics of %d",
                         pft_bundle_part_n_classes(b, i), nd->n_classes),
