@@ -462,8 +462,8 @@ int pft_node__secagg_open(node_t *nd, parts_t *ps)
     if (rc == 0) {
         json_object_set_new(nd->sec.info, "opened_rows", json_integer((json_int_t)pft_gstat_total(ps->acc[g0])));
         json_object_set_new(nd->sec.info, "opened_sigma",
-                            json_real(nd->sec.sigma * sqrt((double)nd->sec.n_members /
-                                                           (nd->sec.div ? nd->sec.div : 1))));
+                            nd->sec.div ? json_real(nd->sec.sigma * sqrt((double)nd->sec.n_members / nd->sec.div))
+                                        : json_null());
         pft_info("secure aggregation: opened the sum of %zu member(s), %llu rows", nd->sec.n_members,
                  (unsigned long long)pft_gstat_total(ps->acc[g0]));
     }
