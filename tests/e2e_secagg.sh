@@ -13,7 +13,8 @@
 #   - pftnet inspect shows a masked part's opener; pftnet audit calls it uninformative and why;
 #   - star with DP (ε = 1, δ = 0.001): each client's share is σ/√5, the aggregator opens σ and reports it;
 #   - refusals, never silently in the clear: cov = diag, a chain of two (nobody may open), DP where the opener
-#     has rows, DP without an explicit δ or with unequal (ε, δ), --insecure (no keys to agree on masks).
+#     has rows, DP without an explicit δ or with unequal (ε, δ), --insecure (no keys to agree on masks), a class
+#     held by one member of a group (chain at 60 rows per node: the opener refuses to open).
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
 
@@ -35,8 +36,8 @@ trap 'rm -rf "$W"' EXIT
 launch() {
     local name=$1 settings=$2 edges=$3
     shift 3
-    printf 'digraph %s {\n  dataset = "%s"; partition = iid; samples = 100; deadline = 240; prep = l2;\n  %s\n  %s\n}\n' \
-        "$name" "$DATA" "$settings" "$edges" >"$W/$name.dot"
+    printf 'digraph %s {\n  dataset = "%s"; partition = iid; samples = %d; deadline = 240; prep = l2;\n  %s\n  %s\n}\n' \
+        "$name" "$DATA" "${SAMPLES:-100}" "$settings" "$edges" >"$W/$name.dot"
     PFTNODE=$PFT_BIN/pftnode "$PFTNET" launch "$W/$name.dot" --out "$W/$name" --no-baselines --quiet "$@" \
         >"$W/$name.stdout" 2>"$W/$name.stderr"
 }
@@ -135,4 +136,6 @@ refused dp_opener_rows "$SA dp_epsilon = 1; dp_delta = 0.001;" "a -> b -> c;" "h
 refused dp_auto_delta "$SA dp_epsilon = 1;" "s [data = false, dp_epsilon = 0]; a -> s; b -> s;" "dp_delta explicitly"
 refused dp_unequal "$SA dp_epsilon = 1; dp_delta = 0.001;" "s [data = false, dp_epsilon = 0]; b [dp_epsilon = 2]; a -> s; b -> s;" "same (dp_epsilon, dp_delta)"
 refused insecure "$SA" "a -> b -> c;" "insecure" --insecure
+# at 60 rows per node class 2 has one holder among a and b: c must not open (their sum would show a's class mean)
+SAMPLES=60 refused short_class "$SA" "$CHAIN" "fewer than min_contributors"
 finish
