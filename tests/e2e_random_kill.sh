@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # e2e_random_kill: random SIGKILL and restart (issue 21). chain5 and ring5 on the bundled example data, each with
-# sampling (cov = diag, k = 2) and exact statistics (cov = tied, head = ncm): a fault-free reference run of the
+# sampling (cov = diag, k = 2), exact statistics (cov = tied, head = ncm) and exact statistics under secure
+# aggregation (secure_agg = true; bundle ids are then not compared: each run's keys give other masks): a fault-free reference run of the
 # five pftnode processes (from pftnet launch --prepare-only commands), then PFT_KILL_TRIALS trials per mode
 # (default 2), each a fresh run in which one node is SIGKILLed and restarted with its own command after a random
 # 0-2 s pause: odd trials at a random moment (uniform over the reference run's wall time) a random node still
@@ -10,7 +11,7 @@
 # provenance and received bundles (sender, producer, complete or not, bundle id) are identical to the
 # reference's. Prints one line per trial and a summary per mode.
 # Env: PFT_BIN, PFT_SOURCE_DIR; optional PFT_KILL_TRIALS (per mode), PFT_KILL_SEED (the trials' random seed,
-# printed), PFT_KILL_MODES (e.g. "chain5-exact ring5-sampling"; default all four).
+# printed), PFT_KILL_MODES (e.g. "chain5-exact ring5-sampling"; default all six).
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
 PY=/usr/bin/python3
@@ -19,7 +20,7 @@ DATA=$(cd "$PFT_SOURCE_DIR" && pwd)/examples/data/pacs-small
 [ -r "$DATA/train_x.npy" ] || skip "$DATA not found"
 TRIALS=${PFT_KILL_TRIALS:-2}
 SEED=${PFT_KILL_SEED:-$(($(date +%s) % 100000))}
-MODES=${PFT_KILL_MODES:-chain5-sampling chain5-exact ring5-sampling ring5-exact}
+MODES=${PFT_KILL_MODES:-chain5-sampling chain5-exact ring5-sampling ring5-exact chain5-secagg ring5-secagg}
 BOUND_S=240 # a trial still running this long hangs
 RANDOM=$SEED
 echo "random-kill: $TRIALS trials per mode, seed $SEED (PFT_KILL_SEED=$SEED reproduces the choices)"
@@ -38,6 +39,7 @@ prepare() {
     local edges="a -> b -> c -> d -> e;" stats="cov = diag; k = 2;"
     [ "${1%%-*}" = ring5 ] && edges="start = a; a -> b -> c -> d -> e -> a;"
     [ "${1#*-}" = exact ] && stats="cov = tied; head = ncm;" # ncm: the exact statistics' cheapest head
+    [ "${1#*-}" = secagg ] && stats="cov = tied; head = ncm; secure_agg = true;" # masked until the opener
     printf 'digraph rk {\n  dataset = "%s"; partition = iid; samples = 40; seed = 3; max_iter = 20;\n  em_draws = 2; head_draws = 1; %s\n  deadline = %s; send_deadline = %s; on_missing = proceed; resend_grace = 2;\n  %s\n}\n' \
         "$DATA" "$stats" "${3:-120}" "${3:-120}" "$edges" >"$W/$2.dot"
     "$PFT_BIN/pftnet" launch "$W/$2.dot" --out "$W/$2" --prepare-only >"$W/$2.prep" 2>&1 ||
@@ -75,7 +77,10 @@ import json, sys
 for i in "abcde":
     r = json.load(open("%s/%s/result.json" % (sys.argv[1], i)))
     prov = sorted((p["node"], sorted(p["counts"].items())) for p in r["provenance"])
-    recv = sorted((x["from"], x["producer"], x["complete"], x["bundle_id"]) for x in r["received"])
+    # secure aggregation: the masks come from each run's own keys (a fresh --prepare-only), so bundle ids differ
+    # between runs; what the bundles carry (provenance, accuracies) must not
+    sa = "secagg" in sys.argv[1]
+    recv = sorted((x["from"], x["producer"], x["complete"], "-" if sa else x["bundle_id"]) for x in r["received"])
     print(i, r["exit_code"], repr(r.get("accuracy_local")), repr(r.get("accuracy_global")), prov, recv,
           sorted(r["missing"]))
 PY
