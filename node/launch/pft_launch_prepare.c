@@ -7,6 +7,7 @@
 #include "pft_error.h"
 #include "pft_fsio.h"
 #include "pft_npy.h"
+#include "pft_secplan.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -237,6 +238,22 @@ static int write_eval(pft_launch_t *self)
     return pft_npy_write_i32(self->eval_y, pft_dataset_y(e), pft_dataset_n(e));
 }
 
+/* secure_agg = true: the plan must protect the topology and the masks need keys; refused before anything is
+ * written (the nodes would refuse at start, one by one). */
+static int check_secagg(const pft_launch_t *self)
+{
+    const pft_topo_run_t *r = pft_topo_run(self->topo);
+    if (!r->secure_agg)
+        return 0;
+    if (self->o.insecure)
+        return pft_err(PFT_ETOPO, "--insecure refused: %s has secure_agg = true, whose masks come from key "
+                       "agreement between the nodes' keys", self->o.topo_path);
+    pft_secplan_t *pl = NULL;
+    int rc = pft_secplan_new(self->topo, r->min_contributors, NULL, &pl);
+    pft_secplan_destroy(&pl);
+    return rc ? pft_err_wrap(rc, "secure_agg = true") : 0;
+}
+
 int pft_launch_prepare(pft_launch_t *self)
 {
     int rc = pft_topo_load(self->o.topo_path, PFT_TOPO_SKIP_DATA_CHECK, &self->topo);
@@ -250,6 +267,8 @@ int pft_launch_prepare(pft_launch_t *self)
                            "--insecure refused: %s names keys (node '%s'), so its nodes accept only CURVE "
                            "connections and signed bundles; run without --insecure",
                            self->o.topo_path, pft_topo_node(self->topo, i)->id);
+    if ((rc = check_secagg(self)))
+        return rc;
     self->nn = pft_topo_node_count(self->topo);
     if (self->o.force && self->o.resume)
         return pft_err(PFT_EINVAL,
