@@ -189,6 +189,40 @@ static json_t *attack_with(const char *dir, const char *out, const pft_topo_t *t
     return result(out);
 }
 
+/* Prepares run `name` (p -> b over the example data, `attrs` added to the graph, `nodes` before the edge) with
+ * pftnet launch --prepare-only into s_tmp/name; loads its resolved topology, p's key and p's rows (l2). 0, or
+ * -1 after a failed CHECK (what loaded is the caller's to free). */
+static int prepare_pb(const char *name, const char *attrs, const char *nodes, char *dir, size_t cap,
+                      pft_topo_t **topo, pft_keypair_t **kp, pft_dataset_t **ds)
+{
+    char topo_path[300], cmd[1200], path[400], ypath[400];
+    snprintf(topo_path, sizeof topo_path, "%s/%s.dot", s_tmp, name);
+    snprintf(dir, cap, "%s/%s", s_tmp, name);
+    FILE *f = fopen(topo_path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return -1;
+    fprintf(f,
+            "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = 40; cov = tied; prep = l2;\n"
+            "  deadline = 120; %s\n  %s\n  p -> b;\n}\n",
+            name, EXAMPLE_DATA, attrs, nodes);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
+             PFT_BINARY_DIR, topo_path, dir);
+    CHECK(system(cmd) == 0);
+    snprintf(path, sizeof path, "%s/topology.dot", dir);
+    CHECK(pft_topo_load(path, PFT_TOPO_REQUIRE_RESOLVED, topo) == 0);
+    snprintf(path, sizeof path, "%s/keys/p.key", dir);
+    CHECK(pft_keypair_load(path, kp) == 0);
+    snprintf(path, sizeof path, "%s/p/data/train_x.npy", dir);
+    snprintf(ypath, sizeof ypath, "%s/p/data/train_y.npy", dir);
+    CHECK(pft_npy_load_dataset(path, ypath, 0, ds) == 0);
+    if (!*topo || !*kp || !*ds)
+        return -1;
+    CHECK(pft_dataset_apply_prep(*ds, PFT_PREP_L2) == 0);
+    return 0;
+}
+
 static json_t *attack(const char *dir, const char *out, const pft_topo_t *topo, const pft_keypair_t *kp,
                       uint8_t *const *bufs, const size_t *lens, int clean)
 {
@@ -200,32 +234,12 @@ static json_t *attack(const char *dir, const char *out, const pft_topo_t *topo, 
 
 static void test_implausible_refused(void)
 {
-    char topo_path[300], dir[300], cmd[1200];
-    snprintf(topo_path, sizeof topo_path, "%s/pb.dot", s_tmp);
-    snprintf(dir, sizeof dir, "%s/run", s_tmp);
-    FILE *f = fopen(topo_path, "w");
-    fprintf(f,
-            "digraph pb {\n  dataset = \"%s\"; partition = iid; samples = 40; cov = tied; prep = l2;\n"
-            "  min_rows = 1; deadline = 120;\n  p -> b;\n}\n",
-            EXAMPLE_DATA);
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
-             PFT_BINARY_DIR, topo_path, dir);
-    CHECK(system(cmd) == 0);
-    char path[400], ypath[400];
+    char dir[300];
     pft_topo_t *topo = NULL;
-    snprintf(path, sizeof path, "%s/topology.dot", dir);
-    CHECK(pft_topo_load(path, PFT_TOPO_REQUIRE_RESOLVED, &topo) == 0);
     pft_keypair_t *kp = NULL;
-    snprintf(path, sizeof path, "%s/keys/p.key", dir);
-    CHECK(pft_keypair_load(path, &kp) == 0);
     pft_dataset_t *ds = NULL;
-    snprintf(path, sizeof path, "%s/p/data/train_x.npy", dir);
-    snprintf(ypath, sizeof ypath, "%s/p/data/train_y.npy", dir);
-    CHECK(pft_npy_load_dataset(path, ypath, 0, &ds) == 0);
-    if (!topo || !kp || !ds)
+    if (prepare_pb("pb", "min_rows = 1;", "", dir, sizeof dir, &topo, &kp, &ds) != 0)
         goto done;
-    CHECK(pft_dataset_apply_prep(ds, PFT_PREP_L2) == 0);
     uint8_t *bufs[N_KINDS] = {0};
     size_t lens[N_KINDS] = {0};
     for (int k = 0; k < N_KINDS; k++)
@@ -334,35 +348,18 @@ static int make_masked(mkind_t kind, const char *run, const pft_dataset_t *ds, c
  * their reason, and b, given the honest one last, opens it and scores as a clean b does. */
 static void test_masked_refused(void)
 {
-    char topo_path[300], dir[300], cmd[1200], path[400], ypath[400];
-    snprintf(topo_path, sizeof topo_path, "%s/sa.dot", s_tmp);
-    snprintf(dir, sizeof dir, "%s/sarun", s_tmp);
-    FILE *f = fopen(topo_path, "w");
-    fprintf(f,
-            "digraph sa {\n  dataset = \"%s\"; partition = iid; samples = 40; cov = tied; prep = l2;\n"
-            "  secure_agg = true; min_contributors = 1; deadline = 120;\n  b [data = false];\n  p -> b;\n}\n",
-            EXAMPLE_DATA);
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
-             PFT_BINARY_DIR, topo_path, dir);
-    CHECK(system(cmd) == 0);
+    char dir[300];
     pft_topo_t *topo = NULL;
-    snprintf(path, sizeof path, "%s/topology.dot", dir);
-    CHECK(pft_topo_load(path, PFT_TOPO_REQUIRE_RESOLVED, &topo) == 0);
     pft_keypair_t *kp = NULL;
-    snprintf(path, sizeof path, "%s/keys/p.key", dir);
-    CHECK(pft_keypair_load(path, &kp) == 0);
     pft_dataset_t *ds = NULL;
-    snprintf(path, sizeof path, "%s/p/data/train_x.npy", dir);
-    snprintf(ypath, sizeof ypath, "%s/p/data/train_y.npy", dir);
-    CHECK(pft_npy_load_dataset(path, ypath, 0, &ds) == 0);
     pft_pubkey_t bpub;
-    const pft_topo_node_t *bn = topo ? pft_topo_find(topo, "b") : NULL;
-    if (!topo || !kp || !ds || !bn || pft_pubkey_resolve(bn->key, &bpub) != 0) {
+    const pft_topo_node_t *bn = NULL;
+    if (prepare_pb("sa", "secure_agg = true; min_contributors = 1;", "b [data = false];", dir, sizeof dir, &topo,
+                   &kp, &ds) != 0 ||
+        !(bn = pft_topo_find(topo, "b")) || pft_pubkey_resolve(bn->key, &bpub) != 0) {
         CHECK(0);
         goto done;
     }
-    CHECK(pft_dataset_apply_prep(ds, PFT_PREP_L2) == 0);
     uint8_t *bufs[M_N] = {0};
     size_t lens[M_N] = {0};
     for (int k = 0; k < M_N; k++)

@@ -32,6 +32,12 @@ int pft_bundle__want_name(const ctx_t *c, const msgpack_object *o, const char *f
                           char out[PFT_BUNDLE_MAX_NAME + 1]);
 int pft_bundle__want_bin(const ctx_t *c, const msgpack_object *o, const char *field, uint64_t size);
 
+/* A statistics class entry's head (e, entry i of a part's classes): an array of nf elements whose label
+ * (0..2^31-1) comes after *prev (updated) and whose count is n_min..2^48; label and count into *label, *n.
+ * Clear parts (n_min 1) and masked parts (n_min 0) share it; each then checks its own bins. */
+int pft_bundle__class_head(const ctx_t *c, const msgpack_object *e, uint32_t i, uint32_t nf, uint64_t n_min,
+                           uint64_t *prev, uint64_t *label, uint64_t *n);
+
 /* pft_bundle_decode_stats.c: the statistics parts (payload element 8, docs/WIRE.md §2.1) into b. */
 struct pft_bundle_t;
 int pft_bundle__decode_parts(const ctx_t *c, pft_bundle_t *b, const pft_bundle_limits_t *lim,

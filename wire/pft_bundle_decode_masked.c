@@ -64,24 +64,12 @@ static int masked_shapes(const ctx_t *c, const pft_bundle_t *b, pft_gstat_kind_t
     uint32_t nf = full ? PFT_BUNDLE__N_STAT_FIELDS_FULL : PFT_BUNDLE__N_STAT_FIELDS_TIED;
     uint64_t prev = 0;
     for (uint32_t i = 0; i < o->via.array.size; i++) {
-        const msgpack_object *e = &o->via.array.ptr[i];
         char field[64];
-        snprintf(field, sizeof field, "class %u", i);
-        int rc = pft_bundle__want_array(c, e, field, nf, nf, PFT_EFORMAT);
+        uint64_t label, n;
+        int rc = pft_bundle__class_head(c, &o->via.array.ptr[i], i, nf, 0, &prev, &label, &n);
         if (rc)
             return rc;
-        const msgpack_object *f = e->via.array.ptr;
-        uint64_t label, n;
-        snprintf(field, sizeof field, "class %u: label", i);
-        if ((rc = pft_bundle__want_uint(c, &f[0], field, 0, INT32_MAX, PFT_EFORMAT, &label)))
-            return rc;
-        if (i > 0 && label <= prev)
-            return pft_bundle__bad(c, PFT_EFORMAT, "class %u: label %d not after %d (sorted, unique)", i,
-                                   (int)label, (int)prev);
-        prev = label;
-        snprintf(field, sizeof field, "class %u (label %d): n", i, (int)label);
-        if ((rc = pft_bundle__want_uint(c, &f[1], field, 0, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, &n)))
-            return rc;
+        const msgpack_object *f = o->via.array.ptr[i].via.array.ptr;
         snprintf(field, sizeof field, "class %u (label %d): masked sum", i, (int)label);
         if ((rc = pft_bundle__want_bin(c, &f[2], field, 8 * d)))
             return rc;

@@ -68,6 +68,26 @@ static int shared_shape(const ctx_t *c, const pft_bundle_t *b, const msgpack_obj
     return 0;
 }
 
+int pft_bundle__class_head(const ctx_t *c, const msgpack_object *e, uint32_t i, uint32_t nf, uint64_t n_min,
+                           uint64_t *prev, uint64_t *label, uint64_t *n)
+{
+    char field[64];
+    snprintf(field, sizeof field, "class %u", i);
+    int rc = pft_bundle__want_array(c, e, field, nf, nf, PFT_EFORMAT);
+    if (rc)
+        return rc;
+    const msgpack_object *f = e->via.array.ptr;
+    snprintf(field, sizeof field, "class %u: label", i);
+    if ((rc = pft_bundle__want_uint(c, &f[0], field, 0, INT32_MAX, PFT_EFORMAT, label)))
+        return rc;
+    if (i > 0 && *label <= *prev)
+        return pft_bundle__bad(c, PFT_EFORMAT, "class %u: label %d not after %d (sorted, unique)", i, (int)*label,
+                               (int)*prev);
+    *prev = *label;
+    snprintf(field, sizeof field, "class %u (label %d): n", i, (int)*label);
+    return pft_bundle__want_uint(c, &f[1], field, n_min, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, n);
+}
+
 /* Schema of the classes (array o, size checked) and the shared field of a part of this kind: element counts,
  * labels strictly ascending, counts, bin lengths; the part's total count into *total, the shared field's
  * rank into *rank (0: dense or full). Nothing allocated. */
@@ -80,24 +100,12 @@ static int stat_shapes(const ctx_t *c, const pft_bundle_t *b, pft_gstat_kind_t k
     uint64_t prev = 0;
     *total = 0;
     for (uint32_t i = 0; i < o->via.array.size; i++) {
-        const msgpack_object *e = &o->via.array.ptr[i];
         char field[64];
-        snprintf(field, sizeof field, "class %u", i);
-        int rc = pft_bundle__want_array(c, e, field, nf, nf, PFT_EFORMAT);
+        uint64_t label, n;
+        int rc = pft_bundle__class_head(c, &o->via.array.ptr[i], i, nf, 1, &prev, &label, &n);
         if (rc)
             return rc;
-        const msgpack_object *f = e->via.array.ptr;
-        uint64_t label, n;
-        snprintf(field, sizeof field, "class %u: label", i);
-        if ((rc = pft_bundle__want_uint(c, &f[0], field, 0, INT32_MAX, PFT_EFORMAT, &label)))
-            return rc;
-        if (i > 0 && label <= prev)
-            return pft_bundle__bad(c, PFT_EFORMAT, "class %u: label %d not after %d (sorted, unique)", i,
-                                   (int)label, (int)prev);
-        prev = label;
-        snprintf(field, sizeof field, "class %u (label %d): n", i, (int)label);
-        if ((rc = pft_bundle__want_uint(c, &f[1], field, 1, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, &n)))
-            return rc;
+        const msgpack_object *f = o->via.array.ptr[i].via.array.ptr;
         *total += (double)n;
         snprintf(field, sizeof field, "class %u (label %d): mean", i, (int)label);
         if ((rc = pft_bundle__want_bin(c, &f[2], field, d * es)))
