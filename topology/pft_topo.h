@@ -97,6 +97,7 @@ typedef struct {
     int stats_rows_per_rank;       /* stats_release=lowrank: rows a part stands for per eigenpair it sends */
     int secure_agg;       /* 1: exact statistics travel masked until the plan opens them (docs/SECAGG.md) */
     int min_contributors; /* secure_agg: fewest other contributors of a clear aggregate */
+    int dp_dropouts;      /* secure_agg with DP: members of a star that may drop (noise shares σ²/(D − t)) */
     int merge;                     /* pft_topo_merge_t default for nodes */
     int head;                      /* pft_topo_head_t default for nodes */
     pft_topo_prep_t prep;          /* feature preprocessing, identical on every node */

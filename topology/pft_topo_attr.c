@@ -101,6 +101,10 @@ static const pft_topo_attr_t s_table[] = {
     {"min_contributors", G, PFT_ATTR_INT, "2", 1, 65535, NULL,
      "secure_agg: the fewest other contributors an aggregate seen in the clear may hold (1: as without "
      "secure aggregation)", GO(min_contributors), NONE, NONE},
+    {"dp_dropouts", G, PFT_ATTR_INT, "0", 0, 65535, NULL,
+     "secure_agg with DP: how many of a star's members may never deliver and the opened sum still carry "
+     "sigma^2 of noise (each member's share is sigma^2 / (D - dp_dropouts)); without DP any number may drop "
+     "while min_contributors survive (docs/SECAGG.md §5)", GO(dp_dropouts), NONE, NONE},
     {"prep", G, PFT_ATTR_ENUM, "l2", 0, 0, s_prep,
      "feature preprocessing, applied identically on every node before anything else", GO(prep), NONE, NONE},
     {"start", G, PFT_ATTR_NAME, NULL, 0, 0, NULL,

@@ -187,6 +187,7 @@ static void node_free(node_t *nd)
     json_decref(nd->refusal.reasons);
     pft_node__floor_free(&nd->know.floor);
     pft_rng_destroy(&nd->dp.rng);
+    pft_node__dropout_free(nd);
     pft_node__secagg_free(nd);
     pft_keypair_destroy(&nd->hand.kp);
     pft_free(nd->hand.keys);
@@ -282,14 +283,19 @@ static int run_stages(node_t *nd, json_t *res)
         int rc = run_stage(nd, k, st);
         if (rc == 0 && st->final)
             rc = pft_node__head_train(nd, res);
-        if (rc)
-            return fail(exit_for(rc));
+        if (rc) {
+            int code = fail(exit_for(rc));
+            pft_node__dropout_finish(nd, 1); /* an opener tells the members it asks nothing more */
+            return code;
+        }
     }
     int rc = pft_node__loop_until(nd, pft_node__outbox_done, NULL, 200);
     if (rc && rc != PFT_EINTR)
         pft_warn("while waiting for the sends to end: %s", pft_errmsg());
     if (pft_node__outbox_report(nd, rc == PFT_EINTR) > 0)
         return PFT_EXIT_SEND;
+    if (rc == 0)
+        pft_node__dropout_finish(nd, 0); /* a member stays reachable while a declaration may come */
     return rc == PFT_EINTR ? PFT_EXIT_INTERRUPTED : PFT_EXIT_OK;
 }
 

@@ -19,6 +19,7 @@
  *   pft_node_loop.c       the one loop: serve the transport, chores, until a condition holds; yield
  *   pft_node_parts.c      exact statistics as parts (who contributed), merged per group of the plan
  *   pft_node_secagg.c     secure aggregation: the plan, own rows masked, a group's masked sum opened
+ *   pft_node_dropout.c    secure aggregation: a star's members that never deliver, recovered
  *   pft_node_noise.c      the DP noise accumulated in a head's statistics (result.json dp_noise)
  *   pft_node_evidence.c   the shrinkage's evidence: own rows' tallies sent, every contributor's summed
  *   pft_node_sampling.c   method `sampling`: draws from received GMMs ∪ own rows, EM per class
@@ -43,6 +44,7 @@
 #include "pft_gstat.h"
 #include "pft_rng.h"
 #include "pft_secplan.h"
+#include "pft_secmsg.h"
 #include "pft_dataset.h"
 #include "pft_dp.h"
 #include "pft_keys.h"
@@ -253,7 +255,23 @@ struct node {
         uint32_t div;                 /* DP noise divisor D of the plan (0: no DP) */
         double sigma;                 /* DP: σ every opened aggregate carries at least (0: no DP) */
         double share_sd;              /* DP: each member's noise share, σ/√D */
+        int recover;                  /* 1: every member hands off directly to the opener (a star): members
+                                         that never deliver are recovered (docs/SECAGG.md §5) */
     } sec;
+    struct { /* dropout recovery (pft_node_dropout.c): the opener's declaration and reveals, a member's answer */
+        size_t *missing; /* opener: members declared missing (node indices), n_missing of them */
+        size_t n_missing;
+        unsigned char *have;           /* opener: per node index, its reveal is in */
+        uint8_t (*keys)[32];           /* opener: per node index × missing member, the revealed use keys */
+        int *notice;                   /* opener: per node index, the handle of its declaration or done notice
+                                          (-1: none) */
+        int done_sent;                 /* opener: the done notices went out */
+        pft_secmsg_t *asked;           /* member: a declaration accepted, answered in the next chore */
+        double asked_at;               /* member: when it was accepted */
+        int reveal;                    /* member: the handle of its reveal (-1: none) */
+        int told;                      /* member: the opener's done notice arrived */
+        json_t *revealed;              /* member: the ids it revealed its use keys with (result.json) */
+    } drop;
     struct { /* the evaluation set (pft_node_eval.c): its labels; its features are read in blocks */
         int32_t *y;
         int n, d, classes;
@@ -487,6 +505,25 @@ void pft_node__parts_class_var(const node_t *nd, const part_t *p, const char *id
 int pft_node__parts_take_masked(const node_t *nd, parts_t *ps, const size_t *who, int n_who,
                                 const pft_bundle_t *b, const uint64_t *words, const uint64_t *counts,
                                 double bound, const char *from);
+/* ---- pft_node_dropout.c: a star's members that never deliver (docs/SECAGG.md §5) ---- */
+/* After the plan: nd->sec.recover; the opener connects to every member, a member admits the opener's key. */
+int pft_node__dropout_setup(node_t *nd);
+void pft_node__dropout_free(node_t *nd);
+/* An inbound secagg message (pft_secmsg): checked, signature verified, recorded; same contract as the
+ * transport's on_message (0 accepted, or a negative code with reason). */
+int pft_node__dropout_on_message(node_t *nd, const uint8_t *buf, size_t len, char *reason, size_t rlen);
+/* A chore of every loop turn: a member answers an accepted declaration with its reveal. */
+void pft_node__dropout_tick(node_t *nd);
+/* The opener, before it opens: declares the members missing[0..n) (refused unless the plan allows it), waits
+ * for every survivor's reveal and cancels the survivors' masks with the missing members in sum[0..n_words).
+ * 0 or an error code (nothing opened then). */
+int pft_node__dropout_recover(node_t *nd, const size_t *missing, size_t n, uint64_t *sum, size_t n_words);
+/* End of the run: the opener tells every member that delivered it is done (and waits a little for their
+ * acknowledgements); a member that did not fail waits for that notice (or answers a declaration) until its
+ * deadline. */
+void pft_node__dropout_finish(node_t *nd, int failed);
+void pft_node__dropout_json(const node_t *nd, json_t *sec);
+
 /* ---- pft_node_secagg.c: secure aggregation (docs/SECAGG.md) ---- */
 /* With secure_agg = on: checks what masking needs (keys, unit rows, no DP yet), plans the run
  * (pft_secplan) and finds this node's place in it; nothing otherwise. 0 or an error (PFT_ETOPO: a topology

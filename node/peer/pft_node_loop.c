@@ -18,6 +18,7 @@ static void chores(node_t *nd)
     pft_node__endpoint_tick(nd);
     pft_node__outbox_tick(nd);
     pft_node__refusal_tick(nd, 0);
+    pft_node__dropout_tick(nd);
 }
 
 int pft_node__loop_until(node_t *nd, pft_node__cond_fn cond, void *ctx, int timeout_ms)

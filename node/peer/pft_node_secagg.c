@@ -1,6 +1,6 @@
 /* pft_node_secagg: secure aggregation in the peer (docs/SECAGG.md): the plan of who masks and who opens, this
- * node's own statistics masked in fixed point with its group's pairwise masks, and a group's masked sum opened
- * by its opener into exact statistics that the exact method then merges like any clear part. */
+ * node's own statistics masked in fixed point with its group's pairwise masks, and a group's masked sum
+ * opened by its opener into exact statistics that the exact method then merges like any clear part. */
 #include "pft_node_internal.h"
 
 #include "pft_alloc.h"
@@ -31,7 +31,8 @@ static int find_group(node_t *nd)
     if (pft_secplan_group_count(pl) == 0)
         return 0;
     if (pft_secplan_group_count(pl) != 1)
-        return pft_err(PFT_EUNSUPPORTED, "the secure-aggregation plan has %zu groups; this pftnode handles one",
+        return pft_err(PFT_EUNSUPPORTED,
+                       "the secure-aggregation plan has %zu groups; this pftnode handles one",
                        pft_secplan_group_count(pl));
     const pft_secplan_group_t *g = pft_secplan_group(pl, 0);
     nd->sec.opener = pft_topo_node(nd->topo, g->opener)->id;
@@ -53,7 +54,8 @@ static json_t *ids_json(const node_t *nd, const size_t *idx, size_t n)
 /* DP noise paid once (docs/SECAGG.md §7): if a contributor asks for DP, every member of the group must ask
  * for the same (ε, δ), δ explicit (one guarantee for every view), and the opener must have no rows of its own
  * (they would go on without noise). Each member then adds a share N(0, σ²/D) to every masked entry, D the
- * plan's noise divisor, so that every aggregate a node can open holds at least σ² of noise it does not know. */
+ * plan's noise divisor, so that every aggregate a node can open holds at least σ² of noise it does not know.
+ */
 static int dp_setup(node_t *nd)
 {
     const pft_topo_node_t *first = NULL;
@@ -61,7 +63,8 @@ static int dp_setup(node_t *nd)
     for (size_t m = 0; m < nd->sec.n_members; m++)
         any |= pft_topo_node(nd->topo, nd->sec.members[m])->dp_epsilon > 0;
     if (!any)
-        return nd->me->dp_epsilon > 0 ? pft_err(PFT_ETOPO, "secure_agg = true: node '%s' asks for DP but masks "
+        return nd->me->dp_epsilon > 0 ? pft_err(PFT_ETOPO,
+                                                "secure_agg = true: node '%s' asks for DP but masks "
                                                 "nothing (it is in no group: its rows go on in the clear)",
                                                 nd->me->id)
                                       : 0;
@@ -69,23 +72,33 @@ static int dp_setup(node_t *nd)
         const pft_topo_node_t *u = pft_topo_node(nd->topo, nd->sec.members[m]);
         first = first ? first : u;
         if (!(u->dp_epsilon > 0) || u->dp_epsilon != first->dp_epsilon || u->dp_delta != first->dp_delta)
-            return pft_err(PFT_ETOPO, "secure_agg = true with DP: every member of the group must ask for the same "
-                           "(dp_epsilon, dp_delta); '%s' has (%g, %g), '%s' (%g, %g)", first->id,
-                           first->dp_epsilon, first->dp_delta, u->id, u->dp_epsilon, u->dp_delta);
+            return pft_err(PFT_ETOPO,
+                           "secure_agg = true with DP: every member of the group must ask for the same "
+                           "(dp_epsilon, dp_delta); '%s' has (%g, %g), '%s' (%g, %g)",
+                           first->id, first->dp_epsilon, first->dp_delta, u->id, u->dp_epsilon, u->dp_delta);
     }
     if (!(first->dp_delta > 0))
         return pft_err(PFT_ETOPO, "secure_agg = true with DP: set dp_delta explicitly (one delta for every "
-                       "view; the default 1/n would differ per node)");
-    const pft_topo_node_t *op = pft_topo_node(nd->topo, nd->sec.members ? pft_secplan_group(nd->sec.plan, 0)->opener
-                                                                          : 0);
+                                  "view; the default 1/n would differ per node)");
+    const pft_topo_node_t *op =
+        pft_topo_node(nd->topo, nd->sec.members ? pft_secplan_group(nd->sec.plan, 0)->opener : 0);
     if (op->has_data)
-        return pft_err(PFT_ETOPO, "secure_agg = true with DP: the opener '%s' has rows of its own, which would go on "
-                       "without noise after the opening; give it data = false (an aggregator)", op->id);
-    nd->sec.div = (uint32_t)pft_secplan_noise_div(nd->sec.plan);
+        return pft_err(PFT_ETOPO,
+                       "secure_agg = true with DP: the opener '%s' has rows of its own, which would go on "
+                       "without noise after the opening; give it data = false (an aggregator)",
+                       op->id);
+    nd->sec.div =
+        (uint32_t)(nd->run->dp_dropouts ? pft_secplan_share_div(nd->sec.plan, (size_t)nd->run->dp_dropouts)
+                                        : pft_secplan_noise_div(nd->sec.plan));
+    if (nd->sec.div < 1)
+        return pft_err(PFT_ETOPO,
+                       "secure_agg with DP: dp_dropouts = %d leaves fewer than min_contributors = %d "
+                       "noise shares of the %zu members",
+                       nd->run->dp_dropouts, nd->run->min_contributors, nd->sec.n_members);
     nd->sec.sigma = pft_gstat_dp_sigma(first->dp_epsilon, first->dp_delta);
     if (nd->sec.div < 1 || !(nd->sec.sigma > 0))
-        return pft_err(PFT_ETOPO, "secure_agg = true with DP: no noise divisor (%u) or sigma (%g)", nd->sec.div,
-                       nd->sec.sigma);
+        return pft_err(PFT_ETOPO, "secure_agg = true with DP: no noise divisor (%u) or sigma (%g)",
+                       nd->sec.div, nd->sec.sigma);
     nd->sec.share_sd = nd->sec.sigma / sqrt((double)nd->sec.div);
     return 0;
 }
@@ -111,6 +124,8 @@ int pft_node__secagg_setup(node_t *nd)
     nd->sec.info = json_object();
     if (!me || !nd->sec.info)
         return pft_err(PFT_ENOMEM, "out of memory");
+    if ((rc = pft_node__dropout_setup(nd)) != 0)
+        return rc;
     json_object_set_new(nd->sec.info, "min_contributors", json_integer(nd->run->min_contributors));
     json_object_set_new(nd->sec.info, "masks_own", json_boolean(me->mask_group >= 0));
     json_object_set_new(nd->sec.info, "mask_peers", ids_json(nd, me->mask_peers, me->n_mask_peers));
@@ -119,16 +134,17 @@ int pft_node__secagg_setup(node_t *nd)
     json_object_set_new(nd->sec.info, "view", ids_json(nd, me->view, me->n_view));
     json_object_set_new(nd->sec.info, "label", nd->sec.opener ? json_string(nd->sec.label) : json_null());
     json_object_set_new(nd->sec.info, "dp",
-                        nd->sec.div ? json_pack("{s:f,s:f,s:f,s:i,s:f}", "epsilon",
-                                                pft_topo_node(nd->topo, nd->sec.members[0])->dp_epsilon, "delta",
-                                                pft_topo_node(nd->topo, nd->sec.members[0])->dp_delta, "sigma",
-                                                nd->sec.sigma, "noise_div", (int)nd->sec.div, "share_sd",
-                                                nd->sec.share_sd)
-                                    : json_null());
+                        nd->sec.div
+                            ? json_pack("{s:f,s:f,s:f,s:i,s:f,s:i}", "epsilon",
+                                        pft_topo_node(nd->topo, nd->sec.members[0])->dp_epsilon, "delta",
+                                        pft_topo_node(nd->topo, nd->sec.members[0])->dp_delta, "sigma",
+                                        nd->sec.sigma, "noise_div", (int)nd->sec.div, "share_sd",
+                                        nd->sec.share_sd, "dp_dropouts", nd->run->dp_dropouts)
+                            : json_null());
     pft_info("secure aggregation: %s%s%s; the head sees %zu contributor(s)",
              me->mask_group >= 0 ? "masks its rows for " : "adds its rows in the clear",
-             me->mask_group >= 0 ? nd->sec.opener : "",
-             me->opens >= 0 ? ", opens the group's sum" : "", me->n_view);
+             me->mask_group >= 0 ? nd->sec.opener : "", me->opens >= 0 ? ", opens the group's sum" : "",
+             me->n_view);
     return 0;
 }
 
@@ -164,7 +180,8 @@ static int release_matrix(const node_t *nd, const pft_gstat_t *st, double *r)
     size_t dd = (size_t)d * d;
     double *c = pft_alloc_array(dd, sizeof *c), *u = pft_alloc_array((size_t)d * (q + 1), sizeof *u),
            *psi = pft_alloc_array((size_t)d, sizeof *psi);
-    int rc = c && u && psi ? 0 : pft_err(PFT_ENOMEM, "out of memory for the release of a %d×%d scatter", d, d);
+    int rc =
+        c && u && psi ? 0 : pft_err(PFT_ENOMEM, "out of memory for the release of a %d×%d scatter", d, d);
     const double *w = pft_gstat_tied_scatter(st);
     for (size_t i = 0; rc == 0 && i < dd; i++)
         c[i] = N ? w[i] / (double)N : 0.0;
@@ -245,9 +262,10 @@ static int masked_values_dp(node_t *nd, double *v)
     json_object_set_new(nd->dp.info, "release",
                         json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:f,s:i,s:i}", "kind", "tied", "form",
                                   "secure aggregation share (sums and second moment)", "rows",
-                                  (json_int_t)pft_dataset_n(nd->train), "epsilon", nd->me->dp_epsilon, "delta",
-                                  nd->dp.delta_max, "sigma_share", nd->sec.share_sd, "sigma_opened", nd->sec.sigma,
-                                  "noise_div", (int)nd->sec.div, "clipped_rows", raw->clipped));
+                                  (json_int_t)pft_dataset_n(nd->train), "epsilon", nd->me->dp_epsilon,
+                                  "delta", nd->dp.delta_max, "sigma_share", nd->sec.share_sd, "sigma_opened",
+                                  nd->sec.sigma, "noise_div", (int)nd->sec.div, "clipped_rows",
+                                  raw->clipped));
     pft_gstat_dp_raw_destroy(&raw);
     return 0;
 }
@@ -286,9 +304,11 @@ int pft_node__secagg_take_own(node_t *nd, parts_t *ps, const pft_gstat_t *st)
     return rc == 1 ? 0 : rc;
 }
 
-/* 0 if the masked parts taken are exactly the group's members, each once (the opener can remove exactly
- * their masks); else PFT_EINVAL naming the first difference. */
-static int check_members(const node_t *nd, const parts_t *ps)
+/* 0 if the masked parts taken are members of the group, each once; the members absent from them into
+ * missing[0..*n_missing) and the present ones into present[0..*n_present) (node indices). Else PFT_EINVAL
+ * naming the first stranger. */
+static int check_members(const node_t *nd, const parts_t *ps, size_t *missing, size_t *n_missing,
+                         size_t *present, size_t *n_present)
 {
     unsigned char *in = pft_calloc(ps->n_nodes, 1);
     if (!in)
@@ -297,16 +317,19 @@ static int check_members(const node_t *nd, const parts_t *ps)
     for (int i = 0; i < ps->n; i++)
         for (int w = 0; ps->p[i].masked && !ps->p[i].merged && w < ps->p[i].n_who; w++)
             in[ps->p[i].who[w]] = 1;
-    for (size_t m = 0; rc == 0 && m < nd->sec.n_members; m++) {
-        if (!in[nd->sec.members[m]])
-            rc = pft_err(PFT_EINVAL, "secure aggregation: the masked sum lacks member '%s' of the group: its "
-                         "masks cannot be removed (it never arrived?)", pft_topo_node(nd->topo,
-                         nd->sec.members[m])->id);
-        in[nd->sec.members[m]] = 0;
+    *n_missing = *n_present = 0;
+    for (size_t m = 0; m < nd->sec.n_members; m++) {
+        size_t v = nd->sec.members[m];
+        if (in[v])
+            present[(*n_present)++] = v;
+        else
+            missing[(*n_missing)++] = v;
+        in[v] = 0;
     }
     for (size_t v = 0; rc == 0 && v < ps->n_nodes; v++)
         if (in[v])
-            rc = pft_err(PFT_EINVAL, "secure aggregation: a masked part counts '%s', not a member of the group",
+            rc = pft_err(PFT_EINVAL,
+                         "secure aggregation: a masked part counts '%s', not a member of the group",
                          pft_topo_node(nd->topo, v)->id);
     pft_free(in);
     return rc;
@@ -325,9 +348,11 @@ static int check_holders(const node_t *nd, const parts_t *ps)
                                 : nd->own_counts[c] > 0;
         }
         if (holders > 0 && holders < nd->run->min_contributors)
-            return pft_err(PFT_EINVAL, "secure aggregation: class %d is held by %d member(s) of the group, fewer "
+            return pft_err(PFT_EINVAL,
+                           "secure aggregation: class %d is held by %d member(s) of the group, fewer "
                            "than min_contributors = %d: opening would show their class sum, so the sum stays "
-                           "masked (docs/SECAGG.md §4.4)", c, holders, nd->run->min_contributors);
+                           "masked (docs/SECAGG.md §4.4)",
+                           c, holders, nd->run->min_contributors);
     }
     return 0;
 }
@@ -368,7 +393,8 @@ static int opened_stats(const node_t *nd, const double *v, const uint64_t *count
 
 /* DP: statistics from the opened noisy values v (class sums, then S2's lower triangle; counts public) by
  * pft_gstat_dp's post-processing: means s/n, W = S2 − Σ n μ μᵀ projected onto the PSD cone. */
-static int opened_stats_dp(const node_t *nd, const double *v, const uint64_t *counts, pft_gstat_t **out)
+static int opened_stats_dp(const node_t *nd, const double *v, const uint64_t *counts, size_t n_present,
+                           pft_gstat_t **out)
 {
     int d = pft_dataset_d(nd->train), K = nd->n_classes, m = 0;
     size_t o = (size_t)K * d;
@@ -393,8 +419,9 @@ static int opened_stats_dp(const node_t *nd, const double *v, const uint64_t *co
     if (rc == 0 && (rc = pft_gstat_dp_finish(&raw, out, &floored)) != 0)
         rc = pft_err_wrap(rc, "secure aggregation: post-processing the opened noisy statistics");
     if (rc == 0)
-        pft_info("secure aggregation: opened noisy statistics (sigma %.4g per entry), %d eigenvalue(s) clamped",
-                 nd->sec.sigma * sqrt((double)nd->sec.n_members / nd->sec.div), floored);
+        pft_info(
+            "secure aggregation: opened noisy statistics (sigma %.4g per entry), %d eigenvalue(s) clamped",
+            nd->sec.sigma * sqrt((double)n_present / nd->sec.div), floored);
     pft_free(raw.labels);
     pft_free(raw.counts);
     pft_free(raw.sums);
@@ -419,20 +446,42 @@ static double group_limit(const node_t *nd, const parts_t *ps)
     return lim;
 }
 
+/* Removes the present members' masks from sum (after cancelling the survivors' masks with missing ones) and
+ * decodes it into v with the bound lim. */
+static int unmask(node_t *nd, uint64_t *sum, size_t n_words, const size_t *missing, size_t n_missing,
+                  const size_t *present, size_t n_present, double lim, double *v)
+{
+    int rc = n_missing ? pft_node__dropout_recover(nd, missing, n_missing, sum, n_words) : 0;
+    pft_pubkey_t *peers = keys_of(nd, present, n_present);
+    if (rc == 0 && !peers)
+        rc = pft_err(PFT_ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = pft_mask_remove(nd->hand.kp, nd->run->run, peers, n_present, (const uint8_t *)nd->sec.label,
+                             strlen(nd->sec.label), sum, n_words);
+    if (rc == 0 && (rc = pft_fixed_decode(sum, n_words, lim, v)) != 0)
+        rc =
+            pft_err_wrap(rc, "secure aggregation: the group's sum does not open (a mask did not cancel, or a "
+                             "part was forged)");
+    pft_free(peers);
+    return rc;
+}
+
 int pft_node__secagg_open(node_t *nd, parts_t *ps)
 {
     if (!nd->sec.plan || nd->sec.me->opens < 0)
         return 0;
-    int K = nd->n_classes, rc = check_members(nd, ps);
+    size_t n_missing = 0, n_present = 0, *missing = pft_alloc_array(nd->sec.n_members + 1, sizeof *missing),
+           *present = pft_alloc_array(nd->sec.n_members + 1, sizeof *present);
+    int K = nd->n_classes, rc = missing && present ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    if (rc == 0)
+        rc = check_members(nd, ps, missing, &n_missing, present, &n_present);
     if (rc == 0)
         rc = check_holders(nd, ps);
-    if (rc != 0)
-        return rc;
     long g0 = -1;
     uint64_t *sum = pft_calloc(ps->n_words, sizeof *sum), *counts = pft_calloc((size_t)K + 1, sizeof *counts);
     double *v = pft_alloc_array(ps->n_words, sizeof *v), lim = group_limit(nd, ps);
-    pft_pubkey_t *peers = keys_of(nd, nd->sec.members, nd->sec.n_members);
-    rc = sum && counts && v && peers ? 0 : pft_err(PFT_ENOMEM, "out of memory to open the masked sum");
+    if (rc == 0 && !(sum && counts && v))
+        rc = pft_err(PFT_ENOMEM, "out of memory to open the masked sum");
     for (size_t g = 0; rc == 0 && g < ps->n_nodes; g++) {
         if (!ps->mw[g])
             continue;
@@ -443,14 +492,10 @@ int pft_node__secagg_open(node_t *nd, parts_t *ps)
         PFT_FREE(ps->mw[g]);
     }
     if (rc == 0)
-        rc = pft_mask_remove(nd->hand.kp, nd->run->run, peers, nd->sec.n_members,
-                             (const uint8_t *)nd->sec.label, strlen(nd->sec.label), sum, ps->n_words);
-    if (rc == 0 && (rc = pft_fixed_decode(sum, ps->n_words, lim, v)) != 0)
-        rc = pft_err_wrap(rc, "secure aggregation: the group's sum does not open (a mask did not cancel, or a "
-                          "part was forged)");
+        rc = unmask(nd, sum, ps->n_words, missing, n_missing, present, n_present, lim, v);
     pft_gstat_t *st = NULL;
     if (rc == 0)
-        rc = nd->sec.div ? opened_stats_dp(nd, v, counts, &st) : opened_stats(nd, v, counts, &st);
+        rc = nd->sec.div ? opened_stats_dp(nd, v, counts, n_present, &st) : opened_stats(nd, v, counts, &st);
     if (rc == 0 && g0 >= 0)
         rc = ps->acc[g0] ? pft_gstat_merge(ps->acc[g0], st) : (ps->acc[g0] = st, st = NULL, 0);
     for (int i = 0; rc == 0 && i < ps->n; i++)
@@ -460,18 +505,19 @@ int pft_node__secagg_open(node_t *nd, parts_t *ps)
             ps->p[i].exact_rows = 0;
         }
     if (rc == 0) {
-        json_object_set_new(nd->sec.info, "opened_rows", json_integer((json_int_t)pft_gstat_total(ps->acc[g0])));
-        json_object_set_new(nd->sec.info, "opened_sigma",
-                            nd->sec.div ? json_real(nd->sec.sigma * sqrt((double)nd->sec.n_members / nd->sec.div))
-                                        : json_null());
-        pft_info("secure aggregation: opened the sum of %zu member(s), %llu rows", nd->sec.n_members,
+        double sd = nd->sec.div ? nd->sec.sigma * sqrt((double)n_present / nd->sec.div) : 0;
+        json_object_set_new(nd->sec.info, "opened_rows",
+                            json_integer((json_int_t)pft_gstat_total(ps->acc[g0])));
+        json_object_set_new(nd->sec.info, "opened_sigma", nd->sec.div ? json_real(sd) : json_null());
+        pft_info("secure aggregation: opened the sum of %zu member(s), %llu rows", n_present,
                  (unsigned long long)pft_gstat_total(ps->acc[g0]));
     }
     pft_gstat_destroy(&st);
     pft_free(sum);
     pft_free(counts);
     pft_free(v);
-    pft_free(peers);
+    pft_free(missing);
+    pft_free(present);
     return rc;
 }
 
@@ -492,14 +538,17 @@ int pft_node__secagg_check_view(node_t *nd, const parts_t *ps)
     int rc = 0;
     for (size_t v = 0; rc == 0 && v < ps->n_nodes; v++)
         if (in[v])
-            rc = pft_err(PFT_EINVAL, "secure aggregation: this node would train on statistics of '%s' in the "
-                         "clear, outside its view in the plan", pft_topo_node(nd->topo, v)->id);
+            rc = pft_err(PFT_EINVAL,
+                         "secure aggregation: this node would train on statistics of '%s' in the "
+                         "clear, outside its view in the plan",
+                         pft_topo_node(nd->topo, v)->id);
     pft_free(in);
     return rc;
 }
 
 void pft_node__secagg_json(const node_t *nd, json_t *res)
 {
+    pft_node__dropout_json(nd, nd->sec.info);
     if (nd->sec.info)
         json_object_set(res, "secure_agg", nd->sec.info);
 }

@@ -8,6 +8,7 @@
 
 #include "pft_alloc.h"
 #include "pft_bundle.h"
+#include "pft_secmsg.h"
 #include "pft_gstat.h"
 #include "pft_error.h"
 #include "pft_gmm.h"
@@ -221,6 +222,30 @@ static void check_decoded(const uint8_t *data, size_t size, const pft_bundle_t *
     pft_free(msg2);
 }
 
+/* The same bytes as a secure-aggregation control message (WIRE.md §2.3): a decoded one is never also a bundle,
+ * passes its own checks again (re-encodes) and is recognised by pft_secmsg_is; a failure leaves a message. */
+static void check_secmsg(const uint8_t *data, size_t size)
+{
+    pft_secmsg_t *m = NULL;
+    int rc = pft_secmsg_decode(data, size, &m);
+    if (rc != 0) {
+        if (rc > 0 || m != NULL || pft_errmsg()[0] == '\0')
+            FAIL("secmsg decode failed with rc %d, out %p, message \"%s\"", rc, (void *)m, pft_errmsg());
+        return;
+    }
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (!pft_secmsg_is(data, size))
+        FAIL("a decoded secagg message is not recognised as one");
+    if (pft_secmsg_encode(m, NULL, &buf, &len) != 0)
+        FAIL("a decoded secagg message does not encode again: %s", pft_errmsg());
+    pft_bundle_t *b = NULL;
+    if (pft_bundle_decode(data, size, NULL, &b) == 0)
+        FAIL("bytes that decode as a secagg message decode as a bundle too");
+    pft_free(buf);
+    pft_secmsg_destroy(&m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     pft_envelope_t env;
@@ -228,6 +253,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (erc == 0 && (env.payload < data || env.payload + env.payload_len > data + size ||
                      (env.sig && (env.sig < data || env.sig + env.sig_len > data + size))))
         FAIL("envelope pointers outside the message");
+    check_secmsg(data, size);
     pft_bundle_t *o = NULL;
     int rc = pft_bundle_decode(data, size, NULL, &o);
     if (rc != 0) {

@@ -1,0 +1,566 @@
+/* pft_node_dropout: a star's members that never deliver (docs/SECAGG.md §5). At its deadline the opener
+ * declares the missing members to the survivors (a signed MISSING message); each survivor checks the
+ * declaration against the plan and reveals its use keys with the missing members for the group's label (a
+ * signed REVEAL, 32 bytes per pair); the opener cancels the survivors' masks with them and opens the sum of
+ * the survivors. The missing members' late bundles are refused from the declaration on (the inbox records the
+ * hand-off as gone on without, durably, before anything is declared). The opener ends with a DONE notice to
+ * the members that delivered, who wait for it: they must stay reachable while a declaration may come. */
+#include "pft_node_internal.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_fsio.h"
+#include "pft_log.h"
+#include "pft_mask.h"
+
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NOTICE_WAIT_S 30.0 /* the opener's wait for acknowledgements of its done notices, at most */
+#define REVEAL_LATE_S 20.0 /* tests (PFT_TEST_REVEAL_LATE=<id>): how long that member holds its reveal back */
+
+/* Writes the reason of a refusal and returns its code. */
+static int refuse(char *reason, size_t rlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int refuse(char *reason, size_t rlen, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, rlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static int is_member(const node_t *nd, size_t v)
+{
+    for (size_t m = 0; m < nd->sec.n_members; m++)
+        if (nd->sec.members[m] == v)
+            return 1;
+    return 0;
+}
+
+static int am_opener(const node_t *nd)
+{
+    return nd->sec.plan && nd->sec.me->opens >= 0;
+}
+
+static int am_member(const node_t *nd)
+{
+    return nd->sec.plan && nd->sec.me->mask_group >= 0;
+}
+
+/* out/secagg/<name>: where the opener keeps the reveals it accepted and a member the declaration it answered.
+ */
+static char *record_path(const node_t *nd, const char *name)
+{
+    char rel[PFT_BUNDLE_MAX_NAME + 32];
+    snprintf(rel, sizeof rel, "secagg/%s", name);
+    return pft_fsio_join(nd->args->out_dir, rel);
+}
+
+static void load_record(node_t *nd, const char *name);
+
+int pft_node__dropout_setup(node_t *nd)
+{
+    nd->drop.reveal = -1;
+    if (!nd->sec.plan || !nd->sec.opener)
+        return 0;
+    const pft_topo_node_t *op = pft_topo_find(nd->topo, nd->sec.opener);
+    nd->sec.recover = 1;
+    for (size_t m = 0; m < nd->sec.n_members; m++)
+        nd->sec.recover &= pft_topo_edge_find(nd->topo, nd->sec.members[m], op->index) != NULL;
+    if (nd->run->dp_dropouts > 0 && !nd->sec.recover)
+        return pft_err(PFT_ETOPO,
+                       "secure_agg with dp_dropouts = %d: dropout recovery is planned for stars only "
+                       "(every member handing off to the opener '%s')",
+                       nd->run->dp_dropouts, op->id);
+    if (!nd->sec.recover || !(am_opener(nd) || am_member(nd)))
+        return 0;
+    char *dir = pft_fsio_join(nd->args->out_dir, "secagg");
+    int rc = dir ? pft_fsio_mkdirs(dir) : pft_err(PFT_ENOMEM, "out of memory");
+    pft_free(dir);
+    if (rc)
+        return pft_err_wrap(rc, "creating out/secagg");
+    uint8_t curve[PFT_KEY_CURVE_LEN];
+    if (am_member(nd)) { /* the opener will talk back: a declaration, a done notice */
+        pft_pubkey_curve(&nd->hand.keys[op->index], curve);
+        rc = pft_transport_allow_key(nd->hand.tp, curve, op->id);
+        if (rc)
+            return pft_err_wrap(rc, "allowing the opener %s's key", op->id);
+        load_record(nd, "declaration"); /* an earlier run of this node accepted them */
+        load_record(nd, "done");
+        return 0;
+    }
+    size_t n = pft_topo_node_count(nd->topo);
+    nd->drop.have = pft_calloc(n, 1);
+    nd->drop.notice = pft_alloc_array(n, sizeof *nd->drop.notice);
+    if (!nd->drop.have || !nd->drop.notice)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t v = 0; v < n; v++)
+        nd->drop.notice[v] = -1;
+    for (size_t m = 0; m < nd->sec.n_members; m++) {
+        const pft_topo_node_t *u = pft_topo_node(nd->topo, nd->sec.members[m]);
+        pft_pubkey_curve(&nd->hand.keys[u->index], curve);
+        rc = pft_node__endpoint_add_peer(nd, u, curve);
+        if (rc && rc != PFT_EINVAL)
+            return pft_err_wrap(rc, "connecting to member %s at %s (to declare dropouts)", u->id,
+                                u->endpoint);
+    }
+    return 0;
+}
+
+void pft_node__dropout_free(node_t *nd)
+{
+    PFT_FREE(nd->drop.missing);
+    PFT_FREE(nd->drop.have);
+    PFT_FREE(nd->drop.notice);
+    PFT_FREE(nd->drop.keys);
+    pft_secmsg_destroy(&nd->drop.asked);
+    json_decref(nd->drop.revealed);
+    nd->drop.revealed = NULL;
+}
+
+/* ---------- messages ---------- */
+
+/* Signs and queues m to node id `to`; the transport handle or an error code. */
+static int send_msg(node_t *nd, const pft_secmsg_t *m, const char *to)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = pft_secmsg_encode(m, nd->hand.kp, &buf, &len);
+    if (rc == 0) {
+        int64_t dl = pft_transport_now_ms() + (int64_t)(nd->run->send_deadline * 1000);
+        rc = pft_transport_send(nd->hand.tp, to, buf, len, NULL, dl);
+    }
+    pft_free(buf);
+    return rc < 0 ? pft_err_wrap(rc, "sending a secagg %s message to %s", pft_secmsg_kind_name(m->kind), to)
+                  : rc;
+}
+
+static pft_secmsg_t header(const node_t *nd, pft_secmsg_kind_t kind)
+{
+    pft_secmsg_t m = {.kind = kind};
+    snprintf(m.run, sizeof m.run, "%s", nd->run->run);
+    snprintf(m.label, sizeof m.label, "%s", nd->sec.label);
+    snprintf(m.sender, sizeof m.sender, "%s", nd->me->id);
+    return m;
+}
+
+/* Node ids of idx[0..n), sorted bytewise as the wire wants (a new array of borrowed strings). */
+static const char **sorted_ids(const node_t *nd, const size_t *idx, size_t n)
+{
+    const char **ids = pft_alloc_array(n + 1, sizeof *ids);
+    for (size_t i = 0; ids && i < n; i++) {
+        const char *id = pft_topo_node(nd->topo, idx[i])->id;
+        size_t j = i;
+        for (; j > 0 && strcmp(ids[j - 1], id) > 0; j--)
+            ids[j] = ids[j - 1];
+        ids[j] = id;
+    }
+    return ids;
+}
+
+/* ---------- inbound ---------- */
+
+/* 0 if the declaration m (from the opener, signature checked) names exactly the group's members, this node
+ * among the survivors, and a dropout the plan allows; else PFT_EREJECT with the reason. */
+static int check_declaration(node_t *nd, const pft_secmsg_t *m, char *reason, size_t rlen)
+{
+    size_t *missing = pft_alloc_array(m->n_ids + 1, sizeof *missing);
+    int me_in = 0, rc = missing ? 0 : PFT_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < m->n_ids; i++) {
+        const pft_topo_node_t *u = pft_topo_find(nd->topo, m->ids[i]);
+        if (!u || !is_member(nd, u->index))
+            rc = refuse(reason, rlen, PFT_EREJECT, "declares '%s' missing, not a member of the group",
+                        m->ids[i]);
+        else
+            missing[i] = u->index;
+    }
+    for (size_t i = 0; rc == 0 && i < m->n_survivors; i++) {
+        const pft_topo_node_t *u = pft_topo_find(nd->topo, m->survivors[i]);
+        me_in |= u && u->index == nd->my_index;
+        if (!u || !is_member(nd, u->index))
+            rc = refuse(reason, rlen, PFT_EREJECT, "names '%s' a survivor, not a member", m->survivors[i]);
+    }
+    if (rc == 0 && (!me_in || m->n_ids + m->n_survivors != nd->sec.n_members))
+        rc = refuse(reason, rlen, PFT_EREJECT,
+                    "the declaration does not split the group's %zu members into missing and "
+                    "survivors with this node a survivor",
+                    nd->sec.n_members);
+    if (rc == 0 && pft_secplan_dropout_ok(nd->sec.plan, nd->topo, 0, missing, m->n_ids, nd->sec.div > 0,
+                                          (size_t)nd->run->dp_dropouts) != 0)
+        rc = refuse(reason, rlen, PFT_EREJECT, "the plan refuses the dropout: %s", pft_errmsg());
+    pft_free(missing);
+    return rc;
+}
+
+/* The declaration this node answered before (out/secagg/answered: the missing ids, one per line), or "" */
+static void answered_before(const node_t *nd, char *buf, size_t cap)
+{
+    char *path = record_path(nd, "answered");
+    uint8_t *text = NULL;
+    size_t len = 0;
+    buf[0] = '\0';
+    if (path && pft_fsio_exists(path) && pft_fsio_read(path, cap - 1, &text, &len) == 0)
+        snprintf(buf, cap, "%.*s", (int)len, (const char *)text);
+    pft_free(text);
+    pft_free(path);
+}
+
+static void joined_ids(const pft_secmsg_t *m, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < m->n_ids && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s\n", m->ids[i]);
+}
+
+/* A member: a declaration or the done notice from its opener. */
+static int member_takes(node_t *nd, pft_secmsg_t **mp, const uint8_t *buf, size_t len, char *reason,
+                        size_t rlen)
+{
+    pft_secmsg_t *m = *mp;
+    char *path = record_path(nd, m->kind == PFT_SECMSG_DONE ? "done" : "declaration");
+    if (m->kind == PFT_SECMSG_DONE) {
+        if (!nd->drop.told)
+            pft_info("secure aggregation: the opener %s is done with the group", m->sender);
+        nd->drop.told = 1;
+        if (path && pft_fsio_write_atomic(path, buf, len) != 0)
+            pft_warn("recording the done notice: %s", pft_errmsg()); /* a restart waits for another */
+        pft_free(path);
+        return 0;
+    }
+    pft_free(path);
+    if (m->kind != PFT_SECMSG_MISSING)
+        return refuse(reason, rlen, PFT_EREJECT, "a member takes declarations and done notices only");
+    path = record_path(nd, "declaration");
+    int rc = check_declaration(nd, m, reason, rlen);
+    char before[8192], now[8192];
+    answered_before(nd, before, sizeof before);
+    joined_ids(m, now, sizeof now);
+    if (rc == 0 && before[0] && strcmp(before, now) != 0)
+        rc = refuse(reason, rlen, PFT_EREJECT,
+                    "this node revealed its keys for another declaration before (out/secagg/"
+                    "answered): it answers one declaration per run");
+    if (rc == 0 && (!path || pft_fsio_write_atomic(path, buf, len) != 0)) /* a restart answers it too */
+        rc = refuse(reason, rlen, PFT_EIO, "cannot record the declaration: %s", pft_errmsg());
+    pft_free(path);
+    if (rc == 0 && !nd->drop.asked) {
+        nd->drop.asked = m; /* answered in the next chore (not from inside the transport's callback) */
+        nd->drop.asked_at = pft_fsio_now();
+        *mp = NULL;
+    }
+    return rc;
+}
+
+/* The opener: a survivor's reveal, kept durably (out/secagg/reveal-<id>) before it is acknowledged. */
+static int opener_takes(node_t *nd, pft_secmsg_t *m, const uint8_t *buf, size_t len, size_t v, char *reason,
+                        size_t rlen)
+{
+    if (m->kind != PFT_SECMSG_REVEAL)
+        return refuse(reason, rlen, PFT_EREJECT, "the opener takes reveals only");
+    if (!nd->drop.missing || !is_member(nd, v))
+        return refuse(reason, rlen, PFT_EREJECT, "a reveal before any declaration, or from a non-member");
+    const char **want = sorted_ids(nd, nd->drop.missing, nd->drop.n_missing);
+    int same = want && m->n_ids == nd->drop.n_missing;
+    for (size_t i = 0; same && i < m->n_ids; i++)
+        same = strcmp(m->ids[i], want[i]) == 0;
+    pft_free(want);
+    if (!same)
+        return refuse(reason, rlen, PFT_EREJECT, "the reveal's members are not the ones declared missing");
+    for (size_t v2 = 0; v2 < nd->drop.n_missing; v2++)
+        if (nd->drop.missing[v2] == v)
+            return refuse(reason, rlen, PFT_EREJECT, "a reveal from a member declared missing");
+    char name[PFT_BUNDLE_MAX_NAME + 16];
+    snprintf(name, sizeof name, "reveal-%s", m->sender);
+    char *path = record_path(nd, name);
+    int rc = path ? pft_fsio_write_atomic(path, buf, len) : PFT_ENOMEM;
+    pft_free(path);
+    if (rc)
+        return refuse(reason, rlen, PFT_EIO, "cannot store the reveal: %s", pft_errmsg());
+    for (size_t i = 0; i < m->n_ids; i++) { /* ids sorted; keys in that order, stored by missing index */
+        const pft_topo_node_t *x = pft_topo_find(nd->topo, m->ids[i]);
+        for (size_t j = 0; j < nd->drop.n_missing; j++)
+            if (nd->drop.missing[j] == x->index)
+                memcpy(nd->drop.keys[v * nd->drop.n_missing + j], m->keys[i], 32);
+    }
+    nd->drop.have[v] = 1;
+    pft_info("secure aggregation: %s revealed its use keys with %zu missing member(s)", m->sender, m->n_ids);
+    return 0;
+}
+
+int pft_node__dropout_on_message(node_t *nd, const uint8_t *buf, size_t len, char *reason, size_t rlen)
+{
+    pft_secmsg_t *m = NULL;
+    if (!nd->sec.plan || !nd->sec.recover)
+        return refuse(reason, rlen, PFT_EREJECT,
+                      "a secagg message, but this node recovers no dropouts (secure_agg off or not "
+                      "a star)");
+    if (pft_secmsg_decode(buf, len, &m) != 0)
+        return refuse(reason, rlen, PFT_EFORMAT, "%s", pft_errmsg());
+    const pft_topo_node_t *from = pft_topo_find(nd->topo, m->sender);
+    int rc = 0;
+    if (strcmp(m->run, nd->run->run) != 0 || strcmp(m->label, nd->sec.label) != 0)
+        rc = refuse(reason, rlen, PFT_EREJECT,
+                    "secagg %s from '%s': run '%s' or label '%s' is not this run's group's",
+                    pft_secmsg_kind_name(m->kind), m->sender, m->run, m->label);
+    else if (!from || pft_keys_verify_message(&nd->hand.keys[from->index], buf, len, NULL) != 0)
+        rc = refuse(reason, rlen, PFT_EAUTH, "secagg %s: the signature of '%s' does not verify",
+                    pft_secmsg_kind_name(m->kind), m->sender);
+    else if (am_member(nd) && strcmp(m->sender, nd->sec.opener) == 0)
+        rc = member_takes(nd, &m, buf, len, reason, rlen);
+    else if (am_opener(nd))
+        rc = opener_takes(nd, m, buf, len, from->index, reason, rlen);
+    else
+        rc = refuse(reason, rlen, PFT_EREJECT, "secagg %s from '%s': not expected by this node",
+                    pft_secmsg_kind_name(m->kind), m->sender);
+    pft_secmsg_destroy(&m);
+    return rc;
+}
+
+/* Takes out/secagg/<name> again as if it had just arrived (checked again). */
+static void load_record(node_t *nd, const char *name)
+{
+    char *path = record_path(nd, name), reason[512];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (path && pft_fsio_exists(path) && pft_fsio_read(path, 1 << 20, &buf, &len) == 0 &&
+        pft_node__dropout_on_message(nd, buf, len, reason, sizeof reason) != 0)
+        pft_warn("%s: not used: %s", path, reason);
+    pft_free(buf);
+    pft_free(path);
+}
+
+/* ---------- a member answers ---------- */
+
+void pft_node__dropout_tick(node_t *nd)
+{
+    pft_secmsg_t *m = nd->drop.asked;
+    if (!m || nd->drop.reveal >= 0)
+        return;
+    if (pft_node__test_hook(nd, "PFT_TEST_REVEAL_LATE") && pft_fsio_now() < nd->drop.asked_at + REVEAL_LATE_S)
+        return; /* tests: the opener waits, a late bundle can knock meanwhile */
+    pft_node__crash_point("before-reveal");
+    char ids[8192];
+    joined_ids(m, ids, sizeof ids);
+    char *path = record_path(nd, "answered");
+    int rc = path ? pft_fsio_write_atomic(path, ids, strlen(ids)) : PFT_ENOMEM; /* before any key leaves */
+    pft_free(path);
+    uint8_t(*keys)[32] = pft_alloc_array(m->n_ids, sizeof *keys);
+    rc = rc ? rc : keys ? 0 : PFT_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < m->n_ids; i++) {
+        const pft_topo_node_t *x = pft_topo_find(nd->topo, m->ids[i]);
+        rc = pft_mask_use_key(nd->hand.kp, nd->run->run, &nd->hand.keys[x->index],
+                              (const uint8_t *)nd->sec.label, strlen(nd->sec.label), keys[i]);
+    }
+    pft_secmsg_t r = header(nd, PFT_SECMSG_REVEAL);
+    r.n_ids = m->n_ids;
+    r.ids = m->ids;
+    r.keys = (const uint8_t(*)[32])keys;
+    int h = rc == 0 ? send_msg(nd, &r, nd->sec.opener) : rc;
+    if (keys)
+        sodium_memzero(keys, m->n_ids * sizeof *keys);
+    pft_free(keys);
+    if (h < 0) { /* answered nothing: the opener stays unable to open, which is safe */
+        pft_error("secure aggregation: answering %s's declaration: %s", nd->sec.opener, pft_errmsg());
+        pft_secmsg_destroy(&nd->drop.asked);
+        return;
+    }
+    nd->drop.reveal = h;
+    nd->drop.revealed = json_array();
+    for (size_t i = 0; nd->drop.revealed && i < m->n_ids; i++)
+        json_array_append_new(nd->drop.revealed, json_string(m->ids[i]));
+    pft_warn(
+        "secure aggregation: %s declared %zu member(s) missing (e.g. %s): revealed this node's use keys with "
+        "them for '%s'",
+        nd->sec.opener, m->n_ids, m->ids[0], nd->sec.label);
+}
+
+/* ---------- the opener recovers ---------- */
+
+/* Takes the reveals an earlier run of this opener accepted (out/secagg/reveal-<id>), checked again. */
+static void load_reveals(node_t *nd)
+{
+    for (size_t m = 0; m < nd->sec.n_members; m++) {
+        const pft_topo_node_t *u = pft_topo_node(nd->topo, nd->sec.members[m]);
+        char name[PFT_BUNDLE_MAX_NAME + 16];
+        snprintf(name, sizeof name, "reveal-%s", u->id);
+        load_record(nd, name);
+    }
+}
+
+/* The loop's condition while the opener waits for reveals: 1 when every survivor's is in; an error when a
+ * survivor refused the declaration or never took it, or past the time in ctx. */
+static int reveals_in(node_t *nd, void *ctx)
+{
+    int all = 1;
+    for (size_t m = 0; m < nd->sec.n_members; m++) {
+        size_t v = nd->sec.members[m];
+        int missing = 0;
+        for (size_t j = 0; j < nd->drop.n_missing; j++)
+            missing |= nd->drop.missing[j] == v;
+        if (missing || nd->drop.have[v])
+            continue;
+        all = 0;
+        const char *why = NULL;
+        int st = nd->drop.notice[v] >= 0
+                     ? pft_transport_send_state(nd->hand.tp, nd->drop.notice[v], NULL, &why)
+                     : PFT_SEND_FAILED;
+        if (st == PFT_SEND_REJECTED || st == PFT_SEND_FAILED)
+            return pft_err(PFT_EREJECT,
+                           "secure aggregation: survivor %s %s the declaration (%s): the sum stays "
+                           "masked",
+                           pft_topo_node(nd->topo, v)->id, st == PFT_SEND_REJECTED ? "refused" : "never took",
+                           why && why[0] ? why : "no reason");
+        if (pft_fsio_now() > *(const double *)ctx)
+            return pft_err(PFT_ETIMEOUT,
+                           "secure aggregation: survivor %s took the declaration but revealed "
+                           "nothing within send_deadline: the sum stays masked",
+                           pft_topo_node(nd->topo, v)->id);
+    }
+    return all;
+}
+
+/* Sends the declaration of nd->drop.missing to every survivor whose reveal is not in yet. */
+static int declare(node_t *nd)
+{
+    size_t n = nd->drop.n_missing, ns = 0;
+    size_t *surv = pft_alloc_array(nd->sec.n_members, sizeof *surv);
+    if (!surv)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t m = 0; m < nd->sec.n_members; m++) {
+        int missing = 0;
+        for (size_t j = 0; j < n; j++)
+            missing |= nd->drop.missing[j] == nd->sec.members[m];
+        if (!missing)
+            surv[ns++] = nd->sec.members[m];
+    }
+    pft_secmsg_t d = header(nd, PFT_SECMSG_MISSING);
+    const char **ids = sorted_ids(nd, nd->drop.missing, n), **sids = sorted_ids(nd, surv, ns);
+    d.n_ids = n, d.ids = ids, d.n_survivors = ns, d.survivors = sids;
+    int rc = ids && sids ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < ns; i++) {
+        int h = nd->drop.have[surv[i]] ? -1 : send_msg(nd, &d, pft_topo_node(nd->topo, surv[i])->id);
+        rc = h < -1 ? h : 0;
+        nd->drop.notice[surv[i]] = h;
+    }
+    if (rc == 0)
+        pft_warn(
+            "secure aggregation: declared %zu member(s) missing (e.g. %s) to %zu survivor(s); their late "
+            "bundles are refused from now on",
+            n, ids[0], ns);
+    pft_free(ids);
+    pft_free(sids);
+    pft_free(surv);
+    return rc;
+}
+
+int pft_node__dropout_recover(node_t *nd, const size_t *missing, size_t n, uint64_t *sum, size_t n_words)
+{
+    const char *x = pft_topo_node(nd->topo, missing[0])->id;
+    if (!nd->sec.recover)
+        return pft_err(
+            PFT_EINVAL,
+            "secure aggregation: the masked sum lacks member '%s' of the group: its masks "
+            "cannot be removed (it never arrived?), and this topology is not a star whose survivors "
+            "could reveal them",
+            x);
+    int rc = pft_secplan_dropout_ok(nd->sec.plan, nd->topo, 0, missing, n, nd->sec.div > 0,
+                                    (size_t)nd->run->dp_dropouts);
+    if (rc)
+        return pft_err_wrap(rc, "secure aggregation: %zu member(s) never delivered (e.g. '%s')", n, x);
+    size_t nn = pft_topo_node_count(nd->topo);
+    nd->drop.missing = pft_alloc_array(n, sizeof *missing);
+    nd->drop.keys = pft_calloc(nn * n, sizeof *nd->drop.keys);
+    if (!nd->drop.missing || !nd->drop.keys)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    memcpy(nd->drop.missing, missing, n * sizeof *missing);
+    nd->drop.n_missing = n;
+    load_reveals(nd);
+    if ((rc = declare(nd)) != 0)
+        return rc;
+    pft_node__set_status(nd, "waiting", "secure aggregation: the survivors' reveals");
+    double until = pft_fsio_now() + nd->run->send_deadline;
+    if ((rc = pft_node__loop_until(nd, reveals_in, &until, 200)) != 0)
+        return rc;
+    for (size_t m = 0; rc == 0 && m < nd->sec.n_members; m++) {
+        size_t s = nd->sec.members[m];
+        for (size_t j = 0; rc == 0 && nd->drop.have[s] && j < n; j++)
+            rc = pft_mask_cancel_revealed(nd->drop.keys[s * n + j], &nd->hand.keys[s],
+                                          &nd->hand.keys[missing[j]], sum, n_words);
+    }
+    sodium_memzero(nd->drop.keys, nn * n * sizeof *nd->drop.keys); /* used once */
+    if (rc == 0)
+        pft_info("secure aggregation: cancelled the survivors' masks with %zu missing member(s)", n);
+    return rc;
+}
+
+/* ---------- the end ---------- */
+
+/* The loop's condition of the end: the opener's notices ended, or a member told (or its reveal ended badly),
+ * or past the time in ctx. */
+static int finished(node_t *nd, void *ctx)
+{
+    if (pft_fsio_now() > *(const double *)ctx)
+        return 1;
+    if (am_member(nd))
+        return nd->drop.told;
+    for (size_t m = 0; m < nd->sec.n_members; m++) {
+        int h = nd->drop.notice[nd->sec.members[m]];
+        if (h >= 0 && pft_transport_send_state(nd->hand.tp, h, NULL, NULL) == PFT_SEND_PENDING)
+            return 0;
+    }
+    return 1;
+}
+
+void pft_node__dropout_finish(node_t *nd, int failed)
+{
+    if (!nd->sec.plan || !nd->sec.recover || !nd->hand.tp || !(am_opener(nd) || (am_member(nd) && !failed)))
+        return;
+    double until;
+    if (am_opener(nd)) {
+        if (nd->drop.done_sent)
+            return;
+        nd->drop.done_sent = 1;
+        pft_secmsg_t d = header(nd, PFT_SECMSG_DONE);
+        for (size_t m = 0; m < nd->sec.n_members; m++) {
+            size_t v = nd->sec.members[m];
+            int missing = 0;
+            for (size_t j = 0; j < nd->drop.n_missing; j++)
+                missing |= nd->drop.missing[j] == v;
+            int h = missing ? -1 : send_msg(nd, &d, pft_topo_node(nd->topo, v)->id);
+            nd->drop.notice[v] = h >= 0 ? h : -1;
+        }
+        until = pft_fsio_now() + NOTICE_WAIT_S;
+    } else {
+        until = nd->t_start + nd->run->deadline + nd->run->send_deadline;
+        if (!nd->drop.told)
+            pft_node__set_status(nd, "waiting",
+                                 "secure aggregation: the opener's done notice (or a declaration)");
+    }
+    (void)pft_node__loop_until(nd, finished, &until, 200);
+    if (am_member(nd) && !nd->drop.told)
+        pft_warn("secure aggregation: no done notice from %s by this node's deadline; stopping (nothing was "
+                 "revealed after this point)",
+                 nd->sec.opener);
+}
+
+void pft_node__dropout_json(const node_t *nd, json_t *sec)
+{
+    if (!sec || !nd->sec.plan)
+        return;
+    json_object_set_new(sec, "recover_dropouts", json_boolean(nd->sec.recover));
+    if (am_opener(nd)) {
+        json_t *a = json_array();
+        for (size_t j = 0; a && j < nd->drop.n_missing; j++)
+            json_array_append_new(a, json_string(pft_topo_node(nd->topo, nd->drop.missing[j])->id));
+        json_object_set_new(sec, "declared_missing", a);
+    }
+    if (am_member(nd)) {
+        json_object_set_new(sec, "revealed_with",
+                            nd->drop.revealed ? json_incref(nd->drop.revealed) : json_array());
+        json_object_set_new(sec, "done_notice", json_boolean(nd->drop.told));
+    }
+}

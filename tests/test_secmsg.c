@@ -1,0 +1,241 @@
+/* Tests of secure aggregation's control messages (wire/pft_secmsg, docs/WIRE.md §2.3): round trips of the
+ * three kinds with their signatures, API refusals, hand-written hostile payloads, every truncation and every
+ * bit flip, and the separation from bundles (neither decoder takes the other's messages). */
+#include <msgpack.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "pft_alloc.h"
+#include "pft_bundle.h"
+#include "pft_error.h"
+#include "pft_keys.h"
+#include "pft_secmsg.h"
+#include "pft_test.h"
+
+static const char *MISSING[] = {"c03"};
+static const char *SURVIVORS[] = {"c01", "c02", "c04"};
+static const uint8_t KEYS[2][PFT_SECMSG_KEY_LEN] = {{1, 2, 3}, {9, 8, 7}};
+static const char *TWO[] = {"c03", "c05"};
+
+static pft_keypair_t *key(uint8_t b)
+{
+    uint8_t seed[PFT_KEY_SEED_LEN];
+    memset(seed, b, sizeof seed);
+    return pft_keypair_from_seed(seed);
+}
+
+static pft_secmsg_t msg(pft_secmsg_kind_t kind, const char *sender)
+{
+    pft_secmsg_t m = {.kind = kind};
+    snprintf(m.run, sizeof m.run, "run-7");
+    snprintf(m.label, sizeof m.label, "agg:tied");
+    snprintf(m.sender, sizeof m.sender, "%s", sender);
+    if (kind == PFT_SECMSG_MISSING) {
+        m.n_ids = 1, m.ids = MISSING, m.n_survivors = 3, m.survivors = SURVIVORS;
+    } else if (kind == PFT_SECMSG_REVEAL) {
+        m.n_ids = 2, m.ids = TWO, m.keys = KEYS;
+    }
+    return m;
+}
+
+static void test_round_trips(void)
+{
+    pft_keypair_t *kp = key(5), *other = key(6);
+    for (int kind = 1; kind <= 3; kind++) {
+        pft_secmsg_t m = msg((pft_secmsg_kind_t)kind, kind == 2 ? "c01" : "agg");
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        CHECK(pft_secmsg_encode(&m, kp, &buf, &len) == 0);
+        CHECK(pft_secmsg_is(buf, len));
+        pft_secmsg_t *d = NULL;
+        CHECK(pft_secmsg_decode(buf, len, &d) == 0);
+        CHECK(d && d->kind == m.kind && strcmp(d->run, "run-7") == 0 && strcmp(d->label, "agg:tied") == 0);
+        CHECK(d && strcmp(d->sender, m.sender) == 0 && d->n_ids == m.n_ids &&
+              d->n_survivors == m.n_survivors);
+        for (size_t i = 0; d && i < d->n_ids; i++)
+            CHECK(strcmp(d->ids[i], m.ids[i]) == 0);
+        for (size_t i = 0; d && i < d->n_survivors; i++)
+            CHECK(strcmp(d->survivors[i], m.survivors[i]) == 0);
+        CHECK(d && (kind == 2) == (d->keys != NULL));
+        for (size_t i = 0; d && d->keys && i < d->n_ids; i++)
+            CHECK(memcmp(d->keys[i], KEYS[i], PFT_SECMSG_KEY_LEN) == 0);
+        /* signed by kp: verifies with its key, not with another's */
+        CHECK(pft_keys_verify_message(pft_keypair_public(kp), buf, len, NULL) == 0);
+        CHECK(pft_keys_verify_message(pft_keypair_public(other), buf, len, NULL) == PFT_EAUTH);
+        /* canonical: the decoded message encodes to the same bytes */
+        uint8_t *again = NULL;
+        size_t alen = 0;
+        CHECK(d && pft_secmsg_encode(d, kp, &again, &alen) == 0 && alen == len &&
+              memcmp(again, buf, len) == 0);
+        /* a bundle decoder refuses it, whatever it holds */
+        pft_bundle_t *b = NULL;
+        CHECK(pft_bundle_decode(buf, len, NULL, &b) != 0 && b == NULL);
+        pft_free(again);
+        pft_secmsg_destroy(&d);
+        pft_secmsg_destroy(&d);
+        pft_free(buf);
+    }
+    pft_keypair_destroy(&kp);
+    pft_keypair_destroy(&other);
+}
+
+static void test_api_refusals(void)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    pft_secmsg_t m = msg(PFT_SECMSG_MISSING, "agg");
+    static const char *unsorted[] = {"c02", "c01"}, *dup[] = {"c01", "c01"}, *overlap[] = {"c03", "c04"},
+                      *ctrl[] = {"c\x01"};
+    m.survivors = unsorted, m.n_survivors = 2;
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL && !buf);
+    m.survivors = dup;
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
+    m.survivors = overlap;
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
+    CHECK(strstr(pft_errmsg(), "both missing and surviving") != NULL);
+    m.survivors = ctrl, m.n_survivors = 1;
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
+    m = msg(PFT_SECMSG_MISSING, "agg");
+    m.n_survivors = 0;
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
+    m = msg(PFT_SECMSG_REVEAL, "c01");
+    m.keys = NULL;
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
+    m = msg(PFT_SECMSG_DONE, "agg");
+    m.n_ids = 1, m.ids = MISSING;
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
+    m = msg(PFT_SECMSG_DONE, "agg");
+    m.kind = 4;
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
+    m = msg(PFT_SECMSG_DONE, "");
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
+    m = msg(PFT_SECMSG_DONE, "agg");
+    m.label[0] = '\0';
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
+    CHECK(buf == NULL);
+}
+
+/* An envelope around a payload packed by hand: n fields, with the given kind and tail. */
+static int hostile(int n_fields, const char *tag, uint64_t kind, int tail_kind, uint8_t **buf, size_t *len)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, (size_t)n_fields);
+    msgpack_pack_str_with_body(&pk, tag, strlen(tag));
+    msgpack_pack_uint64(&pk, kind);
+    msgpack_pack_str_with_body(&pk, "r", 1);
+    msgpack_pack_str_with_body(&pk, "l", 1);
+    msgpack_pack_str_with_body(&pk, "agg", 3);
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "c03", 3);
+    if (tail_kind == 0) { /* a key of 31 bytes */
+        msgpack_pack_array(&pk, 1);
+        msgpack_pack_bin_with_body(&pk, KEYS[0], 31);
+    } else if (tail_kind == 1) { /* two keys for one id */
+        msgpack_pack_array(&pk, 2);
+        msgpack_pack_bin_with_body(&pk, KEYS[0], 32);
+        msgpack_pack_bin_with_body(&pk, KEYS[1], 32);
+    } else { /* a survivor that is also missing */
+        msgpack_pack_array(&pk, 1);
+        msgpack_pack_str_with_body(&pk, "c03", 3);
+    }
+    for (int i = 7; i < n_fields; i++)
+        msgpack_pack_nil(&pk);
+    int rc = pft_envelope_pack((const uint8_t *)sb.data, sb.size, NULL, 0, buf, len);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+static void test_hostile(void)
+{
+    struct {
+        int n;
+        const char *tag;
+        uint64_t kind;
+        int tail;
+        const char *why;
+    } cases[] = {
+        {7, "secagg", 2, 0, "not a bin of 32"},
+        {7, "secagg", 2, 1, "2 keys for 1"},
+        {7, "secagg", 1, 2, "both missing and surviving"},
+        {7, "secagg", 4, 2, "kind 1..3"},
+        {7, "secagg", 0, 2, "kind 1..3"},
+        {8, "secagg", 1, 2, "[ids], [tail]"},
+        {7, "secagh", 1, 2, "\"secagg\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        CHECK(hostile(cases[i].n, cases[i].tag, cases[i].kind, cases[i].tail, &buf, &len) == 0);
+        pft_secmsg_t *d = NULL;
+        CHECK_MSG(pft_secmsg_decode(buf, len, &d) == PFT_EFORMAT && !d, "case %zu", i);
+        CHECK_MSG(strstr(pft_errmsg(), cases[i].why) != NULL, "case %zu: %s", i, pft_errmsg());
+        pft_free(buf);
+    }
+}
+
+/* Every proper prefix is refused; every single bit flip either decodes to a message that passes the checks
+ * again (re-encodes without error) or is refused: nothing in between, no crash (ASan). */
+static void test_truncations_and_flips(void)
+{
+    pft_keypair_t *kp = key(5);
+    for (int kind = 1; kind <= 3; kind++) {
+        pft_secmsg_t m = msg((pft_secmsg_kind_t)kind, "agg");
+        uint8_t *buf = NULL, *re = NULL;
+        size_t len = 0, rlen = 0;
+        CHECK(pft_secmsg_encode(&m, kp, &buf, &len) == 0);
+        size_t prefixes_ok = 0, decoded = 0, refused = 0, bad = 0;
+        for (size_t n = 0; n < len; n++) {
+            pft_secmsg_t *d = NULL;
+            prefixes_ok += pft_secmsg_decode(buf, n, &d) == 0;
+            pft_secmsg_destroy(&d);
+        }
+        for (size_t bit = 0; bit < 8 * len; bit++) {
+            buf[bit / 8] ^= (uint8_t)(1u << bit % 8);
+            pft_secmsg_t *d = NULL;
+            if (pft_secmsg_decode(buf, len, &d) == 0) {
+                decoded++;
+                bad += pft_secmsg_encode(d, NULL, &re, &rlen) != 0;
+                pft_free(re);
+                re = NULL;
+            } else {
+                refused++;
+            }
+            pft_secmsg_destroy(&d);
+            buf[bit / 8] ^= (uint8_t)(1u << bit % 8);
+        }
+        CHECK(prefixes_ok == 0);
+        CHECK(bad == 0 && refused > 0 && decoded + refused == 8 * len);
+        fprintf(stderr, "  kind %d: %zu bytes, %zu prefixes refused, %zu flips: %zu refused, %zu decode\n",
+                kind, len, len, 8 * len, refused, decoded);
+        pft_free(buf);
+    }
+    pft_keypair_destroy(&kp);
+}
+
+/* A bundle is not a secagg message, and garbage is neither. */
+static void test_separation(void)
+{
+    pft_bundle_t *b = pft_bundle_new("run-7", "agg", PFT_DTYPE_F32, 4);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK(b && pft_bundle_encode(b, &buf, &len) == 0);
+    CHECK(!pft_secmsg_is(buf, len));
+    pft_secmsg_t *d = NULL;
+    CHECK(pft_secmsg_decode(buf, len, &d) != 0 && !d);
+    CHECK(!pft_secmsg_is((const uint8_t *)"garbage", 7) && !pft_secmsg_is(NULL, 0));
+    pft_free(buf);
+    pft_bundle_destroy(&b);
+}
+
+int main(void)
+{
+    RUN(test_round_trips);
+    RUN(test_api_refusals);
+    RUN(test_hostile);
+    RUN(test_truncations_and_flips);
+    RUN(test_separation);
+    return pft_test_done();
+}

@@ -1,0 +1,62 @@
+/* pft_secmsg: the control messages of secure aggregation's dropout recovery (docs/SECAGG.md §5, docs/WIRE.md
+ * §2.3): the opener's declaration of missing members, a survivor's reveal of its use keys with them, and the
+ * opener's notice that the sum is open (members may stop waiting). */
+#ifndef PFT_SECMSG_H
+#define PFT_SECMSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pft_bundle.h"
+#include "pft_keys.h"
+
+/* Wire form: the envelope of a bundle (WIRE.md §1: "PFTB", 1, payload, Ed25519 signature of the sender over
+ * the payload), so the transport's id and duplicate handling apply unchanged, with a payload no bundle has: a
+ * msgpack array of SEVEN elements ["secagg", kind, run, label, sender, ids, tail]:
+ *   kind 1 MISSING: ids = the members the opener declares missing, tail = the survivors (arrays of str);
+ *   kind 2 REVEAL:  ids = the missing members the sender reveals its use keys with, tail = one bin(32) key
+ *                   per id, in the same order;
+ *   kind 3 DONE:    ids = tail = [] (the opener is done with the group: it asks nothing more, and members
+ *                   waiting for a declaration may stop).
+ * run and sender: 1..64 bytes without control bytes; label: 1..256 bytes without control bytes; ids and
+ * survivors strictly ascending (bytewise), 1..4096 of them (0 for DONE), no id in both. */
+
+#define PFT_SECMSG_MAX_IDS 4096
+#define PFT_SECMSG_KEY_LEN 32
+
+typedef enum { PFT_SECMSG_MISSING = 1, PFT_SECMSG_REVEAL = 2, PFT_SECMSG_DONE = 3 } pft_secmsg_kind_t;
+
+/* A message; decode fills one (every pointer inside the one allocation freed by pft_secmsg_destroy). */
+typedef struct {
+    pft_secmsg_kind_t kind;
+    char run[PFT_BUNDLE_MAX_NAME + 1];
+    char label[PFT_BUNDLE_MASK_LABEL_MAX + 1];
+    char sender[PFT_BUNDLE_MAX_NAME + 1];
+    size_t n_ids;
+    const char *const *ids; /* MISSING: missing members; REVEAL: the members the keys are with */
+    size_t n_survivors;
+    const char *const *survivors;              /* MISSING only */
+    const uint8_t (*keys)[PFT_SECMSG_KEY_LEN]; /* REVEAL only: n_ids use keys */
+} pft_secmsg_t;
+
+/* 1 if buf is an envelope whose payload is a secagg message (its first element "secagg" in a 7-array), so
+ * that a receiver dispatches it here and not to the bundle decoder; 0 otherwise (any bytes). */
+int pft_secmsg_is(const uint8_t *buf, size_t len);
+
+/* Checks m, packs its payload, signs it with kp (NULL: unsigned, for tests) and wraps it in an envelope;
+ * *buf is freed by the caller with pft_free. 0, PFT_EINVAL (a field out of its limits: the message says
+ * which), PFT_ENOMEM. */
+int pft_secmsg_encode(const pft_secmsg_t *m, const pft_keypair_t *kp, uint8_t **buf, size_t *len);
+
+/* Decodes a message (the envelope's signature is NOT checked here: pft_keys_verify_message with the sender's
+ * key does). *out is new on success. PFT_EFORMAT (not this form, or a field out of its limits: the message
+ * names it), PFT_ERANGE (too large), PFT_ENOMEM. */
+int pft_secmsg_decode(const uint8_t *buf, size_t len, pft_secmsg_t **out);
+
+/* Frees a decoded message and sets *self_p NULL; safe on NULL and twice. */
+void pft_secmsg_destroy(pft_secmsg_t **self_p);
+
+/* "missing", "reveal", "done", "?" */
+const char *pft_secmsg_kind_name(int kind);
+
+#endif
