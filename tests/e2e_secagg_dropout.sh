@@ -11,7 +11,9 @@
 #     c3 exits 7 (its send refused), and the aggregator's head is the same as without the late bundle;
 #   - DP (ε = 1, δ = 0.001) with dp_dropouts = 1: each share is σ²/4, the four survivors' sum opens with σ;
 #     with dp_dropouts = 0 the aggregator refuses to open without c3 (the four shares would carry σ²·4/5 < σ²)
-#     and no survivor reveals anything.
+#     and no survivor reveals anything;
+#   - a DP member killed the instant its bundle was stored, before it read the ACK, and restarted: it sends the
+#     same bytes again (no fresh noise draw, ledger charged once), and the run completes.
 # Env: PFT_BIN (folder with pftnet and pftnode, built with test hooks), PFT_SOURCE_DIR.
 set -u
 
@@ -28,7 +30,7 @@ PY=/usr/bin/python3
 "$PY" -c 'import msgpack, numpy' 2>/dev/null || skip "python3 lacks msgpack or numpy (.ci/install-deps installs them)"
 W=$(mktemp -d /tmp/pft_secdrop_XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$W"' EXIT
-DEADLINE=30 # the aggregator's wait for its clients, seconds (clients take a few seconds under ASan)
+DEADLINE=45 # the aggregator's wait for its clients, seconds (clients take a few seconds under ASan)
 
 STAR="s [data = false]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; c5 -> s;"
 topo() { # NAME SETTINGS: writes W/NAME.dot (every graph named star: one run id, one partition)
@@ -147,5 +149,39 @@ for c in ["c1", "c2", "c4", "c5"]:
     assert r["revealed_with"] == [] and r["done_notice"], (c, r)
     assert not os.path.exists(f"{sys.argv[1]}/{c}/secagg/answered"), c
 print("DP with dp_dropouts = 0: s refused to open without c3; no survivor revealed; all were told")
+PY
+
+# 4. a DP member killed the instant its bundle was stored but before it read the ACK (PFT_CRASH_AT=on-ack), then
+#    restarted: it sends the stored bytes again, not a fresh noise draw (the aggregator keeps the first one and
+#    would refuse another for the hand-off), its ledger charged once; every node exits 0
+topo dprestart "$DP"
+"$PFTNET" launch "$W/dprestart.dot" --out "$W/dprestart" --prepare-only --pftnode "$PFT_BIN/pftnode" \
+    >"$W/dprestart.cmds" 2>&1 || fail "dprestart: prepare-only exited $?"
+declare -A PID2
+for id in s c1 c2 c3 c4 c5; do
+    cmd=$(grep -- "--id $id " "$W/dprestart.cmds")
+    if [ "$id" = c1 ]; then
+        PFT_CRASH_AT=on-ack $cmd >"$W/dprestart.$id.out" 2>&1 &
+    else
+        $cmd >"$W/dprestart.$id.out" 2>&1 &
+    fi
+    PID2[$id]=$!
+done
+wait "${PID2[c1]}"
+c1_rc=$?
+[ "$c1_rc" = 137 ] || fail "dprestart: c1 exited $c1_rc, not killed at on-ack (137)"
+$(grep -- "--id c1 " "$W/dprestart.cmds") >>"$W/dprestart.c1.out" 2>&1 || fail "dprestart: restarted c1 exited $?"
+for id in s c2 c3 c4 c5; do
+    wait "${PID2[$id]}" || fail "dprestart: node $id exited $?"
+done
+grep -q 'goes again, not a fresh noise draw' "$W/dprestart.c1.out" || fail "dprestart: c1 drew its noise again"
+"$PY" - "$W/dprestart" <<'PY' || fail "dprestart: result"
+import json, sys
+run = sys.argv[1]
+s = json.load(open(f"{run}/s/result.json"))
+assert s["secure_agg"]["opened_rows"] == 500 and s["rejected"] == 0, (s["secure_agg"], s["refusals"])
+led = json.load(open(f"{run}/c1/dp_ledger.json"))
+assert led["releases"] == 1 and led["eps_spent"] == 1.0, led
+print(f"dprestart: c1 killed at on-ack and restarted sent its stored bundle again; ledger {led}; s opened 500 rows")
 PY
 finish

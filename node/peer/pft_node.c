@@ -46,6 +46,41 @@ static void sent_point(node_t *nd, int rc)
 #define sent_point(nd, rc) ((void)0)
 #endif
 
+/* DP: an earlier run of this node sent a bundle for this stage and may have had it stored (its ACK unread):
+ * the same bytes go again, never a fresh noise draw (the successor would refuse a different bundle for the
+ * hand-off, and each draw spends the budget). The refit's own bundle *b is dropped; its head inputs stay
+ * (they come from the node's rows). 1 when the stored bytes were sent, 0 when there are none, or an error
+ * code. */
+static int resend_earlier(node_t *nd, const pft_stage_t *st, pft_bundle_t **b)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (!pft_node__outbox_earlier(nd, st, &buf, &len))
+        return 0;
+    pft_bundle_limits_t lim;
+    pft_node__limits(nd, &lim);
+    pft_bundle_t *stored = NULL;
+    int rc = pft_bundle_decode(buf, len, &lim, &stored);
+    if (rc == 0) {
+        pft_warn(
+            "DP: the bundle an earlier run sent (out/bundle.pftb) goes again, not a fresh noise draw; the "
+            "ledger is not charged again");
+        pft_node__set_status(nd, "sending", NULL);
+        rc = pft_node__outbox_send(nd, st, buf, len);
+    }
+    if (rc == 0) {
+        pft_node__loop_yield(nd);
+        pft_bundle_destroy(b);
+        pft_bundle_destroy(&nd->know.prov);
+        nd->know.prov = pft_node__provenance_only(nd, stored);
+        if (!nd->know.prov)
+            nd->know.prov = stored, stored = NULL;
+    }
+    pft_bundle_destroy(&stored);
+    pft_free(buf);
+    return rc == 0 ? 1 : pft_err_wrap(rc, "sending the bundle an earlier run stored");
+}
+
 /* REFIT: a new bundle from own data and the received ones, charged to the DP ledger, signed, stored as
  * out/bundle.pftb and sent to the stage's successors; it becomes the node's knowledge. */
 static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
@@ -60,6 +95,8 @@ static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
     int rc = nd->method->refit(nd, st, complete, &b);
     if (rc)
         return rc;
+    if (nd->me->dp_epsilon > 0 && (rc = resend_earlier(nd, st, &b)) != 0) /* 1: the stored bytes went */
+        return rc < 0 ? rc : 0;
     if (nd->me->dp_epsilon > 0 && (rc = pft_node__release_charge(nd)) != 0) {
         pft_bundle_destroy(&b);
         return rc;

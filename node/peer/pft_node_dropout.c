@@ -442,9 +442,11 @@ static int declare(node_t *nd)
     d.n_ids = n, d.ids = ids, d.n_survivors = ns, d.survivors = sids;
     int rc = ids && sids ? 0 : pft_err(PFT_ENOMEM, "out of memory");
     for (size_t i = 0; rc == 0 && i < ns; i++) {
-        int h = nd->drop.have[surv[i]] ? -1 : send_msg(nd, &d, pft_topo_node(nd->topo, surv[i])->id);
-        rc = h < -1 ? h : 0;
-        nd->drop.notice[surv[i]] = h;
+        if (nd->drop.have[surv[i]]) /* its reveal is in already (kept by an earlier run of this opener) */
+            continue;
+        int h = send_msg(nd, &d, pft_topo_node(nd->topo, surv[i])->id);
+        rc = h < 0 ? h : 0;
+        nd->drop.notice[surv[i]] = h < 0 ? -1 : h;
     }
     if (rc == 0)
         pft_warn(

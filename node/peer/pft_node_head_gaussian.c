@@ -116,8 +116,72 @@ static int fit_noisy(node_t *nd, const pft_ghead_opts_t *o, int n_own, gaussian_
     return rc;
 }
 
+/* A node without class statistics of its own that received only DP releases of class sums (per-client exact
+ * DP at an aggregator without rows): no second moment travelled, so the head is the nearest class mean (α =
+ * 1) over the noisy means, each class's components averaged by their rows, with the isotropic within-class
+ * variance that rows of norm ≤ 1 imply: tr Σ_c = 1 − ‖μ_c‖², ‖μ_c‖² estimated without the noise's part
+ * (‖μ̂_c‖² − d·τ̂²_c, τ̂² the averaged mean's noise variance), clamped to [1e-6, 1]. */
+static int stats_from_extras(node_t *nd)
+{
+    int d = pft_dataset_d(nd->train), K = nd->n_classes, rc = 0;
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
+    double *mu = pft_alloc_array((size_t)d, sizeof *mu), *w = pft_calloc((size_t)d * d, sizeof *w), tr = 0;
+    uint64_t N = 0;
+    if (!st || !mu || !w)
+        rc = pft_err(PFT_ENOMEM, "out of memory");
+    for (int c = 0; rc == 0 && c < K; c++) {
+        double n = 0, tau2 = 0, norm2 = 0;
+        memset(mu, 0, (size_t)d * sizeof *mu);
+        for (int k = 0; k < nd->head.n_extra; k++) {
+            const pft_ghead_extra_t *e = &nd->head.extra[k];
+            for (int j = 0; e->label == c && j < d; j++)
+                mu[j] += (double)e->n * e->mean[j];
+            n += e->label == c ? (double)e->n : 0;
+            tau2 += e->label == c ? (double)e->n * (double)e->n * e->tau2 : 0;
+        }
+        if (n <= 0)
+            continue;
+        for (int j = 0; j < d; j++) {
+            mu[j] /= n;
+            norm2 += mu[j] * mu[j];
+        }
+        double t = 1.0 - (norm2 - d * tau2 / (n * n));
+        tr += n * (t < 1e-6 ? 1e-6 : t > 1 ? 1 : t);
+        N += (uint64_t)n;
+        rc = pft_gstat_add_class(st, c, (uint64_t)n, mu, NULL);
+    }
+    for (int j = 0; rc == 0 && N > 0 && j < d; j++)
+        w[(size_t)j * d + j] = tr / d;
+    if (rc == 0 && N == 0)
+        rc = pft_err(PFT_EINVAL,
+                     "no class statistics for the Gaussian head (nothing received, no rows of its own)");
+    if (rc == 0)
+        rc = pft_gstat_add_tied_scatter(st, w);
+    if (rc == 0) {
+        pft_gstat_destroy(&nd->head.stats);
+        nd->head.stats = st;
+        st = NULL;
+        nd->head.n_extra = 0;
+        pft_warn(
+            "Gaussian head: no class statistics of its own, only DP releases of class sums (no second moment "
+            "travelled): nearest noisy class mean (shrinkage 1) over %d class(es), %llu rows",
+            pft_gstat_n_classes(nd->head.stats), (unsigned long long)N);
+    }
+    pft_gstat_destroy(&st);
+    pft_free(mu);
+    pft_free(w);
+    return rc;
+}
+
 int pft_node__gaussian_fit(node_t *nd, int lda, double alpha, void **model)
 {
+    if (nd->head.stats && pft_gstat_n_classes(nd->head.stats) == 0 && nd->head.n_extra > 0 &&
+        pft_gstat_kind(nd->head.stats) == PFT_GSTAT_TIED) {
+        int rc = stats_from_extras(nd);
+        if (rc)
+            return rc;
+        lda = 1, alpha = 1.0;
+    }
     if (!nd->head.stats || pft_gstat_n_classes(nd->head.stats) == 0)
         return pft_err(PFT_EINVAL, "no class statistics for the Gaussian head");
     gaussian_t *m = pft_calloc(1, sizeof *m);

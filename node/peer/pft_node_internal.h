@@ -403,6 +403,11 @@ void pft_node__inbox_json(const node_t *nd, json_t *recv, json_t *missing);
 /* ---- pft_node_outbox.c ---- */
 /* Sends a stage's message to its successors (not again where acknowledged before a restart). */
 int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, size_t len);
+/* The bundle an earlier run of this node stored (out/bundle.pftb) and recorded as sent or acknowledged on one of
+ * stage st's hand-offs (out/sent/, out/acked/): its bytes into *buf (pft_free) and 1; 0 if none. A DP node
+ * restarted before its hand-off was acknowledged sends these bytes again instead of a fresh noise draw (its
+ * successor may hold the first one already, and two draws would each spend the budget). */
+int pft_node__outbox_earlier(const node_t *nd, const pft_stage_t *st, uint8_t **buf, size_t *len);
 /* Records newly acknowledged hand-offs in out/acked/. */
 void pft_node__outbox_save_acks(node_t *nd);
 /* The transport's acknowledgement callback (ctx is the node_t): records the hand-off in out/acked/ at once.

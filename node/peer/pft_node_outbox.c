@@ -99,6 +99,35 @@ static int send_state(const node_t *nd, const outbound_t *o, int *rc, const char
     return pft_transport_send_state(nd->hand.tp, o->handle, rc, reason);
 }
 
+int pft_node__outbox_earlier(const node_t *nd, const pft_stage_t *st, uint8_t **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    char *path = pft_fsio_join(nd->args->out_dir, "bundle.pftb");
+    pft_bundle_limits_t lim;
+    pft_node__limits(nd, &lim);
+    uint8_t id[PFT_BUNDLE_ID_LEN];
+    char hex[2 * PFT_BUNDLE_ID_LEN + 1];
+    int found = 0;
+    if (path && pft_fsio_exists(path) && pft_fsio_read(path, (size_t)lim.max_bytes, buf, len) == 0 &&
+        pft_bundle_message_id(*buf, *len, &lim, id) == 0) {
+        const pft_handoff_t *h;
+        pft_topo_handoffs(nd->topo, &h);
+        pft_bundle_id_hex(id, hex);
+        for (size_t j = 0; !found && j < st->n_send; j++)
+            found = recorded(nd, "sent", h[st->send[j]].seq, hex) ||
+                    recorded(nd, "acked", h[st->send[j]].seq, hex);
+    }
+    pft_err_clear();
+    pft_free(path);
+    if (!found) {
+        pft_free(*buf);
+        *buf = NULL;
+        *len = 0;
+    }
+    return found;
+}
+
 /* Sends one stage's message to each of its successors, except where an earlier run of this node was already
  * acknowledged; keeps a copy for a fallback send. Returns 0 or an error code. */
 int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, size_t len)
