@@ -18,6 +18,7 @@
 #include "pft_log.h"
 
 #include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -277,6 +278,21 @@ static int start(node_t *nd)
     return PFT_EXIT_OK;
 }
 
+/* The transport's inbound callback: secure aggregation's control messages to the dropout recovery, bundles to
+ * the inbox. */
+static int on_message(void *ctx, const uint8_t *buf, size_t len, char *reason, size_t rlen)
+{
+    if (!pft_secmsg_is(buf, len))
+        return pft_node__inbox_on_message(ctx, buf, len, reason, rlen);
+    int rc = pft_node__dropout_on_message(ctx, buf, len, reason, rlen);
+    if (rc < 0 && rc != PFT_EIO && rc != PFT_ENOMEM) { /* counted and kept like a refused bundle */
+        char what[PFT_TRANSPORT_MAX_REASON + 64];
+        snprintf(what, sizeof what, "secagg message: %s", reason);
+        pft_node__refusal(ctx, PFT_NODE_REFUSED_BUNDLE, what);
+    }
+    return rc;
+}
+
 /* The transport: its listening socket (bound here or handed over), keys, peers and inbound slots. Returns an
  * exit code (the error logged). */
 static int open_transport(node_t *nd)
@@ -295,7 +311,7 @@ static int open_transport(node_t *nd)
     uint8_t cpub[PFT_KEY_CURVE_LEN], csec[PFT_KEY_CURVE_LEN];
     if (pft_node__setup_keys(nd, &to, cpub, csec) != 0)
         return fail(PFT_EXIT_TOPOLOGY);
-    nd->hand.tp = pft_transport_new(nd->me->endpoint, &to, pft_node__inbox_on_message, nd);
+    nd->hand.tp = pft_transport_new(nd->me->endpoint, &to, on_message, nd);
     sodium_memzero(csec, sizeof csec);
     if (!nd->hand.tp) {
         pft_error("binding %s: %s", nd->me->endpoint, pft_errmsg());

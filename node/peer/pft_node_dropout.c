@@ -19,7 +19,8 @@
 #include <string.h>
 
 #define NOTICE_WAIT_S 30.0 /* the opener's wait for acknowledgements of its done notices, at most */
-#define REVEAL_LATE_S 20.0 /* tests (PFT_TEST_REVEAL_LATE=<id>): how long that member holds its reveal back */
+#define REVEAL_LATE_S 20.0 /* tests (PFT_TEST_REVEAL_LATE=<id>): how long that member holds its reveal back  \
+                            */
 
 /* Writes the reason of a refusal and returns its code. */
 static int refuse(char *reason, size_t rlen, int code, const char *fmt, ...)
@@ -65,6 +66,7 @@ static void load_record(node_t *nd, const char *name);
 int pft_node__dropout_setup(node_t *nd)
 {
     nd->drop.reveal = -1;
+    nd->chore = pft_node__dropout_tick; /* the loop calls it (it sits below this file) */
     if (!nd->sec.plan || !nd->sec.opener)
         return 0;
     const pft_topo_node_t *op = pft_topo_find(nd->topo, nd->sec.opener);

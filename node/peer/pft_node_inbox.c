@@ -38,7 +38,8 @@ static inbound_t *match_bundle(node_t *nd, const pft_bundle_t *b, char *reason, 
                      "arrived after the deadline of hand-off %zu: node '%s' went on without it (on_missing = "
                      "proceed)%s",
                      s->handoff + 1, nd->me->id,
-                     nd->sec.recover && nd->drop.missing ? "; the survivors revealed their masks with it" : "");
+                     nd->sec.recover && nd->drop.missing ? "; the survivors revealed their masks with it"
+                                                         : "");
             return NULL;
         }
         if (s->bundle) {
@@ -98,9 +99,10 @@ static int store(node_t *nd, const inbound_t *s, const uint8_t id[PFT_BUNDLE_ID_
 /* Validates, stores durably and records one inbound message. store = 0 when it comes from our own disk. */
 static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store_it, char *reason, size_t rlen)
 {
-    if (pft_secmsg_is(buf, len)) /* secure aggregation's control messages: never stored in the inbox */
-        return store_it ? pft_node__dropout_on_message(nd, buf, len, reason, rlen)
-                        : (snprintf(reason, rlen, "a secagg message in the inbox"), PFT_EREJECT);
+    if (pft_secmsg_is(buf, len)) { /* secure aggregation's control messages go elsewhere (pft_node.c) */
+        snprintf(reason, rlen, "a secagg control message, not a bundle");
+        return PFT_EREJECT;
+    }
     pft_bundle_limits_t lim;
     pft_node__limits(nd, &lim);
     pft_bundle_t *b = NULL;

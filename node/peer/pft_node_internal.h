@@ -18,8 +18,9 @@
  *   pft_node_outbox.c     sending, acknowledgements on disk, fallback successors, when the sends have ended
  *   pft_node_loop.c       the one loop: serve the transport, chores, until a condition holds; yield
  *   pft_node_parts.c      exact statistics as parts (who contributed), merged per group of the plan
+ *   pft_node_dropout.c    secure aggregation: a star's members that never deliver, recovered (its chore runs
+ *                         through nd->chore, its messages come through the top file's dispatch)
  *   pft_node_secagg.c     secure aggregation: the plan, own rows masked, a group's masked sum opened
- *   pft_node_dropout.c    secure aggregation: a star's members that never deliver, recovered
  *   pft_node_noise.c      the DP noise accumulated in a head's statistics (result.json dp_noise)
  *   pft_node_evidence.c   the shrinkage's evidence: own rows' tallies sent, every contributor's summed
  *   pft_node_sampling.c   method `sampling`: draws from received GMMs ∪ own rows, EM per class
@@ -177,6 +178,8 @@ struct node {
     double t_start;
     int lock_fd;      /* out/lock, held (flock) for the whole run; -1 until taken (pft_node_setup.c) */
     char status[512]; /* the status line last written to out/status (pft_node_base.c) */
+    void (*chore)(struct node *nd); /* one more chore of every loop turn, set by a file above the loop (the
+                                       dropout recovery's answers), or NULL */
     int fatal;        /* a pft error code that ends the run at the next loop turn (the inbox could not store
                          a bundle), 0 if none; its message is in fatal_msg (pft_node_inbox.c) */
     char fatal_msg[512];

@@ -18,7 +18,8 @@ static void chores(node_t *nd)
     pft_node__endpoint_tick(nd);
     pft_node__outbox_tick(nd);
     pft_node__refusal_tick(nd, 0);
-    pft_node__dropout_tick(nd);
+    if (nd->chore)
+        nd->chore(nd);
 }
 
 int pft_node__loop_until(node_t *nd, pft_node__cond_fn cond, void *ctx, int timeout_ms)
