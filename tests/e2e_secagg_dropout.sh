@@ -46,6 +46,12 @@ launch() { # NAME [launch options]: runs W/NAME.dot into W/NAME; launch's status
 
 # 1. c3 never starts
 topo drop ""
+"$PFTNET" check "$W/drop.dot" >"$W/check.txt" 2>&1 || fail "check of the star exited $?"
+grep -q 'dropouts: recovered' "$W/check.txt" || fail "pftnet check does not say a star's dropouts are recovered"
+printf 'digraph chain {\n  dataset = "%s"; partition = iid; samples = 100; cov = tied; secure_agg = true;\n  a -> b -> c -> d;\n}\n' \
+    "$DATA" >"$W/chain.dot"
+"$PFTNET" check "$W/chain.dot" 2>&1 | grep -q 'dropouts: not recovered' ||
+    fail "pftnet check does not say a chain's dropouts are not recovered"
 launch drop --absent c3 || fail "star without c3: launch exited $? ($(tail -3 "$W/drop.stderr"))"
 "$PY" "$CHECK" "$W/drop" || fail "star without c3: secagg_check"
 "$PY" - "$W/drop" <<'PY' || fail "star without c3: declaration and reveals"

@@ -152,12 +152,27 @@ static void print_stages(const pft_topo_t *t, const pft_handoff_t *h)
 static void print_secagg(const pft_topo_t *t, const pft_secplan_t *pl)
 {
     char buf[512];
-    printf("\nsecure aggregation (min_contributors = %d, DP noise divisor %zu):\n", pft_secplan_min_contributors(pl),
-           pft_secplan_noise_div(pl));
+    int t_drop = pft_topo_run(t)->dp_dropouts;
+    printf("\nsecure aggregation (min_contributors = %d, DP noise divisor %zu):\n",
+           pft_secplan_min_contributors(pl),
+           t_drop ? pft_secplan_share_div(pl, (size_t)t_drop) : pft_secplan_noise_div(pl));
     for (size_t g = 0; g < pft_secplan_group_count(pl); g++) {
         const pft_secplan_group_t *gr = pft_secplan_group(pl, g);
+        int star = 1;
+        for (size_t m = 0; m < gr->n_members; m++)
+            star &= pft_topo_edge_find(t, gr->members[m], gr->opener) != NULL;
         id_list(t, gr->members, gr->n_members, buf, sizeof buf);
         printf("  group %zu: members %s; opened by %s\n", g, buf, pft_topo_node(t, gr->opener)->id);
+        if (star)
+            printf("  dropouts: recovered (every member hands off to %s: the survivors reveal their masks "
+                   "with a "
+                   "member missing at the deadline, as long as %d survive%s)\n",
+                   pft_topo_node(t, gr->opener)->id, pft_secplan_min_contributors(pl),
+                   t_drop ? "; under DP at most dp_dropouts of them"
+                          : "; under DP none unless dp_dropouts > 0");
+        else
+            printf("  dropouts: not recovered (a missing member stops %s; docs/SECAGG.md §5)\n",
+                   pft_topo_node(t, gr->opener)->id);
     }
     for (size_t v = 0; v < pft_topo_node_count(t); v++) {
         const pft_secplan_node_t *me = pft_secplan_node(pl, v);
