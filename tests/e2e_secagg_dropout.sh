@@ -13,7 +13,8 @@
 #     with dp_dropouts = 0 the aggregator refuses to open without c3 (the four shares would carry σ²·4/5 < σ²)
 #     and no survivor reveals anything;
 #   - a DP member killed the instant its bundle was stored, before it read the ACK, and restarted: it sends the
-#     same bytes again (no fresh noise draw, ledger charged once), and the run completes.
+#     same bytes again (no fresh noise draw, ledger charged once), and the run completes;
+#   - the aggregator killed right after it declared c3 missing and restarted: the run ends as without the kill.
 # Env: PFT_BIN (folder with pftnet and pftnode, built with test hooks), PFT_SOURCE_DIR.
 set -u
 
@@ -156,6 +157,36 @@ for c in ["c1", "c2", "c4", "c5"]:
     assert not os.path.exists(f"{sys.argv[1]}/{c}/secagg/answered"), c
 print("DP with dp_dropouts = 0: s refused to open without c3; no survivor revealed; all were told")
 PY
+
+# 5. the opener killed right after it declared c3 missing, then restarted: it declares again (the same signed
+#    bytes), survivors whose reveal found no opener send it again, and the run ends as without the kill
+topo restart ""
+"$PFTNET" launch "$W/restart.dot" --out "$W/restart" --prepare-only --pftnode "$PFT_BIN/pftnode" \
+    >"$W/restart.cmds" 2>&1 || fail "restart: prepare-only exited $?"
+declare -A PID3
+for id in s c1 c2 c4 c5; do
+    cmd=$(grep -- "--id $id " "$W/restart.cmds")
+    if [ "$id" = s ]; then
+        PFT_CRASH_AT=after-declare $cmd >"$W/restart.$id.out" 2>&1 &
+    else
+        $cmd >"$W/restart.$id.out" 2>&1 &
+    fi
+    PID3[$id]=$!
+done
+wait "${PID3[s]}"
+s_rc=$?
+[ "$s_rc" = 137 ] || fail "restart: s exited $s_rc, not killed after declaring (137)"
+$(grep -- "--id s " "$W/restart.cmds") >>"$W/restart.s.out" 2>&1 || fail "restart: restarted s exited $?"
+for id in c1 c2 c4 c5; do
+    wait "${PID3[$id]}" || fail "restart: node $id exited $?"
+done
+"$PY" - "$W/restart" <<'PY' || fail "restart: result"
+import json, sys
+s = json.load(open(f"{sys.argv[1]}/s/result.json"))["secure_agg"]
+assert s["declared_missing"] == ["c3"] and s["opened_rows"] == 400, s
+print("restart: s killed after declaring c3 missing, restarted, declared again and opened the survivors' 400 rows")
+PY
+same_head "$W/restart" || fail "restart: the aggregator differs from the star of four"
 
 # 4. a DP member killed the instant its bundle was stored but before it read the ACK (PFT_CRASH_AT=on-ack), then
 #    restarted: it sends the stored bytes again, not a fresh noise draw (the aggregator keeps the first one and

@@ -429,6 +429,16 @@ static int direct_to(const pft_topo_t *t, size_t u, size_t o)
     return ns == 1 && succ[0] == o && pft_topo_node(t, o)->n_succs == 0;
 }
 
+int pft_secplan_recoverable(const pft_secplan_t *self, const pft_topo_t *topo, size_t group)
+{
+    if (!self || group >= self->n_groups)
+        return 0;
+    for (size_t m = 0; m < self->group.n_members; m++)
+        if (!direct_to(topo, self->group.members[m], self->group.opener))
+            return 0;
+    return 1;
+}
+
 int pft_secplan_dropout_ok(const pft_secplan_t *self, const pft_topo_t *topo, size_t group,
                            const size_t *missing, size_t n_missing, int dp, size_t tolerance)
 {

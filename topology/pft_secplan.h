@@ -109,6 +109,9 @@ size_t pft_secplan_noise_div(const pft_secplan_t *self);
  * PFT_EINVAL (not a member, listed twice, a bad group) with a message; survivors must not reveal then. */
 int pft_secplan_dropout_ok(const pft_secplan_t *self, const pft_topo_t *topo, size_t group,
                            const size_t *missing, size_t n_missing, int dp, size_t tolerance);
+/* 1 if group `group`'s dropouts can be recovered at all: every member hands off to the opener alone and the
+ * opener sends nothing on (a star); 0 otherwise (also for a bad group). */
+int pft_secplan_recoverable(const pft_secplan_t *self, const pft_topo_t *topo, size_t group);
 /* The divisor of the noise shares with a dropout tolerance t (shares σ²/(D − t)): D − t, or 0 when t ≥ D or
  * D − t < min_contributors (no such tolerance: as many dropouts would leave a view short of the rule). */
 size_t pft_secplan_share_div(const pft_secplan_t *self, size_t tolerance);

@@ -62,6 +62,16 @@ static int resend_earlier(node_t *nd, const pft_stage_t *st, pft_bundle_t **b)
     pft_node__limits(nd, &lim);
     pft_bundle_t *stored = NULL;
     int rc = pft_bundle_decode(buf, len, &lim, &stored);
+    if (rc != 0 || strcmp(pft_bundle_run_id(stored), nd->run->run) != 0 ||
+        strcmp(pft_bundle_producer(stored), nd->me->id) != 0 ||
+        pft_bundle_dim(stored) != pft_bundle_dim(*b) ||
+        pft_bundle_flags(stored) != pft_bundle_flags(*b)) { /* not this run's, this stage's: a fresh draw */
+        pft_warn("out/bundle.pftb is recorded as sent but is not this run's bundle for this stage: not used");
+        pft_err_clear();
+        pft_bundle_destroy(&stored);
+        pft_free(buf);
+        return 0;
+    }
     if (rc == 0) {
         pft_warn(
             "DP: the bundle an earlier run sent (out/bundle.pftb) goes again, not a fresh noise draw; the "
@@ -96,8 +106,10 @@ static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
     int rc = nd->method->refit(nd, st, complete, &b);
     if (rc)
         return rc;
-    if (nd->me->dp_epsilon > 0 && (rc = resend_earlier(nd, st, &b)) != 0) /* 1: the stored bytes went */
+    if (nd->me->dp_epsilon > 0 && (rc = resend_earlier(nd, st, &b)) != 0) { /* 1: the stored bytes went */
+        pft_bundle_destroy(&b);
         return rc < 0 ? rc : 0;
+    }
     if (nd->me->dp_epsilon > 0 && (rc = pft_node__release_charge(nd)) != 0) {
         pft_bundle_destroy(&b);
         return rc;

@@ -18,9 +18,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define NOTICE_WAIT_S 30.0 /* the opener's wait for acknowledgements of its done notices, at most */
-#define REVEAL_LATE_S 20.0 /* tests (PFT_TEST_REVEAL_LATE=<id>): how long that member holds its reveal back  \
-                            */
+#define NOTICE_WAIT_S 30.0  /* the opener's wait for acknowledgements of its done notices, at most */
+#define MEMBER_GRACE_S 60.0 /* a member waits this much beyond the opener's deadline and send_deadline */
+#define RESEND_EVERY_S 1.0  /* a member whose reveal was refused or timed out sends it again this often */
+#define REVEAL_LATE_S                                                                                        \
+    20.0 /* tests (PFT_TEST_REVEAL_LATE=<id>): how long that member holds its reveal back                    \
+          */
 
 /* Writes the reason of a refusal and returns its code. */
 static int refuse(char *reason, size_t rlen, int code, const char *fmt, ...)
@@ -70,9 +73,7 @@ int pft_node__dropout_setup(node_t *nd)
     if (!nd->sec.plan || !nd->sec.opener)
         return 0;
     const pft_topo_node_t *op = pft_topo_find(nd->topo, nd->sec.opener);
-    nd->sec.recover = 1;
-    for (size_t m = 0; m < nd->sec.n_members; m++)
-        nd->sec.recover &= pft_topo_edge_find(nd->topo, nd->sec.members[m], op->index) != NULL;
+    nd->sec.recover = pft_secplan_recoverable(nd->sec.plan, nd->topo, 0);
     if (nd->run->dp_dropouts > 0 && !nd->sec.recover)
         return pft_err(PFT_ETOPO,
                        "secure_agg with dp_dropouts = %d: dropout recovery is planned for stars only "
@@ -118,6 +119,8 @@ void pft_node__dropout_free(node_t *nd)
     PFT_FREE(nd->drop.missing);
     PFT_FREE(nd->drop.have);
     PFT_FREE(nd->drop.notice);
+    if (nd->drop.keys)
+        sodium_memzero(nd->drop.keys, nd->drop.n_keys * sizeof *nd->drop.keys);
     PFT_FREE(nd->drop.keys);
     pft_secmsg_destroy(&nd->drop.asked);
     json_decref(nd->drop.revealed);
@@ -211,12 +214,18 @@ static void answered_before(const node_t *nd, char *buf, size_t cap)
     pft_free(path);
 }
 
+/* The record of a declaration: its run, label and the hex BLAKE2b-256 of its sorted missing ids. */
 static void joined_ids(const pft_secmsg_t *m, char *buf, size_t cap)
 {
-    size_t o = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < m->n_ids && o < cap; i++)
-        o += (size_t)snprintf(buf + o, cap - o, "%s\n", m->ids[i]);
+    crypto_generichash_state h;
+    uint8_t d[32];
+    char hex[65];
+    crypto_generichash_init(&h, NULL, 0, sizeof d);
+    for (size_t i = 0; i < m->n_ids; i++)
+        crypto_generichash_update(&h, (const uint8_t *)m->ids[i], strlen(m->ids[i]) + 1);
+    crypto_generichash_final(&h, d, sizeof d);
+    sodium_bin2hex(hex, sizeof hex, d, sizeof d);
+    snprintf(buf, cap, "%s\n%s\n%zu %s\n", m->run, m->label, m->n_ids, hex);
 }
 
 /* A member: a declaration or the done notice from its opener. */
@@ -340,8 +349,16 @@ static void load_record(node_t *nd, const char *name)
 void pft_node__dropout_tick(node_t *nd)
 {
     pft_secmsg_t *m = nd->drop.asked;
-    if (!m || nd->drop.reveal >= 0)
+    if (!m || nd->drop.told)
         return;
+    if (nd->drop.reveal >= 0) { /* sent: again only if it ended without an ACK (the opener restarted, or took
+                                   it before it had declared again), the same keys to the same opener */
+        int st = pft_transport_send_state(nd->hand.tp, nd->drop.reveal, NULL, NULL);
+        if ((st != PFT_SEND_REJECTED && st != PFT_SEND_FAILED) ||
+            pft_fsio_now() < nd->drop.revealed_at + RESEND_EVERY_S)
+            return;
+        nd->drop.reveal = -1;
+    }
     if (pft_node__test_hook(nd, "PFT_TEST_REVEAL_LATE") && pft_fsio_now() < nd->drop.asked_at + REVEAL_LATE_S)
         return; /* tests: the opener waits, a late bundle can knock meanwhile */
     pft_node__crash_point("before-reveal");
@@ -371,6 +388,9 @@ void pft_node__dropout_tick(node_t *nd)
         return;
     }
     nd->drop.reveal = h;
+    nd->drop.revealed_at = pft_fsio_now();
+    if (nd->drop.revealed)
+        return; /* sent again */
     nd->drop.revealed = json_array();
     for (size_t i = 0; nd->drop.revealed && i < m->n_ids; i++)
         json_array_append_new(nd->drop.revealed, json_string(m->ids[i]));
@@ -478,6 +498,7 @@ int pft_node__dropout_recover(node_t *nd, const size_t *missing, size_t n, uint6
     size_t nn = pft_topo_node_count(nd->topo);
     nd->drop.missing = pft_alloc_array(n, sizeof *missing);
     nd->drop.keys = pft_calloc(nn * n, sizeof *nd->drop.keys);
+    nd->drop.n_keys = nd->drop.keys ? nn * n : 0;
     if (!nd->drop.missing || !nd->drop.keys)
         return pft_err(PFT_ENOMEM, "out of memory");
     memcpy(nd->drop.missing, missing, n * sizeof *missing);
@@ -485,6 +506,8 @@ int pft_node__dropout_recover(node_t *nd, const size_t *missing, size_t n, uint6
     load_reveals(nd);
     if ((rc = declare(nd)) != 0)
         return rc;
+    pft_node__loop_yield(nd);               /* the declarations go now */
+    pft_node__crash_point("after-declare"); /* tests: a restart declares again; reveals come again */
     pft_node__set_status(nd, "waiting", "secure aggregation: the survivors' reveals");
     double until = pft_fsio_now() + nd->run->send_deadline;
     if ((rc = pft_node__loop_until(nd, reveals_in, &until, 200)) != 0)
@@ -539,7 +562,10 @@ void pft_node__dropout_finish(node_t *nd, int failed)
         }
         until = pft_fsio_now() + NOTICE_WAIT_S;
     } else {
-        until = nd->t_start + nd->run->deadline + nd->run->send_deadline;
+        const pft_topo_edge_t *e =
+            pft_topo_edge_find(nd->topo, nd->my_index, pft_topo_find(nd->topo, nd->sec.opener)->index);
+        double dl = e && e->deadline > nd->run->deadline ? e->deadline : nd->run->deadline;
+        until = nd->t_start + dl + (e ? e->send_deadline : nd->run->send_deadline) + MEMBER_GRACE_S;
         if (!nd->drop.told)
             pft_node__set_status(nd, "waiting",
                                  "secure aggregation: the opener's done notice (or a declaration)");

@@ -266,12 +266,14 @@ struct node {
         size_t n_missing;
         unsigned char *have;           /* opener: per node index, its reveal is in */
         uint8_t (*keys)[32];           /* opener: per node index × missing member, the revealed use keys */
+        size_t n_keys;                 /* opener: entries of keys */
         int *notice;                   /* opener: per node index, the handle of its declaration or done notice
                                           (-1: none) */
         int done_sent;                 /* opener: the done notices went out */
         pft_secmsg_t *asked;           /* member: a declaration accepted, answered in the next chore */
         double asked_at;               /* member: when it was accepted */
         int reveal;                    /* member: the handle of its reveal (-1: none) */
+        double revealed_at;            /* member: when it was (last) sent */
         int told;                      /* member: the opener's done notice arrived */
         json_t *revealed;              /* member: the ids it revealed its use keys with (result.json) */
     } drop;

@@ -162,9 +162,16 @@ int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *byte
         }
         int before = recorded(nd, "sent", ho->seq, hex);
         char *sent = before ? NULL : record_path(nd, "sent", ho->seq);
-        if (!before && (!sent || pft_fsio_write_atomic(sent, hex, strlen(hex)) != 0))
+        if (!before && (!sent || pft_fsio_write_atomic(sent, hex, strlen(hex)) != 0)) {
+            if (nd->me->dp_epsilon > 0) { /* a restart would draw the noise again: send nothing unrecorded */
+                pft_free(sent);
+                return pft_err(PFT_EIO,
+                               "recording hand-off %zu as sent: %s (a DP bundle is not sent unrecorded)",
+                               ho->seq, pft_errmsg());
+            }
             pft_warn("recording hand-off %zu as sent: %s (a restart would wait out send_deadline)", ho->seq,
                      pft_errmsg());
+        }
         pft_free(sent);
         int handle = pft_transport_send(nd->hand.tp, peer->id, bytes, len, id,
                                         pft_transport_now_ms() + (int64_t)(dl * 1000));

@@ -158,9 +158,7 @@ static void print_secagg(const pft_topo_t *t, const pft_secplan_t *pl)
            t_drop ? pft_secplan_share_div(pl, (size_t)t_drop) : pft_secplan_noise_div(pl));
     for (size_t g = 0; g < pft_secplan_group_count(pl); g++) {
         const pft_secplan_group_t *gr = pft_secplan_group(pl, g);
-        int star = 1;
-        for (size_t m = 0; m < gr->n_members; m++)
-            star &= pft_topo_edge_find(t, gr->members[m], gr->opener) != NULL;
+        int star = pft_secplan_recoverable(pl, t, g);
         id_list(t, gr->members, gr->n_members, buf, sizeof buf);
         printf("  group %zu: members %s; opened by %s\n", g, buf, pft_topo_node(t, gr->opener)->id);
         if (star)
