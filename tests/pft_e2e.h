@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <string.h>
 #include <unistd.h>
 
 #define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
@@ -35,6 +36,23 @@ static inline int pft_e2e_hold_port(int *fd)
         return -1;
     }
     return ntohs(a.sin_port);
+}
+
+/* The endpoint a node reports in the file at path (its first line), waited for up to 120 s: 0, or -1. */
+static inline int pft_e2e_wait_endpoint(const char *path, char *ep, size_t cap)
+{
+    for (int i = 0; i < 12000; i++) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            int ok = fgets(ep, (int)cap, f) != NULL;
+            fclose(f);
+            ep[strcspn(ep, "\r\n")] = '\0';
+            if (ok && ep[0])
+                return 0;
+        }
+        usleep(10000);
+    }
+    return -1;
 }
 
 /* Polls t until send h ends or max_ms pass; returns its state. */

@@ -100,18 +100,7 @@ static int b_endpoint(const pft_topo_node_t *b, const char *out, char *ep, size_
     }
     char path[600];
     snprintf(path, sizeof path, "%s/endpoint", out);
-    for (int i = 0; i < 12000; i++) {
-        FILE *f = fopen(path, "r");
-        if (f) {
-            int ok = fgets(ep, (int)cap, f) != NULL;
-            fclose(f);
-            ep[strcspn(ep, "\r\n")] = '\0';
-            if (ok && ep[0])
-                return 0;
-        }
-        usleep(10000);
-    }
-    return -1;
+    return pft_e2e_wait_endpoint(path, ep, cap);
 }
 
 /* A CURVE client with p's key connected to b (its folder out). */
@@ -158,8 +147,8 @@ static json_t *result(const char *out)
     return json_load_file(path, 0, &err);
 }
 
-/* Sends the honest bundle bufs[0] last (after the forgeries bufs[1..n) unless clean) to a fresh b in out, each
- * forgery expected refused with needles[k] in its reason; b's result. */
+/* Sends the honest bundle bufs[0] last (after the forgeries bufs[1..n) unless clean) to a fresh b in out,
+ * each forgery expected refused with needles[k] in its reason; b's result. */
 static json_t *attack_with(const char *dir, const char *out, const pft_topo_t *topo, const pft_keypair_t *kp,
                            uint8_t *const *bufs, const size_t *lens, int n, const char *const *needles,
                            const char *const *names, int clean)
@@ -177,8 +166,8 @@ static json_t *attack_with(const char *dir, const char *out, const pft_topo_t *t
         int st = pft_e2e_settle(t, h, 120000);
         const char *reason = NULL;
         pft_transport_send_state(t, h, NULL, &reason);
-        CHECK_MSG(st == PFT_SEND_REJECTED && reason && strstr(reason, needles[k]), "%s: state %d, reason '%s'",
-                  names[k], st, reason ? reason : "");
+        CHECK_MSG(st == PFT_SEND_REJECTED && reason && strstr(reason, needles[k]),
+                  "%s: state %d, reason '%s'", names[k], st, reason ? reason : "");
         fprintf(stderr, "  %s: %s\n", names[k], reason ? reason : "");
     }
     int h = pft_transport_send(t, "b", bufs[0], lens[0], NULL, pft_transport_now_ms() + 120000);
@@ -189,9 +178,9 @@ static json_t *attack_with(const char *dir, const char *out, const pft_topo_t *t
     return result(out);
 }
 
-/* Prepares run `name` (p -> b over the example data, `attrs` added to the graph, `nodes` before the edge) with
- * pftnet launch --prepare-only into s_tmp/name; loads its resolved topology, p's key and p's rows (l2). 0, or
- * -1 after a failed CHECK (what loaded is the caller's to free). */
+/* Prepares run `name` (p -> b over the example data, `attrs` added to the graph, `nodes` before the edge)
+ * with pftnet launch --prepare-only into s_tmp/name; loads its resolved topology, p's key and p's rows (l2).
+ * 0, or -1 after a failed CHECK (what loaded is the caller's to free). */
 static int prepare_pb(const char *name, const char *attrs, const char *nodes, char *dir, size_t cap,
                       pft_topo_t **topo, pft_keypair_t **kp, pft_dataset_t **ds)
 {
@@ -344,8 +333,8 @@ static int make_masked(mkind_t kind, const char *run, const pft_dataset_t *ds, c
 }
 
 /* A data-less aggregator b opening p's masked statistics (secure_agg = true, min_contributors = 1): forged
- * masked parts (another opener, another DP divisor, counts ×1000, a class layout not the run's) are NACKed with
- * their reason, and b, given the honest one last, opens it and scores as a clean b does. */
+ * masked parts (another opener, another DP divisor, counts ×1000, a class layout not the run's) are NACKed
+ * with their reason, and b, given the honest one last, opens it and scores as a clean b does. */
 static void test_masked_refused(void)
 {
     char dir[300];
@@ -354,8 +343,8 @@ static void test_masked_refused(void)
     pft_dataset_t *ds = NULL;
     pft_pubkey_t bpub;
     const pft_topo_node_t *bn = NULL;
-    if (prepare_pb("sa", "secure_agg = true; min_contributors = 1;", "b [data = false];", dir, sizeof dir, &topo,
-                   &kp, &ds) != 0 ||
+    if (prepare_pb("sa", "secure_agg = true; min_contributors = 1;", "b [data = false];", dir, sizeof dir,
+                   &topo, &kp, &ds) != 0 ||
         !(bn = pft_topo_find(topo, "b")) || pft_pubkey_resolve(bn->key, &bpub) != 0) {
         CHECK(0);
         goto done;
@@ -377,7 +366,8 @@ static void test_masked_refused(void)
         json_t *sa = json_object_get(ra, "secure_agg");
         CHECK(sa && json_integer_value(json_object_get(sa, "opened_rows")) == 40);
         CHECK_MSG(a == c && a > 0.3, "attacked b %.4f, clean b %.4f", a, c);
-        fprintf(stderr, "  b after %d refused masked forgeries opened p's 40 rows: accuracy %.4f (clean %.4f)\n",
+        fprintf(stderr,
+                "  b after %d refused masked forgeries opened p's 40 rows: accuracy %.4f (clean %.4f)\n",
                 M_N - 1, a, c);
     }
     json_decref(ra);

@@ -80,18 +80,7 @@ static int m1_endpoint(const char *dir, char *ep, size_t cap)
 {
     char path[400];
     snprintf(path, sizeof path, "%s/m1/endpoint", dir);
-    for (int i = 0; i < 12000; i++) {
-        FILE *f = fopen(path, "r");
-        if (f) {
-            int ok = fgets(ep, (int)cap, f) != NULL;
-            fclose(f);
-            ep[strcspn(ep, "\r\n")] = '\0';
-            if (ok && ep[0])
-                return 0;
-        }
-        usleep(10000);
-    }
-    return -1;
+    return pft_e2e_wait_endpoint(path, ep, cap);
 }
 
 /* Sends a declaration (or another kind) from "s" signed with kp to m1; the send's final state and its reason.

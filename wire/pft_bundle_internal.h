@@ -89,6 +89,8 @@ struct pft_bundle_t {
 
 /* 1 if s[0..len) is a valid run or node id: 1..PFT_BUNDLE_MAX_NAME bytes, no control bytes. */
 int pft_bundle__name_ok(const char *s, size_t len);
+/* 1 if s[0..len) is a valid mask label: 1..PFT_BUNDLE_MASK_LABEL_MAX bytes, no control bytes. */
+int pft_bundle__label_ok(const char *s, size_t len);
 /* Bytes per number of dtype on the wire (2 or 4). */
 size_t pft_bundle__dtype_size(pft_dtype_t dt);
 /* Covariance numbers per component on the wire (lowrank: Ψ; its loadings W travel in a field of their own).

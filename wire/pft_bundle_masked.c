@@ -56,9 +56,8 @@ int pft_bundle__part_find_label(const pft_bundle__part_t *p, int label)
 
 /* ---------- the mask ---------- */
 
-static int label_ok(const char *s)
+int pft_bundle__label_ok(const char *s, size_t n)
 {
-    size_t n = strnlen(s, PFT_BUNDLE_MASK_LABEL_MAX + 1);
     if (n < 1 || n > PFT_BUNDLE_MASK_LABEL_MAX)
         return 0;
     for (size_t i = 0; i < n; i++)
@@ -69,8 +68,9 @@ static int label_ok(const char *s)
 
 int pft_bundle__mask_ok(const pft_bundle_mask_t *m, const pft_bundle__part_t *p)
 {
-    if (!label_ok(m->label))
-        return pft_err(PFT_EINVAL, "mask: label: 1..%d bytes without control bytes", PFT_BUNDLE_MASK_LABEL_MAX);
+    if (!pft_bundle__label_ok(m->label, strnlen(m->label, PFT_BUNDLE_MASK_LABEL_MAX + 1)))
+        return pft_err(PFT_EINVAL, "mask: label: 1..%d bytes without control bytes",
+                       PFT_BUNDLE_MASK_LABEL_MAX);
     size_t on = strnlen(m->opener, PFT_BUNDLE_MAX_NAME + 1);
     if (!pft_bundle__name_ok(m->opener, on))
         return pft_err(PFT_EINVAL, "mask: opener: node ids are 1..%d bytes without control characters",
@@ -94,18 +94,20 @@ static int layout_ok(int n_classes, const int *labels, const uint64_t *counts)
         return pft_err(PFT_EINVAL, "bundle: add_masked_part: %d classes, expected 1..65536", n_classes);
     for (int c = 0; c < n_classes; c++) {
         if (labels[c] < 0 || (c > 0 && labels[c] <= labels[c - 1]))
-            return pft_err(PFT_EINVAL, "bundle: add_masked_part: class %d: label %d (≥ 0, strictly ascending)",
-                           c, labels[c]);
+            return pft_err(PFT_EINVAL,
+                           "bundle: add_masked_part: class %d: label %d (≥ 0, strictly ascending)", c,
+                           labels[c]);
         if (counts[c] > PFT_BUNDLE_MAX_COUNT)
-            return pft_err(PFT_EINVAL, "bundle: add_masked_part: class %d (label %d): count %llu exceeds 2^48",
-                           c, labels[c], (unsigned long long)counts[c]);
+            return pft_err(PFT_EINVAL,
+                           "bundle: add_masked_part: class %d (label %d): count %llu exceeds 2^48", c,
+                           labels[c], (unsigned long long)counts[c]);
     }
     return 0;
 }
 
 int pft_bundle_add_masked_part(pft_bundle_t *self, const char *const *contributors, int n_contrib,
-                               pft_gstat_kind_t kind, int n_classes, const int *labels, const uint64_t *counts,
-                               uint64_t **words_p, const pft_bundle_mask_t *mask)
+                               pft_gstat_kind_t kind, int n_classes, const int *labels,
+                               const uint64_t *counts, uint64_t **words_p, const pft_bundle_mask_t *mask)
 {
     if (!self || !words_p || !*words_p || !mask || (kind != PFT_GSTAT_FULL && kind != PFT_GSTAT_TIED))
         return pft_err(PFT_EINVAL, "bundle: add_masked_part: NULL argument or unknown kind");

@@ -18,18 +18,8 @@ const char *pft_secmsg_kind_name(int kind)
 {
     return kind == PFT_SECMSG_MISSING  ? "missing"
            : kind == PFT_SECMSG_REVEAL ? "reveal"
-           : kind == PFT_SECMSG_DONE ? "done"
+           : kind == PFT_SECMSG_DONE   ? "done"
                                        : "?";
-}
-
-static int label_ok(const char *s, size_t n)
-{
-    if (n < 1 || n > PFT_BUNDLE_MASK_LABEL_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return 0;
-    return 1;
 }
 
 /* Bytewise order of two ids (as the wire's ascending rule). */
@@ -81,7 +71,7 @@ static int check(const pft_secmsg_t *m)
     if (!pft_bundle__name_ok(m->run, rl) || !pft_bundle__name_ok(m->sender, sl))
         return pft_err(PFT_EINVAL, "secagg message: run and sender are 1..%d bytes without control bytes",
                        PFT_BUNDLE_MAX_NAME);
-    if (!label_ok(m->label, ll))
+    if (!pft_bundle__label_ok(m->label, ll))
         return pft_err(PFT_EINVAL, "secagg message: label: 1..%d bytes without control bytes",
                        PFT_BUNDLE_MASK_LABEL_MAX);
     int rc = ids_ok(m->ids, m->n_ids, "ids");
