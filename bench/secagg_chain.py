@@ -5,7 +5,8 @@ Today (stats_release = lowrank): a sends its release (q = min(rows // 20, 64, d 
 exact means); b merges it with its own exact rows and re-releases a + b at q = 10; c merges that with its rows...
 Under secure aggregation with min_contributors = 2: a and b each mask their own release; c opens their sum
 (a's q = 5 release + b's q = 5 release, merged exactly), adds its rows and from there on every hop is today's;
-b's head uses only its own rows. Printed: each node's LDA accuracy on PACS's test split at a few fixed shrinkages
+b's head uses only its own rows. (The rule as measured in docs/SECAGG.md: 20 rows per eigenpair; pftnode's
+default is 15 since 2026-11-27.) Printed: each node's LDA accuracy on PACS's test split at a few fixed shrinkages
 (the same alpha for both, so that only the statistics differ).
 
 Partition: `pftnet launch configs/chain5.dot --out DIR --force --prepare-only --set cov=tied` (iid, 100 rows each).

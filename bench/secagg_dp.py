@@ -131,7 +131,9 @@ def release_rule(s, n, s2, rows_per_rank=20, cap=64):
     """A contributor's release-rule second moment (DESIGN.md par. 8): its within-class scatter W as N (U U^T +
     diag psi), q = min(N // 20, 64, d - 1) leading eigenpairs of C = W / N (below 20 rows: tr(C)/d I), plus its
     class means' outer products, so that summing these over contributors and subtracting the pooled means'
-    gives the merge of the released parts (what a masked bundle carries without DP)."""
+    gives the merge of the released parts (what a masked bundle carries without DP). The rule as measured in
+    docs/SECAGG.md par. 9 (20 rows per eigenpair); pftnode's default is 15 since 2026-11-27 (pass
+    rows_per_rank=15 to replay it; its isotropic floor stays at 20 rows)."""
     present = n > 0
     N = n.sum()
     d = s2.shape[0]

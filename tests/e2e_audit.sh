@@ -6,13 +6,15 @@
 # nearest-row attack passes; the likelihood AUC is reported. Exact statistics, a 3-node chain a -> b -> c
 # with cov = tied and stats_release = full_scatter (the dense shared scatter, research): a's bundle FAILs
 # loudly (subspace accuracy 1 against c's rows, every own row in the span, rows recovered by the vertex
-# attack, "*** FAIL" in the text, exact_leak in the JSON). With the default release (60 rows: rank 3 +
+# attack, "*** FAIL" in the text, exact_leak in the JSON). With the default release (60 rows: rank 4 +
 # diagonal) the spectrum shows no subspace, the attack on span(released factor, class means) stays below
 # FAIL, no row is recovered and --fail-on exact exits 0; a rank-32 factor of the same 60 rows
 # (stats_rows_per_rank = 1, stats_rank = 32: what stats_rank = 32 sent before the release rule) shows no
 # subspace in its spectrum either, but the factor attack decides membership (FAIL). A part with fewer rows than
 # stats_rows_per_rank (no eigenpair) sends only its isotropic variance (its exact diagonal would show the
 # coordinates its rows all share, a subspace holding them: star20's 9-row client FAILed so): no subspace.
+# A part of 15-19 rows at the default 15 rows per eigenpair sends no eigenpair either (under 20 rows, the
+# isotropic variance only): its factor's span is the class means'.
 # A statistics bundle is also audited per part (one component per class standing for its count). Exit codes: 3 for a verdict reaching --fail-on, 1 for an unreadable bundle or features
 # that are not a matrix, 2 for bad usage (also a bad --fail-on), 0 for --help and --fail-on never.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
@@ -50,6 +52,7 @@ launch c3t "cov = tied; stats_release = full_scatter;" "a -> b -> c;"
 launch c3q "cov = tied;" "a -> b -> c;"
 launch c3r "cov = tied; stats_rank = 32; stats_rows_per_rank = 1;" "a -> b -> c;"
 launch tiny "cov = tied; stats_rows_per_rank = 100;" "a -> b;"
+launch tiny18 "cov = tied; min_rows = 2;" "a -> b;" 18
 
 # run NAME EXPECTED_CODE ARGS...: runs pftnet audit ARGS into W/NAME.out and W/NAME.err
 run() {
@@ -87,6 +90,7 @@ other() { echo --holdout-features "$W/$1/$2/data/train_x.npy" --holdout-labels "
     run c3q_text 0 "$W/c3q/a/bundle.pftb" $(own c3q) $(other c3q c) --fail-on exact
     run c3r_json 3 "$W/c3r/a/bundle.pftb" $(own c3r) $(other c3r c) --json --lp 20
     run tiny_json 0 "$W/tiny/a/bundle.pftb" $(own tiny) $(other tiny b) --json --lp 20 --fail-on exact
+    run tiny18_json 0 "$W/tiny18/a/bundle.pftb" $(own tiny18) $(other tiny18 b) --json --lp 20 --fail-on exact
 }
 has m1_text '^bundle .*producer a, GMMs, d 1280'
 has m1_text '^components [0-9]+: [1-9][0-9]* stand for fewer than 1.5 rows'
@@ -136,9 +140,9 @@ has c3q_text '^vertex \(LP\) reconstruction: PASS'
 py c3q_json "a = o['attacks']
 p, m, f = a['subspace']['parts']
 assert m['basis'] == 'means' and m['dim'] <= 7 and m['accuracy'] <= f['accuracy'] + 0.05, m
-assert o['shared_rank'] == 3 and p['basis'] == 'spectrum' and f['basis'] == 'factor', a['subspace']
+assert o['shared_rank'] == 4 and p['basis'] == 'spectrum' and f['basis'] == 'factor', a['subspace']
 assert not p['proper'] and p['gap'] < 1e4 and p['verdict'] == 'PASS', p
-assert f['proper'] and f['dim'] <= 3 + 7 and f['accuracy'] < 0.9 and not f['contained'], f
+assert f['proper'] and f['dim'] <= 4 + 7 and f['accuracy'] < 0.9 and not f['contained'], f
 assert f['member_residual_min'] > 0.1, f  # no member row lies in the released span
 assert a['vertex']['verdict'] == 'PASS' and all(not v['applicable'] for v in a['vertex']['parts']), a
 assert o['exact_leak'] is False, o"
@@ -154,6 +158,14 @@ assert o['verdict'] == 'FAIL', o['verdict']"
 py tiny_json "a = o['attacks']
 p = a['subspace']['parts'][0]
 assert o['shared_rank'] == 1 and p['basis'] == 'spectrum' and not p['proper'] and p['verdict'] == 'PASS', p
+assert o['exact_leak'] is False, o"
+
+# 15-19 rows at 15 rows per eigenpair: still no eigenpair under 20 rows (the factor's span is the means')
+py tiny18_json "a = o['attacks']
+p, m, f = a['subspace']['parts']
+n = sum(c['n'] for c in o['classes'])  # rows released (classes under min_rows = 2 withheld)
+assert 15 <= n < 20 and m['basis'] == 'means' and f['basis'] == 'factor', (n, a['subspace']['parts'])
+assert f['dim'] == m['dim'] and not p['proper'] and p['verdict'] == 'PASS', (p, m, f)
 assert o['exact_leak'] is False, o"
 
 # exit codes

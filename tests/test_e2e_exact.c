@@ -5,7 +5,7 @@
  * row (these runs use stats_release = full_scatter, the exact dense release). In the diamond, b and c send
  * their own statistics apart from a's, so that d can take a's once. The default release (stats_release =
  * lowrank) is checked against the sender's rows: class means and the shared scatter's diagonal exact, its
- * off-diagonal part the q = rows / 20 leading eigenpairs of the scatter (LAPACK's dsyev here). */
+ * off-diagonal part the q = rows / 15 leading eigenpairs of the scatter (LAPACK's dsyev here). */
 #include "pft_alloc.h"
 #include "pft_bundle.h"
 #include "pft_e2e_ref.h"
@@ -215,8 +215,10 @@ static pft_bundle_t *read_bundle(const char *out, const char *node)
     return b;
 }
 
-/* The default release of a's 60 rows (chain a -> b): rank 60 / 20 = 3 + diagonal. The oracle is a's own rows:
- * their exact statistics, and the 3 leading eigenpairs of their shared covariance W / N by LAPACK's dsyev. */
+/* The default release of a's 60 rows (chain a -> b): rank 60 / 15 = 4 + diagonal (stats_rows_per_rank's
+ * default, 15). The oracle is a's own rows: their exact statistics, and the 4 leading eigenpairs of their
+ * shared covariance W / N by LAPACK's dsyev. */
+#define REL_Q 4
 static void test_release_rule(void)
 {
     char out[512];
@@ -233,10 +235,10 @@ static void test_release_rule(void)
     pft_bundle_t *b = read_bundle(out, "a");
     int q = -1;
     const double *u = b ? pft_bundle_part_factor(b, 0, &q) : NULL;
-    CHECK_MSG(b && pft_bundle_n_parts(b) == 1 && pft_bundle_shared_rank(b) == 3 && u && q == 3,
-              "a's bundle: shared rank %d, factor of %d columns (expected 3 = 60 rows / 20)",
+    CHECK_MSG(b && pft_bundle_n_parts(b) == 1 && pft_bundle_shared_rank(b) == REL_Q && u && q == REL_Q,
+              "a's bundle: shared rank %d, factor of %d columns (expected 4 = 60 rows / 15)",
               b ? pft_bundle_shared_rank(b) : -1, q);
-    if (!own || !u || q != 3 || d < 4)
+    if (!own || !u || q != REL_Q || d < 8)
         goto done;
     const pft_gstat_t *st = pft_bundle_part_stats(b, 0);
     size_t D = (size_t)d;
@@ -256,14 +258,14 @@ static void test_release_rule(void)
     for (size_t i = 0; info == 0 && i < D; i++) {
         dmax = fmax(dmax, fabs(wd[i * D + i] - w[i * D + i]) / (double)n); /* the diagonal: exact */
         scale = fmax(scale, w[i * D + i] / (double)n);
-        for (size_t k = 0; k < D; k++) { /* off the diagonal: the 3 leading eigenpairs (columns d-3..d-1) */
+        for (size_t k = 0; k < D; k++) { /* off the diagonal: the 4 leading eigenpairs (columns d-4..d-1) */
             if (k == i)
                 continue;
             double lead = 0, fac = 0;
-            for (size_t t = D - 3; t < D; t++)
+            for (size_t t = D - REL_Q; t < D; t++)
                 lead += lam[t] * ev[i * D + t] * ev[k * D + t];
             for (int t = 0; t < q; t++)
-                fac += u[i * 3 + (size_t)t] * u[k * 3 + (size_t)t];
+                fac += u[i * REL_Q + (size_t)t] * u[k * REL_Q + (size_t)t];
             offmax = fmax(offmax, fabs(wd[i * D + k] / (double)n - lead) + fabs(fac - lead));
         }
     }
@@ -271,7 +273,7 @@ static void test_release_rule(void)
               "release: means off by %.3g, diagonal by %.3g, off-diagonal by %.3g (largest variance %.3g)",
               emax, dmax, offmax, scale);
     fprintf(stderr,
-            "  release of a's %d rows: rank 3 + diagonal; means %.2g, diagonal %.2g, off-diagonal %.2g "
+            "  release of a's %d rows: rank 4 + diagonal; means %.2g, diagonal %.2g, off-diagonal %.2g "
             "from the oracle\n",
             (int)n, emax, dmax, offmax);
     pft_free(ev);

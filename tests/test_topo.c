@@ -621,6 +621,34 @@ static void test_exact_rule(void)
     CHECK(pft_topo_head_resolve(PFT_TOPO_HEAD_GAUSSIAN, 0) == PFT_TOPO_HEAD_GAUSSIAN);
 }
 
+/* The release rule's rank (DESIGN §8), case by case against hand-computed values: one eigenpair per
+ * stats_rows_per_rank rows (default 15), at most stats_rank (64) and d - 1, none below 20 rows. */
+static void test_release_rank(void)
+{
+    pft_topo_t *t = NULL;
+    CHECK_MSG(load("digraph g { " SIM " a -> b; }", SKIP, &t) == 0 && t, "%s", pft_errmsg());
+    if (!t)
+        return;
+    pft_topo_run_t r = *pft_topo_run(t);
+    CHECK_MSG(r.stats_rows_per_rank == 15 && r.stats_rank == 64, "defaults %d, %d", r.stats_rows_per_rank,
+              r.stats_rank);
+    CHECK(pft_topo_release_rank(&r, 0, 1280) == 0);
+    CHECK(pft_topo_release_rank(&r, 19, 1280) == 0); /* 19 / 15 = 1, but under 20 rows */
+    CHECK(pft_topo_release_rank(&r, 20, 1280) == 1);
+    CHECK(pft_topo_release_rank(&r, 60, 1280) == 4);
+    CHECK(pft_topo_release_rank(&r, 100, 1280) == 6);
+    CHECK(pft_topo_release_rank(&r, 974, 1280) == 64);
+    CHECK(pft_topo_release_rank(&r, 975, 1280) == 64); /* 65, capped */
+    CHECK(pft_topo_release_rank(&r, UINT64_MAX, 1280) == 64);
+    CHECK(pft_topo_release_rank(&r, 600, 10) == 9); /* d - 1 */
+    CHECK(pft_topo_release_rank(&r, 600, 1) == 0);
+    r.stats_rows_per_rank = 1;
+    CHECK(pft_topo_release_rank(&r, 19, 1280) == 0 && pft_topo_release_rank(&r, 20, 1280) == 20);
+    r.stats_rank = 0;
+    CHECK(pft_topo_release_rank(&r, 5000, 1280) == 0);
+    pft_topo_destroy(&t);
+}
+
 int main(void)
 {
     if (pft_test_topo_setup())
@@ -637,6 +665,7 @@ int main(void)
     RUN(test_configs);
     RUN(test_layouted_fixture);
     RUN(test_exact_rule);
+    RUN(test_release_rank);
     pft_test_topo_cleanup();
     return pft_test_done();
 }

@@ -73,6 +73,10 @@ typedef enum { PFT_TOPO_MISSING_PROCEED = 0, PFT_TOPO_MISSING_FAIL = 1 } pft_top
  * leading eigenpairs (at most one per stats_rows_per_rank rows the part stands for, and stats_rank) plus
  * the diagonal; full_scatter, the exact dense matrix (research only: its span holds every row). */
 typedef enum { PFT_TOPO_RELEASE_LOWRANK = 0, PFT_TOPO_RELEASE_FULL_SCATTER = 1 } pft_topo_release_t;
+/* A part standing for fewer rows than this sends its shared scatter as its isotropic variance only, whatever
+ * stats_rows_per_rank says: the exact diagonal of a handful of rows shows the coordinates they all leave at
+ * zero, a subspace that holds them (SECURITY.md §9). */
+#define PFT_TOPO_RELEASE_MIN_DIAG_ROWS 20
 /* Simulation partitions (node/launch/pft_partition.c splits the dataset by them). */
 typedef enum {
     PFT_TOPO_PART_IID = 0,       /* shuffle, equal shares */
@@ -130,6 +134,11 @@ typedef struct {
     const char *root_id;       /* mesh root node id; NULL unless a mesh */
     size_t root;               /* its node index; SIZE_MAX unless a mesh */
 } pft_topo_run_t;
+/* The release rule's rank (DESIGN.md §8): how many leading eigenpairs of its shared scatter a tied part
+ * standing for `rows` rows sends at dimension d: min(rows / stats_rows_per_rank, stats_rank, d - 1), and 0
+ * (the isotropic variance only) below PFT_TOPO_RELEASE_MIN_DIAG_ROWS rows. The one home of the rule (the
+ * node's clear release and its masked release both use it; pft_topo_family.c). */
+int pft_topo_release_rank(const pft_topo_run_t *run, uint64_t rows, int d);
 
 /* One node: identity, effective settings (graph defaults + node overrides) and its place in the plan. */
 typedef struct {

@@ -90,9 +90,10 @@ static const pft_topo_attr_t s_table[] = {
     {"stats_rank", G, PFT_ATTR_INT, "64", 0, 65535, NULL,
      "stats_release=lowrank: eigenpairs per part at most (d·q + d numbers instead of d(d+1)/2; clamped to "
      "d-1); 0: the isotropic variance only", GO(stats_rank), NONE, NONE},
-    {"stats_rows_per_rank", G, PFT_ATTR_INT, "20", 1, 1000000, NULL,
+    {"stats_rows_per_rank", G, PFT_ATTR_INT, "15", 1, 1000000, NULL,
      "stats_release=lowrank: a part sends one eigenpair per this many rows it stands for (fewer rows per "
-     "eigenpair: more accurate, more revealing; SECURITY.md §9)", GO(stats_rows_per_rank), NONE, NONE},
+     "eigenpair: more accurate, more revealing; a part of fewer than 20 rows sends no eigenpair; "
+     "SECURITY.md §9)", GO(stats_rows_per_rank), NONE, NONE},
     {"secure_agg", G, PFT_ATTR_BOOL, "false", 0, 0, NULL,
      "cov=tied: true: exact statistics travel masked (pairwise masks mod 2^64) until a node allowed to "
      "see their sum opens them; nobody holds fewer than min_contributors others' statistics in the clear "

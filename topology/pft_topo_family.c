@@ -28,6 +28,19 @@ pft_topo_head_t pft_topo_head_resolve(pft_topo_head_t head, int exact)
     return exact ? PFT_TOPO_HEAD_GAUSSIAN : PFT_TOPO_HEAD_LOGREG;
 }
 
+int pft_topo_release_rank(const pft_topo_run_t *run, uint64_t rows, int d)
+{
+    if (rows < PFT_TOPO_RELEASE_MIN_DIAG_ROWS || run->stats_rows_per_rank < 1 || d < 2)
+        return 0;
+    uint64_t q = rows / (uint64_t)run->stats_rows_per_rank;
+    uint64_t cap = run->stats_rank > 0 ? (uint64_t)run->stats_rank : 0;
+    if (q > cap)
+        q = cap;
+    if (q > (uint64_t)d - 1)
+        q = (uint64_t)d - 1;
+    return (int)q;
+}
+
 /* Resolves each node's exactness and head, and refuses the combinations that are not built. */
 int pft_topo__check_families(const pft_topo_t *t, pft_topo__model_t *m)
 {

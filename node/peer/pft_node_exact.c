@@ -194,9 +194,9 @@ static int part_has_dp(const pft_bundle_t *b, int i)
     return 0;
 }
 
-/* The release rule (DESIGN.md §8, SECURITY.md §9): a tied part's shared scatter travels as at most one
- * eigenpair per stats_rows_per_rank rows the part stands for (and at most stats_rank) plus its exact
- * diagonal, so that the directions it reveals stay few against its rows; dense under stats_release =
+/* The release rule (DESIGN.md §8, SECURITY.md §9; pft_topo_release_rank): a tied part's shared scatter
+ * travels as at most one eigenpair per stats_rows_per_rank rows the part stands for (and at most stats_rank)
+ * plus its exact diagonal, its isotropic variance only below 20 rows, so that the directions it reveals stay few against its rows; dense under stats_release =
  * full_scatter (research). A part holding a DP release of sums is means only: its (zero) scatter travels as
  * rank 0, i.e. one number. */
 static int release_form(node_t *nd, pft_bundle_t *b)
@@ -212,16 +212,12 @@ static int release_form(node_t *nd, pft_bundle_t *b)
             continue;
         }
         uint64_t rows = pft_gstat_total(pft_bundle_part_stats(b, i));
-        uint64_t q = part_has_dp(b, i) ? 0 : rows / (uint64_t)nd->run->stats_rows_per_rank;
-        if (q > (uint64_t)nd->run->stats_rank)
-            q = (uint64_t)nd->run->stats_rank;
-        if (q > (uint64_t)d - 1)
-            q = (uint64_t)d - 1;
-        qmax = (int)q > qmax ? (int)q : qmax;
-        rc = pft_bundle_set_part_rank_cap(b, i, (int)q);
+        int q = part_has_dp(b, i) ? 0 : pft_topo_release_rank(nd->run, rows, d);
+        qmax = q > qmax ? q : qmax;
+        rc = pft_bundle_set_part_rank_cap(b, i, q);
         pft_info("release: part %d (%llu rows, %d contributor(s)): shared scatter as %s %d%s", i,
                  (unsigned long long)rows, pft_bundle_part_n_contributors(b, i),
-                 q ? "rank" : "isotropic, rank", (int)q, q ? " + diagonal" : "");
+                 q ? "rank" : "isotropic, rank", q, q ? " + diagonal" : "");
     }
     return rc ? rc : pft_bundle_set_shared_rank(b, qmax > 0 ? qmax : 1);
 }

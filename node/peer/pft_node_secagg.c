@@ -169,14 +169,13 @@ static pft_pubkey_t *keys_of(const node_t *nd, const size_t *idx, size_t n)
     return k;
 }
 
-/* R = N·(U Uᵀ + diag ψ) + Σ_c s_c s_cᵀ/n_c of st (TIED), the release rule's rank q = min(N / rows per rank,
- * stats_rank, d − 1), isotropic at q = 0 (exactly what the node sends in the clear), into r (d×d). */
+/* R = N·(U Uᵀ + diag ψ) + Σ_c s_c s_cᵀ/n_c of st (TIED), the release rule's rank q (pft_topo_release_rank),
+ * isotropic at q = 0 (exactly what the node sends in the clear), into r (d×d). */
 static int release_matrix(const node_t *nd, const pft_gstat_t *st, double *r)
 {
     int d = pft_gstat_dim(st);
-    uint64_t N = pft_gstat_total(st), q = N / (uint64_t)nd->run->stats_rows_per_rank;
-    q = q > (uint64_t)nd->run->stats_rank ? (uint64_t)nd->run->stats_rank : q;
-    q = q > (uint64_t)d - 1 ? (uint64_t)d - 1 : q;
+    uint64_t N = pft_gstat_total(st);
+    int q = pft_topo_release_rank(nd->run, N, d);
     size_t dd = (size_t)d * d;
     double *c = pft_alloc_array(dd, sizeof *c), *u = pft_alloc_array((size_t)d * (q + 1), sizeof *u),
            *psi = pft_alloc_array((size_t)d, sizeof *psi);
@@ -186,14 +185,14 @@ static int release_matrix(const node_t *nd, const pft_gstat_t *st, double *r)
     for (size_t i = 0; rc == 0 && i < dd; i++)
         c[i] = N ? w[i] / (double)N : 0.0;
     if (rc == 0)
-        rc = pft_gstat_lowrank_shared(c, d, (int)q, u, psi);
+        rc = pft_gstat_lowrank_shared(c, d, q, u, psi);
     double tr = 0;
     for (int j = 0; rc == 0 && q == 0 && j < d; j++)
         tr += psi[j];
     for (int j = 0; rc == 0 && q == 0 && j < d; j++)
         psi[j] = tr / d; /* isotropic: which coordinates a handful of rows never vary on stays unsaid */
     if (rc == 0)
-        pft_gstat_lowrank_expand(u, psi, d, (int)q, r);
+        pft_gstat_lowrank_expand(u, psi, d, q, r);
     for (size_t i = 0; rc == 0 && i < dd; i++)
         r[i] *= (double)N;
     for (int k = 0; rc == 0 && k < pft_gstat_n_classes(st); k++) {
@@ -207,8 +206,8 @@ static int release_matrix(const node_t *nd, const pft_gstat_t *st, double *r)
     pft_free(u);
     pft_free(psi);
     if (rc == 0)
-        pft_info("secure aggregation: own second moment at the release rule's rank %llu (%llu rows)",
-                 (unsigned long long)q, (unsigned long long)N);
+        pft_info("secure aggregation: own second moment at the release rule's rank %d (%llu rows)", q,
+                 (unsigned long long)N);
     return rc;
 }
 
