@@ -12,7 +12,7 @@ each R given:
   for a node without rows), on the union of the clients' test splits;
 - membership: per client, the attack of `pftnet audit` on span(released factor, class means) (the relative
   residual of a row outside the span; the balanced accuracy of the best threshold, own training rows against
-  the client's own test rows), its median over clients, how many clients are above 0.6 (WARN) and at 0.9 or
+  the client's own test rows, both of the classes the part releases, as the audit gathers them), its median over clients, how many clients are above 0.6 (WARN) and at 0.9 or
   more (FAIL), beside the same attack on the class means alone.
 
 The replay is checked against pftnode: on configs/star50.dot, seed 0, R = 20 it gives the node's 84.78 % to
@@ -52,13 +52,14 @@ class Client:
 
     def __init__(self, x, y, C, min_rows):
         d = x.shape[1]
-        self.cnt, self.sums, self.means = np.zeros(C), np.zeros((C, d)), []
+        self.cnt, self.sums, self.means, self.released = np.zeros(C), np.zeros((C, d)), [], []
         W = np.zeros((d, d))
         for c in range(C):
             xc = x[y == c]
             if len(xc) >= min_rows:
                 m = xc.mean(0)
                 self.cnt[c], self.sums[c] = len(xc), xc.sum(0)
+                self.released.append(c)
                 self.means.append(m)
                 W += (xc - m).T @ (xc - m)
         self.N = int(self.cnt.sum())
@@ -114,9 +115,11 @@ def balanced(r_own, r_held):
     return max(0.5, float(np.max(0.5 * (tp + tn))))
 
 
-def membership(c, x, xh, q):
+def membership(c, x, y, xh, yh, q):
+    """The audit's attack (pft_audit__gather: only rows of the classes the part releases, own and held out)."""
     cols = ([c.U[:, :q]] if q else []) + ([np.array(c.means).T] if c.means else [])
-    if not cols or len(xh) == 0:
+    x, xh = x[np.isin(y, c.released)], xh[np.isin(yh, c.released)]
+    if not cols or len(x) == 0 or len(xh) == 0:
         return None
     B, _ = np.linalg.qr(np.hstack(cols))
 
@@ -139,13 +142,13 @@ def main():
     yt = np.concatenate([y for _, y in te])
     clients = [Client(x, y, C, a.min_rows) for x, y in tr]
     print(f"{a.run}: {len(clients)} clients, {sum(c.N for c in clients)} rows released, {len(yt)} test rows")
-    base = [membership(c, x, xh, 0) for c, (x, _), (xh, _) in zip(clients, tr, te)]
+    base = [membership(c, x, y, xh, yh, 0) for c, (x, y), (xh, yh) in zip(clients, tr, te)]
     base = np.array([v for v in base if v is not None])
     print(f"class means alone: membership median {np.median(base):.3f}, max {base.max():.3f}, "
           f"> 0.6: {(base > 0.6).sum()}, >= 0.9: {(base >= 0.9).sum()}")
     for R in Rs:
         acc, alpha = accuracy(clients, R, xt, yt)
-        m = [membership(c, x, xh, c.rank(R)) for c, (x, _), (xh, _) in zip(clients, tr, te)]
+        m = [membership(c, x, y, xh, yh, c.rank(R)) for c, (x, y), (xh, yh) in zip(clients, tr, te)]
         m = np.array([v for v in m if v is not None])
         print(f"R = {R:3d}: accuracy {100 * acc:.2f} % (alpha {alpha:.4f}); factor + means membership median "
               f"{np.median(m):.3f}, mean {m.mean():.3f}, max {m.max():.3f}, > 0.6: {(m > 0.6).sum()}, "

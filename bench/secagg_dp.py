@@ -133,12 +133,12 @@ def release_rule(s, n, s2, rows_per_rank=20, cap=64):
     class means' outer products, so that summing these over contributors and subtracting the pooled means'
     gives the merge of the released parts (what a masked bundle carries without DP). The rule as measured in
     docs/SECAGG.md par. 9 (20 rows per eigenpair); pftnode's default is 15 since 2026-11-27 (pass
-    rows_per_rank=15 to replay it; its isotropic floor stays at 20 rows)."""
+    rows_per_rank=15 to replay it; below 20 rows no eigenpair either way)."""
     present = n > 0
     N = n.sum()
     d = s2.shape[0]
     c = scatter(s[present], n[present], s2) / N
-    q = min(int(N) // rows_per_rank, cap, d - 1)
+    q = 0 if N < 20 else min(int(N) // rows_per_rank, cap, d - 1)  # pftnode: no eigenpair below 20 rows
     if q == 0:
         rel = np.trace(c) / d * np.eye(d)
     else:

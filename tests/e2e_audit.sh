@@ -132,8 +132,8 @@ v = a['vertex']['parts'][0]
 assert v['applicable'] and v['programs'] + v['programs_failed'] == 100 and v['rows_recovered'] >= 1, v
 assert v['max_error'] < 1.5e-3 and v['rowlike_rows'] <= v['rowlike'], v
 assert o['verdict'] == 'FAIL' and o['exact_leak'] is True"
-# the default release (60 rows: rank 3 + diagonal): no subspace in the spectrum; the released factor's span
-# with the class means (3 + 7 of 1280 dimensions) holds no row, and its membership test stays below FAIL
+# the default release (60 rows: rank 4 + diagonal): no subspace in the spectrum; the released factor's span
+# with the class means (4 + 7 of 1280 dimensions) holds no row, and its membership test stays below FAIL
 has c3q_text 'no subspace \(largest eigenvalue gap'
 has c3q_text 'part a \(released factor and class means\): span of dimension'
 has c3q_text '^vertex \(LP\) reconstruction: PASS'

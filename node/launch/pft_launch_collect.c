@@ -146,6 +146,7 @@ static json_t *settings_json(const pft_topo_run_t *run)
         json_object_set_new(o, "stats_dtype",
                             json_string(run->stats_dtype == PFT_TOPO_FP16 ? "fp16" : "fp32"));
         json_object_set_new(o, "stats_rank", json_integer(run->stats_rank));
+        json_object_set_new(o, "stats_rows_per_rank", json_integer(run->stats_rows_per_rank));
         json_object_set_new(o, "stats_release", json_string(run->stats_release ? "full_scatter" : "lowrank"));
         json_object_set_new(o, "min_rows", json_integer(run->min_rows));
     }

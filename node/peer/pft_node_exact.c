@@ -196,9 +196,9 @@ static int part_has_dp(const pft_bundle_t *b, int i)
 
 /* The release rule (DESIGN.md §8, SECURITY.md §9; pft_topo_release_rank): a tied part's shared scatter
  * travels as at most one eigenpair per stats_rows_per_rank rows the part stands for (and at most stats_rank)
- * plus its exact diagonal, its isotropic variance only below 20 rows, so that the directions it reveals stay few against its rows; dense under stats_release =
- * full_scatter (research). A part holding a DP release of sums is means only: its (zero) scatter travels as
- * rank 0, i.e. one number. */
+ * plus its exact diagonal, its isotropic variance only below 20 rows, so that the directions it reveals stay
+ * few against its rows; dense under stats_release = full_scatter (research). A part holding a DP release of
+ * sums is means only: its (zero) scatter travels as rank 0, i.e. one number. */
 static int release_form(node_t *nd, pft_bundle_t *b)
 {
     int d = pft_bundle_dim(b), np = pft_bundle_n_parts(b), qmax = 0, rc = 0;
