@@ -285,6 +285,17 @@ done:
     pft_free(y);
 }
 
+/* Secure aggregation under stats_release = full_scatter (research): a and b mask their exact dense second
+ * moments, as they would send them in the clear, so c, which opens a + b, holds exactly the centralized
+ * statistics (a masked release that kept the low-rank rule would not: 0.6814 against 0.6714 here). */
+static void test_secagg_full_scatter(void)
+{
+    char out[512];
+    json_t *r = launch("secfull", "  secure_agg = true;\n  a -> b -> c;\n", out, sizeof out);
+    check_complete("secfull", r, out, (const char *const[]){"c", NULL}, 3);
+    json_decref(r);
+}
+
 static void test_diamond(void)
 {
     char out[512];
@@ -344,6 +355,7 @@ int main(void)
     RUN(test_chain);
     RUN(test_release_rule);
     RUN(test_logreg_head);
+    RUN(test_secagg_full_scatter);
     RUN(test_diamond);
     RUN(test_ring);
     RUN(test_mesh);

@@ -169,14 +169,34 @@ static pft_pubkey_t *keys_of(const node_t *nd, const size_t *idx, size_t n)
     return k;
 }
 
+/* r += Σ_c s_c s_cᵀ / n_c = Σ_c n_c μ_c μ_cᵀ of st (lower triangle). */
+static void add_class_moments(const pft_gstat_t *st, int d, double *r)
+{
+    for (int k = 0; k < pft_gstat_n_classes(st); k++) {
+        const double *mu = pft_gstat_mean(st, k);
+        double n = (double)pft_gstat_count(st, k);
+        for (int a = 0; a < d; a++)
+            for (int b = 0; b <= a; b++)
+                r[(size_t)a * d + b] += n * mu[a] * mu[b];
+    }
+}
+
 /* R = N·(U Uᵀ + diag ψ) + Σ_c s_c s_cᵀ/n_c of st (TIED), the release rule's rank q (pft_topo_release_rank),
- * isotropic at q = 0 (exactly what the node sends in the clear), into r (d×d). */
+ * isotropic at q = 0, or the exact W + Σ_c s_c s_cᵀ/n_c under stats_release = full_scatter: exactly what the
+ * node sends in the clear, into r (d×d; the lower triangle is what is masked). */
 static int release_matrix(const node_t *nd, const pft_gstat_t *st, double *r)
 {
     int d = pft_gstat_dim(st);
     uint64_t N = pft_gstat_total(st);
-    int q = pft_topo_release_rank(nd->run, N, d);
     size_t dd = (size_t)d * d;
+    if (nd->run->stats_release == PFT_TOPO_RELEASE_FULL_SCATTER) { /* research: the exact W, as in the clear */
+        memcpy(r, pft_gstat_tied_scatter(st), dd * sizeof *r);
+        add_class_moments(st, d, r);
+        pft_info("secure aggregation: own exact second moment, dense (stats_release = full_scatter; %llu rows)",
+                 (unsigned long long)N);
+        return 0;
+    }
+    int q = pft_topo_release_rank(nd->run, N, d);
     double *c = pft_alloc_array(dd, sizeof *c), *u = pft_alloc_array((size_t)d * (q + 1), sizeof *u),
            *psi = pft_alloc_array((size_t)d, sizeof *psi);
     int rc =
@@ -195,13 +215,8 @@ static int release_matrix(const node_t *nd, const pft_gstat_t *st, double *r)
         pft_gstat_lowrank_expand(u, psi, d, q, r);
     for (size_t i = 0; rc == 0 && i < dd; i++)
         r[i] *= (double)N;
-    for (int k = 0; rc == 0 && k < pft_gstat_n_classes(st); k++) {
-        const double *mu = pft_gstat_mean(st, k);
-        double n = (double)pft_gstat_count(st, k); /* s sᵀ / n = n μ μᵀ */
-        for (int a = 0; a < d; a++)
-            for (int b = 0; b <= a; b++)
-                r[(size_t)a * d + b] += n * mu[a] * mu[b];
-    }
+    if (rc == 0)
+        add_class_moments(st, d, r);
     pft_free(c);
     pft_free(u);
     pft_free(psi);
