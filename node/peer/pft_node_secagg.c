@@ -189,11 +189,13 @@ static int release_matrix(const node_t *nd, const pft_gstat_t *st, double *r)
     int d = pft_gstat_dim(st);
     uint64_t N = pft_gstat_total(st);
     size_t dd = (size_t)d * d;
-    if (nd->run->stats_release == PFT_TOPO_RELEASE_FULL_SCATTER) { /* research: the exact W, as in the clear */
+    /* research (stats_release = full_scatter): the exact W, as the node sends it in the clear */
+    if (nd->run->stats_release == PFT_TOPO_RELEASE_FULL_SCATTER) {
         memcpy(r, pft_gstat_tied_scatter(st), dd * sizeof *r);
         add_class_moments(st, d, r);
-        pft_info("secure aggregation: own exact second moment, dense (stats_release = full_scatter; %llu rows)",
-                 (unsigned long long)N);
+        pft_info(
+            "secure aggregation: own exact second moment, dense (stats_release = full_scatter; %llu rows)",
+            (unsigned long long)N);
         return 0;
     }
     int q = pft_topo_release_rank(nd->run, N, d);
