@@ -93,6 +93,34 @@ assert ha.shape == hb.shape and diff <= 1e-6 * max(1.0, float(np.max(np.abs(hb))
 assert acc_a == acc_b, (acc_a, acc_b)
 PY
 }
+
+# crash_restart NAME VICTIM POINT IDS...: starts the nodes IDS of W/NAME.dot by hand (their pftnode commands from
+# --prepare-only), VICTIM with PFT_CRASH_AT=POINT; checks it was killed there (137), starts it again, and waits for
+# every node to exit 0. Outputs: W/NAME.ID.out.
+crash_restart() {
+    local name=$1 victim=$2 point=$3 id cmd rc
+    shift 3
+    local -A pid
+    "$PFTNET" launch "$W/$name.dot" --out "$W/$name" --prepare-only --pftnode "$PFT_BIN/pftnode" \
+        >"$W/$name.cmds" 2>&1 || fail "$name: prepare-only exited $?"
+    for id in "$@"; do
+        cmd=$(grep -- "--id $id " "$W/$name.cmds")
+        if [ "$id" = "$victim" ]; then
+            PFT_CRASH_AT=$point $cmd >"$W/$name.$id.out" 2>&1 &
+        else
+            $cmd >"$W/$name.$id.out" 2>&1 &
+        fi
+        pid[$id]=$!
+    done
+    wait "${pid[$victim]}"
+    rc=$?
+    [ "$rc" = 137 ] || fail "$name: $victim exited $rc, not killed at $point (137)"
+    $(grep -- "--id $victim " "$W/$name.cmds") >>"$W/$name.$victim.out" 2>&1 ||
+        fail "$name: restarted $victim exited $?"
+    for id in "$@"; do
+        [ "$id" = "$victim" ] || wait "${pid[$id]}" || fail "$name: node $id exited $?"
+    done
+}
 same_head "$W/drop" || fail "star without c3: the aggregator differs from the star of four"
 
 # 2. a late bundle, once the survivors are revealing, is refused
@@ -161,25 +189,7 @@ PY
 # 5. the opener killed right after it declared c3 missing, then restarted: it declares again (the same signed
 #    bytes), survivors whose reveal found no opener send it again, and the run ends as without the kill
 topo restart ""
-"$PFTNET" launch "$W/restart.dot" --out "$W/restart" --prepare-only --pftnode "$PFT_BIN/pftnode" \
-    >"$W/restart.cmds" 2>&1 || fail "restart: prepare-only exited $?"
-declare -A PID3
-for id in s c1 c2 c4 c5; do
-    cmd=$(grep -- "--id $id " "$W/restart.cmds")
-    if [ "$id" = s ]; then
-        PFT_CRASH_AT=after-declare $cmd >"$W/restart.$id.out" 2>&1 &
-    else
-        $cmd >"$W/restart.$id.out" 2>&1 &
-    fi
-    PID3[$id]=$!
-done
-wait "${PID3[s]}"
-s_rc=$?
-[ "$s_rc" = 137 ] || fail "restart: s exited $s_rc, not killed after declaring (137)"
-$(grep -- "--id s " "$W/restart.cmds") >>"$W/restart.s.out" 2>&1 || fail "restart: restarted s exited $?"
-for id in c1 c2 c4 c5; do
-    wait "${PID3[$id]}" || fail "restart: node $id exited $?"
-done
+crash_restart restart s after-declare s c1 c2 c4 c5
 "$PY" - "$W/restart" <<'PY' || fail "restart: result"
 import json, sys
 s = json.load(open(f"{sys.argv[1]}/s/result.json"))["secure_agg"]
@@ -192,25 +202,7 @@ same_head "$W/restart" || fail "restart: the aggregator differs from the star of
 #    restarted: it sends the stored bytes again, not a fresh noise draw (the aggregator keeps the first one and
 #    would refuse another for the hand-off), its ledger charged once; every node exits 0
 topo dprestart "$DP"
-"$PFTNET" launch "$W/dprestart.dot" --out "$W/dprestart" --prepare-only --pftnode "$PFT_BIN/pftnode" \
-    >"$W/dprestart.cmds" 2>&1 || fail "dprestart: prepare-only exited $?"
-declare -A PID2
-for id in s c1 c2 c3 c4 c5; do
-    cmd=$(grep -- "--id $id " "$W/dprestart.cmds")
-    if [ "$id" = c1 ]; then
-        PFT_CRASH_AT=on-ack $cmd >"$W/dprestart.$id.out" 2>&1 &
-    else
-        $cmd >"$W/dprestart.$id.out" 2>&1 &
-    fi
-    PID2[$id]=$!
-done
-wait "${PID2[c1]}"
-c1_rc=$?
-[ "$c1_rc" = 137 ] || fail "dprestart: c1 exited $c1_rc, not killed at on-ack (137)"
-$(grep -- "--id c1 " "$W/dprestart.cmds") >>"$W/dprestart.c1.out" 2>&1 || fail "dprestart: restarted c1 exited $?"
-for id in s c2 c3 c4 c5; do
-    wait "${PID2[$id]}" || fail "dprestart: node $id exited $?"
-done
+crash_restart dprestart c1 on-ack s c1 c2 c3 c4 c5
 grep -q 'goes again, not a fresh noise draw' "$W/dprestart.c1.out" || fail "dprestart: c1 drew its noise again"
 "$PY" - "$W/dprestart" <<'PY' || fail "dprestart: result"
 import json, sys
