@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""DP on exact statistics against DP-FedPFT, and against each node's own rows alone (issue 20, item 3).
+"""DP on exact statistics against DP-FedPFT, and against each node's own rows alone.
 
 For the paper's two-client shifts (configs/pacs_labelshift.dot, configs/pacs_covshift.dot) and each seed,
 launches in the same run:

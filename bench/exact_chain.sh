@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Exact statistics along a long chain (issue 11): an N-node chain, `samples` rows per node, cov = tied (LDA
+# Exact statistics along a long chain: an N-node chain, `samples` rows per node, cov = tied (LDA
 # statistics, Gaussian head), carried in fp32 and in fp16. Prints per run: wall time, peak RSS per node (mean and
 # max, as each node reports it), the last node's accuracy, the launcher's centralized baselines, bytes per
 # hand-off, and how far the last node's statistics are from the centralized statistics of all rows

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/release_audit.py: what the exact-statistics release costs and reveals (issue 20, SECURITY.md §9).
+"""bench/release_audit.py: what the exact-statistics release costs and reveals (SECURITY.md §9).
 
 For each topology (a 3-node chain on chain5's data, configs/chain5.dot, configs/star20.dot, configs/star50.dot)
 and each release (`stats_release = lowrank`, the default, and `full_scatter`, the research setting), runs

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/release_rank.py: what the release rule's rows per eigenpair buys and reveals, on a star (issue 20).
+"""bench/release_rank.py: what the release rule's rows per eigenpair buys and reveals, on a star.
 
 For a star whose clients' data `pftnet launch --prepare-only` wrote (e.g. configs/star50.dot), replays the
 default exact release of every client in numpy, exactly as pftnode builds it (docs/DESIGN.md §8): per class

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the paper's experiments on the shared real features and regenerates docs/RESULTS.md (issue 6):
+# Runs the paper's experiments on the shared real features and regenerates docs/RESULTS.md:
 #   chain      linear chain of 5, 100 iid rows each (paper §5.4)          configs/chain5.dot
 #   labelshift two clients, classes 0-3 -> 4-6 (paper §5.3, Table 2)      configs/pacs_labelshift.dot
 #   covshift   two clients, photo -> sketch (paper §5.3, Table 2)         configs/pacs_covshift.dot

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale (issue 12): the sampling path (the paper's protocol with pftnet's defaults) on big topologies.
+# Scale: the sampling path (the paper's protocol with pftnet's defaults) on big topologies.
 # Runs, each with the defaults of the topology attributes:
 #   chain64   a 64-node chain, Fashion-MNIST iid, 60 rows per node, k = 1, cov = diag
 #   chain256  a 256-node chain, Fashion-MNIST iid, --rows rows per node (default 12), k = 1, cov = diag

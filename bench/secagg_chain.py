@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""secagg_chain: chain5 (tied, no DP) with today's release rule vs secure aggregation (issue 22, docs/SECAGG.md 6).
+"""secagg_chain: chain5 (tied, no DP) with today's release rule vs secure aggregation (docs/SECAGG.md 6).
 
 Today (stats_release = lowrank): a sends its release (q = min(rows // 20, 64, d - 1) eigenpairs + exact diagonal,
 exact means); b merges it with its own exact rows and re-releases a + b at q = 10; c merges that with its rows...

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""secagg_dp: DP noise paid once (secure aggregation) vs per client, on star50's partition (issue 22).
+"""secagg_dp: DP noise paid once (secure aggregation) vs per client, on star50's partition.
 
 Each of star50's 50 clients holds its Dirichlet(0.1) share of PACS (l2 rows, ||x|| = 1). The aggregator trains an
 LDA head from the tied exact statistics: per-class sums s_c and one second moment S2 = sum x x^T.
