@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""long_functions: lists the C functions longer than --max lines (default 80, docs/STYLE.md: "no function over 80 lines
-outside declarative tables"), counted from the first line of the signature to the closing brace, less the
+"""long_functions: lists the C functions longer than --max lines (default 80, docs/STYLE.md: "no function over
+80 lines outside declarative tables"), counted from the first line of the signature to the closing brace, less the
 lines of initialiser tables inside them (a line ending in "= {" to its "};"). Reads clang-formatted code,
 where a function's braces stand alone in column 0. Exit 1 if it lists any.
 
