@@ -85,7 +85,8 @@ static const pft_topo_attr_t s_table[] = {
      "cov=tied: what a part's shared scatter travels as: lowrank, its leading eigenpairs (one per "
      "stats_rows_per_rank rows the part stands for, at most stats_rank) plus its exact diagonal; "
      "full_scatter, the exact dense matrix (research only: a recipient can rebuild rows from it, "
-     "SECURITY.md §9); a DP release is always dense",
+     "SECURITY.md §9); a part holding a DP release of sums goes as its class means only (its scatter is "
+     "zero)",
      GO(stats_release), NONE, NONE},
     {"stats_rank", G, PFT_ATTR_INT, "64", 0, 65535, NULL,
      "stats_release=lowrank: eigenpairs per part at most (d·q + d numbers instead of d(d+1)/2; clamped to "
