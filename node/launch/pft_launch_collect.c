@@ -38,8 +38,7 @@ static json_t *collect_nodes(const pft_launch_t *self)
     return nodes;
 }
 
-/* Every bundle a node sent along a fallback edge ({from, to, instead_of, state}), each shown unless quiet. */
-static json_t *collect_fallbacks(json_t *nodes, int show)
+json_t *pft_launch__fallbacks(json_t *nodes, int show)
 {
     json_t *fallbacks = json_array();
     size_t ni;
@@ -154,18 +153,32 @@ static json_t *settings_json(const pft_topo_run_t *run)
 }
 
 /* The whole of results.json; takes fallbacks, borrows nodes and baselines. */
-static json_t *results_json(const pft_launch_t *self, json_t *nodes, json_t *baselines, json_t *fallbacks)
+static json_t *results_json(const pft_launch_results_t *r, json_t *nodes, json_t *baselines,
+                            json_t *fallbacks)
 {
-    const pft_topo_run_t *run = pft_topo_run(self->topo);
+    const pft_topo_run_t *run = pft_topo_run(r->topo);
     char variant[160];
-    default_variant(self->topo, variant, sizeof variant);
-    const char *tag = self->o.tag ? self->o.tag : run->name ? run->name : run->run;
-    return json_pack("{s:s,s:s,s:s,s:s,s:I,s:s,s:i,s:f,s:o,s:O,s:O,s:o}", "topology", self->o.topo_path,
-                     "run", run->run ? run->run : "", "tag", tag, "variant",
-                     self->o.variant ? self->o.variant : variant, "seed", (json_int_t)run->seed, "kind",
-                     pft_kind_name(pft_topo_kind(self->topo)), "n_nodes", (int)self->nn, "wall_seconds",
-                     self->wall, "settings", settings_json(run), "nodes", nodes, "baselines", baselines,
-                     "fallbacks", fallbacks);
+    default_variant(r->topo, variant, sizeof variant);
+    const char *tag = r->tag ? r->tag : run->name ? run->name : run->run;
+    return json_pack("{s:s,s:s,s:s,s:s,s:I,s:s,s:i,s:f,s:o,s:O,s:O,s:o}", "topology", r->topo_path, "run",
+                     run->run ? run->run : "", "tag", tag, "variant", r->variant ? r->variant : variant,
+                     "seed", (json_int_t)run->seed, "kind", pft_kind_name(pft_topo_kind(r->topo)), "n_nodes",
+                     (int)json_array_size(nodes), "wall_seconds", r->wall, "settings", settings_json(run),
+                     "nodes", nodes, "baselines", baselines, "fallbacks", fallbacks);
+}
+
+json_t *pft_launch__results_json(const pft_launch_results_t *r, json_t *nodes, json_t *baselines,
+                                 json_t *fallbacks, int *lost)
+{
+    const size_t *order;
+    size_t n_order = pft_topo_order(r->topo, &order);
+    for (size_t h = 0; h < n_order; h++)
+        json_object_set_new(json_array_get(nodes, order[h]), "hop", json_integer((json_int_t)h));
+    json_t *handoffs = NULL;
+    *lost = pft_launch_reconcile(nodes, &handoffs, !r->json);
+    json_t *res = results_json(r, nodes, baselines, fallbacks);
+    json_object_set_new(res, "handoffs", handoffs);
+    return res;
 }
 
 static double jnum(json_t *o, const char *key)
@@ -249,10 +262,10 @@ static size_t print_nodes(FILE *f, json_t *nodes, int limit)
     return left;
 }
 
-static void print_table(const pft_launch_t *self, json_t *nodes, json_t *baselines)
+static void print_table(const pft_launch_results_t *r, json_t *nodes, json_t *baselines)
 {
     size_t left = print_nodes(stdout, nodes, 1);
-    char *tp = pft_fsio_join(self->o.out_dir, "table.txt");
+    char *tp = pft_fsio_join(r->out_dir, "table.txt");
     FILE *f = tp ? fopen(tp, "w") : NULL;
     if (f) {
         print_nodes(f, nodes, 0);
@@ -278,19 +291,19 @@ static void print_table(const pft_launch_t *self, json_t *nodes, json_t *baselin
     }
 }
 
-/* Writes res as DIR/results.json and prints it (--json) or the table. */
-static void write_results(const pft_launch_t *self, json_t *res, json_t *nodes, json_t *baselines)
+void pft_launch__write_results(const pft_launch_results_t *r, json_t *res)
 {
-    char *rp = pft_fsio_join(self->o.out_dir, "results.json");
+    json_t *nodes = json_object_get(res, "nodes"), *baselines = json_object_get(res, "baselines");
+    char *rp = pft_fsio_join(r->out_dir, "results.json");
     char *text = json_dumps(res, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
     if (rp && text)
         pft_fsio_write_atomic(rp, text, strlen(text));
-    if (self->o.json)
+    if (r->json)
         printf("%s\n", text ? text : "{}");
     else
-        print_table(self, nodes, baselines);
-    if (!self->o.quiet && !self->o.json)
-        fprintf(stderr, "results: %s (%.1fs)\n", rp ? rp : "?", self->wall);
+        print_table(r, nodes, baselines);
+    if (!r->quiet && !r->json)
+        fprintf(stderr, "results: %s (%.1fs)\n", rp ? rp : "?", r->wall);
     free(text);
     pft_free(rp);
 }
@@ -314,7 +327,7 @@ static void print_summary(const pft_launch_t *self)
 int pft_launch_collect(pft_launch_t *self, int *exit_code)
 {
     json_t *nodes = collect_nodes(self), *baselines = json_object();
-    json_t *fallbacks = collect_fallbacks(nodes, !self->o.quiet && !self->o.json);
+    json_t *fallbacks = pft_launch__fallbacks(nodes, !self->o.quiet && !self->o.json);
     json_object_set_new(baselines, "handoffs",
                         json_integer((json_int_t)pft_topo_handoffs(self->topo, &(const pft_handoff_t *){0})));
     int rc = 0;
@@ -326,15 +339,17 @@ int pft_launch_collect(pft_launch_t *self, int *exit_code)
         json_decref(fallbacks);
         return rc;
     }
-    const size_t *order;
-    size_t n_order = pft_topo_order(self->topo, &order);
-    for (size_t h = 0; h < n_order; h++)
-        json_object_set_new(json_array_get(nodes, order[h]), "hop", json_integer((json_int_t)h));
-    json_t *handoffs = NULL;
-    int lost = pft_launch_reconcile(nodes, &handoffs, !self->o.json);
-    json_t *res = results_json(self, nodes, baselines, fallbacks);
-    json_object_set_new(res, "handoffs", handoffs);
-    write_results(self, res, nodes, baselines);
+    const pft_launch_results_t r = {.topo = self->topo,
+                                    .topo_path = self->o.topo_path,
+                                    .out_dir = self->o.out_dir,
+                                    .tag = self->o.tag,
+                                    .variant = self->o.variant,
+                                    .wall = self->wall,
+                                    .json = self->o.json,
+                                    .quiet = self->o.quiet};
+    int lost;
+    json_t *res = pft_launch__results_json(&r, nodes, baselines, fallbacks, &lost);
+    pft_launch__write_results(&r, res);
     json_decref(res);
     json_decref(nodes);
     json_decref(baselines);

@@ -85,4 +85,30 @@ void pft_launch__read_status(pft_launch_child_t *c);
  * stderr with show, as is every verdict but "ok"). */
 int pft_launch_reconcile(json_t *nodes, json_t **report, int show);
 
+/* pft_launch_collect.c: what results.json is made from, by a launch or by `pftnet collect` (pft_gather.c),
+ * which gather the nodes' result.json alike. Strings borrowed. */
+typedef struct {
+    const pft_topo_t *topo;    /* the run's topology */
+    const char *topo_path;     /* its path, as results.json names it */
+    const char *out_dir;       /* results.json and table.txt go here */
+    const char *tag, *variant; /* NULL: the graph name, the method label from the run's settings */
+    double wall;               /* the run's wall_seconds */
+    int json;  /* print results.json on stdout instead of the table; no reconciliation lines */
+    int quiet; /* no closing "results: DIR/results.json" line */
+} pft_launch_results_t;
+
+/* Internal. Every bundle a node sent along a fallback edge ({from, to, instead_of, state}), each shown on
+ * stderr with show. */
+json_t *pft_launch__fallbacks(json_t *nodes, int show);
+
+/* Internal. results.json for nodes (every node's result.json in file order; each gets its hop): the run's
+ * settings, baselines (borrowed), fallbacks (taken) and the reconciled hand-offs; *lost gets how many are
+ * lost or contradicted (pft_launch_reconcile). NULL when out of memory. */
+json_t *pft_launch__results_json(const pft_launch_results_t *r, json_t *nodes, json_t *baselines,
+                                 json_t *fallbacks, int *lost);
+
+/* Internal. Writes res (pft_launch__results_json) as out_dir/results.json and table.txt, and prints it (json)
+ * or the table. */
+void pft_launch__write_results(const pft_launch_results_t *r, json_t *res);
+
 #endif
