@@ -10,5 +10,6 @@ int pft_cmd_keygen(int argc, char **argv);
 int pft_cmd_report(int argc, char **argv);
 int pft_cmd_inspect(int argc, char **argv);
 int pft_cmd_audit(int argc, char **argv);
+int pft_cmd_collect(int argc, char **argv);
 
 #endif

@@ -12,6 +12,7 @@ typedef struct {
 
 static const command_t s_commands[] = {
     {"launch", pft_cmd_launch, "start every node of a topology (local processes, or a Slurm job) and collect the results"},
+    {"collect", pft_cmd_collect, "gather the result.json of nodes run apart into one results.json and table"},
     {"check", pft_cmd_check, "validate a topology file and print roles and the order of hand-offs"},
     {"gmm", pft_cmd_gmm, "fit one GMM per class to features and report the log-likelihood"},
     {"synth", pft_cmd_synth, "one-client FedPFT: head on GMM samples vs head on raw features"},
