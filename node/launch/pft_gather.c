@@ -305,8 +305,10 @@ static int gather_write(gather_t *g, int *exit_code)
         return pft_err(PFT_ENOMEM, "out of memory");
     }
     add_unverified_senders(g, json_object_get(res, "handoffs"), !o->json);
-    pft_launch__write_results(&r, res);
+    int rc = pft_launch__write_results(&r, res);
     json_decref(res);
+    if (rc)
+        return rc;
     if (!o->quiet && !o->json)
         fprintf(stderr, "results: %s/results.json\n", o->out_dir);
     *exit_code = summary(g, lost);

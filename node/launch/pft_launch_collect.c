@@ -291,13 +291,13 @@ static void print_table(const pft_launch_results_t *r, json_t *nodes, json_t *ba
     }
 }
 
-void pft_launch__write_results(const pft_launch_results_t *r, json_t *res)
+int pft_launch__write_results(const pft_launch_results_t *r, json_t *res)
 {
     json_t *nodes = json_object_get(res, "nodes"), *baselines = json_object_get(res, "baselines");
     char *rp = pft_fsio_join(r->out_dir, "results.json");
     char *text = json_dumps(res, JSON_INDENT(2) | JSON_REAL_PRECISION(8));
-    if (rp && text)
-        pft_fsio_write_atomic(rp, text, strlen(text));
+    int rc =
+        rp && text ? pft_fsio_write_atomic(rp, text, strlen(text)) : pft_err(PFT_ENOMEM, "out of memory");
     if (r->json)
         printf("%s\n", text ? text : "{}");
     else
@@ -306,6 +306,7 @@ void pft_launch__write_results(const pft_launch_results_t *r, json_t *res)
         fprintf(stderr, "results: %s (%.1fs)\n", rp ? rp : "?", r->wall);
     free(text);
     pft_free(rp);
+    return rc;
 }
 
 /* The last line: why nodes did not finish, if any did not. */

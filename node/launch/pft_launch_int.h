@@ -108,7 +108,7 @@ json_t *pft_launch__results_json(const pft_launch_results_t *r, json_t *nodes, j
                                  json_t *fallbacks, int *lost);
 
 /* Internal. Writes res (pft_launch__results_json) as out_dir/results.json and table.txt, and prints it (json)
- * or the table. */
-void pft_launch__write_results(const pft_launch_results_t *r, json_t *res);
+ * or the table. Returns 0, or PFT_EIO / PFT_ENOMEM when results.json could not be written. */
+int pft_launch__write_results(const pft_launch_results_t *r, json_t *res);
 
 #endif
