@@ -250,9 +250,7 @@ static json_t *collected_from(const gather_t *g)
     return o;
 }
 
-/* The lines after the table: nodes without a result, nodes that did not end ok, lost hand-offs; the exit
- * code.
- */
+/* The lines after the table: nodes not ok, nodes without a result, lost hand-offs. Returns the exit code. */
 static int summary(const gather_t *g, int lost)
 {
     size_t missing = 0, failed = 0;
