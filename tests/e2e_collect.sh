@@ -7,6 +7,7 @@
 # - the per-node figures equal those of the same topology under `pftnet launch`;
 # - a node left out is listed with status "no result.json", its hand-offs "unverified" (exit 3), whether it
 #   is the receiver or the sender;
+# - a receiver whose record contradicts its sender's makes the hand-off a `contradiction` (exit 1);
 # - a result.json of another run, of an unknown node, of a node the topology gives another role, or a node
 #   given twice is refused naming the file (exit 2), and nothing is written;
 # - a launch's results.json is not replaced without --force; a collect's own is.
@@ -109,6 +110,24 @@ assert nodes["a"]["status"] == "no result.json", nodes["a"]
 assert verdicts() == {("a", "b"): "unverified", ("b", "c"): "ok"}, r["handoffs"]
 ' 2>"$W/check.err" || fail "results.json without a: $(tail -n 3 "$W/check.err")"
 "$NET" report "$W/no_a" >/dev/null 2>"$W/report.err" || fail "report of a partial collect exited $?: $(cat "$W/report.err")"
+
+# ---- a fault: c does not hold the bundle b says c acknowledged (contradiction), exit 1 with results ----
+python3 - "$W" <<'PY' || fail "could not write the altered result"
+import json, sys
+w = sys.argv[1]
+r = json.load(open(f"{w}/hand/c/result.json"))
+r["received"][0]["bundle_id"] = "0" * 64  # c's record names another bundle than the one b sent
+json.dump(r, open(f"{w}/mail/c-other-bundle.json", "w"))
+PY
+"$NET" collect "$T" "$W/hand/a" "$W/hand/b" "$W/mail/c-other-bundle.json" --out "$W/fault" --quiet \
+    >/dev/null 2>"$W/fault.err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "collect with a contradicted hand-off exited $rc, expected 1: $(cat "$W/fault.err")"
+grep -q "hand-off b -> c (bundle [0-9a-f]*): contradiction" "$W/fault.err" ||
+    fail "the contradiction is not named: $(cat "$W/fault.err")"
+check_results "$W/fault/results.json" '
+assert verdicts() == {("a", "b"): "ok", ("b", "c"): "contradiction"}, r["handoffs"]
+' 2>"$W/check.err" || fail "results.json with a contradiction: $(tail -n 3 "$W/check.err")"
 
 # ---- refused, naming the file, nothing written: other run, unknown node, another role, a node twice ----
 python3 - "$W" <<'PY' || fail "could not write the foreign results"
