@@ -140,7 +140,7 @@ int pft_cmd_launch(int argc, char **argv)
     }
     if (rc) {
         fprintf(stderr, "pftnet launch: %s\n", pft_errmsg());
-        exit_code = rc == PFT_ETOPO || rc == PFT_EINVAL ? 2 : 1;
+        exit_code = rc == PFT_EPOLICY ? PFT_EXIT_POLICY : rc == PFT_ETOPO || rc == PFT_EINVAL ? 2 : 1;
     }
     pft_launch_destroy(&run);
     return exit_code;
