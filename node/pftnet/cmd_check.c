@@ -199,11 +199,16 @@ static void release_text(const pft_topo_t *t, const pft_secplan_t *pl, size_t v,
         used += w_ > 0 ? (size_t)w_ : 0;                                                                     \
     } while (0)
     buf[0] = '\0';
-    if (nd->n_succs == 0) {
+    int sends = 0;
+    for (size_t k = 0; k < nd->n_stages; k++)
+        sends |= nd->stages[k].n_send > 0;
+    if (!sends) {
         PUT("sends nothing (its head only)");
         return;
     }
-    if (nd->exact && nd->cov == PFT_COV_TIED && r->stats_release == PFT_TOPO_RELEASE_FULL_SCATTER)
+    if (nd->exact && nd->cov == PFT_COV_TIED && nd->dp_epsilon > 0)
+        PUT("tied statistics with DP noise (SECURITY.md §6)");
+    else if (nd->exact && nd->cov == PFT_COV_TIED && r->stats_release == PFT_TOPO_RELEASE_FULL_SCATTER)
         PUT("tied statistics, dense scatter (stats_release = full_scatter: research only)");
     else if (nd->exact && nd->cov == PFT_COV_TIED)
         PUT("tied statistics, scatter as <= min(rows/%d, %d) eigenpairs + diagonal (isotropic below %d rows)",
@@ -220,7 +225,9 @@ static void release_text(const pft_topo_t *t, const pft_secplan_t *pl, size_t v,
             snprintf(delta, sizeof delta, "%g", nd->dp_delta);
         else
             snprintf(delta, sizeof delta, "1/n");
-        PUT("; DP eps=%g delta=%s (%s)", nd->dp_epsilon, delta, pft_dp_mech_name((pft_dp_mech_t)nd->dp_mech));
+        PUT("; DP eps=%g delta=%s", nd->dp_epsilon, delta);
+        if (!nd->exact)
+            PUT(" (%s)", pft_dp_mech_name((pft_dp_mech_t)nd->dp_mech));
     }
     const pft_secplan_node_t *me = pl ? pft_secplan_node(pl, v) : NULL;
     if (me && me->mask_group >= 0)
