@@ -47,6 +47,31 @@ static const char *without_path(const pft_topo_t *t, const char *msg)
     return msg + (*msg == ' ');
 }
 
+/* The model families a run can combine: cov = tied is exact (no merge = sample), and a run either carries
+ * exact statistics on every node or samples mixtures on every node. */
+static int check_families(const pft_topo_t *t, pft_topo_verdict_t *v)
+{
+    size_t n = pft_topo_node_count(t), n_exact = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, i);
+        if (nd->cov == PFT_COV_TIED && nd->merge == PFT_TOPO_MERGE_SAMPLE)
+            return refuse(v, PFT_ETOPO, "family-tied-sample", nd->id,
+                          "node '%s': cov = tied is exact statistics; merge = sample applies to cov = full "
+                          "with k = 1 (use cov = full, k = 1, merge = sample for the paper's protocol)",
+                          nd->id);
+        n_exact += nd->exact != 0;
+    }
+    for (size_t i = 0; n_exact > 0 && n_exact < n && i < n; i++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, i);
+        if (!nd->exact)
+            return refuse(v, PFT_ETOPO, "family-mixed", nd->id,
+                          "node '%s' samples mixtures (cov = %s) while other nodes carry exact statistics: a "
+                          "run uses one or the other",
+                          nd->id, pft_cov_name(nd->cov));
+    }
+    return 0;
+}
+
 /* Rules that hold without secure aggregation: DP on mixtures releases one Gaussian per class. */
 static int check_dp_k(const pft_topo_t *t, pft_topo_verdict_t *v)
 {
@@ -215,6 +240,14 @@ static int check_secagg(const pft_topo_t *t, const pft_topo_facts_t *f, pft_topo
                         pft_secplan_t **plan)
 {
     const pft_topo_run_t *r = pft_topo_run(t);
+    for (size_t i = 0; i < pft_topo_node_count(t); i++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, i);
+        if (nd->cov != PFT_COV_TIED)
+            return refuse(v, PFT_ETOPO, "secagg-cov", nd->id,
+                          "node '%s': secure_agg = on masks exact tied statistics (cov = tied), not cov = %s "
+                          "(docs/SECAGG.md)",
+                          nd->id, pft_cov_name(nd->cov));
+    }
     if (f && f->insecure)
         return refuse(v, PFT_ETOPO, "secagg-insecure", NULL,
                       "secure_agg = true: the masks come from key agreement between the nodes' keys, so the "
@@ -244,8 +277,8 @@ int pft_topo_rules_check(const pft_topo_t *t, const pft_topo_facts_t *facts, pft
     *v = (pft_topo_verdict_t){0};
     if (plan)
         *plan = NULL;
-    int rc = 0;
-    if (pft_topo_run(t)->secure_agg)
+    int rc = check_families(t, v);
+    if (rc == 0 && pft_topo_run(t)->secure_agg)
         rc = check_secagg(t, facts, v, &pl);
     if (rc == 0)
         rc = check_dp_k(t, v);

@@ -35,6 +35,9 @@ typedef struct {
  * the verdict's text as the error message (pft_errmsg); PFT_ENOMEM. verdict may be NULL. plan (may be NULL):
  * with secure_agg = true and no rule broken, *plan gets the secure-aggregation plan the rules checked (new;
  * the caller destroys it), else NULL. The rules, in the order they are checked:
+ *   family-tied-sample  cov = tied is exact statistics: no merge = sample
+ *   family-mixed      a run carries exact statistics on every node or samples mixtures on every node
+ *   secagg-cov        secure_agg masks exact tied statistics: cov = tied on every node
  *   secagg-insecure   secure_agg needs keys: the run cannot be --insecure
  *   secagg-prep       secure_agg needs rows of norm 1 (prep = l2 or sqrt-l2)
  *   secagg-plan       the plan must protect the topology (pft_secplan_new's refusals)
