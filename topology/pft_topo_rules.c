@@ -7,7 +7,6 @@
 #include "pft_gstat_dp.h"
 #include "pft_topo_attr.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
