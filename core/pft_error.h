@@ -19,7 +19,8 @@
     X(PFT_EREJECT, -11, "rejected by peer")                                  \
     X(PFT_EBUDGET, -12, "privacy budget exhausted")                          \
     X(PFT_EINTR, -13, "interrupted")                                         \
-    X(PFT_EUNSUPPORTED, -14, "not supported")
+    X(PFT_EUNSUPPORTED, -14, "not supported")                                \
+    X(PFT_EPOLICY, -15, "refused by policy")
 
 typedef enum {
 #define PFT_X_ENUM(name, value, text) name = value,

@@ -8,14 +8,6 @@
 #include "pft_alloc.h"
 #include "pft_error.h"
 
-static int attr_line(const pft_topo_t *t, const pft_topo_node_t *nd, const char *name)
-{
-    int line = pft_dotscan_node_attr_line(t->scan, nd->id, name);
-    if (!line)
-        line = pft_dotscan_graph_attr_line(t->scan, name);
-    return line ? line : nd->line;
-}
-
 int pft_topo_exact(pft_cov_t cov, int k, pft_topo_merge_t merge)
 {
     return cov == PFT_COV_TIED || (cov == PFT_COV_FULL && k == 1 && merge == PFT_TOPO_MERGE_EXACT);
@@ -41,38 +33,16 @@ int pft_topo_release_rank(const pft_topo_run_t *run, uint64_t rows, int d)
     return (int)q;
 }
 
-/* Resolves each node's exactness and head, and refuses the combinations that are not built. */
+/* Resolves each node's exactness and head. The combinations that are not built (tied with merge = sample,
+ * secure_agg without cov = tied, exact and sampling nodes in one run) are rules of pft_topo_rules.c. */
 int pft_topo__check_families(const pft_topo_t *t, pft_topo__model_t *m)
 {
-    int n_exact = 0;
+    (void)t;
     for (size_t v = 0; v < m->n; v++) {
         pft_topo_node_t *nd = &m->nodes[v];
-        if (nd->cov == PFT_COV_TIED && nd->merge == PFT_TOPO_MERGE_SAMPLE)
-            return pft_topo__fail_at(
-                t, attr_line(t, nd, "merge"), PFT_ETOPO,
-                "node '%s': cov = tied is exact statistics; merge = sample applies to "
-                "cov = full with k = 1 (use cov = full, k = 1, merge = sample for the paper's "
-                "protocol)",
-                nd->id);
         nd->exact = pft_topo_exact(nd->cov, nd->k, nd->merge);
         nd->head = pft_topo_head_resolve(nd->head, nd->exact);
-        n_exact += nd->exact;
     }
-    for (size_t v = 0; m->run.secure_agg && v < m->n; v++)
-        if (m->nodes[v].cov != PFT_COV_TIED)
-            return pft_topo__fail_at(
-                t, attr_line(t, &m->nodes[v], "cov"), PFT_ETOPO,
-                "node '%s': secure_agg = on masks exact tied statistics (cov = tied), not cov = %s "
-                "(docs/SECAGG.md)",
-                m->nodes[v].id, pft_cov_name(m->nodes[v].cov));
-    if (n_exact > 0 && (size_t)n_exact < m->n)
-        for (size_t v = 0; v < m->n; v++)
-            if (!m->nodes[v].exact)
-                return pft_topo__fail_at(
-                    t, attr_line(t, &m->nodes[v], "cov"), PFT_ETOPO,
-                    "node '%s' samples mixtures (cov = %s) while other nodes carry exact "
-                    "statistics: a run uses one or the other",
-                    m->nodes[v].id, pft_cov_name(m->nodes[v].cov));
     return 0;
 }
 

@@ -7,7 +7,7 @@
 #include "pft_error.h"
 #include "pft_fsio.h"
 #include "pft_npy.h"
-#include "pft_secplan.h"
+#include "pft_topo_rules.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -15,44 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* --set NAME=VALUE… and --seed N as graph attributes, validated together like the file's own. */
-static int apply_overrides(pft_topo_t *topo, const pft_launch_opts_t *a)
-{
-    const char *kv[2 * (PFT_OPT_LIST_MAX + 1) + 1];
-    char *names[PFT_OPT_LIST_MAX];
-    int n = 0, rc = 0;
-    for (int i = 0; i < a->set.n; i++) {
-        const char *eq = strchr(a->set.v[i], '=');
-        if (!eq || eq == a->set.v[i]) {
-            rc = pft_err(PFT_EINVAL, "--set '%s': expected NAME=VALUE", a->set.v[i]);
-            goto done;
-        }
-        names[i] = pft_strdup(a->set.v[i]);
-        if (!names[i]) {
-            rc = pft_err(PFT_ENOMEM, "out of memory");
-            goto done;
-        }
-        names[i][eq - a->set.v[i]] = '\0';
-        n = i + 1;
-        kv[2 * i] = names[i];
-        kv[2 * i + 1] = eq + 1;
-    }
-    int m = 2 * n;
-    if (a->seed) {
-        kv[m++] = "seed";
-        kv[m++] = a->seed;
-    }
-    kv[m] = NULL;
-    if (m)
-        rc = pft_topo_set_graph_attrs(topo, kv);
-    if (rc)
-        pft_err_wrap(rc, "%s: --set/--seed", pft_topo_path(topo));
-done:
-    for (int i = 0; i < n; i++)
-        pft_free(names[i]);
-    return rc;
-}
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -238,27 +200,64 @@ static int write_eval(pft_launch_t *self)
     return pft_npy_write_i32(self->eval_y, pft_dataset_y(e), pft_dataset_n(e));
 }
 
-/* secure_agg = true: the plan must protect the topology and the masks need keys; refused before anything is
- * written (the nodes would refuse at start, one by one). */
-static int check_secagg(const pft_launch_t *self)
+/* The topology's rules between attributes (pft_topo_rules.h: the same validator as pftnet check and pftnode),
+ * before anything is written; the message prefixed with the topology's path. */
+static int check_rules(const pft_launch_t *self)
+{
+#ifdef PFT_TEST_HOOKS
+    if (getenv("PFT_TEST_SKIP_RULES")) { /* lets a test hand a rule-breaking topology to pftnode itself */
+        fprintf(stderr, "test hook: PFT_TEST_SKIP_RULES: the topology's rules are not checked\n");
+        return 0;
+    }
+#endif
+    const pft_topo_facts_t facts = {.insecure = self->o.insecure};
+    int rc = pft_topo_rules_check(self->topo, &facts, NULL, NULL);
+    return rc ? pft_err_wrap(rc, "%s", self->o.topo_path) : 0;
+}
+
+/* The same rules again with what only the launcher knows: every node's training rows per class (its share of
+ * a simulation's dataset, or its own files), so that a class held by too few members is refused here rather
+ * than by the opener at opening. */
+static int check_rules_data(const pft_launch_t *self)
 {
     const pft_topo_run_t *r = pft_topo_run(self->topo);
     if (!r->secure_agg)
         return 0;
-    if (self->o.insecure)
-        return pft_err(PFT_ETOPO, "--insecure refused: %s has secure_agg = true, whose masks come from key "
-                       "agreement between the nodes' keys", self->o.topo_path);
-    pft_secplan_t *pl = NULL;
-    int rc = pft_secplan_new(self->topo, r->min_contributors, NULL, &pl);
-    pft_secplan_destroy(&pl);
-    return rc ? pft_err_wrap(rc, "secure_agg = true") : 0;
+#ifdef PFT_TEST_HOOKS
+    if (getenv("PFT_TEST_SKIP_RULES"))
+        return 0;
+#endif
+    size_t nc = 0;
+    for (size_t i = 0; i < self->nn; i++)
+        if (self->ch[i].train && (size_t)pft_dataset_n_classes(self->ch[i].train) > nc)
+            nc = (size_t)pft_dataset_n_classes(self->ch[i].train);
+    if (nc == 0)
+        return 0;
+    uint64_t *rows = pft_calloc(self->nn * nc, sizeof *rows);
+    int *cnt = pft_calloc(nc, sizeof *cnt);
+    int rc = rows && cnt ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && i < self->nn; i++) {
+        const pft_dataset_t *tr = self->ch[i].train;
+        if (!tr)
+            continue;
+        memset(cnt, 0, nc * sizeof *cnt);
+        pft_dataset_class_counts(tr, cnt);
+        for (size_t c = 0; c < (size_t)pft_dataset_n_classes(tr); c++)
+            rows[i * nc + c] = cnt[c] > 0 ? (uint64_t)cnt[c] : 0;
+    }
+    const pft_topo_facts_t facts = {.insecure = self->o.insecure, .n_classes = nc, .class_rows = rows};
+    if (rc == 0 && (rc = pft_topo_rules_check(self->topo, &facts, NULL, NULL)) != 0)
+        pft_err_wrap(rc, "%s (with each node's rows per class)", self->o.topo_path);
+    pft_free(rows);
+    pft_free(cnt);
+    return rc;
 }
 
 int pft_launch_prepare(pft_launch_t *self)
 {
     int rc = pft_topo_load(self->o.topo_path, PFT_TOPO_SKIP_DATA_CHECK, &self->topo);
     if (rc == 0)
-        rc = apply_overrides(self->topo, &self->o);
+        rc = pft_topo_rules_apply_sets(self->topo, self->o.set.v, self->o.set.n, self->o.seed);
     if (rc)
         return rc;
     for (size_t i = 0; self->o.insecure && i < pft_topo_node_count(self->topo); i++)
@@ -267,7 +266,7 @@ int pft_launch_prepare(pft_launch_t *self)
                            "--insecure refused: %s names keys (node '%s'), so its nodes accept only CURVE "
                            "connections and signed bundles; run without --insecure",
                            self->o.topo_path, pft_topo_node(self->topo, i)->id);
-    if ((rc = check_secagg(self)))
+    if ((rc = check_rules(self)))
         return rc;
     self->nn = pft_topo_node_count(self->topo);
     if (self->o.force && self->o.resume)
@@ -281,7 +280,7 @@ int pft_launch_prepare(pft_launch_t *self)
         return rc;
     if (self->engine->place && (rc = self->engine->place(self))) /* before the data: fails fast */
         return rc;
-    if ((rc = pft_launch__load_data(self)))
+    if ((rc = pft_launch__load_data(self)) || (rc = check_rules_data(self)))
         return rc;
     pft_launch__refresh_ids(self); /* pointers are stale after set_attr */
     if ((rc = self->engine->endpoints(self)))

@@ -262,6 +262,8 @@ static int start(node_t *nd)
         return fail(rc == PFT_ETOPO || rc == PFT_EFORMAT || rc == PFT_EIO ? PFT_EXIT_TOPOLOGY : exit_for(rc));
     nd->run = pft_topo_run(nd->topo);
     nd->my_index = nd->me->index;
+    if ((rc = pft_node__setup_rules(nd)) != 0) /* the verdict of pftnet check and launch, in their words */
+        return fail(exit_for(rc));
     nd->method = pft_node__table_method(nd->me);
     if (!(nd->head_ops = pft_node__table_head(nd->me))) {
         pft_error("node %s: head %d is not one this pftnode knows", nd->me->id, nd->me->head);

@@ -18,7 +18,10 @@
     X(PFT_EXIT_BUDGET, 11, "releasing would exceed the node's privacy budget (dp_budget)")                   \
     X(PFT_EXIT_INTERNAL, 12,                                                                                 \
       "out of memory, or another error the node could not recover from (see the log)")                       \
-    X(PFT_EXIT_LOCKED, 13, "another pftnode runs with this --out folder (its lock is held); nothing written")
+    X(PFT_EXIT_LOCKED, 13,                                                                                   \
+      "another pftnode runs with this --out folder (its lock is held); nothing written")                     \
+    X(PFT_EXIT_POLICY, 14,                                                                                   \
+      "refused by a policy of the topology (e.g. a class held by fewer than min_contributors members)")
 
 typedef enum {
 #define PFT_X_EXIT(name, value, text) name = value,
@@ -38,7 +41,8 @@ typedef enum {
     X(PFT_ERANGE, PFT_EXIT_NUMERIC)                                                                          \
     X(PFT_EIO, PFT_EXIT_IO)                                                                                  \
     X(PFT_EINTR, PFT_EXIT_INTERRUPTED)                                                                       \
-    X(PFT_EBUDGET, PFT_EXIT_BUDGET)
+    X(PFT_EBUDGET, PFT_EXIT_BUDGET)                                                                          \
+    X(PFT_EPOLICY, PFT_EXIT_POLICY)
 
 /* What one run of a node needs besides the topology file. */
 typedef struct {

@@ -603,6 +603,10 @@ const pft_node_head_t *pft_node__table_head(const pft_topo_node_t *me);
 int pft_node__setup_lock(node_t *nd);
 /* Loads and preps train/test/eval; sets n_classes and own_counts. */
 int pft_node__setup_data(node_t *nd);
+/* The topology's rules between attributes, as pftnet check and pftnet launch check them (pft_topo_rules.h),
+ * for this node's view: the topology and --insecure. Returns 0, PFT_ETOPO, PFT_EPOLICY or PFT_ENOMEM, the
+ * message prefixed with the topology's path. */
+int pft_node__setup_rules(node_t *nd);
 /* Checks that a --listen-fd socket listens on the endpoint's port. */
 int pft_node__setup_listen_fd(int fd, const char *endpoint);
 /* This node's keypair and every public key; CURVE keys into to (nothing with --insecure). */

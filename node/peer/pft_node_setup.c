@@ -6,6 +6,7 @@
 #include "pft_fsio.h"
 #include "pft_log.h"
 #include "pft_npy.h"
+#include "pft_topo_rules.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,6 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+int pft_node__setup_rules(node_t *nd)
+{
+    const pft_topo_facts_t facts = {.insecure = nd->args->insecure};
+    int rc = pft_topo_rules_check(nd->topo, &facts, NULL, NULL);
+    return rc ? pft_err_wrap(rc, "%s", nd->args->topology) : 0;
+}
 
 /* Loads train/test/eval and applies the run's prep; sets n_classes, own_counts and the head rows' width.
  * Returns 0 or an error code (PFT_EINVAL for inconsistent files, PFT_ENOMEM). */

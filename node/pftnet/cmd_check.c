@@ -2,10 +2,13 @@
  * hand-offs; `pftnet check --attributes [--markdown]` lists the topology attributes. */
 #include "pft_cli.h"
 #include "pft_cmd.h"
+#include "pft_node.h"
 #include "pft_error.h"
 #include "pft_secplan.h"
 #include "pft_topo.h"
 #include "pft_topo_attr.h"
+#include "pft_topo_rules.h"
+#include "pft_dp.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -183,6 +186,69 @@ static void print_secagg(const pft_topo_t *t, const pft_secplan_t *pl)
     }
 }
 
+/* What node v releases, in one line (the release pipeline it sets up: form, floor, DP, mask; DESIGN §8,
+ * SECURITY.md): the text report and the JSON's "release". pl: the secure-aggregation plan or NULL. */
+static void release_text(const pft_topo_t *t, const pft_secplan_t *pl, size_t v, char *buf, size_t cap)
+{
+    const pft_topo_run_t *r = pft_topo_run(t);
+    const pft_topo_node_t *nd = pft_topo_node(t, v);
+    size_t used = 0;
+#define PUT(...)                                                                                             \
+    do {                                                                                                     \
+        int w_ = used < cap ? snprintf(buf + used, cap - used, __VA_ARGS__) : 0;                             \
+        used += w_ > 0 ? (size_t)w_ : 0;                                                                     \
+    } while (0)
+    buf[0] = '\0';
+    int sends = 0;
+    for (size_t k = 0; k < nd->n_stages; k++)
+        sends |= nd->stages[k].n_send > 0;
+    if (!sends) {
+        PUT("sends nothing (its head only)");
+        return;
+    }
+    if (nd->exact && nd->cov == PFT_COV_TIED && nd->dp_epsilon > 0)
+        PUT("tied statistics with DP noise (SECURITY.md §6)");
+    else if (nd->exact && nd->cov == PFT_COV_TIED && r->stats_release == PFT_TOPO_RELEASE_FULL_SCATTER)
+        PUT("tied statistics, dense scatter (stats_release = full_scatter: research only)");
+    else if (nd->exact && nd->cov == PFT_COV_TIED)
+        PUT("tied statistics, scatter as <= min(rows/%d, %d) eigenpairs + diagonal (isotropic below %d rows)",
+            r->stats_rows_per_rank, r->stats_rank, PFT_TOPO_RELEASE_MIN_DIAG_ROWS);
+    else if (nd->exact)
+        PUT("exact per-class Gaussians (cov = %s, k = 1)", cov_name(nd->cov));
+    else
+        PUT("mixtures k=%d cov=%s as %s", nd->k, cov_name(nd->cov), s_dtype_names[r->dtype]);
+    if (nd->min_rows > 1)
+        PUT("; floor %d rows", nd->min_rows);
+    if (nd->dp_epsilon > 0) {
+        char delta[32];
+        if (nd->dp_delta > 0)
+            snprintf(delta, sizeof delta, "%g", nd->dp_delta);
+        else
+            snprintf(delta, sizeof delta, "1/n");
+        PUT("; DP eps=%g delta=%s", nd->dp_epsilon, delta);
+        if (!nd->exact)
+            PUT(" (%s)", pft_dp_mech_name((pft_dp_mech_t)nd->dp_mech));
+    }
+    const pft_secplan_node_t *me = pl ? pft_secplan_node(pl, v) : NULL;
+    if (me && me->mask_group >= 0)
+        PUT("; own rows masked for %s",
+            pft_topo_node(t, pft_secplan_group(pl, (size_t)me->mask_group)->opener)->id);
+    else if (pl)
+        PUT("; in the clear");
+#undef PUT
+}
+
+/* The text report's release section: per node what it sends (release_text). */
+static void print_release(const pft_topo_t *t, const pft_secplan_t *pl)
+{
+    char buf[512];
+    printf("\nrelease (what each node sends):\n");
+    for (size_t v = 0; v < pft_topo_node_count(t); v++) {
+        release_text(t, pl, v, buf, sizeof buf);
+        printf("  %-12s %s\n", pft_topo_node(t, v)->id, buf);
+    }
+}
+
 static void print_text(const pft_topo_t *t, const pft_secplan_t *pl)
 {
     const pft_topo_run_t *r = pft_topo_run(t);
@@ -233,6 +299,7 @@ static void print_text(const pft_topo_t *t, const pft_secplan_t *pl)
                ed->line);
     }
     print_stages(t, h);
+    print_release(t, pl);
     if (pl)
         print_secagg(t, pl);
 }
@@ -290,7 +357,7 @@ static json_t *json_settings(const pft_topo_run_t *r)
 
 /* Every node as a JSON object (its settings, neighbours and stages; h: the run's hand-offs), in file order.
  */
-static json_t *json_nodes(const pft_topo_t *t, const pft_handoff_t *h)
+static json_t *json_nodes(const pft_topo_t *t, const pft_handoff_t *h, const pft_secplan_t *pl)
 {
     size_t n = pft_topo_node_count(t);
     json_t *nodes = json_array();
@@ -326,12 +393,15 @@ static json_t *json_nodes(const pft_topo_t *t, const pft_handoff_t *h)
             json_array_append_new(stages, so);
         }
         json_object_set_new(o, "stages", stages);
+        char rel[512];
+        release_text(t, pl, v, rel, sizeof rel);
+        json_object_set_new(o, "release", json_string(rel));
         json_array_append_new(nodes, o);
     }
     return nodes;
 }
 
-static json_t *build_json(const pft_topo_t *t)
+static json_t *build_json(const pft_topo_t *t, const pft_secplan_t *pl)
 {
     const pft_topo_run_t *r = pft_topo_run(t);
     const pft_handoff_t *h;
@@ -344,7 +414,7 @@ static json_t *build_json(const pft_topo_t *t)
     json_object_set_new(root, "start", json_str_or_null(r->start_id));
     json_object_set_new(root, "root", json_str_or_null(r->root_id));
     json_object_set_new(root, "settings", json_settings(r));
-    json_object_set_new(root, "nodes", json_nodes(t, h));
+    json_object_set_new(root, "nodes", json_nodes(t, h, pl));
     json_t *hs = json_array();
     for (size_t i = 0; i < nh; i++) {
         json_t *o = json_object();
@@ -382,9 +452,53 @@ static int emit_json(json_t *root)
     return 0;
 }
 
+/* Reports a topology that is not valid (file: the path given; msg: the reason; rule: the broken rule or
+ * NULL) on stderr and, with --json, as {"valid": false, ...} on stdout. Returns the exit status: 2, or
+ * PFT_EXIT_POLICY for a policy refusal (code PFT_EPOLICY), as pftnet launch does. */
+static int report_invalid(const char *file, int json, int code, const char *rule)
+{
+    fprintf(stderr, "pftnet check: %s\n", pft_errmsg());
+    if (json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "file", json_string(file));
+        json_object_set_new(o, "valid", json_false());
+        json_t *msg = json_string(pft_errmsg()); /* NULL if the message is not UTF-8 */
+        json_object_set_new(o, "error", msg ? msg : json_string("(message is not UTF-8; see stderr)"));
+        json_object_set_new(o, "rule", rule ? json_string(rule) : json_null());
+        json_object_set_new(o, "policy", json_boolean(code == PFT_EPOLICY));
+        emit_json(o);
+    }
+    return code == PFT_EPOLICY ? PFT_EXIT_POLICY : 2;
+}
+
+/* Loads the topology at path with --set/--seed applied and checks its rules (pft_topo_rules: the verdict
+ * pftnet launch and pftnode give); *t and *pl (the secure-aggregation plan, or NULL) are new on success.
+ * Returns 0 or the exit status, the reason reported. */
+static int load_checked(const char *path, unsigned flags, const pft_opt_list_t *set, const char *seed,
+                        int json, pft_topo_t **t, pft_secplan_t **pl)
+{
+    int rc = pft_topo_load(path, flags, t);
+    if (rc == 0)
+        rc = pft_topo_rules_apply_sets(*t, set->v, set->n, seed);
+    if (rc) {
+        pft_topo_destroy(t);
+        return report_invalid(path, json, rc, NULL);
+    }
+    pft_topo_verdict_t v;
+    rc = pft_topo_rules_check(*t, NULL, &v, pl);
+    if (rc) {
+        pft_err_wrap(rc, "%s", path);
+        pft_topo_destroy(t);
+        return report_invalid(path, json, rc, v.rule);
+    }
+    return 0;
+}
+
 int pft_cmd_check(int argc, char **argv)
 {
     int json = 0, no_data = 0, resolved = 0, attributes = 0, markdown = 0;
+    pft_opt_list_t set = {0};
+    const char *seed = NULL;
     const pft_opt_t opts[] = {
         {"json", PFT_OPT_FLAG, &json, NULL, 1, 0, 0, NULL, "print the result as JSON on stdout"},
         {"no-data-check", PFT_OPT_FLAG, &no_data, NULL, 1, 0, 0, NULL,
@@ -395,6 +509,9 @@ int pft_cmd_check(int argc, char **argv)
          "list the topology attributes (name, scope, default, values, meaning) and exit"},
         {"markdown", PFT_OPT_FLAG, &markdown, NULL, 1, 0, 0, NULL,
          "with --attributes: print them as a Markdown table (the one in docs/USAGE.md)"},
+        {"set", PFT_OPT_LIST, &set, NULL, 0, -1, 0, "NAME=VALUE",
+         "override a graph attribute as pftnet launch --set does (nodes' own values still win)"},
+        {"seed", PFT_OPT_STRING, &seed, NULL, 0, -1, 0, "N", "run seed (same as --set seed=N)"},
         {NULL, 0, NULL, NULL, 0, 0, 0, NULL, NULL},
     };
     const pft_cli_t cli = {
@@ -405,10 +522,12 @@ int pft_cmd_check(int argc, char **argv)
         .summary =
             "Validates a topology file (Graphviz DOT digraph) and prints its kind (chain, ring, dag, mesh),\n"
             "each node's role, predecessors, successors and effective settings, the numbered order of\n"
-            "hand-offs and the idle edges (a mesh's primary edges that carry none). Exit status 0 if valid,\n"
-            "2 with the reason on stderr if not. `pftnet check --attributes` lists every attribute a "
-            "topology\n"
-            "may set instead (add --markdown for the table in docs/USAGE.md).",
+            "hand-offs and the idle edges (a mesh's primary edges that carry none), what each node releases\n"
+            "and, with secure_agg, the plan. The rules between attributes are those pftnet launch and\n"
+            "pftnode check, in the same words. Exit status 0 if valid, 2 with the reason on stderr if not,\n"
+            "14 for a policy refusal (a class held by fewer than min_contributors members). `pftnet check\n"
+            "--attributes` lists every attribute a topology may set instead (add --markdown for the table\n"
+            "in docs/USAGE.md).",
         .opts = opts,
     };
     const char *pos[1] = {NULL};
@@ -435,28 +554,11 @@ int pft_cmd_check(int argc, char **argv)
     }
     unsigned flags = (no_data ? PFT_TOPO_SKIP_DATA_CHECK : 0) | (resolved ? PFT_TOPO_REQUIRE_RESOLVED : 0);
     pft_topo_t *t = NULL;
-    rc = pft_topo_load(pos[0], flags, &t);
-    if (rc) {
-        fprintf(stderr, "pftnet check: %s\n", pft_errmsg());
-        if (json) {
-            json_t *o = json_object();
-            json_object_set_new(o, "file", json_string(pos[0]));
-            json_object_set_new(o, "valid", json_false());
-            json_t *msg = json_string(pft_errmsg()); /* NULL if the message is not UTF-8 */
-            json_object_set_new(o, "error", msg ? msg : json_string("(message is not UTF-8; see stderr)"));
-            emit_json(o);
-        }
-        return 2;
-    }
     pft_secplan_t *pl = NULL;
-    if (pft_topo_run(t)->secure_agg &&
-        pft_secplan_new(t, pft_topo_run(t)->min_contributors, NULL, &pl) != 0) {
-        fprintf(stderr, "pftnet check: %s: secure_agg = true: %s\n", pos[0], pft_errmsg());
-        pft_topo_destroy(&t);
-        return 2;
-    }
+    if ((rc = load_checked(pos[0], flags, &set, seed, json, &t, &pl)) != 0)
+        return rc;
     if (json)
-        rc = emit_json(build_json(t));
+        rc = emit_json(build_json(t, pl));
     else
         print_text(t, pl);
     pft_secplan_destroy(&pl);

@@ -87,7 +87,9 @@ static int parse_args(int argc, char **argv, pft_launch_opts_t *a, int *prepare_
         "on\n"
         "the union of all test splits) and prints a table. Exits 1 if any node failed, naming it; a failed "
         "node\n"
-        "stops the whole run unless --keep-going.\n\n"
+        "stops the whole run unless --keep-going. A topology that breaks a rule between attributes is "
+        "refused\n"
+        "before any node starts, in the words of pftnet check (exit 2; exit 14 for a policy refusal).\n\n"
         "With --engine slurm, run inside an allocation (salloc -n N pftnet launch ... --engine slurm, or an\n"
         "sbatch script), DIR on a filesystem every host shares: a first short srun step checks that each "
         "task\n"
@@ -140,7 +142,7 @@ int pft_cmd_launch(int argc, char **argv)
     }
     if (rc) {
         fprintf(stderr, "pftnet launch: %s\n", pft_errmsg());
-        exit_code = rc == PFT_ETOPO || rc == PFT_EINVAL ? 2 : 1;
+        exit_code = rc == PFT_EPOLICY ? PFT_EXIT_POLICY : rc == PFT_ETOPO || rc == PFT_EINVAL ? 2 : 1;
     }
     pft_launch_destroy(&run);
     return exit_code;

@@ -1,0 +1,325 @@
+/* pft_topo_rules: the one validator of the rules between attributes (secure aggregation, DP groups, the
+ * release, the plan) that pftnet check, pftnet launch and pftnode call alike. */
+#include "pft_topo_rules.h"
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_gstat_dp.h"
+#include "pft_topo_attr.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CLASS_MAX 65536 /* class sets name classes 0..65535 (pft_topo_classes_parse) */
+
+/* Records the verdict (code, rule, node, "rule NAME: text") in v and as the error message; returns code. */
+static int refuse(pft_topo_verdict_t *v, int code, const char *rule, const char *node, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int refuse(pft_topo_verdict_t *v, int code, const char *rule, const char *node, const char *fmt, ...)
+{
+    int w = snprintf(v->text, sizeof v->text, "rule %s: ", rule);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->text + w, sizeof v->text - (size_t)w, fmt, ap);
+    va_end(ap);
+    v->code = code;
+    v->rule = rule;
+    snprintf(v->node, sizeof v->node, "%s", node ? node : "");
+    return pft_err(code, "%s", v->text);
+}
+
+/* msg without the "PATH:" or "PATH:LINE:" prefix pft_secplan puts first: the words must not depend on which
+ * file (the user's, the launcher's resolved copy) the topology was read from. */
+static const char *without_path(const pft_topo_t *t, const char *msg)
+{
+    const char *path = pft_topo_path(t);
+    size_t n = path ? strlen(path) : 0;
+    if (!n || strncmp(msg, path, n) != 0 || msg[n] != ':')
+        return msg;
+    msg += n + 1;
+    const char *p = msg;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (p > msg && *p == ':')
+        msg = p + 1;
+    return msg + (*msg == ' ');
+}
+
+/* The model families a run can combine: cov = tied is exact (no merge = sample), and a run either carries
+ * exact statistics on every node or samples mixtures on every node. */
+static int check_families(const pft_topo_t *t, pft_topo_verdict_t *v)
+{
+    size_t n = pft_topo_node_count(t), n_exact = 0;
+    for (size_t i = 0; i < n; i++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, i);
+        if (nd->cov == PFT_COV_TIED && nd->merge == PFT_TOPO_MERGE_SAMPLE)
+            return refuse(v, PFT_ETOPO, "family-tied-sample", nd->id,
+                          "node '%s': cov = tied is exact statistics; merge = sample applies to cov = full "
+                          "with k = 1 (use cov = full, k = 1, merge = sample for the paper's protocol)",
+                          nd->id);
+        n_exact += nd->exact != 0;
+    }
+    for (size_t i = 0; n_exact > 0 && n_exact < n && i < n; i++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, i);
+        if (!nd->exact)
+            return refuse(v, PFT_ETOPO, "family-mixed", nd->id,
+                          "node '%s' samples mixtures (cov = %s) while other nodes carry exact statistics: a "
+                          "run uses one or the other",
+                          nd->id, pft_cov_name(nd->cov));
+    }
+    return 0;
+}
+
+/* Rules that hold without secure aggregation: DP on mixtures releases one Gaussian per class. */
+static int check_dp_k(const pft_topo_t *t, pft_topo_verdict_t *v)
+{
+    for (size_t i = 0; i < pft_topo_node_count(t); i++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, i);
+        if (nd->dp_epsilon > 0 && !nd->exact && nd->k != 1)
+            return refuse(v, PFT_ETOPO, "dp-k", nd->id,
+                          "node '%s': DP-FedPFT releases one Gaussian per class: set k = 1 (it has k = %d)",
+                          nd->id, nd->k);
+    }
+    return 0;
+}
+
+/* The group's DP (docs/SECAGG.md §7): one (ε, δ) for every member, δ explicit, an opener without rows, and
+ * enough noise shares for dp_dropouts. A node with DP outside any group is refused when no member masks with
+ * DP (its rows would go on in the clear). */
+static int check_group_dp(const pft_topo_t *t, const pft_secplan_t *pl, pft_topo_verdict_t *v)
+{
+    const pft_topo_run_t *r = pft_topo_run(t);
+    const pft_secplan_group_t *g = pft_secplan_group_count(pl) ? pft_secplan_group(pl, 0) : NULL;
+    const pft_topo_node_t *first = NULL;
+    int any = 0;
+    for (size_t m = 0; g && m < g->n_members; m++)
+        any |= pft_topo_node(t, g->members[m])->dp_epsilon > 0;
+    for (size_t i = 0; !any && i < pft_topo_node_count(t); i++)
+        if (pft_topo_node(t, i)->dp_epsilon > 0)
+            return refuse(
+                v, PFT_ETOPO, "secagg-dp-nonmember", pft_topo_node(t, i)->id,
+                "secure_agg = true: node '%s' asks for DP but masks nothing (it is in no group: its "
+                "rows go on in the clear); give the group's members DP, or set dp_epsilon = 0 on it",
+                pft_topo_node(t, i)->id);
+    if (!any)
+        return 0;
+    for (size_t m = 0; m < g->n_members; m++) {
+        const pft_topo_node_t *u = pft_topo_node(t, g->members[m]);
+        first = first ? first : u;
+        if (!(u->dp_epsilon > 0) || u->dp_epsilon != first->dp_epsilon || u->dp_delta != first->dp_delta)
+            return refuse(v, PFT_ETOPO, "secagg-dp-equal", u->id,
+                          "secure_agg = true with DP: every member of the group must ask for the same "
+                          "(dp_epsilon, dp_delta); '%s' has (%g, %g), '%s' (%g, %g)",
+                          first->id, first->dp_epsilon, first->dp_delta, u->id, u->dp_epsilon, u->dp_delta);
+    }
+    if (!(first->dp_delta > 0))
+        return refuse(v, PFT_ETOPO, "secagg-dp-delta", first->id,
+                      "secure_agg = true with DP: set dp_delta explicitly (one delta for every view; the "
+                      "default 1/n would differ per node)");
+    const pft_topo_node_t *op = pft_topo_node(t, g->opener);
+    if (op->has_data)
+        return refuse(v, PFT_ETOPO, "secagg-dp-opener", op->id,
+                      "secure_agg = true with DP: the opener '%s' has rows of its own, which would go on "
+                      "without noise after the opening; give it data = false (an aggregator)",
+                      op->id);
+    size_t div =
+        r->dp_dropouts ? pft_secplan_share_div(pl, (size_t)r->dp_dropouts) : pft_secplan_noise_div(pl);
+    if (div < 1)
+        return refuse(v, PFT_ETOPO, "secagg-dp-dropouts", NULL,
+                      "secure_agg with DP: dp_dropouts = %d leaves fewer than min_contributors = %d noise "
+                      "shares of the %zu members; lower dp_dropouts or min_contributors, or add members",
+                      r->dp_dropouts, r->min_contributors, g->n_members);
+    if (!(pft_gstat_dp_sigma(first->dp_epsilon, first->dp_delta) > 0))
+        return refuse(v, PFT_ETOPO, "secagg-dp-delta", first->id,
+                      "secure_agg = true with DP: (dp_epsilon, dp_delta) = (%g, %g) gives no noise; choose "
+                      "0 < dp_delta < 1",
+                      first->dp_epsilon, first->dp_delta);
+    return 0;
+}
+
+/* Secure aggregation's rules beyond the plan itself: one group, its DP, where dropouts may be tolerated. */
+static int check_secagg_plan(const pft_topo_t *t, const pft_secplan_t *pl, pft_topo_verdict_t *v)
+{
+    const pft_topo_run_t *r = pft_topo_run(t);
+    if (pft_secplan_group_count(pl) > 1)
+        return refuse(v, PFT_ETOPO, "secagg-groups", NULL,
+                      "the secure-aggregation plan has %zu groups; pftnode handles one",
+                      pft_secplan_group_count(pl));
+    int rc = check_group_dp(t, pl, v);
+    if (rc)
+        return rc;
+    if (pft_secplan_group_count(pl) == 1 && r->dp_dropouts > 0 && !pft_secplan_recoverable(pl, t, 0)) {
+        const char *op = pft_topo_node(t, pft_secplan_group(pl, 0)->opener)->id;
+        return refuse(v, PFT_ETOPO, "secagg-dropouts-star", op,
+                      "secure_agg with dp_dropouts = %d: dropout recovery is planned for stars only (every "
+                      "member handing off to the opener '%s'); set dp_dropouts = 0 or make the group a star",
+                      r->dp_dropouts, op);
+    }
+    return 0;
+}
+
+/* holders[c] += 1 for every class c member u holds: by the topology's class set (partition = labels), else by
+ * facts. Returns 1 if u's classes are known, 0 if not, PFT_EINVAL for a class set that does not parse. */
+static int add_holdings(const pft_topo_t *t, size_t u, const pft_topo_facts_t *f, unsigned char *flags,
+                        int *holders)
+{
+    const pft_topo_node_t *nd = pft_topo_node(t, u);
+    if (pft_topo_run(t)->part_kind == PFT_TOPO_PART_LABELS && pft_topo_run(t)->dataset && nd->classes) {
+        memset(flags, 0, CLASS_MAX);
+        if (pft_topo_classes_parse(nd->classes, CLASS_MAX, flags) != 0)
+            return PFT_EINVAL;
+        for (size_t c = 0; c < CLASS_MAX; c++)
+            holders[c] += flags[c];
+        return 1;
+    }
+    if (!f || !f->class_rows || !f->n_classes)
+        return 0;
+    for (size_t c = 0; c < f->n_classes && c < CLASS_MAX; c++)
+        holders[c] += f->class_rows[u * f->n_classes + c] > 0;
+    return 1;
+}
+
+/* 1 if member u holds class c, by the same sources as add_holdings (0 when unknown). */
+static int holds_class(const pft_topo_t *t, size_t u, size_t c, const pft_topo_facts_t *f,
+                       unsigned char *flags)
+{
+    const pft_topo_node_t *nd = pft_topo_node(t, u);
+    if (pft_topo_run(t)->part_kind == PFT_TOPO_PART_LABELS && pft_topo_run(t)->dataset && nd->classes) {
+        memset(flags, 0, CLASS_MAX);
+        return pft_topo_classes_parse(nd->classes, CLASS_MAX, flags) == 0 && flags[c];
+    }
+    return f && f->class_rows && c < f->n_classes && f->class_rows[u * f->n_classes + c] > 0;
+}
+
+/* The policy per class (docs/SECAGG.md §4.4; counts are public, so one holder's opened class sum is its class
+ * mean): every class is held by no member of the group or by at least min_contributors of them. Decided only
+ * when every member's classes are known (the opener refuses at opening otherwise). */
+static int check_class_holders(const pft_topo_t *t, const pft_secplan_t *pl, const pft_topo_facts_t *f,
+                               pft_topo_verdict_t *v)
+{
+    if (pft_secplan_group_count(pl) != 1)
+        return 0;
+    const pft_secplan_group_t *g = pft_secplan_group(pl, 0);
+    int m = pft_topo_run(t)->min_contributors, known = 1, rc = 0;
+    unsigned char *flags = pft_alloc(CLASS_MAX);
+    int *holders = pft_calloc(CLASS_MAX, sizeof *holders);
+    if (!flags || !holders)
+        rc = pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == 0 && known && i < g->n_members; i++) {
+        int r = add_holdings(t, g->members[i], f, flags, holders);
+        known = r == 1;
+    }
+    for (size_t c = 0; rc == 0 && known && c < CLASS_MAX; c++) {
+        if (holders[c] == 0 || holders[c] >= m)
+            continue;
+        char names[512] = "";
+        size_t used = 0;
+        for (size_t i = 0; i < g->n_members && used < sizeof names; i++)
+            if (holds_class(t, g->members[i], c, f, flags)) {
+                int w = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+                                 pft_topo_node(t, g->members[i])->id);
+                used += w > 0 ? (size_t)w : 0;
+            }
+        const char *op = pft_topo_node(t, g->opener)->id;
+        rc = refuse(v, PFT_EPOLICY, "secagg-class-holders", op,
+                    "class %zu is held by %d member(s) of the group opened by '%s' (%s), fewer than "
+                    "min_contributors = %d: opening would show their class sum, so '%s' would refuse to open "
+                    "it (docs/SECAGG.md §4.4); give class %zu to at least %d members or to none, or lower "
+                    "min_contributors",
+                    c, holders[c], op, names, m, op, c, m);
+    }
+    pft_free(flags);
+    pft_free(holders);
+    return rc;
+}
+
+/* Secure aggregation: keys, rows of norm 1, a plan that protects the topology, then the plan's own rules. */
+static int check_secagg(const pft_topo_t *t, const pft_topo_facts_t *f, pft_topo_verdict_t *v,
+                        pft_secplan_t **plan)
+{
+    const pft_topo_run_t *r = pft_topo_run(t);
+    for (size_t i = 0; i < pft_topo_node_count(t); i++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, i);
+        if (nd->cov != PFT_COV_TIED)
+            return refuse(v, PFT_ETOPO, "secagg-cov", nd->id,
+                          "node '%s': secure_agg = on masks exact tied statistics (cov = tied), not cov = %s "
+                          "(docs/SECAGG.md)",
+                          nd->id, pft_cov_name(nd->cov));
+    }
+    if (f && f->insecure)
+        return refuse(v, PFT_ETOPO, "secagg-insecure", NULL,
+                      "secure_agg = true: the masks come from key agreement between the nodes' keys, so the "
+                      "run cannot be --insecure");
+    if (r->prep != PFT_TOPO_PREP_L2 && r->prep != PFT_TOPO_PREP_SQRT_L2)
+        return refuse(
+            v, PFT_ETOPO, "secagg-prep", NULL,
+            "secure_agg = true needs rows of norm 1 (prep = l2 or sqrt-l2): fixed point bounds every "
+            "statistic by the rows it sums (docs/SECAGG.md §2)");
+    int rc = pft_secplan_new(t, r->min_contributors, NULL, plan);
+    if (rc == PFT_ENOMEM)
+        return rc;
+    if (rc) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s", without_path(t, pft_errmsg()));
+        return refuse(v, PFT_ETOPO, "secagg-plan", NULL, "%s", msg);
+    }
+    return check_secagg_plan(t, *plan, v);
+}
+
+int pft_topo_rules_check(const pft_topo_t *t, const pft_topo_facts_t *facts, pft_topo_verdict_t *verdict,
+                         pft_secplan_t **plan)
+{
+    pft_topo_verdict_t local;
+    pft_topo_verdict_t *v = verdict ? verdict : &local;
+    pft_secplan_t *pl = NULL;
+    *v = (pft_topo_verdict_t){0};
+    if (plan)
+        *plan = NULL;
+    int rc = check_families(t, v);
+    if (rc == 0 && pft_topo_run(t)->secure_agg)
+        rc = check_secagg(t, facts, v, &pl);
+    if (rc == 0)
+        rc = check_dp_k(t, v);
+    if (rc == 0 && pl)
+        rc = check_class_holders(t, pl, facts, v);
+    if (rc == PFT_ENOMEM)
+        v->code = rc;
+    if (rc == 0 && plan)
+        *plan = pl;
+    else
+        pft_secplan_destroy(&pl);
+    return rc;
+}
+
+int pft_topo_rules_apply_sets(pft_topo_t *t, const char *const *set, int n, const char *seed)
+{
+    const char **kv = pft_calloc(2 * (size_t)n + 3, sizeof *kv);
+    char **names = pft_calloc((size_t)n + 1, sizeof *names);
+    int rc = kv && names ? 0 : pft_err(PFT_ENOMEM, "out of memory"), m = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        const char *eq = strchr(set[i], '=');
+        if (!eq || eq == set[i]) {
+            rc = pft_err(PFT_EINVAL, "--set '%s': expected NAME=VALUE", set[i]);
+            break;
+        }
+        if (!(names[i] = pft_strdup(set[i]))) {
+            rc = pft_err(PFT_ENOMEM, "out of memory");
+            break;
+        }
+        names[i][eq - set[i]] = '\0';
+        kv[m++] = names[i];
+        kv[m++] = eq + 1;
+    }
+    if (rc == 0 && seed) {
+        kv[m++] = "seed";
+        kv[m++] = seed;
+    }
+    if (rc == 0 && m && (rc = pft_topo_set_graph_attrs(t, kv)) != 0)
+        pft_err_wrap(rc, "%s: --set/--seed", pft_topo_path(t));
+    for (int i = 0; names && i < n; i++)
+        pft_free(names[i]);
+    pft_free(names);
+    pft_free(kv);
+    return rc;
+}
