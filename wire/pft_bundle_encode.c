@@ -347,9 +347,10 @@ static int encode_masked_part(const pft_bundle_t *self, int pi, msgpack_packer *
     fail = fail || msgpack_pack_array(pk, (size_t)p->n_classes);
     size_t o = 0;
     for (int c = 0; !fail && c < p->n_classes; c++) {
-        fail = msgpack_pack_array(pk, full ? PFT_BUNDLE__N_STAT_FIELDS_FULL : PFT_BUNDLE__N_STAT_FIELDS_TIED) ||
-               msgpack_pack_int64(pk, p->labels[c]) || msgpack_pack_uint64(pk, p->counts[c]) ||
-               put_words(p->words + o, d, pk, w);
+        fail =
+            msgpack_pack_array(pk, full ? PFT_BUNDLE__N_STAT_FIELDS_FULL : PFT_BUNDLE__N_STAT_FIELDS_TIED) ||
+            msgpack_pack_int64(pk, p->labels[c]) || msgpack_pack_uint64(pk, p->counts[c]) ||
+            put_words(p->words + o, d, pk, w);
         o += d;
         if (!fail && full) {
             fail = put_words(p->words + o, tri, pk, w);
