@@ -1,5 +1,12 @@
 /* pft_bundle_internal: INTERNAL to wire/pft_bundle*.c (the bundle struct and the helpers its files share);
- * no other module includes it, everything else goes through pft_bundle.h. */
+ * no other module includes it, everything else goes through pft_bundle.h.
+ * Files, from the bottom up (a file calls only files above it in this list, never one below):
+ *   pft_bundle.c          the object: classes, parts (clear or masked alike), provenance, parents, flags
+ *   pft_bundle_masked.c   masked statistics parts: layout, the mask's checks, adding one
+ *   pft_bundle_check.c    counts and provenance consistent (before encoding, after decoding)
+ *   pft_bundle_encode.c   a bundle to canonical msgpack (payload, envelope), its id
+ *   pft_bundle_decode*.c  wire bytes to a bundle (their order: pft_bundle_decode_internal.h)
+ * tests/e2e_layers.sh checks this order on the object files' symbols. */
 #ifndef PFT_BUNDLE_INTERNAL_H
 #define PFT_BUNDLE_INTERNAL_H
 
