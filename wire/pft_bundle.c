@@ -32,15 +32,8 @@ size_t pft_bundle__dtype_size(pft_dtype_t dt)
 
 size_t pft_bundle__cov_len(pft_cov_t cov, size_t d)
 {
-    switch (cov) {
-    case PFT_COV_FULL:
-        return d * (d + 1) / 2;
-    case PFT_COV_DIAG:
-    case PFT_COV_LOWRANK:
-        return d;
-    default:
-        return 1;
-    }
+    size_t n = pft_cov_wire(cov, d);
+    return n ? n : 1;
 }
 
 static void drop_cache(pft_bundle_t *self)

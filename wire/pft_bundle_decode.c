@@ -130,10 +130,21 @@ typedef struct {
 static void model_bytes(pft_cov_t cov, uint64_t k, uint64_t d, uint64_t q, uint64_t *steady,
                         uint64_t *transient)
 {
-    uint64_t cl = cov == PFT_COV_FULL ? d * d : cov == PFT_COV_SPHER ? 1 : d;
-    uint64_t ncov = cov == PFT_COV_FULL ? 2 : 1; /* covariances, and Cholesky factors for full */
+    uint64_t cl = pft_cov_stored(cov, (size_t)d);
+    uint64_t ncov =
+        pft_cov_shape(cov) == PFT_COV_SHAPE_MATRIX ? 2 : 1; /* covariances, and Cholesky factors */
     *steady = 8 * k * (d + 1) + 8 * ncov * k * cl + 8 * k * d * q;
     *transient = 8 * k * (d + 2) + 8 * (1 + ncov) * k * cl + 8 * k * d * q;
+}
+
+/* The largest covariance type a GMM class may have (the last mixture family of pft_cov.c's table). */
+static uint64_t last_mixture(void)
+{
+    uint64_t last = 0;
+    for (int i = 0; i < PFT_COV_N; i++)
+        if (pft_cov_shape((pft_cov_t)i) != PFT_COV_SHAPE_NONE)
+            last = (uint64_t)i;
+    return last;
 }
 
 /* Schema of class ci (object o): its element count, header fields and the length of every bin, all before
@@ -155,9 +166,12 @@ static int read_shape(ctx_t *c, const pft_bundle_t *b, const pft_bundle_limits_t
                                "label not greater than the previous label %d (classes sorted, unique)",
                                b->classes[ci - 1].label);
     if ((rc = pft_bundle__want_uint(c, &f[1], "n", 1, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, &s->n)) ||
-        (rc = pft_bundle__want_uint(c, &f[2], "covariance type", 0, 3, PFT_EFORMAT, &s->cov)))
+        (rc = pft_bundle__want_uint(c, &f[2], "covariance type", 0, last_mixture(), PFT_EFORMAT, &s->cov)))
         return rc;
-    uint32_t nf = s->cov == PFT_COV_LOWRANK ? PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK : PFT_BUNDLE__N_CLASS_FIELDS;
+    if (pft_cov_shape((pft_cov_t)s->cov) == PFT_COV_SHAPE_NONE)
+        return pft_bundle__bad(c, PFT_EFORMAT, "covariance type %d is not a mixture family", (int)s->cov);
+    uint32_t nf = pft_cov_shape(s->cov) == PFT_COV_SHAPE_FACTOR ? PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK
+                                                                : PFT_BUNDLE__N_CLASS_FIELDS;
     if (o->via.array.size != nf)
         return pft_bundle__bad(c, PFT_EFORMAT, "entry: %u elements, expected %u for covariance type %d",
                                o->via.array.size, nf, (int)s->cov);
@@ -170,7 +184,7 @@ static int read_shape(ctx_t *c, const pft_bundle_t *b, const pft_bundle_limits_t
         (rc = pft_bundle__want_bin(c, &f[5], "means", k * d * es)) ||
         (rc = pft_bundle__want_bin(c, &f[6], "covariances", k * s->m * es)))
         return rc;
-    if (s->cov == PFT_COV_LOWRANK &&
+    if (pft_cov_shape(s->cov) == PFT_COV_SHAPE_FACTOR &&
         ((rc = pft_bundle__want_uint(c, &f[7], "rank", 0, d - 1, PFT_EFORMAT, &s->rank)) ||
          (rc = pft_bundle__want_bin(c, &f[8], "factors", k * d * s->rank * es))))
         return rc;
@@ -194,7 +208,8 @@ static int charge_model(const ctx_t *c, const pft_bundle_limits_t *lim, const cl
 /* Room for the values of a class of shape s; PFT_ENOMEM (the caller frees v in any case). */
 static int values_alloc(const ctx_t *c, const class_shape_t *s, class_values_t *v)
 {
-    v->cvn = s->cov == PFT_COV_FULL ? (size_t)(s->k * s->d * s->d) : (size_t)(s->k * s->m);
+    v->cvn =
+        pft_cov_shape(s->cov) == PFT_COV_SHAPE_MATRIX ? (size_t)(s->k * s->d * s->d) : (size_t)(s->k * s->m);
     v->nfa = (size_t)(s->k * s->d * s->rank);
     v->w = pft_alloc_array((size_t)s->k, sizeof *v->w);
     v->mu = pft_alloc_array((size_t)(s->k * s->d), sizeof *v->mu);
@@ -301,9 +316,9 @@ static int read_values(const ctx_t *c, const class_shape_t *s, const msgpack_obj
     if (!rc)
         rc = read_means(c, mub, k, d, dt, v->mu);
     if (!rc)
-        rc = s->cov == PFT_COV_FULL ? read_chol(c, cb, k, d, dt, v->cv)
-                                    : read_variances(c, cb, k, m, dt, v->cv);
-    if (!rc && s->cov == PFT_COV_LOWRANK)
+        rc = pft_cov_shape(s->cov) == PFT_COV_SHAPE_MATRIX ? read_chol(c, cb, k, d, dt, v->cv)
+                                                           : read_variances(c, cb, k, m, dt, v->cv);
+    if (!rc && pft_cov_shape(s->cov) == PFT_COV_SHAPE_FACTOR)
         rc = read_factors(c, (const uint8_t *)f[8].via.bin.ptr, k, d, (size_t)s->rank, dt, v->fa);
     return rc;
 }
@@ -313,13 +328,15 @@ static int read_values(const ctx_t *c, const class_shape_t *s, const msgpack_obj
 static int build_gmm(const ctx_t *c, const class_shape_t *s, const class_values_t *v, pft_gmm_t **out)
 {
     pft_cov_t cov = (pft_cov_t)s->cov;
-    pft_gmm_t *g = cov == PFT_COV_LOWRANK ? pft_gmm_new_lowrank((int)s->k, (int)s->d, (int)s->rank)
-                                          : pft_gmm_new((int)s->k, (int)s->d, cov);
+    pft_gmm_t *g = pft_cov_shape(cov) == PFT_COV_SHAPE_FACTOR
+                       ? pft_gmm_new_lowrank((int)s->k, (int)s->d, (int)s->rank)
+                       : pft_gmm_new((int)s->k, (int)s->d, cov);
     if (!g)
         return pft_bundle__bad(c, PFT_ENOMEM, "out of memory");
-    int rc = cov == PFT_COV_FULL      ? pft_gmm_set_params_chol(g, v->w, v->mu, v->cv)
-             : cov == PFT_COV_LOWRANK ? pft_gmm_set_params_lowrank(g, v->w, v->mu, v->fa, v->cv)
-                                      : pft_gmm_set_params(g, v->w, v->mu, v->cv);
+    int rc = pft_cov_shape(cov) == PFT_COV_SHAPE_MATRIX ? pft_gmm_set_params_chol(g, v->w, v->mu, v->cv)
+             : pft_cov_shape(cov) == PFT_COV_SHAPE_FACTOR
+                 ? pft_gmm_set_params_lowrank(g, v->w, v->mu, v->fa, v->cv)
+                 : pft_gmm_set_params(g, v->w, v->mu, v->cv);
     if (rc) {
         rc = pft_err_wrap(rc, "bundle decode: %s", c->where);
         pft_gmm_destroy(&g);
