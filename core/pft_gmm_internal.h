@@ -1,6 +1,14 @@
 /* pft_gmm_internal: internal to core/pft_gmm*.c and core/pft_em_*.c; not part of the API. The model struct,
  * the EM state and its per-family table, and the functions these files share (pft_gmm__: the model and its
- * log-densities; pft_em__: the EM families). */
+ * log-densities; pft_em__: the EM families).
+ * Files, from the bottom up (a file calls only files above it in this list, never one below):
+ *   pft_cov.c          the covariance families' table: names, shapes, parameter counts
+ *   pft_gmm.c          the model object: creation, getters, validated setters, parameter counts
+ *   pft_gmm_score.c    log-densities, score, BIC
+ *   pft_gmm_sample.c   sampling
+ *   pft_em_*.c         the EM steps of each family (diag: any vector or scalar family; full; lowrank)
+ *   pft_gmm_em.c       pft_gmm_fit: the EM driver, the families' EM table s_em
+ * tests/e2e_layers.sh checks this order on the object files' symbols. */
 #ifndef PFT_GMM_INTERNAL_H
 #define PFT_GMM_INTERNAL_H
 

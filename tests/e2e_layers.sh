@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every product folder (core, wire, topology, node/*) is free of circles: no two object files of a folder call
 # each other, directly or round a longer cycle, and where a folder's <stem>_internal.h lists its files from the
-# bottom up (node/peer, wire's bundle and transport, core's ghead, node/audit), no file calls one listed below
+# bottom up (node/peer, wire's bundle and transport, core's gmm and ghead, node/audit), no file calls one below
 # it. Reads the symbols of the objects the build made (nm), so it checks what the code does (tests/layers.py).
 set -euo pipefail
 . "$(dirname "$0")/lib_e2e.sh"
