@@ -25,7 +25,8 @@ static int mech_valid(pft_dp_mech_t mech)
 
 static int cov_valid(pft_cov_t cov)
 {
-    return cov == PFT_COV_FULL || cov == PFT_COV_DIAG || cov == PFT_COV_SPHER;
+    const pft_cov_family_t *f = pft_cov_family(cov);
+    return f && f->dp;
 }
 
 const char *pft_dp_mech_name(pft_dp_mech_t mech)
@@ -159,16 +160,7 @@ size_t pft_dp_mom_len(pft_cov_t cov, int d)
 {
     if (d < 1)
         return 0;
-    switch (cov) {
-    case PFT_COV_FULL:
-        return (size_t)d * (size_t)d;
-    case PFT_COV_DIAG:
-        return (size_t)d;
-    case PFT_COV_SPHER:
-        return 1;
-    default: /* low-rank covariances have no DP release */
-        return 0;
-    }
+    return cov_valid(cov) ? pft_cov_stored(cov, (size_t)d) : 0; /* lowrank has no DP release */
 }
 
 /* Full d×d block: (1/n) Σ (x_i - c)(x_i - c)ᵀ with c = ctr (NULL: 0), by DSYRK over blocks of rows. */
@@ -203,9 +195,9 @@ int pft_dp_moments(const float *x, int n, int d, pft_cov_t cov, pft_dp_mech_t me
     for (size_t j = 0; j < D; j++)
         mean[j] /= (double)n;
     const double *ctr = mech == PFT_DP_THM41 ? mean : NULL; /* Σ about μ, or M about 0 */
-    if (cov == PFT_COV_FULL)
+    if (pft_cov_shape(cov) == PFT_COV_SHAPE_MATRIX)
         return second_moment_full(x, n, d, ctr, mom);
-    double *v = cov == PFT_COV_DIAG ? mom : NULL, tot = 0.0;
+    double *v = pft_cov_shape(cov) == PFT_COV_SHAPE_VECTOR ? mom : NULL, tot = 0.0;
     for (size_t j = 0; j < D; j++) {
         double c = ctr ? ctr[j] : 0.0, s = 0.0;
         for (int i = 0; i < n; i++) {
@@ -217,7 +209,7 @@ int pft_dp_moments(const float *x, int n, int d, pft_cov_t cov, pft_dp_mech_t me
             v[j] = s;
         tot += s;
     }
-    if (cov == PFT_COV_SPHER)
+    if (pft_cov_shape(cov) == PFT_COV_SHAPE_SCALAR)
         mom[0] = tot / (double)d;
     return 0;
 }
@@ -232,7 +224,7 @@ int pft_dp_add_noise(pft_cov_t cov, int d, double sigma, pft_rng_t *rng, double 
     size_t D = (size_t)d;
     for (size_t j = 0; j < D; j++)
         mean[j] += sigma * pft_rng_normal(rng);
-    if (cov == PFT_COV_FULL) {
+    if (pft_cov_shape(cov) == PFT_COV_SHAPE_MATRIX) {
         for (size_t i = 0; i < D; i++)
             for (size_t j = i; j < D; j++) {
                 double z = sigma * pft_rng_normal(rng);
@@ -321,11 +313,11 @@ int pft_dp_project(pft_dp_mech_t mech, pft_cov_t cov, int d, double var_floor, c
         if (!isfinite(mom[j]))
             return pft_err(PFT_EINVAL, "dp projection: moment element %zu is not finite", j);
     if (mech == PFT_DP_B3) { /* Σ̃ = M̂ - μ̂μ̂ᵀ (mean[i]·mean[j] is symmetric in IEEE arithmetic) */
-        if (cov == PFT_COV_FULL) {
+        if (pft_cov_shape(cov) == PFT_COV_SHAPE_MATRIX) {
             for (size_t i = 0; i < D; i++)
                 for (size_t j = 0; j < D; j++)
                     mom[i * D + j] -= mean[i] * mean[j];
-        } else if (cov == PFT_COV_DIAG) {
+        } else if (pft_cov_shape(cov) == PFT_COV_SHAPE_VECTOR) {
             for (size_t j = 0; j < D; j++)
                 mom[j] -= mean[j] * mean[j];
         } else {
@@ -335,7 +327,7 @@ int pft_dp_project(pft_dp_mech_t mech, pft_cov_t cov, int d, double var_floor, c
             mom[0] -= s / (double)d;
         }
     }
-    if (cov == PFT_COV_FULL) {
+    if (pft_cov_shape(cov) == PFT_COV_SHAPE_MATRIX) {
         int rc = psd_full(mom, d, n_floored, min_eig);
         if (rc < 0)
             return rc;

@@ -1,4 +1,5 @@
-/* pft_em_diag: EM steps of the diag and spher families: one fused, threaded pass of E-step and statistics.
+/* pft_em_diag: EM steps of the diag and spher families (any family of shape vector or scalar): one fused,
+ * threaded pass of E-step and statistics.
  *
  * Precision and speed (the general plan is at the top of pft_gmm_em.c):
  * - One fused pass over the data per iteration, in chunks of CHUNK rows that stay in L2 cache.
@@ -134,7 +135,7 @@ static void diag_tables(em_t *em, int estep)
         const double *mu = m->means + c * d;
         double *sh = em->shift + c * dp;
         float *sf = em->sf + c * dp, *msf = em->msf + c * dp;
-        if (em->cov == PFT_COV_SPHER) {
+        if (pft_cov_shape(em->cov) == PFT_COV_SHAPE_SCALAR) {
             double is = 1.0 / sqrt(m->covars[c]);
             for (size_t j = 0; j < d; j++) {
                 sf[j] = (float)is;
@@ -286,7 +287,7 @@ static double diag_component(em_t *em, size_t c, int raw)
     size_t d = em->d, dp = em->dp;
     const double *s1 = em->workers[0].S1 + c * dp, *s2 = em->workers[0].S2 + c * dp, *sh = em->shift + c * dp;
     double inv = 1.0 / em->nk[c], *mu = em->m->means + c * d, vsum = 0.0;
-    double *var = em->cov == PFT_COV_DIAG ? em->m->covars + c * d : em->vtmp;
+    double *var = pft_cov_shape(em->cov) == PFT_COV_SHAPE_VECTOR ? em->m->covars + c * d : em->vtmp;
     for (size_t j = 0; j < d; j++) {
         double step = s1[j] * inv, v = s2[j] * inv - step * step;
         mu[j] = sh[j] + step;
@@ -297,7 +298,7 @@ static double diag_component(em_t *em, size_t c, int raw)
             mu[j] -= em->ctr[j];
     for (size_t j = 0; j < d; j++)
         vsum += var[j];
-    if (em->cov == PFT_COV_DIAG)
+    if (pft_cov_shape(em->cov) == PFT_COV_SHAPE_VECTOR)
         for (size_t j = 0; j < d; j++)
             var[j] += em->reg;
     return vsum;
@@ -314,7 +315,7 @@ static int diag_mstep(em_t *em)
         if (!(em->nk[c] > 0.0))
             continue; /* re-seeded by the caller */
         double vsum = diag_component(em, c, raw);
-        if (em->cov == PFT_COV_SPHER)
+        if (pft_cov_shape(em->cov) == PFT_COV_SHAPE_SCALAR)
             em->m->covars[c] = vsum / (double)d + em->reg;
     }
     return 0;
@@ -328,10 +329,10 @@ static void diag_reseed(em_t *em, size_t c, size_t row)
     for (size_t j = 0; j < d; j++) {
         m->means[c * d + j] = (double)em->x[row * d + j] - em->ctr[j];
         mv += em->gvar[j];
-        if (em->cov == PFT_COV_DIAG)
+        if (pft_cov_shape(em->cov) == PFT_COV_SHAPE_VECTOR)
             m->covars[c * d + j] = em->gvar[j] + em->reg;
     }
-    if (em->cov == PFT_COV_SPHER)
+    if (pft_cov_shape(em->cov) == PFT_COV_SHAPE_SCALAR)
         m->covars[c] = mv / (double)d + em->reg;
 }
 

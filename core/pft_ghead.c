@@ -3,14 +3,12 @@
 #include "pft_ghead.h"
 #include "pft_ghead_internal.h"
 
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "pft_alloc.h"
 #include "pft_error.h"
 #include "pft_linalg.h"
-#include "pft_rng.h"
 
 #define GH_NO_CLASS (-1e30) /* bias of a label without statistics (finite, so exportable as float) */
 
@@ -224,100 +222,6 @@ static int shrunk_diag(const double *lam, int d, double N, double sumlam, double
             ok = 0;
         }
     return ok;
-}
-
-void pft_ghead__folds_free(folds_t *f)
-{
-    PFT_FREE(f->row);
-    PFT_FREE(f->cls);
-    PFT_FREE(f->fold);
-}
-
-/* Own rows → class indices (checking they can be in st), a seeded subset of at most GH_MAX_CV_ROWS, and a
- * stratified assignment to folds. */
-int pft_ghead__folds_make(folds_t *f, const pft_gstat_t *st, const int32_t *y, int n, int folds,
-                          uint64_t seed)
-{
-    memset(f, 0, sizeof *f);
-    int S = pft_gstat_n_classes(st);
-    int *perm = pft_alloc_array((size_t)n, sizeof(int));
-    uint64_t *own = pft_calloc((size_t)S, sizeof(uint64_t));
-    f->row = pft_alloc_array((size_t)n, sizeof(int));
-    f->cls = pft_alloc_array((size_t)n, sizeof(int));
-    f->fold = pft_alloc_array((size_t)n, sizeof(int));
-    pft_rng_t *rng = pft_rng_new(pft_rng_derive(seed, 0x67686561, 0));
-    int rc = (!perm || !own || !f->row || !f->cls || !f->fold || !rng)
-                 ? pft_err(PFT_ENOMEM, "gaussian head: out of memory for %d rows", n)
-                 : 0;
-    for (int i = 0; rc == 0 && i < n; i++) {
-        int c = pft_gstat_find(st, y[i]);
-        if (c < 0 || ++own[c] > pft_gstat_count(st, c))
-            rc = pft_err(PFT_EINVAL, "gaussian head: own row %d (label %d) is not part of the statistics", i,
-                         (int)y[i]);
-        perm[i] = i;
-    }
-    if (rc == 0) {
-        for (int i = n - 1; i > 0; i--) { /* Fisher–Yates */
-            int j = (int)pft_rng_below(rng, (uint64_t)i + 1);
-            int t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
-        }
-        f->n = n < GH_MAX_CV_ROWS ? n : GH_MAX_CV_ROWS;
-        f->F = folds < f->n ? folds : f->n;
-        /* stratified: per class in shuffled order, dealt round-robin, continuing across classes */
-        int next = 0, k = 0;
-        for (int c = 0; c < S; c++)
-            for (int i = 0; i < f->n; i++) {
-                int r = perm[i];
-                if (pft_gstat_find(st, y[r]) != c)
-                    continue;
-                f->row[k] = r;
-                f->cls[k] = c;
-                f->fold[k] = next;
-                next = (next + 1) % f->F;
-                k++;
-            }
-    }
-    pft_rng_destroy(&rng);
-    pft_free(perm);
-    pft_free(own);
-    if (rc != 0)
-        pft_ghead__folds_free(f);
-    return rc;
-}
-
-void pft_ghead__tally_row(tally_t *t, const double *s, const int *present, int S, int truth)
-{
-    int best = -1;
-    double mx = -DBL_MAX;
-    for (int c = 0; c < S; c++)
-        if (present[c] && (best < 0 || s[c] > mx)) {
-            mx = s[c];
-            best = c;
-        }
-    double z = 0;
-    for (int c = 0; c < S; c++)
-        if (present[c])
-            z += exp(s[c] - mx);
-    double lse = mx + log(z);
-    t->correct += best == truth;
-    t->total++;
-    t->loss += present[truth] ? lse - s[truth] : 50.0; /* a class emptied by the fold: capped penalty */
-}
-
-/* Index of the best tally: accuracy, then cross-entropy, then the later (larger) grid point. */
-int pft_ghead__tally_best(const tally_t *t, int m)
-{
-    int best = -1;
-    for (int i = 0; i < m; i++) {
-        if (!t[i].valid || t[i].total == 0)
-            continue;
-        if (best < 0 || t[i].correct > t[best].correct ||
-            (t[i].correct == t[best].correct && t[i].loss <= t[best].loss))
-            best = i;
-    }
-    return best;
 }
 
 /* ---- LDA cross-validation with the Woodbury identity ----------------------------------------------------
@@ -889,112 +793,4 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
         *info = inf;
     *out = h;
     return 0;
-}
-
-/* A row's class scores from its component logits lg (K): the log-sum-exp per class; -inf for none. */
-static void lse_components(const pft_ghead_t *h, const float *lg, double *sc)
-{
-    for (int c = 0; c < h->C; c++)
-        sc[c] = -INFINITY;
-    for (int k = 0; k < h->K; k++) {
-        double a = sc[h->comp_label[k]], b = lg[k], mx = a > b ? a : b;
-        sc[h->comp_label[k]] = a == -INFINITY ? b : mx + log(exp(a - mx) + exp(b - mx));
-    }
-}
-
-int pft_ghead_scores(const pft_ghead_t *self, const float *x, int n, double *scores)
-{
-    int C = self->C, d = self->d;
-    if (self->kind == PFT_GHEAD_LDA) {
-        int K = self->comp_label ? self->K : C;
-        float *lg = pft_alloc_array((size_t)(n > 0 ? n : 1) * K, sizeof(float));
-        if (!lg)
-            return pft_err(PFT_ENOMEM, "gaussian head: out of memory for %d rows", n);
-        int rc = pft_head_logits(self->lin, x, n, lg);
-        for (size_t i = 0; rc == 0 && !self->comp_label && i < (size_t)n * C; i++)
-            scores[i] = lg[i];
-        for (size_t i = 0; rc == 0 && self->comp_label && i < (size_t)n; i++)
-            lse_components(self, lg + i * K, scores + i * C);
-        pft_free(lg);
-        return rc;
-    }
-    enum { CHUNK = 512 };
-    double *z = pft_alloc_array((size_t)CHUNK * d, sizeof(double));
-    double *q = pft_alloc_array(CHUNK, sizeof(double));
-    if (!z || !q) {
-        pft_free(z);
-        pft_free(q);
-        return pft_err(PFT_ENOMEM, "gaussian head: out of memory");
-    }
-    for (int at = 0; at < n; at += CHUNK) {
-        int m = n - at < CHUNK ? n - at : CHUNK;
-        for (int c = 0; c < C; c++) {
-            if (self->bias[c] == -INFINITY) {
-                for (int i = 0; i < m; i++)
-                    scores[(size_t)(at + i) * C + c] = -INFINITY;
-                continue;
-            }
-            for (size_t i = 0; i < (size_t)m * d; i++)
-                z[i] = x[(size_t)at * d + i];
-            pft_ghead__qda_quad(self->chol + (size_t)c * d * d, self->mean + (size_t)c * d, z, m, d, q);
-            for (int i = 0; i < m; i++)
-                scores[(size_t)(at + i) * C + c] = self->bias[c] - 0.5 * q[i];
-        }
-    }
-    pft_free(z);
-    pft_free(q);
-    return 0;
-}
-
-int pft_ghead_predict(const pft_ghead_t *self, const float *x, int n, int32_t *out)
-{
-    int C = self->C;
-    double *s = pft_alloc_array((size_t)(n > 0 ? n : 1) * C, sizeof(double));
-    if (!s)
-        return pft_err(PFT_ENOMEM, "gaussian head: out of memory for %d rows", n);
-    int rc = pft_ghead_scores(self, x, n, s);
-    for (int i = 0; rc == 0 && i < n; i++) {
-        int best = 0;
-        for (int c = 1; c < C; c++)
-            if (s[(size_t)i * C + c] > s[(size_t)i * C + best])
-                best = c;
-        out[i] = best;
-    }
-    pft_free(s);
-    return rc;
-}
-
-int pft_ghead_accuracy(const pft_ghead_t *self, const float *x, const int32_t *y, int n, double *acc,
-                       double *acc_class, int *counts)
-{
-    int C = self->C;
-    for (int i = 0; i < n; i++)
-        if (y[i] < 0 || y[i] >= C)
-            return pft_err(PFT_EINVAL, "gaussian head: label %d outside [0, %d)", (int)y[i], C);
-    int32_t *pred = pft_alloc_array((size_t)(n > 0 ? n : 1), sizeof(int32_t));
-    int *tot = pft_calloc((size_t)C, sizeof(int)), *hit = pft_calloc((size_t)C, sizeof(int));
-    int rc = (!pred || !tot || !hit) ? pft_err(PFT_ENOMEM, "gaussian head: out of memory") : 0;
-    if (rc == 0)
-        rc = pft_ghead_predict(self, x, n, pred);
-    if (rc == 0) {
-        long ok = 0;
-        for (int i = 0; i < n; i++) {
-            tot[y[i]]++;
-            if (pred[i] == y[i]) {
-                hit[y[i]]++;
-                ok++;
-            }
-        }
-        *acc = n > 0 ? (double)ok / n : 0;
-        for (int c = 0; c < C; c++) {
-            if (acc_class)
-                acc_class[c] = tot[c] ? (double)hit[c] / tot[c] : NAN;
-            if (counts)
-                counts[c] = tot[c];
-        }
-    }
-    pft_free(pred);
-    pft_free(tot);
-    pft_free(hit);
-    return rc;
 }

@@ -1,5 +1,11 @@
 /* pft_ghead_internal: INTERNAL to core/pft_ghead*.c (the head's struct, the cross-validation folds and
- * tallies both heads share); everything else goes through pft_ghead.h. */
+ * tallies both heads share); everything else goes through pft_ghead.h.
+ * Files, from the bottom up (a file calls only files above it in this list, never one below):
+ *   pft_ghead_cv.c     the cross-validation folds over own rows, the tallies of their scores
+ *   pft_ghead_qda.c    QDA: covariances regularised and shrunk, λ by exact-downdate cross-validation
+ *   pft_ghead_score.c  a fitted head's class scores, predictions, accuracy
+ *   pft_ghead.c        the head's life (options, accessors, destroy), LDA and its α, the fit
+ * tests/e2e_layers.sh checks this order on the object files' symbols. */
 #ifndef PFT_GHEAD_INTERNAL_H
 #define PFT_GHEAD_INTERNAL_H
 
@@ -36,6 +42,7 @@ typedef struct {
     double loss;
 } tally_t;
 
+/* pft_ghead_cv.c */
 /* Own rows → class indices (checked to be part of st), a seeded subset of at most GH_MAX_CV_ROWS, stratified
  * into folds. 0, PFT_EINVAL (a row not in st), PFT_ENOMEM. */
 int pft_ghead__folds_make(folds_t *f, const pft_gstat_t *st, const int32_t *y, int n, int folds,

@@ -1,10 +1,11 @@
-/* pft_gmm: the Gaussian mixture model object: names, creation, copies, getters, validated parameter setters,
+/* pft_gmm: the Gaussian mixture model object: creation, copies, getters, validated parameter setters,
  * parameter counts.
  *
- * The module's other files: pft_gmm_score.c (log-densities, score, BIC, with the scoring theory),
- * pft_gmm_sample.c (sampling), pft_gmm_em.c (pft_gmm_fit: the EM driver and its precision plan), and one
- * file per covariance family behind the EM table em_family_t: pft_em_diag.c (diag and spher), pft_em_full.c,
- * pft_em_lowrank.c. pft_gmm_internal.h holds what they share. Parameters are stored in double. */
+ * The module's other files: pft_cov.c (the covariance families' table: names, counts, EM steps),
+ * pft_gmm_score.c (log-densities, score, BIC, with the scoring theory), pft_gmm_sample.c (sampling),
+ * pft_gmm_em.c (pft_gmm_fit: the EM driver and its precision plan), and one file per covariance family
+ * behind the EM table em_family_t: pft_em_diag.c (diag and spher), pft_em_full.c, pft_em_lowrank.c.
+ * pft_gmm_internal.h holds what they share. Parameters are stored in double. */
 #include "pft_gmm.h"
 
 #include <float.h>
@@ -16,64 +17,15 @@
 #include "pft_gmm_internal.h"
 #include "pft_linalg.h"
 
-/* ------------------------------------------------------------------------------------------------ */
-/* Names */
-
-const char *pft_cov_name(pft_cov_t cov)
-{
-    switch (cov) {
-    case PFT_COV_FULL:
-        return "full";
-    case PFT_COV_DIAG:
-        return "diag";
-    case PFT_COV_SPHER:
-        return "spher";
-    case PFT_COV_LOWRANK:
-        return "lowrank";
-    case PFT_COV_TIED:
-        return "tied";
-    }
-    return NULL;
-}
-
-int pft_cov_parse(const char *name, pft_cov_t *out)
-{
-    static const pft_cov_t all[] = {PFT_COV_FULL, PFT_COV_DIAG, PFT_COV_SPHER, PFT_COV_LOWRANK, PFT_COV_TIED};
-    if (!name || !out)
-        return pft_err(PFT_EINVAL, "covariance type: missing name");
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcmp(name, pft_cov_name(all[i])) == 0) {
-            *out = all[i];
-            return 0;
-        }
-    if (strcmp(name, "spherical") == 0) { /* scikit-learn's spelling */
-        *out = PFT_COV_SPHER;
-        return 0;
-    }
-    return pft_err(PFT_EINVAL, "unknown covariance type '%s' (expected full, diag, spher, lowrank or tied)",
-                   name);
-}
-
 int pft_gmm__cov_valid(pft_cov_t cov)
 {
-    return cov == PFT_COV_FULL || cov == PFT_COV_DIAG || cov == PFT_COV_SPHER || cov == PFT_COV_LOWRANK;
+    return pft_cov_shape(cov) != PFT_COV_SHAPE_NONE;
 }
 
 /* Doubles per component in the covars array (lowrank: Ψ). */
 static size_t cov_len(pft_cov_t cov, size_t d)
 {
-    switch (cov) {
-    case PFT_COV_FULL:
-        return d * d;
-    case PFT_COV_DIAG:
-    case PFT_COV_LOWRANK:
-        return d;
-    case PFT_COV_SPHER:
-        return 1;
-    case PFT_COV_TIED: /* not a mixture */
-        break;
-    }
-    return 0;
+    return pft_cov_stored(cov, d);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -96,7 +48,9 @@ void pft_gmm_opts_default(pft_gmm_opts_t *opts)
 /* pft_gmm_new for every family; q is the lowrank rank (0 for the others). */
 pft_gmm_t *pft_gmm__alloc(int k, int d, pft_cov_t cov, int q)
 {
-    if (k < 1 || d < 1 || !pft_gmm__cov_valid(cov) || q < 0 || (cov == PFT_COV_LOWRANK ? q >= d : q != 0))
+    pft_cov_shape_t shape = pft_cov_shape(cov);
+    if (k < 1 || d < 1 || !pft_gmm__cov_valid(cov) || q < 0 ||
+        (shape == PFT_COV_SHAPE_FACTOR ? q >= d : q != 0))
         return NULL;
     size_t K = (size_t)k, D = (size_t)d, cl = cov_len(cov, D), Q = (size_t)q;
     if (cl > PFT_GMM_MAX_ELEMS / K || D > PFT_GMM_MAX_ELEMS / K || (Q && D * Q > PFT_GMM_MAX_ELEMS / K))
@@ -110,20 +64,20 @@ pft_gmm_t *pft_gmm__alloc(int k, int d, pft_cov_t cov, int q)
     self->weights = pft_alloc_array(K, sizeof(double));
     self->means = pft_calloc(K * D, sizeof(double));
     self->covars = pft_calloc(K * cl, sizeof(double));
-    if (cov == PFT_COV_FULL)
+    if (shape == PFT_COV_SHAPE_MATRIX)
         self->chol = pft_calloc(K * cl, sizeof(double));
-    if (cov == PFT_COV_LOWRANK) {
+    if (shape == PFT_COV_SHAPE_FACTOR) {
         self->q = q;
         self->factors = pft_calloc(K * D * Q + 1, sizeof(double));
     }
-    if (!self->weights || !self->means || !self->covars || (cov == PFT_COV_FULL && !self->chol) ||
-        (cov == PFT_COV_LOWRANK && !self->factors)) {
+    if (!self->weights || !self->means || !self->covars || (shape == PFT_COV_SHAPE_MATRIX && !self->chol) ||
+        (shape == PFT_COV_SHAPE_FACTOR && !self->factors)) {
         pft_gmm_destroy(&self);
         return NULL;
     }
     for (size_t c = 0; c < K; c++) {
         self->weights[c] = 1.0 / (double)k;
-        if (cov == PFT_COV_FULL) {
+        if (shape == PFT_COV_SHAPE_MATRIX) { /* the identity */
             for (size_t j = 0; j < D; j++) {
                 self->covars[c * cl + j * D + j] = 1.0;
                 self->chol[c * cl + j * D + j] = 1.0;
@@ -138,7 +92,7 @@ pft_gmm_t *pft_gmm__alloc(int k, int d, pft_cov_t cov, int q)
 
 pft_gmm_t *pft_gmm_new(int k, int d, pft_cov_t cov)
 {
-    return cov == PFT_COV_LOWRANK ? NULL : pft_gmm__alloc(k, d, cov, 0);
+    return pft_cov_shape(cov) == PFT_COV_SHAPE_FACTOR ? NULL : pft_gmm__alloc(k, d, cov, 0);
 }
 
 pft_gmm_t *pft_gmm_new_lowrank(int k, int d, int q)
@@ -225,44 +179,19 @@ const double *pft_gmm_factors(const pft_gmm_t *self)
 
 const double *pft_gmm_psi(const pft_gmm_t *self)
 {
-    return self->cov == PFT_COV_LOWRANK ? self->covars : NULL;
+    return pft_cov_shape(self->cov) == PFT_COV_SHAPE_FACTOR ? self->covars : NULL;
 }
 
 size_t pft_gmm_n_free_params(const pft_gmm_t *self)
 {
-    size_t K = (size_t)self->k, D = (size_t)self->d, cov;
-    switch (self->cov) {
-    case PFT_COV_FULL:
-        cov = D * (D + 1) / 2;
-        break;
-    case PFT_COV_DIAG:
-        cov = D;
-        break;
-    case PFT_COV_LOWRANK: {
-        size_t Q = (size_t)self->q;
-        cov = D * Q + D - (Q ? Q * (Q - 1) / 2 : 0); /* W up to a q×q rotation */
-        break;
-    }
-    default:
-        cov = 1;
-        break;
-    }
-    return (K - 1) + K * D + K * cov;
+    size_t K = (size_t)self->k, D = (size_t)self->d;
+    return (K - 1) + K * D + K * pft_cov_free(self->cov, D, (size_t)self->q);
 }
 
 size_t pft_gmm_n_wire_params(const pft_gmm_t *self)
 {
     size_t K = (size_t)self->k, D = (size_t)self->d;
-    switch (self->cov) {
-    case PFT_COV_FULL:
-        return (2 * D + (D * D - D) / 2 + 1) * K;
-    case PFT_COV_DIAG:
-        return (2 * D + 1) * K;
-    case PFT_COV_LOWRANK:
-        return (D * (size_t)self->q + 2 * D + 1) * K;
-    default:
-        return (D + 2) * K;
-    }
+    return (1 + D + pft_cov_wire(self->cov, D) + D * (size_t)self->q) * K;
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -331,14 +260,15 @@ static int set_params_impl(pft_gmm_t *self, const double *weights, const double 
     int rc = PFT_ENOMEM;
     double *w = pft_alloc_array(K, sizeof(double));
     double *cv = pft_alloc_array(K * cl, sizeof(double));
-    double *ch = self->cov == PFT_COV_FULL ? pft_alloc_array(K * cl, sizeof(double)) : NULL;
-    if (!w || !cv || (self->cov == PFT_COV_FULL && !ch)) {
+    double *ch =
+        pft_cov_shape(self->cov) == PFT_COV_SHAPE_MATRIX ? pft_alloc_array(K * cl, sizeof(double)) : NULL;
+    if (!w || !cv || (pft_cov_shape(self->cov) == PFT_COV_SHAPE_MATRIX && !ch)) {
         rc = pft_err(PFT_ENOMEM, "gmm set_params: out of memory");
         goto done;
     }
     if ((rc = check_weights(weights, self->k, w)) < 0 || (rc = check_means(means, K * D)) < 0)
         goto done;
-    if (self->cov == PFT_COV_FULL && chol) {
+    if (pft_cov_shape(self->cov) == PFT_COV_SHAPE_MATRIX && chol) {
         for (size_t c = 0; c < K; c++) {
             const double *l = chol + c * cl;
             for (size_t i = 0; i < D; i++)
@@ -354,7 +284,7 @@ static int set_params_impl(pft_gmm_t *self, const double *weights, const double 
             pft_la_zero_upper(ch + c * cl, self->d);
             pft_la_llt(ch + c * cl, cv + c * cl, self->d);
         }
-    } else if (self->cov == PFT_COV_FULL) {
+    } else if (pft_cov_shape(self->cov) == PFT_COV_SHAPE_MATRIX) {
         for (size_t c = 0; c < K; c++)
             if ((rc = check_full_cov(covars + c * cl, self->d, (int)c, cv + c * cl, ch + c * cl)) < 0)
                 goto done;
@@ -392,7 +322,7 @@ int pft_gmm_set_params(pft_gmm_t *self, const double *weights, const double *mea
 {
     if (!covars)
         return pft_err(PFT_EINVAL, "gmm set_params: NULL covariances");
-    if (self && self->cov == PFT_COV_LOWRANK)
+    if (self && pft_cov_shape(self->cov) == PFT_COV_SHAPE_FACTOR)
         return pft_err(PFT_EINVAL, "gmm set_params: model is lowrank (use pft_gmm_set_params_lowrank)");
     return set_params_impl(self, weights, means, covars, NULL);
 }
@@ -401,7 +331,7 @@ int pft_gmm_set_params_chol(pft_gmm_t *self, const double *weights, const double
 {
     if (!self || !chol)
         return pft_err(PFT_EINVAL, "gmm set_params_chol: NULL argument");
-    if (self->cov != PFT_COV_FULL)
+    if (pft_cov_shape(self->cov) != PFT_COV_SHAPE_MATRIX)
         return pft_err(PFT_EINVAL, "gmm set_params_chol: model is %s, not full", pft_cov_name(self->cov));
     return set_params_impl(self, weights, means, NULL, chol);
 }
@@ -411,7 +341,7 @@ int pft_gmm_set_params_lowrank(pft_gmm_t *self, const double *weights, const dou
 {
     if (!self || !weights || !means || !psi || (!factors && self->q > 0))
         return pft_err(PFT_EINVAL, "gmm set_params_lowrank: NULL argument");
-    if (self->cov != PFT_COV_LOWRANK)
+    if (pft_cov_shape(self->cov) != PFT_COV_SHAPE_FACTOR)
         return pft_err(PFT_EINVAL, "gmm set_params_lowrank: model is %s, not lowrank",
                        pft_cov_name(self->cov));
     size_t K = (size_t)self->k, D = (size_t)self->d, nw = K * D * (size_t)self->q;

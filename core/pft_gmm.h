@@ -17,7 +17,37 @@ typedef enum {
     PFT_COV_LOWRANK = 3,
     PFT_COV_TIED = 4, /* not a mixture: exact LDA statistics (pft_gstat); pft_gmm refuses it */
 } pft_cov_t;
+#define PFT_COV_N 5 /* families: pft_cov_t's values are 0 .. PFT_COV_N - 1 */
 
+/* How a family parameterises a component's covariance. Code whose work depends on the parameters switches
+ * on the shape, not on the family: a new family of an existing shape needs no case of its own. */
+typedef enum {
+    PFT_COV_SHAPE_NONE = 0, /* not a mixture family (tied: exact statistics, pft_gstat) */
+    PFT_COV_SHAPE_MATRIX,   /* a d×d covariance kept with its lower Cholesky factor (full) */
+    PFT_COV_SHAPE_VECTOR,   /* d variances (diag) */
+    PFT_COV_SHAPE_SCALAR,   /* one variance (spher) */
+    PFT_COV_SHAPE_FACTOR,   /* W Wᵀ + Ψ: d×q loadings W, d variances Ψ, a rank q (lowrank) */
+} pft_cov_shape_t;
+
+/* What a covariance family is: its row in the one table of families (core/pft_cov.c). */
+typedef struct {
+    pft_cov_shape_t shape;
+    int dp; /* 1: DP-FedPFT releases it (pft_dp) */
+} pft_cov_family_t;
+
+/* The families' names in pft_cov_t order, NULL-terminated: "full", "diag", "spher", "lowrank", "tied". */
+extern const char *const pft_cov_names[PFT_COV_N + 1];
+/* The row of cov, or NULL for a value outside pft_cov_t. */
+const pft_cov_family_t *pft_cov_family(pft_cov_t cov);
+/* cov's shape; PFT_COV_SHAPE_NONE for tied and for a value outside pft_cov_t. */
+pft_cov_shape_t pft_cov_shape(pft_cov_t cov);
+/* Doubles per component a model keeps in pft_gmm_covars (full d², diag d, spher 1, lowrank Ψ: d); 0: none. */
+size_t pft_cov_stored(pft_cov_t cov, size_t d);
+/* Covariance numbers per component on the wire (full: the d(d+1)/2 of a triangle; lowrank: Ψ, its loadings
+ * travel in a field of their own); 0: none. */
+size_t pft_cov_wire(pft_cov_t cov, size_t d);
+/* Free covariance parameters per component at rank q (BIC; lowrank: W up to a q×q rotation, and Ψ). */
+size_t pft_cov_free(pft_cov_t cov, size_t d, size_t q);
 /* "full" / "diag" / "spher" / "lowrank" / "tied"; NULL for an unknown value. */
 const char *pft_cov_name(pft_cov_t cov);
 /* Parses a name; returns 0 and sets *out, or PFT_EINVAL. */

@@ -31,10 +31,19 @@
 #define EM_NK_EMPTY 1.0     /* a component with less responsibility mass (in samples) is re-seeded */
 #define EM_SPARSE_FRAC 0.25 /* dimensions with at least this fraction of exact zeros are centred at 0 */
 
-/* The steps of a covariance family. */
+/* The steps of each covariance family (diag's serve spher too), one table per file. */
+extern const em_family_t pft_em__diag, pft_em__full, pft_em__lowrank;
+static const em_family_t *const s_em[PFT_COV_N] = {
+    [PFT_COV_FULL] = &pft_em__full,
+    [PFT_COV_DIAG] = &pft_em__diag,
+    [PFT_COV_SPHER] = &pft_em__diag,
+    [PFT_COV_LOWRANK] = &pft_em__lowrank,
+};
+
+/* The steps of a covariance family (a mixture family: pft_gmm__cov_valid). */
 static const em_family_t *em_family(pft_cov_t cov)
 {
-    return cov == PFT_COV_FULL ? &pft_em__full : cov == PFT_COV_LOWRANK ? &pft_em__lowrank : &pft_em__diag;
+    return s_em[cov];
 }
 
 /* ---- family-independent steps ---- */
@@ -174,14 +183,14 @@ static int em_alloc(em_t *em)
     if (!em->ctr || !em->gvar || !em->xf || !em->m || !em->logw || !em->resp || !em->ll || !em->nk ||
         !em->used)
         return PFT_ENOMEM;
-    if (em->cov == PFT_COV_FULL) {
+    if (pft_cov_shape(em->cov) == PFT_COV_SHAPE_MATRIX) {
         em->xd = pft_alloc_array(n * d, sizeof(double));
         em->work = pft_alloc_array(n * d, sizeof(double));
         em->yf = pft_alloc_aligned(n * d * sizeof(float));
         em->lf = pft_alloc_aligned(d * d * sizeof(float));
         return em->xd && em->work && em->yf && em->lf ? 0 : PFT_ENOMEM;
     }
-    if (em->cov == PFT_COV_LOWRANK) {
+    if (pft_cov_shape(em->cov) == PFT_COV_SHAPE_FACTOR) {
         size_t q = em->q, r = em->r, w = (q > r ? q : r) + 1;
         /* K = 1 forms S when d·(n/2 + 2qE) < 4nqE (SYRK runs about twice as fast as the skinny GEMMs) */
         int smat = K == 1 && d <= LR_SMAT_MAX_D &&
@@ -415,7 +424,7 @@ static int check_opts(const pft_gmm_opts_t *o)
         return pft_err(PFT_EINVAL, "gmm fit: n_init = %d (must be >= 1)", o->n_init);
     if (o->kmeans_iter < 0)
         return pft_err(PFT_EINVAL, "gmm fit: kmeans_iter = %d (must be >= 0)", o->kmeans_iter);
-    if (o->cov == PFT_COV_LOWRANK && o->rank < 1)
+    if (pft_cov_shape(o->cov) == PFT_COV_SHAPE_FACTOR && o->rank < 1)
         return pft_err(PFT_EINVAL, "gmm fit: rank = %d (must be >= 1)", o->rank);
     return 0;
 }
@@ -445,7 +454,7 @@ static size_t n_meeting(const pft_gmm_t *g, double W, int min_rows)
 static pft_gmm_t *merge_pair(const pft_gmm_t *g, int a, int b)
 {
     int K = g->k, d = g->d;
-    size_t D = (size_t)d, cl = g->cov == PFT_COV_FULL ? D * D : g->cov == PFT_COV_SPHER ? 1 : D;
+    size_t D = (size_t)d, cl = pft_cov_stored(g->cov, D);
     double *w = pft_alloc_array((size_t)K, sizeof *w), *mu = pft_alloc_array((size_t)K * D, sizeof *mu);
     double *cv = pft_alloc_array((size_t)K * cl, sizeof *cv);
     pft_gmm_t *out = w && mu && cv ? pft_gmm_new(K - 1, d, g->cov) : NULL;
@@ -471,13 +480,13 @@ static pft_gmm_t *merge_pair(const pft_gmm_t *g, int a, int b)
     const double *Sa = g->covars + (size_t)a * cl, *Sb = g->covars + (size_t)b * cl;
     for (size_t j = 0; j < D; j++)
         m[j] = (wa * ma[j] + wb * mb_[j]) / wt;
-    if (g->cov == PFT_COV_FULL) {
+    if (pft_cov_shape(g->cov) == PFT_COV_SHAPE_MATRIX) {
         for (size_t i = 0; i < D; i++)
             for (size_t j = 0; j < D; j++)
                 S[i * D + j] = (wa * (Sa[i * D + j] + (ma[i] - m[i]) * (ma[j] - m[j])) +
                                 wb * (Sb[i * D + j] + (mb_[i] - m[i]) * (mb_[j] - m[j]))) /
                                wt;
-    } else if (g->cov == PFT_COV_SPHER) {
+    } else if (pft_cov_shape(g->cov) == PFT_COV_SHAPE_SCALAR) {
         double da = 0, db = 0;
         for (size_t j = 0; j < D; j++) {
             da += (ma[j] - m[j]) * (ma[j] - m[j]);
@@ -561,7 +570,7 @@ static int fit_k(const float *x, const double *w, double W, size_t N, size_t D, 
         for (size_t c = 0; c < K; c++) {
             for (size_t j = 0; j < D; j++)
                 cand->means[c * D + j] += em.ctr[j];
-            if (opts->cov == PFT_COV_FULL)
+            if (pft_cov_shape(opts->cov) == PFT_COV_SHAPE_MATRIX)
                 pft_la_sym_from_lower(cand->covars + c * D * D, (int)D);
         }
         double avg;
@@ -622,9 +631,9 @@ static int check_input(const float *x, int n, int d, const pft_gmm_opts_t *opts,
     size_t N = (size_t)n, D = (size_t)d;
     *K = (size_t)(opts->k < n ? opts->k : n);
     *Q = 0;
-    if (opts->cov == PFT_COV_FULL && D * D > PFT_GMM_MAX_ELEMS / *K)
+    if (pft_cov_shape(opts->cov) == PFT_COV_SHAPE_MATRIX && D * D > PFT_GMM_MAX_ELEMS / *K)
         return pft_err(PFT_EINVAL, "gmm fit: full covariance with d = %d, k = %zu is too large", d, *K);
-    if (opts->cov == PFT_COV_LOWRANK) {
+    if (pft_cov_shape(opts->cov) == PFT_COV_SHAPE_FACTOR) {
         *Q = (size_t)opts->rank < D ? (size_t)opts->rank : D - 1; /* q ≥ d would be full: clamp */
         if (*Q && D * *Q > PFT_GMM_MAX_ELEMS / *K)
             return pft_err(PFT_EINVAL, "gmm fit: lowrank with d = %d, rank %zu, k = %zu is too large", d, *Q,
@@ -665,7 +674,8 @@ int pft_gmm_fit_weighted(const float *x, const double *w, int n, int d, const pf
         size_t ok = min_rows ? n_meeting(g, W, min_rows) : K;
         if (ok == K || K == 1)
             break;
-        if (opts->cov != PFT_COV_LOWRANK) { /* merge the smallest into its nearest until all meet the floor */
+        if (pft_cov_shape(opts->cov) !=
+            PFT_COV_SHAPE_FACTOR) { /* merge the smallest into its nearest until all meet the floor */
             int merged = 0;
             if ((rc = merge_small(&g, W, min_rows, &merged)) < 0 ||
                 (rc = pft_gmm_score_weighted(g, x, w, n, &gi.avg_loglik)) < 0) {

@@ -1,6 +1,14 @@
 /* pft_gmm_internal: internal to core/pft_gmm*.c and core/pft_em_*.c; not part of the API. The model struct,
  * the EM state and its per-family table, and the functions these files share (pft_gmm__: the model and its
- * log-densities; pft_em__: the EM families). */
+ * log-densities; pft_em__: the EM families).
+ * Files, from the bottom up (a file calls only files above it in this list, never one below):
+ *   pft_cov.c          the covariance families' table: names, shapes, parameter counts
+ *   pft_gmm.c          the model object: creation, getters, validated setters, parameter counts
+ *   pft_gmm_score.c    log-densities, score, BIC
+ *   pft_gmm_sample.c   sampling
+ *   pft_em_*.c         the EM steps of each family (diag: any vector or scalar family; full; lowrank)
+ *   pft_gmm_em.c       pft_gmm_fit: the EM driver, the families' EM table s_em
+ * tests/e2e_layers.sh checks this order on the object files' symbols. */
 #ifndef PFT_GMM_INTERNAL_H
 #define PFT_GMM_INTERNAL_H
 
@@ -40,7 +48,8 @@ pft_gmm_t *pft_gmm__alloc(int k, int d, pft_cov_t cov, int q);
 /* Variance of component c in dimension j (diag and spher). */
 static inline double pft_gmm__var_at(const pft_gmm_t *self, size_t c, size_t j)
 {
-    return self->cov == PFT_COV_SPHER ? self->covars[c] : self->covars[c * (size_t)self->d + j];
+    return pft_cov_shape(self->cov) == PFT_COV_SHAPE_SCALAR ? self->covars[c]
+                                                            : self->covars[c * (size_t)self->d + j];
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -89,8 +98,8 @@ void pft_gmm__logsumexp_rows(const double *lp, const double *logw, size_t m, siz
 
 typedef struct em_t em_t;
 
-/* Per-family EM steps: a new covariance family adds a file pft_em_<family>.c defining its table, declared
- * below, and one case in em_family() (pft_gmm_em.c). */
+/* Per-family EM steps: a new covariance family adds a file pft_em_<family>.c defining its table, named in
+ * s_em (pft_gmm_em.c). */
 typedef struct {
     /* E-step under em->m: responsibilities into em->resp, log p(x_i) into em->ll, mean into *mean_ll */
     int (*estep)(em_t *em, double *mean_ll);
@@ -179,11 +188,6 @@ static inline double em_row_w(const em_t *em, size_t i)
 {
     return em->w ? em->w[i] : 1.0;
 }
-
-/* The families' steps, one table per file (diag serves spher too). */
-extern const em_family_t pft_em__diag;
-extern const em_family_t pft_em__full;
-extern const em_family_t pft_em__lowrank;
 
 /* Stops the diag helper threads of em, if any (em_free). */
 void pft_em__diag_pool_stop(em_t *em);

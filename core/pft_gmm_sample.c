@@ -41,10 +41,11 @@ int pft_gmm_sample(const pft_gmm_t *self, pft_rng_t *rng, int n, float *out)
     int rc = 0;
     size_t Q = (size_t)self->q, zmax = 0;
     int *counts = pft_alloc_array(K, sizeof(int));
-    float *lf = self->cov == PFT_COV_FULL ? pft_alloc_array(D * D, sizeof(float)) : NULL;
+    float *lf =
+        pft_cov_shape(self->cov) == PFT_COV_SHAPE_MATRIX ? pft_alloc_array(D * D, sizeof(float)) : NULL;
     float *sd = pft_alloc_array(D, sizeof(float));
     float *wf = Q ? pft_alloc_array(D * Q, sizeof(float)) : NULL, *z = NULL;
-    if (!counts || !sd || (self->cov == PFT_COV_FULL && !lf) || (Q && !wf)) {
+    if (!counts || !sd || (pft_cov_shape(self->cov) == PFT_COV_SHAPE_MATRIX && !lf) || (Q && !wf)) {
         rc = pft_err(PFT_ENOMEM, "gmm sample: out of memory");
         goto done;
     }
@@ -62,7 +63,7 @@ int pft_gmm_sample(const pft_gmm_t *self, pft_rng_t *rng, int n, float *out)
             continue;
         const double *mu = self->means + c * D;
         pft_rng_normal_fill(rng, row, m * D);
-        if (self->cov == PFT_COV_FULL) {
+        if (pft_cov_shape(self->cov) == PFT_COV_SHAPE_MATRIX) {
             const double *l = self->chol + c * D * D;
             for (size_t j = 0; j < D * D; j++)
                 lf[j] = (float)l[j];
@@ -72,7 +73,7 @@ int pft_gmm_sample(const pft_gmm_t *self, pft_rng_t *rng, int n, float *out)
             for (size_t i = 0; i < m; i++)
                 for (size_t j = 0; j < D; j++)
                     row[i * D + j] = (float)((double)row[i * D + j] + mu[j]);
-        } else if (self->cov == PFT_COV_LOWRANK) {
+        } else if (pft_cov_shape(self->cov) == PFT_COV_SHAPE_FACTOR) {
             /* rows hold ε: scale by Ψ^{1/2}, add Z Wᵀ (one SGEMM), then μ */
             const double *psi = self->covars + c * D, *w = self->factors + c * D * Q;
             for (size_t j = 0; j < D; j++)

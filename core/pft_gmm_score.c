@@ -175,9 +175,9 @@ void pft_gmm__lr_logn(const lr_tab_t *t, const double *x, size_t m, double *lp, 
 static size_t logn_work_d(const pft_gmm_t *self, size_t m)
 {
     size_t K = (size_t)self->k, D = (size_t)self->d;
-    if (self->cov == PFT_COV_LOWRANK)
+    if (pft_cov_shape(self->cov) == PFT_COV_SHAPE_FACTOR)
         return m * K * (size_t)self->q + 1;
-    return self->cov == PFT_COV_FULL ? m * D : 2 * K * D + K;
+    return pft_cov_shape(self->cov) == PFT_COV_SHAPE_MATRIX ? m * D : 2 * K * D + K;
 }
 
 /* Row-wise log-sum-exp of lp (m×K) plus log weights; writes log p(x_i) to out[i]. If resp is not NULL it
@@ -229,7 +229,8 @@ int pft_gmm_score_samples(const pft_gmm_t *self, const float *x, int n, double *
     double *work = pft_alloc_array(logn_work_d(self, bm), sizeof(double));
     lr_tab_t tab = {0};
     if (!ctr || !logw || !xc || !lp || !work ||
-        (self->cov == PFT_COV_LOWRANK && pft_gmm__lr_tab_alloc(&tab, K, D, (size_t)self->q) < 0)) {
+        (pft_cov_shape(self->cov) == PFT_COV_SHAPE_FACTOR &&
+         pft_gmm__lr_tab_alloc(&tab, K, D, (size_t)self->q) < 0)) {
         rc = pft_err(PFT_ENOMEM, "gmm score: out of memory");
         goto done;
     }
@@ -239,7 +240,7 @@ int pft_gmm_score_samples(const pft_gmm_t *self, const float *x, int n, double *
             goto done;
         }
     column_mean(x, N, D, ctr);
-    if (self->cov == PFT_COV_LOWRANK &&
+    if (pft_cov_shape(self->cov) == PFT_COV_SHAPE_FACTOR &&
         (rc = pft_gmm__lr_tab_fill(&tab, self->means, self->factors, self->covars, ctr)) < 0) {
         rc = pft_err_wrap(rc, "gmm score: ");
         goto done;
@@ -251,9 +252,9 @@ int pft_gmm_score_samples(const pft_gmm_t *self, const float *x, int n, double *
         for (size_t i = 0; i < m; i++)
             for (size_t j = 0; j < D; j++)
                 xc[i * D + j] = (double)x[(r0 + i) * D + j] - ctr[j];
-        if (self->cov == PFT_COV_FULL)
+        if (pft_cov_shape(self->cov) == PFT_COV_SHAPE_MATRIX)
             logn_full_d(self, xc, ctr, (int)m, lp, work);
-        else if (self->cov == PFT_COV_LOWRANK)
+        else if (pft_cov_shape(self->cov) == PFT_COV_SHAPE_FACTOR)
             pft_gmm__lr_logn(&tab, xc, m, lp, work);
         else
             logn_diag_d(self, xc, ctr, (int)m, lp, work);

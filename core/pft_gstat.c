@@ -485,26 +485,26 @@ int pft_gstat_add_gmm(pft_gstat_t *st, const struct pft_gmm_t *g, int label, uin
     int q = pft_gmm_rank(g);
     for (int c = 0; c < k; c++) {
         double *S = covs + (size_t)c * dd;
-        switch (pft_gmm_cov(g)) {
-        case PFT_COV_FULL:
+        switch (pft_cov_shape(pft_gmm_cov(g))) {
+        case PFT_COV_SHAPE_MATRIX:
             pft_la_llt(chol + (size_t)c * dd, S, d);
             break;
-        case PFT_COV_DIAG:
+        case PFT_COV_SHAPE_VECTOR:
             for (int i = 0; i < d; i++)
                 S[(size_t)i * d + i] = cv[(size_t)c * d + i];
             break;
-        case PFT_COV_SPHER:
+        case PFT_COV_SHAPE_SCALAR:
             for (int i = 0; i < d; i++)
                 S[(size_t)i * d + i] = cv[c];
             break;
-        case PFT_COV_LOWRANK:
+        case PFT_COV_SHAPE_FACTOR:
             if (q > 0)
                 cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d, d, q, 1.0, W + (size_t)c * d * q, q,
                             W + (size_t)c * d * q, q, 0.0, S, d);
             for (int i = 0; i < d; i++)
                 S[(size_t)i * d + i] += cv[(size_t)c * d + i];
             break;
-        default:
+        case PFT_COV_SHAPE_NONE:
             break;
         }
     }

@@ -28,7 +28,6 @@
 #define KEY_PREFIX "pftnet-ed25519-public "
 
 /* Enum names; the index is the stored value. */
-static const char *const s_cov[] = {"full", "diag", "spher", "lowrank", "tied", NULL};
 static const char *const s_merge[] = {"exact", "sample", NULL};
 static const char *const s_head[] = {
 #define PFT_X_HEAD(name, text) text,
@@ -41,9 +40,6 @@ static const char *const s_missing[] = {"proceed", "fail", NULL};
 static const char *const s_dp_mech[] = {"thm41", "b3", NULL};
 static const char *const s_release[] = {"lowrank", "full_scatter", NULL};
 
-_Static_assert(PFT_COV_FULL == 0 && PFT_COV_DIAG == 1 && PFT_COV_SPHER == 2 && PFT_COV_LOWRANK == 3 &&
-                   PFT_COV_TIED == 4,
-               "s_cov order");
 _Static_assert(PFT_TOPO_FP16 == 0 && PFT_TOPO_FP32 == 1, "s_dtype order");
 _Static_assert(PFT_TOPO_MERGE_EXACT == 0 && PFT_TOPO_MERGE_SAMPLE == 1, "s_merge order");
 _Static_assert(PFT_TOPO_PREP_NONE == 0 && PFT_TOPO_PREP_L2 == 1 && PFT_TOPO_PREP_SQRT_L2 == 2,
@@ -61,7 +57,7 @@ static const pft_topo_attr_t s_table[] = {
      "run id carried in every bundle (default: the graph name, else the file name)", GO(run), NONE, NONE},
     {"k", G | N, PFT_ATTR_INT, "10", 1, 1024, NULL,
      "GMM components per class", GO(k), NO(k), NONE},
-    {"cov", G | N, PFT_ATTR_ENUM, "diag", 0, 0, s_cov,
+    {"cov", G | N, PFT_ATTR_ENUM, "diag", 0, 0, pft_cov_names, /* core/pft_cov.c's table */
      "covariance family (lowrank: W Wᵀ + Ψ, rank cov_rank; tied: exact LDA statistics, one shared scatter)",
      GO(cov), NO(cov), NONE},
     {"merge", G | N, PFT_ATTR_ENUM, "exact", 0, 0, s_merge,

@@ -32,15 +32,8 @@ size_t pft_bundle__dtype_size(pft_dtype_t dt)
 
 size_t pft_bundle__cov_len(pft_cov_t cov, size_t d)
 {
-    switch (cov) {
-    case PFT_COV_FULL:
-        return d * (d + 1) / 2;
-    case PFT_COV_DIAG:
-    case PFT_COV_LOWRANK:
-        return d;
-    default:
-        return 1;
-    }
+    size_t n = pft_cov_wire(cov, d);
+    return n ? n : 1;
 }
 
 static void drop_cache(pft_bundle_t *self)
@@ -252,8 +245,9 @@ int pft_bundle__part_args_ok(const pft_bundle_t *self, const char *const *contri
                        "bundle: add_part: the bundle carries GMM classes (classes or parts, never "
                        "both)");
     if (self->n_parts > 0 && kind != pft_bundle__part_kind(&self->parts[0]))
-        return pft_err(PFT_EINVAL, "bundle: add_part: %s statistics in a bundle of %s parts (one kind per bundle)",
-                       pft_gstat_kind_name(kind), pft_gstat_kind_name(pft_bundle__part_kind(&self->parts[0])));
+        return pft_err(
+            PFT_EINVAL, "bundle: add_part: %s statistics in a bundle of %s parts (one kind per bundle)",
+            pft_gstat_kind_name(kind), pft_gstat_kind_name(pft_bundle__part_kind(&self->parts[0])));
     int total = nc;
     for (int i = 0; i < self->n_parts; i++)
         total += self->parts[i].n_contrib;
@@ -401,10 +395,48 @@ const char *pft_bundle_part_contributor(const pft_bundle_t *self, int i, int j)
     return self->parts[i].contrib[j];
 }
 
+/* ---------- clear or masked ---------- */
+
+pft_gstat_kind_t pft_bundle__part_kind(const pft_bundle__part_t *p)
+{
+    return p->st ? pft_gstat_kind(p->st) : p->kind;
+}
+
+int pft_bundle__part_n_classes(const pft_bundle__part_t *p)
+{
+    return p->st ? pft_gstat_n_classes(p->st) : p->n_classes;
+}
+
+int pft_bundle__part_label(const pft_bundle__part_t *p, int k)
+{
+    return p->st ? pft_gstat_label(p->st, k) : p->labels[k];
+}
+
+uint64_t pft_bundle__part_count(const pft_bundle__part_t *p, int k)
+{
+    return p->st ? pft_gstat_count(p->st, k) : p->counts[k];
+}
+
+int pft_bundle__part_find_label(const pft_bundle__part_t *p, int label)
+{
+    if (p->st)
+        return pft_gstat_find(p->st, label);
+    int lo = 0, hi = p->n_classes - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (p->labels[mid] == label)
+            return mid;
+        if (p->labels[mid] < label)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
 /* ---------- provenance ---------- */
 
-/* Index of node, or -(insertion point) - 1. */
-static int prov_find(const pft_bundle_t *self, const char *node)
+int pft_bundle__prov_find(const pft_bundle_t *self, const char *node)
 {
     int lo = 0, hi = self->n_prov - 1;
     while (lo <= hi) {
@@ -420,7 +452,7 @@ static int prov_find(const pft_bundle_t *self, const char *node)
     return -lo - 1;
 }
 
-static pft_bundle__pair_t *pair_find(const pft_bundle__prov_t *e, int label, int *ins)
+pft_bundle__pair_t *pft_bundle__pair_find(const pft_bundle__prov_t *e, int label, int *ins)
 {
     int lo = 0, hi = e->n - 1;
     while (lo <= hi) {
@@ -440,7 +472,7 @@ static pft_bundle__pair_t *pair_find(const pft_bundle__prov_t *e, int label, int
 /* Entry for node, created empty if absent; NULL on ENOMEM / too many nodes (message set). */
 static pft_bundle__prov_t *prov_entry(pft_bundle_t *self, const char *node)
 {
-    int i = prov_find(self, node);
+    int i = pft_bundle__prov_find(self, node);
     if (i >= 0)
         return &self->prov[i];
     if (self->n_prov >= 4096) {
@@ -465,7 +497,7 @@ static pft_bundle__prov_t *prov_entry(pft_bundle_t *self, const char *node)
 /* Removes entry i if it has no pairs (after a failed insertion). */
 static void prov_prune(pft_bundle_t *self, const char *node)
 {
-    int i = prov_find(self, node);
+    int i = pft_bundle__prov_find(self, node);
     if (i < 0 || self->prov[i].n > 0)
         return;
     pft_free(self->prov[i].node);
@@ -478,7 +510,7 @@ static void prov_prune(pft_bundle_t *self, const char *node)
 static int pair_insert(pft_bundle__prov_t *e, int label, uint64_t count)
 {
     int ins = 0;
-    pft_bundle__pair_t *p = pair_find(e, label, &ins);
+    pft_bundle__pair_t *p = pft_bundle__pair_find(e, label, &ins);
     if (p) {
         if (count > PFT_BUNDLE_MAX_COUNT - p->count)
             return pft_err(PFT_EINVAL, "bundle: provenance count of node '%s' class %d exceeds 2^48", e->node,
@@ -523,11 +555,11 @@ int pft_bundle_prov_merge(pft_bundle_t *self, const pft_bundle_t *other)
     /* Check for conflicts first, so that self stays unaltered on PFT_EINVAL. */
     for (int i = 0; i < other->n_prov; i++) {
         const pft_bundle__prov_t *oe = &other->prov[i];
-        int j = prov_find(self, oe->node);
+        int j = pft_bundle__prov_find(self, oe->node);
         if (j < 0)
             continue;
         for (int k = 0; k < oe->n; k++) {
-            const pft_bundle__pair_t *p = pair_find(&self->prov[j], oe->pairs[k].label, NULL);
+            const pft_bundle__pair_t *p = pft_bundle__pair_find(&self->prov[j], oe->pairs[k].label, NULL);
             if (p && p->count != oe->pairs[k].count)
                 return pft_err(
                     PFT_EINVAL,
@@ -539,7 +571,7 @@ int pft_bundle_prov_merge(pft_bundle_t *self, const pft_bundle_t *other)
     }
     for (int i = 0; i < other->n_prov; i++) {
         const pft_bundle__prov_t *oe = &other->prov[i];
-        int j = prov_find(self, oe->node);
+        int j = pft_bundle__prov_find(self, oe->node);
         if (j >= 0 && oe->dp_eps > 0 && self->prov[j].dp_eps > 0 &&
             (self->prov[j].dp_eps != oe->dp_eps || self->prov[j].dp_delta != oe->dp_delta))
             return pft_err(PFT_EINVAL,
@@ -550,7 +582,7 @@ int pft_bundle_prov_merge(pft_bundle_t *self, const pft_bundle_t *other)
     }
     for (int i = 0; i < other->n_prov; i++) {
         const pft_bundle__prov_t *oe = &other->prov[i];
-        int j = prov_find(self, oe->node);
+        int j = pft_bundle__prov_find(self, oe->node);
         if (j >= 0 && oe->ev && self->prov[j].ev &&
             (oe->n_ev != self->prov[j].n_ev || oe->ev_against != self->prov[j].ev_against ||
              memcmp(oe->ev, self->prov[j].ev, (size_t)oe->n_ev * sizeof *oe->ev)))
@@ -580,7 +612,7 @@ int pft_bundle_prov_merge(pft_bundle_t *self, const pft_bundle_t *other)
             e->dp_delta = oe->dp_delta;
         }
         for (int k = 0; k < oe->n; k++) {
-            if (pair_find(e, oe->pairs[k].label, NULL))
+            if (pft_bundle__pair_find(e, oe->pairs[k].label, NULL))
                 continue;
             int rc = pair_insert(e, oe->pairs[k].label, oe->pairs[k].count);
             if (rc) {
@@ -595,7 +627,7 @@ int pft_bundle_prov_merge(pft_bundle_t *self, const pft_bundle_t *other)
 
 int pft_bundle_prov_set_dp(pft_bundle_t *self, const char *node, double eps, double delta)
 {
-    int i = self ? prov_find(self, node) : -1;
+    int i = self ? pft_bundle__prov_find(self, node) : -1;
     if (i < 0)
         return pft_err(PFT_EINVAL, "bundle: prov_set_dp: node '%s' is not in the provenance",
                        node ? node : "");
@@ -633,7 +665,7 @@ int pft_bundle__tallies_ok(const pft_bundle_tally_t *t, int m, char *why, size_t
 int pft_bundle_prov_set_evidence(pft_bundle_t *self, const char *node, uint64_t against,
                                  const pft_bundle_tally_t *t, int m)
 {
-    int i = self ? prov_find(self, node) : -1;
+    int i = self ? pft_bundle__prov_find(self, node) : -1;
     char why[256];
     if (i < 0)
         return pft_err(PFT_EINVAL, "bundle: prov_set_evidence: node '%s' is not in the provenance",
@@ -692,16 +724,16 @@ void pft_bundle_prov_entry(const pft_bundle_t *self, int i, int j, int *label, u
 
 uint64_t pft_bundle_prov_count(const pft_bundle_t *self, const char *node, int label)
 {
-    int i = prov_find(self, node);
+    int i = pft_bundle__prov_find(self, node);
     if (i < 0)
         return 0;
-    const pft_bundle__pair_t *p = pair_find(&self->prov[i], label, NULL);
+    const pft_bundle__pair_t *p = pft_bundle__pair_find(&self->prov[i], label, NULL);
     return p ? p->count : 0;
 }
 
 int pft_bundle_prov_contains(const pft_bundle_t *self, const char *node)
 {
-    return prov_find(self, node) >= 0;
+    return pft_bundle__prov_find(self, node) >= 0;
 }
 
 /* ---------- parents, flags, signature, getters ---------- */
@@ -804,105 +836,4 @@ size_t pft_bundle_formula_bytes(const pft_bundle_t *self)
         n += ncl * (1 + d) + (pft_gstat_kind(st) == PFT_GSTAT_FULL ? ncl * tri : shared);
     }
     return n * pft_bundle__dtype_size(self->dtype) + masked;
-}
-
-/* ---------- consistency of counts and provenance ---------- */
-
-/* Statistics bundle: each provenance node owned by exactly one part (owner[], -1 for none), every part
- * contributor a provenance node. */
-static int check_owners(const pft_bundle_t *self, int rc_code, const char *who, int *owner)
-{
-    char name[160];
-    for (int p = 0; p < self->n_prov; p++)
-        owner[p] = -1;
-    for (int i = 0; i < self->n_parts; i++) {
-        const pft_bundle__part_t *pt = &self->parts[i];
-        for (int j = 0; j < pt->n_contrib; j++) {
-            int p = prov_find(self, pt->contrib[j]);
-            pft_bundle__part_name(pt, i, name, sizeof name);
-            if (p < 0)
-                return pft_err(rc_code, "%s: %s: contributor '%s' is not a provenance node", who, name,
-                               pt->contrib[j]);
-            if (owner[p] >= 0)
-                return pft_err(rc_code, "%s: %s: contributor '%s' is also a contributor of part %d", who,
-                               name, pt->contrib[j], owner[p]);
-            owner[p] = i;
-        }
-    }
-    for (int p = 0; p < self->n_prov; p++)
-        if (owner[p] < 0)
-            return pft_err(rc_code, "%s: provenance node '%s' is the contributor of no part", who,
-                           self->prov[p].node);
-    return 0;
-}
-
-/* Statistics bundle: part i's class counts against its contributors' provenance (sums: room for its classes).
- */
-static int check_part_counts(const pft_bundle_t *self, int rc_code, const char *who, int i, uint64_t *sums)
-{
-    const pft_bundle__part_t *pt = &self->parts[i];
-    int ncl = pft_bundle__part_n_classes(pt);
-    char name[160];
-    pft_bundle__part_name(pt, i, name, sizeof name);
-    memset(sums, 0, (size_t)ncl * sizeof *sums);
-    for (int j = 0; j < pt->n_contrib; j++) {
-        const pft_bundle__prov_t *e = &self->prov[prov_find(self, pt->contrib[j])];
-        for (int k = 0; k < e->n; k++) {
-            int c = pft_bundle__part_find_label(pt, e->pairs[k].label);
-            if (c < 0)
-                return pft_err(rc_code, "%s: provenance node '%s': label %d has no class in %s", who, e->node,
-                               e->pairs[k].label, name);
-            sums[c] += e->pairs[k].count; /* ≤ 4096 · 2^48: no overflow */
-        }
-    }
-    for (int c = 0; c < ncl; c++)
-        if (sums[c] != pft_bundle__part_count(pt, c))
-            return pft_err(
-                rc_code,
-                "%s: %s: class %d (label %d): n = %llu but its contributors' provenance counts sum "
-                "to %llu",
-                who, name, c, pft_bundle__part_label(pt, c), (unsigned long long)pft_bundle__part_count(pt, c),
-                (unsigned long long)sums[c]);
-    return 0;
-}
-
-static int check_parts(const pft_bundle_t *self, int rc_code, const char *who)
-{
-    int max_cl = 1;
-    for (int i = 0; i < self->n_parts; i++)
-        if (pft_bundle__part_n_classes(&self->parts[i]) > max_cl)
-            max_cl = pft_bundle__part_n_classes(&self->parts[i]);
-    int *owner = pft_alloc_array((size_t)self->n_prov + 1, sizeof *owner);
-    uint64_t *sums = pft_alloc_array((size_t)max_cl, sizeof *sums);
-    int rc = !owner || !sums ? pft_err(PFT_ENOMEM, "%s: out of memory", who)
-                             : check_owners(self, rc_code, who, owner);
-    for (int i = 0; !rc && i < self->n_parts; i++)
-        rc = check_part_counts(self, rc_code, who, i, sums);
-    pft_free(owner);
-    pft_free(sums);
-    return rc;
-}
-
-int pft_bundle__check_counts(const pft_bundle_t *self, int rc_code, const char *who)
-{
-    if (self->n_parts > 0)
-        return check_parts(self, rc_code, who);
-    for (int i = 0; i < self->n_classes; i++) {
-        uint64_t sum = 0;
-        for (int p = 0; p < self->n_prov; p++) {
-            const pft_bundle__pair_t *pp = pair_find(&self->prov[p], self->classes[i].label, NULL);
-            if (pp)
-                sum += pp->count; /* ≤ 4096 · 2^48: no overflow */
-        }
-        if (sum != self->classes[i].n)
-            return pft_err(rc_code, "%s: class %d (label %d): n = %llu but provenance counts sum to %llu",
-                           who, i, self->classes[i].label, (unsigned long long)self->classes[i].n,
-                           (unsigned long long)sum);
-    }
-    for (int p = 0; p < self->n_prov; p++)
-        for (int j = 0; j < self->prov[p].n; j++)
-            if (pft_bundle_find_class(self, self->prov[p].pairs[j].label) < 0)
-                return pft_err(rc_code, "%s: provenance node '%s': label %d has no class", who,
-                               self->prov[p].node, self->prov[p].pairs[j].label);
-    return 0;
 }

@@ -9,7 +9,6 @@
 
 #include <math.h>
 #include <msgpack.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +16,6 @@
 #include "pft_bundle_decode_internal.h"
 #include "pft_bundle_internal.h"
 #include "pft_error.h"
-#include "pft_half.h"
 #include "pft_mpscan.h"
 
 #define WEIGHT_TOL 1e-6
@@ -34,132 +32,6 @@ void pft_bundle_limits_default(pft_bundle_limits_t *limits)
     limits->max_parents = 4096;
     limits->max_objects = (size_t)1 << 21;
     limits->max_model_bytes = (size_t)4 << 30;
-}
-
-/* ---------- numbers, little endian ---------- */
-
-uint32_t pft_bundle__get_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/* Number i of an array of dtype numbers at src. */
-double pft_bundle__get_value(const uint8_t *src, size_t i, pft_dtype_t dt)
-{
-    if (dt == PFT_DTYPE_F16)
-        return pft_half_to_float((uint16_t)(src[2 * i] | src[2 * i + 1] << 8));
-    uint32_t u = pft_bundle__get_le32(src + 4 * i);
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* Number i of an array of binary64 at src (weights). */
-double pft_bundle__get_f64(const uint8_t *src, size_t i)
-{
-    uint64_t u = (uint64_t)pft_bundle__get_le32(src + 8 * i) | (uint64_t)pft_bundle__get_le32(src + 8 * i + 4)
-                                                                   << 32;
-    double v;
-    memcpy(&v, &u, 8);
-    return v;
-}
-
-/* The binary64 at p (a DP guarantee's ε or δ). */
-double pft_bundle__le_get_f64(const uint8_t *p)
-{
-    uint64_t u = 0;
-    for (int i = 0; i < 8; i++)
-        u |= (uint64_t)p[i] << (8 * i);
-    double v;
-    memcpy(&v, &u, 8);
-    return v;
-}
-
-/* ---------- typed access to the object tree ---------- */
-
-const char *pft_bundle__type_name(msgpack_object_type t)
-{
-    switch (t) {
-    case MSGPACK_OBJECT_NIL:
-        return "nil";
-    case MSGPACK_OBJECT_BOOLEAN:
-        return "bool";
-    case MSGPACK_OBJECT_POSITIVE_INTEGER:
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        return "integer";
-    case MSGPACK_OBJECT_STR:
-        return "str";
-    case MSGPACK_OBJECT_BIN:
-        return "bin";
-    case MSGPACK_OBJECT_ARRAY:
-        return "array";
-    default:
-        return "other";
-    }
-}
-
-int pft_bundle__bad(const ctx_t *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int pft_bundle__bad(const ctx_t *c, int code, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return pft_err(code, "bundle decode: %s%s%s", c->where, c->where[0] ? ": " : "", msg);
-}
-
-int pft_bundle__want_array(const ctx_t *c, const msgpack_object *o, const char *field, uint32_t lo,
-                           uint32_t hi, int range_code)
-{
-    if (o->type != MSGPACK_OBJECT_ARRAY)
-        return pft_bundle__bad(c, PFT_EFORMAT, "%s: expected array, got %s", field,
-                               pft_bundle__type_name(o->type));
-    if (o->via.array.size < lo || o->via.array.size > hi)
-        return pft_bundle__bad(c, range_code, "%s: %u elements, expected %u..%u", field, o->via.array.size,
-                               lo, hi);
-    return 0;
-}
-
-int pft_bundle__want_uint(const ctx_t *c, const msgpack_object *o, const char *field, uint64_t lo,
-                          uint64_t hi, int range_code, uint64_t *out)
-{
-    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-        return pft_bundle__bad(c, PFT_EFORMAT, "%s: expected non-negative integer, got %s%s", field,
-                               pft_bundle__type_name(o->type),
-                               o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER ? " (negative)" : "");
-    if (o->via.u64 < lo || o->via.u64 > hi)
-        return pft_bundle__bad(c, range_code, "%s = %llu outside %llu..%llu", field,
-                               (unsigned long long)o->via.u64, (unsigned long long)lo,
-                               (unsigned long long)hi);
-    *out = o->via.u64;
-    return 0;
-}
-
-int pft_bundle__want_name(const ctx_t *c, const msgpack_object *o, const char *field,
-                          char out[PFT_BUNDLE_MAX_NAME + 1])
-{
-    if (o->type != MSGPACK_OBJECT_STR)
-        return pft_bundle__bad(c, PFT_EFORMAT, "%s: expected str, got %s", field,
-                               pft_bundle__type_name(o->type));
-    if (!pft_bundle__name_ok(o->via.str.ptr, o->via.str.size))
-        return pft_bundle__bad(c, PFT_EFORMAT,
-                               "%s: must be 1..%d bytes without control characters (%u bytes)", field,
-                               PFT_BUNDLE_MAX_NAME, o->via.str.size);
-    memcpy(out, o->via.str.ptr, o->via.str.size);
-    out[o->via.str.size] = '\0';
-    return 0;
-}
-
-int pft_bundle__want_bin(const ctx_t *c, const msgpack_object *o, const char *field, uint64_t size)
-{
-    if (o->type != MSGPACK_OBJECT_BIN)
-        return pft_bundle__bad(c, PFT_EFORMAT, "%s: expected bin, got %s", field,
-                               pft_bundle__type_name(o->type));
-    if (o->via.bin.size != size)
-        return pft_bundle__bad(c, PFT_EFORMAT, "%s: %u bytes, expected %llu", field, o->via.bin.size,
-                               (unsigned long long)size);
-    return 0;
 }
 
 /* ---------- the envelope ---------- */
@@ -258,10 +130,21 @@ typedef struct {
 static void model_bytes(pft_cov_t cov, uint64_t k, uint64_t d, uint64_t q, uint64_t *steady,
                         uint64_t *transient)
 {
-    uint64_t cl = cov == PFT_COV_FULL ? d * d : cov == PFT_COV_SPHER ? 1 : d;
-    uint64_t ncov = cov == PFT_COV_FULL ? 2 : 1; /* covariances, and Cholesky factors for full */
+    uint64_t cl = pft_cov_stored(cov, (size_t)d);
+    uint64_t ncov =
+        pft_cov_shape(cov) == PFT_COV_SHAPE_MATRIX ? 2 : 1; /* covariances, and Cholesky factors */
     *steady = 8 * k * (d + 1) + 8 * ncov * k * cl + 8 * k * d * q;
     *transient = 8 * k * (d + 2) + 8 * (1 + ncov) * k * cl + 8 * k * d * q;
+}
+
+/* The largest covariance type a GMM class may have (the last mixture family of pft_cov.c's table). */
+static uint64_t last_mixture(void)
+{
+    uint64_t last = 0;
+    for (int i = 0; i < PFT_COV_N; i++)
+        if (pft_cov_shape((pft_cov_t)i) != PFT_COV_SHAPE_NONE)
+            last = (uint64_t)i;
+    return last;
 }
 
 /* Schema of class ci (object o): its element count, header fields and the length of every bin, all before
@@ -283,9 +166,12 @@ static int read_shape(ctx_t *c, const pft_bundle_t *b, const pft_bundle_limits_t
                                "label not greater than the previous label %d (classes sorted, unique)",
                                b->classes[ci - 1].label);
     if ((rc = pft_bundle__want_uint(c, &f[1], "n", 1, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, &s->n)) ||
-        (rc = pft_bundle__want_uint(c, &f[2], "covariance type", 0, 3, PFT_EFORMAT, &s->cov)))
+        (rc = pft_bundle__want_uint(c, &f[2], "covariance type", 0, last_mixture(), PFT_EFORMAT, &s->cov)))
         return rc;
-    uint32_t nf = s->cov == PFT_COV_LOWRANK ? PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK : PFT_BUNDLE__N_CLASS_FIELDS;
+    if (pft_cov_shape((pft_cov_t)s->cov) == PFT_COV_SHAPE_NONE)
+        return pft_bundle__bad(c, PFT_EFORMAT, "covariance type %d is not a mixture family", (int)s->cov);
+    uint32_t nf = pft_cov_shape(s->cov) == PFT_COV_SHAPE_FACTOR ? PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK
+                                                                : PFT_BUNDLE__N_CLASS_FIELDS;
     if (o->via.array.size != nf)
         return pft_bundle__bad(c, PFT_EFORMAT, "entry: %u elements, expected %u for covariance type %d",
                                o->via.array.size, nf, (int)s->cov);
@@ -298,7 +184,7 @@ static int read_shape(ctx_t *c, const pft_bundle_t *b, const pft_bundle_limits_t
         (rc = pft_bundle__want_bin(c, &f[5], "means", k * d * es)) ||
         (rc = pft_bundle__want_bin(c, &f[6], "covariances", k * s->m * es)))
         return rc;
-    if (s->cov == PFT_COV_LOWRANK &&
+    if (pft_cov_shape(s->cov) == PFT_COV_SHAPE_FACTOR &&
         ((rc = pft_bundle__want_uint(c, &f[7], "rank", 0, d - 1, PFT_EFORMAT, &s->rank)) ||
          (rc = pft_bundle__want_bin(c, &f[8], "factors", k * d * s->rank * es))))
         return rc;
@@ -322,7 +208,8 @@ static int charge_model(const ctx_t *c, const pft_bundle_limits_t *lim, const cl
 /* Room for the values of a class of shape s; PFT_ENOMEM (the caller frees v in any case). */
 static int values_alloc(const ctx_t *c, const class_shape_t *s, class_values_t *v)
 {
-    v->cvn = s->cov == PFT_COV_FULL ? (size_t)(s->k * s->d * s->d) : (size_t)(s->k * s->m);
+    v->cvn =
+        pft_cov_shape(s->cov) == PFT_COV_SHAPE_MATRIX ? (size_t)(s->k * s->d * s->d) : (size_t)(s->k * s->m);
     v->nfa = (size_t)(s->k * s->d * s->rank);
     v->w = pft_alloc_array((size_t)s->k, sizeof *v->w);
     v->mu = pft_alloc_array((size_t)(s->k * s->d), sizeof *v->mu);
@@ -429,9 +316,9 @@ static int read_values(const ctx_t *c, const class_shape_t *s, const msgpack_obj
     if (!rc)
         rc = read_means(c, mub, k, d, dt, v->mu);
     if (!rc)
-        rc = s->cov == PFT_COV_FULL ? read_chol(c, cb, k, d, dt, v->cv)
-                                    : read_variances(c, cb, k, m, dt, v->cv);
-    if (!rc && s->cov == PFT_COV_LOWRANK)
+        rc = pft_cov_shape(s->cov) == PFT_COV_SHAPE_MATRIX ? read_chol(c, cb, k, d, dt, v->cv)
+                                                           : read_variances(c, cb, k, m, dt, v->cv);
+    if (!rc && pft_cov_shape(s->cov) == PFT_COV_SHAPE_FACTOR)
         rc = read_factors(c, (const uint8_t *)f[8].via.bin.ptr, k, d, (size_t)s->rank, dt, v->fa);
     return rc;
 }
@@ -441,13 +328,15 @@ static int read_values(const ctx_t *c, const class_shape_t *s, const msgpack_obj
 static int build_gmm(const ctx_t *c, const class_shape_t *s, const class_values_t *v, pft_gmm_t **out)
 {
     pft_cov_t cov = (pft_cov_t)s->cov;
-    pft_gmm_t *g = cov == PFT_COV_LOWRANK ? pft_gmm_new_lowrank((int)s->k, (int)s->d, (int)s->rank)
-                                          : pft_gmm_new((int)s->k, (int)s->d, cov);
+    pft_gmm_t *g = pft_cov_shape(cov) == PFT_COV_SHAPE_FACTOR
+                       ? pft_gmm_new_lowrank((int)s->k, (int)s->d, (int)s->rank)
+                       : pft_gmm_new((int)s->k, (int)s->d, cov);
     if (!g)
         return pft_bundle__bad(c, PFT_ENOMEM, "out of memory");
-    int rc = cov == PFT_COV_FULL      ? pft_gmm_set_params_chol(g, v->w, v->mu, v->cv)
-             : cov == PFT_COV_LOWRANK ? pft_gmm_set_params_lowrank(g, v->w, v->mu, v->fa, v->cv)
-                                      : pft_gmm_set_params(g, v->w, v->mu, v->cv);
+    int rc = pft_cov_shape(cov) == PFT_COV_SHAPE_MATRIX ? pft_gmm_set_params_chol(g, v->w, v->mu, v->cv)
+             : pft_cov_shape(cov) == PFT_COV_SHAPE_FACTOR
+                 ? pft_gmm_set_params_lowrank(g, v->w, v->mu, v->fa, v->cv)
+                 : pft_gmm_set_params(g, v->w, v->mu, v->cv);
     if (rc) {
         rc = pft_err_wrap(rc, "bundle decode: %s", c->where);
         pft_gmm_destroy(&g);

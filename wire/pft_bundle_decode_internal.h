@@ -1,5 +1,11 @@
 /* pft_bundle_decode_internal: INTERNAL to wire/pft_bundle_decode*.c (the decoding context and the typed
- * accessors both decoders use); everything else goes through pft_bundle.h. */
+ * accessors both decoders use); everything else goes through pft_bundle.h.
+ * Files, from the bottom up (a file calls only files above it in this list, never one below):
+ *   pft_bundle_decode_read.c    little-endian numbers, typed accessors, a statistics class entry's head
+ *   pft_bundle_decode_masked.c  a masked statistics part
+ *   pft_bundle_decode_stats.c   the statistics parts (a masked one through the file above)
+ *   pft_bundle_decode.c         the envelope, the message id, GMM classes, provenance, the payload
+ * tests/e2e_layers.sh checks this order on the object files' symbols. */
 #ifndef PFT_BUNDLE_DECODE_INTERNAL_H
 #define PFT_BUNDLE_DECODE_INTERNAL_H
 
@@ -14,6 +20,7 @@ typedef struct {
     char where[256];
 } ctx_t;
 
+/* pft_bundle_decode_read.c */
 /* Little-endian numbers: a uint32; value i of an array in dtype; float64 i of an array; one float64. */
 uint32_t pft_bundle__get_le32(const uint8_t *p);
 double pft_bundle__get_value(const uint8_t *src, size_t i, pft_dtype_t dt);

@@ -1,6 +1,6 @@
-/* pft_bundle_decode_masked: a masked statistics part (docs/SECAGG.md §8): its layout, public counts, words and
- * mask, every length exact. Nothing can be checked about the words themselves (they are uniform without the
- * pair secrets); they are checked when opened (pft_fixed_decode with the mask's bound). */
+/* pft_bundle_decode_masked: a masked statistics part (docs/SECAGG.md §8): its layout, public counts, words
+ * and mask, every length exact. Nothing can be checked about the words themselves (they are uniform without
+ * the pair secrets); they are checked when opened (pft_fixed_decode with the mask's bound). */
 #include <msgpack.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,7 +31,8 @@ static int decode_mask(const ctx_t *c, const msgpack_object *o, const pft_bundle
     if (rc)
         return rc;
     const msgpack_object *f = o->via.array.ptr;
-    if (f[0].type != MSGPACK_OBJECT_STR || f[0].via.str.size < 1 || f[0].via.str.size > PFT_BUNDLE_MASK_LABEL_MAX)
+    if (f[0].type != MSGPACK_OBJECT_STR || f[0].via.str.size < 1 ||
+        f[0].via.str.size > PFT_BUNDLE_MASK_LABEL_MAX)
         return pft_bundle__bad(c, PFT_EFORMAT, "mask: label: expected str of 1..%d bytes",
                                PFT_BUNDLE_MASK_LABEL_MAX);
     memcpy(m->label, f[0].via.str.ptr, f[0].via.str.size);
@@ -40,8 +41,8 @@ static int decode_mask(const ctx_t *c, const msgpack_object *o, const pft_bundle
         return pft_bundle__bad(c, PFT_EFORMAT, "mask: label holds a NUL byte");
     uint64_t fb, bound, div;
     if ((rc = pft_bundle__want_name(c, &f[1], "mask: opener", m->opener)) ||
-        (rc = pft_bundle__want_uint(c, &f[2], "mask: fractional bits", PFT_FIXED_FRAC_BITS, PFT_FIXED_FRAC_BITS,
-                                    PFT_EFORMAT, &fb)) ||
+        (rc = pft_bundle__want_uint(c, &f[2], "mask: fractional bits", PFT_FIXED_FRAC_BITS,
+                                    PFT_FIXED_FRAC_BITS, PFT_EFORMAT, &fb)) ||
         (rc = pft_bundle__want_uint(c, &f[3], "mask: bound", 1, (uint64_t)PFT_FIXED_TOTAL_MAX, PFT_EFORMAT,
                                     &bound)) ||
         (rc = pft_bundle__want_uint(c, &f[4], "mask: noise divisor", 0, UINT32_MAX, PFT_EFORMAT, &div)))
@@ -56,8 +57,8 @@ static int decode_mask(const ctx_t *c, const msgpack_object *o, const pft_bundle
 
 /* Schema of the classes (array o, size checked): [label, n, sum] (tied) or [label, n, sum, s2] (full), labels
  * strictly ascending, n 0..2^48, bins of exactly 8d and 8·d(d+1)/2 bytes. */
-static int masked_shapes(const ctx_t *c, const pft_bundle_t *b, pft_gstat_kind_t kind, const msgpack_object *o,
-                         const msgpack_object *shared)
+static int masked_shapes(const ctx_t *c, const pft_bundle_t *b, pft_gstat_kind_t kind,
+                         const msgpack_object *o, const msgpack_object *shared)
 {
     uint64_t d = (uint64_t)b->d, tri = d * (d + 1) / 2;
     int full = kind == PFT_GSTAT_FULL;

@@ -68,26 +68,6 @@ static int shared_shape(const ctx_t *c, const pft_bundle_t *b, const msgpack_obj
     return 0;
 }
 
-int pft_bundle__class_head(const ctx_t *c, const msgpack_object *e, uint32_t i, uint32_t nf, uint64_t n_min,
-                           uint64_t *prev, uint64_t *label, uint64_t *n)
-{
-    char field[64];
-    snprintf(field, sizeof field, "class %u", i);
-    int rc = pft_bundle__want_array(c, e, field, nf, nf, PFT_EFORMAT);
-    if (rc)
-        return rc;
-    const msgpack_object *f = e->via.array.ptr;
-    snprintf(field, sizeof field, "class %u: label", i);
-    if ((rc = pft_bundle__want_uint(c, &f[0], field, 0, INT32_MAX, PFT_EFORMAT, label)))
-        return rc;
-    if (i > 0 && *label <= *prev)
-        return pft_bundle__bad(c, PFT_EFORMAT, "class %u: label %d not after %d (sorted, unique)", i, (int)*label,
-                               (int)*prev);
-    *prev = *label;
-    snprintf(field, sizeof field, "class %u (label %d): n", i, (int)*label);
-    return pft_bundle__want_uint(c, &f[1], field, n_min, PFT_BUNDLE_MAX_COUNT, PFT_EFORMAT, n);
-}
-
 /* Schema of the classes (array o, size checked) and the shared field of a part of this kind: element counts,
  * labels strictly ascending, counts, bin lengths; the part's total count into *total, the shared field's
  * rank into *rank (0: dense or full). Nothing allocated. */
@@ -230,8 +210,8 @@ static int decode_part(pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi, 
 {
     ctx_t c;
     snprintf(c.where, sizeof c.where, "part %d", pi);
-    int rc = pft_bundle__want_array(&c, o, "entry", PFT_BUNDLE__N_PART_FIELDS, PFT_BUNDLE__N_MASKED_PART_FIELDS,
-                                    PFT_EFORMAT);
+    int rc = pft_bundle__want_array(&c, o, "entry", PFT_BUNDLE__N_PART_FIELDS,
+                                    PFT_BUNDLE__N_MASKED_PART_FIELDS, PFT_EFORMAT);
     if (rc)
         return rc;
     const msgpack_object *f = o->via.array.ptr;
@@ -262,8 +242,7 @@ static int decode_part(pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi, 
     if (!*rank_set) { /* the first clear part sets the form */
         b->shared_rank = (int)rank;
         *rank_set = 1;
-    }
-    else if ((int)rank != b->shared_rank)
+    } else if ((int)rank != b->shared_rank)
         return pft_bundle__bad(&c, PFT_EFORMAT,
                                "shared covariance of rank %d, an earlier part's has %d (one form per bundle)",
                                (int)rank, b->shared_rank);

@@ -135,44 +135,18 @@ static int range_err(const pft_bundle_t *self, int ci, int comp, const char *wha
                    self->dtype == PFT_DTYPE_F16 ? "fp16" : "fp32");
 }
 
-/* Writes one class: [label, n, cov, k, weights, means, covs] (lowrank: [..., Ψ, q, W]). */
-static int encode_class(const pft_bundle_t *self, int ci, msgpack_packer *pk, wbuf_t *w)
+/* Class ci's covariances (m numbers per component): full's Cholesky factors (lower triangle, row by row),
+ * else the stored variances. 0, PFT_ENOMEM or the range error of a value dtype cannot hold. */
+static int encode_covars(const pft_bundle_t *self, int ci, msgpack_packer *pk, wbuf_t *w,
+                         pft_cov_shape_t shape, size_t m)
 {
-    const pft_bundle__class_t *c = &self->classes[ci];
-    const pft_gmm_t *g = c->gmm;
+    const pft_gmm_t *g = self->classes[ci].gmm;
     pft_dtype_t dt = self->dtype;
     size_t k = (size_t)pft_gmm_k(g), d = (size_t)self->d, es = pft_bundle__dtype_size(dt);
-    pft_cov_t cov = pft_gmm_cov(g);
-    size_t m = pft_bundle__cov_len(cov, d);
-    int fail = msgpack_pack_array(pk, cov == PFT_COV_LOWRANK ? PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK
-                                                             : PFT_BUNDLE__N_CLASS_FIELDS) ||
-               msgpack_pack_int64(pk, c->label) || msgpack_pack_uint64(pk, c->n) ||
-               msgpack_pack_uint64(pk, (uint64_t)cov) || msgpack_pack_uint64(pk, k);
-    /* weights: fp64 */
-    const double *wt = pft_gmm_weights(g);
-    fail = fail || msgpack_pack_bin(pk, 8 * k) || wbuf_reserve(w, 8 * k);
-    if (fail)
-        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
-    for (size_t j = 0; j < k; j++)
-        put_f64(w->buf + w->len, j, wt[j]);
-    w->len += 8 * k;
-    /* means */
-    const double *mu = pft_gmm_means(g);
-    if (msgpack_pack_bin(pk, k * d * es) || wbuf_reserve(w, k * d * es))
-        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
-    for (size_t j = 0; j < k * d; j++) {
-        if (put_value(w->buf + w->len, j, mu[j], dt, 0)) {
-            char what[48];
-            snprintf(what, sizeof what, "mean[%zu]", j % d);
-            return range_err(self, ci, (int)(j / d), what, mu[j]);
-        }
-    }
-    w->len += k * d * es;
-    /* covariances */
     if (msgpack_pack_bin(pk, k * m * es) || wbuf_reserve(w, k * m * es))
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     uint8_t *dst = w->buf + w->len;
-    if (cov == PFT_COV_FULL) {
+    if (shape == PFT_COV_SHAPE_MATRIX) {
         const double *L = pft_gmm_chol(g);
         size_t o = 0;
         for (size_t j = 0; j < k; j++) {
@@ -198,14 +172,55 @@ static int encode_class(const pft_bundle_t *self, int ci, msgpack_packer *pk, wb
         }
     }
     w->len += k * m * es;
-    if (cov != PFT_COV_LOWRANK)
+    return 0;
+}
+
+/* Writes one class: [label, n, cov, k, weights, means, covs] (lowrank: [..., Ψ, q, W]). */
+static int encode_class(const pft_bundle_t *self, int ci, msgpack_packer *pk, wbuf_t *w)
+{
+    const pft_bundle__class_t *c = &self->classes[ci];
+    const pft_gmm_t *g = c->gmm;
+    pft_dtype_t dt = self->dtype;
+    size_t k = (size_t)pft_gmm_k(g), d = (size_t)self->d, es = pft_bundle__dtype_size(dt);
+    pft_cov_t cov = pft_gmm_cov(g);
+    pft_cov_shape_t shape = pft_cov_shape(cov);
+    size_t m = pft_bundle__cov_len(cov, d);
+    int fail = msgpack_pack_array(pk, shape == PFT_COV_SHAPE_FACTOR ? PFT_BUNDLE__N_CLASS_FIELDS_LOWRANK
+                                                                    : PFT_BUNDLE__N_CLASS_FIELDS) ||
+               msgpack_pack_int64(pk, c->label) || msgpack_pack_uint64(pk, c->n) ||
+               msgpack_pack_uint64(pk, (uint64_t)cov) || msgpack_pack_uint64(pk, k);
+    /* weights: fp64 */
+    const double *wt = pft_gmm_weights(g);
+    fail = fail || msgpack_pack_bin(pk, 8 * k) || wbuf_reserve(w, 8 * k);
+    if (fail)
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    for (size_t j = 0; j < k; j++)
+        put_f64(w->buf + w->len, j, wt[j]);
+    w->len += 8 * k;
+    /* means */
+    const double *mu = pft_gmm_means(g);
+    if (msgpack_pack_bin(pk, k * d * es) || wbuf_reserve(w, k * d * es))
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    for (size_t j = 0; j < k * d; j++) {
+        if (put_value(w->buf + w->len, j, mu[j], dt, 0)) {
+            char what[48];
+            snprintf(what, sizeof what, "mean[%zu]", j % d);
+            return range_err(self, ci, (int)(j / d), what, mu[j]);
+        }
+    }
+    w->len += k * d * es;
+    /* covariances */
+    int rc = encode_covars(self, ci, pk, w, shape, m);
+    if (rc)
+        return rc;
+    if (shape != PFT_COV_SHAPE_FACTOR)
         return 0;
     /* lowrank: q, then W (K×d×q, row-major: component, dimension, factor) */
     size_t q = (size_t)pft_gmm_rank(g);
     const double *W = pft_gmm_factors(g);
     if (msgpack_pack_uint64(pk, q) || msgpack_pack_bin(pk, k * d * q * es) || wbuf_reserve(w, k * d * q * es))
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
-    dst = w->buf + w->len;
+    uint8_t *dst = w->buf + w->len;
     for (size_t j = 0; j < k * d * q; j++) {
         if (put_value(dst, j, W[j], dt, 0)) {
             char what[64];
@@ -347,9 +362,10 @@ static int encode_masked_part(const pft_bundle_t *self, int pi, msgpack_packer *
     fail = fail || msgpack_pack_array(pk, (size_t)p->n_classes);
     size_t o = 0;
     for (int c = 0; !fail && c < p->n_classes; c++) {
-        fail = msgpack_pack_array(pk, full ? PFT_BUNDLE__N_STAT_FIELDS_FULL : PFT_BUNDLE__N_STAT_FIELDS_TIED) ||
-               msgpack_pack_int64(pk, p->labels[c]) || msgpack_pack_uint64(pk, p->counts[c]) ||
-               put_words(p->words + o, d, pk, w);
+        fail =
+            msgpack_pack_array(pk, full ? PFT_BUNDLE__N_STAT_FIELDS_FULL : PFT_BUNDLE__N_STAT_FIELDS_TIED) ||
+            msgpack_pack_int64(pk, p->labels[c]) || msgpack_pack_uint64(pk, p->counts[c]) ||
+            put_words(p->words + o, d, pk, w);
         o += d;
         if (!fail && full) {
             fail = put_words(p->words + o, tri, pk, w);

@@ -1,5 +1,12 @@
 /* pft_bundle_internal: INTERNAL to wire/pft_bundle*.c (the bundle struct and the helpers its files share);
- * no other module includes it, everything else goes through pft_bundle.h. */
+ * no other module includes it, everything else goes through pft_bundle.h.
+ * Files, from the bottom up (a file calls only files above it in this list, never one below):
+ *   pft_bundle.c          the object: classes, parts (clear or masked alike), provenance, parents, flags
+ *   pft_bundle_masked.c   masked statistics parts: layout, the mask's checks, adding one
+ *   pft_bundle_check.c    counts and provenance consistent (before encoding, after decoding)
+ *   pft_bundle_encode.c   a bundle to canonical msgpack (payload, envelope), its id
+ *   pft_bundle_decode*.c  wire bytes to a bundle (their order: pft_bundle_decode_internal.h)
+ * tests/e2e_layers.sh checks this order on the object files' symbols. */
 #ifndef PFT_BUNDLE_INTERNAL_H
 #define PFT_BUNDLE_INTERNAL_H
 
@@ -119,6 +126,11 @@ int pft_bundle__tallies_ok(const pft_bundle_tally_t *t, int m, char *why, size_t
 int pft_bundle__part_find(const pft_bundle__part_t *p, const char *node);
 /* "part i (contributors a,b,...)" into out (contributors elided past ~100 bytes), for messages. */
 void pft_bundle__part_name(const pft_bundle__part_t *p, int i, char *out, size_t n);
+/* Index of node in the provenance, or -(insertion point) - 1. */
+int pft_bundle__prov_find(const pft_bundle_t *self, const char *node);
+/* Provenance entry e's pair of label, or NULL with its insertion point in *ins (ins may be NULL). */
+pft_bundle__pair_t *pft_bundle__pair_find(const pft_bundle__prov_t *e, int label, int *ins);
+/* pft_bundle_check.c */
 /* Provenance consistency, checked before encoding and after decoding: 0, or rc_code with a message prefixed
  * by who (PFT_ENOMEM possible for a statistics bundle). GMM bundle: every class's n is the sum of its
  * provenance counts, every provenance label has a class. Statistics bundle: every part contributor is a

@@ -1,5 +1,5 @@
 /* pft_bundle_masked: masked statistics parts (docs/SECAGG.md §8): their layout, the mask's checks, adding one
- * to a bundle, and the accessors that treat clear and masked parts alike. */
+ * to a bundle. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,45 +13,6 @@ size_t pft_bundle_masked_words(pft_gstat_kind_t kind, int n_classes, int d)
 {
     size_t k = (size_t)n_classes, dd = (size_t)d, tri = dd * (dd + 1) / 2;
     return kind == PFT_GSTAT_FULL ? k * (dd + tri) : k * dd + tri;
-}
-
-/* ---------- clear or masked ---------- */
-
-pft_gstat_kind_t pft_bundle__part_kind(const pft_bundle__part_t *p)
-{
-    return p->st ? pft_gstat_kind(p->st) : p->kind;
-}
-
-int pft_bundle__part_n_classes(const pft_bundle__part_t *p)
-{
-    return p->st ? pft_gstat_n_classes(p->st) : p->n_classes;
-}
-
-int pft_bundle__part_label(const pft_bundle__part_t *p, int k)
-{
-    return p->st ? pft_gstat_label(p->st, k) : p->labels[k];
-}
-
-uint64_t pft_bundle__part_count(const pft_bundle__part_t *p, int k)
-{
-    return p->st ? pft_gstat_count(p->st, k) : p->counts[k];
-}
-
-int pft_bundle__part_find_label(const pft_bundle__part_t *p, int label)
-{
-    if (p->st)
-        return pft_gstat_find(p->st, label);
-    int lo = 0, hi = p->n_classes - 1;
-    while (lo <= hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (p->labels[mid] == label)
-            return mid;
-        if (p->labels[mid] < label)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return -1;
 }
 
 /* ---------- the mask ---------- */

@@ -1,12 +1,10 @@
-/* pft_transport: the transport object, its options, the poll loop and accessors. */
+/* pft_transport: the façade: the transport object, its options, the poll loop and accessors. */
 #include "pft_transport.h"
 
 #include <errno.h>
 #include <sodium.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <zmq.h>
 
 #include "pft_alloc.h"
@@ -31,13 +29,6 @@ void pft_transport_opts_default(pft_transport_opts_t *opts)
     opts->eager_bytes = 512 << 10;
 }
 
-int64_t pft_transport_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 const char *pft_send_state_name(pft_send_state_t state)
 {
     switch (state) {
@@ -51,18 +42,6 @@ const char *pft_send_state_name(pft_send_state_t state)
         return "failed";
     }
     return "?";
-}
-
-int pft_transport__zerr(int code, const char *what)
-{
-    return pft_err(code, "transport: %s: %s", what, zmq_strerror(zmq_errno()));
-}
-
-int pft_transport__setopt_int(void *sock, int opt, int v, const char *what)
-{
-    if (zmq_setsockopt(sock, opt, &v, sizeof v) != 0)
-        return pft_transport__zerr(PFT_ENET, what);
-    return 0;
 }
 
 static int check_opts(const pft_transport_opts_t *o)
@@ -89,22 +68,6 @@ static int check_opts(const pft_transport_opts_t *o)
             "transport: option out of range (sizes, high-water marks, delays, grants must be >= 1, "
             "retry_max_ms >= retry_initial_ms)");
     return 0;
-}
-
-/* Grows the poll arrays to hold the router, ZAP, router monitor and two items per peer for cap peers. */
-int pft_transport__grow_items(pft_transport_t *self, int cap)
-{
-    size_t n = 3 + 2 * (size_t)cap;
-    zmq_pollitem_t *it = pft_realloc(self->items, n * sizeof *it);
-    if (it)
-        self->items = it;
-    item_kind_t *k = it ? pft_realloc(self->item_kind, n * sizeof *k) : NULL;
-    if (k)
-        self->item_kind = k;
-    int *pi = k ? pft_realloc(self->item_peer, n * sizeof *pi) : NULL;
-    if (pi)
-        self->item_peer = pi;
-    return pi ? 0 : pft_err(PFT_ENOMEM, "transport: out of memory");
 }
 
 /* The ROUTER's options: message size (with CURVE's frame overhead), water marks, linger, mandatory routing,
@@ -241,31 +204,6 @@ void pft_transport_destroy(pft_transport_t **self_p)
 const char *pft_transport_endpoint(const pft_transport_t *self)
 {
     return self->endpoint;
-}
-
-/* Copies text into dst[cap], truncating. */
-void pft_transport__copy_text(char *dst, size_t cap, const char *src)
-{
-    size_t n = strlen(src);
-    if (n >= cap)
-        n = cap - 1;
-    memmove(dst, src, n);
-    dst[n] = '\0';
-}
-
-void pft_transport__refused(pft_transport_t *self, pft_transport_refusal_t kind, const char *fmt, ...)
-{
-    if (!self->opts.on_refusal)
-        return;
-    char reason[PFT_TRANSPORT_MAX_REASON + 64];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(reason, sizeof reason, fmt, ap);
-    va_end(ap);
-    for (char *c = reason; *c; c++) /* parts of it may come from the network: keep it printable */
-        if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
-            *c = '?';
-    self->opts.on_refusal(self->opts.on_refusal_ctx, kind, reason);
 }
 
 /* ---- poll ---- */

@@ -3,7 +3,18 @@
 #define PFT_TRANSPORT_INTERNAL_H
 
 /* INTERNAL: not part of the public API (that is pft_transport.h). Include only from wire/pft_transport*.c.
- * Cross-file functions are named pft_transport__*; everything else stays static in its file. */
+ * Cross-file functions are named pft_transport__*; everything else stays static in its file.
+ * Files, from the bottom up (a file calls only files above it in this list, never one below, so no two files
+ * call each other):
+ *   pft_transport_base.c   the clock, zmq errors, socket options, text copies, refusal reports, poll arrays
+ *   pft_transport_frame.c  framing: the header, whole multipart messages, a message's id; the ROUTER's
+ *                          replies (ACK, NACK) and the ids accepted
+ *   pft_transport_flow.c   flow control, receiver side: offers, grants, the waiting queue
+ *   pft_transport_zap.c    connections: CURVE (ZAP handler, allowed keys) and handshake monitors
+ *   pft_transport_send.c   the send state machine: outbound peers, offers and bodies, retries, replies
+ *   pft_transport_recv.c   the receive state machine: the inbound ROUTER's messages dispatched
+ *   pft_transport.c        the façade: the object, its options, the poll loop, accessors
+ * tests/e2e_layers.sh checks this order on the object files' symbols. */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -130,61 +141,51 @@ struct pft_transport_t {
     pft_transport_stats_t stats;
 };
 
-/* ---- pft_transport.c: object, options, poll loop ---- */
+/* ---- pft_transport_base.c: the clock, zmq errors, socket options, text, refusals, poll arrays ---- */
 
 /* Sets the error message "transport: what: <zmq error>" and returns code. */
 int pft_transport__zerr(int code, const char *what);
 /* Sets an int socket option; 0, or PFT_ENET with the message set. */
 int pft_transport__setopt_int(void *sock, int opt, int v, const char *what);
-/* Grows the poll arrays to hold the router, ZAP, router monitor and two items per peer for cap peers. */
-int pft_transport__grow_items(pft_transport_t *self, int cap);
 /* Copies text into dst[cap], truncating. */
 void pft_transport__copy_text(char *dst, size_t cap, const char *src);
 /* Tells opts.on_refusal (if set) of a refusal; the reason is a printf format. */
 void pft_transport__refused(pft_transport_t *self, pft_transport_refusal_t kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Grows the poll arrays to hold the router, ZAP, router monitor and two items per peer for cap peers. */
+int pft_transport__grow_items(pft_transport_t *self, int cap);
 
-/* ---- pft_transport_send.c: outbound peers, retries/backoff, deadlines, replies ---- */
-
-/* The message id of buf (opts.id_fn, or the bundle's own id); 0 or a negative error code. */
-int pft_transport__id_of(const pft_transport_t *self, const uint8_t *buf, size_t len,
-                         uint8_t id[PFT_TRANSPORT_ID_LEN]);
-/* Due transmissions, expiries and reconnections. */
-void pft_transport__run_timers(pft_transport_t *self);
-/* Milliseconds until the next timer (transmission, deadline, reconnection), or -1 if none. */
-int64_t pft_transport__next_timer(const pft_transport_t *self);
-/* Reads every waiting reply (ACK, NACK, SEND, WAIT) on peer pi's DEALER. */
-void pft_transport__handle_replies(pft_transport_t *self, int pi);
-
-/* ---- pft_transport_recv.c: frames, inbound ROUTER, ACK/NACK replies, duplicate ids ---- */
+/* ---- pft_transport_frame.c: framing, a message's id, the ROUTER's replies, the ids accepted ---- */
 
 /* Writes the HDR_LEN-byte message header (version HDR_VERSION). */
 void pft_transport__make_header(uint8_t hdr[HDR_LEN], char type, const uint8_t id[PFT_TRANSPORT_ID_LEN]);
 /* Returns the type of a valid header (id filled in), or 0. *version (may be NULL) gets the version byte of
  * a header that has the right length and magic (0 otherwise): a header of another version returns 0. */
 char pft_transport__parse_header(const zmq_msg_t *m, uint8_t id[PFT_TRANSPORT_ID_LEN], int *version);
+/* Reads one whole multipart message from sock into parts[0..max) (extra parts are read and dropped);
+ * returns the number of parts (> max: malformed), 0 if nothing was waiting, -1 on error. */
+int pft_transport__recv_parts(void *sock, zmq_msg_t *parts, int max);
+/* Closes the parts recv_parts kept (n as it returned). */
+void pft_transport__close_parts(zmq_msg_t *parts, int n, int max);
+/* The message id of buf (opts.id_fn, or the bundle's own id); 0 or a negative error code. */
+int pft_transport__id_of(const pft_transport_t *self, const uint8_t *buf, size_t len,
+                         uint8_t id[PFT_TRANSPORT_ID_LEN]);
+/* 1 if id was accepted (stored by the callback) before. */
+int pft_transport__is_accepted(const pft_transport_t *self, const uint8_t id[PFT_TRANSPORT_ID_LEN]);
+/* Adds id to the ring of accepted ids (the oldest forgotten past opts.max_remembered). */
+void pft_transport__remember(pft_transport_t *self, const uint8_t id[PFT_TRANSPORT_ID_LEN]);
 /* Sends [ident, header(version, type, id), extra (if extra_len > 0)] on the ROUTER without blocking; 0, or -1
  * (the peer is gone: EHOSTUNREACH under ZMQ_ROUTER_MANDATORY, or its queue is full). An ACK sets last_ack_ms.
  */
 int pft_transport__reply(pft_transport_t *self, const uint8_t *ident, size_t ident_len, int version,
                          char type, const uint8_t id[PFT_TRANSPORT_ID_LEN], const void *extra,
                          size_t extra_len);
-/* An ACK to a message or offer whose id was accepted before (counted in received and duplicates). */
-void pft_transport__reack(pft_transport_t *self, const uint8_t *ident, size_t ident_len,
-                          const uint8_t id[PFT_TRANSPORT_ID_LEN]);
-/* 1 if id was accepted (stored by the callback) before. */
-int pft_transport__is_accepted(const pft_transport_t *self, const uint8_t id[PFT_TRANSPORT_ID_LEN]);
 /* A NACK with code and reason (truncated to PFT_TRANSPORT_MAX_REASON bytes), in the given header version. */
 void pft_transport__nack(pft_transport_t *self, const uint8_t *ident, size_t ident_len, int version,
                          const uint8_t id[PFT_TRANSPORT_ID_LEN], int code, const char *reason);
-/* Reads one whole multipart message from sock into parts[0..max) (extra parts are read and dropped);
- * returns the number of parts (> max: malformed), 0 if nothing was waiting, -1 on error. */
-int pft_transport__recv_parts(void *sock, zmq_msg_t *parts, int max);
-/* Closes the parts recv_parts kept (n as it returned). */
-void pft_transport__close_parts(zmq_msg_t *parts, int n, int max);
-/* Handles every waiting inbound message on the ROUTER (up to MAX_PER_POLL). Returns 1 if it read them all,
- * 0 if some may still be waiting. */
-int pft_transport__handle_inbound(pft_transport_t *self);
+/* An ACK to a message or offer whose id was accepted before (counted in received and duplicates). */
+void pft_transport__reack(pft_transport_t *self, const uint8_t *ident, size_t ident_len,
+                          const uint8_t id[PFT_TRANSPORT_ID_LEN]);
 
 /* ---- pft_transport_flow.c: receiver-side flow control (offers, grants, the waiting queue) ---- */
 
@@ -232,5 +233,21 @@ void pft_transport__monitor_close(void *sock, void **mon_p);
 /* Reads every waiting event of a monitor. peer: the peer the monitored DEALER belongs to, or NULL for the
  * ROUTER. */
 void pft_transport__handle_monitor(pft_transport_t *self, void *mon, peer_t *peer);
+
+/* ---- pft_transport_send.c: the send state machine (outbound peers, retries/backoff, deadlines, replies)
+ * ---- */
+
+/* Due transmissions, expiries and reconnections. */
+void pft_transport__run_timers(pft_transport_t *self);
+/* Milliseconds until the next timer (transmission, deadline, reconnection), or -1 if none. */
+int64_t pft_transport__next_timer(const pft_transport_t *self);
+/* Reads every waiting reply (ACK, NACK, SEND, WAIT) on peer pi's DEALER. */
+void pft_transport__handle_replies(pft_transport_t *self, int pi);
+
+/* ---- pft_transport_recv.c: the receive state machine (the inbound ROUTER) ---- */
+
+/* Handles every waiting inbound message on the ROUTER (up to MAX_PER_POLL). Returns 1 if it read them all,
+ * 0 if some may still be waiting. */
+int pft_transport__handle_inbound(pft_transport_t *self);
 
 #endif

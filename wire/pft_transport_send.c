@@ -1,4 +1,5 @@
-/* pft_transport_send: outbound peers (DEALERs), offers and bodies, retries/backoff, deadlines, replies. */
+/* pft_transport_send: the send state machine: outbound peers (DEALERs), offers and bodies, retries/backoff,
+ * deadlines, the receivers' replies. */
 #include "pft_transport.h"
 
 #include <errno.h>
@@ -7,7 +8,6 @@
 #include <zmq.h>
 
 #include "pft_alloc.h"
-#include "pft_bundle.h"
 #include "pft_error.h"
 #include "pft_transport_internal.h"
 
@@ -142,22 +142,6 @@ int pft_transport_set_peer_endpoint(pft_transport_t *self, const char *name, con
     pft_free(p->endpoint);
     p->endpoint = copy;
     return 0;
-}
-
-int pft_transport__id_of(const pft_transport_t *self, const uint8_t *buf, size_t len,
-                         uint8_t id[PFT_TRANSPORT_ID_LEN])
-{
-    if (self->opts.id_fn)
-        return self->opts.id_fn(buf, len, id);
-    /* the bundle id, the envelope limited to max_msg_size (one limit: libzmq's, this one, the decoder's) */
-    pft_bundle_limits_t lim;
-    pft_bundle_limits_default(&lim);
-    lim.max_bytes = (size_t)self->opts.max_msg_size;
-    pft_envelope_t env;
-    int rc = pft_envelope_parse(buf, len, &lim, &env);
-    if (rc == 0)
-        pft_bundle_hash(env.payload, env.payload_len, id);
-    return rc;
 }
 
 int pft_transport_send(pft_transport_t *self, const char *peer, const uint8_t *bytes, size_t len,

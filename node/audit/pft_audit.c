@@ -32,24 +32,6 @@ void pft_audit_opts_default(pft_audit_opts_t *o)
     o->ridge = PFT_AUDIT_RIDGE_DEFAULT;
 }
 
-float *pft_audit__gather(const pft_audit_rows_t *r, const pft_gstat_t *st, int c, int *m, int *oom)
-{
-    *m = 0;
-    int d = r->d;
-    for (int i = 0; i < r->n; i++)
-        *m += c >= 0 ? r->y[i] == c : !st || pft_gstat_find(st, r->y[i]) >= 0;
-    float *x = *m ? pft_alloc_array((size_t)*m * (size_t)d, sizeof *x) : NULL;
-    if (!x) {
-        *oom |= *m > 0;
-        *m = 0;
-        return NULL;
-    }
-    for (int i = 0, j = 0; i < r->n; i++)
-        if (c >= 0 ? r->y[i] == c : !st || pft_gstat_find(st, r->y[i]) >= 0)
-            memcpy(x + (size_t)j++ * d, r->x + (size_t)i * d, (size_t)d * sizeof *x);
-    return x;
-}
-
 static json_t *num(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();
@@ -75,8 +57,9 @@ static pft_gmm_t *stats_gaussian(const pft_gstat_t *st, int i, double ridge)
         cov[k] = S[k] / div;
     for (int j = 0; j < d; j++)
         tr += cov[(size_t)j * d + j];
-    /* a means-only part (a DP release of sums: zero scatter, WIRE.md §2.1) has no covariance to score with: an
-     * isotropic 1/d per coordinate (rows have norm about 1), so the likelihood test is distance to the mean */
+    /* a means-only part (a DP release of sums: zero scatter, WIRE.md §2.1) has no covariance to score with:
+     * an isotropic 1/d per coordinate (rows have norm about 1), so the likelihood test is distance to the
+     * mean */
     double add = tr > 0 ? ridge * tr / d : 1.0 / d;
     for (int j = 0; j < d; j++)
         cov[(size_t)j * d + j] += add;
@@ -325,9 +308,10 @@ static json_t *masked_json(const pft_bundle_t *b)
         const pft_bundle_mask_t *m = pft_bundle_part_mask(b, p);
         if (m)
             json_array_append_new(
-                a, json_pack("{s:s,s:s,s:s,s:s}", "part", part_name(b, p, name, sizeof name), "opener", m->opener,
-                             "label", m->label, "verdict",
-                             "masked: uninformative without the pair secrets of its contributors and its opener"));
+                a, json_pack(
+                       "{s:s,s:s,s:s,s:s}", "part", part_name(b, p, name, sizeof name), "opener", m->opener,
+                       "label", m->label, "verdict",
+                       "masked: uninformative without the pair secrets of its contributors and its opener"));
     }
     return a;
 }

@@ -1,4 +1,5 @@
-/* pft_audit_span: the subspace membership and vertex (LP) attacks on one part of a bundle. */
+/* pft_audit_span: the subspace membership and vertex (LP) attacks on one part of a bundle; the rows of a
+ * label set. */
 #include "pft_alloc.h"
 #include "pft_audit_internal.h"
 #include "pft_error.h"
@@ -8,6 +9,24 @@
 
 #include <math.h>
 #include <string.h>
+
+float *pft_audit__gather(const pft_audit_rows_t *r, const pft_gstat_t *st, int c, int *m, int *oom)
+{
+    *m = 0;
+    int d = r->d;
+    for (int i = 0; i < r->n; i++)
+        *m += c >= 0 ? r->y[i] == c : !st || pft_gstat_find(st, r->y[i]) >= 0;
+    float *x = *m ? pft_alloc_array((size_t)*m * (size_t)d, sizeof *x) : NULL;
+    if (!x) {
+        *oom |= *m > 0;
+        *m = 0;
+        return NULL;
+    }
+    for (int i = 0, j = 0; i < r->n; i++)
+        if (c >= 0 ? r->y[i] == c : !st || pft_gstat_find(st, r->y[i]) >= 0)
+            memcpy(x + (size_t)j++ * d, r->x + (size_t)i * d, (size_t)d * sizeof *x);
+    return x;
+}
 
 static json_t *num(double v)
 {

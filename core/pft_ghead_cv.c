@@ -1,0 +1,105 @@
+/* pft_ghead_cv: the cross-validation folds over the caller's own rows and the tallies of their scores, which
+ * the LDA and QDA heads share (pft_ghead_internal.h). */
+#include "pft_ghead_internal.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "pft_alloc.h"
+#include "pft_error.h"
+#include "pft_rng.h"
+
+void pft_ghead__folds_free(folds_t *f)
+{
+    PFT_FREE(f->row);
+    PFT_FREE(f->cls);
+    PFT_FREE(f->fold);
+}
+
+/* Own rows → class indices (checking they can be in st), a seeded subset of at most GH_MAX_CV_ROWS, and a
+ * stratified assignment to folds. */
+int pft_ghead__folds_make(folds_t *f, const pft_gstat_t *st, const int32_t *y, int n, int folds,
+                          uint64_t seed)
+{
+    memset(f, 0, sizeof *f);
+    int S = pft_gstat_n_classes(st);
+    int *perm = pft_alloc_array((size_t)n, sizeof(int));
+    uint64_t *own = pft_calloc((size_t)S, sizeof(uint64_t));
+    f->row = pft_alloc_array((size_t)n, sizeof(int));
+    f->cls = pft_alloc_array((size_t)n, sizeof(int));
+    f->fold = pft_alloc_array((size_t)n, sizeof(int));
+    pft_rng_t *rng = pft_rng_new(pft_rng_derive(seed, 0x67686561, 0));
+    int rc = (!perm || !own || !f->row || !f->cls || !f->fold || !rng)
+                 ? pft_err(PFT_ENOMEM, "gaussian head: out of memory for %d rows", n)
+                 : 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        int c = pft_gstat_find(st, y[i]);
+        if (c < 0 || ++own[c] > pft_gstat_count(st, c))
+            rc = pft_err(PFT_EINVAL, "gaussian head: own row %d (label %d) is not part of the statistics", i,
+                         (int)y[i]);
+        perm[i] = i;
+    }
+    if (rc == 0) {
+        for (int i = n - 1; i > 0; i--) { /* Fisher–Yates */
+            int j = (int)pft_rng_below(rng, (uint64_t)i + 1);
+            int t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        f->n = n < GH_MAX_CV_ROWS ? n : GH_MAX_CV_ROWS;
+        f->F = folds < f->n ? folds : f->n;
+        /* stratified: per class in shuffled order, dealt round-robin, continuing across classes */
+        int next = 0, k = 0;
+        for (int c = 0; c < S; c++)
+            for (int i = 0; i < f->n; i++) {
+                int r = perm[i];
+                if (pft_gstat_find(st, y[r]) != c)
+                    continue;
+                f->row[k] = r;
+                f->cls[k] = c;
+                f->fold[k] = next;
+                next = (next + 1) % f->F;
+                k++;
+            }
+    }
+    pft_rng_destroy(&rng);
+    pft_free(perm);
+    pft_free(own);
+    if (rc != 0)
+        pft_ghead__folds_free(f);
+    return rc;
+}
+
+void pft_ghead__tally_row(tally_t *t, const double *s, const int *present, int S, int truth)
+{
+    int best = -1;
+    double mx = -DBL_MAX;
+    for (int c = 0; c < S; c++)
+        if (present[c] && (best < 0 || s[c] > mx)) {
+            mx = s[c];
+            best = c;
+        }
+    double z = 0;
+    for (int c = 0; c < S; c++)
+        if (present[c])
+            z += exp(s[c] - mx);
+    double lse = mx + log(z);
+    t->correct += best == truth;
+    t->total++;
+    t->loss += present[truth] ? lse - s[truth] : 50.0; /* a class emptied by the fold: capped penalty */
+}
+
+/* Index of the best tally: accuracy, then cross-entropy, then the later (larger) grid point. */
+int pft_ghead__tally_best(const tally_t *t, int m)
+{
+    int best = -1;
+    for (int i = 0; i < m; i++) {
+        if (!t[i].valid || t[i].total == 0)
+            continue;
+        if (best < 0 || t[i].correct > t[best].correct ||
+            (t[i].correct == t[best].correct && t[i].loss <= t[best].loss))
+            best = i;
+    }
+    return best;
+}
