@@ -34,7 +34,7 @@
 
 #define MAX_CLASSES 64
 
-static pft_lreig_opts_t g_opts = {.tol = 1e-10, .extra = -1, .steps = 3, .max_cycles = 40};
+static pft_lreig_opts_t g_opts; /* the solver's defaults, --steps and --extra override */
 
 static double now(void)
 {
@@ -253,6 +253,7 @@ int main(int argc, char **argv)
 {
     const char *dir = "../shared/data/pacs-mobilenetv2";
     int nr = 1200, q = 64, rep = 5, rows[8] = {60, 500}, nrows = 2;
+    pft_lreig_opts_default(&g_opts);
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--data"))
             dir = argv[i + 1];
