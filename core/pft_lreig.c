@@ -122,14 +122,42 @@ static int qr(ks_t *k, int *redo)
     return 0;
 }
 
-/* Makes Z (d×b) orthonormal and orthogonal to Q[:, :m]: a projection and a QR, twice (block CGS2). A column
- * the first QR finds dependent, or the second projection finds mostly in span Q (below half its length), is
- * replaced by a random one and the block done again. */
+/* Cholesky QR of Z in place: G = ZᵀZ = RᵀR, Z ← Z R⁻¹ (two BLAS-3 calls where Householder QR is mostly
+ * BLAS-2). 1 (Z untouched) when G is not numerically positive definite or R's diagonal spans more than 1e6
+ * (the orthogonality lost, ε·κ², would exceed 1e-4): the caller then uses Householder. S serves as scratch.
+ */
+static int chol_qr(ks_t *k)
+{
+    int b = k->b;
+    double *G = k->S;
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, b, k->d, 1.0, k->Z, b, 0.0, G, b);
+    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', b, G, b) != 0)
+        return 1;
+    double lo = INFINITY, hi = 0;
+    for (int j = 0; j < b; j++)
+        lo = fmin(lo, fabs(G[(size_t)j * b + j])), hi = fmax(hi, fabs(G[(size_t)j * b + j]));
+    if (!(lo > 1e-6 * hi))
+        return 1;
+    cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, k->d, b, 1.0, G, b, k->Z,
+                b);
+    return 0;
+}
+
+/* Orthonormalises Z's columns: Cholesky QR, or Householder QR where that is ill-conditioned (*redo as qr). */
+static int orthonormalize(ks_t *k, int *redo)
+{
+    *redo = 0;
+    return chol_qr(k) == 0 ? 0 : qr(k, redo);
+}
+
+/* Makes Z (d×b) orthonormal and orthogonal to Q[:, :m]: a projection and an orthonormalisation, twice
+ * (block CGS2). A column found dependent, or that the second projection finds mostly in span Q (below half
+ * its length), is replaced by a random one and the block done again. */
 static int orth_block(ks_t *k)
 {
     for (int attempt = 0; attempt < 8; attempt++) {
         project(k);
-        int redo = 0, rc = qr(k, &redo);
+        int redo = 0, rc = orthonormalize(k, &redo);
         if (rc)
             return rc;
         if (redo)
@@ -143,7 +171,7 @@ static int orth_block(ks_t *k)
             }
         if (redo)
             continue;
-        if ((rc = qr(k, &redo)))
+        if ((rc = orthonormalize(k, &redo)))
             return rc;
         if (!redo)
             return 0;
