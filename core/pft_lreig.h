@@ -4,9 +4,10 @@
  * projected problem that is exact; the method is a block Krylov iteration with thick restarts (block Lanczos
  * with full reorthogonalisation and Rayleigh–Ritz, restarted on its b leading Ritz vectors):
  *   1. Q = an orthonormal random d×b block (b = q + extra, seeded), W = A Q;
- *   2. expand Q by `steps` blocks, each the previous block's image W orthonormalised against Q (twice, block
- *      classical Gram–Schmidt, then Householder QR; a direction already in span Q is replaced by a random
- * one, which is what finds eigenvalues of multiplicity up to b and the null space when q ≥ rank A);
+ *   2. expand Q by `steps` blocks, each the previous block's image W orthonormalised against Q: block
+ *      classical Gram–Schmidt twice, each pass followed by a Cholesky QR of the block (Householder QR where
+ *      that is ill-conditioned); a direction already in span Q is replaced by a random one, which is what
+ *      finds eigenvalues of multiplicity up to b and the null space when q ≥ rank A;
  *   3. Rayleigh–Ritz: H = Qᵀ W (m×m), its b leading eigenpairs (θ_j, s_j), Ritz vectors v_j = Q s_j with
  *      A v_j = W s_j already known (no extra product);
  *   4. converged when every one of the q leading residuals satisfies ‖A v_j − θ_j v_j‖ ≤ tol · ‖A‖, ‖A‖
@@ -16,9 +17,10 @@
  * each within ‖R‖₂ ≤ √q · tol · ‖A‖ of one θ_j (Kahan); that they are the q leading ones rests on the random
  * start, which has a component along every eigenvector with probability 1 (the tests compare with LAPACK).
  * A vector's angle to its eigenvector is ≤ residual / gap, so vectors are defined (and compared) only where
- * eigenvalues are separated; within a repeated or clustered eigenvalue the subspace is
- * what is defined (compare projectors). Cost per cycle: O(d·R·m) for the products (R = rank of the terms,
- * m = b·(steps + 1)) and O(d·m²) for orthogonalisation; nothing of size d².
+ * eigenvalues are separated; within a repeated or clustered eigenvalue the subspace is what is defined
+ * (compare projectors). Cost per cycle: O(d·R·m) for the products (R = rank of the terms,
+ * m = b·(steps + 1)) and O(d·m²) for orthogonalisation; memory 2·d·m + m² doubles beside the operator's
+ * R·d (at d = 1280, q = 64: m = 360, 8.4 MB, where the formed matrix alone is 13 MB).
  * When the iteration does not converge in its budget, or the operator is so small that the Krylov space
  * would be most of R^d, the dense path (A formed, LAPACK dsyevr for the top q) gives the answer and
  * info.dense says so. Each eigenvector's sign is fixed: its entry of largest magnitude (the first on ties)
@@ -40,11 +42,11 @@ typedef struct {
 
 /* What the solver did. */
 typedef struct {
-    int cycles;   /* Rayleigh–Ritz cycles run (0 on the dense path) */
-    long matvecs; /* columns A was applied to */
-    double residual; /* max over the q pairs of ‖A v − θ v‖ / ‖A‖ (iterative path; 0 on the dense path) */
-    double norm; /* the ‖A‖ used */
-    int dense;   /* 1: the answer is LAPACK's on the formed matrix (small d, or no convergence) */
+    int cycles;      /* Rayleigh–Ritz cycles run (0 on the dense path) */
+    long matvecs;    /* columns A was applied to */
+    double residual; /* max over the q pairs of ‖A v − θ v‖ / ‖A‖ at the last cycle (0 if none ran) */
+    double norm;     /* the ‖A‖ used */
+    int dense;       /* 1: the answer is LAPACK's on the formed matrix (small d, or no convergence) */
 } pft_lreig_info_t;
 
 void pft_lreig_opts_default(pft_lreig_opts_t *o);
