@@ -6,6 +6,7 @@
 
 #include "pft_alloc.h"
 #include "pft_error.h"
+#include "pft_gstat.h"
 #include "pft_linalg.h"
 
 /* Column j of U (d×q, row-major) = v·√max(λ, 0), v's sign fixed so that its entry of largest magnitude (the
@@ -83,6 +84,53 @@ int pft_gstat_lowrank_shared_op(const pft_lrop_t *W, double n, int q, const pft_
     }
     pft_free(lam);
     pft_free(z);
+    return rc;
+}
+
+int pft_gstat_lowrank_op_add_rows(pft_lrop_t *op, const float *x, const int32_t *y, int n)
+{
+    int d = pft_lrop_dim(op), C = 0;
+    for (int i = 0; i < n; i++) {
+        if (y[i] < 0)
+            return pft_err(PFT_EINVAL, "gstat lowrank: row %d has label %d", i, (int)y[i]);
+        C = y[i] + 1 > C ? y[i] + 1 : C;
+    }
+    double *mu = pft_calloc((size_t)C * d + 1, sizeof *mu), *cnt = pft_calloc((size_t)C + 1, sizeof *cnt);
+    int rc = mu && cnt ? 0 : pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for %d class means", C);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        cnt[y[i]]++;
+        for (int j = 0; j < d; j++)
+            mu[(size_t)y[i] * d + j] += x[(size_t)i * d + j];
+    }
+    for (int c = 0; rc == 0 && c < C; c++)
+        for (int j = 0; cnt[c] > 0 && j < d; j++)
+            mu[(size_t)c * d + j] /= cnt[c];
+    for (int i = 0; rc == 0 && i < n; i++)
+        rc = pft_lrop_add_rows(op, x + (size_t)i * d, 1, mu + (size_t)y[i] * d, 1.0);
+    pft_free(mu);
+    pft_free(cnt);
+    return rc;
+}
+
+int pft_gstat_lowrank_op_merge(pft_lrop_t *op, const pft_gstat_t *a, const pft_gstat_t *b)
+{
+    int d = pft_lrop_dim(op);
+    if (pft_gstat_dim(a) != d || pft_gstat_dim(b) != d)
+        return pft_err(PFT_EINVAL, "gstat lowrank: statistics of d = %d and %d for an operator of d = %d",
+                       pft_gstat_dim(a), pft_gstat_dim(b), d);
+    double *delta = pft_alloc_array((size_t)d, sizeof *delta);
+    int rc = delta ? 0 : pft_err(PFT_ENOMEM, "gstat lowrank: out of memory");
+    for (int i = 0; rc == 0 && i < pft_gstat_n_classes(b); i++) {
+        int k = pft_gstat_find(a, pft_gstat_label(b, i));
+        if (k < 0)
+            continue;
+        double na = (double)pft_gstat_count(a, k), nb = (double)pft_gstat_count(b, i);
+        const double *ma = pft_gstat_mean(a, k), *mb = pft_gstat_mean(b, i);
+        for (int j = 0; j < d; j++)
+            delta[j] = mb[j] - ma[j];
+        rc = pft_lrop_add_factor(op, delta, 1, 1, na * nb / (na + nb));
+    }
+    pft_free(delta);
     return rc;
 }
 

@@ -30,6 +30,20 @@ int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *p
 int pft_gstat_lowrank_shared_op(const pft_lrop_t *W, double n, int q, const pft_lreig_opts_t *opts, double *U,
                                 double *psi, pft_lreig_info_t *info);
 
+/* A relay's within-class scatter as an operator, without forming d×d (the pieces pft_gstat_merge adds):
+ *  - pft_gstat_lowrank_op_add_rows: op += Σ_i (x_i − μ_{y_i})(x_i − μ_{y_i})ᵀ over n float rows x (n×d) with
+ *    labels y (≥ 0), μ_c the mean of these rows of class c (one rank-one term per row);
+ *  - pft_gstat_lowrank_op_merge: op += the between-part terms of merging statistics b into a, per label in
+ *    both, (n_a n_b / (n_a + n_b)) δδᵀ with δ = μ_b − μ_a (one term per shared class).
+ * A received release adds n·(U Uᵀ + diag ψ) by pft_lrop_add_factor(op, U, q, q, n) and
+ * pft_lrop_add_diag(op, psi, n). With each part's scatter added once and the merge terms of each pairwise
+ * merge in the order the statistics were merged, the operator equals the merged W of pft_gstat_merge.
+ * 0, or PFT_EINVAL (another d, a negative label, a non-finite value), PFT_ENOMEM; on error op may hold
+ * part of the terms. */
+int pft_gstat_lowrank_op_add_rows(pft_lrop_t *op, const float *x, const int32_t *y, int n);
+struct pft_gstat_t;
+int pft_gstat_lowrank_op_merge(pft_lrop_t *op, const struct pft_gstat_t *a, const struct pft_gstat_t *b);
+
 /* C (d×d, row-major, both triangles) = U Uᵀ + diag(psi), U d×q row-major (q ≥ 0; U unread when q = 0). */
 void pft_gstat_lowrank_expand(const double *U, const double *psi, int d, int q, double *C);
 

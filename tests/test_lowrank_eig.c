@@ -12,6 +12,7 @@
  *    neighbours by at least 1e-3 ‖A‖; inside a cluster only the cluster's projector is compared. */
 #include "pft_alloc.h"
 #include "pft_error.h"
+#include "pft_gstat.h"
 #include "pft_gstat_lowrank.h"
 #include "pft_linalg.h"
 #include "pft_lreig.h"
@@ -428,6 +429,66 @@ static void test_fallback_and_determinism(void)
     pft_lrop_destroy(&op);
 }
 
+/* A relay's scatter as an operator equals pft_gstat_merge's W: three parts of rows merged as (a + b) + c, the
+ * operator from each part's rows and the merge terms of each pairwise merge in that order, within 1e-10 of
+ * W's largest entry; its release (pft_gstat_lowrank_shared_op) equals the release of W / N. */
+static void test_op_equals_gstat_merge(void)
+{
+    const int d = 200, n[3] = {90, 70, 40}, C = 4, q = 12;
+    pft_rng_t *rng = pft_rng_new(21);
+    pft_gstat_t *st[3], *m = NULL;
+    pft_lrop_t *op = pft_lrop_new(d);
+    for (int p = 0; p < 3; p++) {
+        float *x = malloc((size_t)n[p] * d * sizeof *x);
+        int32_t *y = malloc((size_t)n[p] * sizeof *y);
+        for (int i = 0; i < n[p]; i++) { /* class and part shift the mean; correlated noise */
+            y[i] = (int32_t)pft_rng_below(rng, C - (p == 2)); /* part c lacks class 3 */
+            double common = pft_rng_normal(rng);
+            for (int j = 0; j < d; j++)
+                x[(size_t)i * d + j] = (float)(0.5 * common + pft_rng_normal(rng) / (1 + 0.05 * j) +
+                                               (j % C == y[i] ? 1.0 + 0.3 * p : 0) + 2);
+        }
+        st[p] = pft_gstat_new(PFT_GSTAT_TIED, d);
+        CHECK(st[p] && pft_gstat_add_rows(st[p], x, y, (size_t)n[p]) == 0);
+        CHECK(pft_gstat_lowrank_op_add_rows(op, x, y, n[p]) == 0);
+        free(x);
+        free(y);
+    }
+    m = pft_gstat_dup(st[0]);
+    CHECK(pft_gstat_lowrank_op_merge(op, m, st[1]) == 0 && pft_gstat_merge(m, st[1]) == 0);
+    CHECK(pft_gstat_lowrank_op_merge(op, m, st[2]) == 0 && pft_gstat_merge(m, st[2]) == 0);
+    double *A = malloc((size_t)d * d * sizeof *A), *Cm = malloc((size_t)d * d * sizeof *Cm), big = 0,
+           diff = 0;
+    const double *W = pft_gstat_tied_scatter(m);
+    pft_lrop_dense(op, A);
+    for (size_t i = 0; i < (size_t)d * d; i++)
+        big = fmax(big, fabs(W[i])), diff = fmax(diff, fabs(A[i] - W[i]));
+    CHECK_MSG(diff <= 1e-10 * big, "operator and merged W differ by %.3g of %.3g", diff, big);
+    double N = (double)pft_gstat_total(m), *U0 = malloc((size_t)d * q * sizeof *U0),
+           *U1 = malloc((size_t)d * q * sizeof *U1), p0[d], p1[d];
+    for (size_t i = 0; i < (size_t)d * d; i++)
+        Cm[i] = W[i] / N;
+    pft_lreig_info_t info;
+    CHECK(pft_gstat_lowrank_shared(Cm, d, q, U0, p0) == 0);
+    CHECK(pft_gstat_lowrank_shared_op(op, N, q, NULL, U1, p1, &info) == 0 && !info.dense);
+    pft_gstat_lowrank_expand(U0, p0, d, q, A);
+    pft_gstat_lowrank_expand(U1, p1, d, q, Cm);
+    big = diff = 0;
+    for (size_t i = 0; i < (size_t)d * d; i++)
+        big = fmax(big, fabs(A[i])), diff = fmax(diff, fabs(A[i] - Cm[i]));
+    CHECK_MSG(diff <= 1e-8 * big, "releases differ by %.3g of %.3g", diff, big);
+    int32_t bad = -1;
+    float row[d];
+    memset(row, 0, sizeof row);
+    CHECK(pft_gstat_lowrank_op_add_rows(op, row, &bad, 1) == PFT_EINVAL);
+    free(A), free(Cm), free(U0), free(U1);
+    for (int p = 0; p < 3; p++)
+        pft_gstat_destroy(&st[p]);
+    pft_gstat_destroy(&m);
+    pft_lrop_destroy(&op);
+    pft_rng_destroy(&rng);
+}
+
 int main(void)
 {
     RUN(test_lrop_basics);
@@ -439,5 +500,6 @@ int main(void)
     RUN(test_q_above_rank);
     RUN(test_tiny);
     RUN(test_fallback_and_determinism);
+    RUN(test_op_equals_gstat_merge);
     return pft_test_done();
 }
