@@ -6,7 +6,25 @@
 
 #include "pft_alloc.h"
 #include "pft_error.h"
+#include "pft_gstat.h"
 #include "pft_linalg.h"
+
+/* Column j of U (d×q, row-major) = v·√max(λ, 0), v's sign fixed so that its entry of largest magnitude (the
+ * first on ties) is positive. */
+static void lowrank_column(const double *v, double lam, int d, int q, int j, double *U)
+{
+    double s = sqrt(lam > 0 ? lam : 0.0), big = 0;
+    int at = 0;
+    for (int r = 0; r < d; r++)
+        if (fabs(v[r]) > big) {
+            big = fabs(v[r]);
+            at = r;
+        }
+    if (v[at] < 0)
+        s = -s;
+    for (int r = 0; r < d; r++)
+        U[(size_t)r * q + j] = v[r] * s;
+}
 
 int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *psi)
 {
@@ -24,26 +42,15 @@ int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *p
             psi[r] = psi[r] > 0 ? psi[r] : 0.0;
         return 0;
     }
-    double *a = pft_alloc_array(dd, sizeof *a), *w = pft_alloc_array((size_t)d, sizeof *w);
-    int rc = a && w ? 0 : pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for a %d×%d matrix", d, d);
+    double *a = pft_alloc_array(dd, sizeof *a), *w = pft_alloc_array((size_t)q, sizeof *w);
+    double *z = pft_alloc_array((size_t)q * d, sizeof *z);
+    int rc = a && w && z ? 0 : pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for a %d×%d matrix", d, d);
     if (rc == 0) {
         memcpy(a, C, dd * sizeof *a);
-        rc = pft_la_eigh_fast(a, d, w); /* ascending; row i of a is the eigenvector of w[i] */
+        rc = pft_la_eigh_top(a, d, q, w, z); /* descending; row j of z is the eigenvector of w[j] */
     }
-    for (int j = 0; rc == 0 && j < q; j++) {
-        const double *v = a + (size_t)(d - 1 - j) * d;
-        double lam = w[d - 1 - j] > 0 ? w[d - 1 - j] : 0.0, s = sqrt(lam), big = 0;
-        int at = 0;
-        for (int r = 0; r < d; r++)
-            if (fabs(v[r]) > big) {
-                big = fabs(v[r]);
-                at = r;
-            }
-        if (v[at] < 0)
-            s = -s;
-        for (int r = 0; r < d; r++)
-            U[(size_t)r * q + j] = v[r] * s;
-    }
+    for (int j = 0; rc == 0 && j < q; j++)
+        lowrank_column(z + (size_t)j * d, w[j], d, q, j, U);
     for (int r = 0; rc == 0 && r < d; r++) {
         double p = psi[r];
         for (int j = 0; j < q; j++)
@@ -52,6 +59,78 @@ int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *p
     }
     pft_free(a);
     pft_free(w);
+    pft_free(z);
+    return rc;
+}
+
+int pft_gstat_lowrank_shared_op(const pft_lrop_t *W, double n, int q, const pft_lreig_opts_t *opts, double *U,
+                                double *psi, pft_lreig_info_t *info)
+{
+    int d = pft_lrop_dim(W);
+    if (q < 1 || q > d || !(n > 0) || !isfinite(n))
+        return pft_err(PFT_EINVAL, "gstat lowrank: q = %d outside 1..%d or n = %g", q, d, n);
+    double *lam = pft_alloc_array((size_t)q, sizeof *lam), *z = pft_alloc_array((size_t)q * d, sizeof *z);
+    int rc = lam && z ? pft_lreig_top(W, q, opts, lam, z, info)
+                      : pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for %d eigenvectors", q);
+    for (int j = 0; rc == 0 && j < q; j++)
+        lowrank_column(z + (size_t)j * d, lam[j] / n, d, q, j, U);
+    if (rc == 0)
+        pft_lrop_diagonal(W, psi);
+    for (int r = 0; rc == 0 && r < d; r++) {
+        double p = psi[r] / n;
+        for (int j = 0; j < q; j++)
+            p -= U[(size_t)r * q + j] * U[(size_t)r * q + j];
+        psi[r] = p > 0 ? p : 0.0;
+    }
+    pft_free(lam);
+    pft_free(z);
+    return rc;
+}
+
+int pft_gstat_lowrank_op_add_rows(pft_lrop_t *op, const float *x, const int32_t *y, int n)
+{
+    int d = pft_lrop_dim(op), C = 0;
+    for (int i = 0; i < n; i++) {
+        if (y[i] < 0)
+            return pft_err(PFT_EINVAL, "gstat lowrank: row %d has label %d", i, (int)y[i]);
+        C = y[i] + 1 > C ? y[i] + 1 : C;
+    }
+    double *mu = pft_calloc((size_t)C * d + 1, sizeof *mu), *cnt = pft_calloc((size_t)C + 1, sizeof *cnt);
+    int rc = mu && cnt ? 0 : pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for %d class means", C);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        cnt[y[i]]++;
+        for (int j = 0; j < d; j++)
+            mu[(size_t)y[i] * d + j] += x[(size_t)i * d + j];
+    }
+    for (int c = 0; rc == 0 && c < C; c++)
+        for (int j = 0; cnt[c] > 0 && j < d; j++)
+            mu[(size_t)c * d + j] /= cnt[c];
+    for (int i = 0; rc == 0 && i < n; i++)
+        rc = pft_lrop_add_rows(op, x + (size_t)i * d, 1, mu + (size_t)y[i] * d, 1.0);
+    pft_free(mu);
+    pft_free(cnt);
+    return rc;
+}
+
+int pft_gstat_lowrank_op_merge(pft_lrop_t *op, const pft_gstat_t *a, const pft_gstat_t *b)
+{
+    int d = pft_lrop_dim(op);
+    if (pft_gstat_dim(a) != d || pft_gstat_dim(b) != d)
+        return pft_err(PFT_EINVAL, "gstat lowrank: statistics of d = %d and %d for an operator of d = %d",
+                       pft_gstat_dim(a), pft_gstat_dim(b), d);
+    double *delta = pft_alloc_array((size_t)d, sizeof *delta);
+    int rc = delta ? 0 : pft_err(PFT_ENOMEM, "gstat lowrank: out of memory");
+    for (int i = 0; rc == 0 && i < pft_gstat_n_classes(b); i++) {
+        int k = pft_gstat_find(a, pft_gstat_label(b, i));
+        if (k < 0)
+            continue;
+        double na = (double)pft_gstat_count(a, k), nb = (double)pft_gstat_count(b, i);
+        const double *ma = pft_gstat_mean(a, k), *mb = pft_gstat_mean(b, i);
+        for (int j = 0; j < d; j++)
+            delta[j] = mb[j] - ma[j];
+        rc = pft_lrop_add_factor(op, delta, 1, 1, na * nb / (na + nb));
+    }
+    pft_free(delta);
     return rc;
 }
 

@@ -10,12 +10,39 @@
 #ifndef PFT_GSTAT_LOWRANK_H
 #define PFT_GSTAT_LOWRANK_H
 
+#include "pft_lreig.h"
+
 /* The rank-q factor U (d×q, row-major: U[r·q + j]) and diagonal psi (d) of the PSD d×d row-major matrix C
  * (both triangles read; it is copied, not modified): the q leading eigenpairs by pft_la_eigh_fast,
  * eigenvalues clamped at 0, each column's sign fixed so that its entry of largest magnitude (the first on
  * ties) is positive, so the result depends only on the eigenspaces. 0 ≤ q ≤ d (q = 0: psi = diag C).
  * 0, or PFT_EINVAL (d < 1, q outside 0..d, a non-finite entry), PFT_ENOMEM, PFT_ENUMERIC (LAPACK). */
 int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *psi);
+
+/* The same release of C = W / n for a scatter W held as a diagonal plus low-rank terms (pft_lrop: a relay's
+ * received release n_r·(U_r U_rᵀ + diag ψ_r), its own centred rows, the merge's between-part terms), without
+ * forming W: the q leading eigenpairs by pft_lreig_top (block Krylov to a residual of 1e-10·‖W‖, LAPACK on
+ * the formed matrix when it does not converge: info->dense, which the caller should count and log), psi from
+ * W's exact diagonal. Equals pft_gstat_lowrank_shared of the formed C to the solver's tolerance where the
+ * q-th and (q+1)-th eigenvalues are apart (otherwise the leading subspace, hence U Uᵀ, is not defined by C
+ * either); each column's sign is fixed the same way. 1 ≤ q ≤ d, n > 0; opts NULL: the solver's defaults; info
+ * may be NULL. 0, or PFT_EINVAL, PFT_ENOMEM, PFT_ENUMERIC. */
+int pft_gstat_lowrank_shared_op(const pft_lrop_t *W, double n, int q, const pft_lreig_opts_t *opts, double *U,
+                                double *psi, pft_lreig_info_t *info);
+
+/* A relay's within-class scatter as an operator, without forming d×d (the pieces pft_gstat_merge adds):
+ *  - pft_gstat_lowrank_op_add_rows: op += Σ_i (x_i − μ_{y_i})(x_i − μ_{y_i})ᵀ over n float rows x (n×d) with
+ *    labels y (≥ 0), μ_c the mean of these rows of class c (one rank-one term per row);
+ *  - pft_gstat_lowrank_op_merge: op += the between-part terms of merging statistics b into a, per label in
+ *    both, (n_a n_b / (n_a + n_b)) δδᵀ with δ = μ_b − μ_a (one term per shared class).
+ * A received release adds n·(U Uᵀ + diag ψ) by pft_lrop_add_factor(op, U, q, q, n) and
+ * pft_lrop_add_diag(op, psi, n). With each part's scatter added once and the merge terms of each pairwise
+ * merge in the order the statistics were merged, the operator equals the merged W of pft_gstat_merge.
+ * 0, or PFT_EINVAL (another d, a negative label, a non-finite value), PFT_ENOMEM; on error op may hold
+ * part of the terms. */
+int pft_gstat_lowrank_op_add_rows(pft_lrop_t *op, const float *x, const int32_t *y, int n);
+struct pft_gstat_t;
+int pft_gstat_lowrank_op_merge(pft_lrop_t *op, const struct pft_gstat_t *a, const struct pft_gstat_t *b);
 
 /* C (d×d, row-major, both triangles) = U Uᵀ + diag(psi), U d×q row-major (q ≥ 0; U unread when q = 0). */
 void pft_gstat_lowrank_expand(const double *U, const double *psi, int d, int q, double *C);

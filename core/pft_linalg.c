@@ -139,6 +139,53 @@ int pft_la_eigh_fast(double *a, int n, double *w)
     return rc;
 }
 
+int pft_la_eigh_top(double *a, int n, int k, double *w, double *z)
+{
+    if (n < 1 || k < 1 || k > n)
+        return pft_err(PFT_EINVAL, "eigh top: k = %d outside 1..%d", k, n);
+    /* Column-major upper = row-major lower; Z (n×k column-major) is k row-major rows of length n, ascending.
+     */
+    lapack_int *isuppz = pft_alloc_array(2 * (size_t)k, sizeof *isuppz);
+    double *wa = pft_alloc_array((size_t)n, sizeof *wa), q = 0;
+    lapack_int iq = 0, m = 0, il = n - k + 1;
+    lapack_int info = isuppz && wa ? LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', 'I', 'U', n, a, n, 0, 0, il,
+                                                         n, 0, &m, wa, z, n, isuppz, &q, -1, &iq, -1)
+                                   : -1000;
+    lapack_int lwork = (lapack_int)q, liwork = iq;
+    double *work = info == 0 ? pft_alloc_array((size_t)lwork, sizeof *work) : NULL;
+    lapack_int *iwork = info == 0 ? pft_alloc_array((size_t)liwork, sizeof *iwork) : NULL;
+    int rc = 0;
+    if (info == -1000 || (info == 0 && (!work || !iwork)))
+        rc = pft_err(PFT_ENOMEM, "eigh top: out of memory");
+    else if (info != 0)
+        rc = pft_err(PFT_ENUMERIC, "eigh top: workspace query failed (%d)", (int)info);
+    if (rc == 0) {
+        info = LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', 'I', 'U', n, a, n, 0, 0, il, n, 0, &m, wa, z, n,
+                                   isuppz, work, lwork, iwork, liwork);
+        if (info != 0 || m != k)
+            rc = pft_err(PFT_ENUMERIC, "eigh top: LAPACK dsyevr failed (%d, %d of %d eigenvalues)", (int)info,
+                         (int)m, k);
+    }
+    for (int i = 0; rc == 0 && i < k / 2; i++) { /* ascending → descending */
+        int j = k - 1 - i;
+        double t = wa[i];
+        wa[i] = wa[j];
+        wa[j] = t;
+        for (int r = 0; r < n; r++) {
+            t = z[(size_t)i * n + r];
+            z[(size_t)i * n + r] = z[(size_t)j * n + r];
+            z[(size_t)j * n + r] = t;
+        }
+    }
+    if (rc == 0)
+        memcpy(w, wa, (size_t)k * sizeof *w);
+    pft_free(isuppz);
+    pft_free(wa);
+    pft_free(work);
+    pft_free(iwork);
+    return rc;
+}
+
 int pft_la_spd_inverse(const double *l, double *inv, int n)
 {
     /* row-major lower = column-major upper: DPOTRI on U = Lᵀ leaves the upper triangle of A⁻¹ there,

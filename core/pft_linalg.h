@@ -35,6 +35,14 @@ int pft_la_eigh(double *a, int n, double *w);
  * eigenvalues). 0, or PFT_ENOMEM / PFT_ENUMERIC (a is then clobbered). */
 int pft_la_eigh_fast(double *a, int n, double *w);
 
+/* The k largest eigenpairs (1 ≤ k ≤ n) of the symmetric n×n row-major matrix a (only its lower triangle is
+ * read; a is clobbered), by dsyevr with RANGE = 'I': the eigenvalues descending into w[k] and row i of z
+ * (k×n) the unit eigenvector of w[i]. The tridiagonal reduction is the same O(n³) as pft_la_eigh_fast's, but
+ * only k eigenvectors are computed and back-transformed (O(n²k) instead of O(n³)). The vectors equal
+ * pft_la_eigh_fast's up to sign (and within repeated eigenvalues) and rounding. 0, or PFT_EINVAL (k outside
+ * 1..n), PFT_ENOMEM, PFT_ENUMERIC. */
+int pft_la_eigh_top(double *a, int n, int k, double *w, double *z);
+
 /* inv (n×n, row-major, both triangles) = (L Lᵀ)⁻¹ from the lower Cholesky factor l (upper part ignored).
  * 0, or PFT_ENUMERIC (a zero diagonal). For small n: multiplying by an explicit inverse with DGEMM beats
  * OpenBLAS's triangular solves on tall right-hand sides by an order of magnitude. */
