@@ -6,14 +6,24 @@
 # Runs (seed 0): ring5 (examples/ring5.dot), chain5 and chain5_tied (configs/chain5.dot, cov = tied), star_sa
 # (secure aggregation, a star of five clients and an aggregator, examples data) and star_sa_dp (the same with
 # DP ε = 1, δ = 0.001; the noise is seeded by PFT_DP_SEED only in a PFT_TEST_HOOKS build); star20, star50_tied
-# (configs/, costly: only when named).
+# (configs/, costly: only when named). KEYS=DIR: the star runs take every node's key from DIR (generated there
+# once), so that two builds mask with the same keys and their masked bundles can be compared byte for byte.
+# DP_EPS: the star_sa_dp run's dp_epsilon (default 1).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 DATA=$here/examples/data/pacs-small
 
-star_dot() { # star_dot FILE SETTINGS
+star_dot() { # star_dot FILE SETTINGS [PFTNET]: with KEYS set, every node's key from that folder
+    local keys="" id
+    if [ -n "${KEYS:-}" ]; then
+        mkdir -p "$KEYS"
+        for id in s c1 c2 c3 c4 c5; do
+            [ -f "$KEYS/$id.pub" ] || "$3" keygen "$id" --dir "$KEYS" >/dev/null 2>&1
+            keys="$keys $id [key = \"$(cd "$KEYS" && pwd)/$id.pub\"];"
+        done
+    fi
     printf 'digraph star_sa {\n  dataset = "%s"; partition = iid; samples = 100; deadline = 240; prep = l2;\n  %s\n  %s\n}\n' \
-        "$DATA" "$2" "s [data = false]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; c5 -> s;" >"$1"
+        "$DATA" "$2" "s [data = false];$keys c1 -> s; c2 -> s; c3 -> s; c4 -> s; c5 -> s;" >"$1"
 }
 
 run_one() { # run_one BIN OUT NAME
@@ -25,10 +35,10 @@ run_one() { # run_one BIN OUT NAME
     chain5_tied) dot=$here/configs/chain5.dot set=(--set cov=tied) ;;
     star20) dot=$here/configs/star20.dot ;;
     star50_tied) dot=$here/configs/star50.dot set=(--set cov=tied) ;;
-    star_sa) dot=$out/star_sa.dot && star_dot "$dot" "cov = tied; secure_agg = true;" ;;
+    star_sa) dot=$out/star_sa.dot && star_dot "$dot" "cov = tied; secure_agg = true;" "$bin/pftnet" ;;
     star_sa_dp)
         dot=$out/star_sa_dp.dot
-        star_dot "$dot" "cov = tied; secure_agg = true; dp_epsilon = 1; dp_delta = 0.001;"
+        star_dot "$dot" "cov = tied; secure_agg = true; dp_epsilon = ${DP_EPS:-1}; dp_delta = 0.001;" "$bin/pftnet"
         env=(PFT_DP_SEED=7)
         ;;
     *) echo "unknown run $name" >&2 && return 2 ;;
