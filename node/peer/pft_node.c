@@ -183,6 +183,8 @@ static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
         return rc;
     nd->tally.n_real = nd->tally.n_synthetic = 0; /* result.json reports the last stage's union */
     rc = st->action == PFT_WHAT_REFIT ? refit_stage(nd, k, st) : forward_stage(nd, k, st);
+    if (rc == 0 && st->action == PFT_WHAT_REFIT && st->final && nd->method->after_send)
+        rc = nd->method->after_send(nd); /* the bundle is on its way: the rest is for the own head */
     pft_node__inbox_release(nd, st);
     return rc;
 }

@@ -169,14 +169,9 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
         rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE);
     if (rc == 0 && st->final)
         pft_node__noise_json(nd, &ps);
-    int n_synth = 0;
-    if (rc == 0 && st->final && !nd->head_ops->wants_stats) {
-        rc = logreg_rows(nd);
-        n_synth = nd->tally.n_synthetic;
-    }
     if (rc == 0) {
         nd->tally.n_real = pft_dataset_n(nd->train);
-        nd->tally.n_synthetic = n_synth;
+        nd->tally.n_synthetic = 0; /* a rows head's draws: after the send (after_send) */
         nd->tally.em_seconds += pft_fsio_now() - t0;
         pft_info("merged own statistics with %d received part(s) into %d part(s) in %.2fs",
                  ps.n - (nd->tally.n_real > 0), pft_bundle_n_parts(b), pft_fsio_now() - t0);
@@ -227,8 +222,22 @@ static int adopt(node_t *nd, const inbound_t *s)
     return rc;
 }
 
+/* A final refit's rows head, after the send: its rows drawn from the head's statistics (nothing sent holds
+ * them). */
+static int after_send(node_t *nd)
+{
+    if (nd->head_ops->wants_stats)
+        return 0;
+    double t0 = pft_fsio_now();
+    int rc = logreg_rows(nd);
+    nd->tally.n_real = pft_dataset_n(nd->train);
+    nd->tally.em_seconds += pft_fsio_now() - t0;
+    return rc;
+}
+
 const pft_node_method_t pft_node__method_exact = {
     .name = "exact",
     .refit = refit,
     .adopt = adopt,
+    .after_send = after_send,
 };

@@ -146,6 +146,9 @@ typedef struct {
     int (*refit)(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out);
     /* A final FORWARD stage: the head's input from an adopted complete bundle (s->bundle NULL: own rows). */
     int (*adopt)(node_t *nd, const inbound_t *s);
+    /* Optional (NULL): a final REFIT stage, once its bundle is handed to the outbox: the rest of the head's
+     * input, what nothing sent depends on (off the hop's critical path). */
+    int (*after_send)(node_t *nd);
 } pft_node_method_t;
 
 /* A head's predictions for n rows (pft_node__eval_score's predictor). */
