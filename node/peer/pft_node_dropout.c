@@ -481,30 +481,31 @@ static int declare(node_t *nd)
     return rc;
 }
 
-/* The members of the group whose bundle did not come in stage st (into missing, node indices, the group's
- * order); -1 when none of the group hands off in st. */
-static long stage_missing(node_t *nd, const pft_stage_t *st, size_t *missing)
+/* The members of the group whose bundle did not come in stage st into missing[0..*n) (node indices, the
+ * group's order): 1, or 0 when none of the group hands off in st, or an error. */
+static int stage_missing(node_t *nd, const pft_stage_t *st, size_t *missing, size_t *n)
 {
     inbound_t **recv = pft_calloc(st->n_recv + 1, sizeof *recv);
     if (!recv)
         return pft_err(PFT_ENOMEM, "out of memory");
-    size_t nr = pft_node__inbox_stage_bundles(nd, st, recv), n = 0;
+    size_t nr = pft_node__inbox_stage_bundles(nd, st, recv);
     int any = 0;
     for (size_t j = 0; j < st->n_recv; j++)
         for (size_t i = 0; i < nd->hand.n_in; i++) {
             const pft_topo_node_t *u = pft_topo_find(nd->topo, nd->hand.in[i].from);
             any |= nd->hand.in[i].handoff == st->recv[j] && u && is_member(nd, u->index);
         }
+    *n = 0;
     for (size_t m = 0; any && m < nd->sec.n_members; m++) {
         const char *id = pft_topo_node(nd->topo, nd->sec.members[m])->id;
         int in = 0;
         for (size_t r = 0; r < nr && !in; r++)
             in = pft_bundle_prov_contains(recv[r]->bundle, id);
         if (!in)
-            missing[n++] = nd->sec.members[m];
+            missing[(*n)++] = nd->sec.members[m];
     }
     pft_free(recv);
-    return any ? (long)n : -1;
+    return any;
 }
 
 /* The opener once its stage's hand-offs are in or gone on without: declares the members missing (refused
@@ -512,25 +513,25 @@ static long stage_missing(node_t *nd, const pft_stage_t *st, size_t *missing)
  * 0: declared; or an error. */
 static int declare_missing(node_t *nd, const pft_stage_t *st)
 {
-    size_t *missing = pft_alloc_array(nd->sec.n_members + 1, sizeof *missing);
-    long n = missing ? stage_missing(nd, st, missing) : pft_err(PFT_ENOMEM, "out of memory");
-    int rc = n == -1 && missing ? 2 : n < 0 ? (int)n : n == 0 ? 1 : 0;
+    size_t n = 0, *missing = pft_alloc_array(nd->sec.n_members + 1, sizeof *missing);
+    int rc = missing ? stage_missing(nd, st, missing, &n) : pft_err(PFT_ENOMEM, "out of memory");
+    rc = rc < 0 ? rc : rc == 0 ? 2 : n == 0 ? 1 : 0;
     if (rc == 0) {
         const char *x = pft_topo_node(nd->topo, missing[0])->id;
-        rc = pft_secplan_dropout_ok(nd->sec.plan, nd->topo, 0, missing, (size_t)n, nd->sec.div > 0,
+        rc = pft_secplan_dropout_ok(nd->sec.plan, nd->topo, 0, missing, n, nd->sec.div > 0,
                                     (size_t)nd->run->dp_dropouts);
         if (rc)
-            rc = pft_err_wrap(rc, "secure aggregation: %ld member(s) never delivered (e.g. '%s')", n, x);
+            rc = pft_err_wrap(rc, "secure aggregation: %zu member(s) never delivered (e.g. '%s')", n, x);
     }
     size_t nn = pft_topo_node_count(nd->topo);
     if (rc == 0) {
-        nd->drop.keys = pft_calloc(nn * (size_t)n, sizeof *nd->drop.keys);
-        nd->drop.n_keys = nd->drop.keys ? nn * (size_t)n : 0;
+        nd->drop.keys = pft_calloc(nn * n, sizeof *nd->drop.keys);
+        nd->drop.n_keys = nd->drop.keys ? nn * n : 0;
         rc = nd->drop.keys ? 0 : pft_err(PFT_ENOMEM, "out of memory");
     }
     if (rc == 0) {
         nd->drop.missing = missing, missing = NULL;
-        nd->drop.n_missing = (size_t)n;
+        nd->drop.n_missing = n;
         load_reveals(nd);
         rc = declare(nd);
     }
