@@ -117,56 +117,82 @@ static int own_evidence(node_t *nd, const parts_t *ps, int final)
     return rc;
 }
 
+/* Merge: every received part of the stage taken and folded into its group (b records the bundles as
+ * parents); the opener of a masked group opens its sum, in the clear. */
+static int merge(node_t *nd, const pft_stage_t *st, parts_t *ps, pft_bundle_t *b)
+{
+    inbound_t **recv = pft_calloc(st->n_recv + 1, sizeof *recv);
+    int rc = recv ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    size_t nr = rc == 0 ? pft_node__inbox_stage_bundles(nd, st, recv) : 0;
+    for (size_t r = 0; rc == 0 && r < nr; r++) {
+        rc = take_received(nd, ps, recv[r], 0);
+        if (rc == 0)
+            rc = pft_bundle_add_parent(b, recv[r]->id);
+    }
+    pft_free(recv);
+    if (rc == 0 && ps->covered[nd->my_index])
+        rc = pft_err(PFT_EINVAL, "a received part already counts this node's own rows");
+    return rc ? rc : pft_node__secagg_open(nd, ps);
+}
+
+/* Own rows into ps through the release steps (floor, noise, mask as this node's table says). */
+static int own_part(node_t *nd, parts_t *ps)
+{
+    uint64_t *merged = own_group_rows(nd, ps);
+    int rc = merged ? pft_node__step_own(nd, ps, merged) : pft_err(PFT_ENOMEM, "out of memory");
+    pft_free(merged);
+    return rc;
+}
+
+/* A final stage's head statistics (everything held, own rows exactly), checked against the plan's view, and
+ * its noisy components; before the outbound parts take the accumulators (no copy of them). */
+static int head_input(node_t *nd, const parts_t *ps)
+{
+    pft_gstat_destroy(&nd->head.stats);
+    int rc = pft_node__parts_total(nd, ps, &nd->head.stats);
+    nd->head.has_own = 1;
+    if (rc == 0)
+        rc = pft_node__secagg_check_view(nd, ps);
+    return rc ? rc : pft_node__parts_noisy(nd, ps, NULL);
+}
+
+/* The outbound bundle b: one part per group, the release steps on it, this node's evidence in its
+ * provenance, the complete flag. */
+static int outbound(node_t *nd, parts_t *ps, pft_bundle_t *b, int complete)
+{
+    int rc = pft_node__parts_add_groups(nd, ps, b, 1);
+    if (rc == 0)
+        rc = pft_node__step_bundle(nd, b);
+    for (int i = 0; rc == 0 && i < pft_bundle_prov_n_nodes(b); i++)
+        if (strcmp(pft_bundle_prov_node(b, i), nd->me->id) == 0)
+            rc = pft_node__evidence_set(nd, b, nd->me->id);
+    return rc == 0 && complete ? pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE) : rc;
+}
+
+/* merge → own part (release steps) → [final: head statistics] → own evidence (it travels) → outbound bundle
+ * (release steps on it); a final stage then gathers every contributor's evidence and its noise record. */
 static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
 {
     pft_node__set_status(nd, "merging", NULL);
     double t0 = pft_fsio_now();
     parts_t ps;
-    int prc = pft_node__parts_init(nd, &ps);
-    inbound_t **recv = pft_calloc(st->n_recv + 1, sizeof *recv);
-    int d = pft_dataset_d(nd->train);
+    int rc = pft_node__parts_init(nd, &ps);
     pft_dtype_t dt = nd->run->stats_dtype == PFT_TOPO_FP16 ? PFT_DTYPE_F16 : PFT_DTYPE_F32;
-    pft_bundle_t *b = pft_bundle_new(nd->run->run, nd->me->id, dt, d);
-    int rc = prc ? prc : recv && b ? 0 : pft_err(PFT_ENOMEM, "out of memory");
-    size_t nr = rc == 0 ? pft_node__inbox_stage_bundles(nd, st, recv) : 0;
-    for (size_t r = 0; rc == 0 && r < nr; r++) {
-        rc = take_received(nd, &ps, recv[r], 0);
-        if (rc == 0)
-            rc = pft_bundle_add_parent(b, recv[r]->id);
-    }
-    if (rc == 0 && ps.covered[nd->my_index])
-        rc = pft_err(PFT_EINVAL, "a received part already counts this node's own rows");
+    pft_bundle_t *b = pft_bundle_new(nd->run->run, nd->me->id, dt, pft_dataset_d(nd->train));
+    if (rc == 0 && !b)
+        rc = pft_err(PFT_ENOMEM, "out of memory");
     if (rc == 0)
-        rc = pft_node__secagg_open(nd, &ps); /* the opener of a masked group: its sum, in the clear */
-    uint64_t *merged = rc == 0 ? own_group_rows(nd, &ps) : NULL;
-    if (rc == 0 && !merged)
-        rc = PFT_ENOMEM;
-    if (rc == 0) /* the release pipeline's own part: floor, noise, mask as this node's steps say */
-        rc = pft_node__step_own(nd, &ps, merged);
-    pft_free(merged);
-    if (rc == 0 && st->final) { /* the head's statistics first: then the outbound parts may take the
-                                   accumulators (no copy of them) */
-        pft_gstat_destroy(&nd->head.stats);
-        rc = pft_node__parts_total(nd, &ps, &nd->head.stats);
-        nd->head.has_own = 1;
-        if (rc == 0)
-            rc = pft_node__secagg_check_view(nd, &ps);
-        if (rc == 0)
-            rc = pft_node__parts_noisy(nd, &ps, NULL);
-    }
+        rc = merge(nd, st, &ps, b);
+    if (rc == 0)
+        rc = own_part(nd, &ps);
+    if (rc == 0 && st->final)
+        rc = head_input(nd, &ps);
     if (rc == 0)
         rc = own_evidence(nd, &ps, st->final);
     if (rc == 0)
-        rc = pft_node__parts_add_groups(nd, &ps, b, 1);
-    if (rc == 0) /* the release pipeline on the bundle: the rule */
-        rc = pft_node__step_bundle(nd, b);
-    for (int i = 0; rc == 0 && i < pft_bundle_prov_n_nodes(b); i++)
-        if (strcmp(pft_bundle_prov_node(b, i), nd->me->id) == 0)
-            rc = pft_node__evidence_set(nd, b, nd->me->id);
+        rc = outbound(nd, &ps, b, complete);
     if (rc == 0 && st->final)
         rc = pft_node__evidence_gather(nd, b);
-    if (rc == 0 && complete)
-        rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE);
     if (rc == 0 && st->final)
         pft_node__noise_json(nd, &ps);
     if (rc == 0) {
@@ -181,7 +207,6 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
         b = NULL;
     }
     pft_node__parts_free(&ps);
-    pft_free(recv);
     pft_bundle_destroy(&b);
     return rc;
 }
