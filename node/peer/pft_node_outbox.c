@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define RECEIPT_ACK_S 0.1 /* a stored send whose ACK is not read this long after its receipt was found ends  \
-                           */
+/* A stored send whose ACK is not read this long (s) after its receipt was found ends as delivered. */
+#define RECEIPT_ACK_S 0.1
 
 /* Two records per hand-off, each holding the bundle id (RELIABILITY.md §5): out/sent/h<seq> is written before
  * the first transmission and removed once the send failed or was refused; out/acked/h<seq> is written the
