@@ -177,10 +177,14 @@ static int forward_stage(node_t *nd, size_t k, const pft_stage_t *st)
 static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
 {
     int rc = pft_node__loop_until(nd, pft_node__inbox_ready, (void *)st, 200);
+    if (rc == 0) /* an opener whose group lost members: the declaration and the survivors' reveals */
+        rc = pft_node__loop_until(nd, pft_node__dropout_ready, (void *)st, 200);
     if (rc)
         return rc;
     nd->tally.n_real = nd->tally.n_synthetic = 0; /* result.json reports the last stage's union */
     rc = st->action == PFT_WHAT_REFIT ? refit_stage(nd, k, st) : forward_stage(nd, k, st);
+    if (rc == 0 && st->action == PFT_WHAT_REFIT && st->final && nd->method->after_send)
+        rc = nd->method->after_send(nd); /* the bundle is on its way: the rest is for the own head */
     pft_node__inbox_release(nd, st);
     return rc;
 }
@@ -334,11 +338,21 @@ static int open_transport(node_t *nd)
     int rc = pft_node__setup_io(nd);
     if (rc == 0)
         rc = pft_node__secagg_setup(nd); /* after the keys: masks come from them */
+    if (rc == 0)
+        rc = pft_node__step_setup(nd); /* after the plan: whether this node masks */
     if (rc)
         return fail(rc == PFT_ETOPO ? PFT_EXIT_TOPOLOGY : exit_for(rc));
     pft_info("listening on %s%s", pft_transport_endpoint(nd->hand.tp),
              args->listen_fd >= 0 ? " (socket handed over by the launcher)" : "");
     return PFT_EXIT_OK;
+}
+
+/* Secure aggregation's end (pft_node_dropout.c): the opener's done notices, a member's wait for them. */
+static void dropout_end(node_t *nd, int failed)
+{
+    double until = 0;
+    if (pft_node__dropout_finish(nd, failed, &until))
+        (void)pft_node__loop_until(nd, pft_node__dropout_ended, &until, 200);
 }
 
 /* Every stage in order (the head trained in the final one), then every send to its end. Returns an exit code.
@@ -352,7 +366,7 @@ static int run_stages(node_t *nd, json_t *res)
             rc = pft_node__head_train(nd, res);
         if (rc) {
             int code = fail(exit_for(rc));
-            pft_node__dropout_finish(nd, 1); /* an opener tells the members it asks nothing more */
+            dropout_end(nd, 1); /* an opener tells the members it asks nothing more */
             return code;
         }
     }
@@ -362,7 +376,7 @@ static int run_stages(node_t *nd, json_t *res)
     if (pft_node__outbox_report(nd, rc == PFT_EINTR) > 0)
         return PFT_EXIT_SEND;
     if (rc == 0)
-        pft_node__dropout_finish(nd, 0); /* a member stays reachable while a declaration may come */
+        dropout_end(nd, 0); /* a member stays reachable while a declaration may come */
     return rc == PFT_EINTR ? PFT_EXIT_INTERRUPTED : PFT_EXIT_OK;
 }
 

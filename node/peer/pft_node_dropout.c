@@ -481,7 +481,89 @@ static int declare(node_t *nd)
     return rc;
 }
 
-int pft_node__dropout_recover(node_t *nd, const size_t *missing, size_t n, uint64_t *sum, size_t n_words)
+/* The members of the group whose bundle did not come in stage st into missing[0..*n) (node indices, the
+ * group's order): 1, or 0 when none of the group hands off in st, or an error. */
+static int stage_missing(node_t *nd, const pft_stage_t *st, size_t *missing, size_t *n)
+{
+    inbound_t **recv = pft_calloc(st->n_recv + 1, sizeof *recv);
+    if (!recv)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    size_t nr = pft_node__inbox_stage_bundles(nd, st, recv);
+    int any = 0;
+    for (size_t j = 0; j < st->n_recv; j++)
+        for (size_t i = 0; i < nd->hand.n_in; i++) {
+            const pft_topo_node_t *u = pft_topo_find(nd->topo, nd->hand.in[i].from);
+            any |= nd->hand.in[i].handoff == st->recv[j] && u && is_member(nd, u->index);
+        }
+    *n = 0;
+    for (size_t m = 0; any && m < nd->sec.n_members; m++) {
+        const char *id = pft_topo_node(nd->topo, nd->sec.members[m])->id;
+        int in = 0;
+        for (size_t r = 0; r < nr && !in; r++)
+            in = pft_bundle_prov_contains(recv[r]->bundle, id);
+        if (!in)
+            missing[(*n)++] = nd->sec.members[m];
+    }
+    pft_free(recv);
+    return any;
+}
+
+/* The opener once its stage's hand-offs are in or gone on without: declares the members missing (refused
+ * unless the plan allows it) to the survivors. 2: none of the group hands off in st; 1: nobody is missing;
+ * 0: declared; or an error. */
+static int declare_missing(node_t *nd, const pft_stage_t *st)
+{
+    size_t n = 0, *missing = pft_alloc_array(nd->sec.n_members + 1, sizeof *missing);
+    int rc = missing ? stage_missing(nd, st, missing, &n) : pft_err(PFT_ENOMEM, "out of memory");
+    rc = rc < 0 ? rc : rc == 0 ? 2 : n == 0 ? 1 : 0;
+    if (rc == 0) {
+        const char *x = pft_topo_node(nd->topo, missing[0])->id;
+        rc = pft_secplan_dropout_ok(nd->sec.plan, nd->topo, 0, missing, n, nd->sec.div > 0,
+                                    (size_t)nd->run->dp_dropouts);
+        if (rc)
+            rc = pft_err_wrap(rc, "secure aggregation: %zu member(s) never delivered (e.g. '%s')", n, x);
+    }
+    size_t nn = pft_topo_node_count(nd->topo);
+    if (rc == 0) {
+        nd->drop.keys = pft_calloc(nn * n, sizeof *nd->drop.keys);
+        nd->drop.n_keys = nd->drop.keys ? nn * n : 0;
+        rc = nd->drop.keys ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    }
+    if (rc == 0) {
+        nd->drop.missing = missing, missing = NULL;
+        nd->drop.n_missing = n;
+        load_reveals(nd);
+        rc = declare(nd);
+    }
+    pft_free(missing);
+    return rc;
+}
+
+int pft_node__dropout_ready(node_t *nd, void *stage)
+{
+    const pft_stage_t *st = stage;
+    if (nd->drop.phase == DROP_OPENABLE || !am_opener(nd) || !nd->sec.recover || st->action != PFT_WHAT_REFIT)
+        return 1;
+    if (nd->drop.phase == DROP_IDLE) {
+        int rc = declare_missing(nd, st);
+        if (rc == 2 || rc < 0) /* not the group's stage; or an error */
+            return rc < 0 ? rc : 1;
+        nd->drop.phase = rc == 1 ? DROP_OPENABLE : DROP_DECLARED;
+        nd->drop.until = pft_fsio_now() + nd->run->send_deadline;
+        return rc; /* 0: the loop's next turn sends the declarations */
+    }
+    if (nd->drop.phase == DROP_DECLARED) {
+        pft_node__crash_point("after-declare"); /* tests: a restart declares again; reveals come again */
+        pft_node__set_status(nd, "waiting", "secure aggregation: the survivors' reveals");
+        nd->drop.phase = DROP_REVEALING;
+    }
+    int c = reveals_in(nd, &nd->drop.until);
+    if (c == 1)
+        nd->drop.phase = DROP_OPENABLE;
+    return c;
+}
+
+int pft_node__dropout_cancel(node_t *nd, const size_t *missing, size_t n, uint64_t *sum, size_t n_words)
 {
     const char *x = pft_topo_node(nd->topo, missing[0])->id;
     if (!nd->sec.recover)
@@ -491,32 +573,25 @@ int pft_node__dropout_recover(node_t *nd, const size_t *missing, size_t n, uint6
             "cannot be removed (it never arrived?), and this topology is not a star whose survivors "
             "could reveal them",
             x);
-    int rc = pft_secplan_dropout_ok(nd->sec.plan, nd->topo, 0, missing, n, nd->sec.div > 0,
-                                    (size_t)nd->run->dp_dropouts);
-    if (rc)
-        return pft_err_wrap(rc, "secure aggregation: %zu member(s) never delivered (e.g. '%s')", n, x);
+    int same = nd->drop.phase == DROP_OPENABLE && n == nd->drop.n_missing;
+    for (size_t i = 0; same && i < n; i++) {
+        int found = 0;
+        for (size_t j = 0; j < n; j++)
+            found |= nd->drop.missing[j] == missing[i];
+        same = found;
+    }
+    if (!same)
+        return pft_err(PFT_EINVAL,
+                       "secure aggregation: the masked sum lacks %zu member(s) (e.g. '%s'), not the ones "
+                       "declared missing before the opening: the sum stays masked",
+                       n, x);
     size_t nn = pft_topo_node_count(nd->topo);
-    nd->drop.missing = pft_alloc_array(n, sizeof *missing);
-    nd->drop.keys = pft_calloc(nn * n, sizeof *nd->drop.keys);
-    nd->drop.n_keys = nd->drop.keys ? nn * n : 0;
-    if (!nd->drop.missing || !nd->drop.keys)
-        return pft_err(PFT_ENOMEM, "out of memory");
-    memcpy(nd->drop.missing, missing, n * sizeof *missing);
-    nd->drop.n_missing = n;
-    load_reveals(nd);
-    if ((rc = declare(nd)) != 0)
-        return rc;
-    pft_node__loop_yield(nd);               /* the declarations go now */
-    pft_node__crash_point("after-declare"); /* tests: a restart declares again; reveals come again */
-    pft_node__set_status(nd, "waiting", "secure aggregation: the survivors' reveals");
-    double until = pft_fsio_now() + nd->run->send_deadline;
-    if ((rc = pft_node__loop_until(nd, reveals_in, &until, 200)) != 0)
-        return rc;
+    int rc = 0;
     for (size_t m = 0; rc == 0 && m < nd->sec.n_members; m++) {
         size_t s = nd->sec.members[m];
         for (size_t j = 0; rc == 0 && nd->drop.have[s] && j < n; j++)
             rc = pft_mask_cancel_revealed(nd->drop.keys[s * n + j], &nd->hand.keys[s],
-                                          &nd->hand.keys[missing[j]], sum, n_words);
+                                          &nd->hand.keys[nd->drop.missing[j]], sum, n_words);
     }
     sodium_memzero(nd->drop.keys, nn * n * sizeof *nd->drop.keys); /* used once */
     if (rc == 0)
@@ -526,12 +601,15 @@ int pft_node__dropout_recover(node_t *nd, const size_t *missing, size_t n, uint6
 
 /* ---------- the end ---------- */
 
-/* The loop's condition of the end: the opener's notices ended, or a member told (or its reveal ended badly),
- * or past the time in ctx. */
-static int finished(node_t *nd, void *ctx)
+int pft_node__dropout_ended(node_t *nd, void *until)
 {
-    if (pft_fsio_now() > *(const double *)ctx)
+    if (pft_fsio_now() > *(const double *)until) {
+        if (am_member(nd) && !nd->drop.told)
+            pft_warn("secure aggregation: no done notice from %s by this node's deadline; stopping (nothing "
+                     "was revealed after this point)",
+                     nd->sec.opener);
         return 1;
+    }
     if (am_member(nd))
         return nd->drop.told;
     for (size_t m = 0; m < nd->sec.n_members; m++) {
@@ -542,14 +620,13 @@ static int finished(node_t *nd, void *ctx)
     return 1;
 }
 
-void pft_node__dropout_finish(node_t *nd, int failed)
+int pft_node__dropout_finish(node_t *nd, int failed, double *until)
 {
     if (!nd->sec.plan || !nd->sec.recover || !nd->hand.tp || !(am_opener(nd) || (am_member(nd) && !failed)))
-        return;
-    double until;
+        return 0;
     if (am_opener(nd)) {
         if (nd->drop.done_sent)
-            return;
+            return 0;
         nd->drop.done_sent = 1;
         pft_secmsg_t d = header(nd, PFT_SECMSG_DONE);
         for (size_t m = 0; m < nd->sec.n_members; m++) {
@@ -560,21 +637,17 @@ void pft_node__dropout_finish(node_t *nd, int failed)
             int h = missing ? -1 : send_msg(nd, &d, pft_topo_node(nd->topo, v)->id);
             nd->drop.notice[v] = h >= 0 ? h : -1;
         }
-        until = pft_fsio_now() + NOTICE_WAIT_S;
-    } else {
-        const pft_topo_edge_t *e =
-            pft_topo_edge_find(nd->topo, nd->my_index, pft_topo_find(nd->topo, nd->sec.opener)->index);
-        double dl = e && e->deadline > nd->run->deadline ? e->deadline : nd->run->deadline;
-        until = nd->t_start + dl + (e ? e->send_deadline : nd->run->send_deadline) + MEMBER_GRACE_S;
-        if (!nd->drop.told)
-            pft_node__set_status(nd, "waiting",
-                                 "secure aggregation: the opener's done notice (or a declaration)");
+        *until = pft_fsio_now() + NOTICE_WAIT_S;
+        return 1;
     }
-    (void)pft_node__loop_until(nd, finished, &until, 200);
-    if (am_member(nd) && !nd->drop.told)
-        pft_warn("secure aggregation: no done notice from %s by this node's deadline; stopping (nothing was "
-                 "revealed after this point)",
-                 nd->sec.opener);
+    const pft_topo_edge_t *e =
+        pft_topo_edge_find(nd->topo, nd->my_index, pft_topo_find(nd->topo, nd->sec.opener)->index);
+    double dl = e && e->deadline > nd->run->deadline ? e->deadline : nd->run->deadline;
+    *until = nd->t_start + dl + (e ? e->send_deadline : nd->run->send_deadline) + MEMBER_GRACE_S;
+    if (!nd->drop.told)
+        pft_node__set_status(nd, "waiting",
+                             "secure aggregation: the opener's done notice (or a declaration)");
+    return 1;
 }
 
 void pft_node__dropout_json(const node_t *nd, json_t *sec)

@@ -10,45 +10,6 @@
 
 #include <string.h>
 
-/* The privacy floor on own statistics: the node's own rows less the classes with fewer than min_rows rows
- * (each withheld and reported), into *out; NULL (and nothing withheld) when no class is below the floor. */
-static int floor_rows(node_t *nd, const uint64_t *merged, pft_dataset_t **out)
-{
-    *out = NULL;
-    int n = pft_dataset_n(nd->train), m = 0, below = 0;
-    char *keep = pft_alloc((size_t)nd->n_classes + 1);
-    if (!keep)
-        return pft_err(PFT_ENOMEM, "out of memory");
-    for (int c = 0; c < nd->n_classes; c++) { /* the class as released: own rows and what merges with them */
-        uint64_t rel = (uint64_t)nd->own_counts[c] + (merged ? merged[c] : 0);
-        keep[c] = nd->own_counts[c] == 0 || rel >= (uint64_t)nd->me->min_rows;
-        below += !keep[c];
-    }
-    if (!below) {
-        pft_free(keep);
-        return 0;
-    }
-    if (!below)
-        return 0;
-    int *idx = pft_alloc_array((size_t)n, sizeof *idx);
-    if (!idx) {
-        pft_free(keep);
-        return pft_err(PFT_ENOMEM, "out of memory");
-    }
-    const int32_t *y = pft_dataset_y(nd->train);
-    for (int i = 0; i < n; i++)
-        if (keep[y[i]])
-            idx[m++] = i;
-    for (int c = 0; c < nd->n_classes; c++)
-        if (!keep[c])
-            pft_node__floor_withhold(&nd->know.floor, nd->me->min_rows, c, (uint64_t)nd->own_counts[c],
-                                     "own statistics");
-    int rc = pft_dataset_subset(nd->train, idx, m, out);
-    pft_free(idx);
-    pft_free(keep);
-    return rc;
-}
-
 /* Takes the parts of received bundle s: its statistics are decoded again from the stored bytes when the
  * inbox kept only its provenance (s->light), folded into the group accumulators, and freed. complete: s is a
  * complete bundle, used for the head only (its contributors need not reach this node along lap 1). */
@@ -68,60 +29,6 @@ static int take_received(node_t *nd, parts_t *ps, const inbound_t *s, int comple
         rc = pft_node__parts_fold(nd, ps, complete);
     pft_bundle_destroy(&full);
     return rc;
-}
-
-/* This node's own rows as a part (nothing for a node without rows). With release set, classes below the
- * privacy floor are left out of what goes on (floor_rows: a class counts as released with merged[c], the rows
- * of received parts that will be sent merged with the node's own; the exact statistics of every own row are
- * kept beside it for the node's own head), and with dp_epsilon > 0 the part is the node's (ε, δ)-DP release
- * of its statistics (pft_gstat_dp), again with the exact statistics kept beside it (its own rows need no
- * protection from itself). */
-static int take_own(node_t *nd, parts_t *ps, int release, const uint64_t *merged)
-{
-    int n = pft_dataset_n(nd->train);
-    if (n == 0)
-        return 0;
-    pft_dataset_t *rel = NULL;
-    pft_gstat_t *st = NULL, *noisy = NULL, *sent = NULL;
-    int rc = 0, dp = release && nd->me->dp_epsilon > 0;
-    if (release && pft_node__secagg_masks_own(nd)) { /* secure aggregation: every own row, masked; the floor
-                                                        applies where the group's sum opens */
-        pft_node__floor_reset(&nd->know.floor);
-        st = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train));
-        rc = st ? pft_gstat_add_rows(st, pft_dataset_x(nd->train), pft_dataset_y(nd->train), (size_t)n)
-                : PFT_ENOMEM;
-        if (rc == 0)
-            rc = pft_node__secagg_take_own(nd, ps, st);
-        pft_gstat_destroy(&st);
-        return rc;
-    }
-    if (release) {
-        pft_node__floor_reset(&nd->know.floor);
-        rc = floor_rows(nd, merged, &rel);
-    }
-    if (rc == 0 && !rel && !dp) { /* what goes on: every own row, exactly */
-        st = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train));
-        rc = st ? pft_gstat_add_rows(st, pft_dataset_x(nd->train), pft_dataset_y(nd->train), (size_t)n)
-                : PFT_ENOMEM;
-    }
-    if (rc == 0 && rel && !dp) { /* what goes on: the rows of the classes that meet the floor */
-        sent = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(rel));
-        rc = sent ? pft_gstat_add_rows(sent, pft_dataset_x(rel), pft_dataset_y(rel),
-                                       (size_t)pft_dataset_n(rel))
-                  : PFT_ENOMEM;
-    }
-    if (rc == 0 && dp)
-        rc = pft_node__release_stats(nd, rel ? rel : nd->train, pft_node__parts_kind(nd), &noisy);
-    pft_gstat_t **go = dp ? &noisy : sent ? &sent : &st;
-    if (rc == 0)
-        rc = pft_node__parts_take(ps, go, NULL, &nd->my_index, 1, NULL, nd->me->id);
-    if (rc == 0 && go != &st) /* the head reads the node's rows again, exactly */
-        ps->p[ps->n - 1].exact_rows = 1;
-    pft_gstat_destroy(&st);
-    pft_gstat_destroy(&sent);
-    pft_gstat_destroy(&noisy);
-    pft_dataset_destroy(&rel);
-    return rc == 1 ? 0 : rc;
 }
 
 /* A softmax head on exact statistics (head = logreg): its rows are the node's own (weight 1), and per class
@@ -181,47 +88,6 @@ static int logreg_rows(node_t *nd)
     return rc;
 }
 
-/* 1 when part i of b holds a contributor with a DP guarantee (a release of sums: means only). */
-static int part_has_dp(const pft_bundle_t *b, int i)
-{
-    for (int j = 0; j < pft_bundle_part_n_contributors(b, i); j++)
-        for (int e = 0; e < pft_bundle_prov_n_nodes(b); e++) {
-            double eps, delta;
-            if (strcmp(pft_bundle_prov_node(b, e), pft_bundle_part_contributor(b, i, j)) == 0 &&
-                pft_bundle_prov_dp(b, e, &eps, &delta))
-                return 1;
-        }
-    return 0;
-}
-
-/* The release rule (DESIGN.md §8, SECURITY.md §9; pft_topo_release_rank): a tied part's shared scatter
- * travels as at most one eigenpair per stats_rows_per_rank rows the part stands for (and at most stats_rank)
- * plus its exact diagonal, its isotropic variance only below 20 rows, so that the directions it reveals stay
- * few against its rows; dense under stats_release = full_scatter (research). A part holding a DP release of
- * sums is means only: its (zero) scatter travels as rank 0, i.e. one number. */
-static int release_form(node_t *nd, pft_bundle_t *b)
-{
-    int d = pft_bundle_dim(b), np = pft_bundle_n_parts(b), qmax = 0, rc = 0;
-    int dense = nd->run->stats_release == PFT_TOPO_RELEASE_FULL_SCATTER;
-    if (dense || np == 0 || pft_bundle_part_kind(b, 0) != PFT_GSTAT_TIED)
-        return pft_bundle_set_shared_rank(b, 0);
-    for (int i = 0; rc == 0 && i < np; i++) {
-        if (pft_bundle_part_is_masked(b, i)) { /* masked: its release rule was applied before masking */
-            pft_info("release: part %d (%d contributor(s)) masked for '%s'", i,
-                     pft_bundle_part_n_contributors(b, i), pft_bundle_part_mask(b, i)->opener);
-            continue;
-        }
-        uint64_t rows = pft_gstat_total(pft_bundle_part_stats(b, i));
-        int q = part_has_dp(b, i) ? 0 : pft_topo_release_rank(nd->run, rows, d);
-        qmax = q > qmax ? q : qmax;
-        rc = pft_bundle_set_part_rank_cap(b, i, q);
-        pft_info("release: part %d (%llu rows, %d contributor(s)): shared scatter as %s %d%s", i,
-                 (unsigned long long)rows, pft_bundle_part_n_contributors(b, i),
-                 q ? "rank" : "isotropic, rank", q, q ? " + diagonal" : "");
-    }
-    return rc ? rc : pft_bundle_set_shared_rank(b, qmax > 0 ? qmax : 1);
-}
-
 /* Per class, the rows of the taken parts that travel in this node's own group (merged with its own rows).
  * NULL if out of memory. */
 static uint64_t *own_group_rows(node_t *nd, const parts_t *ps)
@@ -251,66 +117,87 @@ static int own_evidence(node_t *nd, const parts_t *ps, int final)
     return rc;
 }
 
+/* Merge: every received part of the stage taken and folded into its group (b records the bundles as
+ * parents); the opener of a masked group opens its sum, in the clear. */
+static int merge(node_t *nd, const pft_stage_t *st, parts_t *ps, pft_bundle_t *b)
+{
+    inbound_t **recv = pft_calloc(st->n_recv + 1, sizeof *recv);
+    int rc = recv ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    size_t nr = rc == 0 ? pft_node__inbox_stage_bundles(nd, st, recv) : 0;
+    for (size_t r = 0; rc == 0 && r < nr; r++) {
+        rc = take_received(nd, ps, recv[r], 0);
+        if (rc == 0)
+            rc = pft_bundle_add_parent(b, recv[r]->id);
+    }
+    pft_free(recv);
+    if (rc == 0 && ps->covered[nd->my_index])
+        rc = pft_err(PFT_EINVAL, "a received part already counts this node's own rows");
+    return rc ? rc : pft_node__secagg_open(nd, ps);
+}
+
+/* Own rows into ps through the release steps (floor, noise, mask as this node's table says). */
+static int own_part(node_t *nd, parts_t *ps)
+{
+    uint64_t *merged = own_group_rows(nd, ps);
+    int rc = merged ? pft_node__step_own(nd, ps, merged) : pft_err(PFT_ENOMEM, "out of memory");
+    pft_free(merged);
+    return rc;
+}
+
+/* A final stage's head statistics (everything held, own rows exactly), checked against the plan's view, and
+ * its noisy components; before the outbound parts take the accumulators (no copy of them). */
+static int head_input(node_t *nd, const parts_t *ps)
+{
+    pft_gstat_destroy(&nd->head.stats);
+    int rc = pft_node__parts_total(nd, ps, &nd->head.stats);
+    nd->head.has_own = 1;
+    if (rc == 0)
+        rc = pft_node__secagg_check_view(nd, ps);
+    return rc ? rc : pft_node__parts_noisy(nd, ps, NULL);
+}
+
+/* The outbound bundle b: one part per group, the release steps on it, this node's evidence in its
+ * provenance, the complete flag. */
+static int outbound(node_t *nd, parts_t *ps, pft_bundle_t *b, int complete)
+{
+    int rc = pft_node__parts_add_groups(nd, ps, b, 1);
+    if (rc == 0)
+        rc = pft_node__step_bundle(nd, b);
+    for (int i = 0; rc == 0 && i < pft_bundle_prov_n_nodes(b); i++)
+        if (strcmp(pft_bundle_prov_node(b, i), nd->me->id) == 0)
+            rc = pft_node__evidence_set(nd, b, nd->me->id);
+    return rc == 0 && complete ? pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE) : rc;
+}
+
+/* merge → own part (release steps) → [final: head statistics] → own evidence (it travels) → outbound bundle
+ * (release steps on it); a final stage then gathers every contributor's evidence and its noise record. */
 static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
 {
     pft_node__set_status(nd, "merging", NULL);
     double t0 = pft_fsio_now();
     parts_t ps;
-    int prc = pft_node__parts_init(nd, &ps);
-    inbound_t **recv = pft_calloc(st->n_recv + 1, sizeof *recv);
-    int d = pft_dataset_d(nd->train);
+    int rc = pft_node__parts_init(nd, &ps);
     pft_dtype_t dt = nd->run->stats_dtype == PFT_TOPO_FP16 ? PFT_DTYPE_F16 : PFT_DTYPE_F32;
-    pft_bundle_t *b = pft_bundle_new(nd->run->run, nd->me->id, dt, d);
-    int rc = prc ? prc : recv && b ? 0 : pft_err(PFT_ENOMEM, "out of memory");
-    size_t nr = rc == 0 ? pft_node__inbox_stage_bundles(nd, st, recv) : 0;
-    for (size_t r = 0; rc == 0 && r < nr; r++) {
-        rc = take_received(nd, &ps, recv[r], 0);
-        if (rc == 0)
-            rc = pft_bundle_add_parent(b, recv[r]->id);
-    }
-    if (rc == 0 && ps.covered[nd->my_index])
-        rc = pft_err(PFT_EINVAL, "a received part already counts this node's own rows");
+    pft_bundle_t *b = pft_bundle_new(nd->run->run, nd->me->id, dt, pft_dataset_d(nd->train));
+    if (rc == 0 && !b)
+        rc = pft_err(PFT_ENOMEM, "out of memory");
     if (rc == 0)
-        rc = pft_node__secagg_open(nd, &ps); /* the opener of a masked group: its sum, in the clear */
-    uint64_t *merged = rc == 0 ? own_group_rows(nd, &ps) : NULL;
-    if (rc == 0 && !merged)
-        rc = PFT_ENOMEM;
+        rc = merge(nd, st, &ps, b);
     if (rc == 0)
-        rc = take_own(nd, &ps, 1, merged);
-    pft_free(merged);
-    if (rc == 0 && st->final) { /* the head's statistics first: then the outbound parts may take the
-                                   accumulators (no copy of them) */
-        pft_gstat_destroy(&nd->head.stats);
-        rc = pft_node__parts_total(nd, &ps, &nd->head.stats);
-        nd->head.has_own = 1;
-        if (rc == 0)
-            rc = pft_node__secagg_check_view(nd, &ps);
-        if (rc == 0)
-            rc = pft_node__parts_noisy(nd, &ps, NULL);
-    }
+        rc = own_part(nd, &ps);
+    if (rc == 0 && st->final)
+        rc = head_input(nd, &ps);
     if (rc == 0)
         rc = own_evidence(nd, &ps, st->final);
     if (rc == 0)
-        rc = pft_node__parts_add_groups(nd, &ps, b, 1);
-    if (rc == 0)
-        rc = release_form(nd, b);
-    for (int i = 0; rc == 0 && i < pft_bundle_prov_n_nodes(b); i++)
-        if (strcmp(pft_bundle_prov_node(b, i), nd->me->id) == 0)
-            rc = pft_node__evidence_set(nd, b, nd->me->id);
+        rc = outbound(nd, &ps, b, complete);
     if (rc == 0 && st->final)
         rc = pft_node__evidence_gather(nd, b);
-    if (rc == 0 && complete)
-        rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE);
     if (rc == 0 && st->final)
         pft_node__noise_json(nd, &ps);
-    int n_synth = 0;
-    if (rc == 0 && st->final && !nd->head_ops->wants_stats) {
-        rc = logreg_rows(nd);
-        n_synth = nd->tally.n_synthetic;
-    }
     if (rc == 0) {
         nd->tally.n_real = pft_dataset_n(nd->train);
-        nd->tally.n_synthetic = n_synth;
+        nd->tally.n_synthetic = 0; /* a rows head's draws: after the send (after_send) */
         nd->tally.em_seconds += pft_fsio_now() - t0;
         pft_info("merged own statistics with %d received part(s) into %d part(s) in %.2fs",
                  ps.n - (nd->tally.n_real > 0), pft_bundle_n_parts(b), pft_fsio_now() - t0);
@@ -320,7 +207,6 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
         b = NULL;
     }
     pft_node__parts_free(&ps);
-    pft_free(recv);
     pft_bundle_destroy(&b);
     return rc;
 }
@@ -333,7 +219,7 @@ static int adopt(node_t *nd, const inbound_t *s)
         rc = take_received(nd, &ps, s, 1);
     nd->head.has_own = ps.covered && ps.covered[nd->my_index];
     if (rc == 0 && !nd->head.has_own) /* no complete bundle, or one without this node: add own rows */
-        rc = take_own(nd, &ps, 0, NULL);
+        rc = pft_node__step_exact(nd, &ps);
     nd->head.has_own = 1;
     if (rc == 0) {
         pft_gstat_destroy(&nd->head.stats);
@@ -361,8 +247,22 @@ static int adopt(node_t *nd, const inbound_t *s)
     return rc;
 }
 
+/* A final refit's rows head, after the send: its rows drawn from the head's statistics (nothing sent holds
+ * them). */
+static int after_send(node_t *nd)
+{
+    if (nd->head_ops->wants_stats)
+        return 0;
+    double t0 = pft_fsio_now();
+    int rc = logreg_rows(nd);
+    nd->tally.n_real = pft_dataset_n(nd->train);
+    nd->tally.em_seconds += pft_fsio_now() - t0;
+    return rc;
+}
+
 const pft_node_method_t pft_node__method_exact = {
     .name = "exact",
     .refit = refit,
     .adopt = adopt,
+    .after_send = after_send,
 };

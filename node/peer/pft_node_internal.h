@@ -19,10 +19,16 @@
  *   pft_node_loop.c       the one loop: serve the transport, chores, until a condition holds; yield
  *   pft_node_parts.c      exact statistics as parts (who contributed), merged per group of the plan
  *   pft_node_dropout.c    secure aggregation: a star's members that never deliver, recovered (its chore runs
- *                         through nd->chore, its messages come through the top file's dispatch)
+ *                         through nd->chore, its messages come through the top file's dispatch, its waits
+ *                         are conditions the stage machine turns the loop on)
+ *   pft_node_step_rule.c  release step `rule`: the release rule's rank, on the bundle and a masked part
  *   pft_node_secagg.c     secure aggregation: the plan, own rows masked, a group's masked sum opened
  *   pft_node_noise.c      the DP noise accumulated in a head's statistics (result.json dp_noise)
  *   pft_node_evidence.c   the shrinkage's evidence: own rows' tallies sent, every contributor's summed
+ *   pft_node_step_floor.c release step `floor`: own classes below min_rows withheld
+ *   pft_node_step_noise.c release step `noise`: own statistics as a DP release
+ *   pft_node_step_mask.c  release step `mask`: own statistics masked for the group's opener
+ *   pft_node_step.c       what a node sends as one pipeline: the release steps chosen at setup, run in order
  *   pft_node_sampling.c   method `sampling`: draws from received GMMs ∪ own rows, EM per class
  *   pft_node_exact.c      method `exact`: own statistics ∪ received parts, merged without loss
  *   pft_node_head.c       a head's run: fit, write, evaluate, describe
@@ -90,6 +96,7 @@ typedef struct {
     int sent_before;  /* 1: sent in an earlier run of this node (out/sent/), not acknowledged then */
     int delivered;    /* 1: the successor's receipt was found (PFT_NODE_SEND_DELIVERED); where in reason */
     double receipt_looked; /* when (pft_fsio_now()) the receipt was last looked for */
+    double receipt_seen;   /* when the receipt of a pending send was found (0: not yet) */
     char reason[512];
 } outbound_t;
 
@@ -139,6 +146,9 @@ typedef struct {
     int (*refit)(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out);
     /* A final FORWARD stage: the head's input from an adopted complete bundle (s->bundle NULL: own rows). */
     int (*adopt)(node_t *nd, const inbound_t *s);
+    /* Optional (NULL): a final REFIT stage, once its bundle is handed to the outbox: the rest of the head's
+     * input, what nothing sent depends on (off the hop's critical path). */
+    int (*after_send)(node_t *nd);
 } pft_node_method_t;
 
 /* A head's predictions for n rows (pft_node__eval_score's predictor). */
@@ -162,6 +172,22 @@ typedef struct {
     int (*eval_more)(node_t *nd, const void *model, json_t *res);
 } pft_node_head_t;
 
+/* What a release step works on (pft_node_step.c): this node's own rows on their way into its outbound bundle,
+ * then the bundle. */
+typedef struct pft_node_release pft_node__release_t;
+
+/* A release step (pft_node_step_*.c): one stage of what a node sends, chosen once at setup by applies(). */
+typedef struct {
+    const char *name;
+    int (*applies)(const node_t *nd); /* 1: this node's releases go through the step (asked once, at setup) */
+    /* Works on the own part in r (r->ps, r->merged, r->rows, r->st); NULL: nothing to do there. */
+    int (*own)(node_t *nd, pft_node__release_t *r);
+    /* Works on the outbound bundle r->b, its parts merged; NULL: nothing to do there. */
+    int (*bundle)(node_t *nd, pft_node__release_t *r);
+} pft_node_step_t;
+
+#define PFT_NODE_MAX_STEPS 8
+
 /* One peer's whole state for a run. The top fields are set up once and then only read; each sub-struct is
  * written by the files named beside it. */
 struct node {
@@ -180,8 +206,8 @@ struct node {
     char status[512]; /* the status line last written to out/status (pft_node_base.c) */
     void (*chore)(struct node *nd); /* one more chore of every loop turn, set by a file above the loop (the
                                        dropout recovery's answers), or NULL */
-    int fatal;        /* a pft error code that ends the run at the next loop turn (the inbox could not store
-                         a bundle), 0 if none; its message is in fatal_msg (pft_node_inbox.c) */
+    int fatal; /* a pft error code that ends the run at the next loop turn (the inbox could not store
+                  a bundle), 0 if none; its message is in fatal_msg (pft_node_inbox.c) */
     char fatal_msg[512];
     struct { /* hand-offs: pft_node_setup.c, pft_node_inbox.c, pft_node_outbox.c */
         pft_transport_t *tp;
@@ -251,32 +277,39 @@ struct node {
         pft_secplan_t *plan;          /* NULL: secure_agg = off */
         const pft_secplan_node_t *me; /* this node's place in it */
         char label[PFT_BUNDLE_MAX_NAME + 16]; /* the group's use label: "<opener id>:tied" */
-        const char *opener;           /* id of the group's opener (NULL: no group) */
-        size_t *members;              /* the group's members, node indices */
+        const char *opener;                   /* id of the group's opener (NULL: no group) */
+        size_t *members;                      /* the group's members, node indices */
         size_t n_members;
-        json_t *info;                 /* what this node masked, opened and saw, for result.json */
-        uint32_t div;                 /* DP noise divisor D of the plan (0: no DP) */
-        double sigma;                 /* DP: σ every opened aggregate carries at least (0: no DP) */
-        double share_sd;              /* DP: each member's noise share, σ/√D */
-        int recover;                  /* 1: every member hands off directly to the opener (a star): members
-                                         that never deliver are recovered (docs/SECAGG.md §5) */
+        json_t *info;    /* what this node masked, opened and saw, for result.json */
+        uint32_t div;    /* DP noise divisor D of the plan (0: no DP) */
+        double sigma;    /* DP: σ every opened aggregate carries at least (0: no DP) */
+        double share_sd; /* DP: each member's noise share, σ/√D */
+        int recover;     /* 1: every member hands off directly to the opener (a star): members
+                            that never deliver are recovered (docs/SECAGG.md §5) */
     } sec;
-    struct { /* dropout recovery (pft_node_dropout.c): the opener's declaration and reveals, a member's answer */
+    struct { /* dropout recovery (pft_node_dropout.c): the opener's declaration and reveals, a member's answer
+              */
         size_t *missing; /* opener: members declared missing (node indices), n_missing of them */
         size_t n_missing;
-        unsigned char *have;           /* opener: per node index, its reveal is in */
-        uint8_t (*keys)[32];           /* opener: per node index × missing member, the revealed use keys */
-        size_t n_keys;                 /* opener: entries of keys */
-        int *notice;                   /* opener: per node index, the handle of its declaration or done notice
-                                          (-1: none) */
-        int done_sent;                 /* opener: the done notices went out */
-        pft_secmsg_t *asked;           /* member: a declaration accepted, answered in the next chore */
-        double asked_at;               /* member: when it was accepted */
-        int reveal;                    /* member: the handle of its reveal (-1: none) */
-        double revealed_at;            /* member: when it was (last) sent */
-        int told;                      /* member: the opener's done notice arrived */
-        json_t *revealed;              /* member: the ids it revealed its use keys with (result.json) */
+        unsigned char *have; /* opener: per node index, its reveal is in */
+        uint8_t (*keys)[32]; /* opener: per node index × missing member, the revealed use keys */
+        size_t n_keys;       /* opener: entries of keys */
+        int *notice;         /* opener: per node index, the handle of its declaration or done notice
+                                (-1: none) */
+        int done_sent;       /* opener: the done notices went out */
+        pft_secmsg_t *asked; /* member: a declaration accepted, answered in the next chore */
+        double asked_at;     /* member: when it was accepted */
+        int reveal;          /* member: the handle of its reveal (-1: none) */
+        double revealed_at;  /* member: when it was (last) sent */
+        int told;            /* member: the opener's done notice arrived */
+        json_t *revealed;    /* member: the ids it revealed its use keys with (result.json) */
+        int phase;    /* opener: where its opening stands (pft_node__drop_phase_t), a stage condition */
+        double until; /* opener: the reveals are due by then (pft_fsio_now() time) */
     } drop;
+    struct { /* the release pipeline (pft_node_step.c; set up once, then read) */
+        const pft_node_step_t *steps[PFT_NODE_MAX_STEPS]; /* the steps that apply, in order */
+        int n_steps;
+    } pipe;
     struct { /* the evaluation set (pft_node_eval.c): its labels; its features are read in blocks */
         int32_t *y;
         int n, d, classes;
@@ -408,8 +441,8 @@ void pft_node__inbox_json(const node_t *nd, json_t *recv, json_t *missing);
 /* ---- pft_node_outbox.c ---- */
 /* Sends a stage's message to its successors (not again where acknowledged before a restart). */
 int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, size_t len);
-/* The bundle an earlier run of this node stored (out/bundle.pftb) and recorded as sent or acknowledged on one of
- * stage st's hand-offs (out/sent/, out/acked/): its bytes into *buf (pft_free) and 1; 0 if none. A DP node
+/* The bundle an earlier run of this node stored (out/bundle.pftb) and recorded as sent or acknowledged on one
+ * of stage st's hand-offs (out/sent/, out/acked/): its bytes into *buf (pft_free) and 1; 0 if none. A DP node
  * restarted before its hand-off was acknowledged sends these bytes again instead of a fresh noise draw (its
  * successor may hold the first one already, and two draws would each spend the budget). */
 int pft_node__outbox_earlier(const node_t *nd, const pft_stage_t *st, uint8_t **buf, size_t *len);
@@ -516,6 +549,13 @@ int pft_node__parts_take_masked(const node_t *nd, parts_t *ps, const size_t *who
                                 const pft_bundle_t *b, const uint64_t *words, const uint64_t *counts,
                                 double bound, const char *from);
 /* ---- pft_node_dropout.c: a star's members that never deliver (docs/SECAGG.md §5) ---- */
+/* The opener's way to its opening, one stage condition (pft_node__dropout_ready) of the stage machine. */
+typedef enum {
+    DROP_IDLE = 0,  /* nothing looked at yet */
+    DROP_DECLARED,  /* the missing members declared; the declarations go in the loop's next turn */
+    DROP_REVEALING, /* waiting for every survivor's reveal */
+    DROP_OPENABLE,  /* nobody missing, or every reveal in: the refit may open the group's sum */
+} pft_node__drop_phase_t;
 /* After the plan: nd->sec.recover; the opener connects to every member, a member admits the opener's key. */
 int pft_node__dropout_setup(node_t *nd);
 void pft_node__dropout_free(node_t *nd);
@@ -524,15 +564,32 @@ void pft_node__dropout_free(node_t *nd);
 int pft_node__dropout_on_message(node_t *nd, const uint8_t *buf, size_t len, char *reason, size_t rlen);
 /* A chore of every loop turn: a member answers an accepted declaration with its reveal. */
 void pft_node__dropout_tick(node_t *nd);
-/* The opener, before it opens: declares the members missing[0..n) (refused unless the plan allows it), waits
- * for every survivor's reveal and cancels the survivors' masks with the missing members in sum[0..n_words).
- * 0 or an error code (nothing opened then). */
-int pft_node__dropout_recover(node_t *nd, const size_t *missing, size_t n, uint64_t *sum, size_t n_words);
-/* End of the run: the opener tells every member that delivered it is done (and waits a little for their
- * acknowledgements); a member that did not fail waits for that notice (or answers a declaration) until its
- * deadline. */
-void pft_node__dropout_finish(node_t *nd, int failed);
+/* The stage machine's condition before a stage's work (ctx: the pft_stage_t), once its hand-offs are in or
+ * gone on without: the opener of a recoverable group whose members hand off in a REFIT stage declares the
+ * members whose bundle did not come to the survivors (once; an error unless the plan allows the dropout) and
+ * holds until every survivor's reveal is in (an error when one refuses, or past send_deadline). 1 at once for
+ * every other node and stage, and when nobody is missing. */
+int pft_node__dropout_ready(node_t *nd, void *stage);
+/* The opening (pft_node_secagg.c), computing only: cancels the survivors' masks with the missing members
+ * missing[0..n) in sum[0..n_words) from the reveals pft_node__dropout_ready gathered. An error (nothing
+ * opened) without recovery, or when they are not the members declared. */
+int pft_node__dropout_cancel(node_t *nd, const size_t *missing, size_t n, uint64_t *sum, size_t n_words);
+/* End of the run: the opener tells every member that delivered it is done; a member that did not fail is to
+ * wait for that notice (or answer a declaration). 1 when the stage machine then waits on
+ * pft_node__dropout_ended until *until (the opener: a little, for the acknowledgements; a member: its
+ * deadline), 0 when there is nothing to wait for. */
+int pft_node__dropout_finish(node_t *nd, int failed, double *until);
+/* The loop's condition of the end (ctx: the until of pft_node__dropout_finish): the opener's notices ended,
+ * or a member told, or past that time. */
+int pft_node__dropout_ended(node_t *nd, void *until);
 void pft_node__dropout_json(const node_t *nd, json_t *sec);
+
+/* ---- pft_node_step_rule.c ---- */
+/* The second moment R = N(U Uᵀ + diag ψ) + Σ_c s_c s_cᵀ/n_c of st (TIED) at the release rule's rank q
+ * (pft_topo_release_rank), isotropic at q = 0, or the exact W + Σ_c s_c s_cᵀ/n_c under stats_release =
+ * full_scatter: exactly what the node sends in the clear, into r (d×d; the lower triangle is what is masked).
+ * 0 or an error. */
+int pft_node__rule_matrix(const node_t *nd, const pft_gstat_t *st, double *r);
 
 /* ---- pft_node_secagg.c: secure aggregation (docs/SECAGG.md) ---- */
 /* With secure_agg = on: checks what masking needs (keys, unit rows, no DP yet), plans the run
@@ -571,6 +628,27 @@ int pft_node__evidence_gather(node_t *nd, const pft_bundle_t *b);
 /* The α of the gathered evidence for statistics of N rows: the summed tallies of the contributors that scored
  * against at least N / 2 rows (*used of them, their scored rows in *rows); -1 when there is none. */
 double pft_node__evidence_alpha(const node_t *nd, uint64_t N, uint64_t *rows, int *used);
+
+/* ---- pft_node_step.c: the release pipeline ---- */
+struct pft_node_release {
+    parts_t *ps;            /* own: where the own part goes */
+    const uint64_t *merged; /* own: per class, the rows of received parts sent merged with own rows */
+    pft_dataset_t *rows;    /* own, owned: the own rows released when a step narrowed them; NULL: all */
+    pft_gstat_t *st;        /* own, owned: the own part as it goes on, once a step made it (NULL: the rows) */
+    int exact_rows;         /* own: 1 when st differs from the rows (the head adds them exactly) */
+    int taken;              /* own: 1 once a step took the own part into ps itself */
+    pft_bundle_t *b;        /* bundle: the outbound bundle, its parts merged */
+};
+/* The steps that apply to this node, once, into nd->release (logged for an exact node). 0. */
+int pft_node__step_setup(node_t *nd);
+/* A refit's own part into ps through the steps (merged: per class, the rows of received parts that will be
+ * sent merged with own rows); nothing for a node without rows. 0 or an error. */
+int pft_node__step_own(node_t *nd, parts_t *ps, const uint64_t *merged);
+/* The steps' work on the outbound bundle b, once its parts are in. 0 or an error. */
+int pft_node__step_bundle(node_t *nd, pft_bundle_t *b);
+/* The head's own input, outside the pipeline: every own row, exactly, as a part of ps (nothing without rows).
+ */
+int pft_node__step_exact(node_t *nd, parts_t *ps);
 
 /* ---- pft_node_sampling.c, pft_node_exact.c: the methods ---- */
 extern const pft_node_method_t pft_node__method_sampling, pft_node__method_exact;

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A stored send whose ACK is not read this long (s) after its receipt was found ends as delivered. */
+#define RECEIPT_ACK_S 0.1
+
 /* Two records per hand-off, each holding the bundle id (RELIABILITY.md §5): out/sent/h<seq> is written before
  * the first transmission and removed once the send failed or was refused; out/acked/h<seq> is written the
  * moment the ACK is read (or the successor's receipt found). A node restarted after a crash does not send
@@ -250,9 +253,10 @@ static int receipt_found(const node_t *nd, outbound_t *o)
 }
 
 /* Sends not acknowledged (pending: a second after they were queued, then at most once a second; failed: at
- * once, before a fallback) whose receipt appeared end as delivered (an ACK already on its way is read first):
- * recorded in acked/ (a restart does not send again), the transport's retransmissions cancelled. A paused
- * sender whose successor stored and left ends so, not at send_deadline. */
+ * once, before a fallback) whose receipt appeared end as delivered (a pending one only RECEIPT_ACK_S later,
+ * so that an ACK already on its way is read by the loop's turns meanwhile): recorded in acked/ (a restart
+ * does not send again), the transport's retransmissions cancelled. A paused sender whose successor stored and
+ * left ends so, not at send_deadline. */
 static void look_for_receipts(node_t *nd)
 {
     double now = pft_fsio_now();
@@ -263,15 +267,19 @@ static void look_for_receipts(node_t *nd)
         int st = pft_transport_send_state(nd->hand.tp, o->handle, NULL, NULL);
         if (st != PFT_SEND_PENDING && st != PFT_SEND_FAILED)
             continue;
-        if (st == PFT_SEND_PENDING && now - o->receipt_looked < 1.0)
-            continue;
-        o->receipt_looked = now;
-        if (!receipt_found(nd, o))
-            continue;
-        if (st == PFT_SEND_PENDING) { /* stored: its ACK may be on its way; read it if it is */
-            (void)pft_transport_poll(nd->hand.tp, 100);
-            if (pft_transport_send_state(nd->hand.tp, o->handle, NULL, NULL) != PFT_SEND_PENDING)
+        if (st == PFT_SEND_PENDING && o->receipt_seen > 0) { /* stored: its ACK had its chance */
+            if (now - o->receipt_seen < RECEIPT_ACK_S)
                 continue;
+        } else {
+            if (st == PFT_SEND_PENDING && now - o->receipt_looked < 1.0)
+                continue;
+            o->receipt_looked = now;
+            if (!receipt_found(nd, o))
+                continue;
+            if (st == PFT_SEND_PENDING) { /* its ACK may be on its way: the next turns read it if it is */
+                o->receipt_seen = now;
+                continue;
+            }
         }
         o->delivered = 1;
         if (st == PFT_SEND_PENDING)

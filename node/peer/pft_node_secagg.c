@@ -7,7 +7,6 @@
 #include "pft_error.h"
 #include "pft_fixed.h"
 #include "pft_gstat_dp.h"
-#include "pft_gstat_lowrank.h"
 #include "pft_rng.h"
 #include "pft_log.h"
 #include "pft_mask.h"
@@ -169,65 +168,6 @@ static pft_pubkey_t *keys_of(const node_t *nd, const size_t *idx, size_t n)
     return k;
 }
 
-/* r += Σ_c s_c s_cᵀ / n_c = Σ_c n_c μ_c μ_cᵀ of st (lower triangle). */
-static void add_class_moments(const pft_gstat_t *st, int d, double *r)
-{
-    for (int k = 0; k < pft_gstat_n_classes(st); k++) {
-        const double *mu = pft_gstat_mean(st, k);
-        double n = (double)pft_gstat_count(st, k);
-        for (int a = 0; a < d; a++)
-            for (int b = 0; b <= a; b++)
-                r[(size_t)a * d + b] += n * mu[a] * mu[b];
-    }
-}
-
-/* R = N·(U Uᵀ + diag ψ) + Σ_c s_c s_cᵀ/n_c of st (TIED), the release rule's rank q (pft_topo_release_rank),
- * isotropic at q = 0, or the exact W + Σ_c s_c s_cᵀ/n_c under stats_release = full_scatter: exactly what the
- * node sends in the clear, into r (d×d; the lower triangle is what is masked). */
-static int release_matrix(const node_t *nd, const pft_gstat_t *st, double *r)
-{
-    int d = pft_gstat_dim(st);
-    uint64_t N = pft_gstat_total(st);
-    size_t dd = (size_t)d * d;
-    /* research (stats_release = full_scatter): the exact W, as the node sends it in the clear */
-    if (nd->run->stats_release == PFT_TOPO_RELEASE_FULL_SCATTER) {
-        memcpy(r, pft_gstat_tied_scatter(st), dd * sizeof *r);
-        add_class_moments(st, d, r);
-        pft_info(
-            "secure aggregation: own exact second moment, dense (stats_release = full_scatter; %llu rows)",
-            (unsigned long long)N);
-        return 0;
-    }
-    int q = pft_topo_release_rank(nd->run, N, d);
-    double *c = pft_alloc_array(dd, sizeof *c), *u = pft_alloc_array((size_t)d * (q + 1), sizeof *u),
-           *psi = pft_alloc_array((size_t)d, sizeof *psi);
-    int rc =
-        c && u && psi ? 0 : pft_err(PFT_ENOMEM, "out of memory for the release of a %d×%d scatter", d, d);
-    const double *w = pft_gstat_tied_scatter(st);
-    for (size_t i = 0; rc == 0 && i < dd; i++)
-        c[i] = N ? w[i] / (double)N : 0.0;
-    if (rc == 0)
-        rc = pft_gstat_lowrank_shared(c, d, q, u, psi);
-    double tr = 0;
-    for (int j = 0; rc == 0 && q == 0 && j < d; j++)
-        tr += psi[j];
-    for (int j = 0; rc == 0 && q == 0 && j < d; j++)
-        psi[j] = tr / d; /* isotropic: which coordinates a handful of rows never vary on stays unsaid */
-    if (rc == 0)
-        pft_gstat_lowrank_expand(u, psi, d, q, r);
-    for (size_t i = 0; rc == 0 && i < dd; i++)
-        r[i] *= (double)N;
-    if (rc == 0)
-        add_class_moments(st, d, r);
-    pft_free(c);
-    pft_free(u);
-    pft_free(psi);
-    if (rc == 0)
-        pft_info("secure aggregation: own second moment at the release rule's rank %d (%llu rows)", q,
-                 (unsigned long long)N);
-    return rc;
-}
-
 /* The clear values of a masked part of st into v (ps->n_words): class sums of classes 0..K-1, then R's lower
  * triangle row by row. */
 static int masked_values(const node_t *nd, const pft_gstat_t *st, double *v)
@@ -244,7 +184,7 @@ static int masked_values(const node_t *nd, const pft_gstat_t *st, double *v)
         for (int j = 0; c < K && j < d; j++)
             v[(size_t)c * d + j] = (double)pft_gstat_count(st, k) * mu[j];
     }
-    int rc = release_matrix(nd, st, r);
+    int rc = pft_node__rule_matrix(nd, st, r);
     for (int a = 0; rc == 0 && a < d; a++)
         for (int b = 0; b <= a; b++)
             v[o++] = r[(size_t)a * d + b];
@@ -467,7 +407,7 @@ static double group_limit(const node_t *nd, const parts_t *ps)
 static int unmask(node_t *nd, uint64_t *sum, size_t n_words, const size_t *missing, size_t n_missing,
                   const size_t *present, size_t n_present, double lim, double *v)
 {
-    int rc = n_missing ? pft_node__dropout_recover(nd, missing, n_missing, sum, n_words) : 0;
+    int rc = n_missing ? pft_node__dropout_cancel(nd, missing, n_missing, sum, n_words) : 0;
     pft_pubkey_t *peers = keys_of(nd, present, n_present);
     if (rc == 0 && !peers)
         rc = pft_err(PFT_ENOMEM, "out of memory");
