@@ -72,13 +72,7 @@ int pft_node__dropout_setup(node_t *nd)
     nd->chore = pft_node__dropout_tick; /* the loop calls it (it sits below this file) */
     if (!nd->sec.plan || !nd->sec.opener)
         return 0;
-    const pft_topo_node_t *op = pft_topo_find(nd->topo, nd->sec.opener);
-    nd->sec.recover = pft_secplan_recoverable(nd->sec.plan, nd->topo, 0);
-    if (nd->run->dp_dropouts > 0 && !nd->sec.recover)
-        return pft_err(PFT_ETOPO,
-                       "secure_agg with dp_dropouts = %d: dropout recovery is planned for stars only "
-                       "(every member handing off to the opener '%s')",
-                       nd->run->dp_dropouts, op->id);
+    nd->sec.recover = pft_secplan_recoverable(nd->sec.plan, nd->topo, 0); /* dp_dropouts needs it: a rule */
     if (!nd->sec.recover || !(am_opener(nd) || am_member(nd)))
         return 0;
     char *dir = pft_fsio_join(nd->args->out_dir, "secagg");
@@ -88,6 +82,7 @@ int pft_node__dropout_setup(node_t *nd)
         return pft_err_wrap(rc, "creating out/secagg");
     uint8_t curve[PFT_KEY_CURVE_LEN];
     if (am_member(nd)) { /* the opener will talk back: a declaration, a done notice */
+        const pft_topo_node_t *op = pft_topo_find(nd->topo, nd->sec.opener);
         pft_pubkey_curve(&nd->hand.keys[op->index], curve);
         rc = pft_transport_allow_key(nd->hand.tp, curve, op->id);
         if (rc)

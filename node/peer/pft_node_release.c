@@ -89,16 +89,13 @@ int pft_node__release_charge(node_t *nd)
     return rc;
 }
 
-/* DP setup: K must be 1 (mixture families), the ledger is loaded, the noise generator seeded from the OS. */
+/* DP setup: the ledger is loaded, the noise generator seeded from the OS. */
 int pft_node__release_setup(node_t *nd)
 {
     nd->dp.info = json_object();
     if (!(nd->me->dp_epsilon > 0))
         return 0;
-    if (!nd->me->exact && nd->me->k != 1)
-        return pft_err(PFT_ETOPO,
-                       "node '%s': DP-FedPFT releases one Gaussian per class: set k = 1 (it has k = %d)",
-                       nd->me->id, nd->me->k);
+    /* k = 1 for mixture families: the topology rule dp-k, checked at start */
     double total = nd->me->dp_budget > 0 ? nd->me->dp_budget : INFINITY;
     pft_dp_budget_init(&nd->dp.budget, total, 1.0);
     char *path = pft_fsio_join(nd->args->out_dir, "dp_ledger.json");

@@ -29,10 +29,6 @@ static int find_group(node_t *nd)
     const pft_secplan_t *pl = nd->sec.plan;
     if (pft_secplan_group_count(pl) == 0)
         return 0;
-    if (pft_secplan_group_count(pl) != 1)
-        return pft_err(PFT_EUNSUPPORTED,
-                       "the secure-aggregation plan has %zu groups; this pftnode handles one",
-                       pft_secplan_group_count(pl));
     const pft_secplan_group_t *g = pft_secplan_group(pl, 0);
     nd->sec.opener = pft_topo_node(nd->topo, g->opener)->id;
     nd->sec.members = (size_t *)g->members;
@@ -50,52 +46,23 @@ static json_t *ids_json(const node_t *nd, const size_t *idx, size_t n)
     return a;
 }
 
-/* DP noise paid once (docs/SECAGG.md §7): if a contributor asks for DP, every member of the group must ask
- * for the same (ε, δ), δ explicit (one guarantee for every view), and the opener must have no rows of its own
- * (they would go on without noise). Each member then adds a share N(0, σ²/D) to every masked entry, D the
+/* DP noise paid once (docs/SECAGG.md §7): each member adds a share N(0, σ²/D) to every masked entry, D the
  * plan's noise divisor, so that every aggregate a node can open holds at least σ² of noise it does not know.
- */
+ * The rules between DP and the group (one (ε, δ) for every member, δ explicit, an opener without rows, enough
+ * noise shares, no DP node outside a group) are topology rules (pft_topo_rules.c), checked before the node
+ * starts; what is left here are their consequences. */
 static int dp_setup(node_t *nd)
 {
-    const pft_topo_node_t *first = NULL;
-    int any = 0;
-    for (size_t m = 0; m < nd->sec.n_members; m++)
-        any |= pft_topo_node(nd->topo, nd->sec.members[m])->dp_epsilon > 0;
-    if (!any)
-        return nd->me->dp_epsilon > 0 ? pft_err(PFT_ETOPO,
-                                                "secure_agg = true: node '%s' asks for DP but masks "
-                                                "nothing (it is in no group: its rows go on in the clear)",
-                                                nd->me->id)
-                                      : 0;
-    for (size_t m = 0; m < nd->sec.n_members; m++) {
-        const pft_topo_node_t *u = pft_topo_node(nd->topo, nd->sec.members[m]);
-        first = first ? first : u;
-        if (!(u->dp_epsilon > 0) || u->dp_epsilon != first->dp_epsilon || u->dp_delta != first->dp_delta)
-            return pft_err(PFT_ETOPO,
-                           "secure_agg = true with DP: every member of the group must ask for the same "
-                           "(dp_epsilon, dp_delta); '%s' has (%g, %g), '%s' (%g, %g)",
-                           first->id, first->dp_epsilon, first->dp_delta, u->id, u->dp_epsilon, u->dp_delta);
-    }
-    if (!(first->dp_delta > 0))
-        return pft_err(PFT_ETOPO, "secure_agg = true with DP: set dp_delta explicitly (one delta for every "
-                                  "view; the default 1/n would differ per node)");
-    const pft_topo_node_t *op =
-        pft_topo_node(nd->topo, nd->sec.members ? pft_secplan_group(nd->sec.plan, 0)->opener : 0);
-    if (op->has_data)
-        return pft_err(PFT_ETOPO,
-                       "secure_agg = true with DP: the opener '%s' has rows of its own, which would go on "
-                       "without noise after the opening; give it data = false (an aggregator)",
-                       op->id);
+    if (nd->sec.n_members == 0)
+        return 0;
+    const pft_topo_node_t *first = pft_topo_node(nd->topo, nd->sec.members[0]);
+    if (!(first->dp_epsilon > 0))
+        return 0;
     nd->sec.div =
         (uint32_t)(nd->run->dp_dropouts ? pft_secplan_share_div(nd->sec.plan, (size_t)nd->run->dp_dropouts)
                                         : pft_secplan_noise_div(nd->sec.plan));
-    if (nd->sec.div < 1)
-        return pft_err(PFT_ETOPO,
-                       "secure_agg with DP: dp_dropouts = %d leaves fewer than min_contributors = %d "
-                       "noise shares of the %zu members",
-                       nd->run->dp_dropouts, nd->run->min_contributors, nd->sec.n_members);
     nd->sec.sigma = pft_gstat_dp_sigma(first->dp_epsilon, first->dp_delta);
-    if (nd->sec.div < 1 || !(nd->sec.sigma > 0))
+    if (nd->sec.div < 1 || !(nd->sec.sigma > 0)) /* the rules secagg-dp-dropouts and secagg-dp-delta */
         return pft_err(PFT_ETOPO, "secure_agg = true with DP: no noise divisor (%u) or sigma (%g)",
                        nd->sec.div, nd->sec.sigma);
     nd->sec.share_sd = nd->sec.sigma / sqrt((double)nd->sec.div);
@@ -106,15 +73,12 @@ int pft_node__secagg_setup(node_t *nd)
 {
     if (!nd->run->secure_agg)
         return 0;
-    if (!nd->hand.kp || !nd->hand.keys)
-        return pft_err(PFT_ETOPO, "secure_agg = on: the masks come from key agreement between the nodes' "
-                                  "keys, so the run cannot be --insecure");
-    if (nd->run->prep != PFT_TOPO_PREP_L2 && nd->run->prep != PFT_TOPO_PREP_SQRT_L2)
-        return pft_err(PFT_ETOPO, "secure_agg = on needs rows of norm 1 (prep = l2 or sqrt-l2): fixed point "
-                                  "bounds every statistic by the rows it sums (docs/SECAGG.md §2)");
-    int rc = pft_secplan_new(nd->topo, nd->run->min_contributors, NULL, &nd->sec.plan);
-    if (rc == 0)
-        rc = find_group(nd);
+    /* keys, prep, the plan and its one group are topology rules (pft_topo_rules.c), checked at start, which
+     * handed nd->sec.plan over */
+    if (!nd->sec.plan || !nd->hand.kp || !nd->hand.keys)
+        return pft_err(PFT_ETOPO,
+                       "secure_agg = on: no plan or no keys (the topology rules were not checked)");
+    int rc = find_group(nd);
     if (rc == 0)
         rc = dp_setup(nd);
     if (rc != 0)
@@ -304,11 +268,13 @@ static int check_holders(const node_t *nd, const parts_t *ps)
                                 : nd->own_counts[c] > 0;
         }
         if (holders > 0 && holders < nd->run->min_contributors)
-            return pft_err(PFT_EINVAL,
-                           "secure aggregation: class %d is held by %d member(s) of the group, fewer "
-                           "than min_contributors = %d: opening would show their class sum, so the sum stays "
-                           "masked (docs/SECAGG.md §4.4)",
-                           c, holders, nd->run->min_contributors);
+            return pft_err(
+                PFT_EPOLICY,
+                "secure aggregation: class %d is held by %d member(s) of the group, fewer "
+                "than min_contributors = %d: opening would show their class sum, so the sum stays "
+                "masked (docs/SECAGG.md §4.4); give that class to more members (partition) or lower "
+                "min_contributors",
+                c, holders, nd->run->min_contributors);
     }
     return 0;
 }

@@ -22,7 +22,7 @@
 int pft_node__setup_rules(node_t *nd)
 {
     const pft_topo_facts_t facts = {.insecure = nd->args->insecure};
-    int rc = pft_topo_rules_check(nd->topo, &facts, NULL, NULL);
+    int rc = pft_topo_rules_check(nd->topo, &facts, NULL, &nd->sec.plan); /* the plan the rules checked */
     return rc ? pft_err_wrap(rc, "%s", nd->args->topology) : 0;
 }
 
