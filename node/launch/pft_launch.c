@@ -67,6 +67,7 @@ void pft_launch_destroy(pft_launch_t **self_p)
     pft_free(self->eval_y);
     pft_dataset_destroy(&self->eval);
     pft_topo_destroy(&self->topo);
+    pft_dirlock_destroy(&self->run_lock);
     pft_free(self);
     *self_p = NULL;
 }

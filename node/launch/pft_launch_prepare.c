@@ -54,11 +54,13 @@ done:
     return rc;
 }
 
+/* Removes everything under the run folder but the folder itself and its lock (held by this launcher). */
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
     (void)flag;
-    (void)ftw;
+    if (ftw->level == 0 || (ftw->level == 1 && strcmp(path + ftw->base, PFT_LAUNCH_LOCK) == 0))
+        return 0;
     return remove(path) == 0 ? 0 : -1;
 }
 
@@ -119,13 +121,18 @@ static int check_out_dir(const pft_launch_t *self, const char *dir)
     return 0;
 }
 
-/* Makes the output folder and switches o.out_dir to its absolute path: every path the launcher writes into
- * the resolved topology must be absolute, as relative ones would be read against the topology file's folder.
- */
+/* Makes the output folder, takes it for this launcher (nodes an earlier launch left running stopped before a
+ * --resume or --force touches it) and switches o.out_dir to its absolute path: every path the launcher writes
+ * into the resolved topology must be absolute, as relative ones would be read against the topology file's
+ * folder. */
 static int make_out_dir(pft_launch_t *self)
 {
     int rc;
-    if ((rc = check_out_dir(self, self->o.out_dir)) || (rc = pft_fsio_mkdirs(self->o.out_dir)))
+    if ((rc = pft_fsio_mkdirs(self->o.out_dir)) || (rc = pft_launch__lock_run(self, self->o.out_dir)))
+        return rc;
+    if ((self->o.resume || self->o.force) && (rc = pft_launch__stop_leftovers(self, self->o.out_dir)))
+        return rc;
+    if ((rc = check_out_dir(self, self->o.out_dir)))
         return rc;
     if (!realpath(self->o.out_dir, self->out_abs))
         return pft_err(PFT_EIO, "%s: %s", self->o.out_dir, strerror(errno));
@@ -246,8 +253,10 @@ static int check_secagg(const pft_launch_t *self)
     if (!r->secure_agg)
         return 0;
     if (self->o.insecure)
-        return pft_err(PFT_ETOPO, "--insecure refused: %s has secure_agg = true, whose masks come from key "
-                       "agreement between the nodes' keys", self->o.topo_path);
+        return pft_err(PFT_ETOPO,
+                       "--insecure refused: %s has secure_agg = true, whose masks come from key "
+                       "agreement between the nodes' keys",
+                       self->o.topo_path);
     pft_secplan_t *pl = NULL;
     int rc = pft_secplan_new(self->topo, r->min_contributors, NULL, &pl);
     pft_secplan_destroy(&pl);
