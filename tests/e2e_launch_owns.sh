@@ -7,7 +7,7 @@
 # process ends long before b's deadline. (3) One launcher per run folder: while a launch runs, a second launch
 # (--resume) into its folder exits 2 naming it and changes nothing, also after launch.lock is deleted. (4) A
 # pftnode left running in a run folder (started by hand from the --prepare-only commands) is stopped by a
-# --resume, which then completes (exit 0).
+# --resume, which then completes (exit 0). A launch that did not complete gives the --resume command.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
@@ -112,6 +112,8 @@ done
 kill -TERM "$launcher"
 wait "$launcher" 2>/dev/null
 no_nodes_of one || fail "nodes left after the launcher stopped on SIGTERM"
+grep -q -- "pftnet launch $W/owns.dot --out $W/one --resume" "$W/one1.out" ||
+    fail "the stopped launch does not give the command that continues it: $(tail -3 "$W/one1.out")"
 
 # (4) a pftnode left running in the folder is stopped by --resume
 $L --out "$W/hand" --prepare-only >"$W/hand.prep" 2>&1 || fail "prepare-only exited $?"

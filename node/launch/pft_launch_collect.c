@@ -311,6 +311,19 @@ static void print_summary(const pft_launch_t *self)
         fprintf(stderr, "pftnet launch: %d of %zu nodes failed\n", self->failed, nn);
 }
 
+/* After a failure: the command that continues the run from what its nodes stored. */
+static void suggest_resume(const pft_launch_t *self)
+{
+    fprintf(stderr,
+            "pftnet launch: the nodes' saved state is kept; to continue: pftnet launch %s --out %s --resume",
+            self->o.topo_path, self->o.out_dir);
+    for (int i = 0; i < self->o.set.n; i++)
+        fprintf(stderr, " --set %s", self->o.set.v[i]);
+    if (self->o.seed)
+        fprintf(stderr, " --seed %s", self->o.seed);
+    fprintf(stderr, "\n");
+}
+
 int pft_launch_collect(pft_launch_t *self, int *exit_code)
 {
     json_t *nodes = collect_nodes(self), *baselines = json_object();
@@ -340,7 +353,10 @@ int pft_launch_collect(pft_launch_t *self, int *exit_code)
     json_decref(baselines);
     print_summary(self);
     if (lost)
-        fprintf(stderr, "pftnet launch: %d hand-off(s) lost (above; results.json handoffs)\n", lost);
+        fprintf(stderr, "pftnet launch: %d hand-off%s not completed (above; results.json handoffs)\n", lost,
+                lost == 1 ? "" : "s");
     *exit_code = self->failed || lost ? 1 : 0;
+    if (*exit_code && !self->o.json)
+        suggest_resume(self);
     return 0;
 }
