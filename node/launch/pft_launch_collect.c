@@ -149,6 +149,7 @@ static json_t *settings_json(const pft_topo_run_t *run)
         json_object_set_new(o, "stats_rows_per_rank", json_integer(run->stats_rows_per_rank));
         json_object_set_new(o, "stats_release", json_string(run->stats_release ? "full_scatter" : "lowrank"));
         json_object_set_new(o, "min_rows", json_integer(run->min_rows));
+        json_object_set_new(o, "secure_agg", json_boolean(run->secure_agg));
     }
     return o;
 }

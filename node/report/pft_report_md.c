@@ -179,6 +179,11 @@ static void settings_line(FILE *f, const pft_report_exp_t *e, const pft_report_v
     pft_stats_format(&v->wall, 1.0, 1, 0, wall, sizeof wall);
     fprintf(f, "%zu run%s (seed%s %s), wall time %s s", v->n_runs, v->n_runs == 1 ? "" : "s",
             v->n_runs == 1 ? "" : "s", v->seeds, wall);
+    if (v->n_failed_runs)
+        fprintf(f,
+                "; %zu of them did not finish (a node failed or was stopped; its figures count where it "
+                "recorded them)",
+                v->n_failed_runs);
     if (json_is_object(v->settings) && json_object_size(v->settings) > 0) {
         fprintf(f, ". Settings: ");
         const char *key;

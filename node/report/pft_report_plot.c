@@ -431,7 +431,7 @@ static int plot_drift(const pft_report_exp_t *e, const char *dir, const char *ba
 typedef struct {
     int series;
     double x, y, dy; /* bytes, accuracy %, std % */
-    char label[96];
+    char label[192];
 } spot_t;
 
 /* Axes of a scatter: log x in [xa, xb] with room for labels, linear y in [ya, yb]. */
