@@ -260,7 +260,7 @@ int pft_topo_attr_is_layout(const char *name, unsigned scope)
     return 0;
 }
 
-static size_t edit_distance(const char *a, const char *b)
+size_t pft_topo_attr_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 62 || lb > 62)
@@ -288,7 +288,7 @@ const char *pft_topo_attr_suggest(const char *name)
     size_t best_d = 3, len = strlen(name);
     for (size_t i = 0; i < COUNT(s_table) + COUNT(s_layout); i++) {
         const char *c = i < COUNT(s_table) ? s_table[i].name : s_layout[i - COUNT(s_table)].name;
-        size_t d = edit_distance(name, c);
+        size_t d = pft_topo_attr_edit_distance(name, c);
         if (d < best_d && d < len) {
             best_d = d;
             best = c;
