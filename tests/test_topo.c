@@ -659,6 +659,12 @@ static void test_parser_mistakes(void)
                 "k=7 here, but k=5 at line 2", "defined once");
     pft_topo_t *t = NULL; /* the same value twice is harmless */
     CHECK_MSG(load("digraph g { " SIM "\n a [k=5]\n a [k=5]\n a -> b\n}", SKIP, &t) == 0, "%s", pft_errmsg());
+    /* --set NAME=VALUE with a typo gets the suggestion the file's own attributes get */
+    const char *kk[] = {"kk", "3", NULL}, *ep[] = {"endpoint", "tcp://127.0.0.1:0", NULL};
+    CHECK(t && pft_topo_set_graph_attrs(t, kk) == PFT_EINVAL);
+    CHECK_MSG(strstr(pft_errmsg(), "'kk' is not a graph attribute; did you mean 'k'?"), "%s", pft_errmsg());
+    CHECK(t && pft_topo_set_graph_attrs(t, ep) == PFT_EINVAL);
+    CHECK_MSG(strstr(pft_errmsg(), "(it is a node attribute)"), "%s", pft_errmsg());
     pft_topo_destroy(&t);
     EXPECT_FAIL("digraph g { " SIM "\n a; b; c\n a -> b\n b -> cc\n}", SKIP,
                 "t.dot:2: ", "node 'c' has no edges", "the edge b -> cc at line 4 names 'cc'",

@@ -47,7 +47,7 @@ static int apply_overrides(pft_topo_t *topo, const pft_launch_opts_t *a)
     if (m)
         rc = pft_topo_set_graph_attrs(topo, kv);
     if (rc)
-        pft_err_wrap(rc, "%s: --set/--seed", pft_topo_path(topo));
+        pft_err_wrap(rc, "--set/--seed"); /* the message names the file */
 done:
     for (int i = 0; i < n; i++)
         pft_free(names[i]);
