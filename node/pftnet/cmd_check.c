@@ -2,6 +2,7 @@
  * hand-offs; `pftnet check --attributes [--markdown]` lists the topology attributes. */
 #include "pft_cli.h"
 #include "pft_cmd.h"
+#include "pft_launch.h"
 #include "pft_error.h"
 #include "pft_secplan.h"
 #include "pft_topo.h"
@@ -188,8 +189,8 @@ static void print_text(const pft_topo_t *t, const pft_secplan_t *pl)
     const pft_topo_run_t *r = pft_topo_run(t);
     const pft_handoff_t *h;
     size_t nh = pft_topo_handoffs(t, &h), n = pft_topo_node_count(t);
-    printf("%s: valid %s, %zu nodes, %zu hand-offs, run '%s'\n", pft_topo_path(t),
-           pft_kind_name(pft_topo_kind(t)), n, nh, r->run);
+    printf("%s: valid %s, %zu nodes, %zu hand-off%s, run '%s'\n", pft_topo_path(t),
+           pft_kind_name(pft_topo_kind(t)), n, nh, nh == 1 ? "" : "s", r->run);
     if (r->start_id)
         printf("start: %s\n", r->start_id);
     if (r->root_id)
@@ -436,6 +437,8 @@ int pft_cmd_check(int argc, char **argv)
     unsigned flags = (no_data ? PFT_TOPO_SKIP_DATA_CHECK : 0) | (resolved ? PFT_TOPO_REQUIRE_RESOLVED : 0);
     pft_topo_t *t = NULL;
     rc = pft_topo_load(pos[0], flags, &t);
+    if (rc == 0 && !no_data && (rc = pft_launch_check_data(t))) /* the files' content, as a launch loads it */
+        pft_topo_destroy(&t);
     if (rc) {
         fprintf(stderr, "pftnet check: %s\n", pft_errmsg());
         if (json) {
