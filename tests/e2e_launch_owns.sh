@@ -4,8 +4,10 @@
 # exit 0, every node's accuracies, provenance, rows, hand-offs (to, bytes, state) and bytes_sent/received equal
 # to a fault-free run's, and no pftnode of the run left afterwards. (2) Nodes die with their launcher: a run
 # with a absent (b waits for it, deadline 300 s) whose launcher is SIGKILLed once b is waiting: every node
-# process ends long before b's deadline. (3) One launcher per run folder: while a launch runs, a second launch
-# (--resume) into its folder exits 2 naming it and changes nothing, also after launch.lock is deleted. (4) A
+# process ends long before b's deadline. (3) One launcher per run folder: while a launch runs (b absent, a
+# waiting for its acknowledgement), a second launch (--resume) into its folder exits 2 naming it and changes
+# nothing, also after launch.lock is deleted; stopped by SIGTERM, a ends interrupted (exit 10) with its hand-off
+# pending, and the launcher gives the --resume command. (4) A
 # pftnode left running in a run folder (started by hand from the --prepare-only commands) is stopped by a
 # --resume, which then completes (exit 0). A launch that did not complete gives the --resume command.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
@@ -92,10 +94,10 @@ wait "$launcher" 2>/dev/null
 wait_for 60 no_nodes_of orph || fail "nodes outlived their SIGKILLed launcher: $(pgrep -af -- "--out $W/orph/")"
 
 # (3) one launcher per run folder
-$L --out "$W/one" --absent a >"$W/one1.out" 2>&1 &
+$L --out "$W/one" --absent b >"$W/one1.out" 2>&1 &
 launcher=$!
 pids+=("$launcher")
-wait_for 240 status_is one b waiting || fail "b never waited: $(cat "$W/one/b/status" 2>&1)"
+wait_for 240 status_is one a "sending waiting for acknowledgements" || fail "a never waited for b's acknowledgement: $(cat "$W/one/a/status" 2>&1)"
 snapshot() { (cd "$W/one" && find . -type f ! -name node.log ! -name launch.lock -print0 | sort -z | xargs -0 sha256sum); }
 snapshot >"$W/one.before"
 for attempt in held deleted; do
@@ -107,11 +109,17 @@ for attempt in held deleted; do
     snapshot >"$W/one.after"
     diff "$W/one.before" "$W/one.after" >/dev/null || fail "the refused launch ($attempt) changed the run folder"
     kill -0 "$launcher" 2>/dev/null || fail "the first launcher ended ($attempt)"
-    status_is one b waiting || fail "b is no longer waiting after the refused launch ($attempt)"
+    status_is one a "sending waiting for acknowledgements" || fail "a is no longer sending after the refused launch ($attempt)"
 done
 kill -TERM "$launcher"
 wait "$launcher" 2>/dev/null
 no_nodes_of one || fail "nodes left after the launcher stopped on SIGTERM"
+# a hand-off still unacknowledged when its sender is stopped is pending, not failed: exit 10 (interrupted)
+"$PY" - "$W/one/a/result.json" <<'PY' || fail "a, stopped with its hand-off pending, did not end interrupted"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["exit_code"] == 10 and [s["state"] for s in r["sent"]] == ["pending"], (r["exit_code"], r["sent"])
+PY
 grep -q -- "pftnet launch $W/owns.dot --out $W/one --resume" "$W/one1.out" ||
     fail "the stopped launch does not give the command that continues it: $(tail -3 "$W/one1.out")"
 

@@ -426,7 +426,8 @@ void pft_node__outbox_tick(node_t *nd);
 /* The loop's condition (ctx unused): 1 once every send ended (acked, delivered, rejected or failed,
  * fallbacks queued where the topology says). */
 int pft_node__outbox_done(node_t *nd, void *ctx);
-/* Logs how each send ended; returns how many hand-offs reached no one. */
+/* Logs how each send ended; returns how many hand-offs reached no one (one still pending when the node was
+ * interrupted does not count: a restart sends it again). */
 int pft_node__outbox_report(node_t *nd, int interrupted);
 /* result.json's sent. */
 json_t *pft_node__outbox_json(const node_t *nd);
