@@ -7,9 +7,8 @@
 # process ends long before b's deadline. (3) One launcher per run folder: while a launch runs (b absent, a
 # waiting for its acknowledgement), a second launch (--resume) into its folder exits 2 naming it and changes
 # nothing, also after launch.lock is deleted; stopped by SIGTERM, a ends interrupted (exit 10) with its hand-off
-# pending, and the launcher gives the --resume command. (4) A
-# pftnode left running in a run folder (started by hand from the --prepare-only commands) is stopped by a
-# --resume, which then completes (exit 0). A launch that did not complete gives the --resume command.
+# pending, and the launcher gives the --resume command. (4) A pftnode left running in a run folder (started by
+# hand from the --prepare-only commands) is stopped by a --resume, which then completes (exit 0). A launch that did not complete gives the --resume command.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR

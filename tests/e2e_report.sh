@@ -207,6 +207,22 @@ if command -v gnuplot >/dev/null 2>&1; then
     left=$(ls "$W/rep/plots" | tr '\n' ' ')
     [ "$left" = "chain3-notes.txt pair-acc-bytes.dat pair-acc-bytes.gp pair-acc-bytes.png pair-accuracy.dat pair-accuracy.gp pair-accuracy.png " ] ||
         fail "after a report of pair alone, the plots folder holds: $left"
+    # a DP variant beside one without DP is left out of the drift plot (its own log-likelihoods, -1.4e8 here,
+    # would flatten the other curve), and the report says so
+    mkdir -p "$W/dp/plain" "$W/dp/noisy"
+    for v in plain noisy; do
+        eps=0; dr=-1000.5; [ $v = noisy ] && eps=1 && dr=-140000000
+        printf '{"tag": "dpmix", "variant": "FedPFT diag K=1%s", "seed": 0, "kind": "chain", "settings": {"k": 1, "dp_epsilon": %s},
+ "nodes": [{"id": "a", "hop": 0, "role": "source", "status": "ok", "accuracy_global": 0.5, "drift": [{"bundle": "sent", "own_avg_loglik": %s}]},
+           {"id": "b", "hop": 1, "role": "sink", "status": "ok", "accuracy_global": 0.6, "drift": [{"bundle": "received", "own_avg_loglik": %s}]}]}\n' \
+            "$([ $v = noisy ] && echo ', DP eps=1')" "$eps" "$dr" "$dr" >"$W/dp/$v/results.json"
+    done
+    "$PFTNET" report "$W/dp" --out "$W/dp/report.md" --plots "$W/dp/plots" >"$W/dp.out" 2>&1 || fail "dp report exited $?: $(cat "$W/dp.out")"
+    [ -s "$W/dp/plots/dpmix-drift.dat" ] || fail "no drift plot for dpmix: $(ls "$W/dp/plots")"
+    grep -q 'e+08\|140000000' "$W/dp/plots/dpmix-drift.dat" && fail "the DP variant is in the drift plot's data"
+    grep -q -- '-1000.5' "$W/dp/plots/dpmix-drift.dat" || fail "the plain variant is not in the drift plot's data"
+    grep -qF 'Not in the drift plot: FedPFT diag K=1, DP eps=1 (DP:' "$W/dp/report.md" ||
+        fail "the report does not say which variant the drift plot leaves out: $(grep -n drift "$W/dp/report.md")"
 else
     skip_part "gnuplot not installed: the plot checks did not run"
 fi

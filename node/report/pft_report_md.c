@@ -173,6 +173,22 @@ static void comparison(FILE *f, const pft_report_exp_t *e)
     fprintf(f, "\n");
 }
 
+/* Which variants the drift plot leaves out (DP beside non-DP), and why. */
+static void drift_note(FILE *f, const pft_report_exp_t *e, const char *drift_img)
+{
+    int first = 1;
+    for (size_t vi = 0; drift_img[0] && vi < e->n_variants; vi++) {
+        if (!pft_report_plot_drift_skips(e, &e->variants[vi]))
+            continue;
+        fprintf(f, "%s%s", first ? "Not in the drift plot: " : ", ", e->variants[vi].name);
+        first = 0;
+    }
+    if (!first)
+        fprintf(f,
+                " (DP: the noise puts the own log-likelihoods orders of magnitude below the others', which "
+                "would flatten every curve; see the per-node tables).\n\n");
+}
+
 static void settings_line(FILE *f, const pft_report_exp_t *e, const pft_report_variant_t *v)
 {
     char wall[64];
@@ -368,6 +384,7 @@ int pft_report_md_exp(FILE *f, const pft_report_exp_t *e, const char *stem, cons
             image(f, img_prefix, plots->per_node, alt);
             snprintf(alt, sizeof alt, "%s: own log-likelihood under received and sent GMMs", e->tag);
             image(f, img_prefix, plots->drift, alt);
+            drift_note(f, e, plots->drift);
         }
         for (size_t vi = 0; vi < e->n_variants; vi++) {
             const pft_report_variant_t *v = &e->variants[vi];
