@@ -75,8 +75,9 @@ static pft_gmm_t *stats_gaussian(const pft_gstat_t *st, int i, double ridge)
         cov[k] = S[k] / div;
     for (int j = 0; j < d; j++)
         tr += cov[(size_t)j * d + j];
-    /* a means-only part (a DP release of sums: zero scatter, WIRE.md §2.1) has no covariance to score with: an
-     * isotropic 1/d per coordinate (rows have norm about 1), so the likelihood test is distance to the mean */
+    /* a means-only part (a DP release of sums: zero scatter, WIRE.md §2.1) has no covariance to score with:
+     * an isotropic 1/d per coordinate (rows have norm about 1), so the likelihood test is distance to the
+     * mean */
     double add = tr > 0 ? ridge * tr / d : 1.0 / d;
     for (int j = 0; j < d; j++)
         cov[(size_t)j * d + j] += add;
@@ -279,6 +280,10 @@ static int audit_scores(const acc_t *a, json_t *attacks, pft_verdict_t *worst)
                                   a->components, "means_are_rows", a->near_row, "means_near_rows",
                                   a->warn_row, "min_ratio", num(a->min_ratio), "fail_below", PFT_NEAREST_FAIL,
                                   "warn_below", PFT_NEAREST_WARN));
+    json_t *nearest = json_object_get(attacks, "nearest");
+    json_object_set_new(nearest, "applicable", json_boolean(a->components > 0));
+    if (a->components == 0) /* nothing to compare: every part masked (or no class released) */
+        json_object_set_new(nearest, "reason", json_string("no mean in the clear (every part is masked)"));
     json_t *l = json_pack("{s:i,s:i,s:f,s:f}", "own_rows", a->n_own, "holdout_rows", a->n_held, "fail_at",
                           PFT_MEMBERSHIP_AUC_FAIL, "warn_at", PFT_MEMBERSHIP_AUC_WARN);
     json_object_set_new(l, "ridge", json_real(a->ridge));
@@ -325,9 +330,10 @@ static json_t *masked_json(const pft_bundle_t *b)
         const pft_bundle_mask_t *m = pft_bundle_part_mask(b, p);
         if (m)
             json_array_append_new(
-                a, json_pack("{s:s,s:s,s:s,s:s}", "part", part_name(b, p, name, sizeof name), "opener", m->opener,
-                             "label", m->label, "verdict",
-                             "masked: uninformative without the pair secrets of its contributors and its opener"));
+                a, json_pack(
+                       "{s:s,s:s,s:s,s:s}", "part", part_name(b, p, name, sizeof name), "opener", m->opener,
+                       "label", m->label, "verdict",
+                       "masked: uninformative without the pair secrets of its contributors and its opener"));
     }
     return a;
 }
