@@ -190,7 +190,7 @@ static const pft_topo_attr_t s_table[] = {
      "port itself and reports it in <out>/endpoint, where its predecessors read it (--peers-dir)",
      NONE, NO(endpoint), NONE},
     {"train", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
-     "training features .npy (float32, n x d)", NONE, NO(train), NONE},
+     "training features .npy (n x d; float32, or float16/64, int32/64, uint8: converted to float32)", NONE, NO(train), NONE},
     {"labels", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
      "training labels .npy (int32, n)", NONE, NO(labels), NONE},
     {"test", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
