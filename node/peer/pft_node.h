@@ -18,7 +18,10 @@
     X(PFT_EXIT_BUDGET, 11, "releasing would exceed the node's privacy budget (dp_budget)")                   \
     X(PFT_EXIT_INTERNAL, 12,                                                                                 \
       "out of memory, or another error the node could not recover from (see the log)")                       \
-    X(PFT_EXIT_LOCKED, 13, "another pftnode runs with this --out folder (its lock is held); nothing written")
+    X(PFT_EXIT_LOCKED, 13,                                                                                   \
+      "another pftnode runs with this --out folder (its lock is held); nothing written")                     \
+    X(PFT_EXIT_UNREVEALED, 14,                                                                               \
+      "secure aggregation: a survivor refused or never answered the declaration of missing members")
 
 typedef enum {
 #define PFT_X_EXIT(name, value, text) name = value,

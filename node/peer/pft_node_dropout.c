@@ -510,8 +510,10 @@ int pft_node__dropout_recover(node_t *nd, const size_t *missing, size_t n, uint6
     pft_node__crash_point("after-declare"); /* tests: a restart declares again; reveals come again */
     pft_node__set_status(nd, "waiting", "secure aggregation: the survivors' reveals");
     double until = pft_fsio_now() + nd->run->send_deadline;
-    if ((rc = pft_node__loop_until(nd, reveals_in, &until, 200)) != 0)
+    if ((rc = pft_node__loop_until(nd, reveals_in, &until, 200)) != 0) {
+        nd->drop.unrevealed = rc == PFT_EREJECT || rc == PFT_ETIMEOUT; /* not a stop request */
         return rc;
+    }
     for (size_t m = 0; rc == 0 && m < nd->sec.n_members; m++) {
         size_t s = nd->sec.members[m];
         for (size_t j = 0; rc == 0 && nd->drop.have[s] && j < n; j++)

@@ -266,6 +266,7 @@ struct node {
     struct { /* dropout recovery (pft_node_dropout.c): the opener's declaration and reveals, a member's answer */
         size_t *missing; /* opener: members declared missing (node indices), n_missing of them */
         size_t n_missing;
+        int unrevealed; /* opener: a survivor refused or never answered the declaration (exit 14) */
         unsigned char *have;           /* opener: per node index, its reveal is in */
         uint8_t (*keys)[32];           /* opener: per node index × missing member, the revealed use keys */
         size_t n_keys;                 /* opener: entries of keys */
