@@ -2,7 +2,8 @@
 # e2e_duplicate: one pftnode per output folder (issue 21, 3). A chain a -> b, prepared with --prepare-only and
 # run by hand: once b has finished and lingers, b's command is started again with the same --out. The second
 # instance must exit 13 (the folder's lock is held) without writing anything there: b's result.json, status
-# and every other file stay byte for byte as they were, and the first b still ends with exit 0. After the
+# and every other file stay byte for byte as they were, and the first b still ends with exit 0. The same
+# holds once b/lock (the pid file) is deleted: the lock is held on the folder itself. After the
 # first b is gone the lock is free again: a third start of b (a restart) may take the folder.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
@@ -41,6 +42,14 @@ rc=$?
 grep -q "held by another pftnode (pid $b1)" "$W/b2.log" || fail "second instance's log does not name the holder: $(cat "$W/b2.log")"
 snapshot >"$W/after.sha"
 diff "$W/before.sha" "$W/after.sha" >"$W/sha.diff" || fail "the second instance changed b's folder: $(cat "$W/sha.diff")"
+# the lock is the folder's, not the file's: with out/lock deleted, a duplicate is still refused and writes nothing
+rm -f "$W/run/b/lock"
+snapshot >"$W/before2.sha"
+$cmd_b >"$W/b2b.log" 2>&1
+rc=$?
+[ "$rc" -eq 13 ] || fail "with b/lock deleted, a second instance exited $rc, expected 13: $(tail -3 "$W/b2b.log")"
+snapshot >"$W/after2.sha"
+diff "$W/before2.sha" "$W/after2.sha" >"$W/sha2.diff" || fail "with b/lock deleted, the second instance changed b's folder: $(cat "$W/sha2.diff")"
 python3 - "$W/run/b/result.json" <<'PY' || fail "b's result.json is not the finished one"
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -120,6 +120,11 @@ grep -q 'masked for opener c' "$W/inspect.txt" || fail "inspect does not show th
     --fail-on never >"$W/audit.txt" 2>&1 || fail "audit of a masked bundle exited $? ($(tail -3 "$W/audit.txt"))"
 grep -q 'masked: uninformative without the pair secrets of its contributors and its opener' "$W/audit.txt" ||
     fail "audit does not report the masked part as uninformative: $(cat "$W/audit.txt")"
+# nothing in the clear: no "nan", and a PASS that says nothing was measured
+grep -qiw 'nan' "$W/audit.txt" && fail "audit of a masked bundle prints nan: $(cat "$W/audit.txt")"
+grep -q '^nearest row: not measured: no mean in the clear' "$W/audit.txt" &&
+    grep -q '^verdict: PASS (nothing in the clear was measured' "$W/audit.txt" ||
+    fail "audit of a masked bundle does not say nothing was measured: $(cat "$W/audit.txt")"
 
 # refused with a clear error, never sent in the clear
 refused() { # NAME SETTINGS EDGES NEEDLE [launch options]

@@ -14,7 +14,8 @@
 #     and no survivor reveals anything;
 #   - a DP member killed the instant its bundle was stored, before it read the ACK, and restarted: it sends the
 #     same bytes again (no fresh noise draw, ledger charged once), and the run completes;
-#   - the aggregator killed right after it declared c3 missing and restarted: the run ends as without the kill.
+#   - the aggregator killed right after it declared c3 missing and restarted: the run ends as without the kill;
+#   - a survivor that holds its reveal back past send_deadline: the aggregator exits 14, naming it.
 # Env: PFT_BIN (folder with pftnet and pftnode, built with test hooks), PFT_SOURCE_DIR.
 set -u
 
@@ -213,4 +214,17 @@ led = json.load(open(f"{run}/c1/dp_ledger.json"))
 assert led["releases"] == 1 and led["eps_spent"] == 1.0, led
 print(f"dprestart: c1 killed at on-ack and restarted sent its stored bundle again; ledger {led}; s opened 500 rows")
 PY
+# 6. a survivor that never reveals: c1 holds its reveal back 20 s (test hook), longer than send_deadline (8 s):
+#    the aggregator stops with exit 15 (secure aggregation: a survivor never answered), naming c1, the sum masked
+topo unrevealed "send_deadline = 8;"
+PFT_TEST_REVEAL_LATE=c1 launch unrevealed --absent c3
+"$PY" - "$W/unrevealed" <<'PY' || fail "unrevealed: the aggregator did not end with exit 15"
+import json, sys
+s = json.load(open(f"{sys.argv[1]}/s/result.json"))
+assert s["exit_code"] == 15 and s["secure_agg"].get("opened_rows") is None, (s["exit_code"], s["secure_agg"])
+print("unrevealed: s declared c3 missing, c1 never revealed within send_deadline: exit 15, nothing opened")
+PY
+grep -q 'survivor c1 took the declaration but revealed nothing within send_deadline' "$W/unrevealed/s/node.log" ||
+    fail "unrevealed: the aggregator's log does not name c1: $(grep ERROR "$W/unrevealed/s/node.log")"
+
 finish

@@ -7,6 +7,11 @@
 #include "pft_stats.h"
 #include "pft_test.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #define FX PFT_FIXTURES_DIR "/report"
 
 static void test_stats(void)
@@ -149,6 +154,68 @@ static void test_exact(void)
     pft_report_set_destroy(&set);
 }
 
+/* Writes text as dir/name/results.json. */
+static void write_run(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    CHECK(mkdir(path, 0755) == 0);
+    snprintf(path, sizeof path, "%s/%s/results.json", dir, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(text, f) >= 0);
+    if (f)
+        fclose(f);
+}
+
+/* Runs of one tag and variant name that differ in a setting are different variants, named by what differs,
+ * not seeds of one; a repeated seed and a run that did not finish are said. */
+static void test_grouping(void)
+{
+    char dir[] = "/tmp/pft_report_group_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    const char *fmt =
+        "{\"tag\": \"g\", \"variant\": \"FedPFT diag K=1\", \"seed\": 0, \"settings\": {\"k\": 1, "
+        "\"partition\": \"%s\", \"secure_agg\": %s}, \"nodes\": [{\"id\": \"a\", \"status\": \"%s\", "
+        "\"accuracy_global\": %s}]}";
+    char text[512];
+    snprintf(text, sizeof text, fmt, "iid", "false", "ok", "0.5");
+    write_run(dir, "r1", text);
+    snprintf(text, sizeof text, fmt, "iid", "true", "ok", "0.6");
+    write_run(dir, "r2", text);
+    snprintf(text, sizeof text, fmt, "iid", "false", "no result.json", "null");
+    write_run(dir, "r3", text);
+    snprintf(text, sizeof text, fmt, "dirichlet(0.1)", "false", "ok", "0.7");
+    write_run(dir, "r4", text);
+    pft_report_set_t *set = pft_report_set_new();
+    CHECK(set && pft_report_set_add_path(set, dir) == 0);
+    pft_report_exp_t *e = NULL;
+    CHECK(pft_report_exp_build(set, "g", &e) == 0 && e);
+    if (e) {
+        CHECK_MSG(e->n_variants == 3, "%zu variants", e->n_variants);
+        const pft_report_variant_t *v = e->variants;
+        CHECK_MSG(e->n_variants == 3 &&
+                      strcmp(v[0].name, "FedPFT diag K=1 (partition=iid, secure_agg=false)") == 0 &&
+                      strcmp(v[1].name, "FedPFT diag K=1 (partition=iid, secure_agg=true)") == 0 &&
+                      strcmp(v[2].name, "FedPFT diag K=1 (partition=dirichlet(0.1), secure_agg=false)") == 0,
+                  "%s | %s | %s", v[0].name, e->n_variants > 1 ? v[1].name : "",
+                  e->n_variants > 2 ? v[2].name : "");
+        CHECK(v[0].n_runs == 2 && v[0].n_failed_runs == 1 && v[1].n_runs == 1 && v[1].n_failed_runs == 0);
+        CHECK_MSG(strcmp(v[0].seeds, "0 (×2)") == 0, "%s", v[0].seeds);
+        CHECK(strcmp(row(e, v[1].row)->label, v[1].name) == 0);
+        CHECK_NEAR(pft_stats_mean(&row(e, v[1].row)->acc), 0.6, 1e-12);
+        pft_report_exp_destroy(&e);
+    }
+    pft_report_set_destroy(&set);
+    for (int i = 1; i <= 4; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/r%d/results.json", dir, i);
+        remove(path);
+        snprintf(path, sizeof path, "%s/r%d", dir, i);
+        rmdir(path);
+    }
+    rmdir(dir);
+}
+
 static void test_errors(void)
 {
     pft_report_set_t *set = pft_report_set_new();
@@ -169,6 +236,7 @@ int main(void)
     RUN(test_stats);
     RUN(test_set_and_exp);
     RUN(test_exact);
+    RUN(test_grouping);
     RUN(test_errors);
     return pft_test_done();
 }

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -20,6 +21,7 @@ typedef struct {
 typedef struct {
     const char *id;
     int line;
+    int stmt_line; /* line of its first own statement (not an edge end); 0: none */
 } node_rec_t;
 
 struct pft_dotscan_t {
@@ -37,6 +39,8 @@ struct pft_dotscan_t {
     size_t n_graphs;
     char fault[200]; /* first lexical fault (pft_dotscan_fault); "" if none */
     int fault_line;
+    const char *too_big; /* "nodes" or "edges": the scan stopped at one more than the most allowed */
+    int too_big_line;
 };
 
 typedef enum {
@@ -358,16 +362,35 @@ static void note_node(lexer_t *lx, const char *id, int line)
     for (size_t i = 0; i < s->n_nodes; i++)
         if (strcmp(s->nodes[i].id, id) == 0)
             return;
+    if (s->n_nodes == PFT_DOTSCAN_MAX_NODES) { /* the file is refused: stop here (the search is linear) */
+        s->too_big = "nodes";
+        s->too_big_line = line;
+        return;
+    }
     if (grow((void **)&s->nodes, &s->cap_nodes, s->n_nodes + 1, sizeof *s->nodes)) {
         lx->oom = 1;
         return;
     }
-    s->nodes[s->n_nodes++] = (node_rec_t){id, line};
+    s->nodes[s->n_nodes++] = (node_rec_t){id, line, 0};
+}
+
+/* Records that node id (just noted) has a statement of its own at line. */
+static void note_node_stmt(lexer_t *lx, const char *id, int line)
+{
+    pft_dotscan_t *s = lx->s;
+    for (size_t i = 0; i < s->n_nodes; i++)
+        if (strcmp(s->nodes[i].id, id) == 0 && !s->nodes[i].stmt_line)
+            s->nodes[i].stmt_line = line;
 }
 
 static void note_edge(lexer_t *lx, const char *tail, const char *head, int line)
 {
     pft_dotscan_t *s = lx->s;
+    if (s->n_edges == PFT_DOTSCAN_MAX_EDGES) {
+        s->too_big = "edges";
+        s->too_big_line = line;
+        return;
+    }
     if (grow((void **)&s->edges, &s->cap_edges, s->n_edges + 1, sizeof *s->edges)) {
         lx->oom = 1;
         return;
@@ -463,6 +486,7 @@ static int parse_stmt(lexer_t *lx, int depth)
 {
     tok_t *t = peek(lx);
     tok_t *t2 = peek_n(lx, 1);
+    int t0_line = t->line;
     pft_dotscan_attr_t tmpl = {0};
     tmpl.in_subgraph = depth > 0;
     if ((is_kw(t, "graph") || is_kw(t, "node") || is_kw(t, "edge")) && t2->kind == T_LBRACK) {
@@ -491,6 +515,8 @@ static int parse_stmt(lexer_t *lx, int depth)
     size_t a1 = lx->s->n_occ;
     int single_node = a1 == a0 + 1 && peek(lx)->kind != T_EDGEOP;
     const char *node_id = single_node ? lx->s->occ[a0] : NULL;
+    if (node_id)
+        note_node_stmt(lx, node_id, t0_line);
     size_t e0 = lx->s->n_edges;
     while (peek(lx)->kind == T_EDGEOP) {
         int line = next(lx).line;
@@ -525,7 +551,7 @@ static int parse_stmt(lexer_t *lx, int depth)
 static int parse_stmt_list(lexer_t *lx, int depth)
 {
     for (;;) {
-        if (lx->oom)
+        if (lx->oom || lx->s->too_big)
             return -1;
         tok_t *t = peek(lx);
         if (t->kind == T_RBRACE || t->kind == T_EOF)
@@ -784,4 +810,51 @@ int pft_dotscan_graph_attr_line(const pft_dotscan_t *self, const char *name)
             return a->line;
     }
     return 0;
+}
+
+int pft_dotscan_too_big(const pft_dotscan_t *self, const char **what, int *line)
+{
+    *what = self->too_big;
+    *line = self->too_big ? self->too_big_line : 0;
+    return self->too_big != NULL;
+}
+
+int pft_dotscan_node_stmt_line(const pft_dotscan_t *self, const char *id)
+{
+    for (size_t i = 0; i < self->n_nodes; i++)
+        if (strcmp(self->nodes[i].id, id) == 0)
+            return self->nodes[i].stmt_line;
+    return 0;
+}
+
+/* Orders a node's own attribute assignments by node, name, then file order. */
+static int cmp_node_attr(const void *pa, const void *pb)
+{
+    const pft_dotscan_attr_t *a = *(const pft_dotscan_attr_t *const *)pa,
+                             *b = *(const pft_dotscan_attr_t *const *)pb;
+    int c = strcmp(a->node, b->node);
+    if (!c)
+        c = strcmp(a->name, b->name);
+    return c ? c : (a->line > b->line) - (a->line < b->line);
+}
+
+int pft_dotscan_node_attr_twice(const pft_dotscan_t *self, const pft_dotscan_attr_t **first,
+                                const pft_dotscan_attr_t **second)
+{
+    *first = *second = NULL;
+    const pft_dotscan_attr_t **own = pft_alloc_array(self->n_attrs ? self->n_attrs : 1, sizeof *own);
+    size_t n = 0;
+    for (size_t i = 0; own && i < self->n_attrs; i++)
+        if (self->attrs[i].scope == PFT_DOT_NODE && self->attrs[i].node && !self->attrs[i].is_default)
+            own[n++] = &self->attrs[i];
+    if (own)
+        qsort(own, n, sizeof *own, cmp_node_attr);
+    for (size_t i = 1; own && i < n && !*first; i++)
+        if (strcmp(own[i - 1]->node, own[i]->node) == 0 && strcmp(own[i - 1]->name, own[i]->name) == 0 &&
+            strcmp(own[i - 1]->value, own[i]->value) != 0) {
+            *first = own[i - 1];
+            *second = own[i];
+        }
+    pft_free(own);
+    return *first != NULL;
 }

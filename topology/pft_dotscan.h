@@ -14,6 +14,11 @@
 
 typedef struct pft_dotscan_t pft_dotscan_t;
 
+/* The scanner follows at most this many distinct nodes and edges, the most a topology may have (beyond, a
+ * file is refused before libcgraph parses it, whose parse grows faster than linearly with the nodes). */
+#define PFT_DOTSCAN_MAX_NODES 4096
+#define PFT_DOTSCAN_MAX_EDGES 16384
+
 /* Which kind of object an attribute assignment is about. */
 typedef enum {
     PFT_DOT_GRAPH = 0,
@@ -53,6 +58,19 @@ int pft_dotscan_second_graph_line(const pft_dotscan_t *self);
  * sets *line to the line where the string or comment opened, or where the extra text starts; NULL
  * (and *line 0) if there is none, i.e. the text is safe to hand to libcgraph. */
 const char *pft_dotscan_fault(const pft_dotscan_t *self, int *line);
+
+/* 1 if the text holds more than PFT_DOTSCAN_MAX_NODES distinct nodes or more than PFT_DOTSCAN_MAX_EDGES
+ * edges (the scan stopped there): *what gets "nodes" or "edges", *line the line of the first one too many. */
+int pft_dotscan_too_big(const pft_dotscan_t *self, const char **what, int *line);
+
+/* Line of node id's first own statement (`id;` or `id [...]`, not an edge end); 0 if it has none. */
+int pft_dotscan_node_stmt_line(const pft_dotscan_t *self, const char *id);
+
+/* An attribute given two different values in a node's own statements (`a [k=5]; a [k=7]`: libcgraph keeps
+ * the last, silently). Returns 1 with the node, the attribute, both values and their lines (first, then
+ * second); 0 if there is none. */
+int pft_dotscan_node_attr_twice(const pft_dotscan_t *self, const pft_dotscan_attr_t **first,
+                                const pft_dotscan_attr_t **second);
 
 /* Line where node id first appears (as a node or an edge end); 0 if never seen. */
 int pft_dotscan_node_line(const pft_dotscan_t *self, const char *id);

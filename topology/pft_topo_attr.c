@@ -187,7 +187,7 @@ static const pft_topo_attr_t s_table[] = {
      "port itself and reports it in <out>/endpoint, where its predecessors read it (--peers-dir)",
      NONE, NO(endpoint), NONE},
     {"train", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
-     "training features .npy (float32, n x d)", NONE, NO(train), NONE},
+     "training features .npy (n x d; float32, or float16/64, int32/64, uint8: converted to float32)", NONE, NO(train), NONE},
     {"labels", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
      "training labels .npy (int32, n)", NONE, NO(labels), NONE},
     {"test", N, PFT_ATTR_PATH, NULL, 0, 0, NULL,
@@ -257,7 +257,7 @@ int pft_topo_attr_is_layout(const char *name, unsigned scope)
     return 0;
 }
 
-static size_t edit_distance(const char *a, const char *b)
+size_t pft_topo_attr_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 62 || lb > 62)
@@ -285,7 +285,7 @@ const char *pft_topo_attr_suggest(const char *name)
     size_t best_d = 3, len = strlen(name);
     for (size_t i = 0; i < COUNT(s_table) + COUNT(s_layout); i++) {
         const char *c = i < COUNT(s_table) ? s_table[i].name : s_layout[i - COUNT(s_table)].name;
-        size_t d = edit_distance(name, c);
+        size_t d = pft_topo_attr_edit_distance(name, c);
         if (d < best_d && d < len) {
             best_d = d;
             best = c;

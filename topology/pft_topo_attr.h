@@ -54,6 +54,9 @@ int pft_topo_attr_is_layout(const char *name, unsigned scope);
 /* The known name (table or layout) closest to name within edit distance 2, or NULL. */
 const char *pft_topo_attr_suggest(const char *name);
 
+/* Edit distance between a and b, ignoring case (SIZE_MAX when either is longer than 62 bytes). */
+size_t pft_topo_attr_edit_distance(const char *a, const char *b);
+
 /* "graph", "node", "edge", or e.g. "graph, node" for a mask; a static string. */
 const char *pft_topo_attr_scope_name(unsigned scopes);
 

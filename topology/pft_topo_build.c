@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_NODES 4096
-#define MAX_EDGES 16384
+#define MAX_NODES PFT_DOTSCAN_MAX_NODES
+#define MAX_EDGES PFT_DOTSCAN_MAX_EDGES
 
 /* qsort order of cgraph edges: by creation sequence, which is file order. */
 static int cmp_seq(const void *a, const void *b)

@@ -168,6 +168,32 @@ static int split_path(const char *path, char **dir, char **stem)
     return 0;
 }
 
+/* What the scan alone refuses, before libcgraph parses: a second graph, text that would break cgraph's next
+ * parse, more nodes or edges than a topology may have (a parse of 64k nodes took 9-14 s), and a node given
+ * one attribute twice with different values (libcgraph would keep the last, silently). */
+static int check_scan(pft_topo_t *t)
+{
+    if (pft_dotscan_graph_count(t->scan) > 1)
+        return pft_topo__fail_at(t, pft_dotscan_second_graph_line(t->scan), PFT_EFORMAT,
+                                 "a second graph: a topology file holds exactly one digraph");
+    int line;
+    const char *fault = pft_dotscan_fault(t->scan, &line);
+    if (fault) /* cgraph never sees text that would break its next parse (see cg_lexer_reset) */
+        return pft_topo__fail_at(t, line, PFT_EFORMAT, "%s", fault);
+    const char *what;
+    if (pft_dotscan_too_big(t->scan, &what, &line))
+        return pft_topo__fail_at(t, line, PFT_ETOPO, "more than %d %s; a topology may have at most %d",
+                                 what[0] == 'n' ? PFT_DOTSCAN_MAX_NODES : PFT_DOTSCAN_MAX_EDGES, what,
+                                 what[0] == 'n' ? PFT_DOTSCAN_MAX_NODES : PFT_DOTSCAN_MAX_EDGES);
+    const pft_dotscan_attr_t *a, *b;
+    if (pft_dotscan_node_attr_twice(t->scan, &a, &b))
+        return pft_topo__fail_at(t, b->line, PFT_ETOPO,
+                                 "node '%s': %s=%s here, but %s=%s at line %d: a node is defined once (give "
+                                 "each attribute one value)",
+                                 b->node, b->name, b->value, a->name, a->value, a->line);
+    return 0;
+}
+
 int pft_topo_load(const char *path, unsigned flags, pft_topo_t **out)
 {
     *out = NULL;
@@ -185,17 +211,8 @@ int pft_topo_load(const char *path, unsigned flags, pft_topo_t **out)
     if ((rc = read_text(path, &text, &len)) || (rc = split_path(path, &t->dir, &t->stem)) ||
         (rc = pft_dotscan_new(text, len, &t->scan)))
         goto fail;
-    if (pft_dotscan_graph_count(t->scan) > 1) {
-        rc = pft_topo__fail_at(t, pft_dotscan_second_graph_line(t->scan), PFT_EFORMAT,
-                               "a second graph: a topology file holds exactly one digraph");
+    if ((rc = check_scan(t)))
         goto fail;
-    }
-    int fault_line;
-    const char *fault = pft_dotscan_fault(t->scan, &fault_line);
-    if (fault) { /* cgraph never sees text that would break its next parse (see cg_lexer_reset) */
-        rc = pft_topo__fail_at(t, fault_line, PFT_EFORMAT, "%s", fault);
-        goto fail;
-    }
     if (len == 0 || text[len - 1] != '\n') { /* read_text left room */
         text[len] = '\n';
         text[len + 1] = '\0';

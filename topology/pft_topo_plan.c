@@ -5,10 +5,40 @@
 #include "pft_dotscan.h"
 #include "pft_error.h"
 #include "pft_plan.h"
+#include "pft_topo_attr.h"
 #include "pft_topo_internal.h"
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+
+/* After an error about node v without edges: an edge that names instead a node with no statement of its own
+ * and a name close to v's (a typo: `b -> cc` for `b -> c`) is named in the message, which keeps rc. */
+static void typo_hint(const pft_topo_t *t, const pft_topo__model_t *m, size_t v, int rc)
+{
+    const char *id = pft_topo__node_id(m, v);
+    for (size_t e = 0; e < m->n_edges; e++)
+        if (m->edges[e].tail == v || m->edges[e].head == v)
+            return; /* v has edges: not the "no edges" error */
+    for (size_t e = 0; e < m->n_edges; e++) {
+        size_t ends[2] = {m->edges[e].tail, m->edges[e].head};
+        for (int k = 0; k < 2; k++) {
+            const char *u = pft_topo__node_id(m, ends[k]);
+            size_t d = pft_topo_attr_edit_distance(u, id);
+            if (d == 0 || d > 2 || (d >= strlen(id) && d >= strlen(u)) ||
+                pft_dotscan_node_stmt_line(t->scan, u))
+                continue;
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", pft_errmsg());
+            pft_err(rc,
+                    "%s; the edge %s -> %s at line %d names '%s', which no statement defines: did you mean "
+                    "'%s'?",
+                    msg, pft_topo__node_id(m, m->edges[e].tail), pft_topo__node_id(m, m->edges[e].head),
+                    m->edges[e].line, u, id);
+            return;
+        }
+    }
+}
 
 /* Builds a CSR list of fallback successors (reverse = 0) or predecessors (reverse = 1). */
 static int fallback_lists(pft_topo__model_t *m, int reverse, size_t **off_p, size_t **list_p)
@@ -106,6 +136,8 @@ int pft_topo__plan_graph(const pft_topo_t *t, pft_topo__model_t *m)
         if (where.at_root)
             line = pft_dotscan_graph_attr_line(t->scan, "root");
         rc = pft_topo__wrap_at(t, line, rc, NULL);
+        if (where.node != SIZE_MAX)
+            typo_hint(t, m, where.node, rc);
         goto done;
     }
     if (m->plan && pft_plan_kind(m->plan) != PFT_KIND_RING)

@@ -16,7 +16,14 @@ static int check_settable(const char *name, unsigned scope, const char *what)
     const pft_topo_attr_t *a = pft_topo_attr_find(name);
     if ((a && (a->scopes & scope)) || pft_topo_attr_is_layout(name, scope))
         return 0;
-    return pft_err(PFT_EINVAL, "'%s' is not a %s attribute", name, what);
+    const char *sugg = a ? NULL : pft_topo_attr_suggest(name);
+    if (a)
+        return pft_err(PFT_EINVAL, "'%s' is not a %s attribute (it is a %s attribute)", name, what,
+                       pft_topo_attr_scope_name(a->scopes));
+    if (sugg)
+        return pft_err(PFT_EINVAL, "'%s' is not a %s attribute; did you mean '%s'?", name, what, sugg);
+    return pft_err(PFT_EINVAL, "'%s' is not a %s attribute (`pftnet check --attributes` lists them)", name,
+                   what);
 }
 
 /* Sets the name/value pairs kv (NULL-terminated) on obj, rebuilds once, and restores every old

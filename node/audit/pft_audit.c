@@ -262,6 +262,10 @@ static int audit_scores(const acc_t *a, json_t *attacks, pft_verdict_t *worst)
                                   a->components, "means_are_rows", a->near_row, "means_near_rows",
                                   a->warn_row, "min_ratio", num(a->min_ratio), "fail_below", PFT_NEAREST_FAIL,
                                   "warn_below", PFT_NEAREST_WARN));
+    json_t *nearest = json_object_get(attacks, "nearest");
+    json_object_set_new(nearest, "applicable", json_boolean(a->components > 0));
+    if (a->components == 0) /* nothing to compare: every part masked (or no class released) */
+        json_object_set_new(nearest, "reason", json_string("no mean in the clear (every part is masked)"));
     json_t *l = json_pack("{s:i,s:i,s:f,s:f}", "own_rows", a->n_own, "holdout_rows", a->n_held, "fail_at",
                           PFT_MEMBERSHIP_AUC_FAIL, "warn_at", PFT_MEMBERSHIP_AUC_WARN);
     json_object_set_new(l, "ridge", json_real(a->ridge));

@@ -67,6 +67,7 @@ void pft_launch_destroy(pft_launch_t **self_p)
     pft_free(self->eval_y);
     pft_dataset_destroy(&self->eval);
     pft_topo_destroy(&self->topo);
+    pft_dirlock_destroy(&self->run_lock);
     pft_free(self);
     *self_p = NULL;
 }
@@ -92,19 +93,6 @@ int pft_launch_engine_known(const char *name, char *names, size_t cap)
                                                    : " or ",
                                 s_engines[i]->name);
     return name && pft_launch__engine(name) != NULL;
-}
-
-void pft_launch__refresh_ids(pft_launch_t *self)
-{
-    for (size_t i = 0; i < self->nn; i++)
-        self->ch[i].id = pft_topo_node(self->topo, i)->id;
-}
-
-void pft_launch__close_port(pft_launch_child_t *c)
-{
-    if (c->listen_fd >= 0)
-        close(c->listen_fd);
-    c->listen_fd = -1;
 }
 
 void pft_launch_print_commands(pft_launch_t *self)

@@ -5,6 +5,7 @@
 #define PFT_LAUNCH_H
 
 #include "pft_cli.h"
+#include "pft_topo.h"
 
 #include <stddef.h>
 
@@ -48,6 +49,12 @@ pft_launch_t *pft_launch_new(const pft_launch_opts_t *opts);
 
 /* Stops nothing: closes held ports, restores signal handlers, frees; nulls *self_p; safe twice. */
 void pft_launch_destroy(pft_launch_t **self_p);
+
+/* What `pftnet check` asks of the data, without writing anything: the data a launch of topo would load (a
+ * simulation's dataset, else every node's own files) is loaded and checked as the launch does (finite values,
+ * integer labels, rows matching, one feature dimension for train and test and over all nodes). 0, or
+ * PFT_EINVAL / PFT_EFORMAT / PFT_EIO naming the node and the file. */
+int pft_launch_check_data(const pft_topo_t *topo);
 
 /* Step 1. Loads the topology and applies the overrides, makes the output folder (refusing an earlier run
  * without force), gives each node its folder, its data (partitioned in a simulation, its own files

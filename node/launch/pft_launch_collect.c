@@ -148,6 +148,7 @@ static json_t *settings_json(const pft_topo_run_t *run)
         json_object_set_new(o, "stats_rows_per_rank", json_integer(run->stats_rows_per_rank));
         json_object_set_new(o, "stats_release", json_string(run->stats_release ? "full_scatter" : "lowrank"));
         json_object_set_new(o, "min_rows", json_integer(run->min_rows));
+        json_object_set_new(o, "secure_agg", json_boolean(run->secure_agg));
     }
     return o;
 }
@@ -325,6 +326,19 @@ static void print_summary(const pft_launch_t *self)
         fprintf(stderr, "pftnet launch: %d of %zu nodes failed\n", self->failed, nn);
 }
 
+/* After a failure: the command that continues the run from what its nodes stored. */
+static void suggest_resume(const pft_launch_t *self)
+{
+    fprintf(stderr,
+            "pftnet launch: the nodes' saved state is kept; to continue: pftnet launch %s --out %s --resume",
+            self->o.topo_path, self->o.out_dir);
+    for (int i = 0; i < self->o.set.n; i++)
+        fprintf(stderr, " --set %s", self->o.set.v[i]);
+    if (self->o.seed)
+        fprintf(stderr, " --seed %s", self->o.seed);
+    fprintf(stderr, "\n");
+}
+
 int pft_launch_collect(pft_launch_t *self, int *exit_code)
 {
     json_t *nodes = collect_nodes(self), *baselines = json_object();
@@ -356,7 +370,10 @@ int pft_launch_collect(pft_launch_t *self, int *exit_code)
     json_decref(baselines);
     print_summary(self);
     if (lost)
-        fprintf(stderr, "pftnet launch: %d hand-off(s) lost (above; results.json handoffs)\n", lost);
+        fprintf(stderr, "pftnet launch: %d hand-off%s not completed (above; results.json handoffs)\n", lost,
+                lost == 1 ? "" : "s");
     *exit_code = self->failed || lost ? 1 : 0;
+    if (*exit_code && !self->o.json)
+        suggest_resume(self);
     return 0;
 }

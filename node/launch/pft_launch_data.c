@@ -61,6 +61,10 @@ static int source_load(const char *dir, source_t *s)
     if (rc == 0 &&
         ((s->dtr && ndtr != pft_dataset_n(s->train)) || (s->dte && ndte != pft_dataset_n(s->test))))
         rc = pft_err(PFT_EINVAL, "%s: domain files do not match the number of rows", dir);
+    if (rc == 0 && pft_dataset_d(s->train) != pft_dataset_d(s->test))
+        rc = pft_err(PFT_EINVAL,
+                     "%s has %d columns, but %s has %d: train and test features must have one dimension",
+                     p[2], pft_dataset_d(s->test), p[0], pft_dataset_d(s->train));
     for (int k = 0; k < 4; k++)
         pft_free(p[k]);
     return rc;
@@ -205,20 +209,81 @@ done:
     return rc;
 }
 
+/* The features of node n loaded as ds (its train file, else its test file) have the width of the first ones
+ * met (*d, 0: none yet; *who and *file name them): else an error naming both nodes and files. */
+static int check_width(const pft_topo_node_t *n, const pft_dataset_t *ds, const char *file, int *d,
+                       const char **who, const char **first)
+{
+    if (!ds)
+        return 0;
+    if (*d == 0) {
+        *d = pft_dataset_d(ds), *who = n->id, *first = file;
+        return 0;
+    }
+    if (pft_dataset_d(ds) == *d)
+        return 0;
+    return pft_err(
+        PFT_EINVAL,
+        "node %s: %s has %d columns, but node %s's %s has %d: every node's features (train and test) "
+        "must have one dimension",
+        n->id, file, pft_dataset_d(ds), *who, *first, *d);
+}
+
+/* Not a simulation: loads each node's own files (values checked: finite, integer labels) into train[i] and
+ * test[i], all of one width. The caller frees them, also on error. */
+static int load_nodes(const pft_topo_t *topo, pft_dataset_t **train, pft_dataset_t **test)
+{
+    int d = 0;
+    const char *who = NULL, *first = NULL;
+    for (size_t i = 0; i < pft_topo_node_count(topo); i++) {
+        const pft_topo_node_t *n = pft_topo_node(topo, i);
+        int rc =
+            n->has_data ? pft_npy_load_dataset(n->train, n->labels, 0, &train[i]) : 0; /* NULL: no data */
+        if (rc == 0 && n->test)
+            rc = pft_npy_load_dataset(n->test, n->test_labels, 0, &test[i]);
+        if (rc)
+            return pft_err_wrap(rc, "node %s", n->id);
+        if ((rc = check_width(n, train[i], n->train, &d, &who, &first)) ||
+            (rc = check_width(n, test[i], n->test, &d, &who, &first)))
+            return rc;
+    }
+    return 0;
+}
+
 /* Not a simulation: loads each node's own files for the baselines and the global test set. */
 static int load_own_data(pft_launch_t *self)
 {
-    for (size_t i = 0; i < self->nn; i++) {
-        const pft_topo_node_t *n = pft_topo_node(self->topo, i);
-        pft_launch_child_t *c = &self->ch[i];
-        int rc =
-            n->has_data ? pft_npy_load_dataset(n->train, n->labels, 0, &c->train) : 0; /* NULL: no data */
-        if (rc == 0 && n->test)
-            rc = pft_npy_load_dataset(n->test, n->test_labels, 0, &c->test);
-        if (rc)
-            return pft_err_wrap(rc, "node %s", n->id);
+    pft_dataset_t **train = pft_calloc(self->nn + 1, sizeof *train),
+                  **test = pft_calloc(self->nn + 1, sizeof *test);
+    int rc = train && test ? load_nodes(self->topo, train, test) : pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; train && test && i < self->nn; i++) {
+        self->ch[i].train = train[i];
+        self->ch[i].test = test[i];
     }
-    return 0;
+    pft_free(train);
+    pft_free(test);
+    return rc;
+}
+
+int pft_launch_check_data(const pft_topo_t *topo)
+{
+    const pft_topo_run_t *run = pft_topo_run(topo);
+    if (pft_topo_is_simulation(topo)) {
+        source_t src;
+        int rc = source_load(run->dataset, &src);
+        source_free(&src);
+        return rc;
+    }
+    size_t nn = pft_topo_node_count(topo);
+    pft_dataset_t **train = pft_calloc(nn + 1, sizeof *train), **test = pft_calloc(nn + 1, sizeof *test);
+    int rc = train && test ? load_nodes(topo, train, test) : pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; train && test && i < nn; i++) {
+        pft_dataset_destroy(&train[i]);
+        pft_dataset_destroy(&test[i]);
+    }
+    pft_free(train);
+    pft_free(test);
+    return rc;
 }
 
 int pft_launch__load_data(pft_launch_t *self)

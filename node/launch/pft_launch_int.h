@@ -4,6 +4,7 @@
 #define PFT_LAUNCH_INT_H
 
 #include "pft_dataset.h"
+#include "pft_dirlock.h"
 #include "pft_launch.h"
 #include "pft_launch_engine.h"
 #include "pft_topo.h"
@@ -50,6 +51,7 @@ struct pft_launch_t {
     const pft_launch_engine_t *engine; /* chosen from o.engine in prepare; NULL before */
     void *engine_data;                 /* the engine's own state (slurm: the allocation, placement, srun) */
     int signals_caught;                /* old_int and old_term hold the handlers to restore */
+    pft_dirlock_t *run_lock;           /* the run folder, held for the launcher's life (pft_launch_own.c) */
     struct sigaction old_int, old_term;
 };
 
@@ -70,6 +72,19 @@ int pft_launch__load_data(pft_launch_t *self);
 
 /* Internal. The concatenation of every node's test share into *out (NULL if none). */
 int pft_launch__concat_tests(const pft_launch_t *self, pft_dataset_t **out);
+
+/* pft_launch_own.c: the launcher owns its run folder and its nodes. */
+#define PFT_LAUNCH_LOCK "launch.lock" /* in the run folder: the launcher's pid (the lock is the folder's) */
+/* Internal. Takes the run folder dir (which exists) for this launcher's life: PFT_EINVAL naming the other
+ * launcher when one holds it. */
+int pft_launch__lock_run(pft_launch_t *self, const char *dir);
+/* Internal. Every node folder in dir still held by a node of an earlier launch: waited for (a node whose
+ * launcher was killed dies with it), then stopped (SIGTERM, then SIGKILL) when its holder is a pftnode with
+ * that folder open. 0 once all are free; PFT_EINVAL naming a folder held by anything else. */
+int pft_launch__stop_leftovers(const pft_launch_t *self, const char *dir);
+/* Internal, in a child between fork and exec: it is killed when the launcher (parent) dies; it exits at once
+ * when the launcher is already gone. */
+void pft_launch__die_with_parent(pid_t parent);
 
 /* Internal. The first word of c->dir/status into c->state (kept when the file cannot be read). */
 void pft_launch__read_status(pft_launch_child_t *c);

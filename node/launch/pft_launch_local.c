@@ -86,8 +86,9 @@ static pid_t spawn(const pft_launch_t *self, pft_launch_child_t *c)
     char *log = pft_fsio_join(c->dir, "node.log");
     if (!log)
         return -1;
-    pid_t pid = fork();
+    pid_t launcher = getpid(), pid = fork();
     if (pid == 0) {
+        pft_launch__die_with_parent(launcher); /* no node outlives its launcher, even one killed by SIGKILL */
         setpgid(0, 0);
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {

@@ -16,11 +16,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* Removes everything under the run folder but the folder itself and its lock (held by this launcher). */
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
     (void)flag;
-    (void)ftw;
+    if (ftw->level == 0 || (ftw->level == 1 && strcmp(path + ftw->base, PFT_LAUNCH_LOCK) == 0))
+        return 0;
     return remove(path) == 0 ? 0 : -1;
 }
 
@@ -81,13 +83,18 @@ static int check_out_dir(const pft_launch_t *self, const char *dir)
     return 0;
 }
 
-/* Makes the output folder and switches o.out_dir to its absolute path: every path the launcher writes into
- * the resolved topology must be absolute, as relative ones would be read against the topology file's folder.
- */
+/* Makes the output folder, takes it for this launcher (nodes an earlier launch left running stopped before a
+ * --resume or --force touches it) and switches o.out_dir to its absolute path: every path the launcher writes
+ * into the resolved topology must be absolute, as relative ones would be read against the topology file's
+ * folder. */
 static int make_out_dir(pft_launch_t *self)
 {
     int rc;
-    if ((rc = check_out_dir(self, self->o.out_dir)) || (rc = pft_fsio_mkdirs(self->o.out_dir)))
+    if ((rc = pft_fsio_mkdirs(self->o.out_dir)) || (rc = pft_launch__lock_run(self, self->o.out_dir)))
+        return rc;
+    if ((self->o.resume || self->o.force) && (rc = pft_launch__stop_leftovers(self, self->o.out_dir)))
+        return rc;
+    if ((rc = check_out_dir(self, self->o.out_dir)))
         return rc;
     if (!realpath(self->o.out_dir, self->out_abs))
         return pft_err(PFT_EIO, "%s: %s", self->o.out_dir, strerror(errno));

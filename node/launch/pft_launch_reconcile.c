@@ -58,6 +58,20 @@ static const char *verdict(json_t *nodes, const char *from, json_t *s)
     return ok ? "contradiction" : "lost";
 }
 
+/* Why sent entry s has verdict v, for the line shown. */
+static const char *explain(json_t *nodes, json_t *s, const char *v)
+{
+    if (strcmp(v, "lost") == 0)
+        return holds(node_named(nodes, json_string_value(json_object_get(s, "to"))), "") < 0
+                   ? ": not delivered; the run ended before its receiver stored it"
+                   : ": its receiver does not hold it";
+    if (strcmp(v, "contradiction") == 0)
+        return ": the sender says it was acknowledged, its receiver does not hold it";
+    if (strcmp(v, "used") == 0)
+        return ": the sender gave up, its receiver stored and used it";
+    return ": the receiver left no result.json";
+}
+
 int pft_launch_reconcile(json_t *nodes, json_t **report, int show)
 {
     json_t *rep = json_array();
@@ -83,13 +97,7 @@ int pft_launch_reconcile(json_t *nodes, json_t **report, int show)
             if (show && strcmp(v, "ok") != 0)
                 fprintf(stderr, "hand-off %s -> %s (bundle %.12s): %s%s\n", from ? from : "?",
                         json_string_value(json_object_get(s, "to")),
-                        json_string_value(json_object_get(s, "bundle_id")), v,
-                        strcmp(v, "lost") == 0 ? ": its receiver does not hold it"
-                        : strcmp(v, "contradiction") == 0
-                            ? ": the sender says it was acknowledged, its receiver "
-                              "does not hold it"
-                        : strcmp(v, "used") == 0 ? ": the sender gave up, its receiver stored and used it"
-                                                 : ": the receiver left no result.json");
+                        json_string_value(json_object_get(s, "bundle_id")), v, explain(nodes, s, v));
         }
     }
     *report = rep;

@@ -246,8 +246,7 @@ static void node_free(node_t *nd)
     pft_keypair_destroy(&nd->hand.kp);
     pft_free(nd->hand.keys);
     pft_free(nd->hand.open);
-    if (nd->lock_fd >= 0)
-        close(nd->lock_fd); /* releases out/lock */
+    pft_dirlock_destroy(&nd->lock); /* releases the folder */
 }
 
 /* The out/ folder, the topology and this node in it, its data, its DP ledger, out/inbox/ and the hand-off
@@ -365,7 +364,7 @@ static int run_stages(node_t *nd, json_t *res)
         if (rc == 0 && st->final)
             rc = pft_node__head_train(nd, res);
         if (rc) {
-            int code = fail(exit_for(rc));
+            int code = fail(nd->drop.unrevealed ? PFT_EXIT_UNREVEALED : exit_for(rc));
             dropout_end(nd, 1); /* an opener tells the members it asks nothing more */
             return code;
         }
@@ -411,7 +410,7 @@ static int lingered(node_t *nd, void *ctx)
  * failed. */
 static int finish(node_t *nd, json_t *res, int code)
 {
-    if (nd->lock_fd < 0) /* the folder is not this process's: write nothing there */
+    if (!nd->lock) /* the folder is not this process's: write nothing there */
         return code;
     if (nd->me)
         pft_node__refusal_tick(nd, 1);
@@ -441,7 +440,7 @@ static int finish(node_t *nd, json_t *res, int code)
 
 int pft_node_run(const pft_node_args_t *args)
 {
-    node_t nd = {.args = args, .t_start = pft_fsio_now(), .lock_fd = -1};
+    node_t nd = {.args = args, .t_start = pft_fsio_now()};
     nd.know.drift = json_array();
     nd.refusal.reasons = json_array();
     json_t *res = json_object();

@@ -21,7 +21,9 @@
     X(PFT_EXIT_LOCKED, 13,                                                                                   \
       "another pftnode runs with this --out folder (its lock is held); nothing written")                     \
     X(PFT_EXIT_POLICY, 14,                                                                                   \
-      "refused by a policy of the topology (e.g. a class held by fewer than min_contributors members)")
+      "refused by a policy of the topology (e.g. a class held by fewer than min_contributors members)")      \
+    X(PFT_EXIT_UNREVEALED, 15,                                                                               \
+      "secure aggregation: a survivor refused or never answered the declaration of missing members")
 
 typedef enum {
 #define PFT_X_EXIT(name, value, text) name = value,

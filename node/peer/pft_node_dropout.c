@@ -555,6 +555,7 @@ int pft_node__dropout_ready(node_t *nd, void *stage)
     int c = reveals_in(nd, &nd->drop.until);
     if (c == 1)
         nd->drop.phase = DROP_OPENABLE;
+    nd->drop.unrevealed = c == PFT_EREJECT || c == PFT_ETIMEOUT; /* a survivor refused or never answered */
     return c;
 }
 

@@ -248,6 +248,7 @@ static void load_stored(node_t *nd, inbound_t *s, const char *path, const uint8_
     else {
         char reason[PFT_TRANSPORT_MAX_REASON + 1];
         if (accept_message(nd, buf, len, 0, reason, sizeof reason) == 0) {
+            s->stored_before = s->bundle != NULL; /* its bytes count in bytes_received (result.json) */
             pft_free(buf);
             return;
         }

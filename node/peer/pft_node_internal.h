@@ -53,6 +53,7 @@
 #include "pft_secplan.h"
 #include "pft_secmsg.h"
 #include "pft_dataset.h"
+#include "pft_dirlock.h"
 #include "pft_dp.h"
 #include "pft_keys.h"
 #include "pft_topo.h"
@@ -78,6 +79,7 @@ typedef struct {
     int gone_on; /* 1: the node went on without it (recorded in out/missing/): a late bundle is refused */
     int light;   /* 1: bundle holds the provenance only; the statistics are decoded again from bytes when
                     used (pft_node_exact.c), so a node receiving many keeps one decoded at a time */
+    int stored_before; /* 1: loaded from out/inbox/, received by an earlier run of this node */
 } inbound_t;
 
 /* One send this node made. */
@@ -202,8 +204,8 @@ struct node {
     int n_classes;
     int *own_counts; /* real training rows per class (n_classes) */
     double t_start;
-    int lock_fd;      /* out/lock, held (flock) for the whole run; -1 until taken (pft_node_setup.c) */
-    char status[512]; /* the status line last written to out/status (pft_node_base.c) */
+    pft_dirlock_t *lock; /* out/ itself, flock'ed for the whole run; NULL until taken (pft_node_setup.c) */
+    char status[512];    /* the status line last written to out/status (pft_node_base.c) */
     void (*chore)(struct node *nd); /* one more chore of every loop turn, set by a file above the loop (the
                                        dropout recovery's answers), or NULL */
     int fatal; /* a pft error code that ends the run at the next loop turn (the inbox could not store
@@ -291,6 +293,7 @@ struct node {
               */
         size_t *missing; /* opener: members declared missing (node indices), n_missing of them */
         size_t n_missing;
+        int unrevealed;      /* opener: a survivor refused or never answered the declaration (exit 15) */
         unsigned char *have; /* opener: per node index, its reveal is in */
         uint8_t (*keys)[32]; /* opener: per node index × missing member, the revealed use keys */
         size_t n_keys;       /* opener: entries of keys */
@@ -457,7 +460,8 @@ void pft_node__outbox_tick(node_t *nd);
 /* The loop's condition (ctx unused): 1 once every send ended (acked, delivered, rejected or failed,
  * fallbacks queued where the topology says). */
 int pft_node__outbox_done(node_t *nd, void *ctx);
-/* Logs how each send ended; returns how many hand-offs reached no one. */
+/* Logs how each send ended; returns how many hand-offs reached no one (one still pending when the node was
+ * interrupted does not count: a restart sends it again). */
 int pft_node__outbox_report(node_t *nd, int interrupted);
 /* result.json's sent. */
 json_t *pft_node__outbox_json(const node_t *nd);
@@ -675,9 +679,9 @@ const pft_node_method_t *pft_node__table_method(const pft_topo_node_t *me);
 const pft_node_head_t *pft_node__table_head(const pft_topo_node_t *me);
 
 /* ---- pft_node_setup.c: each returns 0 or a pft error code (with its message set) ---- */
-/* Creates the output folder and takes its lock (out/lock, flock, held until the process ends, even by a
- * crash) before anything else is written there: PFT_EIO if the folder cannot be made, PFT_EUNSUPPORTED if
- * another process holds the lock (a second instance with the same --out). */
+/* Creates the output folder and takes its lock (an flock on the folder itself, held until the process ends,
+ * even by a crash; the pid in out/lock) before anything else is written there: PFT_EIO if the folder cannot
+ * be made, PFT_EUNSUPPORTED if another process holds the lock (a second instance with the same --out). */
 int pft_node__setup_lock(node_t *nd);
 /* Loads and preps train/test/eval; sets n_classes and own_counts. */
 int pft_node__setup_data(node_t *nd);

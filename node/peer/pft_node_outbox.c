@@ -329,13 +329,15 @@ int pft_node__outbox_report(node_t *nd, int interrupted)
             pft_info("hand-off to %s delivered: %s", o->to, o->reason);
         else if (rescued)
             pft_warn("hand-off to %s %s; its fallback was acknowledged", o->to, state_name(st));
+        else if (st == PFT_SEND_PENDING && interrupted && !o->instead_of) /* a restart resends it */
+            pft_warn("hand-off to %s pending: interrupted before it was acknowledged (sent again on restart)",
+                     o->to);
         else if (!o->instead_of) {
             bad++;
             pft_error("hand-off to %s %s: %s", o->to, state_name(st),
-                      reason && *reason                       ? reason
-                      : st == PFT_SEND_PENDING && interrupted ? "interrupted before it was acknowledged"
-                      : rc                                    ? pft_strerror(rc)
-                                                              : "not acknowledged");
+                      reason && *reason ? reason
+                      : rc              ? pft_strerror(rc)
+                                        : "not acknowledged");
         }
     }
     return bad;

@@ -136,8 +136,14 @@ int pft_node__result_write(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "n_classes", json_integer(nd->n_classes));
     json_object_set_new(res, "n_real", json_integer(nd->tally.n_real));
     json_object_set_new(res, "n_synthetic", json_integer(nd->tally.n_synthetic));
-    json_object_set_new(res, "bytes_sent", json_integer((json_int_t)ts.bytes_sent));
-    json_object_set_new(res, "bytes_received", json_integer((json_int_t)ts.bytes_received));
+    uint64_t sent_before = 0, received_before = 0; /* this run's hand-offs done by an earlier instance */
+    for (size_t i = 0; i < nd->hand.n_out; i++)
+        sent_before += nd->hand.out[i].acked_before ? nd->hand.out[i].bytes : 0;
+    for (size_t i = 0; i < nd->hand.n_in; i++)
+        received_before += nd->hand.in[i].stored_before ? nd->hand.in[i].len : 0;
+    json_object_set_new(res, "bytes_sent", json_integer((json_int_t)(ts.bytes_sent + sent_before)));
+    json_object_set_new(res, "bytes_received",
+                        json_integer((json_int_t)(ts.bytes_received + received_before)));
     json_object_set_new(res, "retries", json_integer((json_int_t)ts.retries));
     json_object_set_new(res, "duplicates_dropped", json_integer((json_int_t)ts.duplicates));
     json_object_set_new(res, "transport", transport_json(&ts));

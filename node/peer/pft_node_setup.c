@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <sys/file.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -238,30 +237,16 @@ int pft_node__setup_lock(node_t *nd)
 {
     if (pft_fsio_mkdirs(nd->args->out_dir) != 0)
         return PFT_EIO;
-    char *path = pft_fsio_join(nd->args->out_dir, "lock");
-    if (!path)
-        return pft_err(PFT_ENOMEM, "out of memory");
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644), rc = 0;
-    if (fd < 0)
-        rc = pft_err(PFT_EIO, "%s: cannot open: %s", path, strerror(errno));
-    else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        char pid[32] = "";
-        ssize_t n = read(fd, pid, sizeof pid - 1);
-        pid[n > 0 ? n : 0] = '\0';
-        pid[strcspn(pid, "\n")] = '\0';
-        rc = errno == EWOULDBLOCK ? pft_err(PFT_EUNSUPPORTED,
-                                            "%s is held by another pftnode (pid %s) using this output folder",
-                                            path, *pid ? pid : "unknown")
-                                  : pft_err(PFT_EIO, "%s: cannot lock: %s", path, strerror(errno));
-        close(fd);
-    } else {
-        char pid[32];
-        int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-        if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n)
-            pft_warn("%s: cannot record the pid: %s", path, strerror(errno));
-        nd->lock_fd = fd;
-        pft_node__endpoint_forget(nd); /* an earlier instance's: its port is gone */
+    long holder = 0;
+    int rc = pft_dirlock_take(nd->args->out_dir, "lock", &nd->lock, &holder);
+    if (rc == PFT_EUNSUPPORTED) {
+        char pid[32] = "unknown";
+        if (holder > 0)
+            snprintf(pid, sizeof pid, "%ld", holder);
+        return pft_err(rc, "%s is held by another pftnode (pid %s) using this output folder",
+                       nd->args->out_dir, pid);
     }
-    pft_free(path);
+    if (rc == 0)
+        pft_node__endpoint_forget(nd); /* an earlier instance's: its port is gone */
     return rc;
 }

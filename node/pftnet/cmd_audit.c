@@ -184,14 +184,21 @@ static void print_text(const char *path, const json_t *o)
     json_t *mp;
     json_array_foreach(json_object_get(o, "masked_parts"), i, mp)
         printf("part %s: %s (opener %s)\n", jstr(mp, "part"), jstr(mp, "verdict"), jstr(mp, "opener"));
-    printf("components %d: %d stand for fewer than 1.5 rows; smallest stands for %.2f rows\n",
-           (int)jnum(s, "components"), (int)jnum(s, "one_row"), jnum(s, "min_rows"));
+    if ((int)jnum(s, "components") == 0)
+        printf("components: none in the clear\n");
+    else
+        printf("components %d: %d stand for fewer than 1.5 rows; smallest stands for %.2f rows\n",
+               (int)jnum(s, "components"), (int)jnum(s, "one_row"), jnum(s, "min_rows"));
     print_subspace(json_object_get(a, "subspace"));
     print_vertex(json_object_get(a, "vertex"));
-    printf(
-        "nearest row: %s: %d means, %d are rows (ratio < %.1f), %d near one (< %.1f); smallest ratio %.3f\n",
-        jstr(n, "verdict"), (int)jnum(n, "means"), (int)jnum(n, "means_are_rows"), jnum(n, "fail_below"),
-        (int)jnum(n, "means_near_rows"), jnum(n, "warn_below"), jnum(n, "min_ratio"));
+    if (json_is_false(json_object_get(n, "applicable")))
+        printf("nearest row: not measured: %s\n", jstr(n, "reason"));
+    else
+        printf("nearest row: %s: %d means, %d are rows (ratio < %.1f), %d near one (< %.1f); smallest ratio "
+               "%.3f\n",
+               jstr(n, "verdict"), (int)jnum(n, "means"), (int)jnum(n, "means_are_rows"),
+               jnum(n, "fail_below"), (int)jnum(n, "means_near_rows"), jnum(n, "warn_below"),
+               jnum(n, "min_ratio"));
     printf("likelihood membership: %s: ", jstr(l, "verdict"));
     if (json_is_true(json_object_get(l, "applicable")))
         printf("AUC %.3f (%d own vs %d held-out rows; mean log-likelihood %.2f vs %.2f)\n", jnum(l, "auc"),
@@ -201,7 +208,12 @@ static void print_text(const char *path, const json_t *o)
         printf("not measured: %s\n", jstr(l, "reason"));
     if (json_is_true(json_object_get(o, "exact_leak")))
         printf("*** FAIL: a row can be recovered from this bundle or its membership decided exactly ***\n");
-    printf("verdict: %s\n", jstr(o, "verdict"));
+    if ((int)jnum(s, "components") == 0 && json_array_size(json_object_get(o, "masked_parts")) > 0)
+        printf("verdict: %s (nothing in the clear was measured: every part is masked, and opens only at its "
+               "opener)\n",
+               jstr(o, "verdict"));
+    else
+        printf("verdict: %s\n", jstr(o, "verdict"));
 }
 
 #define FAIL_ON_EXACT (-1) /* --fail-on exact: only an exact leak (exact_leak in the JSON) */

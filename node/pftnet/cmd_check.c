@@ -2,6 +2,7 @@
  * hand-offs; `pftnet check --attributes [--markdown]` lists the topology attributes. */
 #include "pft_cli.h"
 #include "pft_cmd.h"
+#include "pft_launch.h"
 #include "pft_node.h"
 #include "pft_error.h"
 #include "pft_secplan.h"
@@ -254,8 +255,8 @@ static void print_text(const pft_topo_t *t, const pft_secplan_t *pl)
     const pft_topo_run_t *r = pft_topo_run(t);
     const pft_handoff_t *h;
     size_t nh = pft_topo_handoffs(t, &h), n = pft_topo_node_count(t);
-    printf("%s: valid %s, %zu nodes, %zu hand-offs, run '%s'\n", pft_topo_path(t),
-           pft_kind_name(pft_topo_kind(t)), n, nh, r->run);
+    printf("%s: valid %s, %zu nodes, %zu hand-off%s, run '%s'\n", pft_topo_path(t),
+           pft_kind_name(pft_topo_kind(t)), n, nh, nh == 1 ? "" : "s", r->run);
     if (r->start_id)
         printf("start: %s\n", r->start_id);
     if (r->root_id)
@@ -490,6 +491,12 @@ static int load_checked(const char *path, unsigned flags, const pft_opt_list_t *
         pft_err_wrap(rc, "%s", path);
         pft_topo_destroy(t);
         return report_invalid(path, json, rc, v.rule);
+    }
+    if (!(flags & PFT_TOPO_SKIP_DATA_CHECK) &&
+        (rc = pft_launch_check_data(*t)) != 0) { /* as a launch loads */
+        pft_secplan_destroy(pl);
+        pft_topo_destroy(t);
+        return report_invalid(path, json, rc, NULL);
     }
     return 0;
 }

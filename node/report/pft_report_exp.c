@@ -329,49 +329,135 @@ static void run_figures(const pft_report_exp_t *e, const json_t *root, double *a
     *bytes = any_bytes ? b : NAN;
 }
 
+/* 1 if run b is a seed of variant v: the same variant name and the same settings (a run of the old format,
+ * without settings, matches on its name). */
+static int same_group(const pft_report_variant_t *v, const pft_report_run_t *b)
+{
+    const json_t *sb = json_object_get(b->root, "settings");
+    return strcmp(v->name, b->variant) == 0 && (!v->settings || !sb || json_equal(v->settings, sb));
+}
+
+/* 1 if a node of run root did not finish (its status is neither "ok" nor "absent"). */
+static int run_failed(const json_t *root)
+{
+    size_t i;
+    const json_t *nd;
+    json_array_foreach(json_object_get(root, "nodes"), i, nd)
+    {
+        const char *st = jstr(nd, "status");
+        if (!st || (strcmp(st, "ok") != 0 && strcmp(st, "absent") != 0))
+            return 1;
+    }
+    return 0;
+}
+
+/* v's settings that differ from those of another variant of the same name, as " (k=v, ...)" after its name;
+ * the name alone when no other variant has it. */
+static void distinct_name(pft_report_variant_t *v, const pft_report_variant_t *all, size_t n)
+{
+    int off = snprintf(v->name_buf, sizeof v->name_buf, "%s", v->name), first = 1;
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)v->settings, key, val)
+    {
+        int differs = 0;
+        for (size_t j = 0; j < n && !differs; j++)
+            if (&all[j] != v && strcmp(all[j].name, v->name) == 0)
+                differs = !json_equal(val, json_object_get(all[j].settings, key));
+        if (!differs || off <= 0 || (size_t)off >= sizeof v->name_buf)
+            continue;
+        char *text = json_is_string(val) ? NULL : json_dumps(val, JSON_ENCODE_ANY);
+        off += snprintf(v->name_buf + off, sizeof v->name_buf - (size_t)off, "%s%s=%s", first ? " (" : ", ",
+                        key, text ? text : json_string_value(val));
+        free(text);
+        first = 0;
+    }
+    if (!first && off > 0 && (size_t)off < sizeof v->name_buf)
+        snprintf(v->name_buf + off, sizeof v->name_buf - (size_t)off, ")");
+}
+
+/* v->seeds: its runs' seeds in order of first appearance, a repeated one as "0 (×3)". */
+static void seed_list(pft_report_variant_t *v, const pft_report_run_t *const *runs, const size_t *grp,
+                      size_t vi, size_t n)
+{
+    for (size_t r = 0; r < n; r++) {
+        size_t times = 0, earlier = 0;
+        for (size_t q = 0; q < n; q++)
+            if (grp[q] == vi && runs[q]->seed == runs[r]->seed)
+                times++, earlier += q < r;
+        if (grp[r] != vi || earlier)
+            continue;
+        char t[48];
+        if (times > 1)
+            snprintf(t, sizeof t, "%lld (×%zu)", runs[r]->seed, times);
+        else
+            snprintf(t, sizeof t, "%lld", runs[r]->seed);
+        list_append(v->seeds, sizeof v->seeds, t);
+    }
+}
+
+/* One variant per group of runs with the same variant name and settings (grp[r]: run r's), in order of first
+ * appearance. */
+static int group_runs(pft_report_exp_t *e, const pft_report_run_t *const *runs, size_t n, size_t *grp,
+                      size_t *row_cap)
+{
+    for (size_t r = 0; r < n; r++) {
+        size_t q = 0;
+        while (q < e->n_variants && !same_group(&e->variants[q], runs[r]))
+            q++;
+        if (q < e->n_variants) {
+            grp[r] = q;
+            if (!e->variants[q].settings) /* its first run was of the old format */
+                e->variants[q].settings = json_object_get(runs[r]->root, "settings");
+            continue;
+        }
+        pft_report_row_t *row = add_row(e, row_cap);
+        if (!row)
+            return pft_err(PFT_ENOMEM, "out of memory");
+        row->fedpft = 1;
+        grp[r] = e->n_variants;
+        pft_report_variant_t *v = &e->variants[e->n_variants++];
+        v->name = runs[r]->variant;
+        v->settings = json_object_get(runs[r]->root, "settings");
+        v->row = e->n_rows - 1;
+    }
+    for (size_t vi = 0; vi < e->n_variants; vi++) {
+        pft_report_variant_t *v = &e->variants[vi];
+        distinct_name(v, e->variants, e->n_variants);
+        snprintf(e->rows[v->row].label, sizeof e->rows[v->row].label, "%s", v->name_buf);
+    }
+    for (size_t vi = 0; vi < e->n_variants; vi++)
+        e->variants[vi].name = e->variants[vi].name_buf;
+    return 0;
+}
+
 /* seed_base[r]: the baselines of run r's seed (the first run of the tag with that seed). */
 static int build_variants(pft_report_exp_t *e, const pft_report_run_t *const *runs,
                           const json_t *const *seed_base, size_t n, size_t *row_cap)
 {
     e->variants = pft_calloc(n, sizeof *e->variants);
-    if (!e->variants)
-        return pft_err(PFT_ENOMEM, "out of memory");
-    for (size_t r = 0; r < n; r++) {
-        size_t vi = 0;
-        while (vi < e->n_variants && strcmp(e->variants[vi].name, runs[r]->variant) != 0)
-            vi++;
-        if (vi == e->n_variants) {
-            pft_report_row_t *row = add_row(e, row_cap);
-            if (!row)
-                return pft_err(PFT_ENOMEM, "out of memory");
-            snprintf(row->label, sizeof row->label, "%s", runs[r]->variant);
-            row->fedpft = 1;
-            pft_report_variant_t *v = &e->variants[e->n_variants++];
-            v->name = runs[r]->variant;
-            v->settings = json_object_get(runs[r]->root, "settings");
-            v->row = e->n_rows - 1;
-        }
-    }
-    for (size_t vi = 0; vi < e->n_variants; vi++) {
+    size_t *grp = pft_calloc(n ? n : 1, sizeof *grp);
+    int rc = e->variants && grp ? group_runs(e, runs, n, grp, row_cap) : pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t vi = 0; vi < e->n_variants && rc == 0; vi++) {
         pft_report_variant_t *v = &e->variants[vi];
         size_t cap = 0;
-        for (size_t r = 0; r < n; r++) {
-            if (strcmp(runs[r]->variant, v->name) != 0)
+        seed_list(v, runs, grp, vi, n);
+        for (size_t r = 0; r < n && rc == 0; r++) {
+            if (grp[r] != vi)
                 continue;
             v->n_runs++;
-            list_append_ll(v->seeds, sizeof v->seeds, runs[r]->seed);
+            v->n_failed_runs += run_failed(runs[r]->root);
             pft_stats_add(&v->wall, jnum(runs[r]->root, "wall_seconds"));
             double acc, bytes;
             run_figures(e, runs[r]->root, &acc, &bytes);
             pft_stats_add(&e->rows[v->row].acc, acc);
             pft_stats_add(&e->rows[v->row].bytes, bytes);
-            int rc = add_run_nodes(e, v, &cap, runs[r]->root, seed_base[r]);
-            if (rc)
-                return rc;
+            rc = add_run_nodes(e, v, &cap, runs[r]->root, seed_base[r]);
         }
         sort_nodes(v);
     }
-    return 0;
+    pft_free(grp);
+    return rc;
 }
 
 static int build_runs(pft_report_exp_t *e, const pft_report_set_t *set)

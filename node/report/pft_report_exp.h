@@ -11,7 +11,8 @@
 
 /* One row of the comparison table. */
 typedef struct {
-    char label[96]; /* "Centralized", "Local only (mean of nodes)", "Ensemble", "Average", "KD (T=5)", variant
+    char
+        label[192]; /* "Centralized", "Local only (mean of nodes)", "Ensemble", "Average", "KD (T=5)", variant
                      */
     int fedpft;     /* 1: a FedPFT variant; 0: a baseline */
     pft_stats_t acc;   /* accuracy (fraction) over seeds; n = 0: none recorded */
@@ -34,11 +35,15 @@ typedef struct {
     pft_stats_t alpha;                  /* gaussian_head.alpha: its Gaussian head's shrinkage */
 } pft_report_node_t;
 
-/* One FedPFT variant of the experiment. */
+/* One FedPFT variant of the experiment: the runs of one variant name with the same settings (runs that differ
+ * in a setting, e.g. secure_agg or the partition, are different variants, not seeds of one). */
 typedef struct {
-    const char *name;         /* the variant's name */
+    const char *name;         /* the variant's name: name_buf */
+    char name_buf[192];       /* its runs' variant, with the settings that set it apart from another variant
+                                 of that name: "FedPFT diag K=5 (secure_agg=true)" */
     size_t n_runs;            /* runs (normally one per seed) */
-    char seeds[128];          /* "0, 1, 2" (truncated with "…" if long) */
+    size_t n_failed_runs;     /* of those, runs in which a node did not finish (status not ok or absent) */
+    char seeds[128];          /* "0, 1, 2", a repeated seed "0 (×3)" (truncated with "…" if long) */
     const json_t *settings;   /* "settings" of its first run, or NULL */
     const char *cov;          /* "cov" of the first node of its first run that records one, or NULL */
     const char *gaussian;     /* gaussian_head.kind ("lda", "qda") of the first node that has one, or NULL */

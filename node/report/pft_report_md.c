@@ -173,12 +173,33 @@ static void comparison(FILE *f, const pft_report_exp_t *e)
     fprintf(f, "\n");
 }
 
+/* Which variants the drift plot leaves out (DP beside non-DP), and why. */
+static void drift_note(FILE *f, const pft_report_exp_t *e, const char *drift_img)
+{
+    int first = 1;
+    for (size_t vi = 0; drift_img[0] && vi < e->n_variants; vi++) {
+        if (!pft_report_plot_drift_skips(e, &e->variants[vi]))
+            continue;
+        fprintf(f, "%s%s", first ? "Not in the drift plot: " : ", ", e->variants[vi].name);
+        first = 0;
+    }
+    if (!first)
+        fprintf(f,
+                " (DP: the noise puts the own log-likelihoods orders of magnitude below the others', which "
+                "would flatten every curve; see the per-node tables).\n\n");
+}
+
 static void settings_line(FILE *f, const pft_report_exp_t *e, const pft_report_variant_t *v)
 {
     char wall[64];
     pft_stats_format(&v->wall, 1.0, 1, 0, wall, sizeof wall);
     fprintf(f, "%zu run%s (seed%s %s), wall time %s s", v->n_runs, v->n_runs == 1 ? "" : "s",
             v->n_runs == 1 ? "" : "s", v->seeds, wall);
+    if (v->n_failed_runs)
+        fprintf(f,
+                "; %zu of them did not finish (a node failed or was stopped; its figures count where it "
+                "recorded them)",
+                v->n_failed_runs);
     if (json_is_object(v->settings) && json_object_size(v->settings) > 0) {
         fprintf(f, ". Settings: ");
         const char *key;
@@ -363,6 +384,7 @@ int pft_report_md_exp(FILE *f, const pft_report_exp_t *e, const char *stem, cons
             image(f, img_prefix, plots->per_node, alt);
             snprintf(alt, sizeof alt, "%s: own log-likelihood under received and sent GMMs", e->tag);
             image(f, img_prefix, plots->drift, alt);
+            drift_note(f, e, plots->drift);
         }
         for (size_t vi = 0; vi < e->n_variants; vi++) {
             const pft_report_variant_t *v = &e->variants[vi];

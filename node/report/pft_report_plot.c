@@ -372,6 +372,20 @@ static int plot_per_node(const pft_report_exp_t *e, const char *dir, const char 
     return rc;
 }
 
+static int is_dp(const pft_report_variant_t *v)
+{
+    const json_t *eps = json_object_get(v->settings, "dp_epsilon");
+    return json_is_number(eps) && json_number_value(eps) > 0;
+}
+
+int pft_report_plot_drift_skips(const pft_report_exp_t *e, const pft_report_variant_t *v)
+{
+    for (size_t i = 0; is_dp(v) && i < e->n_variants; i++)
+        if (!is_dp(&e->variants[i]))
+            return 1;
+    return 0;
+}
+
 static int plot_drift(const pft_report_exp_t *e, const char *dir, const char *base, const char *format,
                       char *img, size_t cap)
 {
@@ -384,6 +398,8 @@ static int plot_drift(const pft_report_exp_t *e, const char *dir, const char *ba
     size_t nv = e->n_variants < MAX_BLOCKS ? e->n_variants : MAX_BLOCKS;
     for (size_t vi = 0; vi < nv; vi++) {
         const pft_report_variant_t *v = &e->variants[vi];
+        if (pft_report_plot_drift_skips(e, v))
+            continue;
         int b = block_begin(&p, v->name);
         fprintf(p.fd, "# hop node received_mean received_std sent_mean sent_std\n");
         for (size_t i = 0; i < v->n_nodes; i++) {
@@ -431,7 +447,7 @@ static int plot_drift(const pft_report_exp_t *e, const char *dir, const char *ba
 typedef struct {
     int series;
     double x, y, dy; /* bytes, accuracy %, std % */
-    char label[96];
+    char label[192];
 } spot_t;
 
 /* Axes of a scatter: log x in [xa, xb] with room for labels, linear y in [ya, yb]. */
@@ -730,7 +746,8 @@ int pft_report_plot_exp(const pft_report_exp_t *e, const char *dir, const char *
             rc = plot_per_node(e, dir, base, format, out->per_node, sizeof out->per_node);
         int any_drift = 0;
         for (size_t v = 0; v < e->n_variants; v++)
-            for (size_t i = 0; i < e->variants[v].n_nodes; i++)
+            for (size_t i = 0; i < e->variants[v].n_nodes && !pft_report_plot_drift_skips(e, &e->variants[v]);
+                 i++)
                 any_drift |= e->variants[v].nodes[i].drift_recv.n + e->variants[v].nodes[i].drift_sent.n > 0;
         if (!rc && chain && any_drift)
             rc = plot_drift(e, dir, base, format, out->drift, sizeof out->drift);

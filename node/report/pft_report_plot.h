@@ -14,6 +14,11 @@ typedef struct {
     char synth[256]; /* synth lines: accuracy vs bundle bytes (log x), one line per cov, raw-feature line */
 } pft_report_plots_t;
 
+/* 1 if variant v of e is left out of the drift plot: a DP variant (settings dp_epsilon > 0) beside one
+ * without DP, whose noisy GMMs give own log-likelihoods (down to -1e8) that would flatten every other curve.
+ */
+int pft_report_plot_drift_skips(const pft_report_exp_t *e, const pft_report_variant_t *v);
+
 /* 1 if an executable named gnuplot is on PATH, else 0. */
 int pft_report_plot_available(void);
 
