@@ -316,7 +316,7 @@ int pft_topo_rules_apply_sets(pft_topo_t *t, const char *const *set, int n, cons
         kv[m++] = seed;
     }
     if (rc == 0 && m && (rc = pft_topo_set_graph_attrs(t, kv)) != 0)
-        pft_err_wrap(rc, "%s: --set/--seed", pft_topo_path(t));
+        pft_err_wrap(rc, "--set/--seed"); /* the message names the file */
     for (int i = 0; names && i < n; i++)
         pft_free(names[i]);
     pft_free(names);

@@ -56,8 +56,8 @@ int pft_topo_rules_check(const pft_topo_t *t, const pft_topo_facts_t *facts, pft
 
 /* Applies command-line overrides as graph attributes, validated together like the file's own (the topology
  * the rules are then checked on): set[0..n) each "NAME=VALUE" (--set), and seed (--seed; NULL: none).
- * PFT_EINVAL for an assignment without NAME=, else pft_topo_set_graph_attrs's errors, the message prefixed
- * with the topology's path. On success every pointer obtained from t before is stale. */
+ * PFT_EINVAL for an assignment without NAME=, else pft_topo_set_graph_attrs's errors (their message names
+ * the topology's file). On success every pointer obtained from t before is stale. */
 int pft_topo_rules_apply_sets(pft_topo_t *t, const char *const *set, int n, const char *seed);
 
 #endif
