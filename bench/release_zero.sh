@@ -6,19 +6,26 @@
 # accuracy_global. For a star the aggregator's figure is the one that counts, for a chain the last node's
 # (a sending node's own head loses the removed rows too, which the rule would not take from it).
 # RULE floor:M is what min_rows = M does (`pftnet launch TOPO --set cov=tied --set min_rows=M` measures it
-# directly). Env: PFT_BIN (default build/node), PYTHON (default /usr/bin/python3, with numpy).
+# directly). A node left without rows is not started: its successors wait for it until their deadline (DEADLINE
+# sets a shorter one, seconds), then proceed without it, as they would without its bundle.
+# Env: PFT_BIN (default build/node), PYTHON (default /usr/bin/python3, with numpy), DEADLINE.
 set -eu
 TOPO=$1 KIND=$2 RULE=$3 OUT=$4 SEED=${5:-0}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${PFT_BIN:-$ROOT/build/node}
 PY=${PYTHON:-/usr/bin/python3}
 PFTNODE=$BIN/pftnode "$BIN/pftnet" launch "$TOPO" --out "$OUT" --force --seed "$SEED" --set cov=tied \
-    --set port_base=$((20000 + RANDOM % 20000)) --prepare-only >"$OUT.cmds"
+    --set port_base=$((20000 + RANDOM % 20000)) ${DEADLINE:+--set deadline=$DEADLINE} --prepare-only >"$OUT.cmds"
 "$PY" "$ROOT/bench/release_zero.py" "$OUT" --kind "$KIND" --withhold "$RULE"
 pids=()
 while read -r line; do
     case $line in
     *pftnode\ --topology*)
+        id=$(sed 's/.* --id \([^ ]*\) .*/\1/' <<<"$line")
+        if [ -f "$OUT/$id/data/train_y.npy" ] && [ "$(stat -c %s "$OUT/$id/data/train_y.npy")" -le 128 ]; then
+            echo "  $id: every row withheld, not started (its successors proceed without it at their deadline)"
+            continue
+        fi
         eval "$line --log-level warn" >/dev/null 2>&1 &
         pids+=($!)
         ;;
