@@ -5,8 +5,8 @@ For each topology (a 3-node chain on chain5's data, configs/chain5.dot, configs/
 and each release (`stats_release = lowrank`, the default, and `full_scatter`, the research setting), runs
 `pftnet launch ... --set cov=tied`, then `pftnet audit --json` on every bundle a node with rows sent (or the
 first `--max-audits` of them), with held-out rows that are not the producer's: the chain's last node's rows,
-a star client's own test split. Prints one line per bundle (attack figures) and one per run (accuracy of the
-node(s) holding everyone's knowledge, bytes sent), and writes everything to OUT/summary.json.
+a star client's own test split. Prints one line per bundle (attack figures, with the zero-support test's worst
+class) and one per run (accuracy of the node(s) holding everyone's knowledge, bytes sent), and writes everything to OUT/summary.json.
 
 usage: bench/release_audit.py [--bin build/node] [--out /tmp/pft_release] [--lp 400] [--seed 0]
                               [--only chain3,star20,star50,chain5] [--releases lowrank,full_scatter]
@@ -61,11 +61,22 @@ def audit(a, run, node, held_node, held_split):
         "programs": sum(v.get("programs", 0) for v in at["vertex"]["parts"]),
         "nearest_min_ratio": at["nearest"].get("min_ratio"), "auc": at["likelihood"].get("auc"),
         "verdict": o["verdict"], "exact_leak": o["exact_leak"],
+        "zero_support": at["zero_support"],
     }
 
 
 def fmt(v, f="%.3f"):
     return "-" if v is None else f % v
+
+
+def zero_text(z):
+    """The zero-support test's worst class: accuracy, its rows, who passes."""
+    w = z.get("worst")
+    if not w:
+        return f"zero support {z['verdict']} (not measured)"
+    return (f"zero support {w['accuracy']:.3f} (class {w['label']}, {w['rows']:.0f} rows, {w['zeros']} zeros, "
+            f"{w['own_pass']}/{w['own_rows']} own, {w['holdout_pass']}/{w['holdout_rows']} held-out pass) "
+            f"{z['verdict']}")
 
 
 def main():
@@ -108,8 +119,8 @@ def main():
                       f"{r['bytes'] / 1e3:8.1f} kB  spectrum {'GAP' if r['spectrum_proper'] else 'none':4} "
                       f"acc {fmt(r['spectrum_acc'])}  means acc {fmt(r['means_acc'])}  factor acc {fmt(r['factor_acc'])}  rows recovered "
                       f"{r['rows_recovered']}/{r['programs']} LPs  nearest {fmt(r['nearest_min_ratio'])}  "
-                      f"AUC {fmt(r['auc'])}  {r['verdict']}{' EXACT LEAK' if r['exact_leak'] else ''}",
-                      flush=True)
+                      f"AUC {fmt(r['auc'])}  {zero_text(r['zero_support'])}  "
+                      f"{r['verdict']}{' EXACT LEAK' if r['exact_leak'] else ''}", flush=True)
             accs = {n["id"]: n.get("accuracy_global") for n in nodes}
             sent = sum(n.get("bytes_sent", 0) for n in nodes)
             last = max(accs.values(), key=lambda v: v or 0)

@@ -17,6 +17,8 @@
 # isotropic variance only): its factor's span is the class means'.
 # A statistics bundle is also audited per part (one component per class standing for its count). Exit codes: 3 for a verdict reaching --fail-on, 1 for an unreadable bundle or features
 # that are not a matrix, 2 for bad usage (also a bad --fail-on), 0 for --help and --fail-on never.
+# Every audit with held-out rows runs the zero-support test (a row passes when it is 0 wherever a released mean
+# of its class is): every member passes; a one-row component's zeros (min_rows = 1) decide membership (FAIL).
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
 
@@ -97,6 +99,7 @@ has m1_text '^components [0-9]+: [1-9][0-9]* stand for fewer than 1.5 rows'
 has m1_text '^nearest row: FAIL: [0-9]+ means, [1-9][0-9]* are rows'
 has m1_text '^likelihood membership: (PASS|WARN|FAIL): AUC [01][.][0-9]+ '
 has m1_text '^verdict: FAIL'
+has m1_text '^zero support: FAIL: worst class [0-9]+ '
 py m1_json "assert o['kind'] == 'gmm' and o['prep'] == 'l2' and s['one_row'] > 0, s
 assert s['near_row'] >= 1, s  # a one-row component's mean is that row (to fp16)
 r = [x['ratio'] for c in o['classes'] for x in c['components'] if x['rows'] < 1.5]
@@ -107,7 +110,9 @@ assert o['verdict'] == 'FAIL' and o['exact_leak'] is True, o['verdict']
 assert 0.5 <= a['likelihood']['auc'] <= 1 and a['likelihood']['applicable'], a['likelihood']
 assert a['subspace']['parts'][0]['part'] == 'mixtures', a['subspace']
 assert s['ll_diff'] is not None and s['ll_diff'] > 0, s
-assert s['own_rows'] > 0 and s['holdout_rows'] > 0, s"
+assert s['own_rows'] > 0 and s['holdout_rows'] > 0, s
+z = a['zero_support']  # a one-row component's zeros are its row's: members pass, held-out rows do not
+assert z['verdict'] == 'FAIL' and z['worst']['own_pass'] == z['worst']['own_rows'] > 0, z"
 py m5_json "assert s['one_row'] == 0 and s['min_rows'] >= 5 * (1 - 2 ** -10), s
 assert all(x['rows'] >= 5 * (1 - 2 ** -10) for c in o['classes'] for x in c['components'])
 assert s['near_row'] == 0 and o['attacks']['nearest']['verdict'] != 'FAIL', s"
@@ -145,7 +150,11 @@ assert not p['proper'] and p['gap'] < 1e4 and p['verdict'] == 'PASS', p
 assert f['proper'] and f['dim'] <= 4 + 7 and f['accuracy'] < 0.9 and not f['contained'], f
 assert f['member_residual_min'] > 0.1, f  # no member row lies in the released span
 assert a['vertex']['verdict'] == 'PASS' and all(not v['applicable'] for v in a['vertex']['parts']), a
-assert o['exact_leak'] is False, o"
+assert o['exact_leak'] is False, o
+z = a['zero_support']  # every member passes (the fp16 rounding bound); the worst class is reported
+assert z['applicable'] and all(c['own_pass'] == c['own_rows'] for c in z['classes']), z
+assert z['worst']['accuracy'] == max(c['accuracy'] for c in z['classes'] if c['accuracy'] is not None), z"
+has c3q_text '^zero support: (PASS|WARN|FAIL): worst class [0-9]+ \([0-9]+ rows, [0-9]+ coordinates exactly 0\)'
 # a rank-32 factor of 60 rows (53 within-class directions): its spectrum has no gap (the diagonal), but the
 # factor's span holds most of every row: the factor attack FAILs where the spectrum's passed
 py c3r_json "a = o['attacks']

@@ -9,6 +9,7 @@
 #include "pft_membership.h"
 #include "pft_nearest.h"
 #include "pft_vertex.h"
+#include "pft_zerosupport.h"
 
 #include <math.h>
 #include <string.h>
@@ -353,6 +354,12 @@ int pft_audit_run(const pft_bundle_t *b, const pft_audit_rows_t *own, const pft_
         rc = audit_spans(b, own, held, o, attacks, &v);
     if (rc == 0)
         rc = audit_scores(&a, attacks, &v);
+    json_t *zs = NULL;
+    pft_verdict_t vz = PFT_VERDICT_PASS;
+    if (rc == 0 && (rc = pft_zerosupport_attack(b, own, held, &zs, &vz)) == 0) {
+        json_object_set_new(attacks, "zero_support", zs);
+        v = pft_verdict_worst(v, vz);
+    }
     if (rc == 0) {
         *out = json_pack("{s:s,s:s,s:i,s:O,s:o}", "producer", pft_bundle_producer(b), "kind",
                          pft_bundle_is_stats(b) ? "stats" : "gmm", "d", d, "classes", a.classes, "summary",

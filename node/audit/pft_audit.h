@@ -1,7 +1,8 @@
 /* pft_audit: every attack of `pftnet audit` on one decoded bundle, with a verdict each and overall
  * (docs/SECURITY.md §9): subspace membership and vertex (LP) reconstruction per part (a GMM bundle is one
  * part: the exact moments of its mixtures), nearest-row re-identification of every released mean, and the
- * likelihood membership AUC against held-out rows. The result is one JSON object (the `--json` output). */
+ * likelihood membership AUC against held-out rows, and the zero-support test (pft_zerosupport.h). The result
+ * is one JSON object (the `--json` output). */
 #ifndef PFT_AUDIT_H
 #define PFT_AUDIT_H
 
@@ -31,8 +32,8 @@ void pft_audit_opts_default(pft_audit_opts_t *o);
 
 /* Attacks b with the producer's own rows (members) and held-out rows (non-members; n = 0: the membership
  * accuracy and AUC are not measured). *out: a new JSON object {"kind", "d", "classes": [...], "summary":
- * {...}, "attacks": {"subspace", "vertex", "nearest", "likelihood"}, "verdict", "exact_leak"}; *verdict: the
- * worst attack's. 0, or PFT_EINVAL (dimensions differ from the bundle's), PFT_ENOMEM, PFT_ENUMERIC (message
+ * {...}, "attacks": {"subspace", "vertex", "nearest", "likelihood", "zero_support"}, "verdict", "exact_leak"};
+ * *verdict: the worst attack's. 0, or PFT_EINVAL (dimensions differ from the bundle's), PFT_ENOMEM, PFT_ENUMERIC (message
  * set). */
 int pft_audit_run(const pft_bundle_t *b, const pft_audit_rows_t *own, const pft_audit_rows_t *held,
                   const pft_audit_opts_t *o, json_t **out, pft_verdict_t *verdict);

@@ -173,6 +173,22 @@ static void print_vertex(const json_t *a)
     }
 }
 
+/* The zero-support test: its worst class and all classes pooled. */
+static void print_zero_support(const json_t *z)
+{
+    const json_t *w = json_object_get(z, "worst"), *all = json_object_get(z, "overall");
+    printf("zero support: %s: ", jstr(z, "verdict"));
+    if (!json_is_true(json_object_get(z, "applicable"))) {
+        printf("not measured: %s\n", jstr(z, "reason"));
+        return;
+    }
+    printf("worst class %d (%.0f rows, %d coordinates exactly 0): %d of %d own rows pass, %d of %d held-out; "
+           "balanced accuracy %.3f (all classes %.3f)\n",
+           (int)jnum(w, "label"), jnum(w, "rows"), (int)jnum(w, "zeros"), (int)jnum(w, "own_pass"),
+           (int)jnum(w, "own_rows"), (int)jnum(w, "holdout_pass"), (int)jnum(w, "holdout_rows"),
+           jnum(w, "accuracy"), jnum(all, "accuracy"));
+}
+
 static void print_text(const char *path, const json_t *o)
 {
     const json_t *s = json_object_get(o, "summary"), *a = json_object_get(o, "attacks");
@@ -206,6 +222,7 @@ static void print_text(const char *path, const json_t *o)
                jnum(s, "ll_holdout"));
     else
         printf("not measured: %s\n", jstr(l, "reason"));
+    print_zero_support(json_object_get(a, "zero_support"));
     if (json_is_true(json_object_get(o, "exact_leak")))
         printf("*** FAIL: a row can be recovered from this bundle or its membership decided exactly ***\n");
     if ((int)jnum(s, "components") == 0 && json_array_size(json_object_get(o, "masked_parts")) > 0)
@@ -348,7 +365,10 @@ int pft_cmd_audit(int argc, char **argv)
             "  nearest row          each released mean's distance to its nearest own row over the typical\n"
             "                       spacing of own rows (FAIL < 0.1: the mean is a row, WARN < 0.3);\n"
             "  likelihood           AUC of own vs held-out rows' log-likelihood under the released class\n"
-            "                       models (FAIL >= 0.9, WARN >= 0.6).\n"
+            "                       models (FAIL >= 0.9, WARN >= 0.6);\n"
+            "  zero support         per class: a row passes when it is 0 wherever a released mean of its class\n"
+            "                       is 0 (non-negative features); balanced accuracy own vs held-out rows of\n"
+            "                       the worst class (FAIL >= 0.9, WARN > 0.6).\n"
             "The overall verdict is the worst; an exact leak is a FAIL of the first three (a row recovered,\n"
             "membership decided by the span). Exit 0 when the verdict is below --fail-on, 3 when it reaches "
             "it;\n"

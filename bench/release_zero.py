@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""bench/release_zero.py: what the zero-support membership test decides on the default exact release, and what a
+per-class floor for releasing a mean (withhold class means of fewer than m rows) leaves of it.
+
+The features are ReLU outputs (>= 0), so a released class mean is exactly 0 where every row of the class is 0:
+a row "passes" when it is 0 on that zero set Z (node/audit/pft_zerosupport.h; members always pass). Replays, for
+a run folder written by `pftnet launch ... --prepare-only` (or a full launch), each released part of the
+default exact release (`cov = tied`; a star client's own rows; a chain's part k sums the rows of nodes a..k,
+the bundle node k sends; the last node sends nothing), each of its classes as pftnode's floor releases it
+(min_rows = m: a node's own class joins its part when own + received rows of the class reach m, else it is
+withheld, SECURITY.md §8):
+
+- Z: the coordinates where every row of the class in the part is 0 (what the mean's zeros say, before fp16
+  rounding, which can only add coordinates where a row is below 3e-8 * n);
+- non-members: every row of the class in the dataset the run drew from (--pool, train and test) that is not
+  a training row of the part's contributors: hundreds to thousands per class, many more than the audit's
+  held-out rows, so the pass rate p is measured, not guessed;
+- the test's balanced accuracy 1/2 (1 + (1 - p)) (members pass with probability 1).
+
+Prints, per m, the released classes, how many reach 0.6 and 0.9, the worst class with its rows, and the pass
+rate by class size. The accuracy each m costs is measured with the node itself (min_rows is that floor):
+`pftnet launch configs/chain5.dot --out D --seed S --set cov=tied --set min_rows=M` (see bench/README.md).
+
+usage: bench/release_zero.py RUN --kind chain|star [--rules floor:5,...,zerofree:5,loo:5]
+       bench/release_zero.py RUN --kind chain|star --withhold zerofree:5   (RUN from --prepare-only; then run
+                                                                            the pftnode commands it printed)
+"""
+import argparse
+import glob
+import os
+import sys
+
+import numpy as np
+
+
+def l2(x):
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)  # prep l2 keeps the zeros
+
+
+def load(run, pool):
+    """Per node with rows: its training rows (l2) and labels, and the keys of its raw rows; the pool's rows."""
+    nodes = {}
+    for d in sorted(glob.glob(os.path.join(run, "*", "data"))):
+        if not os.path.exists(d + "/train_x.npy"):
+            continue
+        x = np.load(d + "/train_x.npy").astype(np.float32)
+        nodes[os.path.basename(os.path.dirname(d))] = (l2(x), np.load(d + "/train_y.npy").astype(int),
+                                                       {r.tobytes() for r in x})
+    if not nodes:
+        sys.exit(f"release_zero: no node data under {run} (pftnet launch ... --prepare-only first)")
+    px = np.concatenate([np.load(f"{pool}/{s}_x.npy").astype(np.float32) for s in ("train", "test")])
+    py = np.concatenate([np.load(f"{pool}/{s}_y.npy").astype(int) for s in ("train", "test")])
+    keys = [r.tobytes() for r in px]
+    return nodes, (l2(px), py, keys)
+
+
+def parts(nodes, kind):
+    """The released parts: (sender, contributors)."""
+    names = sorted(nodes)
+    if kind == "star":
+        return [(n, [n]) for n in names]
+    return [(n, names[: i + 1]) for i, n in enumerate(names[:-1])]
+
+
+LOO_PASS = 0.8  # a fresh row passing with probability p gives the test 1 - p/2: 0.6 at p = 0.8
+
+
+def loo_pass(received, own):
+    """What the node can tell from its own rows: the fraction of them that are 0 wherever the mean of the part
+    without them (received rows and its other own rows) is 0, i.e. how often a fresh row would pass."""
+    zr = np.all(np.concatenate(received) == 0, axis=0) if received else np.ones(own.shape[1], bool)
+    zo = own == 0
+    n = len(own)
+    others = zo.sum(0)  # own rows that are 0 at each coordinate
+    passed = 0
+    for i in range(n):
+        z = zr & (others - zo[i] == n - 1)  # zero in every other own row (and every received one)
+        passed += bool(np.all(zo[i][z]))
+    return passed / n
+
+
+def rule_keeps(rule, received, own):
+    """Whether a node's own rows of a class join its part under rule ("floor:M": own + received rows reach M,
+    pftnode's min_rows; "zerofree:M": that, and the part's class mean has no exact zero; "loo:M": that, and a
+    leave-one-out estimate over the node's own rows says a fresh row passes the zero-support test with
+    probability >= LOO_PASS)."""
+    kind, m = rule.split(":")
+    rows = received + [own]
+    if sum(len(r) for r in rows) < int(m):
+        return False
+    if kind == "zerofree":
+        return not np.any(np.all(np.concatenate(rows) == 0, axis=0))
+    return kind == "floor" or loo_pass(received, own) >= LOO_PASS
+
+
+def released_rows(nodes, contrib, c, rule):
+    """The rows of class c in the part of the last of contrib (a chain's nodes in order; a star client alone),
+    and the nodes whose own rows of c the rule withholds."""
+    rows, withheld = [], []
+    for n in contrib:
+        own = nodes[n][0][nodes[n][1] == c]
+        if len(own) and rule_keeps(rule, rows, own):
+            rows.append(own)
+        elif len(own):
+            withheld.append(n)
+    return rows, withheld
+
+
+def class_tests(nodes, pool, kind, rule):
+    """One entry (sender, label, rows, |Z|, pass rate, accuracy, non-members) per released class; the (node,
+    class) pairs withheld."""
+    out, withheld = [], set()
+    px, py, keys = pool
+    for sender, contrib in parts(nodes, kind):
+        mine = set().union(*(nodes[n][2] for n in contrib))
+        outside = np.array([k not in mine for k in keys])
+        for c in sorted(set(np.concatenate([nodes[n][1] for n in contrib]))):
+            member, wh = released_rows(nodes, contrib, c, rule)
+            withheld |= {(n, int(c)) for n in wh}
+            if not member:
+                continue
+            xm = np.concatenate(member)
+            z = np.all(xm == 0, axis=0)
+            xo = px[outside & (py == c)]
+            p = float(np.mean(np.all(xo[:, z] == 0, axis=1)))
+            out.append((sender, int(c), len(xm), int(z.sum()), p, 0.5 * (1 + (1 - p)), len(xo)))
+    return out, withheld
+
+
+def withhold(run, nodes, withheld):
+    """Rewrites the training files of the nodes in RUN without the withheld (node, class) rows (what the rule
+    would leave out of their parts; a node's own head then also lacks them, downstream heads see the rule)."""
+    for n in sorted({n for n, _ in withheld}):
+        d = os.path.join(run, n, "data")
+        x, y = np.load(d + "/train_x.npy"), np.load(d + "/train_y.npy")
+        keep = ~np.isin(y, [c for m, c in withheld if m == n])
+        np.save(d + "/train_x.npy", x[keep])
+        np.save(d + "/train_y.npy", y[keep])
+        print(f"  {n}: {int((~keep).sum())} rows of classes {sorted(c for m, c in withheld if m == n)} removed")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run", help="a folder written by pftnet launch (its */data/*.npy)")
+    ap.add_argument("--kind", choices=["chain", "star"], required=True)
+    ap.add_argument("--rules", default="floor:5,floor:10,floor:15,floor:20,zerofree:5,loo:5",
+                    help="comma-separated rules: floor:M (min_rows = M), zerofree:M (and no exact zero), "
+                    "loo:M (and a leave-one-out pass rate >= 0.8)")
+    ap.add_argument("--pool", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
+                                                   "pacs-mobilenetv2"), help="the dataset the run drew from")
+    ap.add_argument("--withhold", metavar="RULE", help="rewrite RUN's training files without what RULE withholds")
+    a = ap.parse_args()
+    nodes, pool = load(a.run, a.pool)
+    print(f"{a.run}: {len(nodes)} nodes with rows, {a.kind}")
+    for rule in [a.withhold] if a.withhold else a.rules.split(","):
+        t, wh = class_tests(nodes, pool, a.kind, rule)
+        acc = np.array([e[5] for e in t])
+        w = max(t, key=lambda e: e[5])
+        lost = sum(int(np.sum(nodes[n][1] == c)) for n, c in wh)
+        print(f"{rule:11}: {len(t)} classes released, {len(wh)} (node, class) withheld ({lost} rows of "
+              f"{sum(len(v[1]) for v in nodes.values())}); zero-support accuracy "
+              f"> 0.6: {(acc > 0.6).sum()}, >= 0.9: {(acc >= 0.9).sum()}; worst: {w[0]} class {w[1]}, {w[2]} rows, "
+              f"|Z| = {w[3]}, {100 * w[4]:.1f} % of {w[6]} non-members pass, accuracy {w[5]:.3f}")
+        by = {}
+        for e in t:
+            by.setdefault(min(e[2], 20), []).append(e[4])
+        print("   pass rate by rows (median, min..max, classes): " + "; ".join(
+            f"{'>=20' if k == 20 else k}: {100 * np.median(v):.1f} % ({100 * min(v):.1f}..{100 * max(v):.1f}, "
+            f"{len(v)})" for k, v in sorted(by.items())))
+        if a.withhold:
+            withhold(a.run, nodes, wh)
+
+
+if __name__ == "__main__":
+    main()
