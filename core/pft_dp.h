@@ -44,7 +44,7 @@
  * smallest σ for which the exact δ at sensitivity Δ₂ is ≤ δ), which is the formula wherever the formula is
  * valid (all ε ≤ 9 above), and never overclaims.
  *
- * δ: PFT_DP_DELTA_AUTO means δ = 1/n (the issue's default; note the usual advice is δ ≪ 1/n).
+ * δ: PFT_DP_DELTA_AUTO means δ = 1/n (the default DP-FedPFT was first built with; the usual advice is δ ≪ 1/n).
  *
  * Composition. One class's Gaussian is (ε, δ)-DP for that class's rows; classes are disjoint, so releasing
  * a whole bundle (every class once) is (ε, δ)-DP per record (parallel composition). A node that releases

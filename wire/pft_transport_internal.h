@@ -24,7 +24,7 @@
 #include "pft_transport.h"
 
 #define HDR_MAGIC "PFTM"
-#define HDR_VERSION 2 /* 1: bodies pushed unasked (before issue 21); 2: offer, grant, then the body */
+#define HDR_VERSION 2 /* 1: bodies pushed unasked (before flow control); 2: offer, grant, then the body */
 #define HDR_LEN (4 + 1 + 1 + PFT_TRANSPORT_ID_LEN)
 #define T_OFFER 'O'  /* sender -> receiver: [header, body size (8 bytes, big endian)] */
 #define T_BUNDLE 'B' /* sender -> receiver: [header, body] (normally after a SEND) */
