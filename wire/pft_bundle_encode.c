@@ -429,6 +429,19 @@ static int encode_part(const pft_bundle_t *self, int pi, msgpack_packer *pk, wbu
     return put_cov(self, pi, -1, pft_gstat_tied_scatter(st), (double)pft_gstat_total(st), pk, w);
 }
 
+/* The topology fingerprint, payload element 9: [fp: bin(32), items: array of [name: str, digest: bin(8)]]. */
+static int put_fingerprint(const pft_bundle_t *self, msgpack_packer *pk)
+{
+    int fail = msgpack_pack_array(pk, 2) || msgpack_pack_bin_with_body(pk, self->fp, PFT_BUNDLE_FP_LEN) ||
+               msgpack_pack_array(pk, self->n_fp_items);
+    for (size_t i = 0; !fail && i < self->n_fp_items; i++) {
+        const pft_bundle_fp_item_t *it = &self->fp_items[i];
+        fail = msgpack_pack_array(pk, 2) || msgpack_pack_str_with_body(pk, it->name, strlen(it->name)) ||
+               msgpack_pack_bin_with_body(pk, it->digest, PFT_BUNDLE_FP_DIGEST_LEN);
+    }
+    return fail;
+}
+
 int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *len)
 {
     *buf = NULL;
@@ -447,12 +460,14 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
         return rc;
     wbuf_t w = {0};
     if (wbuf_reserve(&w, pft_bundle_formula_bytes(self) + 1024 + (size_t)self->n_prov * 96 +
-                             (size_t)self->n_parents * 34 + (size_t)self->n_classes * 128))
+                             (size_t)self->n_parents * 34 + (size_t)self->n_classes * 128 +
+                             self->n_fp_items * (PFT_BUNDLE_FP_NAME_MAX + 16)))
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     msgpack_packer pk;
     msgpack_packer_init(&pk, &w, wbuf_write);
-    int fail = msgpack_pack_array(&pk, self->n_parts ? PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS
-                                                     : PFT_BUNDLE__N_PAYLOAD_FIELDS) ||
+    int fail = msgpack_pack_array(&pk, self->has_fp    ? PFT_BUNDLE__N_PAYLOAD_FIELDS_FP
+                                       : self->n_parts ? PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS
+                                                       : PFT_BUNDLE__N_PAYLOAD_FIELDS) ||
                msgpack_pack_str_with_body(&pk, self->run_id, strlen(self->run_id)) ||
                msgpack_pack_str_with_body(&pk, self->producer, strlen(self->producer)) ||
                msgpack_pack_uint64(&pk, self->flags) || msgpack_pack_uint64(&pk, (uint64_t)self->dtype) ||
@@ -494,7 +509,7 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
             return rc;
         }
     }
-    if (self->n_parts && msgpack_pack_array(&pk, (size_t)self->n_parts)) {
+    if ((self->n_parts || self->has_fp) && msgpack_pack_array(&pk, (size_t)self->n_parts)) {
         pft_free(w.buf);
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     }
@@ -504,6 +519,10 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
             pft_free(w.buf);
             return rc;
         }
+    }
+    if (self->has_fp && put_fingerprint(self, &pk)) {
+        pft_free(w.buf);
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     }
     *buf = w.buf;
     *len = w.len;
