@@ -9,6 +9,11 @@
 #include "pft_keys.h"
 #include "pft_test.h"
 #include "pft_test_stats.h"
+#include "pft_topo.h"
+#include "pft_topo_fingerprint.h"
+
+#include <stdlib.h>
+#include <unistd.h>
 
 static pft_bundle_t *gmm_bundle(void)
 {
@@ -222,6 +227,65 @@ static void test_alloc_failures(void)
     pft_free(buf);
 }
 
+/* The field's size for a 1000-node chain n0 -> … -> n999 with keys: per item [str, bin(8)] = 12 bytes + the
+ * name (names under 32 bytes), plus the fingerprint and the array headers; printed for docs/WIRE.md. */
+static void test_size_1000(void)
+{
+    char dir[] = "/tmp/pft_fp1000_XXXXXX", path[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/chain.dot", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fprintf(f, "digraph c { port_base = 20000;\n");
+    for (int i = 0; i < 1000; i++)
+        fprintf(f, "n%d [train = \"x.npy\", labels = \"y.npy\"];\n", i);
+    for (int i = 0; i + 1 < 1000; i++)
+        fprintf(f, "n%d -> n%d;\n", i, i + 1);
+    fprintf(f, "}\n");
+    fclose(f);
+    pft_topo_t *t = NULL;
+    CHECK(pft_topo_load(path, PFT_TOPO_SKIP_DATA_CHECK, &t) == 0);
+    uint8_t(*keys)[32] = calloc(1000, 32);
+    const uint8_t **ptr = calloc(1000, sizeof *ptr);
+    for (int i = 0; keys && ptr && i < 1000; i++) {
+        memset(keys[i], i & 0xff, 32);
+        keys[i][0] = (uint8_t)(i >> 8);
+        ptr[i] = keys[i];
+    }
+    pft_topo_fp_t *fp = NULL;
+    CHECK(t && ptr && pft_topo_fp_new(t, ptr, &fp) == 0);
+    const pft_topo_fp_item_t *it = NULL;
+    size_t n = fp ? pft_topo_fp_items(fp, &it) : 0;
+    pft_bundle_fp_item_t *items = calloc(n ? n : 1, sizeof *items);
+    size_t expect = 1 + 1 + 34 + 3; /* parts [], [fp, items]: array16 header of the items */
+    for (size_t i = 0; items && i < n; i++) {
+        snprintf(items[i].name, sizeof items[i].name, "%s", it[i].name);
+        memcpy(items[i].digest, it[i].digest, 8);
+        expect += 12 + strlen(it[i].name);
+    }
+    pft_bundle_t *b = gmm_bundle();
+    uint8_t *p0 = NULL, *p1 = NULL;
+    size_t l0 = 0, l1 = 0;
+    CHECK(pft_bundle_encode_payload(b, &p0, &l0) == 0);
+    CHECK(items && fp && pft_bundle_set_fingerprint(b, pft_topo_fp_hash(fp), items, n) == 0);
+    CHECK(pft_bundle_encode_payload(b, &p1, &l1) == 0);
+    CHECK_MSG(n > 1001, "%zu items", n); /* a node item each, the edges, the run-wide settings */
+    CHECK_MSG(l1 - l0 == expect, "1000 nodes: %zu items, %zu bytes, expected %zu", n, l1 - l0, expect);
+    printf("  1000-node chain: %zu items, the field costs %zu bytes\n", n, l1 - l0);
+    pft_free(p0);
+    pft_free(p1);
+    free(items);
+    free(keys);
+    free(ptr);
+    pft_bundle_destroy(&b);
+    pft_topo_fp_destroy(&fp);
+    pft_topo_destroy(&t);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     RUN(test_round_trips);
@@ -230,5 +294,6 @@ int main(void)
     RUN(test_api_refusals);
     RUN(test_bytes_refused);
     RUN(test_alloc_failures);
+    RUN(test_size_1000);
     return pft_test_done();
 }
