@@ -269,6 +269,7 @@ static void test_insecure_bit_rot(void)
     snprintf(topo, sizeof topo, "%s/plain.dot", s_tmp);
     snprintf(out, sizeof out, "%s/plain", s_tmp);
     write_pb(topo, 0, pb, 120, 0);
+    CHECK(pft_e2e_use_topology(topo) == 0);
     pft_dataset_t *ds = NULL;
     CHECK(pft_npy_load_dataset(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
     uint8_t *good = NULL;
@@ -565,6 +566,7 @@ static void test_attackers(void)
     pft_keypair_t *kp_p = make_key("p"), *kp_b = make_key("b"), *kp_x = make_key("x");
     char topo[256];
     attack_topology(topo, sizeof topo, pb);
+    CHECK(pft_e2e_use_topology(topo) == 0); /* p's bundles carry b's topology fingerprint */
     pft_dataset_t *ds = NULL;
     CHECK(pft_npy_load_dataset(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
     uint8_t *good = NULL, *forged = NULL, *other_run = NULL, *second = NULL;

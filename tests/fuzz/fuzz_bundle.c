@@ -18,8 +18,8 @@
  * - a decoded bundle re-encodes to the very message it came from (the decoder accepts only the canonical
  *   form, and keeps the payload), its id is the message's id, and the envelope parses to that payload;
  * - a bundle rebuilt through the public API from the decoded one (new, add_class with a copy of each
- *   GMM, prov_add, prov_merge of the original, add_parent, flags, fingerprint, signature) encodes (what the decoder
- *   accepts the encoder accepts) to a message of the same length, which decodes to the same contents
+ *   GMM, prov_add, prov_merge of the original, add_parent, flags, fingerprint, signature) encodes (what the
+ *   decoder accepts the encoder accepts) to a message of the same length, which decodes to the same contents
  *   (weights within 1e-12: the decoder renormalises them; everything else bit for bit). */
 
 #define FAIL(...)                                                                                            \
