@@ -482,7 +482,13 @@ static void bundle_attacks(pft_keypair_t *kp_p, pft_keypair_t *kp_b, int pb, pid
     CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED, "forged signature accepted");
     uint8_t *flip = pft_alloc(ng);
     memcpy(flip, good, ng);
-    flip[ng / 2] ^= 0x10;
+    /* the sign bit of the first class's weight (K = 1: binary64 1.0): the decoder refuses it as negative */
+    static const uint8_t one[8] = {0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    size_t at = 0;
+    for (size_t i = 0; !at && i + 8 <= ng; i++)
+        at = memcmp(good + i, one, 8) == 0 ? i + 7 : 0;
+    CHECK(at > 0);
+    flip[at] ^= 0x80;
     h = pft_transport_send(p, "b", flip, ng, NULL, dl);
     CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED, "flipped bit accepted");
     pft_free(flip);
