@@ -4,7 +4,7 @@
 # time b refuses a's bundle before the ACK with a reason naming the difference, and a exits 7 (a successor
 # rejected its bundle) with that reason in its log. A copy that differs only in form (a comment, a layout
 # attribute, b's private paths) has the same fingerprint: that run completes. pftnet check prints the
-# fingerprint (text and --json) and tells the copies apart.
+# fingerprint (text and --json) and tells the copies apart; pftnet inspect shows the one a's bundle carries.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
@@ -63,6 +63,8 @@ run same
 [ "$rc_a" -eq 0 ] || fail "same topology, other form: a exited $rc_a: $(grep -i error "$W/a_same.log" | head -3)"
 grep -q "topology differs" "$W/b_same.log" && fail "same topology refused: $(grep 'topology differs' "$W/b_same.log")"
 grep -q "topology fingerprint: $fp" "$W/b_same.log" || fail "b does not log the fingerprint $fp"
+"$PFT_BIN/pftnet" inspect "$W/o_same/a/bundle.pftb" | grep -qx "topology   $fp" ||
+    fail "pftnet inspect does not show a's bundle's fingerprint $fp"
 
 # expect VARIANT NEEDLE: b refused naming NEEDLE, a exited 7 with the reason in its log
 expect() {
