@@ -67,20 +67,22 @@ int pft_node__fp_check(const node_t *nd, const pft_bundle_t *b, char *reason, si
     }
     if (memcmp(fp, pft_topo_fp_hash(nd->fp), PFT_TOPO_FP_LEN) == 0)
         return 1;
-    pft_topo_fp_item_t *items = pft_calloc(n ? n : 1, sizeof *items);
-    char what[192] = "";
-    if (items) {
-        for (size_t i = 0; i < n; i++) {
-            snprintf(items[i].name, sizeof items[i].name, "%.*s", PFT_TOPO_FP_NAME_MAX, theirs[i].name);
-            memcpy(items[i].digest, theirs[i].digest, PFT_TOPO_FP_DIGEST_LEN);
-        }
-        pft_topo_fp_diff(nd->fp, items, n, what, sizeof what);
-        pft_free(items);
-    }
     char here[9], there[9];
     short_hex(pft_topo_fp_hash(nd->fp), here);
     short_hex(fp, there);
-    snprintf(reason, rlen, "topology differs from the one of '%s' (fingerprint %s here, %s there): %s",
-             pft_bundle_producer(b), here, there, what[0] ? what : "items not comparable");
+    int w = snprintf(reason, rlen, "topology differs from the one of '%s' (fingerprint %s here, %s there): ",
+                     pft_bundle_producer(b), here, there);
+    size_t used = w > 0 && (size_t)w < rlen ? (size_t)w : rlen;
+    pft_topo_fp_item_t *items = pft_calloc(n ? n : 1, sizeof *items);
+    size_t differ = 0;
+    for (size_t i = 0; items && i < n; i++) {
+        snprintf(items[i].name, sizeof items[i].name, "%.*s", PFT_TOPO_FP_NAME_MAX, theirs[i].name);
+        memcpy(items[i].digest, theirs[i].digest, PFT_TOPO_FP_DIGEST_LEN);
+    }
+    if (items && used < rlen) /* the names fill what is left, cut whole with "…" */
+        differ = pft_topo_fp_diff(nd->fp, items, n, reason + used, rlen - used);
+    pft_free(items);
+    if (!differ && used < rlen)
+        snprintf(reason + used, rlen - used, "items not comparable");
     return 0;
 }
