@@ -8,6 +8,8 @@
 #include "pft_error.h"
 #include "pft_gmm.h"
 #include "pft_keys.h"
+#include "pft_topo.h"
+#include "pft_topo_fingerprint.h"
 #include "pft_transport.h"
 
 #include <arpa/inet.h>
@@ -67,8 +69,62 @@ static inline int pft_e2e_settle(pft_transport_t *t, int h, int max_ms)
     return pft_transport_send_state(t, h, NULL, NULL);
 }
 
+/* The topology fingerprint the bundles a test makes carry, as pftnode's carry theirs (NULL: none). */
+static pft_topo_fp_t *pft_e2e_fp;
+
+/* Sets pft_e2e_fp from the topology t, every node's key resolved as pftnode resolves them; 0 or an error. */
+static inline int pft_e2e_use_topo(const pft_topo_t *t)
+{
+    size_t n = pft_topo_node_count(t);
+    pft_pubkey_t *keys = pft_calloc(n, sizeof *keys);
+    const uint8_t **ptr = pft_calloc(n, sizeof *ptr);
+    int rc = keys && ptr ? 0 : PFT_ENOMEM;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const char *key = pft_topo_node(t, i)->key;
+        rc = key ? pft_pubkey_resolve(key, &keys[i]) : 0;
+        ptr[i] = key ? keys[i].bytes : NULL;
+    }
+    pft_topo_fp_destroy(&pft_e2e_fp);
+    if (rc == 0)
+        rc = pft_topo_fp_new(t, ptr, &pft_e2e_fp);
+    pft_free(keys);
+    pft_free(ptr);
+    return rc;
+}
+
+/* The same from the topology file at path. */
+static inline int pft_e2e_use_topology(const char *path)
+{
+    pft_topo_t *t = NULL;
+    int rc = pft_topo_load(path, PFT_TOPO_SKIP_DATA_CHECK, &t);
+    if (rc == 0)
+        rc = pft_e2e_use_topo(t);
+    pft_topo_destroy(&t);
+    return rc;
+}
+
+/* Stamps b with pft_e2e_fp (before signing); 0 without one. */
+static inline int pft_e2e_stamp(pft_bundle_t *b)
+{
+    if (!pft_e2e_fp)
+        return 0;
+    const pft_topo_fp_item_t *mine;
+    size_t n = pft_topo_fp_items(pft_e2e_fp, &mine);
+    pft_bundle_fp_item_t *items = pft_calloc(n ? n : 1, sizeof *items);
+    if (!items)
+        return PFT_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(items[i].name, sizeof items[i].name, "%s", mine[i].name);
+        memcpy(items[i].digest, mine[i].digest, PFT_BUNDLE_FP_DIGEST_LEN);
+    }
+    int rc = pft_bundle_set_fingerprint(b, pft_topo_fp_hash(pft_e2e_fp), items, n);
+    pft_free(items);
+    return rc;
+}
+
 /* A bundle of run `run` from producer "p": per class a diag K=1 GMM of its first `rows` rows, standing for
- * `rows` rows; signed with kp unless kp is NULL. Wire bytes in *buf (pft_free). */
+ * `rows` rows; stamped with pft_e2e_fp if set; signed with kp unless kp is NULL. Wire bytes in *buf
+ * (pft_free). */
 static inline int pft_e2e_make_bundle(const char *run, const pft_dataset_t *ds, int rows,
                                       const pft_keypair_t *kp, uint8_t **buf, size_t *len)
 {
@@ -91,6 +147,8 @@ static inline int pft_e2e_make_bundle(const char *run, const pft_dataset_t *ds, 
         pft_gmm_destroy(&g);
         pft_free(x);
     }
+    if (rc == 0)
+        rc = pft_e2e_stamp(b);
     if (rc == 0 && kp)
         rc = pft_keys_sign_bundle(kp, b);
     if (rc == 0)

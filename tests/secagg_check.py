@@ -38,8 +38,8 @@ def decode(path):
     if not (isinstance(env, list) and len(env) == 4 and env[0] == b"PFTB" and env[1] == 1):
         fail(f"{path}: not a version-1 envelope")
     p = msgpack.unpackb(env[2], raw=True, strict_map_key=False)
-    if len(p) != 9:
-        fail(f"{path}: payload of {len(p)} elements, a statistics bundle has 9")
+    if len(p) not in (9, 10):  # 10: element 9 is the topology fingerprint (WIRE.md §2.4)
+        fail(f"{path}: payload of {len(p)} elements, a statistics bundle has 9 (10 with a topology fingerprint)")
     d, dtype = p[4], p[3]
     width, fmt = (2, "<e") if dtype == 0 else (4, "<f")
     out = {"producer": p[1].decode(), "d": d, "parts": [], "prov": {}}

@@ -242,8 +242,8 @@ static void test_hand_built(void)
         expect_hand(&h, PFT_EFORMAT, "kind = 2");
     }
     hand_t h = hand_default(0);
-    h.n_payload = 10;
-    expect_hand(&h, PFT_EFORMAT, "top level");
+    h.n_payload = 10; /* a tenth element is the topology fingerprint (WIRE.md §2.4): a nil is refused */
+    expect_hand(&h, PFT_EFORMAT, "fingerprint: expected array, got nil");
     h.n_payload = 8; /* 8 elements, no classes, provenance: the old rules (label 0 has no class) */
     expect_hand(&h, PFT_EFORMAT, "has no class");
 }

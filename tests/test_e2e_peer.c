@@ -35,6 +35,7 @@ static void test_bad_peer(void)
         "    test = \"%s/test_x.npy\", test_labels = \"%s/test_y.npy\"];\n p -> b;\n}\n",
         pp, EXAMPLE_DATA, EXAMPLE_DATA, pb, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA);
     fclose(f);
+    CHECK(pft_e2e_use_topology(topo) == 0); /* the bundles made here carry b's fingerprint */
 
     pid_t pid = fork();
     if (pid == 0) {
@@ -182,6 +183,7 @@ static void test_refusal_flood_and_restart(void)
         "    test = \"%s/test_x.npy\", test_labels = \"%s/test_y.npy\"];\n p -> b;\n}\n",
         pp, EXAMPLE_DATA, EXAMPLE_DATA, pb, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA, EXAMPLE_DATA);
     fclose(f);
+    CHECK(pft_e2e_use_topology(topo) == 0); /* the bundles made here carry b's fingerprint */
     snprintf(log, sizeof log, "%s/b.log", tmp);
     pid_t pid = start_b_fd(topo, tmp, fb);
     pft_transport_opts_t o;

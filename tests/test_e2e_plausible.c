@@ -57,6 +57,8 @@ static int make(kind_t kind, const char *run, const pft_dataset_t *ds, const pft
     if (b && rc == 0)
         rc = pft_bundle_add_part(b, &who, 1, &out);
     if (b && rc == 0)
+        rc = pft_e2e_stamp(b);
+    if (b && rc == 0)
         rc = pft_keys_sign_bundle(kp, b);
     if (b && rc == 0)
         rc = pft_bundle_encode(b, buf, len);
@@ -201,6 +203,7 @@ static int prepare_pb(const char *name, const char *attrs, const char *nodes, ch
     CHECK(system(cmd) == 0);
     snprintf(path, sizeof path, "%s/topology.dot", dir);
     CHECK(pft_topo_load(path, PFT_TOPO_REQUIRE_RESOLVED, topo) == 0);
+    CHECK(*topo && pft_e2e_use_topo(*topo) == 0); /* the forgeries carry b's fingerprint */
     snprintf(path, sizeof path, "%s/keys/p.key", dir);
     CHECK(pft_keypair_load(path, kp) == 0);
     snprintf(path, sizeof path, "%s/p/data/train_x.npy", dir);
@@ -320,6 +323,8 @@ static int make_masked(mkind_t kind, const char *run, const pft_dataset_t *ds, c
     }
     if (b && rc == 0)
         rc = pft_bundle_add_masked_part(b, &who, 1, PFT_GSTAT_TIED, K, labels, counts, &w, &m);
+    if (b && rc == 0)
+        rc = pft_e2e_stamp(b);
     if (b && rc == 0)
         rc = pft_keys_sign_bundle(kp, b);
     if (b && rc == 0)

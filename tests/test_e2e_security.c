@@ -269,6 +269,7 @@ static void test_insecure_bit_rot(void)
     snprintf(topo, sizeof topo, "%s/plain.dot", s_tmp);
     snprintf(out, sizeof out, "%s/plain", s_tmp);
     write_pb(topo, 0, pb, 120, 0);
+    CHECK(pft_e2e_use_topology(topo) == 0);
     pft_dataset_t *ds = NULL;
     CHECK(pft_npy_load_dataset(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
     uint8_t *good = NULL;
@@ -481,7 +482,13 @@ static void bundle_attacks(pft_keypair_t *kp_p, pft_keypair_t *kp_b, int pb, pid
     CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED, "forged signature accepted");
     uint8_t *flip = pft_alloc(ng);
     memcpy(flip, good, ng);
-    flip[ng / 2] ^= 0x10;
+    /* the sign bit of the first class's weight (K = 1: binary64 1.0): the decoder refuses it as negative */
+    static const uint8_t one[8] = {0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
+    size_t at = 0;
+    for (size_t i = 0; !at && i + 8 <= ng; i++)
+        at = memcmp(good + i, one, 8) == 0 ? i + 7 : 0;
+    CHECK(at > 0);
+    flip[at] ^= 0x80;
     h = pft_transport_send(p, "b", flip, ng, NULL, dl);
     CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED, "flipped bit accepted");
     pft_free(flip);
@@ -565,6 +572,7 @@ static void test_attackers(void)
     pft_keypair_t *kp_p = make_key("p"), *kp_b = make_key("b"), *kp_x = make_key("x");
     char topo[256];
     attack_topology(topo, sizeof topo, pb);
+    CHECK(pft_e2e_use_topology(topo) == 0); /* p's bundles carry b's topology fingerprint */
     pft_dataset_t *ds = NULL;
     CHECK(pft_npy_load_dataset(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
     uint8_t *good = NULL, *forged = NULL, *other_run = NULL, *second = NULL;

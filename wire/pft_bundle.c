@@ -124,6 +124,7 @@ void pft_bundle_destroy(pft_bundle_t **self_p)
     pft_free(self->prov);
     pft_free(self->parents);
     pft_free(self->payload);
+    pft_free(self->fp_items);
     pft_free(self);
     *self_p = NULL;
 }

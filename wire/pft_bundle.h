@@ -125,8 +125,8 @@ size_t pft_bundle_masked_words(pft_gstat_kind_t kind, int n_classes, int d);
  * bundle is unaltered and the caller keeps the words: PFT_EINVAL (as add_part, or a bad layout or mask),
  * PFT_ENOMEM. */
 int pft_bundle_add_masked_part(pft_bundle_t *self, const char *const *contributors, int n_contrib,
-                               pft_gstat_kind_t kind, int n_classes, const int *labels, const uint64_t *counts,
-                               uint64_t **words_p, const pft_bundle_mask_t *mask);
+                               pft_gstat_kind_t kind, int n_classes, const int *labels,
+                               const uint64_t *counts, uint64_t **words_p, const pft_bundle_mask_t *mask);
 /* 1 if part i is masked (then pft_bundle_part_stats is NULL). */
 int pft_bundle_part_is_masked(const pft_bundle_t *self, int i);
 /* Borrowed: a masked part's mask and words (their number into *n); NULL for a clear part. */
@@ -193,6 +193,27 @@ int pft_bundle_set_flags(pft_bundle_t *self, uint32_t flags);
 /* Signature over the payload bytes (outside the payload, so it does not change the id); len ≤ 256;
  * sig NULL / len 0 removes it. PFT_EINVAL, PFT_ENOMEM. */
 int pft_bundle_set_signature(pft_bundle_t *self, const uint8_t *sig, size_t len);
+
+/* The topology fingerprint (docs/WIRE.md §2.4, topology/pft_topo_fingerprint.h): 32 bytes naming the public
+ * topology the producer ran with, and named 8-byte digests of its parts that let a receiver name what
+ * differs. A bundle with one travels in the 10-element payload. The wire only carries it; the node compares
+ * it. */
+#define PFT_BUNDLE_FP_LEN 32          /* bytes of the fingerprint */
+#define PFT_BUNDLE_FP_DIGEST_LEN 8    /* bytes of an item's digest */
+#define PFT_BUNDLE_FP_NAME_MAX 128    /* bytes of an item name, at most */
+#define PFT_BUNDLE_FP_MAX_ITEMS 16384 /* items, at most */
+typedef struct {
+    char name[PFT_BUNDLE_FP_NAME_MAX + 1]; /* 1..128 bytes, no control bytes */
+    uint8_t digest[PFT_BUNDLE_FP_DIGEST_LEN];
+} pft_bundle_fp_item_t;
+/* Sets (copies) the fingerprint and its n items (names valid, strictly ascending bytewise, n ≤ the maximum);
+ * fp NULL removes it. Drops a decoded bundle's kept payload when it changes anything. PFT_EINVAL naming the
+ * item, PFT_ENOMEM; on error the bundle is unaltered. */
+int pft_bundle_set_fingerprint(pft_bundle_t *self, const uint8_t *fp, const pft_bundle_fp_item_t *items,
+                               size_t n);
+/* The fingerprint (NULL when the bundle carries none) and its items into *items, their number into *n. */
+const uint8_t *pft_bundle_fingerprint(const pft_bundle_t *self, const pft_bundle_fp_item_t **items,
+                                      size_t *n);
 
 const char *pft_bundle_run_id(const pft_bundle_t *self);
 const char *pft_bundle_producer(const pft_bundle_t *self);

@@ -583,6 +583,53 @@ static int decode_classes(const ctx_t *c, pft_bundle_t *b, const pft_bundle_limi
     return 0;
 }
 
+/* One fingerprint item (array o, the i-th) into it: [name: str, digest: bin(8)], named after prev. */
+static int decode_fp_item(const ctx_t *c, const msgpack_object *o, uint32_t i, const char *prev,
+                          pft_bundle_fp_item_t *it)
+{
+    char field[48];
+    snprintf(field, sizeof field, "fingerprint item %u", i);
+    int rc = pft_bundle__want_array(c, o, field, 2, 2, PFT_EFORMAT);
+    if (rc)
+        return rc;
+    const msgpack_object *nm = &o->via.array.ptr[0];
+    if (nm->type != MSGPACK_OBJECT_STR || !pft_bundle__fp_name_ok(nm->via.str.ptr, nm->via.str.size))
+        return pft_bundle__bad(c, PFT_EFORMAT,
+                               "%s: name: expected a str of 1..%d bytes without control bytes", field,
+                               PFT_BUNDLE_FP_NAME_MAX);
+    memcpy(it->name, nm->via.str.ptr, nm->via.str.size);
+    it->name[nm->via.str.size] = '\0';
+    if (prev && strcmp(prev, it->name) >= 0)
+        return pft_bundle__bad(c, PFT_EFORMAT, "%s ('%s') not after item %u (sorted, unique)", field,
+                               it->name, i - 1);
+    if ((rc = pft_bundle__want_bin(c, &o->via.array.ptr[1], field, PFT_BUNDLE_FP_DIGEST_LEN)))
+        return rc;
+    memcpy(it->digest, o->via.array.ptr[1].via.bin.ptr, PFT_BUNDLE_FP_DIGEST_LEN);
+    return 0;
+}
+
+/* The topology fingerprint (payload element 9, object o) into b: [bin(32), array of items]. */
+static int decode_fingerprint(const ctx_t *c, pft_bundle_t *b, const msgpack_object *o)
+{
+    int rc = pft_bundle__want_array(c, o, "fingerprint", 2, 2, PFT_EFORMAT);
+    if (rc || (rc = pft_bundle__want_bin(c, &o->via.array.ptr[0], "fingerprint", PFT_BUNDLE_FP_LEN)))
+        return rc;
+    const msgpack_object *items = &o->via.array.ptr[1];
+    if ((rc = pft_bundle__want_array(c, items, "fingerprint items", 0, PFT_BUNDLE_FP_MAX_ITEMS, PFT_ERANGE)))
+        return rc;
+    uint32_t n = items->via.array.size;
+    if (n && !(b->fp_items = pft_calloc(n, sizeof *b->fp_items)))
+        return pft_bundle__bad(c, PFT_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++)
+        if ((rc = decode_fp_item(c, &items->via.array.ptr[i], i, i ? b->fp_items[i - 1].name : NULL,
+                                 &b->fp_items[i])))
+            return rc;
+    memcpy(b->fp, o->via.array.ptr[0].via.bin.ptr, PFT_BUNDLE_FP_LEN);
+    b->n_fp_items = n;
+    b->has_fp = 1;
+    return 0;
+}
+
 /* The payload bytes as a new bundle in *bp (without the kept payload, id and signature). */
 static int decode_payload(pft_bundle_t **bp, const uint8_t *payload, size_t plen,
                           const pft_bundle_limits_t *lim)
@@ -595,15 +642,19 @@ static int decode_payload(pft_bundle_t **bp, const uint8_t *payload, size_t plen
     if (rc)
         goto done;
     if ((rc = pft_bundle__want_array(&c, &u.data, "top level", PFT_BUNDLE__N_PAYLOAD_FIELDS,
-                                     PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS, PFT_EFORMAT)))
+                                     PFT_BUNDLE__N_PAYLOAD_FIELDS_FP, PFT_EFORMAT)))
         goto done;
     const msgpack_object *f = u.data.via.array.ptr;
-    int stats = u.data.via.array.size == PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS;
+    int with_fp = u.data.via.array.size == PFT_BUNDLE__N_PAYLOAD_FIELDS_FP;
+    int stats = u.data.via.array.size == PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS ||
+                (with_fp && f[8].type == MSGPACK_OBJECT_ARRAY && f[8].via.array.size > 0);
     if (stats && f[7].type == MSGPACK_OBJECT_ARRAY && f[7].via.array.size > 0) {
         rc = pft_bundle__bad(
             &c, PFT_EFORMAT,
-            "top level: 9 elements, expected 8..8 with GMM classes (9 only for statistics parts, whose "
-            "classes array is empty)");
+            with_fp
+                ? "top level: GMM classes and statistics parts together (a bundle carries one or the other)"
+                : "top level: 9 elements, expected 8..8 with GMM classes (9 only for statistics parts, whose "
+                  "classes array is empty)");
         goto done;
     }
     if ((rc = decode_header(&c, f, lim, &b)) || (rc = decode_parents(&c, b, lim, &f[5])) ||
@@ -615,6 +666,10 @@ static int decode_payload(pft_bundle_t **bp, const uint8_t *payload, size_t plen
         rc = decode_classes(&c, b, lim, &f[7]);
     if (!rc && stats)
         rc = pft_bundle__decode_parts(&c, b, lim, &f[8]);
+    else if (!rc && with_fp) /* GMM classes (or none): an empty parts array */
+        rc = pft_bundle__want_array(&c, &f[8], "parts (GMM payload)", 0, 0, PFT_EFORMAT);
+    if (!rc && with_fp)
+        rc = decode_fingerprint(&c, b, &f[9]);
     if (rc || (rc = pft_bundle__check_counts(b, PFT_EFORMAT, "bundle decode")))
         goto done;
     *bp = b;

@@ -429,6 +429,47 @@ static int encode_part(const pft_bundle_t *self, int pi, msgpack_packer *pk, wbu
     return put_cov(self, pi, -1, pft_gstat_tied_scatter(st), (double)pft_gstat_total(st), pk, w);
 }
 
+/* The provenance, payload element 6: per node [node, counts] (+ dp, + evidence); nonzero if out of memory. */
+static int put_provenance(const pft_bundle_t *self, msgpack_packer *pk)
+{
+    int fail = msgpack_pack_array(pk, (size_t)self->n_prov);
+    for (int i = 0; !fail && i < self->n_prov; i++) {
+        const pft_bundle__prov_t *e = &self->prov[i];
+        fail = msgpack_pack_array(pk, e->ev           ? 4
+                                      : e->dp_eps > 0 ? 3
+                                                      : 2) ||
+               msgpack_pack_str_with_body(pk, e->node, strlen(e->node)) ||
+               msgpack_pack_array(pk, (size_t)e->n);
+        for (int j = 0; !fail && j < e->n; j++)
+            fail = msgpack_pack_array(pk, 2) || msgpack_pack_int64(pk, e->pairs[j].label) ||
+                   msgpack_pack_uint64(pk, e->pairs[j].count);
+        if (!fail && e->dp_eps > 0) { /* DP guarantee: 16 bytes, eps and delta as little-endian binary64 */
+            uint8_t g[16];
+            le_put_f64(g, e->dp_eps);
+            le_put_f64(g + 8, e->dp_delta);
+            fail = msgpack_pack_bin_with_body(pk, g, sizeof g);
+        } else if (!fail && e->ev) {
+            fail = msgpack_pack_nil(pk);
+        }
+        if (!fail && e->ev)
+            fail = put_evidence(pk, e);
+    }
+    return fail;
+}
+
+/* The topology fingerprint, payload element 9: [fp: bin(32), items: array of [name: str, digest: bin(8)]]. */
+static int put_fingerprint(const pft_bundle_t *self, msgpack_packer *pk)
+{
+    int fail = msgpack_pack_array(pk, 2) || msgpack_pack_bin_with_body(pk, self->fp, PFT_BUNDLE_FP_LEN) ||
+               msgpack_pack_array(pk, self->n_fp_items);
+    for (size_t i = 0; !fail && i < self->n_fp_items; i++) {
+        const pft_bundle_fp_item_t *it = &self->fp_items[i];
+        fail = msgpack_pack_array(pk, 2) || msgpack_pack_str_with_body(pk, it->name, strlen(it->name)) ||
+               msgpack_pack_bin_with_body(pk, it->digest, PFT_BUNDLE_FP_DIGEST_LEN);
+    }
+    return fail;
+}
+
 int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *len)
 {
     *buf = NULL;
@@ -447,12 +488,14 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
         return rc;
     wbuf_t w = {0};
     if (wbuf_reserve(&w, pft_bundle_formula_bytes(self) + 1024 + (size_t)self->n_prov * 96 +
-                             (size_t)self->n_parents * 34 + (size_t)self->n_classes * 128))
+                             (size_t)self->n_parents * 34 + (size_t)self->n_classes * 128 +
+                             self->n_fp_items * (PFT_BUNDLE_FP_NAME_MAX + 16)))
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     msgpack_packer pk;
     msgpack_packer_init(&pk, &w, wbuf_write);
-    int fail = msgpack_pack_array(&pk, self->n_parts ? PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS
-                                                     : PFT_BUNDLE__N_PAYLOAD_FIELDS) ||
+    int fail = msgpack_pack_array(&pk, self->has_fp    ? PFT_BUNDLE__N_PAYLOAD_FIELDS_FP
+                                       : self->n_parts ? PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS
+                                                       : PFT_BUNDLE__N_PAYLOAD_FIELDS) ||
                msgpack_pack_str_with_body(&pk, self->run_id, strlen(self->run_id)) ||
                msgpack_pack_str_with_body(&pk, self->producer, strlen(self->producer)) ||
                msgpack_pack_uint64(&pk, self->flags) || msgpack_pack_uint64(&pk, (uint64_t)self->dtype) ||
@@ -460,28 +503,7 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
                msgpack_pack_array(&pk, (size_t)self->n_parents);
     for (int i = 0; !fail && i < self->n_parents; i++)
         fail = msgpack_pack_bin_with_body(&pk, self->parents[i], PFT_BUNDLE_ID_LEN);
-    fail = fail || msgpack_pack_array(&pk, (size_t)self->n_prov);
-    for (int i = 0; !fail && i < self->n_prov; i++) {
-        const pft_bundle__prov_t *e = &self->prov[i];
-        fail = msgpack_pack_array(&pk, e->ev           ? 4
-                                       : e->dp_eps > 0 ? 3
-                                                       : 2) ||
-               msgpack_pack_str_with_body(&pk, e->node, strlen(e->node)) ||
-               msgpack_pack_array(&pk, (size_t)e->n);
-        for (int j = 0; !fail && j < e->n; j++)
-            fail = msgpack_pack_array(&pk, 2) || msgpack_pack_int64(&pk, e->pairs[j].label) ||
-                   msgpack_pack_uint64(&pk, e->pairs[j].count);
-        if (!fail && e->dp_eps > 0) { /* DP guarantee: 16 bytes, eps and delta as little-endian binary64 */
-            uint8_t g[16];
-            le_put_f64(g, e->dp_eps);
-            le_put_f64(g + 8, e->dp_delta);
-            fail = msgpack_pack_bin_with_body(&pk, g, sizeof g);
-        } else if (!fail && e->ev) {
-            fail = msgpack_pack_nil(&pk);
-        }
-        if (!fail && e->ev)
-            fail = put_evidence(&pk, e);
-    }
+    fail = fail || put_provenance(self, &pk);
     fail = fail || msgpack_pack_array(&pk, (size_t)self->n_classes);
     if (fail) {
         pft_free(w.buf);
@@ -494,7 +516,7 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
             return rc;
         }
     }
-    if (self->n_parts && msgpack_pack_array(&pk, (size_t)self->n_parts)) {
+    if ((self->n_parts || self->has_fp) && msgpack_pack_array(&pk, (size_t)self->n_parts)) {
         pft_free(w.buf);
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     }
@@ -504,6 +526,10 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
             pft_free(w.buf);
             return rc;
         }
+    }
+    if (self->has_fp && put_fingerprint(self, &pk)) {
+        pft_free(w.buf);
+        return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     }
     *buf = w.buf;
     *len = w.len;

@@ -2,6 +2,7 @@
  * no other module includes it, everything else goes through pft_bundle.h.
  * Files, from the bottom up (a file calls only files above it in this list, never one below):
  *   pft_bundle.c          the object: classes, parts (clear or masked alike), provenance, parents, flags
+ *   pft_bundle_fp.c       the topology fingerprint a bundle carries
  *   pft_bundle_masked.c   masked statistics parts: layout, the mask's checks, adding one
  *   pft_bundle_check.c    counts and provenance consistent (before encoding, after decoding)
  *   pft_bundle_encode.c   a bundle to canonical msgpack (payload, envelope), its id
@@ -20,6 +21,7 @@
 /* Fixed array lengths of the payload schema (docs/WIRE.md §2). */
 #define PFT_BUNDLE__N_PAYLOAD_FIELDS 8       /* GMM classes (or an empty bundle) */
 #define PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS 9 /* the 8, classes empty, then the statistics parts */
+#define PFT_BUNDLE__N_PAYLOAD_FIELDS_FP 10   /* the 8, the parts (empty for GMMs), the topology fingerprint */
 #define PFT_BUNDLE__N_PART_FIELDS 4          /* kind, contributors, classes, shared */
 #define PFT_BUNDLE__N_MASKED_PART_FIELDS 5   /* the 4, then the mask */
 #define PFT_BUNDLE__N_MASK_FIELDS 5          /* label, opener, f, bound, div */
@@ -92,10 +94,16 @@ struct pft_bundle_t {
     uint8_t *payload; /* the bytes this bundle was decoded from; dropped on any change */
     size_t payload_len;
     uint8_t id[PFT_BUNDLE_ID_LEN]; /* valid while payload is set */
+    int has_fp;                    /* 1: fp and fp_items are the topology fingerprint it carries */
+    uint8_t fp[PFT_BUNDLE_FP_LEN];
+    pft_bundle_fp_item_t *fp_items;
+    size_t n_fp_items;
 };
 
 /* 1 if s[0..len) is a valid run or node id: 1..PFT_BUNDLE_MAX_NAME bytes, no control bytes. */
 int pft_bundle__name_ok(const char *s, size_t len);
+/* 1 if s[0..len) is a valid fingerprint item name: 1..PFT_BUNDLE_FP_NAME_MAX bytes, no control bytes. */
+int pft_bundle__fp_name_ok(const char *s, size_t len);
 /* 1 if s[0..len) is a valid mask label: 1..PFT_BUNDLE_MASK_LABEL_MAX bytes, no control bytes. */
 int pft_bundle__label_ok(const char *s, size_t len);
 /* Bytes per number of dtype on the wire (2 or 4). */

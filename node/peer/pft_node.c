@@ -114,6 +114,10 @@ static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
         pft_bundle_destroy(&b);
         return rc;
     }
+    if ((rc = pft_node__fp_stamp(nd, b)) != 0) {
+        pft_bundle_destroy(&b);
+        return rc;
+    }
     if (nd->hand.kp && (rc = pft_keys_sign_bundle(nd->hand.kp, b)) != 0) {
         pft_bundle_destroy(&b);
         return pft_err_wrap(rc, "signing the bundle");
@@ -236,6 +240,7 @@ static void node_free(node_t *nd)
     pft_dataset_destroy(&nd->test);
     PFT_FREE(nd->eval.y);
     pft_topo_destroy(&nd->topo);
+    pft_topo_fp_destroy(&nd->fp);
     json_decref(nd->know.drift);
     json_decref(nd->dp.info);
     json_decref(nd->refusal.reasons);
@@ -328,6 +333,8 @@ static int open_transport(node_t *nd)
     uint8_t cpub[PFT_KEY_CURVE_LEN], csec[PFT_KEY_CURVE_LEN];
     if (pft_node__setup_keys(nd, &to, cpub, csec) != 0)
         return fail(PFT_EXIT_TOPOLOGY);
+    if (pft_node__fp_setup(nd) != 0) /* before any bundle can come in */
+        return fail(PFT_EXIT_INTERNAL);
     nd->hand.tp = pft_transport_new(nd->me->endpoint, &to, on_message, nd);
     sodium_memzero(csec, sizeof csec);
     if (!nd->hand.tp) {

@@ -111,6 +111,10 @@ static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store_
         snprintf(reason, rlen, "%s", pft_errmsg());
         return rc;
     }
+    if (!pft_node__fp_check(nd, b, reason, rlen)) { /* first: a different topology explains what follows */
+        pft_bundle_destroy(&b);
+        return PFT_ETOPO;
+    }
     inbound_t *s = match_bundle(nd, b, reason, rlen);
     if (!s) {
         pft_bundle_destroy(&b);

@@ -7,6 +7,7 @@
  * (logreg, gaussian, ncm), one file per entry. Files, from the bottom up (a file calls only files above it in
  * this list, never one below, so no two files call each other):
  *   pft_node_base.c       status file, stop flag, limits, provenance-only bundles, test hooks
+ *   pft_node_fp.c         the topology fingerprint: computed at setup, stamped on bundles, checked on receipt
  *   pft_node_endpoint.c   out/endpoint written; open successors' endpoints read from theirs
  *   pft_node_refusal.c    every refusal: logged (rate-limited), counted, persisted in out/refusals.json
  *   pft_node_floor.c      the privacy floor's record (min_rows): withheld classes, smallest released counts
@@ -57,6 +58,7 @@
 #include "pft_dp.h"
 #include "pft_keys.h"
 #include "pft_topo.h"
+#include "pft_topo_fingerprint.h"
 #include "pft_transport.h"
 
 #include <jansson.h>
@@ -200,6 +202,7 @@ struct node {
     size_t my_index;
     const pft_node_method_t *method; /* chosen once (pft_node_table.c) */
     const pft_node_head_t *head_ops; /* chosen once (pft_node_table.c) */
+    pft_topo_fp_t *fp;               /* the topology's fingerprint, set before the transport opens */
     pft_dataset_t *train, *test;
     int n_classes;
     int *own_counts; /* real training rows per class (n_classes) */
@@ -696,6 +699,15 @@ int pft_node__setup_keys(node_t *nd, pft_transport_opts_t *to, uint8_t cpub[PFT_
                          uint8_t csec[PFT_KEY_CURVE_LEN]);
 /* Inbound slots, outbound peers (fallbacks too), the keys allowed to connect. */
 int pft_node__setup_io(node_t *nd);
+
+/* ---- pft_node_fp.c: the topology fingerprint (every hand-off carries it) ---- */
+/* nd->fp from the topology and nd->hand.keys (none with --insecure), logged; 0 or PFT_ENOMEM. */
+int pft_node__fp_setup(node_t *nd);
+/* Stamps b with nd->fp (before signing); 0, PFT_ENOMEM. */
+int pft_node__fp_stamp(const node_t *nd, pft_bundle_t *b);
+/* 1 if b carries this node's fingerprint; else 0 and reason says what differs ("topology differs from the one
+ * of 'a' (…): k (10 here)") or that it carries none. */
+int pft_node__fp_check(const node_t *nd, const pft_bundle_t *b, char *reason, size_t rlen);
 
 /* ---- pft_node_endpoint.c: this node's endpoint reported, open successors' endpoints followed ---- */
 /* Writes the bound endpoint (pft_transport_endpoint) to out/endpoint, durably, replacing any earlier one. 0

@@ -7,7 +7,10 @@
 #include "pft_error.h"
 #include "pft_secplan.h"
 #include "pft_topo.h"
+#include "pft_alloc.h"
+#include "pft_keys.h"
 #include "pft_topo_attr.h"
+#include "pft_topo_fingerprint.h"
 #include "pft_topo_rules.h"
 #include "pft_dp.h"
 
@@ -453,6 +456,31 @@ static int emit_json(json_t *root)
     return 0;
 }
 
+/* The topology's fingerprint as pftnode computes it (every node's key resolved) into out[cap]: 16 groups of 4
+ * hex digits; 0, or an error (a key that cannot be read, ENOMEM) with out holding the reason. */
+static int fingerprint_text(const pft_topo_t *t, char *out, size_t cap)
+{
+    size_t n = pft_topo_node_count(t);
+    pft_pubkey_t *keys = pft_calloc(n ? n : 1, sizeof *keys);
+    const uint8_t **ptr = pft_calloc(n ? n : 1, sizeof *ptr);
+    int rc = keys && ptr ? 0 : pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n && !rc; i++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, i);
+        if (nd->key && (rc = pft_pubkey_resolve(nd->key, &keys[i])) != 0)
+            pft_err_wrap(rc, "public key of node '%s'", nd->id);
+        ptr[i] = nd->key ? keys[i].bytes : NULL;
+    }
+    pft_topo_fp_t *fp = NULL;
+    if (!rc)
+        rc = pft_topo_fp_new(t, ptr, &fp);
+    char text[PFT_TOPO_FP_TEXT_LEN];
+    snprintf(out, cap, "%s", rc ? pft_errmsg() : pft_topo_fp_text(pft_topo_fp_hash(fp), text));
+    pft_topo_fp_destroy(&fp);
+    pft_free(keys);
+    pft_free(ptr);
+    return rc;
+}
+
 /* Reports a topology that is not valid (file: the path given; msg: the reason; rule: the broken rule or
  * NULL) on stderr and, with --json, as {"valid": false, ...} on stdout. Returns the exit status: 2, or
  * PFT_EXIT_POLICY for a policy refusal (code PFT_EPOLICY), as pftnet launch does. */
@@ -564,10 +592,20 @@ int pft_cmd_check(int argc, char **argv)
     pft_secplan_t *pl = NULL;
     if ((rc = load_checked(pos[0], flags, &set, seed, json, &t, &pl)) != 0)
         return rc;
-    if (json)
-        rc = emit_json(build_json(t, pl));
-    else
+    char fp[512];
+    int fp_rc = fingerprint_text(t, fp, sizeof fp);
+    if (json) {
+        json_t *root = build_json(t, pl);
+        if (root) {
+            json_object_set_new(root, "fingerprint", fp_rc ? json_null() : json_string(fp));
+            if (fp_rc)
+                json_object_set_new(root, "fingerprint_error", json_string(fp));
+        }
+        rc = emit_json(root);
+    } else {
         print_text(t, pl);
+        printf("\nfingerprint: %s%s%s\n", fp_rc ? "unavailable (" : "", fp, fp_rc ? ")" : "");
+    }
     pft_secplan_destroy(&pl);
     pft_topo_destroy(&t);
     return rc;

@@ -8,6 +8,7 @@
 #include "pft_error.h"
 #include "pft_fsio.h"
 #include "pft_keys.h"
+#include "pft_topo_fingerprint.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -157,11 +158,20 @@ static void print_family(const pft_bundle_t *b)
         printf("  … %d more parts\n", np - MAX_LINES);
 }
 
+/* The topology fingerprint the bundle carries, as `pftnet check` prints one, into out; "none" without one. */
+static const char *topology_text(const pft_bundle_t *b, char out[PFT_TOPO_FP_TEXT_LEN])
+{
+    _Static_assert(PFT_BUNDLE_FP_LEN == PFT_TOPO_FP_LEN, "one fingerprint length");
+    const uint8_t *fp = pft_bundle_fingerprint(b, NULL, NULL);
+    return fp ? pft_topo_fp_text(fp, out) : "none";
+}
+
 static void print_text(const char *path, const pft_bundle_t *b, const char *idhex, size_t len, size_t plen,
                        const sigstate_t *s)
 {
-    printf("file       %s\nid         %s\nrun        %s\nproducer   %s\n", path, idhex, pft_bundle_run_id(b),
-           pft_bundle_producer(b));
+    char fp[PFT_TOPO_FP_TEXT_LEN];
+    printf("file       %s\nid         %s\nrun        %s\nproducer   %s\ntopology   %s\n", path, idhex,
+           pft_bundle_run_id(b), pft_bundle_producer(b), topology_text(b, fp));
     printf("flags      %u%s\ndtype      %s\nd          %d\n", pft_bundle_flags(b),
            pft_bundle_flags(b) & PFT_BUNDLE_COMPLETE ? " (complete)" : "",
            pft_bundle_dtype(b) == PFT_DTYPE_F16 ? "fp16" : "fp32", pft_bundle_dim(b));
@@ -209,6 +219,10 @@ static json_t *build_json(const char *path, const pft_bundle_t *b, const char *i
                   "complete", (pft_bundle_flags(b) & PFT_BUNDLE_COMPLETE) != 0, "dtype",
                   pft_bundle_dtype(b) == PFT_DTYPE_F16 ? "fp16" : "fp32", "d", pft_bundle_dim(b), "family",
                   pft_bundle_is_stats(b) ? "statistics" : "gmm");
+    char fp[PFT_TOPO_FP_TEXT_LEN];
+    json_object_set_new(o, "topology_fingerprint",
+                        pft_bundle_fingerprint(b, NULL, NULL) ? json_string(topology_text(b, fp))
+                                                              : json_null());
     json_t *cl = json_array(), *parts = json_array(), *prov = json_array(), *par = json_array();
     for (int i = 0; i < pft_bundle_n_classes(b); i++) {
         const pft_gmm_t *g = pft_bundle_class_gmm(b, i);

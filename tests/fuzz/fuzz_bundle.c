@@ -18,8 +18,8 @@
  * - a decoded bundle re-encodes to the very message it came from (the decoder accepts only the canonical
  *   form, and keeps the payload), its id is the message's id, and the envelope parses to that payload;
  * - a bundle rebuilt through the public API from the decoded one (new, add_class with a copy of each
- *   GMM, prov_add, prov_merge of the original, add_parent, flags, signature) encodes (what the decoder
- *   accepts the encoder accepts) to a message of the same length, which decodes to the same contents
+ *   GMM, prov_add, prov_merge of the original, add_parent, flags, fingerprint, signature) encodes (what the
+ *   decoder accepts the encoder accepts) to a message of the same length, which decodes to the same contents
  *   (weights within 1e-12: the decoder renormalises them; everything else bit for bit). */
 
 #define FAIL(...)                                                                                            \
@@ -176,6 +176,11 @@ static pft_bundle_t *rebuild(const pft_bundle_t *o)
             FAIL("add_parent refuses decoded parent: %s", pft_errmsg());
     if (pft_bundle_set_flags(re, pft_bundle_flags(o)) != 0)
         FAIL("set_flags refuses decoded flags");
+    const pft_bundle_fp_item_t *items;
+    size_t n_items;
+    const uint8_t *fp = pft_bundle_fingerprint(o, &items, &n_items);
+    if (fp && pft_bundle_set_fingerprint(re, fp, items, n_items) != 0)
+        FAIL("set_fingerprint refuses the decoded fingerprint: %s", pft_errmsg());
     size_t sl = 0;
     const uint8_t *sig = pft_bundle_signature(o, &sl);
     if (pft_bundle_set_signature(re, sig, sl) != 0)
