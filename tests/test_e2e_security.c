@@ -143,6 +143,21 @@ static int wait_log(const char *path, const char *text, int max_s)
     return 0;
 }
 
+/* Polls t until the file at path contains text (b's log line for what t's attempt caused), at most 300 s (a
+ * bound against a hang only); 1 if it did. */
+static int poll_until_logged(pft_transport_t *t, const char *path, const char *text)
+{
+    for (int64_t end = pft_transport_now_ms() + 300000; pft_transport_now_ms() < end;) {
+        char *s = slurp(path);
+        int found = s && strstr(s, text) != NULL;
+        free(s);
+        if (found)
+            return 1;
+        pft_transport_poll(t, 50);
+    }
+    return 0;
+}
+
 /* Waits for pid, killing it after max_s seconds; its exit code, or -1. */
 static int wait_code(pid_t pid, int max_s)
 {
@@ -386,8 +401,8 @@ static void test_one_size_limit(void)
     snprintf(log, sizeof log, "%s.log", out);
     CHECK_MSG(wait_log(log, "listening on", 60), "b did not say it listens (%s)", log);
     long base = peak_rss_kb(pid);
-    int h = pft_transport_send(p, "b", over, nover, id_over, pft_transport_now_ms() + 8000);
-    CHECK_MSG(pft_e2e_settle(p, h, 20000) == PFT_SEND_REJECTED,
+    int h = pft_transport_send(p, "b", over, nover, id_over, pft_transport_now_ms() + 60000);
+    CHECK_MSG(pft_e2e_settle(p, h, 60000) == PFT_SEND_REJECTED,
               "an offer over max_bundle_mb was not refused");
     const char *why = NULL;
     pft_transport_send_state(p, h, NULL, &why);
@@ -435,10 +450,12 @@ static void connection_attacks(pft_keypair_t *kp_p, pft_keypair_t *kp_b, pft_key
                                const char *b_log, const uint8_t *good, size_t ng)
 {
     int h;
-    /* an unknown key cannot even connect */
+    /* an unknown key cannot even connect: it keeps trying (its deadline is far) until b has refused it, then
+     * gives up; b may still be starting, so the wait is for b's log line, not for a time */
     pft_transport_t *x = client(kp_x, kp_b, pb);
-    h = pft_transport_send(x, "b", good, ng, NULL, pft_transport_now_ms() + 4000);
-    CHECK_MSG(pft_e2e_settle(x, h, 10000) == PFT_SEND_FAILED, "unknown key delivered");
+    h = pft_transport_send(x, "b", good, ng, NULL, pft_transport_now_ms() + 600000);
+    CHECK_MSG(poll_until_logged(x, b_log, "is not allowed"), "b did not refuse the unknown key (%s)", b_log);
+    CHECK_MSG(pft_transport_send_state(x, h, NULL, NULL) == PFT_SEND_PENDING, "unknown key delivered");
     pft_transport_destroy(&x);
 
     /* plain text cannot connect to a keyed node either (refused, logged and counted) */
@@ -446,8 +463,10 @@ static void connection_attacks(pft_keypair_t *kp_p, pft_keypair_t *kp_b, pft_key
     char ep[64];
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", pb);
     CHECK(plain && pft_transport_add_peer(plain, "b", ep, NULL) == 0);
-    h = pft_transport_send(plain, "b", good, ng, NULL, pft_transport_now_ms() + 3000);
-    CHECK_MSG(pft_e2e_settle(plain, h, 10000) == PFT_SEND_FAILED, "plain text delivered");
+    h = pft_transport_send(plain, "b", good, ng, NULL, pft_transport_now_ms() + 600000);
+    CHECK_MSG(poll_until_logged(plain, b_log, "plain text"), "b did not refuse the plain-text client (%s)",
+              b_log);
+    CHECK_MSG(pft_transport_send_state(plain, h, NULL, NULL) == PFT_SEND_PENDING, "plain text delivered");
     pft_transport_destroy(&plain);
 
     /* p's key, but a message that is not [header, body]: dropped by the transport (logged and counted) */
