@@ -15,6 +15,8 @@
 #     `handoffs` names a -> b "lost" (a's bundle held by no one), the launcher says so on stderr and exits 1;
 #     a normal chain's hand-offs are all "ok", and each sender's out/acked/h<seq> names the bundle its receiver
 #     stored (the id in the receiver's inbox/h<seq>-<id>.pftb).
+#  4. the verdicts "contradiction" (exit 1) and "unverified" (exit 0) on a finished run resumed with the
+#     receiver's record removed (test_launch_reconcile checks every verdict, "used" too, on made-up records).
 # Every wait is for a file or a log line; deadlines are generous bounds against a hang, so that a loaded
 # machine does not fail the test. Env: PFT_BIN, PFT_SOURCE_DIR.
 set -u
@@ -149,5 +151,38 @@ for frm, to, seq in (("a", "b", 1), ("b", "c", 2)):
     assert got == want, (rec, got, want)
 print("acknowledgements recorded: a/acked/h1, b/acked/h2 name the bundles b and c stored")
 PY
+# 4. the verdicts beyond ok and lost against the launch's exit status, on a finished chain a -> b resumed with
+#    b's record changed: with b's inbox and result.json gone (b's deadline now 3 s), a trusts its acknowledgement
+#    and does not send again, b goes on without the bundle: "contradiction", exit 1; with b's result.json gone
+#    and b absent: "unverified" (no record to check against), exit 0, as a's hand-off did not fail.
+printf 'digraph rec2 {\n  dataset = "%s"; partition = iid; samples = 40; k = 1; cov = diag; max_iter = 20;\n  deadline = 300; send_deadline = 120;\n  a -> b;\n}\n' \
+    "$DATA" >"$W/rec2.dot"
+for case in contradiction unverified; do
+    out=$W/rec$case
+    "$PFT_BIN/pftnet" launch "$W/rec2.dot" --out "$out" --no-baselines --quiet >"$out.out1" 2>"$out.err1" ||
+        fail "rec$case: the first launch exited $?: $(tail -n 5 "$out.err1")"
+    rm -f "$out/b/result.json"
+    extra=(--absent b --keep-going)
+    want=0
+    if [ "$case" = contradiction ]; then
+        rm -f "$out"/b/inbox/*
+        extra=(--set deadline=3)
+        want=1
+    fi
+    "$PFT_BIN/pftnet" launch "$W/rec2.dot" --out "$out" --no-baselines --quiet --resume "${extra[@]}" \
+        >"$out.out" 2>"$out.err"
+    code=$?
+    [ "$code" -eq "$want" ] || fail "rec$case: resumed launch exited $code, expected $want: $(tail -n 5 "$out.err")"
+    grep -q "hand-off a -> b (bundle [0-9a-f]*): $case" "$out.err" || fail "rec$case: stderr does not name it: $(cat "$out.err")"
+    "$PY" - "$out" "$case" <<'PY' || fail "rec$case: results.json"
+import json, sys
+r = json.load(open(sys.argv[1] + "/results.json"))
+h = r["handoffs"]
+assert [(x["from"], x["to"], x["sender_state"], x["verdict"]) for x in h] == [("a", "b", "acked", sys.argv[2])], h
+if sys.argv[2] == "contradiction": # every node exited 0: the exit status 1 is the contradiction's
+    assert [(n["id"], n.get("exit_code")) for n in r["nodes"]] == [("a", 0), ("b", 0)], r["nodes"]
+print("%s: a acked, results.json says %s" % (sys.argv[2], h[0]["verdict"]))
+PY
+done
 [ "$FAILED" -eq 0 ] && echo "e2e_handoff_faults: ok"
 exit "$FAILED"
