@@ -17,6 +17,8 @@
 #     stored (the id in the receiver's inbox/h<seq>-<id>.pftb).
 #  4. the verdicts "contradiction" (exit 1) and "unverified" (exit 0) on a finished run resumed with the
 #     receiver's record removed (test_launch_reconcile checks every verdict, "used" too, on made-up records).
+#  5. a sender restarted with a changed bundle (other rows) sends it: its earlier bundle's acknowledgement
+#     (out/acked/h1) is not taken for the new one's.
 # Every wait is for a file or a log line; deadlines are generous bounds against a hang, so that a loaded
 # machine does not fail the test. Env: PFT_BIN, PFT_SOURCE_DIR.
 set -u
@@ -184,5 +186,33 @@ if sys.argv[2] == "contradiction": # every node exited 0: the exit status 1 is t
 print("%s: a acked, results.json says %s" % (sys.argv[2], h[0]["verdict"]))
 PY
 done
+# 5. a node restarted with a changed bundle: chain a -> b runs to the end (a's out/acked/h1 names the bundle b
+#    stored); a's rows are then replaced (b's) and a restarted alone. Its bundle is another one, so the old
+#    acknowledgement is not its: it must send the new bundle (b is gone: it keeps trying; the test stops it once
+#    it logs the send), never report it acknowledged.
+prepare chg "a -> b;"
+start chg b; pb=$started
+start chg a; pa=$started
+wait "$pb"; rb=$?
+wait "$pa"; ra=$?
+[ "$ra" -eq 0 ] && [ "$rb" -eq 0 ] || fail "chg: the first run exited a $ra, b $rb"
+old=$(cat "$W/chg/a/acked/h1" 2>/dev/null)
+[ -n "$old" ] || fail "chg: a recorded no acknowledgement of hand-off 1"
+cp "$W/chg/b/data/train_x.npy" "$W/chg/a/data/train_x.npy"
+cp "$W/chg/b/data/train_y.npy" "$W/chg/a/data/train_y.npy"
+mv "$W/chg-a.log" "$W/chg-a.first.log"
+start chg a; pa=$started
+for _ in $(seq 1 30000); do # until a logs what it does with hand-off 1, or exits
+    grep -qE "sending [a-z]+ bundle [0-9a-f]+ to b|hand-off 1 to b was acknowledged before a restart" "$W/chg-a.log" 2>/dev/null && break
+    kill -0 "$pa" 2>/dev/null || break
+    sleep 0.01
+done
+kill -KILL "$pa" 2>/dev/null
+wait "$pa" 2>/dev/null
+! grep -q "acknowledged before a restart" "$W/chg-a.log" ||
+    fail "chg: a took the acknowledgement of its earlier bundle ${old:0:12} for its new one: $(grep 'hand-off 1' "$W/chg-a.log")"
+new=$(sed -n 's/.*sending [a-z]* bundle \([0-9a-f]*\) to b.*/\1/p' "$W/chg-a.log" | head -n 1)
+[ -n "$new" ] && [ "${old:0:12}" != "$new" ] || fail "chg: a did not send a new bundle (earlier ${old:0:12}, now '$new')"
+echo "chg: a restarted with other rows sends bundle $new (b acknowledged ${old:0:12} before)"
 [ "$FAILED" -eq 0 ] && echo "e2e_handoff_faults: ok"
 exit "$FAILED"
