@@ -29,7 +29,7 @@ cleanup() {
 trap cleanup EXIT
 
 topo() { # NAME BODY -> W/NAME.dot
-    printf 'digraph %s {\n  dataset = "%s"; partition = iid; samples = 40; k = 1; cov = diag; max_iter = 20;\n  deadline = 90; send_deadline = 60;\n  %s\n}\n' \
+    printf 'digraph %s {\n  dataset = "%s"; partition = iid; samples = 40; k = 1; cov = diag; max_iter = 20;\n  deadline = 600; send_deadline = 300;\n  %s\n}\n' \
         "$1" "$DATA" "$2" >"$W/$1.dot"
 }
 prepare() { # NAME BODY -> W/NAME.prep (one pftnode command per line)
@@ -96,13 +96,14 @@ mkdir -p "$W/move/b" && echo "tcp://127.0.0.1:1" >"$W/move/b/endpoint" # an earl
 prepare move "a -> b;"
 [ ! -e "$W/move/b/endpoint" ] || fail "move: the launcher left an earlier run's endpoint file in b's folder"
 start move b; pb=$started
-wait_file "$W/move/b/endpoint" 60 || fail "move: b never reported its endpoint"
+wait_file "$W/move/b/endpoint" 300 || fail "move: b never reported its endpoint"
 old=$(cat "$W/move/b/endpoint")
 kill -KILL "$pb"
 wait "$pb" 2>/dev/null
 start move a; pa=$started
-wait_file "$W/move/a/sent/h1" 60 || fail "move: a never recorded its send"
-sleep 1 # a retries on the dead port meanwhile
+wait_file "$W/move/a/sent/h1" 300 || fail "move: a never recorded its send"
+# a has read b's old endpoint and retries on the dead port meanwhile (the event, not a time)
+for _ in $(seq 1 30000); do grep -qF "b listens on $old " "$W/move-a.log" 2>/dev/null && break; sleep 0.01; done
 start move b; pb=$started
 wait "$pb"; rb=$?
 wait "$pa"; ra=$?

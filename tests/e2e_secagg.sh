@@ -8,7 +8,8 @@
 #     aggregation (same release), to fp32;
 #   - ring of five: lap 1 masked to the producer, lap 2 the opened total; the same checks;
 #   - star of five clients and an aggregator (no rows): the aggregator's head equals the run without secure
-#     aggregation, weight for weight, and so does its accuracy;
+#     aggregation, weight for weight, and so does its accuracy; one client (12 rows) is too small for one
+#     eigenpair, so its masked release is the isotropic one it would send in the clear;
 #   - diamond a -> {b, c} -> d: d opens a + b + c, b and c see a masked;
 #   - pftnet inspect shows a masked part's opener; pftnet audit calls it uninformative and why;
 #   - star with DP (ε = 1, δ = 0.001): each client's share is σ/√5, the aggregator opens σ and reports it;
@@ -65,10 +66,14 @@ PY
 must_launch ring_sa "$SA start = a;" "a -> b -> c -> d -> e -> a;"
 "$PY" "$CHECK" "$W/ring_sa" || fail "ring: secagg_check"
 
-STAR="s [data = false]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; c5 -> s;"
+# c1 holds 12 rows, too few for one eigenpair of the release rule (rank 0: its scatter isotropic), in both runs;
+# min_rows = 1, so that it releases every class in the clear too (in a group the floor is the group's)
+STAR="s [data = false]; c1 [samples = 12, min_rows = 1]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; c5 -> s;"
 must_launch star_sa "$SA" "$STAR"
 must_launch star_clear "$CLEAR" "$STAR"
 "$PY" "$CHECK" "$W/star_sa" || fail "star: secagg_check"
+grep -q "secure aggregation: own second moment at the release rule's rank 0 (12 rows)" "$W/star_sa/c1/node.log" ||
+    fail "star: c1 (12 rows) did not mask a rank-0 release: $(grep 'own second moment' "$W/star_sa/c1/node.log")"
 "$PY" - "$W/star_sa" "$W/star_clear" <<'PY' || fail "star: the aggregator differs from the run without secure aggregation"
 import json, sys
 import numpy as np

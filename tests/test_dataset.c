@@ -107,7 +107,8 @@ static void test_load_errors(void)
     fill_x(bad);
     bad[7] = NAN;
     pft_npy_write_f32(tmp_path("xnan.npy"), bad, 6, 3);
-    CHECK_FAILS(pft_npy_load_dataset(tmp_path("xnan.npy"), y, 0, &ds), tmp_path("xnan.npy"), "row 2 column 1");
+    CHECK_FAILS(pft_npy_load_dataset(tmp_path("xnan.npy"), y, 0, &ds), tmp_path("xnan.npy"),
+                "row 2 column 1");
     CHECK(ds == NULL);
 }
 
@@ -275,30 +276,41 @@ static void test_prep(void)
     pft_dataset_destroy(&ds);
 }
 
+/* The bundled PACS features load as PROVENANCE.md describes them: float16 on disk, 2100 x 1280, 300 rows per
+ * class (and 700 test rows, 100 per class); a class gathers its own rows. */
 static void test_real_pacs(void)
 {
-    const char *xp = pft_test_shared_data("pacs-mobilenetv2/train_x.npy");
-    if (!xp) {
-        SKIP_TEST("shared PACS data not present under %s", PFT_SHARED_DATA_DIR);
-        return;
-    }
     char x[4096], y[4096];
-    snprintf(x, sizeof x, "%s", xp);
-    snprintf(y, sizeof y, "%s", pft_test_shared_data("pacs-mobilenetv2/train_y.npy"));
+    snprintf(x, sizeof x, "%s", pft_test_example_data("train_x.npy"));
+    snprintf(y, sizeof y, "%s", pft_test_example_data("train_y.npy"));
     pft_dataset_t *ds = NULL;
-    CHECK(pft_npy_load_dataset(x, y, 0, &ds) == 0);
+    CHECK_MSG(pft_npy_load_dataset(x, y, 0, &ds) == 0, "%s", pft_errmsg());
     if (!ds)
         return;
-    CHECK(pft_dataset_n(ds) == 7993 && pft_dataset_d(ds) == 1280 && pft_dataset_n_classes(ds) == 7);
+    CHECK(pft_dataset_n(ds) == 2100 && pft_dataset_d(ds) == 1280 && pft_dataset_n_classes(ds) == 7);
     int counts[7];
-    const int want[7] = {1383, 1324, 1253, 890, 1232, 754, 1157}; /* PROVENANCE.md */
     pft_dataset_class_counts(ds, counts);
     for (int c = 0; c < 7; c++)
-        CHECK(counts[c] == want[c]);
+        CHECK(counts[c] == 300);
     float *g = NULL;
     int m = 0;
-    CHECK(pft_dataset_gather_class(ds, 5, &g, &m) == 0 && m == 754);
+    CHECK(pft_dataset_gather_class(ds, 5, &g, &m) == 0 && m == 300);
+    /* the gathered rows are class 5's rows, in order: its first row is the dataset's first row of class 5 */
+    int first = -1;
+    for (int i = 0; i < pft_dataset_n(ds) && first < 0; i++)
+        first = pft_dataset_y(ds)[i] == 5 ? i : -1;
+    CHECK(g && first >= 0 && memcmp(g, pft_dataset_x(ds) + (size_t)first * 1280, 1280 * sizeof(float)) == 0);
     pft_free(g);
+    pft_dataset_destroy(&ds);
+    snprintf(x, sizeof x, "%s", pft_test_example_data("test_x.npy"));
+    snprintf(y, sizeof y, "%s", pft_test_example_data("test_y.npy"));
+    CHECK_MSG(pft_npy_load_dataset(x, y, 7, &ds) == 0, "%s", pft_errmsg());
+    if (!ds)
+        return;
+    CHECK(pft_dataset_n(ds) == 700 && pft_dataset_d(ds) == 1280);
+    pft_dataset_class_counts(ds, counts);
+    for (int c = 0; c < 7; c++)
+        CHECK(counts[c] == 100);
     pft_dataset_destroy(&ds);
 }
 

@@ -202,23 +202,23 @@ static void test_budget(void)
     json_decref(r);
 }
 
-/* The paper's label shift on the shared PACS features (configs/pacs_labelshift.dot) with DP exact statistics
+/* The paper's label shift (configs/pacs_labelshift.dot) on the bundled PACS features with DP exact statistics
  * at ε = 1 (noise seeded by the test hook PFT_DP_SEED, so the run is reproducible): the destination keeps the
- * source's four classes as noisy components and scores far above both its own statistics alone (measured
- * 0.385) and DP-FedPFT's 41.0 (docs/RESULTS.md); the source, which receives nothing, is its own rows. */
+ * source's four classes as noisy components and scores far above its own statistics alone; the source, which
+ * receives nothing, is its own rows. Measured on examples/data/pacs-small: dst 0.5700, its own statistics
+ * alone 0.4157, src 0.4871. Its own classes (4-6) are 300 of the 700 test rows, so its own statistics alone
+ * cannot pass 3/7 = 0.429: dst > 0.50 needs at least 50 of the source classes' 400 rows right through the
+ * noisy components, and dst > own + 0.1 (measured + 0.154) that they add, not replace. */
 static void test_labelshift(void)
 {
     char out[512], cmd[4096];
-    if (access(PFT_SHARED_DATA_DIR "/pacs-mobilenetv2/train_x.npy", R_OK) != 0) {
-        SKIP_TEST("shared PACS features not found under %s", PFT_SHARED_DATA_DIR);
-        return;
-    }
     snprintf(out, sizeof out, "%s/labelshift", s_tmp);
     snprintf(
         cmd, sizeof cmd,
         "PFT_DP_SEED=1 PFTNODE=%s/node/pftnode %s/node/pftnet launch %s/configs/pacs_labelshift.dot --out %s "
-        "--quiet --no-baselines --set cov=tied --set dp_epsilon=1 --set port_base=0 > %s.stdout 2> %s.stderr",
-        PFT_BINARY_DIR, PFT_BINARY_DIR, PFT_SOURCE_DIR, out, out, out);
+        "--quiet --no-baselines --set cov=tied --set dp_epsilon=1 --set port_base=0 --set dataset=%s "
+        "> %s.stdout 2> %s.stderr",
+        PFT_BINARY_DIR, PFT_BINARY_DIR, PFT_SOURCE_DIR, out, EXAMPLE_DATA, out, out);
     int st = system(cmd);
     CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "launch exit %d (see %s.stderr)", WEXITSTATUS(st), out);
     json_t *dst = node_result(out, "dst"), *src = node_result(out, "src");
@@ -228,7 +228,7 @@ static void test_labelshift(void)
     json_t *g = json_object_get(dst, "gaussian_head");
     double acc = jreal(dst, "accuracy_global"), own = jreal(dst, "accuracy_global_own_only");
     CHECK(pft_e2e_jint(g, "noisy_components_received") == 4 && pft_e2e_jint(g, "noisy_components") == 4);
-    CHECK_MSG(own > 0.3 && acc > own + 0.2 && acc > 0.41, "dst %.4f, its own statistics alone %.4f", acc,
+    CHECK_MSG(own > 0.3 && acc > own + 0.1 && acc > 0.50, "dst %.4f, its own statistics alone %.4f", acc,
               own);
     CHECK(json_object_get(json_object_get(src, "gaussian_head"), "noisy_components_received") == NULL);
     fprintf(stderr, "  label shift, DP exact at eps = 1: dst %.4f (own statistics alone %.4f), src %.4f\n",

@@ -1,7 +1,9 @@
 /* test_e2e_plausible: implausible statistics are refused at the inbox, before the ACK (issue 20, 5). A real
  * pftnode b (exact chain p -> b, cov = tied, prep l2, samples = 40, prepared by pftnet launch --prepare-only)
  * receives, signed with p's own key, statistics parts that claim what p cannot hold: rows of a node outside
- * the topology, rows of b itself, counts ×1000 (provenance agreeing), a shared scatter ×1e30 (still PSD); a
+ * the topology, rows of b itself, counts ×1000 (provenance agreeing), a shared scatter ×1e30 (still PSD),
+ * and claims just past each bound (class 0 counting samples + 1 rows, a mean of norm 1.01, a shared scatter
+ * of trace 1.01 times its rows: a bound off by a factor of 2 or of d lets these through); a
  * part whose counts differ from its provenance is refused by the decoder already (test_bundle_stats). Each
  * must be NACKed with its reason (the sender sees "rejected"), counted in b's refusals, and leave b unharmed:
  * the honest bundle sent last is acknowledged, and b ends with exit 0, its provenance {p, b}, and the
@@ -25,8 +27,61 @@
 static char s_tmp[256];
 
 /* A forgery of p's part (or the honest one). */
-typedef enum { HONEST, OUTSIDE, SELF, TIMES1000, HUGE_SCATTER, N_KINDS } kind_t;
-static const char *const s_kind[] = {"honest", "outside", "self", "counts x1000", "scatter x1e30"};
+/* The *_NEAR kinds sit just past a bound (1 % over; the bounds allow 0.1 % for rounding), so that a bound
+ * loosened by a factor of 2 or of d lets them through: class 0 counting samples + 1 rows, class 0's mean of
+ * norm 1.01, the shared scatter's trace 1.01 times its rows. */
+typedef enum {
+    HONEST,
+    OUTSIDE,
+    SELF,
+    TIMES1000,
+    HUGE_SCATTER,
+    COUNT_NEAR,
+    MEAN_NEAR,
+    SCATTER_NEAR,
+    N_KINDS
+} kind_t;
+static const char *const s_kind[] = {"honest",         "outside",
+                                     "self",           "counts x1000",
+                                     "scatter x1e30",  "class 0 counts samples + 1",
+                                     "mean norm 1.01", "scatter trace 1.01 n"};
+#define SAMPLES 40 /* p's rows (the topology's samples) */
+
+/* trace of a d×d matrix */
+static double trace_of(const double *m, int d)
+{
+    double t = 0;
+    for (int k = 0; k < d; k++)
+        t += m[(size_t)k * d + k];
+    return t;
+}
+
+/* Class k's count as the forgery of kind claims it. */
+static uint64_t count_of(kind_t kind, const pft_gstat_t *st, int k)
+{
+    if (kind == COUNT_NEAR && k == 0)
+        return SAMPLES + 1;
+    return pft_gstat_count(st, k) * (kind == TIMES1000 ? 1000 : 1);
+}
+
+/* The forgery a refusal of b names (HONEST: none), from its reason. */
+static kind_t refusal_kind(const char *r)
+{
+    const char *p;
+    unsigned long long n = 0;
+    double t = 0;
+    if (strstr(r, "'zz'"))
+        return OUTSIDE;
+    if (strstr(r, "node 'b' itself"))
+        return SELF;
+    if (strstr(r, "(samples)") && (p = strstr(r, " counts ")) && sscanf(p, " counts %llu", &n) == 1)
+        return n >= 1000 ? TIMES1000 : COUNT_NEAR;
+    if (strstr(r, "class 0's mean has norm"))
+        return MEAN_NEAR;
+    if ((p = strstr(r, "shared scatter has trace ")) && sscanf(p, "shared scatter has trace %lf", &t) == 1)
+        return t > 1e6 ? HUGE_SCATTER : SCATTER_NEAR;
+    return HONEST;
+}
 
 /* p's statistics as kind says, signed with p's key, encoded into *buf. */
 static int make(kind_t kind, const char *run, const pft_dataset_t *ds, const pft_keypair_t *kp, uint8_t **buf,
@@ -37,23 +92,30 @@ static int make(kind_t kind, const char *run, const pft_dataset_t *ds, const pft
     int rc = st && out
                  ? pft_gstat_add_rows(st, pft_dataset_x(ds), pft_dataset_y(ds), (size_t)pft_dataset_n(ds))
                  : PFT_ENOMEM;
-    uint64_t mult = kind == TIMES1000 ? 1000 : 1;
-    for (int k = 0; rc == 0 && k < pft_gstat_n_classes(st); k++)
-        rc = pft_gstat_add_class(out, pft_gstat_label(st, k), pft_gstat_count(st, k) * mult,
-                                 pft_gstat_mean(st, k), NULL);
-    double *w = pft_alloc_array((size_t)d * d, sizeof *w);
-    if (rc == 0 && !w)
+    uint64_t total = 0;
+    double *w = pft_alloc_array((size_t)d * d, sizeof *w), *mu = pft_alloc_array((size_t)d, sizeof *mu);
+    if (rc == 0 && (!w || !mu))
         rc = PFT_ENOMEM;
+    for (int k = 0; rc == 0 && k < pft_gstat_n_classes(st); k++) {
+        double norm = 0;
+        for (int j = 0; j < d; j++)
+            norm += pft_gstat_mean(st, k)[j] * pft_gstat_mean(st, k)[j];
+        for (int j = 0; j < d; j++)
+            mu[j] = pft_gstat_mean(st, k)[j] * (kind == MEAN_NEAR && k == 0 ? 1.01 / sqrt(norm) : 1.0);
+        total += count_of(kind, st, k);
+        rc = pft_gstat_add_class(out, pft_gstat_label(st, k), count_of(kind, st, k), mu, NULL);
+    }
+    double scale = kind == HUGE_SCATTER ? 1e30 : 1.0;
+    if (rc == 0 && kind == SCATTER_NEAR)
+        scale = 1.01 * (double)total / trace_of(pft_gstat_tied_scatter(st), d);
     for (size_t i = 0; rc == 0 && i < (size_t)d * d; i++)
-        w[i] = pft_gstat_tied_scatter(st)[i] * (kind == HUGE_SCATTER ? 1e30 : 1.0);
+        w[i] = pft_gstat_tied_scatter(st)[i] * scale;
     if (rc == 0)
         rc = pft_gstat_add_tied_scatter(out, w);
     const char *who = kind == OUTSIDE ? "zz" : kind == SELF ? "b" : "p";
     pft_bundle_t *b = rc == 0 ? pft_bundle_new(run, "p", PFT_DTYPE_F32, d) : NULL;
-    for (int k = 0; b && rc == 0 && k < pft_gstat_n_classes(st); k++) {
-        uint64_t n = pft_gstat_count(st, k) * mult;
-        rc = pft_bundle_prov_add(b, who, pft_gstat_label(st, k), n);
-    }
+    for (int k = 0; b && rc == 0 && k < pft_gstat_n_classes(st); k++)
+        rc = pft_bundle_prov_add(b, who, pft_gstat_label(st, k), count_of(kind, st, k));
     if (b && rc == 0)
         rc = pft_bundle_add_part(b, &who, 1, &out);
     if (b && rc == 0)
@@ -68,6 +130,7 @@ static int make(kind_t kind, const char *run, const pft_dataset_t *ds, const pft
     pft_gstat_destroy(&st);
     pft_gstat_destroy(&out);
     pft_free(w);
+    pft_free(mu);
     return rc;
 }
 
@@ -194,9 +257,9 @@ static int prepare_pb(const char *name, const char *attrs, const char *nodes, ch
     if (!f)
         return -1;
     fprintf(f,
-            "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = 40; cov = tied; prep = l2;\n"
+            "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = %d; cov = tied; prep = l2;\n"
             "  deadline = 120; %s\n  %s\n  p -> b;\n}\n",
-            name, EXAMPLE_DATA, attrs, nodes);
+            name, EXAMPLE_DATA, SAMPLES, attrs, nodes);
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
              PFT_BINARY_DIR, topo_path, dir);
@@ -252,14 +315,12 @@ static void test_implausible_refused(void)
         {
             const char *r = json_string_value(v) ?: "";
             CHECK_MSG(strstr(r, "implausible statistics"), "refusal '%s'", r);
-            int k = strstr(r, "'zz'")                       ? OUTSIDE
-                    : strstr(r, "node 'b' itself")          ? SELF
-                    : strstr(r, "(samples)")                ? TIMES1000
-                    : strstr(r, "shared scatter has trace") ? HUGE_SCATTER
-                                                            : HONEST;
+            kind_t k = refusal_kind(r);
             distinct += k != HONEST && !seen[k]++;
         }
         CHECK_MSG(distinct == N_KINDS - 1, "%d of %d forgeries in b's refusals", distinct, N_KINDS - 1);
+        for (int k = 1; k < N_KINDS; k++)
+            CHECK_MSG(seen[k], "no refusal of b names the forgery '%s'", s_kind[k]);
         CHECK(pft_e2e_jint(ra, "rejected") == (long)json_array_size(refusals));
         CHECK(pft_e2e_prov_nodes(ra) == 2);
         double a = json_real_value(json_object_get(ra, "accuracy_global")),

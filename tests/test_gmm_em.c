@@ -340,7 +340,18 @@ static void test_alloc_failures(void)
 /* ---------------------------------------------------------------------------------------------- */
 /* Real PACS features */
 
-/* Minimal reader for a C-order float32 2-D .npy file (the test's own, independent of pft_npy). */
+/* IEEE 754 binary16 to float (the test's own conversion). */
+static float half_to_float(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    float v = e == 0    ? ldexpf((float)m, -24)
+              : e == 31 ? (m ? NAN : INFINITY)
+                        : ldexpf((float)(m | 0x400), e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+/* Minimal reader for a C-order float32 or float16 2-D .npy file (the test's own, independent of pft_npy);
+ * float16 is widened to float. */
 static float *read_npy_f32(const char *path, int *rows, int *cols)
 {
     FILE *f = fopen(path, "rb");
@@ -351,14 +362,20 @@ static float *read_npy_f32(const char *path, int *rows, int *cols)
     if (fread(pre, 1, 10, f) == 10 && memcmp(pre, "\x93NUMPY", 6) == 0 && pre[6] == 1) {
         unsigned hl = pre[8] | (unsigned)pre[9] << 8;
         char *hdr = calloc(1, hl + 1);
-        if (hdr && fread(hdr, 1, hl, f) == hl && strstr(hdr, "'<f4'") && strstr(hdr, "False")) {
+        int f2 = hdr && fread(hdr, 1, hl, f) == hl && strstr(hdr, "'<f2'");
+        if (hdr && (f2 || strstr(hdr, "'<f4'")) && strstr(hdr, "False")) {
             const char *s = strstr(hdr, "'shape': (");
             if (s && sscanf(s, "'shape': (%d, %d)", rows, cols) == 2 && *rows > 0 && *cols > 0) {
-                size_t cnt = (size_t)*rows * (size_t)*cols;
+                size_t cnt = (size_t)*rows * (size_t)*cols, sz = f2 ? 2 : 4;
                 x = malloc(cnt * sizeof(float));
-                if (x && fread(x, sizeof(float), cnt, f) != cnt) {
+                if (x && fread(x, sz, cnt, f) != cnt) {
                     free(x);
                     x = NULL;
+                }
+                for (size_t i = cnt; x && f2 && i-- > 0;) { /* widen in place, from the end */
+                    uint16_t h;
+                    memcpy(&h, (const char *)x + 2 * i, 2);
+                    x[i] = half_to_float(h);
                 }
             }
         }
@@ -442,21 +459,12 @@ static void test_threads(void)
 
 static void test_pacs(void)
 {
-    const char *px = pft_test_shared_data("pacs-mobilenetv2/train_x.npy");
-    char xpath[4096];
-    if (!px) {
-        SKIP_TEST("PACS features not found under %s", PFT_SHARED_DATA_DIR);
-        return;
-    }
-    snprintf(xpath, sizeof xpath, "%s", px);
-    const char *py = pft_test_shared_data("pacs-mobilenetv2/train_y.npy");
-    if (!py) {
-        SKIP_TEST("PACS labels not found under %s", PFT_SHARED_DATA_DIR);
-        return;
-    }
+    char xpath[4096], ypath[4096];
+    snprintf(xpath, sizeof xpath, "%s", pft_test_example_data("train_x.npy"));
+    snprintf(ypath, sizeof ypath, "%s", pft_test_example_data("train_y.npy"));
     int rows = 0, cols = 0;
     float *x = read_npy_f32(xpath, &rows, &cols);
-    int32_t *y = x ? read_npy_i32(py, rows) : NULL;
+    int32_t *y = x ? read_npy_i32(ypath, rows) : NULL;
     CHECK(x != NULL && y != NULL && cols == 1280);
     if (!x || !y) {
         free(x);

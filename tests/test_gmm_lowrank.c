@@ -551,14 +551,8 @@ static void test_degenerate(void)
 static void test_pacs(void)
 {
     char xbuf[4096], ybuf[4096];
-    const char *p = pft_test_shared_data("pacs-mobilenetv2/train_x.npy");
-    snprintf(xbuf, sizeof xbuf, "%s", p ? p : "");
-    p = pft_test_shared_data("pacs-mobilenetv2/train_y.npy");
-    snprintf(ybuf, sizeof ybuf, "%s", p ? p : "");
-    if (!xbuf[0] || !ybuf[0]) {
-        SKIP_TEST("shared PACS features not found under %s", PFT_SHARED_DATA_DIR);
-        return;
-    }
+    snprintf(xbuf, sizeof xbuf, "%s", pft_test_example_data("train_x.npy"));
+    snprintf(ybuf, sizeof ybuf, "%s", pft_test_example_data("train_y.npy"));
     pft_dataset_t *ds = NULL;
     float *xc = NULL;
     int n = 0;

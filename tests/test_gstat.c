@@ -537,6 +537,83 @@ static void test_evidence(void)
     pft_gstat_destroy(&st2);
 }
 
+/* The α the rule chooses from tallies ev (most rows right, then the lower cross-entropy, then the larger α),
+ * by brute force: its grid index, or -1 when none is usable. */
+static int rule_best(const pft_ghead_evidence_t *ev)
+{
+    int b = -1;
+    for (int a = 0; a < PFT_GHEAD_N_ALPHA; a++)
+        if (ev[a].total && (b < 0 || ev[a].correct > ev[b].correct ||
+                            (ev[a].correct == ev[b].correct && ev[a].loss <= ev[b].loss)))
+            b = a;
+    return b;
+}
+
+/* 1 if the tie at the top of ev matters: among the α with the most rows right, the lowest cross-entropy is
+ * neither the first nor the last of them (so "first" or "last" alone chooses another α). */
+static int tie_matters(const pft_ghead_evidence_t *ev)
+{
+    int b = rule_best(ev), first = -1, last = -1;
+    for (int a = 0; b >= 0 && a < PFT_GHEAD_N_ALPHA; a++)
+        if (ev[a].total && ev[a].correct == ev[b].correct) {
+            first = first < 0 ? a : first;
+            last = a;
+        }
+    return b >= 0 && b != first && b != last && ev[b].loss < ev[last].loss && ev[b].loss < ev[first].loss;
+}
+
+/* The cross-validation's tie-break: among α with the same rows right, the lower held-out cross-entropy, then
+ * the larger α. pft_ghead_fit's α (leave-one-out) is the rule applied, by brute force here, to the same
+ * folds' tallies (pft_ghead_evidence); the rows are the first of seeds 100.. whose tie matters (the lowest
+ * cross-entropy inside a tie of several α). Then pft_ghead_evidence_alpha on tallies written by hand. */
+static void test_cv_tie_break(void)
+{
+    const int d = 20, C = 3, n_up = 40, n = 15;
+    float up[40 * 20], x[15 * 20];
+    int32_t uy[40], y[15];
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.folds = 20; /* leave-one-out */
+    pft_ghead_evidence_t ev[PFT_GHEAD_N_ALPHA];
+    int seed = 100, found = 0;
+    pft_gstat_t *st = NULL;
+    for (; seed < 200 && !found; seed++) {
+        pft_gstat_destroy(&st);
+        make_rows(n_up, d, C, 1.2, (uint64_t)seed, up, uy);
+        make_rows(n, d, C, 0.6, (uint64_t)seed + 1000, x, y);
+        st = pft_gstat_new(PFT_GSTAT_TIED, d);
+        CHECK(pft_gstat_add_rows(st, up, uy, n_up) == 0 && pft_gstat_add_rows(st, x, y, n) == 0);
+        found = pft_ghead_evidence(st, x, y, n, C, &o, ev) == 0 && tie_matters(ev);
+    }
+    CHECK_MSG(found, "no seed in 100..199 gives a tie whose lowest cross-entropy is inside it");
+    if (found) {
+        pft_ghead_t *h = NULL;
+        pft_ghead_info_t info;
+        int b = rule_best(ev);
+        CHECK(pft_ghead_fit(st, x, y, n, C, &o, &h, &info) == 0);
+        fprintf(stderr, "  seed %d: %llu of %d right at best; chosen α %g, the rule's %g (loss %.4f)\n",
+                seed - 1, (unsigned long long)ev[b].correct, n, info.alpha, ev[b].alpha, ev[b].loss);
+        CHECK_NEAR(info.alpha, ev[b].alpha, 0);
+        const pft_ghead_evidence_t *one[1] = {ev};
+        CHECK_NEAR(pft_ghead_evidence_alpha(one, NULL, 1), ev[b].alpha, 0);
+        pft_ghead_destroy(&h);
+    }
+    pft_gstat_destroy(&st);
+    /* by hand: α 3, 7, 9, 12 right 10 times, the rest 9; cross-entropy 5, 2, 2, 4: the tie 7/9 goes to 9 */
+    pft_ghead_evidence_t hand[PFT_GHEAD_N_ALPHA];
+    for (int a = 0; a < PFT_GHEAD_N_ALPHA; a++)
+        hand[a] =
+            (pft_ghead_evidence_t){.alpha = pft_ghead_alpha_grid(a), .correct = 9, .total = 12, .loss = 1};
+    hand[3].correct = hand[7].correct = hand[9].correct = hand[12].correct = 10;
+    hand[3].loss = 5, hand[7].loss = 2, hand[9].loss = 2, hand[12].loss = 4;
+    const pft_ghead_evidence_t *h1[1] = {hand};
+    CHECK_NEAR(pft_ghead_evidence_alpha(h1, NULL, 1), pft_ghead_alpha_grid(9), 0);
+    hand[9].loss = 2.5; /* now 7 alone has the lowest */
+    CHECK_NEAR(pft_ghead_evidence_alpha(h1, NULL, 1), pft_ghead_alpha_grid(7), 0);
+    hand[0].correct = 11, hand[0].loss = 100; /* rows right come first */
+    CHECK_NEAR(pft_ghead_evidence_alpha(h1, NULL, 1), pft_ghead_alpha_grid(0), 0);
+}
+
 static void test_qda_cv(void)
 {
     const int d = 6, C = 4, n = 400;
@@ -727,6 +804,7 @@ int main(void)
     RUN(test_lda_shrinkage_oracle);
     RUN(test_cv_matches_refit);
     RUN(test_evidence);
+    RUN(test_cv_tie_break);
     RUN(test_qda_cv);
     RUN(test_alloc_failures);
     RUN(test_lowrank_shared);

@@ -455,56 +455,11 @@ static void test_distill_transfers(void)
     pft_head_destroy(&student);
 }
 
-/* Raw MobileNetV2 features of PACS: scikit-learn's LogisticRegression(C=1) gets 84.63 %. */
-static void test_real_pacs(void)
-{
-    const char *names[4] = {"train_x", "train_y", "test_x", "test_y"};
-    char path[4][4096];
-    for (int i = 0; i < 4; i++) {
-        char sub[64];
-        snprintf(sub, sizeof sub, "pacs-mobilenetv2/%s.npy", names[i]);
-        const char *p = pft_test_shared_data(sub);
-        if (!p) {
-            SKIP_TEST("shared PACS data not present under %s", PFT_SHARED_DATA_DIR);
-            return;
-        }
-        snprintf(path[i], sizeof path[i], "%s", p);
-    }
-    float *x = NULL, *xt = NULL;
-    int32_t *y = NULL, *yt = NULL;
-    int64_t n, d, nt, dt, ny, nyt;
-    int rc = pft_npy_read_f32(path[0], &x, &n, &d);
-    rc = rc ? rc : pft_npy_read_i32(path[1], &y, &ny);
-    rc = rc ? rc : pft_npy_read_f32(path[2], &xt, &nt, &dt);
-    rc = rc ? rc : pft_npy_read_i32(path[3], &yt, &nyt);
-    CHECK_MSG(rc == 0, "%s", pft_errmsg());
-    if (rc == 0) {
-        CHECK(n == ny && nt == nyt && d == dt && d == 1280);
-        pft_head_t *h = NULL;
-        pft_head_info_t info;
-        CHECK(pft_head_fit(x, y, (int)n, (int)d, 7, NULL, &h, &info) == 0);
-        double acc = 0, cls[7];
-        if (h) {
-            CHECK(pft_head_accuracy(h, xt, yt, (int)nt, &acc) == 0);
-            CHECK(pft_head_class_accuracy(h, xt, yt, (int)nt, cls, NULL) == 0);
-            fprintf(stderr,
-                    "  PACS raw features: test accuracy %.4f, %d iterations, %d evaluations, loss %.6f\n",
-                    acc, info.iters, info.evals, info.loss);
-            CHECK(info.converged);
-            CHECK(acc >= 0.83);
-            for (int k = 0; k < 7; k++)
-                CHECK(cls[k] > 0.6);
-        }
-        pft_head_destroy(&h);
-    }
-    pft_free(x);
-    pft_free(y);
-    pft_free(xt);
-    pft_free(yt);
-}
-
-/* The bundled float16 example subset (examples/data/pacs-small, always in the repository): 82.1 % with
- * scikit-learn (its PROVENANCE.md). Loaded through pft_dataset, as a node would. */
+/* Raw MobileNetV2 features of PACS, the bundled float16 subset (examples/data/pacs-small, always in the
+ * repository): scikit-learn's LogisticRegression(C=1) gets 82.1 % (its PROVENANCE.md). Loaded through
+ * pft_dataset, as a node would. Measured: 0.8214 overall, per class 0.68 0.80 0.77 0.95 0.73 0.97 0.85 (100
+ * test rows each); the bounds, 0.80 overall and 0.6 per class, hold a head that matches scikit-learn within
+ * two points and catch one that neglects a class. */
 static void test_example_data(void)
 {
     const char *dir = PFT_SOURCE_DIR "/examples/data/pacs-small";
@@ -525,11 +480,18 @@ static void test_example_data(void)
         pft_head_t *h = NULL;
         pft_head_info_t info;
         CHECK(pft_head_fit(pft_dataset_x(tr), pft_dataset_y(tr), 2100, 1280, 7, NULL, &h, &info) == 0);
-        double acc = 0;
-        if (h)
+        double acc = 0, cls[7] = {0};
+        if (h) {
             CHECK(pft_head_accuracy(h, pft_dataset_x(te), pft_dataset_y(te), 700, &acc) == 0);
-        fprintf(stderr, "  pacs-small: test accuracy %.4f, %d iterations\n", acc, info.iters);
+            CHECK(pft_head_class_accuracy(h, pft_dataset_x(te), pft_dataset_y(te), 700, cls, NULL) == 0);
+        }
+        fprintf(stderr, "  pacs-small: test accuracy %.4f, %d iterations, %d evaluations, loss %.6f\n", acc,
+                info.iters, info.evals, info.loss);
+        fprintf(stderr, "  per class: %.2f %.2f %.2f %.2f %.2f %.2f %.2f\n", cls[0], cls[1], cls[2], cls[3],
+                cls[4], cls[5], cls[6]);
         CHECK(info.converged && acc >= 0.80);
+        for (int k = 0; k < 7; k++)
+            CHECK(cls[k] > 0.6);
         pft_head_destroy(&h);
     }
     pft_dataset_destroy(&tr);
@@ -652,6 +614,5 @@ int main(void)
     RUN(test_kernels);
     RUN(test_whitening_edges);
     RUN(test_example_data);
-    RUN(test_real_pacs);
     return pft_test_done();
 }

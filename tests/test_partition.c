@@ -75,6 +75,57 @@ static void test_iid_equal_and_capped(void)
     CHECK(p == NULL);
 }
 
+/* samples: a node's cap is a seeded random subset of its share, not its first or lowest rows. 5 iid nodes
+ * hold 140 rows each (20 per class, spread over the whole index range, since the labels cycle row by row);
+ * capped at 30, each node keeps rows of its own uncapped share only, from all over it: its smallest index in
+ * the lowest quarter of the rows and its largest in the highest (a node's 30 lowest rows end near row 150),
+ * and rows of at least 5 of the 7 classes (its first 30 in class order hold 2). For a random 30 of 140 an end
+ * bound fails with probability 5e-5 and the class bound with 1e-7; the seed is fixed, so a pass is
+ * reproducible. The same seed gives the same subsets, another seed other ones. */
+static void test_iid_cap_random_subset(void)
+{
+    pft_part_spec_t spec;
+    CHECK(parse("iid", &spec) == 0);
+    pft_part_node_t full[5], capped[5];
+    for (int i = 0; i < 5; i++) {
+        full[i] = (pft_part_node_t){NULL, -1, 0};
+        capped[i] = (pft_part_node_t){NULL, -1, 30};
+    }
+    pft_partition_t *pf = NULL, *pc = NULL, *pc2 = NULL, *po = NULL;
+    CHECK(pft_partition_split(&spec, full, 5, 7, ytr, NULL, NTR, yte, NULL, NTE, 3, &pf) == 0);
+    CHECK(pft_partition_split(&spec, capped, 5, 7, ytr, NULL, NTR, yte, NULL, NTE, 3, &pc) == 0);
+    CHECK(pft_partition_split(&spec, capped, 5, 7, ytr, NULL, NTR, yte, NULL, NTE, 3, &pc2) == 0);
+    CHECK(pft_partition_split(&spec, capped, 5, 7, ytr, NULL, NTR, yte, NULL, NTE, 4, &po) == 0);
+    if (!pf || !pc || !pc2 || !po)
+        goto done;
+    int other = 0;
+    for (int i = 0; i < 5; i++) {
+        int nf, nc, n2, no, classes = 0, per[7] = {0};
+        const int32_t *f = pft_partition_train(pf, i, &nf), *c = pft_partition_train(pc, i, &nc);
+        const int32_t *c2 = pft_partition_train(pc2, i, &n2), *o = pft_partition_train(po, i, &no);
+        CHECK(nf == NTR / 5 && nc == 30 && n2 == 30 && no == 30);
+        for (int j = 0, k = 0; j < nc; j++) { /* both ascending: c is a subset of f */
+            while (k < nf && f[k] < c[j])
+                k++;
+            CHECK_MSG(k < nf && f[k] == c[j], "node %d: capped row %d is not in its share", i, c[j]);
+            per[ytr[c[j]]]++;
+        }
+        for (int k = 0; k < 7; k++)
+            classes += per[k] > 0;
+        CHECK_MSG(c[0] < NTR / 4 && c[nc - 1] >= 3 * NTR / 4 && classes >= 5,
+                  "node %d: capped rows %d..%d of %d classes: not a random subset of its share", i, c[0],
+                  c[nc - 1], classes);
+        CHECK(memcmp(c, c2, sizeof *c * 30) == 0);
+        other |= memcmp(c, o, sizeof *c * 30) != 0;
+    }
+    CHECK_MSG(other, "seeds 3 and 4 capped every node to the same rows");
+done:
+    pft_partition_destroy(&pf);
+    pft_partition_destroy(&pc);
+    pft_partition_destroy(&pc2);
+    pft_partition_destroy(&po);
+}
+
 /* iid shares when the classes do not divide evenly (100 rows per class over 3 nodes): every node holds 33 or
  * 34 rows of each class and 233 or 234 rows in all, so no node collects every class's remainder. */
 static void test_iid_remainders_spread(void)
@@ -256,6 +307,7 @@ int main(void)
     make_labels();
     RUN(test_iid_equal_and_capped);
     RUN(test_iid_remainders_spread);
+    RUN(test_iid_cap_random_subset);
     RUN(test_deterministic);
     RUN(test_dirichlet_skew);
     RUN(test_dirichlet_min_rows);

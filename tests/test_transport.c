@@ -15,6 +15,10 @@
 
 #define ANY "tcp://127.0.0.1:*"
 
+/* A bound only against a hang, never a verdict: a send expected to succeed gets it as its deadline, and every
+ * wait returns as soon as its condition holds, so the tests pass on a loaded machine (tests/README.md). */
+#define HANG_MS 120000
+
 typedef struct {
     int calls;
     int rc;             /* what the callback returns */
@@ -96,10 +100,10 @@ static void test_delivery_and_ack(void)
     size_t len;
     message(1, 100, &msg, &len);
     CHECK(pft_transport_send(s, "nobody", msg, len, NULL, 0) == PFT_EINVAL);
-    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
+    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
     CHECK(h >= 0);
     CHECK(pft_transport_pending(s) == 1);
-    CHECK(pump(r, s, s, h, 5000) == PFT_SEND_ACKED);
+    CHECK(pump(r, s, s, h, HANG_MS) == PFT_SEND_ACKED);
     CHECK(pft_transport_pending(s) == 0);
     CHECK(sink.calls == 1 && sink.last_len == len && memcmp(sink.last, msg, len) == 0);
     pft_transport_stats_t ss, rs;
@@ -141,8 +145,8 @@ static void test_listen_fd(void)
     uint8_t *msg;
     size_t len;
     message(2, 100, &msg, &len);
-    int h = s ? pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000) : -1;
-    CHECK(h >= 0 && pump(r, s, s, h, 5000) == PFT_SEND_ACKED && sink.calls == 1);
+    int h = s ? pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS) : -1;
+    CHECK(h >= 0 && pump(r, s, s, h, HANG_MS) == PFT_SEND_ACKED && sink.calls == 1);
     pft_free(msg);
     pft_transport_destroy(&s);
     pft_transport_destroy(&r); /* closes fd with the socket */
@@ -160,9 +164,11 @@ static void test_peer_endpoint_later_and_moved(void)
     uint8_t *msg;
     size_t len;
     message(9, 1000, &msg, &len);
-    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 15000);
+    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
     int h_never = pft_transport_send(s, "never", msg, len, NULL, pft_transport_now_ms() + 600);
-    CHECK(pump(s, NULL, s, h, 800) == PFT_SEND_PENDING && pft_transport_send_attempts(s, h) == 0);
+    CHECK(pump(s, NULL, s, h_never, HANG_MS) == PFT_SEND_FAILED); /* at its deadline */
+    CHECK(pft_transport_send_state(s, h, NULL, NULL) == PFT_SEND_PENDING &&
+          pft_transport_send_attempts(s, h) == 0);
     const char *reason = NULL;
     CHECK(pft_transport_send_state(s, h_never, NULL, &reason) == PFT_SEND_FAILED && reason &&
           strstr(reason, "endpoint never known"));
@@ -170,12 +176,16 @@ static void test_peer_endpoint_later_and_moved(void)
     pft_transport_t *r1 = pft_transport_new(ANY, NULL, on_message, &busy);
     CHECK(r1 && pft_transport_set_peer_endpoint(s, "r", pft_transport_endpoint(r1)) == 0);
     CHECK(pft_transport_set_peer_endpoint(s, "r", pft_transport_endpoint(r1)) == 0); /* the same: no change */
-    CHECK(pump(r1, s, s, h, 1500) == PFT_SEND_PENDING && busy.calls >= 1);
+    for (int64_t end = pft_transport_now_ms() + HANG_MS; pft_transport_now_ms() < end && busy.calls < 1;) {
+        CHECK(pft_transport_poll(r1, 10) == 0);
+        CHECK(pft_transport_poll(s, 10) == 0);
+    }
+    CHECK(busy.calls >= 1 && pft_transport_send_state(s, h, NULL, NULL) == PFT_SEND_PENDING);
     pft_transport_destroy(&r1);
     sink_t sink = {0};
     pft_transport_t *r2 = pft_transport_new(ANY, NULL, on_message, &sink);
     CHECK(r2 && pft_transport_set_peer_endpoint(s, "r", pft_transport_endpoint(r2)) == 0);
-    CHECK(pump(r2, s, s, h, 8000) == PFT_SEND_ACKED && sink.calls == 1);
+    CHECK(pump(r2, s, s, h, HANG_MS) == PFT_SEND_ACKED && sink.calls == 1);
     CHECK(pft_transport_set_peer_endpoint(s, "nobody", pft_transport_endpoint(r2)) == PFT_EINVAL);
     CHECK(pft_transport_set_peer_endpoint(s, "r", "") == PFT_EINVAL);
     CHECK(pft_transport_set_peer_endpoint(s, "r", "bogus://x") == PFT_EINVAL);
@@ -195,7 +205,7 @@ static void test_receiver_starts_later(void)
     uint8_t *msg;
     size_t len;
     message(2, 1000, &msg, &len);
-    int h = pft_transport_send(s, "late", msg, len, NULL, pft_transport_now_ms() + 8000);
+    int h = pft_transport_send(s, "late", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
     CHECK(pump(s, NULL, s, h, 700) == PFT_SEND_PENDING);
     sink_t sink = {0};
     pft_transport_opts_t o; /* the receiver starts on the held port: it listens from now on */
@@ -204,7 +214,7 @@ static void test_receiver_starts_later(void)
     CHECK(listen(fd, 16) == 0);
     pft_transport_t *r = pft_transport_new(ep, &o, on_message, &sink);
     CHECK_MSG(r != NULL, "%s", pft_errmsg());
-    CHECK(pump(r, s, s, h, 6000) == PFT_SEND_ACKED);
+    CHECK(pump(r, s, s, h, HANG_MS) == PFT_SEND_ACKED);
     CHECK(sink.calls == 1);
     pft_transport_stats_t ss;
     pft_transport_stats(s, &ss);
@@ -225,8 +235,8 @@ static void test_transient_retry(void)
     size_t len;
     message(3, 500, &msg, &len);
     int64_t t0 = pft_transport_now_ms();
-    int h = pft_transport_send(s, "r", msg, len, NULL, t0 + 5000);
-    CHECK(pump(r, s, s, h, 5000) == PFT_SEND_ACKED);
+    int h = pft_transport_send(s, "r", msg, len, NULL, t0 + HANG_MS);
+    CHECK(pump(r, s, s, h, HANG_MS) == PFT_SEND_ACKED);
     CHECK(pft_transport_now_ms() - t0 >= 190); /* waited for the first backoff step */
     CHECK(sink.calls == 2);
     pft_transport_stats_t ss, rs;
@@ -249,12 +259,12 @@ static void test_duplicates(void)
     uint8_t *msg;
     size_t len;
     message(4, 300, &msg, &len);
-    int h1 = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
-    int h2 = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
-    CHECK(pump(r, s, s, h1, 5000) == PFT_SEND_ACKED);
-    CHECK(pump(r, s, s, h2, 5000) == PFT_SEND_ACKED);
-    int h3 = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
-    CHECK(pump(r, s, s, h3, 5000) == PFT_SEND_ACKED);
+    int h1 = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
+    int h2 = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
+    CHECK(pump(r, s, s, h1, HANG_MS) == PFT_SEND_ACKED);
+    CHECK(pump(r, s, s, h2, HANG_MS) == PFT_SEND_ACKED);
+    int h3 = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
+    CHECK(pump(r, s, s, h3, HANG_MS) == PFT_SEND_ACKED);
     CHECK(sink.calls == 1);
     pft_transport_stats_t rs;
     pft_transport_stats(r, &rs);
@@ -274,8 +284,8 @@ static void test_nack_reason(void)
     uint8_t *msg;
     size_t len;
     message(5, 64, &msg, &len);
-    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
-    CHECK(pump(r, s, s, h, 5000) == PFT_SEND_REJECTED);
+    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
+    CHECK(pump(r, s, s, h, HANG_MS) == PFT_SEND_REJECTED);
     int rc = 0;
     const char *reason = NULL;
     pft_transport_send_state(s, h, &rc, &reason);
@@ -287,8 +297,8 @@ static void test_nack_reason(void)
     CHECK(ss.transmissions == 1 && ss.rejected_by_peer == 1 && sink.calls == 1);
     /* an id that does not match the body is refused before the callback */
     uint8_t wrong[32] = {1};
-    h = pft_transport_send(s, "r", msg, len, wrong, pft_transport_now_ms() + 5000);
-    CHECK(pump(r, s, s, h, 5000) == PFT_SEND_REJECTED);
+    h = pft_transport_send(s, "r", msg, len, wrong, pft_transport_now_ms() + HANG_MS);
+    CHECK(pump(r, s, s, h, HANG_MS) == PFT_SEND_REJECTED);
     pft_transport_send_state(s, h, &rc, &reason);
     CHECK(rc == PFT_EFORMAT && strstr(reason, "does not match") != NULL && sink.calls == 1);
     /* not an envelope: the default id function refuses it */
@@ -334,8 +344,8 @@ static void test_oversized(void)
     size_t blen, slen;
     message(6, 200 * 1024, &big, &blen);
     message(7, 100, &small, &slen);
-    int hb = pft_transport_send(s, "r", big, blen, NULL, pft_transport_now_ms() + 5000);
-    CHECK(pump(r, s, s, hb, 5000) == PFT_SEND_REJECTED);
+    int hb = pft_transport_send(s, "r", big, blen, NULL, pft_transport_now_ms() + HANG_MS);
+    CHECK(pump(r, s, s, hb, HANG_MS) == PFT_SEND_REJECTED);
     CHECK(sink.calls == 0);
     int rc = 0;
     const char *reason = NULL;
@@ -349,8 +359,8 @@ static void test_oversized(void)
     CHECK(ss.bytes_sent == 0 && ss.transmissions == 0 && ss.offers >= 1 && ss.rejected_by_peer == 1);
     CHECK(rs.oversize == 1 && rs.rejected == 1 && rs.received == 1 && rs.bytes_received == 0);
     CHECK_MSG(ref.n[PFT_REFUSAL_NACK] == 1 && strstr(ref.last, want) != NULL, "refusal '%s'", ref.last);
-    int hs = pft_transport_send(s, "r", small, slen, NULL, pft_transport_now_ms() + 5000);
-    CHECK(pump(r, s, s, hs, 5000) == PFT_SEND_ACKED);
+    int hs = pft_transport_send(s, "r", small, slen, NULL, pft_transport_now_ms() + HANG_MS);
+    CHECK(pump(r, s, s, hs, HANG_MS) == PFT_SEND_ACKED);
     CHECK(sink.calls == 1 && sink.last_len == slen);
     /* the sender refuses what its own limit forbids */
     pft_transport_t *s2 = pft_transport_new(ANY, &ro, NULL, NULL);
@@ -378,8 +388,8 @@ static void test_oversized_eager(void)
     uint8_t *big;
     size_t blen;
     message(18, 200 * 1024, &big, &blen);
-    int h = pft_transport_send(s, "r", big, blen, NULL, pft_transport_now_ms() + 8000);
-    CHECK(pump(r, s, s, h, 8000) == PFT_SEND_REJECTED);
+    int h = pft_transport_send(s, "r", big, blen, NULL, pft_transport_now_ms() + HANG_MS);
+    CHECK(pump(r, s, s, h, HANG_MS) == PFT_SEND_REJECTED);
     int rc = 0;
     const char *reason = NULL;
     pft_transport_send_state(s, h, &rc, &reason);
@@ -443,12 +453,13 @@ static void test_oversized_body_counted(void)
     zmq_send(d, hdr, sizeof hdr, ZMQ_SNDMORE);
     zmq_send(d, size, sizeof size, 0);
     uint8_t reply[64], more[300];
-    CHECK(raw_reply(r, d, reply, sizeof reply, more, sizeof more, 3000) == 38 && reply[5] == 'S');
+    CHECK(raw_reply(r, d, reply, sizeof reply, more, sizeof more, HANG_MS) == 38 && reply[5] == 'S');
     hdr[5] = 'B';
     zmq_send(d, hdr, sizeof hdr, ZMQ_SNDMORE);
     zmq_send(d, big, blen, 0);
     pft_transport_stats_t rs = {0};
-    for (int64_t end = pft_transport_now_ms() + 3000; pft_transport_now_ms() < end && rs.grants_lost == 0;) {
+    for (int64_t end = pft_transport_now_ms() + HANG_MS;
+         pft_transport_now_ms() < end && rs.grants_lost == 0;) {
         pft_transport_poll(r, 20);
         pft_transport_stats(r, &rs);
     }
@@ -463,8 +474,8 @@ static void test_oversized_body_counted(void)
 }
 
 /* Time away from the transport does not count against a deadline: a send to a receiver that is down, deadline
- * 600 ms, the sender not polling for 1.5 s: it is still pending at its next polls (its deadline moved on by
- * the gap) and fails only once it has been served for about 600 ms more. */
+ * 600 ms, the sender not polling for 1.5 s: it is still pending at its next poll (its deadline moved on by
+ * the gap) and fails later, not before the deadline plus the time away (a lower bound: no speed is asked). */
 static void test_deadline_away(void)
 {
     char ep[256];
@@ -478,11 +489,11 @@ static void test_deadline_away(void)
     int64_t t0 = pft_transport_now_ms();
     int h = pft_transport_send(s, "down", msg, len, NULL, t0 + 600);
     usleep(1500 * 1000); /* away: computing */
-    CHECK(pump(s, NULL, s, h, 200) == PFT_SEND_PENDING);
-    CHECK(pump(s, NULL, s, h, 3000) == PFT_SEND_FAILED);
+    CHECK(pft_transport_poll(s, 0) == 0);
+    CHECK(pft_transport_send_state(s, h, NULL, NULL) == PFT_SEND_PENDING);
+    CHECK(pump(s, NULL, s, h, HANG_MS) == PFT_SEND_FAILED);
     int64_t took = pft_transport_now_ms() - t0;
-    CHECK_MSG(took >= 2000 && took < 3500, "failed after %lld ms (600 ms deadline + 1500 ms away)",
-              (long long)took);
+    CHECK_MSG(took >= 2000, "failed after %lld ms (600 ms deadline + 1500 ms away)", (long long)took);
     pft_free(msg);
     pft_transport_destroy(&s);
     close(fd);
@@ -502,7 +513,7 @@ static void test_deadline(void)
     int h = pft_transport_send(s, "ghost", msg, len, NULL, t0 + 600);
     /* behaviour, not speed: not given up before its deadline (monotonic clock), given up once it passed (the
      * pump's window is 5 times the deadline, so a loaded machine does not fail the test) */
-    CHECK(pump(s, NULL, s, h, 3000) == PFT_SEND_FAILED);
+    CHECK(pump(s, NULL, s, h, HANG_MS) == PFT_SEND_FAILED);
     int64_t dt = pft_transport_now_ms() - t0;
     CHECK_MSG(dt >= 600, "failed after %lld ms, before its 600 ms deadline", (long long)dt);
     int rc = 0;
@@ -549,7 +560,7 @@ static void test_malformed_frames(void)
     for (int i = 0; i < 2; i++) {
         uint8_t reply[64];
         int n = -1;
-        int64_t end = pft_transport_now_ms() + 3000;
+        int64_t end = pft_transport_now_ms() + HANG_MS;
         while (n < 0 && pft_transport_now_ms() < end) {
             pft_transport_poll(r, 20);
             n = zmq_recv(d, reply, sizeof reply, ZMQ_DONTWAIT);
@@ -590,7 +601,7 @@ static void test_old_version_refused(void)
     zmq_send(d, hdr, sizeof hdr, ZMQ_SNDMORE);
     zmq_send(d, msg, len, 0);
     uint8_t reply[64], more[300] = {0};
-    CHECK(raw_reply(r, d, reply, sizeof reply, more, sizeof more - 1, 3000) == 38);
+    CHECK(raw_reply(r, d, reply, sizeof reply, more, sizeof more - 1, HANG_MS) == 38);
     CHECK(memcmp(reply, "PFTM", 4) == 0 && reply[4] == 1 && reply[5] == 'N' &&
           memcmp(reply + 6, hdr + 6, 32) == 0);
     int32_t code =
@@ -604,7 +615,7 @@ static void test_old_version_refused(void)
     hdr[4] = 2;
     zmq_send(d, hdr, sizeof hdr, ZMQ_SNDMORE);
     zmq_send(d, msg, len, 0);
-    CHECK(raw_reply(r, d, reply, sizeof reply, more, sizeof more, 3000) == 38 && reply[5] == 'A');
+    CHECK(raw_reply(r, d, reply, sizeof reply, more, sizeof more, HANG_MS) == 38 && reply[5] == 'A');
     CHECK(sink.calls == 1);
     zmq_close(d);
     zmq_ctx_term(ctx);

@@ -18,6 +18,10 @@
 
 #define ANY "tcp://127.0.0.1:*"
 
+/* A bound only against a hang, never a verdict: a send expected to succeed gets it as its deadline, and every
+ * wait returns as soon as its condition holds, so the tests pass on a loaded machine (tests/README.md). */
+#define HANG_MS 120000
+
 /* A node's keys as the transport wants them. */
 typedef struct {
     pft_keypair_t *kp;
@@ -216,9 +220,9 @@ static void test_allowed_client_delivers(void)
     message(1, 2000, &msg, &len);
     for (int i = 0; i < 3; i++) {   /* three bundles over the one connection */
         msg[len - 10] = (uint8_t)i; /* a payload byte: a new id */
-        int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
+        int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
         CHECK(h >= 0);
-        CHECK(pump(r, s, NULL, s, h, 5000) == PFT_SEND_ACKED);
+        CHECK(pump(r, s, NULL, s, h, HANG_MS) == PFT_SEND_ACKED);
     }
     CHECK(sink.calls == 3);
     CHECK_MSG(strcmp(sink.sender, "node-s") == 0, "sender '%s'", sink.sender);
@@ -255,8 +259,8 @@ static void test_unknown_key_refused(void)
     message(2, 500, &msg, &len);
     int64_t t0 = pft_transport_now_ms();
     int h = pft_transport_send(u, "r", msg, len, NULL, t0 + 1500);
-    CHECK(pump(r, u, NULL, u, h, 4000) == PFT_SEND_FAILED);
-    CHECK(pft_transport_now_ms() - t0 < 3000);
+    CHECK(pump(r, u, NULL, u, h, HANG_MS) == PFT_SEND_FAILED);
+    CHECK(pft_transport_now_ms() - t0 >= 1500); /* at its deadline, not before */
     int rc = 0;
     const char *reason = NULL;
     pft_transport_send_state(u, h, &rc, &reason);
@@ -299,7 +303,7 @@ static void test_plain_and_curve_do_not_mix(void)
     pft_transport_t *p = pft_transport_new(ANY, NULL, NULL, NULL);
     CHECK(pft_transport_add_peer(p, "r", pft_transport_endpoint(r), NULL) == 0);
     int h = pft_transport_send(p, "r", msg, len, NULL, pft_transport_now_ms() + 2000);
-    CHECK(pump(r, p, NULL, p, h, 4000) == PFT_SEND_FAILED);
+    CHECK(pump(r, p, NULL, p, h, HANG_MS) == PFT_SEND_FAILED);
     const char *reason = NULL;
     pft_transport_send_state(p, h, NULL, &reason);
     /* who sees the mismatch first is a race: the client either reads it or finds the connection closed */
@@ -319,7 +323,7 @@ static void test_plain_and_curve_do_not_mix(void)
     pft_transport_t *c = curve_transport(&ck, NULL, NULL);
     CHECK(pft_transport_add_peer(c, "ps", pft_transport_endpoint(ps), rk.pub) == 0);
     h = pft_transport_send(c, "ps", msg, len, NULL, pft_transport_now_ms() + 2000);
-    CHECK(pump(ps, c, NULL, c, h, 4000) == PFT_SEND_FAILED);
+    CHECK(pump(ps, c, NULL, c, h, HANG_MS) == PFT_SEND_FAILED);
     pft_transport_send_state(c, h, NULL, &reason);
     CHECK_MSG(reason && (strstr(reason, "plain text") || strstr(reason, "does the peer use CURVE too")),
               "reason '%s'", reason ? reason : "(null)");
@@ -347,13 +351,13 @@ static void test_allow_after_start(void)
     uint8_t *msg;
     size_t len;
     message(4, 400, &msg, &len);
-    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 10000);
+    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
     CHECK(pump(r, s, NULL, s, h, 800) == PFT_SEND_PENDING);
     pft_transport_stats_t rs;
     pft_transport_stats(r, &rs);
     CHECK(rs.zap_denied >= 1 && sink.calls == 0);
     CHECK(pft_transport_allow_key(r, sk.pub, "late") == 0);
-    CHECK(pump(r, s, NULL, s, h, 8000) == PFT_SEND_ACKED);
+    CHECK(pump(r, s, NULL, s, h, HANG_MS) == PFT_SEND_ACKED);
     CHECK(sink.calls == 1 && strcmp(sink.sender, "late") == 0);
     pft_transport_stats(r, &rs);
     CHECK(rs.zap_allowed == 1);
@@ -381,7 +385,7 @@ static void test_wrong_server_key(void)
     size_t len;
     message(5, 300, &msg, &len);
     int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 1200);
-    CHECK(pump(r, s, NULL, s, h, 4000) == PFT_SEND_FAILED);
+    CHECK(pump(r, s, NULL, s, h, HANG_MS) == PFT_SEND_FAILED);
     pft_transport_stats_t rs, ss;
     pft_transport_stats(r, &rs);
     pft_transport_stats(s, &ss);
@@ -425,8 +429,8 @@ static void test_bytes_on_the_wire(void)
         char ep[64];
         snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", relay.port);
         CHECK(pft_transport_add_peer(s, "r", ep, secure ? rk.pub : NULL) == 0);
-        int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
-        CHECK(pump(r, s, &relay, s, h, 5000) == PFT_SEND_ACKED);
+        int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
+        CHECK(pump(r, s, &relay, s, h, HANG_MS) == PFT_SEND_ACKED);
         CHECK(sink.calls == 1);
         CHECK(relay.n_seen > len);
         int seen = contains(relay.seen, relay.n_seen, marker, 21);
@@ -521,10 +525,10 @@ static void test_both_directions(void)
     size_t l1, l2;
     message(6, 100, &m1, &l1);
     message(7, 100, &m2, &l2);
-    int h1 = pft_transport_send(a, "b", m1, l1, NULL, pft_transport_now_ms() + 5000);
-    int h2 = pft_transport_send(b, "a", m2, l2, NULL, pft_transport_now_ms() + 5000);
-    CHECK(pump(a, b, NULL, a, h1, 5000) == PFT_SEND_ACKED);
-    CHECK(pump(a, b, NULL, b, h2, 5000) == PFT_SEND_ACKED);
+    int h1 = pft_transport_send(a, "b", m1, l1, NULL, pft_transport_now_ms() + HANG_MS);
+    int h2 = pft_transport_send(b, "a", m2, l2, NULL, pft_transport_now_ms() + HANG_MS);
+    CHECK(pump(a, b, NULL, a, h1, HANG_MS) == PFT_SEND_ACKED);
+    CHECK(pump(a, b, NULL, b, h2, HANG_MS) == PFT_SEND_ACKED);
     CHECK(sa.calls == 1 && sb.calls == 1 && strcmp(sa.sender, "b") == 0 && strcmp(sb.sender, "a") == 0);
     pft_free(m1);
     pft_free(m2);
@@ -556,8 +560,8 @@ static void test_size_limit(void)
     CHECK(r && s && pft_transport_allow_key(r, sk.pub, "s") == 0);
     CHECK(pft_transport_add_peer(s, "r", pft_transport_endpoint(r), rk.pub) == 0);
     CHECK(pft_transport_send(s, "r", msg, len + 1, NULL, 0) == PFT_ERANGE);
-    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + 5000);
-    CHECK(pump(r, s, NULL, s, h, 5000) == PFT_SEND_ACKED);
+    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
+    CHECK(pump(r, s, NULL, s, h, HANG_MS) == PFT_SEND_ACKED);
     CHECK(sink.calls == 1);
     pft_free(msg);
     pft_transport_destroy(&s);
