@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_duplicate: one pftnode per output folder (issue 21, 3). A chain a -> b, prepared with --prepare-only and
+# e2e_duplicate: one pftnode per output folder. A chain a -> b, prepared with --prepare-only and
 # run by hand: once b has finished and lingers, b's command is started again with the same --out. The second
 # instance must exit 13 (the folder's lock is held) without writing anything there: b's result.json, status
 # and every other file stay byte for byte as they were, and the first b still ends with exit 0. The same

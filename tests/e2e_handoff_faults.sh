@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_handoff_faults: no hand-off ends in doubt (issue 21, 1 and 2), with real pftnode processes started from
+# e2e_handoff_faults: no hand-off ends in doubt, with real pftnode processes started from
 # pftnet launch --prepare-only commands and faults driven by the files the nodes write (polled every 10 ms):
 #  1. double failure: chain a -> b -> c; c is down when b sends. b is SIGKILLed the moment its out/sent/h2
 #     record appears (transmitted, no ACK), restarted at once; c starts once the restarted b has logged that it

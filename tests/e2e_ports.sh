@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_ports: nodes bind their own ports (issue 21, 5), with real pftnet launch / pftnode processes on the bundled
+# e2e_ports: nodes bind their own ports, with real pftnet launch / pftnode processes on the bundled
 # example data:
 #  1. open ports under the launcher: chain a -> b -> c with a at tcp://127.0.0.1:*, b at tcp://127.0.0.1:0 and
 #     c without endpoint (no port_base: the launcher gives port 0). Every node exits 0, c holds a, b and c;

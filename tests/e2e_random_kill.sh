@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_random_kill: random SIGKILL and restart (issue 21). chain5 and ring5 on the bundled example data, each with
+# e2e_random_kill: random SIGKILL and restart. chain5 and ring5 on the bundled example data, each with
 # sampling (cov = diag, k = 2), exact statistics (cov = tied, head = ncm) and exact statistics under secure
 # aggregation (secure_agg = true; bundle ids are then not compared: each run's keys give other masks): a fault-free reference run of the
 # five pftnode processes (from pftnet launch --prepare-only commands), then PFT_KILL_TRIALS trials per mode

@@ -1,4 +1,4 @@
-/* Tests of the DP guarantee carried per contributor in a bundle's provenance (issue: DP-FedPFT). */
+/* Tests of the DP guarantee carried per contributor in a bundle's provenance. */
 #include "pft_alloc.h"
 #include "pft_bundle.h"
 #include "pft_error.h"

@@ -1,4 +1,4 @@
-/* Tests of the shrinkage evidence carried per contributor in a bundle's provenance (issue 20, item 4): round
+/* Tests of the shrinkage evidence carried per contributor in a bundle's provenance: round
  * trip to the bit, with and without a DP guarantee beside it, the bytes it costs, survival of merges and the
  * conflict of two different tallies for one node, refusal of bad values through the API and in the bytes. */
 #include "pft_alloc.h"

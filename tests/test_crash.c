@@ -154,7 +154,7 @@ static void crash_run(const char *point, int victim)
 
 /* A receiver that cannot store an inbound bundle (PFT_TEST_STORE_FAIL: the write fails with ENOSPC) says so
  * at once, at error level with the path and errno text, and exits PFT_EXIT_IO (9) instead of waiting out its
- * 120 s deadline (issue 15, 6). */
+ * 120 s deadline. */
 static void test_store_fail(void)
 {
     char dir[400], cmd[1200], topo[500];
@@ -212,7 +212,7 @@ static const char *sent_field(json_t *r, const char *field)
     return json_string_value(json_object_get(s, field));
 }
 
-/* Issue 15, 4: the sender a is killed after its successor b stored the bundle but before a recorded b's ACK,
+/* The sender a is killed after its successor b stored the bundle but before a recorded b's ACK,
  * and restarted with the same command once b and c have finished and left. It must end within seconds, not
  * after its 120 s send_deadline: exit 0, the hand-off "acked" (the ACK was recorded in time) or "delivered"
  * (sent before the restart, successor gone, its receipt found: RELIABILITY.md §5), and c's result is the
@@ -284,7 +284,7 @@ static void test_restart_after_store_on_ack(void)
     restart_after_store(0);
 }
 
-/* Issue 15, 5: b's 3 s deadline passes without a's bundle and b goes on alone (on_missing = proceed); a's
+/* b's 3 s deadline passes without a's bundle and b goes on alone (on_missing = proceed); a's
  * bundle arrives while b is still up (PFT_TEST_BUSY keeps b busy 10 s before its head). b must refuse it with
  * a reason (not acknowledge and ignore it): a reports the hand-off "rejected" and exits 7, b lists a in
  * `missing`, not in `received`, counts the refusal, and running b's command again gives the same result. */

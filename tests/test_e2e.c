@@ -204,7 +204,7 @@ static void test_fallback_around_dead_node(void)
 static void test_ring_producer_absent(void)
 {
     /* d, the ring's producer, never starts: the complete bundle never comes, so in lap 2 a, b and c train
-     * their heads on their own data only, and their provenance must list only themselves (issue 15, 8) */
+     * their heads on their own data only, and their provenance must list only themselves */
     char topo[512], out[512];
     write_topo("ringabs", "  start = a;\n  a -> b -> c -> d -> a;", topo, sizeof topo);
     snprintf(out, sizeof out, "%s/ringabs", s_tmp);

@@ -225,8 +225,7 @@ static void write_pb(const char *path, int keyed, int pb, double deadline, int m
 
 /* b finished in out with p's bundle stored in out/inbox/: flips one byte in the middle of that stored file
  * and restarts b (with a 4 s deadline, since p is gone): the corrupt bundle must be reported (log at error
- * level, refusals, rejected), renamed aside and not used: b trains on its own data, p is missing (issue 15,
- * 7). */
+ * level, refusals, rejected), renamed aside and not used: b trains on its own data, p is missing. */
 static void corrupt_and_restart(const char *out, const char *from, int insecure)
 {
     char cmd[600];
@@ -281,7 +280,7 @@ static void corrupt_and_restart(const char *out, const char *from, int insecure)
 }
 
 /* A plain-text p -> b run under --insecure (unsigned bundle), then bit rot in b's stored bundle: found by its
- * id alone (issue 15, 7). */
+ * id alone. */
 static void test_insecure_bit_rot(void)
 {
     int pb = b_port();
@@ -312,7 +311,7 @@ static void test_insecure_bit_rot(void)
 }
 
 /* Keys in the topology mean keys are required: pftnode --insecure exits 3, pftnet launch --insecure exits 2,
- * each saying why (issue 15, 1). */
+ * each saying why. */
 static void test_insecure_refused_with_keys(void)
 {
     pft_keypair_t *kp_p = make_key("p"), *kp_b = make_key("b");
@@ -380,7 +379,7 @@ static long peak_rss_kb(pid_t pid)
     return kb;
 }
 
-/* One size limit, max_bundle_mb, enforced alike by the transport and the decoder (issue 15, 2): with
+/* One size limit, max_bundle_mb, enforced alike by the transport and the decoder: with
  * max_bundle_mb = 257, a message one byte over 257 MiB is refused at its offer, before any body travels
  * (NACK "too large"; the node's peak RSS stays far below it), and one just under it reaches the decoder
  * (refused for its junk payload, not its size; a fixed 256 MiB decoder limit refused it for its size). */
