@@ -1,11 +1,13 @@
 /* pft_node: one peer's run, stage by stage as the topology's plan says (DESIGN.md §2, §6).
  *
- * A stage waits for its inbound hand-offs (until their deadlines), then either refits (EM per class on the
- * node's real features ∪ samples of every received bundle) or adopts a received complete bundle (ring
- * or mesh lap 2), sends the result to its successors, and, in the node's last stage, trains and evaluates the
- * head. Inbound bundles are validated, written durably to out/inbox/ and only then acknowledged. Sample
- * counts come from provenance: a (node, class) already counted, by the node's own data or an earlier bundle,
- * is not counted again, so paths that rejoin (a diamond) add each node's data once.
+ * A stage waits for its inbound hand-offs (until their deadlines), then either refits with the run's
+ * knowledge method — sampling (EM per class on the node's real features ∪ samples of every received bundle,
+ * the paper's protocol) or exact (class statistics merged without loss, released through the release steps)
+ * — or adopts a received complete bundle (ring or mesh lap 2), sends the result to its successors, and, in
+ * the node's last stage, trains and evaluates the head. Inbound bundles are validated, written durably to
+ * out/inbox/ and only then acknowledged. Sample counts come from provenance: a (node, class) already counted,
+ * by the node's own data or an earlier bundle, is not counted again, so paths that rejoin (a diamond) add
+ * each node's data once.
  *
  * This file holds the stage machine and pft_node_run; every wait goes through the one loop (pft_node_loop.c)
  * and what varies (method, head) through the tables chosen at setup; the files are listed in

@@ -599,9 +599,8 @@ void pft_node__dropout_json(const node_t *nd, json_t *sec);
 int pft_node__rule_matrix(const node_t *nd, const pft_gstat_t *st, double *r);
 
 /* ---- pft_node_secagg.c: secure aggregation (docs/SECAGG.md) ---- */
-/* With secure_agg = on: checks what masking needs (keys, unit rows, no DP yet), plans the run
- * (pft_secplan) and finds this node's place in it; nothing otherwise. 0 or an error (PFT_ETOPO: a topology
- * the plan cannot protect). */
+/* With secure_agg = on: takes the plan the topology rules checked at start (nd->sec.plan), finds this node's
+ * group and place in it and, with DP, its noise share; nothing otherwise. 0 or an error. */
 int pft_node__secagg_setup(node_t *nd);
 void pft_node__secagg_free(node_t *nd);
 /* 1 if this node masks its own rows (it is a member of a group). */

@@ -1,4 +1,6 @@
-/* pftnet: the user's tool: GMM tools, the one-client synthetic experiment, topology checks, the local launcher. */
+/* pftnet: the user's tool: the launcher (launch), results of nodes run apart (collect), topology checks
+ * (check), GMM tools (gmm), the one-client synthetic experiment (synth), keys (keygen), reports (report), and
+ * what a bundle holds and reveals (inspect, audit). */
 #include "pft_cmd.h"
 
 #include <stdio.h>
@@ -11,7 +13,8 @@ typedef struct {
 } command_t;
 
 static const command_t s_commands[] = {
-    {"launch", pft_cmd_launch, "start every node of a topology (local processes, or a Slurm job) and collect the results"},
+    {"launch", pft_cmd_launch,
+     "start every node of a topology (local processes, or a Slurm job) and collect the results"},
     {"collect", pft_cmd_collect, "gather the result.json of nodes run apart into one results.json and table"},
     {"check", pft_cmd_check, "validate a topology file and print roles and the order of hand-offs"},
     {"gmm", pft_cmd_gmm, "fit one GMM per class to features and report the log-likelihood"},
@@ -19,7 +22,8 @@ static const command_t s_commands[] = {
     {"keygen", pft_cmd_keygen, "generate a node keypair (NAME.key secret, NAME.pub public)"},
     {"report", pft_cmd_report, "Markdown tables and gnuplot plots from launch results and synth lines"},
     {"inspect", pft_cmd_inspect, "print what a bundle file holds; verify its signature with --key"},
-    {"audit", pft_cmd_audit, "what a bundle reveals about its rows: rows per component, means near rows, membership"},
+    {"audit", pft_cmd_audit,
+     "what a bundle reveals about its rows: rows per component, means near rows, membership"},
     {NULL, NULL, NULL},
 };
 
