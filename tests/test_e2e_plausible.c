@@ -1,4 +1,4 @@
-/* test_e2e_plausible: implausible statistics are refused at the inbox, before the ACK (issue 20, 5). A real
+/* test_e2e_plausible: implausible statistics are refused at the inbox, before the ACK. A real
  * pftnode b (exact chain p -> b, cov = tied, prep l2, samples = 40, prepared by pftnet launch --prepare-only)
  * receives, signed with p's own key, statistics parts that claim what p cannot hold: rows of a node outside
  * the topology, rows of b itself, counts ×1000 (provenance agreeing), a shared scatter ×1e30 (still PSD), a
