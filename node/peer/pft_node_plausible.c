@@ -130,7 +130,7 @@ static double trace(const double *m, int d)
     return t;
 }
 
-/* A masked part (secure aggregation): its counts against its contributors' partition, and its mask against
+/* A masked part (secure aggregation): its counts against its contributors' public rows, and its mask against
  * this node's plan (the group's label and opener, this run's class layout), so that a part that could never
  * open is refused before the ACK. Its words are uniform: nothing else can be checked before opening. */
 static int check_masked(const node_t *nd, const pft_bundle_t *b, int i, uint64_t cap, int known, char *reason,
