@@ -1,18 +1,24 @@
-/* test_e2e_plausible: implausible statistics are refused at the inbox, before the ACK (issue 20, 5). A real
+/* test_e2e_plausible: implausible statistics are refused at the inbox, before the ACK. A real
  * pftnode b (exact chain p -> b, cov = tied, prep l2, samples = 40, prepared by pftnet launch --prepare-only)
  * receives, signed with p's own key, statistics parts that claim what p cannot hold: rows of a node outside
- * the topology, rows of b itself, counts ×1000 (provenance agreeing), a shared scatter ×1e30 (still PSD),
- * and claims just past each bound (class 0 counting samples + 1 rows, a mean of norm 1.01, a shared scatter
- * of trace 1.01 times its rows: a bound off by a factor of 2 or of d lets these through); a
- * part whose counts differ from its provenance is refused by the decoder already (test_bundle_stats). Each
- * must be NACKed with its reason (the sender sees "rejected"), counted in b's refusals, and leave b unharmed:
- * the honest bundle sent last is acknowledged, and b ends with exit 0, its provenance {p, b}, and the
- * accuracy of a run with the honest bundle only (b restarted in a fresh folder). */
+ * the topology, rows of b itself, counts ×1000 (provenance agreeing), a shared scatter ×1e30 (still PSD), a
+ * DP guarantee the topology does not give p, class means of norm 1 with a shared scatter of trace N (each
+ * fine alone, impossible together); a part whose counts differ from its provenance is refused by the decoder
+ * already (test_bundle_stats). Each must be NACKed with its reason (the sender sees "rejected"), counted in
+ * b's refusals, and leave b unharmed: the honest bundle sent last is acknowledged, and b ends with exit 0,
+ * its provenance {p, b}, and the accuracy of a run with the honest bundle only (b restarted in a fresh
+ * folder). Counts ×1000 under a labels: partition (no `samples`) are refused by the `rows` the launcher
+ * writes; where the topology gives p DP, a claim of another ε and noisy means ×1000 under the right claim are
+ * refused, and p's honest DP release is taken. Claims just past each bound are refused too (class 0 counting
+ * samples + 1 rows, a mean of norm 1.01, a shared scatter of trace 1.01 times its rows: a bound off by a
+ * factor of 2 or of d lets these through). */
 #include "pft_e2e.h"
 #include "pft_fixed.h"
 #include "pft_mask.h"
 #include "pft_e2e_run.h"
 #include "pft_gstat.h"
+#include "pft_gstat_dp.h"
+#include "pft_rng.h"
 #include "pft_npy.h"
 #include "pft_prep.h"
 #include "pft_test.h"
@@ -36,25 +42,24 @@ typedef enum {
     SELF,
     TIMES1000,
     HUGE_SCATTER,
+    DP_CLAIM,
+    UNIT_MEANS,
     COUNT_NEAR,
     MEAN_NEAR,
     SCATTER_NEAR,
     N_KINDS
 } kind_t;
-static const char *const s_kind[] = {"honest",         "outside",
-                                     "self",           "counts x1000",
-                                     "scatter x1e30",  "class 0 counts samples + 1",
-                                     "mean norm 1.01", "scatter trace 1.01 n"};
-#define SAMPLES 40 /* p's rows (the topology's samples) */
-
-/* trace of a d×d matrix */
-static double trace_of(const double *m, int d)
-{
-    double t = 0;
-    for (int k = 0; k < d; k++)
-        t += m[(size_t)k * d + k];
-    return t;
-}
+static const char *const s_kind[] = {"honest",
+                                     "outside",
+                                     "self",
+                                     "counts x1000",
+                                     "scatter x1e30",
+                                     "DP claimed, none in the topology",
+                                     "means of norm 1 with tr W = N",
+                                     "class 0 counts samples + 1",
+                                     "mean norm 1.01",
+                                     "scatter trace 1.01 n"};
+#define SAMPLES 40 /* p's rows (the topology's samples, and so its rows) */
 
 /* Class k's count as the forgery of kind claims it. */
 static uint64_t count_of(kind_t kind, const pft_gstat_t *st, int k)
@@ -74,7 +79,11 @@ static kind_t refusal_kind(const char *r)
         return OUTSIDE;
     if (strstr(r, "node 'b' itself"))
         return SELF;
-    if (strstr(r, "(samples)") && (p = strstr(r, " counts ")) && sscanf(p, " counts %llu", &n) == 1)
+    if (strstr(r, "gives it no DP"))
+        return DP_CLAIM;
+    if (strstr(r, "total squared norm"))
+        return UNIT_MEANS;
+    if (strstr(r, "(rows)") && (p = strstr(r, " counts ")) && sscanf(p, " counts %llu", &n) == 1)
         return n >= 1000 ? TIMES1000 : COUNT_NEAR;
     if (strstr(r, "class 0's mean has norm"))
         return MEAN_NEAR;
@@ -97,17 +106,22 @@ static int make(kind_t kind, const char *run, const pft_dataset_t *ds, const pft
     if (rc == 0 && (!w || !mu))
         rc = PFT_ENOMEM;
     for (int k = 0; rc == 0 && k < pft_gstat_n_classes(st); k++) {
-        double norm = 0;
-        for (int j = 0; j < d; j++)
-            norm += pft_gstat_mean(st, k)[j] * pft_gstat_mean(st, k)[j];
-        for (int j = 0; j < d; j++)
-            mu[j] = pft_gstat_mean(st, k)[j] * (kind == MEAN_NEAR && k == 0 ? 1.01 / sqrt(norm) : 1.0);
+        double m2 = 0; /* UNIT_MEANS: each mean stretched to norm 1 */
+        for (int c = 0; c < d; c++)
+            m2 += pft_gstat_mean(st, k)[c] * pft_gstat_mean(st, k)[c];
+        for (int c = 0; c < d; c++)
+            mu[c] = pft_gstat_mean(st, k)[c] / (kind == UNIT_MEANS            ? sqrt(m2)
+                                                : kind == MEAN_NEAR && k == 0 ? sqrt(m2) / 1.01
+                                                                              : 1.0);
         total += count_of(kind, st, k);
         rc = pft_gstat_add_class(out, pft_gstat_label(st, k), count_of(kind, st, k), mu, NULL);
     }
-    double scale = kind == HUGE_SCATTER ? 1e30 : 1.0;
-    if (rc == 0 && kind == SCATTER_NEAR)
-        scale = 1.01 * (double)total / trace_of(pft_gstat_tied_scatter(st), d);
+    double tr = 0, N = (double)pft_gstat_total(st); /* UNIT_MEANS: W scaled to trace N (all its rows' norm) */
+    for (int c = 0; rc == 0 && c < d; c++)
+        tr += pft_gstat_tied_scatter(st)[(size_t)c * d + c];
+    double scale = kind == HUGE_SCATTER ? 1e30 : kind == UNIT_MEANS ? N / tr : 1.0;
+    if (kind == SCATTER_NEAR)
+        scale = 1.01 * (double)total / tr;
     for (size_t i = 0; rc == 0 && i < (size_t)d * d; i++)
         w[i] = pft_gstat_tied_scatter(st)[i] * scale;
     if (rc == 0)
@@ -116,6 +130,8 @@ static int make(kind_t kind, const char *run, const pft_dataset_t *ds, const pft
     pft_bundle_t *b = rc == 0 ? pft_bundle_new(run, "p", PFT_DTYPE_F32, d) : NULL;
     for (int k = 0; b && rc == 0 && k < pft_gstat_n_classes(st); k++)
         rc = pft_bundle_prov_add(b, who, pft_gstat_label(st, k), count_of(kind, st, k));
+    if (b && rc == 0 && kind == DP_CLAIM)
+        rc = pft_bundle_prov_set_dp(b, who, 1.0, 1e-3);
     if (b && rc == 0)
         rc = pft_bundle_add_part(b, &who, 1, &out);
     if (b && rc == 0)
@@ -243,7 +259,8 @@ static json_t *attack_with(const char *dir, const char *out, const pft_topo_t *t
     return result(out);
 }
 
-/* Prepares run `name` (p -> b over the example data, `attrs` added to the graph, `nodes` before the edge)
+/* Prepares run `name` (p -> b over the example data, `attrs` added to the graph (the partition among them),
+ * `nodes` before the edge)
  * with pftnet launch --prepare-only into s_tmp/name; loads its resolved topology, p's key and p's rows (l2).
  * 0, or -1 after a failed CHECK (what loaded is the caller's to free). */
 static int prepare_pb(const char *name, const char *attrs, const char *nodes, char *dir, size_t cap,
@@ -257,9 +274,9 @@ static int prepare_pb(const char *name, const char *attrs, const char *nodes, ch
     if (!f)
         return -1;
     fprintf(f,
-            "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = %d; cov = tied; prep = l2;\n"
+            "digraph %s {\n  dataset = \"%s\"; cov = tied; prep = l2;\n"
             "  deadline = 120; %s\n  %s\n  p -> b;\n}\n",
-            name, EXAMPLE_DATA, SAMPLES, attrs, nodes);
+            name, EXAMPLE_DATA, attrs, nodes);
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
              PFT_BINARY_DIR, topo_path, dir);
@@ -283,7 +300,7 @@ static json_t *attack(const char *dir, const char *out, const pft_topo_t *topo, 
 {
     const char *needles[N_KINDS];
     for (int k = 0; k < N_KINDS; k++)
-        needles[k] = "implausible statistics";
+        needles[k] = k == DP_CLAIM ? "implausible DP claim" : "implausible statistics";
     return attack_with(dir, out, topo, kp, bufs, lens, N_KINDS, needles, s_kind, clean);
 }
 
@@ -293,7 +310,8 @@ static void test_implausible_refused(void)
     pft_topo_t *topo = NULL;
     pft_keypair_t *kp = NULL;
     pft_dataset_t *ds = NULL;
-    if (prepare_pb("pb", "min_rows = 1;", "", dir, sizeof dir, &topo, &kp, &ds) != 0)
+    if (prepare_pb("pb", "partition = iid; samples = 40; min_rows = 1;", "", dir, sizeof dir, &topo, &kp,
+                   &ds) != 0)
         goto done;
     uint8_t *bufs[N_KINDS] = {0};
     size_t lens[N_KINDS] = {0};
@@ -314,7 +332,7 @@ static void test_implausible_refused(void)
         json_array_foreach(refusals, i, v)
         {
             const char *r = json_string_value(v) ?: "";
-            CHECK_MSG(strstr(r, "implausible statistics"), "refusal '%s'", r);
+            CHECK_MSG(strstr(r, "implausible"), "refusal '%s'", r);
             kind_t k = refusal_kind(r);
             distinct += k != HONEST && !seen[k]++;
         }
@@ -339,12 +357,141 @@ done:
     pft_topo_destroy(&topo);
 }
 
+/* Sends the forgeries bufs[1..n) then the honest bufs[0] to a fresh b (folder s_tmp/<tag>-attacked), and the
+ * honest one alone to another (s_tmp/<tag>-clean): each forgery NACKed with needles[k], both b end alike. */
+static void attack_pair(const char *dir, const char *tag, const pft_topo_t *topo, const pft_keypair_t *kp,
+                        uint8_t *const *bufs, const size_t *lens, int n, const char *const *needles,
+                        const char *const *names)
+{
+    char out[400], ref[400];
+    snprintf(out, sizeof out, "%s/%s-attacked", s_tmp, tag);
+    snprintf(ref, sizeof ref, "%s/%s-clean", s_tmp, tag);
+    json_t *ra = attack_with(dir, out, topo, kp, bufs, lens, n, needles, names, 0),
+           *rc = attack_with(dir, ref, topo, kp, bufs, lens, n, needles, names, 1);
+    CHECK(ra && rc);
+    if (ra && rc) {
+        double a = json_real_value(json_object_get(ra, "accuracy_global")),
+               c = json_real_value(json_object_get(rc, "accuracy_global"));
+        CHECK(pft_e2e_jint(ra, "rejected") == (long)json_array_size(json_object_get(ra, "refusals")));
+        CHECK(pft_e2e_prov_nodes(ra) == 2);
+        CHECK_MSG(a == c, "attacked b %.4f, clean b %.4f", a, c);
+        fprintf(stderr, "  %s: b after %d refused forgeries: accuracy %.4f (clean run %.4f)\n", tag, n - 1, a,
+                c);
+    }
+    json_decref(ra);
+    json_decref(rc);
+}
+
+/* Under a labels: partition (no `samples`), counts ×1000 are refused by the `rows` the launcher wrote. */
+static void test_rows_cap_labels(void)
+{
+    char dir[300];
+    pft_topo_t *topo = NULL;
+    pft_keypair_t *kp = NULL;
+    pft_dataset_t *ds = NULL;
+    if (prepare_pb("lb", "partition = \"labels:0-3|4-6\"; min_rows = 1;", "", dir, sizeof dir, &topo, &kp,
+                   &ds) != 0)
+        goto done;
+    const pft_topo_node_t *p = pft_topo_find(topo, "p");
+    CHECK_MSG(p && p->rows == pft_dataset_n(ds), "p's rows %d, its share %d", p ? p->rows : -1,
+              pft_dataset_n(ds));
+    uint8_t *bufs[2] = {0};
+    size_t lens[2] = {0};
+    for (int k = 0; k < 2; k++)
+        CHECK(make(k ? TIMES1000 : HONEST, pft_topo_run(topo)->run, ds, kp, &bufs[k], &lens[k]) == 0);
+    const char *needles[] = {"", "(rows)"}, *names[] = {"honest", "counts x1000 under labels:"};
+    attack_pair(dir, "lb", topo, kp, bufs, lens, 2, needles, names);
+    for (int k = 0; k < 2; k++)
+        pft_free(bufs[k]);
+done:
+    pft_dataset_destroy(&ds);
+    pft_keypair_destroy(&kp);
+    pft_topo_destroy(&topo);
+}
+
+/* ---- DP claims against the topology (p has dp_epsilon = 1, dp_delta = 0.001) ---- */
+
+typedef enum { D_HONEST, D_OTHER_EPS, D_MEANS1000, D_N } dkind_t;
+static const char *const s_dkind[] = {"honest DP", "claimed epsilon 0.001", "noisy means x1000"};
+static const char *const s_dneedle[] = {"", "the topology gives (1, 0.001)", "and their DP noise"};
+
+/* p's DP release of its class sums at (1, 0.001) (pft_gstat_dp_release_sums, seeded), forged as kind says,
+ * with its claim in p's provenance; signed with p's key and encoded into *buf. */
+static int make_dp(dkind_t kind, const char *run, const pft_dataset_t *ds, const pft_keypair_t *kp,
+                   uint8_t **buf, size_t *len)
+{
+    int d = pft_dataset_d(ds);
+    pft_rng_t *rng = pft_rng_new(7);
+    pft_gstat_t *st = NULL, *out = pft_gstat_new(PFT_GSTAT_TIED, d);
+    pft_gstat_dp_info_t info;
+    double *mu = pft_alloc_array((size_t)d, sizeof *mu), *w = pft_calloc((size_t)d * d, sizeof *w);
+    int rc = rng && out && mu && w
+                 ? pft_gstat_dp_release_sums(pft_dataset_x(ds), pft_dataset_y(ds), (size_t)pft_dataset_n(ds),
+                                             d, 1.0, 1e-3, rng, &st, &info)
+                 : PFT_ENOMEM;
+    for (int k = 0; rc == 0 && k < pft_gstat_n_classes(st); k++) {
+        for (int c = 0; c < d; c++)
+            mu[c] = pft_gstat_mean(st, k)[c] * (kind == D_MEANS1000 ? 1000.0 : 1.0);
+        rc = pft_gstat_add_class(out, pft_gstat_label(st, k), pft_gstat_count(st, k), mu, NULL);
+    }
+    if (rc == 0)
+        rc = pft_gstat_add_tied_scatter(out, w); /* a sums-only release: zero scatter */
+    const char *who = "p";
+    pft_bundle_t *b = rc == 0 ? pft_bundle_new(run, "p", PFT_DTYPE_F32, d) : NULL;
+    for (int k = 0; b && rc == 0 && k < pft_gstat_n_classes(st); k++)
+        rc = pft_bundle_prov_add(b, who, pft_gstat_label(st, k), pft_gstat_count(st, k));
+    if (b && rc == 0)
+        rc = pft_bundle_prov_set_dp(b, who, kind == D_OTHER_EPS ? 1e-3 : 1.0, 1e-3);
+    if (b && rc == 0)
+        rc = pft_bundle_add_part(b, &who, 1, &out);
+    if (b && rc == 0)
+        rc = pft_e2e_stamp(b);
+    if (b && rc == 0)
+        rc = pft_keys_sign_bundle(kp, b);
+    if (b && rc == 0)
+        rc = pft_bundle_encode(b, buf, len);
+    else if (!b && rc == 0)
+        rc = PFT_ENOMEM;
+    pft_bundle_destroy(&b);
+    pft_gstat_destroy(&st);
+    pft_gstat_destroy(&out);
+    pft_rng_destroy(&rng);
+    pft_free(mu);
+    pft_free(w);
+    return rc;
+}
+
+/* Where the topology gives p DP at (1, 0.001): a claim of ε = 0.001 (a noise bonus the release never paid)
+ * and noisy means ×1000 under the right claim are refused; p's honest DP release is taken. */
+static void test_dp_claims(void)
+{
+    char dir[300];
+    pft_topo_t *topo = NULL;
+    pft_keypair_t *kp = NULL;
+    pft_dataset_t *ds = NULL;
+    if (prepare_pb("dpc", "partition = iid; samples = 40; min_rows = 1;",
+                   "p [dp_epsilon = 1, dp_delta = \"0.001\"];", dir, sizeof dir, &topo, &kp, &ds) != 0)
+        goto done;
+    uint8_t *bufs[D_N] = {0};
+    size_t lens[D_N] = {0};
+    for (int k = 0; k < D_N; k++)
+        CHECK_MSG(make_dp((dkind_t)k, pft_topo_run(topo)->run, ds, kp, &bufs[k], &lens[k]) == 0,
+                  "making %s: %s", s_dkind[k], pft_errmsg());
+    attack_pair(dir, "dpc", topo, kp, bufs, lens, D_N, s_dneedle, s_dkind);
+    for (int k = 0; k < D_N; k++)
+        pft_free(bufs[k]);
+done:
+    pft_dataset_destroy(&ds);
+    pft_keypair_destroy(&kp);
+    pft_topo_destroy(&topo);
+}
+
 /* ---- secure aggregation: masked parts that could never open are refused before the ACK ---- */
 
 typedef enum { M_HONEST, M_OPENER, M_DIV, M_TIMES1000, M_LAYOUT, M_N } mkind_t;
 static const char *const s_mkind[] = {"honest masked", "another opener", "another noise divisor",
                                       "masked counts x1000", "fewer classes"};
-static const char *const s_mneedle[] = {"", "for opener 'q'", "noise divisor 3", "(samples)", "6 classes"};
+static const char *const s_mneedle[] = {"", "for opener 'q'", "noise divisor 3", "(rows)", "6 classes"};
 
 /* p's statistics masked for opener b (label "b:tied", no DP): the class sums of the run's 7 classes, then the
  * exact second moment S2 (lower triangle), in fixed point, with p's mask shared with b; forged as kind says;
@@ -409,8 +556,8 @@ static void test_masked_refused(void)
     pft_dataset_t *ds = NULL;
     pft_pubkey_t bpub;
     const pft_topo_node_t *bn = NULL;
-    if (prepare_pb("sa", "secure_agg = true; min_contributors = 1;", "b [data = false];", dir, sizeof dir,
-                   &topo, &kp, &ds) != 0 ||
+    if (prepare_pb("sa", "partition = iid; samples = 40; secure_agg = true; min_contributors = 1;",
+                   "b [data = false];", dir, sizeof dir, &topo, &kp, &ds) != 0 ||
         !(bn = pft_topo_find(topo, "b")) || pft_pubkey_resolve(bn->key, &bpub) != 0) {
         CHECK(0);
         goto done;
@@ -451,6 +598,8 @@ int main(void)
     if (pft_e2e_scratch(s_tmp, sizeof s_tmp, "pft_plausible") != 0)
         return 1;
     RUN(test_implausible_refused);
+    RUN(test_rows_cap_labels);
+    RUN(test_dp_claims);
     RUN(test_masked_refused);
     return pft_e2e_finish(s_tmp, pft_test_done());
 }

@@ -161,6 +161,7 @@ typedef struct {
     int head;                /* pft_topo_head_t, resolved: never AUTO after loading */
     int exact;    /* 1: the node carries exact statistics (cov=tied, or full with k=1 and merge=exact) */
     int samples;  /* simulation: effective rows for this node (0: all of its share) */
+    int rows;     /* public count of training rows the node stands for (0: not given, no cap) */
     int has_data; /* 0 (attribute data = false): no training rows of its own, e.g. an aggregator */
     int domain;   /* simulation, partition=domain: domain id; -1: none */
     const char *classes; /* simulation, partition=labels: class set ("0-3", "0,2,5"); NULL: none */

@@ -174,6 +174,9 @@ static const pft_topo_attr_t s_table[] = {
     {"samples", G | N, PFT_ATTR_INT, "0", 0, 1000000000, NULL,
      "simulation: training rows drawn for a node from its share (0: all of it)", GO(samples), NO(samples),
      NONE},
+    {"rows", N, PFT_ATTR_INT, "0", 0, 1000000000, NULL,
+     "public count of the node's training rows (pftnet launch writes each share's; organisations may write "
+     "their own): a receiver refuses counts above it (0: not given, no cap)", NONE, NO(rows), NONE},
     {"data", N, PFT_ATTR_BOOL, "true", 0, 0, NULL,
      "false: the node holds no training data (an aggregator, the paper's server): it trains on what it receives "
      "only; a simulation gives it no share", NONE, NO(has_data), NONE},

@@ -152,19 +152,26 @@ static int write_share(pft_launch_child_t *c, const pft_partition_t *part, int s
     return rc;
 }
 
-/* Points each node's train/labels/test/test_labels at the files in snap (4 per node), once all exist: each
- * set re-validates the topology, so one set per node, not per file. */
+/* Points each node's train/labels/test/test_labels at the files in snap (4 per node), once all exist, and
+ * writes its share's public row count (`rows`, the cap receivers hold its counts to): each set re-validates
+ * the topology, so one set per node, not per file. */
 static int point_topology(pft_launch_t *self, char *const *snap)
 {
     int rc = 0;
     for (size_t i = 0; i < self->nn && rc == 0; i++) {
-        const char *kv[9];
+        const char *kv[11];
+        char rows[32];
         int m = 0;
         for (int k = 0; k < 4; k++)
             if (snap[i * 4 + (size_t)k]) {
                 kv[m++] = share_attrs[k];
                 kv[m++] = snap[i * 4 + (size_t)k];
             }
+        if (snap[i * 4] && self->ch[i].train) {
+            snprintf(rows, sizeof rows, "%d", pft_dataset_n(self->ch[i].train));
+            kv[m++] = "rows";
+            kv[m++] = rows;
+        }
         kv[m] = NULL;
         char id[128];
         snprintf(id, sizeof id, "%s",
