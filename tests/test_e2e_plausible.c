@@ -92,6 +92,19 @@ static kind_t refusal_kind(const char *r)
     return HONEST;
 }
 
+/* Adds out as who's part to b, stamps b with the topology's fingerprint, signs it with kp and encodes it into
+ * *buf (as pftnode would). rc of the first step that failed; PFT_ENOMEM when b is NULL. */
+static int finish_part(pft_bundle_t *b, const char *who, pft_gstat_t **out, const pft_keypair_t *kp,
+                       uint8_t **buf, size_t *len)
+{
+    int rc = b ? pft_bundle_add_part(b, &who, 1, out) : PFT_ENOMEM;
+    if (rc == 0)
+        rc = pft_e2e_stamp(b);
+    if (rc == 0)
+        rc = pft_keys_sign_bundle(kp, b);
+    return rc == 0 ? pft_bundle_encode(b, buf, len) : rc;
+}
+
 /* p's statistics as kind says, signed with p's key, encoded into *buf. */
 static int make(kind_t kind, const char *run, const pft_dataset_t *ds, const pft_keypair_t *kp, uint8_t **buf,
                 size_t *len)
@@ -132,16 +145,7 @@ static int make(kind_t kind, const char *run, const pft_dataset_t *ds, const pft
         rc = pft_bundle_prov_add(b, who, pft_gstat_label(st, k), count_of(kind, st, k));
     if (b && rc == 0 && kind == DP_CLAIM)
         rc = pft_bundle_prov_set_dp(b, who, 1.0, 1e-3);
-    if (b && rc == 0)
-        rc = pft_bundle_add_part(b, &who, 1, &out);
-    if (b && rc == 0)
-        rc = pft_e2e_stamp(b);
-    if (b && rc == 0)
-        rc = pft_keys_sign_bundle(kp, b);
-    if (b && rc == 0)
-        rc = pft_bundle_encode(b, buf, len);
-    else if (!b && rc == 0)
-        rc = PFT_ENOMEM;
+    rc = rc == 0 ? finish_part(b, who, &out, kp, buf, len) : rc;
     pft_bundle_destroy(&b);
     pft_gstat_destroy(&st);
     pft_gstat_destroy(&out);
@@ -442,16 +446,7 @@ static int make_dp(dkind_t kind, const char *run, const pft_dataset_t *ds, const
         rc = pft_bundle_prov_add(b, who, pft_gstat_label(st, k), pft_gstat_count(st, k));
     if (b && rc == 0)
         rc = pft_bundle_prov_set_dp(b, who, kind == D_OTHER_EPS ? 1e-3 : 1.0, 1e-3);
-    if (b && rc == 0)
-        rc = pft_bundle_add_part(b, &who, 1, &out);
-    if (b && rc == 0)
-        rc = pft_e2e_stamp(b);
-    if (b && rc == 0)
-        rc = pft_keys_sign_bundle(kp, b);
-    if (b && rc == 0)
-        rc = pft_bundle_encode(b, buf, len);
-    else if (!b && rc == 0)
-        rc = PFT_ENOMEM;
+    rc = rc == 0 ? finish_part(b, who, &out, kp, buf, len) : rc;
     pft_bundle_destroy(&b);
     pft_gstat_destroy(&st);
     pft_gstat_destroy(&out);
