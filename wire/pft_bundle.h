@@ -125,8 +125,8 @@ size_t pft_bundle_masked_words(pft_gstat_kind_t kind, int n_classes, int d);
  * bundle is unaltered and the caller keeps the words: PFT_EINVAL (as add_part, or a bad layout or mask),
  * PFT_ENOMEM. */
 int pft_bundle_add_masked_part(pft_bundle_t *self, const char *const *contributors, int n_contrib,
-                               pft_gstat_kind_t kind, int n_classes, const int *labels, const uint64_t *counts,
-                               uint64_t **words_p, const pft_bundle_mask_t *mask);
+                               pft_gstat_kind_t kind, int n_classes, const int *labels,
+                               const uint64_t *counts, uint64_t **words_p, const pft_bundle_mask_t *mask);
 /* 1 if part i is masked (then pft_bundle_part_stats is NULL). */
 int pft_bundle_part_is_masked(const pft_bundle_t *self, int i);
 /* Borrowed: a masked part's mask and words (their number into *n); NULL for a clear part. */
@@ -218,6 +218,11 @@ const uint8_t *pft_bundle_signature(const pft_bundle_t *self, size_t *len);
  * covariances M/n (and W/N), rounded to the dtype; their positive semi-definiteness is not checked here
  * (the decoder checks it). */
 int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *len);
+/* The payload bytes, encoded on the first call and kept in the bundle (with its id) until any change
+ * drops them, so that signing, the id and the wire message share one encoding: *payload is borrowed,
+ * valid until the bundle's next setter (the signature's excepted) or its destruction. Same errors as
+ * encode_payload (then *payload NULL, the bundle unaltered). */
+int pft_bundle_payload(pft_bundle_t *self, const uint8_t **payload, size_t *len);
 /* The whole wire message: envelope around the payload with the bundle's signature (or nil). Same errors;
  * the caller frees *buf with pft_free. */
 int pft_bundle_encode(const pft_bundle_t *self, uint8_t **buf, size_t *len);
