@@ -467,6 +467,17 @@ static void row_quads(const fold_t *f, const work_t *w, int j, double *X)
     }
 }
 
+/* 0 if a squared pivot of K's Cholesky factor L is below GH_MIN_PIVOT2 (K = I without a downdate): a nearly
+ * singular downdate, whose Woodbury correction amplifies rounding beyond what the two bases share. */
+#define GH_MIN_PIVOT2 1e-8
+static int pivots_ok(const double *L, int m)
+{
+    for (int a = 0; a < m; a++)
+        if (L[(size_t)a * m + a] * L[(size_t)a * m + a] < GH_MIN_PIVOT2)
+            return 0;
+    return 1;
+}
+
 /* Scores the fold's rows for one α into the tally (t->valid stays 0 when α is not a valid point). 0, or 1 in
  * the tridiagonal basis when only the eigenbasis can score α exactly (a floored diagonal, or Σ_α not
  * numerically positive definite). */
@@ -495,6 +506,8 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, work_t *w)
             K[(size_t)a * m + a] += 1.0;
         if (pft_la_chol_lower(K, m) != 0)
             return 0; /* the downdated covariance is not positive definite at this α */
+        if (e->trid && !pivots_ok(K, m))
+            return 1;
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, r, d, 1.0, UD, d, f->Yt, d, 0.0, w->P, r);
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, S, d, 1.0, UD, d, f->Mp, d, 0.0, w->Q, S);
         if (e->X > 0) /* the noisy components' term needs tr Σ'⁻¹ and tr Σ'⁻² of the downdated covariance */
