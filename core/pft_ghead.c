@@ -35,51 +35,6 @@ void pft_ghead_opts_default(pft_ghead_opts_t *opts)
     opts->n_extra = 0;
 }
 
-void pft_ghead_destroy(pft_ghead_t **self_p)
-{
-    if (!self_p || !*self_p)
-        return;
-    pft_ghead_t *h = *self_p;
-    pft_head_destroy(&h->lin);
-    pft_free(h->comp_label);
-    pft_free(h->mean);
-    pft_free(h->chol);
-    pft_free(h->bias);
-    pft_free(h);
-    *self_p = NULL;
-}
-
-int pft_ghead_n_classes(const pft_ghead_t *self)
-{
-    return self->C;
-}
-int pft_ghead_dim(const pft_ghead_t *self)
-{
-    return self->d;
-}
-const pft_head_t *pft_ghead_linear(const pft_ghead_t *self)
-{
-    return self->lin;
-}
-const int *pft_ghead_component_labels(const pft_ghead_t *self, int *k)
-{
-    *k = self->comp_label ? self->K : self->C;
-    return self->comp_label;
-}
-
-const double *pft_ghead_qda_means(const pft_ghead_t *self)
-{
-    return self->mean;
-}
-const double *pft_ghead_qda_chol(const pft_ghead_t *self)
-{
-    return self->chol;
-}
-const double *pft_ghead_qda_bias(const pft_ghead_t *self)
-{
-    return self->bias;
-}
-
 /* ---- the statistics in the eigenbasis of the pooled scatter -------------------------------------------- */
 
 /* What the LDA fit and its cross-validation share: W = Eᵀ diag(lam) E, class means projected. Components
@@ -100,6 +55,9 @@ typedef struct {
     int *slot;     /* S+X */
     int *slot_label;
     int n_slots;
+    /* trid (the evidence): W = Q T Qᵀ, E Q's reflectors, lam T's eigenvalues, Σ_α⁻¹ by tridiagonal solves */
+    int trid;
+    double *td, *te, *tau; /* trid: T's diagonal, off-diagonal, the reflectors' scales (d each) */
 } eig_t;
 
 static void eig_free(eig_t *e)
@@ -111,6 +69,9 @@ static void eig_free(eig_t *e)
     PFT_FREE(e->tau2);
     PFT_FREE(e->slot);
     PFT_FREE(e->slot_label);
+    PFT_FREE(e->td);
+    PFT_FREE(e->te);
+    PFT_FREE(e->tau);
 }
 
 /* The noisy components' counts, noise and class slots (their means are projected with st's). */
@@ -140,12 +101,55 @@ static void eig_slots(eig_t *e, const pft_ghead_opts_t *o)
     }
 }
 
-/* The eigendecomposition of st's pooled scatter; w, if not NULL, is that scatter already (taken from st), and
- * becomes e->E (eig_init owns it from here on, also on error). */
-static int eig_init(eig_t *e, const pft_gstat_t *st, double *w, const pft_ghead_opts_t *o)
+/* e->E (W on entry) decomposed: W's eigenvectors and eigenvalues, or (e->trid) its tridiagonal reduction
+ * and T's eigenvalues (W's, up to rounding); e->lam clamped at 0, e->sumlam. */
+static int eig_decompose(eig_t *e)
+{
+    int d = e->d, rc;
+    if (!e->trid) {
+        rc = pft_la_eigh_fast(e->E, d, e->lam);
+    } else {
+        e->td = pft_alloc_array((size_t)d, sizeof(double));
+        e->te = pft_alloc_array((size_t)d, sizeof(double));
+        e->tau = pft_alloc_array((size_t)d, sizeof(double));
+        rc = !e->td || !e->te || !e->tau ? pft_err(PFT_ENOMEM, "out of memory")
+                                         : pft_la_tridiag(e->E, d, e->td, e->te, e->tau);
+        if (rc == 0)
+            rc = pft_la_tridiag_eigvals(e->td, e->te, d, e->lam);
+    }
+    if (rc != 0)
+        return pft_err_wrap(rc, "gaussian head: %s of the pooled scatter",
+                            e->trid ? "tridiagonal reduction" : "eigendecomposition");
+    e->sumlam = 0;
+    for (int i = 0; i < d; i++) {
+        if (e->lam[i] < 0)
+            e->lam[i] = 0; /* rounding of a PSD matrix */
+        e->sumlam += e->lam[i];
+    }
+    return 0;
+}
+
+/* The rows (rows×d) in e's basis: out = in Eᵀ, or each row by Qᵀ (tridiagonal). 0 or pft_la_tridiag_qt_rows's
+ * errors. */
+static int eig_project(const eig_t *e, const double *in, double *out, int rows)
+{
+    int d = e->d;
+    if (!e->trid) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, d, d, 1.0, in, d, e->E, d, 0.0, out, d);
+        return 0;
+    }
+    if (out != in)
+        memcpy(out, in, (size_t)rows * d * sizeof(double));
+    return pft_la_tridiag_qt_rows(e->E, e->tau, d, out, rows);
+}
+
+/* The eigendecomposition (trid: the tridiagonal reduction) of st's pooled scatter; w, if not NULL, is that
+ * scatter already (taken from st), and becomes e->E (eig_init owns it from here on, also on error). */
+static int eig_init(eig_t *e, const pft_gstat_t *st, double *w, const pft_ghead_opts_t *o, int trid)
 {
     memset(e, 0, sizeof *e);
     e->st = st;
+    e->trid = trid;
     e->d = pft_gstat_dim(st);
     e->S = pft_gstat_n_classes(st);
     e->X = o->kind == PFT_GHEAD_LDA ? o->n_extra : 0;
@@ -166,17 +170,11 @@ static int eig_init(eig_t *e, const pft_gstat_t *st, double *w, const pft_ghead_
     }
     if (!w)
         pft_gstat_pooled(st, e->E);
-    int rc = pft_la_eigh_fast(e->E, d, e->lam);
+    int rc = eig_decompose(e);
     if (rc != 0) {
         pft_free(mu);
         eig_free(e);
-        return pft_err_wrap(rc, "gaussian head: eigendecomposition of the pooled scatter");
-    }
-    e->sumlam = 0;
-    for (int i = 0; i < d; i++) {
-        if (e->lam[i] < 0)
-            e->lam[i] = 0; /* rounding of a PSD matrix */
-        e->sumlam += e->lam[i];
+        return rc;
     }
     for (int c = 0; c < S; c++) {
         memcpy(mu + (size_t)c * d, pft_gstat_mean(st, c), (size_t)d * sizeof(double));
@@ -185,9 +183,11 @@ static int eig_init(eig_t *e, const pft_gstat_t *st, double *w, const pft_ghead_
     for (int k = 0; k < e->X; k++)
         memcpy(mu + (size_t)(S + k) * d, o->extra[k].mean, (size_t)d * sizeof(double));
     eig_slots(e, o);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, d, d, 1.0, mu, d, e->E, d, 0.0, e->Mt, d);
+    rc = eig_project(e, mu, e->Mt, K);
     pft_free(mu);
-    return 0;
+    if (rc != 0)
+        eig_free(e);
+    return rc;
 }
 
 /* OAS shrinkage of the covariance W/N (scikit-learn's oas: mean(S²) and tr(S)/d from the eigenvalues). */
@@ -368,23 +368,136 @@ static void slot_scores(const eig_t *e, const fold_t *f, const double *s, double
     }
 }
 
-/* Scores the fold's rows for one α into the tally. Work buffers sized by the caller (see lda_cv; s holds
- * S+X component scores, then n_slots slot scores; ps n_slots flags). */
-static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, double *UD, double *K, double *P,
-                      double *Q, double *X, double *s, double *v, int *ps, double *ZZ)
+/* The folds' work buffers (lda_cv_tally sizes them: s holds S+X component scores, then n_slots slot scores;
+ * ps n_slots flags; pd, pe, YD, MD only in the tridiagonal basis). */
+typedef struct {
+    double *D, *UD, *K, *P, *Q, *X, *s, *v, *ZZ;
+    int *ps;
+    double *pd, *pe; /* T_α = Σ_α in the tridiagonal basis, factored (LDLᵀ) */
+    double *YD, *MD; /* the held-out rows and the class means times Σ_α⁻¹ */
+} work_t;
+
+static void work_free(work_t *w)
+{
+    double **p[] = {&w->D, &w->UD, &w->K,  &w->P,  &w->Q,  &w->X, &w->s,
+                    &w->v, &w->ZZ, &w->pd, &w->pe, &w->YD, &w->MD};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        PFT_FREE(*p[i]);
+    PFT_FREE(w->ps);
+}
+
+static int work_alloc(work_t *w, const eig_t *e, const folds_t *fs)
+{
+    size_t d = (size_t)e->d, S = (size_t)(e->S + e->X), mmax = (size_t)fs->n + S, n = (size_t)fs->n;
+    memset(w, 0, sizeof *w);
+    w->D = pft_alloc_array(d, sizeof(double));
+    w->UD = pft_alloc_array(mmax * d, sizeof(double));
+    w->K = pft_alloc_array(mmax * mmax, sizeof(double));
+    w->P = pft_alloc_array(mmax * n, sizeof(double));
+    w->Q = pft_alloc_array(mmax * S, sizeof(double));
+    w->X = pft_alloc_array(S, sizeof(double));
+    w->s = pft_alloc_array(S + (size_t)e->n_slots, sizeof(double));
+    w->v = pft_alloc_array(mmax, sizeof(double));
+    w->ps = pft_alloc_array((size_t)e->n_slots, sizeof(int));
+    int ok = w->D && w->UD && w->K && w->P && w->Q && w->X && w->s && w->v && w->ps;
+    if (e->X)
+        ok = ok && (w->ZZ = pft_alloc_array(mmax * mmax, sizeof(double)));
+    if (e->trid) {
+        w->pd = pft_alloc_array(d, sizeof(double));
+        w->pe = pft_alloc_array(d, sizeof(double));
+        w->YD = pft_alloc_array(n * d, sizeof(double));
+        w->MD = pft_alloc_array(S * d, sizeof(double));
+        ok = ok && w->pd && w->pe && w->YD && w->MD;
+    }
+    if (ok)
+        return 0;
+    work_free(w);
+    return pft_err(PFT_ENOMEM, "gaussian head: out of memory for cross-validation");
+}
+
+/* Tridiagonal basis: Σ_α = β T + t I factored, and U, the held-out rows and the class means times its
+ * inverse (w->UD, YD, MD). 0, or 1 if Σ_α is not numerically positive definite there. */
+static int trid_solves(const fold_t *f, double alpha, work_t *w)
+{
+    const eig_t *e = f->e;
+    int d = e->d, S = e->S + e->X;
+    double beta = (1.0 - alpha) / f->Np, t = f->trWp / (f->Np * d);
+    for (int i = 0; i < d; i++) {
+        w->pd[i] = beta * e->td[i] + alpha * t;
+        w->pe[i] = beta * e->te[i];
+    }
+    if (pft_la_pt_factor(w->pd, w->pe, d))
+        return 1;
+    memcpy(w->UD, f->U, (size_t)f->m * d * sizeof(double));
+    memcpy(w->YD, f->Yt, (size_t)f->r * d * sizeof(double));
+    memcpy(w->MD, f->Mp, (size_t)S * d * sizeof(double));
+    pft_la_pt_solve_rows(w->pd, w->pe, d, w->UD, f->m);
+    pft_la_pt_solve_rows(w->pd, w->pe, d, w->YD, f->r);
+    pft_la_pt_solve_rows(w->pd, w->pe, d, w->MD, S);
+    return 0;
+}
+
+/* X[c] = (y_j - m_c)ᵀ Σ_α⁻¹ (y_j - m_c) for the fold's row j and every component c. */
+static void row_quads(const fold_t *f, const work_t *w, int j, double *X)
+{
+    const eig_t *e = f->e;
+    int d = e->d, S = e->S + e->X;
+    const double *yj = f->Yt + (size_t)j * d;
+    if (e->trid) {
+        const double *yd = w->YD + (size_t)j * d;
+        double ay = cblas_ddot(d, yj, 1, yd, 1);
+        for (int c = 0; c < S; c++) {
+            const double *mc = f->Mp + (size_t)c * d, *md = w->MD + (size_t)c * d;
+            X[c] = ay - 2 * cblas_ddot(d, yd, 1, mc, 1) + cblas_ddot(d, mc, 1, md, 1);
+        }
+        return;
+    }
+    const double *D = w->D;
+    double ay = 0;
+    for (int i = 0; i < d; i++)
+        ay += yj[i] * yj[i] / D[i];
+    for (int c = 0; c < S; c++) {
+        const double *mc = f->Mp + (size_t)c * d;
+        double cross = 0, bc = 0;
+        for (int i = 0; i < d; i++) {
+            cross += yj[i] * mc[i] / D[i];
+            bc += mc[i] * mc[i] / D[i];
+        }
+        X[c] = ay - 2 * cross + bc;
+    }
+}
+
+/* 0 if a squared pivot of K's Cholesky factor L is below GH_MIN_PIVOT2 (K = I without a downdate): a nearly
+ * singular downdate, whose Woodbury correction amplifies rounding beyond what the two bases share. */
+#define GH_MIN_PIVOT2 1e-8
+static int pivots_ok(const double *L, int m)
+{
+    for (int a = 0; a < m; a++)
+        if (L[(size_t)a * m + a] * L[(size_t)a * m + a] < GH_MIN_PIVOT2)
+            return 0;
+    return 1;
+}
+
+/* Scores the fold's rows for one α into the tally (t->valid stays 0 when α is not a valid point). 0, or 1 in
+ * the tridiagonal basis when only the eigenbasis can score α exactly (a floored diagonal, or Σ_α not
+ * numerically positive definite). */
+static int fold_score(const fold_t *f, double alpha, tally_t *t, work_t *w)
 {
     const eig_t *e = f->e;
     int d = e->d, S = e->S + e->X, r = f->r, m = f->m;
     if (f->Np <= 0 || f->trWp <= 0)
         return 0;
-    if (!shrunk_diag(e->lam, d, f->Np, f->trWp, alpha, D) && alpha == 0)
+    int plain = shrunk_diag(e->lam, d, f->Np, f->trWp, alpha, w->D);
+    if (!plain && alpha == 0)
         return 0; /* α = 0 with a singular W: not a valid point */
-    double beta = (1.0 - alpha) / f->Np, trinv = 0, trinv2 = 0;
+    if (e->trid && (!plain || trid_solves(f, alpha, w)))
+        return 1;
+    double beta = (1.0 - alpha) / f->Np, trinv = 0, trinv2 = 0, *D = w->D, *UD = w->UD, *K = w->K;
     for (int i = 0; i < d; i++) {
         trinv += 1.0 / D[i];
         trinv2 += 1.0 / (D[i] * D[i]);
     }
-    for (int a = 0; a < m; a++)
+    for (int a = 0; !e->trid && a < m; a++)
         for (int i = 0; i < d; i++)
             UD[(size_t)a * d + i] = f->U[(size_t)a * d + i] / D[i];
     if (m > 0) {
@@ -393,62 +506,52 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, double *D, doub
             K[(size_t)a * m + a] += 1.0;
         if (pft_la_chol_lower(K, m) != 0)
             return 0; /* the downdated covariance is not positive definite at this α */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, r, d, 1.0, UD, d, f->Yt, d, 0.0, P, r);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, S, d, 1.0, UD, d, f->Mp, d, 0.0, Q, S);
+        if (e->trid && !pivots_ok(K, m))
+            return 1;
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, r, d, 1.0, UD, d, f->Yt, d, 0.0, w->P, r);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, S, d, 1.0, UD, d, f->Mp, d, 0.0, w->Q, S);
         if (e->X > 0) /* the noisy components' term needs tr Σ'⁻¹ and tr Σ'⁻² of the downdated covariance */
-            noise_traces(D, UD, K, ZZ, d, m, beta, &trinv, &trinv2);
+            noise_traces(D, UD, K, w->ZZ, d, m, beta, &trinv, &trinv2);
     }
-    double bonus = noise_bonus(trinv, trinv2);
-    /* X = Yt D⁻¹ Mpᵀ (r×S); quadratic terms per row and per class */
-    double *YD = UD; /* reuse: only the first row block is needed at a time */
-    (void)YD;
+    double bonus = noise_bonus(trinv, trinv2), *s = w->s, *v = w->v;
     for (int j = 0; j < r; j++) {
-        const double *yj = f->Yt + (size_t)j * d;
-        double ay = 0;
-        for (int i = 0; i < d; i++)
-            ay += yj[i] * yj[i] / D[i];
-        for (int c = 0; c < S; c++) {
-            const double *mc = f->Mp + (size_t)c * d;
-            double cross = 0, bc = 0;
-            for (int i = 0; i < d; i++) {
-                cross += yj[i] * mc[i] / D[i];
-                bc += mc[i] * mc[i] / D[i];
-            }
-            X[c] = ay - 2 * cross + bc;
-        }
+        row_quads(f, w, j, w->X);
         for (int c = 0; c < S; c++) {
             double corr = 0;
             if (m > 0) {
                 for (int a = 0; a < m; a++)
-                    v[a] = P[(size_t)a * r + j] - Q[(size_t)a * S + c];
+                    v[a] = w->P[(size_t)a * r + j] - w->Q[(size_t)a * S + c];
                 cblas_dtrsv(CblasRowMajor, CblasLower, CblasNoTrans, CblasNonUnit, m, K, m, v, 1);
                 for (int a = 0; a < m; a++)
                     corr += v[a] * v[a];
             }
-            s[c] = f->logpi[c] - 0.5 * (X[c] + beta * corr - e->tau2[c] * bonus);
+            s[c] = f->logpi[c] - 0.5 * (w->X[c] + beta * corr - e->tau2[c] * bonus);
         }
         if (e->X == 0) {
             pft_ghead__tally_row(t, s, f->present, S, f->truth[j]);
             continue;
         }
-        slot_scores(e, f, s, s + S, ps);
-        pft_ghead__tally_row(t, s + S, ps, e->n_slots, f->truth[j]);
+        slot_scores(e, f, s, s + S, w->ps);
+        pft_ghead__tally_row(t, s + S, w->ps, e->n_slots, f->truth[j]);
     }
     t->valid = 1;
     return 0;
 }
 
-/* The cross-validation rows of x projected on the eigenvectors: Y = X Eᵀ (fs->n rows of d; xr: d doubles of
- * scratch). */
-static void project_rows(const eig_t *e, const float *x, const folds_t *fs, double *Y, double *xr)
+/* The cross-validation rows of x in e's basis (fs->n rows of d into Y; xr: d doubles of scratch). 0 or
+ * eig_project's errors. */
+static int project_rows(const eig_t *e, const float *x, const folds_t *fs, double *Y, double *xr)
 {
     int d = e->d;
     for (int k = 0; k < fs->n; k++) {
         const float *xk = x + (size_t)fs->row[k] * d;
+        double *yk = e->trid ? Y + (size_t)k * d : xr;
         for (int i = 0; i < d; i++)
-            xr[i] = xk[i];
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, d, d, 1.0, e->E, d, xr, 1, 0.0, Y + (size_t)k * d, 1);
+            yk[i] = xk[i];
+        if (!e->trid)
+            cblas_dgemv(CblasRowMajor, CblasNoTrans, d, d, 1.0, e->E, d, xr, 1, 0.0, Y + (size_t)k * d, 1);
     }
+    return e->trid ? eig_project(e, Y, Y, fs->n) : 0;
 }
 
 /* The grid's best α by the folds' tallies tl (an α invalid in some fold, valid < 0, is never chosen) into
@@ -470,67 +573,56 @@ static int choose_alpha(tally_t *tl, const folds_t *fs, double *alpha_out, pft_g
     return 0;
 }
 
+/* One fold's tallies of every α of the grid added to tl; 0, 1 (fold_score's), or fold_build's errors. */
+static int fold_tally(const eig_t *e, const folds_t *fs, const double *Y, int which, tally_t *tl, work_t *w)
+{
+    fold_t fo;
+    int rc = fold_build(&fo, e, fs, Y, which);
+    for (int a = 0; rc == 0 && a < N_ALPHA; a++) {
+        tally_t one = {0};
+        rc = fold_score(&fo, k_alpha_grid[a], &one, w);
+        if (rc != 0)
+            break;
+        if (!one.valid) {
+            tl[a].valid = -1; /* invalid in some fold: never chosen */
+            continue;
+        }
+        if (tl[a].valid >= 0)
+            tl[a].valid = 1;
+        tl[a].correct += one.correct;
+        tl[a].total += one.total;
+        tl[a].loss += one.loss;
+    }
+    fold_free(&fo);
+    return rc;
+}
+
 /* The cross-validation tallies tl[N_ALPHA] of every α of the grid over the own rows' folds (*fs_out, which
- * the caller frees on success). */
+ * the caller frees on success). 1 (nothing to free): the tridiagonal basis cannot score the grid exactly. */
 static int lda_cv_tally(const eig_t *e, const float *x, const int32_t *y, int n, const pft_ghead_opts_t *o,
                         tally_t *tl, folds_t *fs_out)
 {
-    int d = e->d, S = e->S + e->X;
     folds_t fs;
     int rc = pft_ghead__folds_make(&fs, e->st, y, n, o->folds, o->seed);
     if (rc != 0)
         return rc;
-    double *Y = pft_alloc_array((size_t)fs.n * d, sizeof(double));
-    double *xr = pft_alloc_array((size_t)d, sizeof(double));
+    double *Y = pft_alloc_array((size_t)fs.n * e->d, sizeof(double));
+    double *xr = pft_alloc_array((size_t)e->d, sizeof(double));
     memset(tl, 0, N_ALPHA * sizeof *tl);
-    size_t mmax = (size_t)fs.n + S;
-    double *D = pft_alloc_array((size_t)d, sizeof(double));
-    double *UD = pft_alloc_array(mmax * d, sizeof(double));
-    double *K = pft_alloc_array(mmax * mmax, sizeof(double));
-    double *P = pft_alloc_array(mmax * fs.n, sizeof(double));
-    double *Q = pft_alloc_array(mmax * S, sizeof(double));
-    double *X = pft_alloc_array((size_t)S, sizeof(double));
-    double *s = pft_alloc_array((size_t)S + (size_t)e->n_slots, sizeof(double));
-    double *v = pft_alloc_array(mmax, sizeof(double));
-    int *ps = pft_alloc_array((size_t)e->n_slots, sizeof(int));
-    double *ZZ = e->X ? pft_alloc_array(mmax * mmax, sizeof(double)) : NULL;
-    if (!Y || !xr || !D || !UD || !K || !P || !Q || !X || !s || !v || !ps || (e->X && !ZZ))
+    work_t w;
+    if (!Y || !xr)
         rc = pft_err(PFT_ENOMEM, "gaussian head: out of memory for cross-validation");
-    if (rc == 0)
-        project_rows(e, x, &fs, Y, xr);
-    for (int f = 0; rc == 0 && f < fs.F; f++) {
-        fold_t fo;
-        rc = fold_build(&fo, e, &fs, Y, f);
-        for (int a = 0; rc == 0 && a < N_ALPHA; a++) {
-            tally_t one = {0};
-            fold_score(&fo, k_alpha_grid[a], &one, D, UD, K, P, Q, X, s, v, ps, ZZ);
-            if (!one.valid) {
-                tl[a].valid = -1; /* invalid in some fold: never chosen */
-                continue;
-            }
-            if (tl[a].valid >= 0)
-                tl[a].valid = 1;
-            tl[a].correct += one.correct;
-            tl[a].total += one.total;
-            tl[a].loss += one.loss;
+    if (rc == 0 && (rc = work_alloc(&w, e, &fs)) == 0) {
+        rc = project_rows(e, x, &fs, Y, xr);
+        for (int f = 0; rc == 0 && f < fs.F; f++) {
+            rc = fold_tally(e, &fs, Y, f, tl, &w);
+            if (o->on_iter)
+                o->on_iter(o->on_iter_ctx);
         }
-        if (rc == 0)
-            fold_free(&fo);
-        if (o->on_iter)
-            o->on_iter(o->on_iter_ctx);
+        work_free(&w);
     }
     pft_free(Y);
     pft_free(xr);
-    pft_free(D);
-    pft_free(UD);
-    pft_free(K);
-    pft_free(P);
-    pft_free(Q);
-    pft_free(X);
-    pft_free(s);
-    pft_free(v);
-    pft_free(ps);
-    pft_free(ZZ);
     if (rc == 0)
         *fs_out = fs;
     else
@@ -560,6 +652,12 @@ double pft_ghead_alpha_grid(int i)
 int pft_ghead_evidence(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                        const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev)
 {
+    return pft_ghead__evidence_basis(st, x, y, n, n_classes, opts, 0, ev);
+}
+
+int pft_ghead__evidence_basis(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                              const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev)
+{
     _Static_assert(N_ALPHA == PFT_GHEAD_N_ALPHA, "the grid's size is public");
     int rc = check_args(st, n, n_classes, opts);
     if (rc)
@@ -569,12 +667,17 @@ int pft_ghead_evidence(const pft_gstat_t *st, const float *x, const int32_t *y, 
     if (n < opts->min_cv_rows || pft_gstat_n_classes(st) < 2)
         return 1;
     eig_t e;
-    if ((rc = eig_init(&e, st, NULL, opts)))
-        return rc;
     tally_t tl[N_ALPHA];
     folds_t fs;
-    rc = lda_cv_tally(&e, x, y, n, opts, tl, &fs);
-    eig_free(&e);
+    /* the tridiagonal basis (no eigenvectors) unless the noisy components' traces need the eigenvalues'
+     * basis, or it cannot score some α exactly (then the eigenbasis scores them all) */
+    int trid = !eigen && opts->n_extra == 0;
+    do {
+        if ((rc = eig_init(&e, st, NULL, opts, trid)))
+            return rc;
+        rc = lda_cv_tally(&e, x, y, n, opts, tl, &fs);
+        eig_free(&e);
+    } while (rc == 1 && trid-- == 1);
     if (rc)
         return rc;
     pft_ghead__folds_free(&fs);
@@ -742,7 +845,7 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
     h->C = n_classes;
     h->d = pft_gstat_dim(st);
     eig_t e;
-    rc = eig_init(&e, st, w, opts);
+    rc = eig_init(&e, st, w, opts, 0);
     if (rc != 0) {
         pft_free(h);
         return rc;

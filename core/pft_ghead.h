@@ -114,7 +114,9 @@ double pft_ghead_alpha_grid(int i);
 /* The LDA cross-validation tally of the caller's own rows x, y (n, part of st, as for pft_ghead_fit) for
  * every α of the grid into ev[PFT_GHEAD_N_ALPHA] (opts: folds, min_cv_rows, seed, on_iter). 0; 1 (ev
  * untouched) when the rows are too few for cross-validation (n < min_cv_rows, or one class); PFT_EINVAL (as
- * pft_ghead_fit; also for QDA), PFT_ENOMEM, PFT_ENUMERIC. */
+ * pft_ghead_fit; also for QDA), PFT_ENOMEM, PFT_ENUMERIC. Computed in W's tridiagonal basis (a Householder
+ * reduction, no eigenvectors: about a third of the fit's eigendecomposition at d = 1280), the same tallies as
+ * the fit's eigenbasis up to rounding; in the eigenbasis where the tridiagonal solves cannot match it. */
 int pft_ghead_evidence(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                        const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev);
 /* The α of the weighted evidence of m contributors (ev[k]: PFT_GHEAD_N_ALPHA tallies each, weight w[k] in

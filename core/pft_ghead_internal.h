@@ -3,8 +3,8 @@
  * Files, from the bottom up (a file calls only files above it in this list, never one below):
  *   pft_ghead_cv.c     the cross-validation folds over own rows, the tallies of their scores
  *   pft_ghead_qda.c    QDA: covariances regularised and shrunk, λ by exact-downdate cross-validation
- *   pft_ghead_score.c  a fitted head's class scores, predictions, accuracy
- *   pft_ghead.c        the head's life (options, accessors, destroy), LDA and its α, the fit
+ *   pft_ghead_score.c  a fitted head's accessors, destroy, class scores, predictions, accuracy
+ *   pft_ghead.c        options, LDA and its α (in W's eigenbasis or tridiagonal basis), the fit
  * tests/e2e_layers.sh checks this order on the object files' symbols. */
 #ifndef PFT_GHEAD_INTERNAL_H
 #define PFT_GHEAD_INTERNAL_H
@@ -62,5 +62,12 @@ int pft_ghead__qda_build(const pft_gstat_t *st, double alpha, double lambda, int
                          pft_ghead_t *h);
 /* q[i] = ‖L⁻¹(x_i - μ)‖² for the n rows of x (double, overwritten). */
 void pft_ghead__qda_quad(const double *L, const double *mu, double *x, int n, int d, double *q);
+
+/* pft_ghead.c */
+/* pft_ghead_evidence, computed in the tridiagonal basis of W (eigen 0: a Householder reduction, then per fold
+ * and α tridiagonal solves; the eigenbasis where it cannot score an α exactly), or in W's eigenbasis (eigen
+ * 1, the reference: the same tallies up to rounding). */
+int pft_ghead__evidence_basis(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                              const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev);
 
 #endif

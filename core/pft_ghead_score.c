@@ -1,4 +1,5 @@
-/* pft_ghead_score: a fitted Gaussian head's class scores, predictions and accuracy (pft_ghead.h). */
+/* pft_ghead_score: a fitted Gaussian head's accessors, class scores, predictions and accuracy (pft_ghead.h).
+ */
 #include "pft_ghead.h"
 #include "pft_ghead_internal.h"
 
@@ -6,6 +7,51 @@
 
 #include "pft_alloc.h"
 #include "pft_error.h"
+
+void pft_ghead_destroy(pft_ghead_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    pft_ghead_t *h = *self_p;
+    pft_head_destroy(&h->lin);
+    pft_free(h->comp_label);
+    pft_free(h->mean);
+    pft_free(h->chol);
+    pft_free(h->bias);
+    pft_free(h);
+    *self_p = NULL;
+}
+
+int pft_ghead_n_classes(const pft_ghead_t *self)
+{
+    return self->C;
+}
+int pft_ghead_dim(const pft_ghead_t *self)
+{
+    return self->d;
+}
+const pft_head_t *pft_ghead_linear(const pft_ghead_t *self)
+{
+    return self->lin;
+}
+const int *pft_ghead_component_labels(const pft_ghead_t *self, int *k)
+{
+    *k = self->comp_label ? self->K : self->C;
+    return self->comp_label;
+}
+
+const double *pft_ghead_qda_means(const pft_ghead_t *self)
+{
+    return self->mean;
+}
+const double *pft_ghead_qda_chol(const pft_ghead_t *self)
+{
+    return self->chol;
+}
+const double *pft_ghead_qda_bias(const pft_ghead_t *self)
+{
+    return self->bias;
+}
 
 /* A row's class scores from its component logits lg (K): the log-sum-exp per class; -inf for none. */
 static void lse_components(const pft_ghead_t *h, const float *lg, double *sc)

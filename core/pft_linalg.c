@@ -139,6 +139,50 @@ int pft_la_eigh_fast(double *a, int n, double *w)
     return rc;
 }
 
+int pft_la_tridiag(double *a, int n, double *td, double *te, double *tau)
+{
+    /* column-major 'U' of a row-major matrix is its lower triangle, as in pft_la_eigh_fast */
+    lapack_int info = LAPACKE_dsytrd(LAPACK_COL_MAJOR, 'U', n, a, n, td, te, tau);
+    return info == 0 ? 0
+                     : pft_err(PFT_ENUMERIC, "tridiagonal reduction: LAPACK dsytrd failed (%d)", (int)info);
+}
+
+int pft_la_tridiag_qt_rows(const double *a, const double *tau, int n, double *y, int rows)
+{
+    if (rows == 0)
+        return 0;
+    /* y's rows are the columns of a column-major n×rows matrix */
+    lapack_int info = LAPACKE_dormtr(LAPACK_COL_MAJOR, 'L', 'U', 'T', n, rows, a, n, tau, y, n);
+    if (info == LAPACK_WORK_MEMORY_ERROR)
+        return pft_err(PFT_ENOMEM, "tridiagonal basis: out of memory");
+    return info == 0 ? 0 : pft_err(PFT_ENUMERIC, "tridiagonal basis: LAPACK dormtr failed (%d)", (int)info);
+}
+
+int pft_la_tridiag_eigvals(const double *td, const double *te, int n, double *w)
+{
+    double *e = pft_alloc_array((size_t)n, sizeof *e);
+    if (!e)
+        return pft_err(PFT_ENOMEM, "tridiagonal eigenvalues: out of memory");
+    memcpy(w, td, (size_t)n * sizeof *w);
+    if (n > 1)
+        memcpy(e, te, (size_t)(n - 1) * sizeof *e);
+    lapack_int info = LAPACKE_dsterf(n, w, e);
+    pft_free(e);
+    return info == 0 ? 0
+                     : pft_err(PFT_ENUMERIC, "tridiagonal eigenvalues: LAPACK dsterf failed (%d)", (int)info);
+}
+
+int pft_la_pt_factor(double *pd, double *pe, int n)
+{
+    return LAPACKE_dpttrf(n, pd, pe) == 0 ? 0 : 1;
+}
+
+void pft_la_pt_solve_rows(const double *pd, const double *pe, int n, double *y, int rows)
+{
+    if (rows > 0)
+        LAPACKE_dpttrs(LAPACK_COL_MAJOR, n, rows, pd, pe, y, n);
+}
+
 int pft_la_eigh_top(double *a, int n, int k, double *w, double *z)
 {
     if (n < 1 || k < 1 || k > n)

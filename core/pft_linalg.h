@@ -35,6 +35,23 @@ int pft_la_eigh(double *a, int n, double *w);
  * eigenvalues). 0, or PFT_ENOMEM / PFT_ENUMERIC (a is then clobbered). */
 int pft_la_eigh_fast(double *a, int n, double *w);
 
+/* Householder reduction of the symmetric n×n row-major matrix a (only its lower triangle is read) to
+ * tridiagonal form a = Q T Qᵀ, by dsytrd: T's diagonal into td[n], its off-diagonal into te[n] (n-1 used), Q
+ * kept as reflectors in a and tau[n] (for pft_la_tridiag_qt_rows). The first third of pft_la_eigh_fast's
+ * work, without eigenvectors. 0, or PFT_ENUMERIC. */
+int pft_la_tridiag(double *a, int n, double *td, double *te, double *tau);
+/* Each of the `rows` rows y_j (n doubles) of y ← Qᵀ y_j, Q from pft_la_tridiag (a, tau). 0, or PFT_ENOMEM
+ * / PFT_ENUMERIC (y then unspecified). */
+int pft_la_tridiag_qt_rows(const double *a, const double *tau, int n, double *y, int rows);
+/* The eigenvalues of the tridiagonal T (td, te of pft_la_tridiag), ascending, into w[n] (dsterf, O(n²)). 0,
+ * or PFT_ENOMEM / PFT_ENUMERIC. */
+int pft_la_tridiag_eigvals(const double *td, const double *te, int n, double *w);
+/* LDLᵀ of the symmetric tridiagonal (diagonal pd[n], off-diagonal pe[n-1]) in place, by dpttrf: 0, or 1 if it
+ * is not positive definite. */
+int pft_la_pt_factor(double *pd, double *pe, int n);
+/* Each of the `rows` rows y_j (n doubles) of y ← T⁻¹ y_j, T factored by pft_la_pt_factor (dpttrs). */
+void pft_la_pt_solve_rows(const double *pd, const double *pe, int n, double *y, int rows);
+
 /* The k largest eigenpairs (1 ≤ k ≤ n) of the symmetric n×n row-major matrix a (only its lower triangle is
  * read; a is clobbered), by dsyevr with RANGE = 'I': the eigenvalues descending into w[k] and row i of z
  * (k×n) the unit eigenvector of w[i]. The tridiagonal reduction is the same O(n³) as pft_la_eigh_fast's, but

@@ -10,6 +10,7 @@
 #include "pft_gmm.h"
 #include "pft_keys.h"
 #include "pft_test.h"
+#include "pft_test_stats.h"
 #include "pft_topo.h"
 
 static char s_dir[256];
@@ -463,6 +464,79 @@ static void test_bundle_signatures(void)
     pft_keypair_destroy(&b);
 }
 
+/* The hop's bundle (statistics, a rank-q shared covariance, evidence) built twice the same way. */
+static pft_bundle_t *hop_bundle(void)
+{
+    pft_bundle_t *b = two_part_bundle(7, PFT_GSTAT_TIED, PFT_DTYPE_F16, 10);
+    pft_bundle_tally_t t[2] = {{.alpha = 0.25, .correct = 5, .total = 8},
+                               {.alpha = 0.5, .correct = 6, .total = 8}};
+    CHECK(pft_bundle_set_shared_rank(b, 3) == 0);
+    CHECK(pft_bundle_prov_set_evidence(b, "c", 8, t, 2) == 0);
+    return b;
+}
+
+/* Payload of b (kept) equals a fresh encoding of twin, and so do their ids. */
+static void check_kept_is_fresh(pft_bundle_t *b, const pft_bundle_t *twin, const char *after)
+{
+    const uint8_t *kept = NULL;
+    uint8_t *fresh = NULL, ib[PFT_BUNDLE_ID_LEN], it[PFT_BUNDLE_ID_LEN];
+    size_t lk = 0, lf = 0;
+    CHECK(pft_bundle_payload(b, &kept, &lk) == 0 && pft_bundle_encode_payload(twin, &fresh, &lf) == 0);
+    CHECK_MSG(kept && fresh && lk == lf && memcmp(kept, fresh, lf) == 0, "kept payload stale after %s",
+              after);
+    CHECK(pft_bundle_id(b, ib) == 0 && pft_bundle_id(twin, it) == 0);
+    CHECK_MSG(memcmp(ib, it, sizeof ib) == 0, "kept id stale after %s", after);
+    pft_free(fresh);
+}
+
+/* Signing keeps the payload it signed: the wire message is byte for byte the one the old path built (encode,
+ * sign, encode again), encoding reuses the kept bytes, and every change after signing drops them. */
+static void test_sign_once(void)
+{
+    pft_keypair_t *kp = pft_keypair_generate();
+    pft_bundle_t *nw = hop_bundle(), *old = hop_bundle();
+    uint8_t *m_new = NULL, *m_old = NULL, *p_old = NULL, sig[PFT_KEY_SIG_LEN];
+    size_t l_new = 0, l_old = 0, lp = 0;
+    /* the old path, spelled out: a payload to sign, then the message encoded afresh */
+    CHECK(pft_bundle_encode_payload(old, &p_old, &lp) == 0 && pft_keypair_sign(kp, p_old, lp, sig) == 0);
+    CHECK(pft_bundle_set_signature(old, sig, sizeof sig) == 0 && pft_bundle_encode(old, &m_old, &l_old) == 0);
+    CHECK(pft_keys_sign_bundle(kp, nw) == 0 && pft_bundle_encode(nw, &m_new, &l_new) == 0);
+    CHECK_MSG(l_new == l_old && memcmp(m_new, m_old, l_old) == 0,
+              "signed message differs from the old path's");
+    CHECK(pft_keys_verify_message(pft_keypair_public(kp), m_new, l_new, NULL) == 0);
+    const uint8_t *k1 = NULL, *k2 = NULL;
+    size_t l1 = 0, l2 = 0;
+    CHECK(pft_bundle_payload(nw, &k1, &l1) == 0 && pft_bundle_payload(nw, &k2, &l2) == 0);
+    CHECK(k1 == k2 && l1 == lp && memcmp(k1, p_old, lp) == 0); /* kept, not encoded again */
+    /* each change after signing: the kept bytes follow it (the signature is no longer valid) */
+    uint8_t parent[PFT_BUNDLE_ID_LEN] = {9};
+    pft_bundle_tally_t t = {.alpha = 0.75, .correct = 7, .total = 8};
+    pft_bundle_t *twin = hop_bundle();
+    CHECK(pft_bundle_add_parent(nw, parent) == 0 && pft_bundle_add_parent(twin, parent) == 0);
+    check_kept_is_fresh(nw, twin, "add_parent");
+    CHECK(pft_bundle_set_flags(nw, PFT_BUNDLE_COMPLETE) == 0 &&
+          pft_bundle_set_flags(twin, PFT_BUNDLE_COMPLETE) == 0);
+    check_kept_is_fresh(nw, twin, "set_flags");
+    CHECK(pft_bundle_set_part_rank_cap(nw, 0, 2) == 0 && pft_bundle_set_part_rank_cap(twin, 0, 2) == 0);
+    check_kept_is_fresh(nw, twin, "set_part_rank_cap");
+    CHECK(pft_bundle_set_shared_rank(nw, 4) == 0 && pft_bundle_set_shared_rank(twin, 4) == 0);
+    check_kept_is_fresh(nw, twin, "set_shared_rank");
+    CHECK(pft_bundle_prov_set_evidence(nw, "a", 8, &t, 1) == 0 &&
+          pft_bundle_prov_set_evidence(twin, "a", 8, &t, 1) == 0);
+    check_kept_is_fresh(nw, twin, "prov_set_evidence");
+    CHECK(pft_bundle_prov_set_dp(nw, "b", 1.0, 1e-5) == 0 &&
+          pft_bundle_prov_set_dp(twin, "b", 1.0, 1e-5) == 0);
+    check_kept_is_fresh(nw, twin, "prov_set_dp");
+    CHECK(pft_keys_verify_bundle(pft_keypair_public(kp), nw) == PFT_EAUTH);
+    pft_bundle_destroy(&twin);
+    pft_bundle_destroy(&nw);
+    pft_bundle_destroy(&old);
+    pft_free(m_new);
+    pft_free(m_old);
+    pft_free(p_old);
+    pft_keypair_destroy(&kp);
+}
+
 /* Allocation failure while making a keypair or loading one leaves nothing behind. */
 static void test_alloc_failure(void)
 {
@@ -578,6 +652,7 @@ int main(void)
     RUN(test_public_formats);
     RUN(test_secret_formats);
     RUN(test_bundle_signatures);
+    RUN(test_sign_once);
     RUN(test_alloc_failure);
     RUN(test_topology_keys);
     char cmd[300];

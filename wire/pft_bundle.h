@@ -239,6 +239,11 @@ const uint8_t *pft_bundle_signature(const pft_bundle_t *self, size_t *len);
  * covariances M/n (and W/N), rounded to the dtype; their positive semi-definiteness is not checked here
  * (the decoder checks it). */
 int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *len);
+/* The payload bytes, encoded on the first call and kept in the bundle (with its id) until any change
+ * drops them, so that signing, the id and the wire message share one encoding: *payload is borrowed,
+ * valid until the bundle's next setter (the signature's excepted) or its destruction. Same errors as
+ * encode_payload (then *payload NULL, the bundle unaltered). */
+int pft_bundle_payload(pft_bundle_t *self, const uint8_t **payload, size_t *len);
 /* The whole wire message: envelope around the payload with the bundle's signature (or nil). Same errors;
  * the caller frees *buf with pft_free. */
 int pft_bundle_encode(const pft_bundle_t *self, uint8_t **buf, size_t *len);

@@ -564,8 +564,30 @@ int pft_envelope_pack(const uint8_t *payload, size_t payload_len, const uint8_t 
     return 0;
 }
 
+int pft_bundle_payload(pft_bundle_t *self, const uint8_t **payload, size_t *len)
+{
+    *payload = NULL;
+    *len = 0;
+    if (!self->payload) {
+        uint8_t *buf = NULL;
+        size_t n = 0;
+        int rc = pft_bundle_encode_payload(self, &buf, &n);
+        if (rc)
+            return rc;
+        self->payload = buf;
+        self->payload_len = n;
+        pft_bundle_hash(buf, n, self->id);
+    }
+    *payload = self->payload;
+    *len = self->payload_len;
+    return 0;
+}
+
 int pft_bundle_encode(const pft_bundle_t *self, uint8_t **buf, size_t *len)
 {
+    if (self->payload)
+        return pft_envelope_pack(self->payload, self->payload_len, self->sig_len ? self->sig : NULL,
+                                 self->sig_len, buf, len);
     uint8_t *payload = NULL;
     size_t plen = 0;
     int rc = pft_bundle_encode_payload(self, &payload, &plen);

@@ -459,14 +459,13 @@ int pft_keypair_save(const pft_keypair_t *self, const char *secret_path, const c
 
 int pft_keys_sign_bundle(const pft_keypair_t *self, pft_bundle_t *bundle)
 {
-    uint8_t *payload = NULL;
+    const uint8_t *payload = NULL; /* kept in the bundle: the id and the wire message reuse it */
     size_t len = 0;
-    int rc = pft_bundle_encode_payload(bundle, &payload, &len);
+    int rc = pft_bundle_payload(bundle, &payload, &len);
     if (rc)
         return pft_err_wrap(rc, "signing bundle");
     uint8_t sig[PFT_KEY_SIG_LEN];
     rc = pft_keypair_sign(self, payload, len, sig);
-    pft_free(payload);
     if (rc == 0)
         rc = pft_bundle_set_signature(bundle, sig, sizeof sig);
     return rc;

@@ -99,8 +99,9 @@ int pft_pubkey_verify(const pft_pubkey_t *key, const uint8_t *msg, size_t len, c
 
 /* Bundles. */
 
-/* Encodes the bundle's payload, signs it and stores the signature in the bundle
- * (pft_bundle_set_signature), so that pft_bundle_encode() then carries it. Errors of
+/* Encodes the bundle's payload (once: it stays in the bundle, pft_bundle_payload), signs it and stores the
+ * signature in the bundle (pft_bundle_set_signature), so that pft_bundle_encode() then carries it and
+ * reuses those bytes, as pft_bundle_id() does. Errors of
  * pft_bundle_encode_payload, PFT_ENOMEM. Sign last: any later change to the bundle changes the payload
  * and invalidates the signature. */
 int pft_keys_sign_bundle(const pft_keypair_t *self, pft_bundle_t *bundle);

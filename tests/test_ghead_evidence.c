@@ -1,0 +1,118 @@
+/* Tests of pft_ghead_evidence's tridiagonal basis: the shrinkage evidence (per-α tallies of the
+ * exact-downdate cross-validation of own rows) computed from W's Householder reduction with tridiagonal
+ * solves equals the one computed in W's eigenbasis (the reference), on the bundled PACS subset and on
+ * generated rows, with W singular (fewer rows than dimensions: α = 0 invalid) and regular. */
+#include <math.h>
+#include <string.h>
+
+#include "pft_alloc.h"
+#include "pft_dataset.h"
+#include "pft_error.h"
+#include "pft_ghead.h"
+#include "pft_ghead_internal.h"
+#include "pft_gstat.h"
+#include "pft_npy.h"
+#include "pft_rng.h"
+#include "pft_test.h"
+
+/* Evidence of the own rows (xo, yo, no) against the statistics of the rows (x, y, n), both ways: every α's
+ * totals and rows right equal, its loss to 1e-9 relative, the chosen α the same. */
+static void compare(const float *x, const int32_t *y, int n, const float *xo, const int32_t *yo, int no,
+                    int d, int C, const char *what)
+{
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
+    CHECK(st && pft_gstat_add_rows(st, x, y, (size_t)n) == 0);
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.seed = 3;
+    pft_ghead_evidence_t ref[PFT_GHEAD_N_ALPHA], tri[PFT_GHEAD_N_ALPHA];
+    int r1 = pft_ghead__evidence_basis(st, xo, yo, no, C, &o, 1, ref);
+    int r2 = pft_ghead_evidence(st, xo, yo, no, C, &o, tri);
+    CHECK_MSG(r1 == 0 && r2 == 0, "%s: %d %d %s", what, r1, r2, pft_errmsg());
+    int valid = 0;
+    double worst = 0;
+    for (int a = 0; r1 == 0 && r2 == 0 && a < PFT_GHEAD_N_ALPHA; a++) {
+        CHECK_MSG(ref[a].total == tri[a].total && ref[a].correct == tri[a].correct,
+                  "%s: α = %g: %llu/%llu right in the eigenbasis, %llu/%llu tridiagonal", what, ref[a].alpha,
+                  (unsigned long long)ref[a].correct, (unsigned long long)ref[a].total,
+                  (unsigned long long)tri[a].correct, (unsigned long long)tri[a].total);
+        double rel = fabs(ref[a].loss - tri[a].loss) / (fabs(ref[a].loss) > 1e-300 ? fabs(ref[a].loss) : 1.0);
+        worst = rel > worst ? rel : worst;
+        valid += ref[a].total > 0;
+    }
+    CHECK_MSG(worst <= 1e-9, "%s: loss differs by %.3g relative", what, worst);
+    const pft_ghead_evidence_t *e1[1] = {ref}, *e2[1] = {tri};
+    double a1 = pft_ghead_evidence_alpha(e1, NULL, 1), a2 = pft_ghead_evidence_alpha(e2, NULL, 1);
+    CHECK_MSG(a1 == a2 && a1 >= 0, "%s: α %g in the eigenbasis, %g tridiagonal", what, a1, a2);
+    fprintf(stderr, "  %s: %d valid α, chosen %g both ways, loss within %.2g relative\n", what, valid, a1,
+            worst);
+    CHECK(valid >= PFT_GHEAD_N_ALPHA - 1);
+    pft_gstat_destroy(&st);
+}
+
+/* Every k-th of the n rows (d each) into xo, yo; how many. */
+static int every(const float *x, const int32_t *y, int n, int d, int k, float *xo, int32_t *yo)
+{
+    int m = 0;
+    for (int i = 0; i < n; i += k, m++) {
+        memcpy(xo + (size_t)m * d, x + (size_t)i * d, (size_t)d * sizeof *xo);
+        yo[m] = y[i];
+    }
+    return m;
+}
+
+/* The bundled PACS subset (d = 1280, 7 classes): statistics of all 2,100 rows (W regular) and of 700 (W
+ * singular), 60 own rows among them. */
+static void test_pacs_small(void)
+{
+    const char *dir = PFT_SOURCE_DIR "/examples/data/pacs-small";
+    char xp[4096], yp[4096];
+    snprintf(xp, sizeof xp, "%s/train_x.npy", dir);
+    snprintf(yp, sizeof yp, "%s/train_y.npy", dir);
+    pft_dataset_t *tr = NULL;
+    CHECK_MSG(pft_npy_load_dataset(xp, yp, 7, &tr) == 0, "%s", pft_errmsg());
+    if (!tr)
+        return;
+    int n = (int)pft_dataset_n(tr), d = (int)pft_dataset_d(tr);
+    float *xs = pft_alloc_array((size_t)n * d, sizeof *xs), *xo = pft_alloc_array((size_t)n * d, sizeof *xo);
+    int32_t *ys = pft_alloc_array((size_t)n, sizeof *ys), *yo = pft_alloc_array((size_t)n, sizeof *yo);
+    CHECK(xs && xo && ys && yo);
+    int no = every(pft_dataset_x(tr), pft_dataset_y(tr), n, d, 35, xo, yo);
+    compare(pft_dataset_x(tr), pft_dataset_y(tr), n, xo, yo, no, d, 7, "pacs-small, 2100 rows");
+    int ns = every(pft_dataset_x(tr), pft_dataset_y(tr), n, d, 3, xs, ys);
+    no = every(xs, ys, ns, d, 12, xo, yo);
+    compare(xs, ys, ns, xo, yo, no, d, 7, "pacs-small, 700 rows");
+    pft_free(xs);
+    pft_free(xo);
+    pft_free(ys);
+    pft_free(yo);
+    pft_dataset_destroy(&tr);
+}
+
+/* Generated rows: 4 classes in d = 48 with a spread spectrum, 30 rows (W singular) and 400 (W regular). */
+static void test_generated(void)
+{
+    enum { d = 48, C = 4, N = 400 };
+    pft_rng_t *r = pft_rng_new(11);
+    float *x = pft_alloc_array((size_t)N * d, sizeof *x);
+    int32_t *y = pft_alloc_array(N, sizeof *y);
+    CHECK(r && x && y);
+    for (int i = 0; i < N; i++) {
+        y[i] = i % C;
+        for (int j = 0; j < d; j++)
+            x[(size_t)i * d + j] =
+                (float)(0.1 * y[i] * (j % 3 - 1) + (0.2 + pow(0.85, j)) * pft_rng_normal(r));
+    }
+    compare(x, y, 30, x, y, 30, d, C, "generated, 30 rows in d = 48");
+    compare(x, y, N, x, y, 120, d, C, "generated, 400 rows in d = 48");
+    pft_free(x);
+    pft_free(y);
+    pft_rng_destroy(&r);
+}
+
+int main(void)
+{
+    RUN(test_generated);
+    RUN(test_pacs_small);
+    return pft_test_done();
+}
