@@ -40,8 +40,16 @@ prepare() {
     [ "${1%%-*}" = ring5 ] && edges="start = a; a -> b -> c -> d -> e -> a;"
     [ "${1#*-}" = exact ] && stats="cov = tied; head = ncm;" # ncm: the exact statistics' cheapest head
     [ "${1#*-}" = secagg ] && stats="cov = tied; head = ncm; secure_agg = true;" # masked until the opener
-    printf 'digraph rk {\n  dataset = "%s"; partition = iid; samples = 40; seed = 3; max_iter = 20;\n  em_draws = 2; head_draws = 1; %s\n  deadline = %s; send_deadline = %s; on_missing = proceed; resend_grace = 2;\n  %s\n}\n' \
-        "$DATA" "$stats" "${3:-120}" "${3:-120}" "$edges" >"$W/$2.dot"
+    # one key pair per node for every run of the test: the topology's fingerprint (in every bundle, so in its
+    # id) covers the public keys, and a trial must carry the reference's bundle ids
+    local keys="" id
+    for id in "${IDS[@]}"; do
+        [ -f "$W/keys/$id.pub" ] || "$PFT_BIN/pftnet" keygen "$id" --dir "$W/keys" >/dev/null 2>&1 ||
+            { fail "keygen $id"; return 1; }
+        keys="$keys $id [key = \"$W/keys/$id.pub\"];"
+    done
+    printf 'digraph rk {\n  dataset = "%s"; partition = iid; samples = 40; seed = 3; max_iter = 20;\n  em_draws = 2; head_draws = 1; %s\n  deadline = %s; send_deadline = %s; on_missing = proceed; resend_grace = 2;\n  %s\n  %s\n}\n' \
+        "$DATA" "$stats" "${3:-120}" "${3:-120}" "$keys" "$edges" >"$W/$2.dot"
     "$PFT_BIN/pftnet" launch "$W/$2.dot" --out "$W/$2" --prepare-only >"$W/$2.prep" 2>&1 ||
         { fail "prepare $2 exited $?: $(cat "$W/$2.prep")"; return 1; }
 }
