@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # e2e_fingerprint: the same run, checked. A chain a -> b -> c prepared with pftnet launch --prepare-only; a runs
-# the resolved topology, b a copy of it with one public fact changed: k, cov, c's key, an edge's deadline. Each
+# the resolved topology, b a copy of it with one public fact changed: k, cov, c's key, an edge. Each
 # time b refuses a's bundle before the ACK with a reason naming the difference, and a exits 7 (a successor
 # rejected its bundle) with that reason in its log. A copy that differs only in form (a comment, a layout
-# attribute, b's private paths) has the same fingerprint: that run completes. pftnet check prints the
+# attribute, b's private paths, an edge's deadline: timing is each party's own) has the same fingerprint: that run completes. pftnet check prints the
 # fingerprint (text and --json) and tells the copies apart; pftnet inspect shows the one a's bundle carries.
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
@@ -31,11 +31,11 @@ fp=$(fp_of "$TOPO")
 
 # variant NAME SED-EXPRESSION: b's copy of the topology
 variant() { sed "$2" "$TOPO" >"$W/$1.dot"; }
-variant same 's|^digraph fp {|// b'"'"'s own copy\ndigraph fp {\n\tbgcolor = white;|; s|b/data/test_x.npy|b/data/../data/test_x.npy|'
+variant same 's|^digraph fp {|// b'"'"'s own copy\ndigraph fp {\n\tbgcolor = white;|; s|b/data/test_x.npy|b/data/../data/test_x.npy|; s/^\ta -> b;/\ta -> b [deadline = 500];/'
 variant k 's/^\tk = 1;/\tk = 3;/'
 variant cov 's/^\tcov = diag;/\tcov = spher;/'
 variant key "s|$W/run/keys/c.pub|$W/other.pub|"
-variant edge 's/^\ta -> b;/\ta -> b [deadline = 500];/'
+variant edge 's/^\ta -> b;/\ta -> b;\n\ta -> c;/'
 [ "$(fp_of "$W/same.dot")" = "$fp" ] || fail "a copy differing only in form has another fingerprint"
 for v in k cov key edge; do
     cmp -s "$TOPO" "$W/$v.dot" && fail "variant $v did not change the file"
@@ -79,5 +79,5 @@ expect() {
 expect k "k (3 here)"
 expect cov "cov (spher here)"
 expect key "key of node c"
-expect edge "edges (here: a->b, b->c)"
+expect edge "edges (here: a->b, a->c, b->c)"
 finish

@@ -18,8 +18,18 @@
 static char s_tmp[256];
 static const char *s_ids[NODES] = {"a", "b", "c"};
 
+/* The chain, with one key pair per node (made once, under s_tmp/keys) named by the topology: every run of
+ * the test signs with the same keys, so the topology's fingerprint, which every bundle carries and which
+ * covers the public keys, is the reference's too. */
 static void write_topo(const char *path)
 {
+    char cmd[800], pub[400];
+    for (int i = 0; i < NODES; i++) {
+        snprintf(pub, sizeof pub, "%s/keys/%s.pub", s_tmp, s_ids[i]);
+        snprintf(cmd, sizeof cmd, "%s/node/pftnet keygen %s --dir %s/keys > /dev/null 2>&1", PFT_BINARY_DIR,
+                 s_ids[i], s_tmp);
+        CHECK(access(pub, F_OK) == 0 || system(cmd) == 0); /* made once, for every run */
+    }
     FILE *f = fopen(path, "w");
     fprintf(
         f,
@@ -27,8 +37,10 @@ static void write_topo(const char *path)
         "  max_iter = 30; head_draws = 2; em_draws = 2; deadline = 120; send_deadline = 120;\n"
         /* min_rows = 1: every class travels, so n_synthetic counts 60 rows per predecessor (the floor's own
          * behaviour at 60 rows per node is tested by e2e_floor.sh) */
-        "  min_rows = 1;\n  a -> b -> c;\n}\n",
-        EXAMPLE_DATA);
+        "  min_rows = 1;\n  a [key = \"%s/keys/a.pub\"]; b [key = \"%s/keys/b.pub\"]; c [key = "
+        "\"%s/keys/c.pub\"];\n"
+        "  a -> b -> c;\n}\n",
+        EXAMPLE_DATA, s_tmp, s_tmp, s_tmp);
     fclose(f);
 }
 
@@ -86,8 +98,8 @@ static char *slurp(const char *path, size_t *len)
     return b;
 }
 
-/* Same bundle payload (id = BLAKE2b of the payload): the signature differs between runs because every run's
- * launcher generates fresh keys, the signed content must not. */
+/* Same bundle payload (id = BLAKE2b of the payload, which carries the topology's fingerprint: the runs share
+ * their keys, see write_topo). */
 static int same_bundle(const char *a, const char *b)
 {
     size_t la = 0, lb = 0;

@@ -10,8 +10,8 @@
  * folder). Counts ×1000 under a labels: partition (no `samples`) are refused by the `rows` the launcher
  * writes; where the topology gives p DP, a claim of another ε and noisy means ×1000 under the right claim are
  * refused, and p's honest DP release is taken. Claims just past each bound are refused too (class 0 counting
- * samples + 1 rows, a mean of norm 1.01, a shared scatter of trace 1.01 times its rows: a bound off by a
- * factor of 2 or of d lets these through). */
+ * one row more, so that p claims one row over its rows; a mean of norm 1.01; a shared scatter of trace 1.01
+ * times its rows: a bound off by a factor of 2 or of d lets these through). */
 #include "pft_e2e.h"
 #include "pft_fixed.h"
 #include "pft_mask.h"
@@ -34,8 +34,8 @@ static char s_tmp[256];
 
 /* A forgery of p's part (or the honest one). */
 /* The *_NEAR kinds sit just past a bound (1 % over; the bounds allow 0.1 % for rounding), so that a bound
- * loosened by a factor of 2 or of d lets them through: class 0 counting samples + 1 rows, class 0's mean of
- * norm 1.01, the shared scatter's trace 1.01 times its rows. */
+ * loosened by a factor of 2 or of d lets them through: class 0 counting one row more, p's total one over its
+ * rows, class 0's mean of norm 1.01, the shared scatter's trace 1.01 times its rows. */
 typedef enum {
     HONEST,
     OUTSIDE,
@@ -56,16 +56,15 @@ static const char *const s_kind[] = {"honest",
                                      "scatter x1e30",
                                      "DP claimed, none in the topology",
                                      "means of norm 1 with tr W = N",
-                                     "class 0 counts samples + 1",
+                                     "class 0 counts one row more",
                                      "mean norm 1.01",
                                      "scatter trace 1.01 n"};
-#define SAMPLES 40 /* p's rows (the topology's samples, and so its rows) */
 
 /* Class k's count as the forgery of kind claims it. */
 static uint64_t count_of(kind_t kind, const pft_gstat_t *st, int k)
 {
-    if (kind == COUNT_NEAR && k == 0)
-        return SAMPLES + 1;
+    if (kind == COUNT_NEAR && k == 0) /* one row more than p holds in all: a cap off by 2 lets it through */
+        return pft_gstat_count(st, k) + 1;
     return pft_gstat_count(st, k) * (kind == TIMES1000 ? 1000 : 1);
 }
 

@@ -96,7 +96,7 @@ static void test_differs(void)
         NULL, NULL, "settings of node b");
     expect_diff(BASE
                 "a [train = \"a.npy\", labels = \"al.npy\"]; b [train = \"b.npy\", labels = \"bl.npy\"]; "
-                "a -> b [deadline = 5]; }",
+                "b -> a; }",
                 NULL, NULL, "edges (here: a->b)");
     expect_diff(BASE
                 "a [train = \"a.npy\", labels = \"al.npy\"]; b [train = \"b.npy\", labels = \"bl.npy\"]; "

@@ -71,11 +71,19 @@ static void hash_text(const text_t *t, uint8_t out[PFT_TOPO_FP_LEN])
     crypto_generichash(out, PFT_TOPO_FP_LEN, (const unsigned char *)(t->s ? t->s : ""), t->len, NULL, 0);
 }
 
-/* 1 if attribute a is public (hashed): not a path, endpoint or key, and not port_base. */
+/* 1 if attribute a is hashed: a public fact the parties must agree on. Not a path, endpoint or key, not
+ * port_base, and not how long a party waits (deadline, send_deadline, resend_grace): timing is each party's
+ * own policy, changes nothing that is computed, and a node restarted with a shorter deadline must still be the
+ * same run. */
 static int attr_public(const pft_topo_attr_t *a)
 {
-    return a->type != PFT_ATTR_PATH && a->type != PFT_ATTR_ENDPOINT && a->type != PFT_ATTR_KEY &&
-           strcmp(a->name, "port_base") != 0;
+    static const char *const local[] = {"port_base", "deadline", "send_deadline", "resend_grace"};
+    if (a->type == PFT_ATTR_PATH || a->type == PFT_ATTR_ENDPOINT || a->type == PFT_ATTR_KEY)
+        return 0;
+    for (size_t i = 0; i < sizeof local / sizeof *local; i++)
+        if (strcmp(a->name, local[i]) == 0)
+            return 0;
+    return 1;
 }
 
 /* The value of attribute a stored at p, canonically: numbers in full precision, enums by name. */
@@ -171,7 +179,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The edges item: one line per edge, "tail->head fallback deadline send_deadline", sorted. */
+/* The edges item: one line per edge, "tail->head fallback", sorted (its deadlines are timing: attr_public). */
 static int edges_item(const pft_topo_t *tp, item_t *it, char *shown, size_t shown_cap)
 {
     size_t ne = pft_topo_edge_count(tp);
@@ -180,8 +188,7 @@ static int edges_item(const pft_topo_t *tp, item_t *it, char *shown, size_t show
     for (size_t i = 0; i < ne && !rc; i++) {
         const pft_topo_edge_t *e = pft_topo_edge(tp, i);
         text_t t = {0};
-        put(&t, "%s->%s %d %.17g %.17g\n", pft_topo_node(tp, e->tail)->id, pft_topo_node(tp, e->head)->id,
-            e->fallback, e->deadline, e->send_deadline);
+        put(&t, "%s->%s %d\n", pft_topo_node(tp, e->tail)->id, pft_topo_node(tp, e->head)->id, e->fallback);
         lines[i] = t.s;
         rc = t.oom ? PFT_ENOMEM : 0;
     }
