@@ -103,39 +103,49 @@ int pft_la_eigh(double *a, int n, double *w)
     return 0;
 }
 
+/* DSYEVR on the column-major upper (row-major lower) triangle of a: every eigenpair (k = n, range 'A') or the
+ * k largest (range 'I'), ascending in w, the vectors as k row-major rows of z (n×k column-major). The
+ * workspace query, the allocations and the call, for both; what names the caller in messages. */
+static int dsyevr(double *a, int n, int k, double *w, double *z, const char *what)
+{
+    char range = k == n ? 'A' : 'I';
+    lapack_int *isuppz = pft_alloc_array(2 * (size_t)n, sizeof *isuppz);
+    double q = 0;
+    lapack_int iq = 0, m = 0, il = range == 'I' ? n - k + 1 : 0, iu = range == 'I' ? n : 0;
+    lapack_int info = isuppz ? LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', range, 'U', n, a, n, 0, 0, il, iu,
+                                                   0, &m, w, z, n, isuppz, &q, -1, &iq, -1)
+                             : -1000;
+    lapack_int lwork = (lapack_int)q, liwork = iq;
+    double *work = info == 0 ? pft_alloc_array((size_t)lwork, sizeof *work) : NULL;
+    lapack_int *iwork = info == 0 ? pft_alloc_array((size_t)liwork, sizeof *iwork) : NULL;
+    int rc = 0;
+    if (info == -1000 || (info == 0 && (!work || !iwork)))
+        rc = pft_err(PFT_ENOMEM, "%s: out of memory", what);
+    else if (info != 0)
+        rc = pft_err(PFT_ENUMERIC, "%s: workspace query failed (%d)", what, (int)info);
+    if (rc == 0) {
+        info = LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', range, 'U', n, a, n, 0, 0, il, iu, 0, &m, w, z, n,
+                                   isuppz, work, lwork, iwork, liwork);
+        if (info != 0 || m != k)
+            rc = pft_err(PFT_ENUMERIC, "%s: LAPACK dsyevr failed (%d, %d of %d eigenvalues)", what, (int)info,
+                         (int)m, k);
+    }
+    pft_free(isuppz);
+    pft_free(work);
+    pft_free(iwork);
+    return rc;
+}
+
 int pft_la_eigh_fast(double *a, int n, double *w)
 {
     /* DSYEVR (relatively robust representations) writes the vectors to a separate Z: n² doubles beside a and
      * O(n) workspace, where DSYEVD wants 2n² more. Z's columns (column-major) are row-major rows, as in eigh.
      */
     double *z = pft_alloc_array((size_t)n * (size_t)n, sizeof *z);
-    lapack_int *isuppz = pft_alloc_array(2 * (size_t)n, sizeof *isuppz);
-    double q = 0;
-    lapack_int iq = 0, m = 0;
-    lapack_int info = z && isuppz ? LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', 'A', 'U', n, a, n, 0, 0, 0, 0,
-                                                        0, &m, w, z, n, isuppz, &q, -1, &iq, -1)
-                                  : -1000;
-    lapack_int lwork = (lapack_int)q, liwork = iq;
-    double *work = info == 0 ? pft_alloc_array((size_t)lwork, sizeof *work) : NULL;
-    lapack_int *iwork = info == 0 ? pft_alloc_array((size_t)liwork, sizeof *iwork) : NULL;
-    int rc = 0;
-    if (info == -1000 || (info == 0 && (!work || !iwork)))
-        rc = pft_err(PFT_ENOMEM, "eigh: out of memory");
-    else if (info != 0)
-        rc = pft_err(PFT_ENUMERIC, "eigh: workspace query failed (%d)", (int)info);
-    if (rc == 0) {
-        info = LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', 'A', 'U', n, a, n, 0, 0, 0, 0, 0, &m, w, z, n,
-                                   isuppz, work, lwork, iwork, liwork);
-        if (info != 0 || m != n)
-            rc = pft_err(PFT_ENUMERIC, "eigh: LAPACK dsyevr failed (%d, %d of %d eigenvalues)", (int)info,
-                         (int)m, n);
-        else
-            memcpy(a, z, (size_t)n * (size_t)n * sizeof *a);
-    }
+    int rc = z ? dsyevr(a, n, n, w, z, "eigh") : pft_err(PFT_ENOMEM, "eigh: out of memory");
+    if (rc == 0)
+        memcpy(a, z, (size_t)n * (size_t)n * sizeof *a);
     pft_free(z);
-    pft_free(isuppz);
-    pft_free(work);
-    pft_free(iwork);
     return rc;
 }
 
@@ -187,29 +197,8 @@ int pft_la_eigh_top(double *a, int n, int k, double *w, double *z)
 {
     if (n < 1 || k < 1 || k > n)
         return pft_err(PFT_EINVAL, "eigh top: k = %d outside 1..%d", k, n);
-    /* Column-major upper = row-major lower; Z (n×k column-major) is k row-major rows of length n, ascending.
-     */
-    lapack_int *isuppz = pft_alloc_array(2 * (size_t)k, sizeof *isuppz);
-    double *wa = pft_alloc_array((size_t)n, sizeof *wa), q = 0;
-    lapack_int iq = 0, m = 0, il = n - k + 1;
-    lapack_int info = isuppz && wa ? LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', 'I', 'U', n, a, n, 0, 0, il,
-                                                         n, 0, &m, wa, z, n, isuppz, &q, -1, &iq, -1)
-                                   : -1000;
-    lapack_int lwork = (lapack_int)q, liwork = iq;
-    double *work = info == 0 ? pft_alloc_array((size_t)lwork, sizeof *work) : NULL;
-    lapack_int *iwork = info == 0 ? pft_alloc_array((size_t)liwork, sizeof *iwork) : NULL;
-    int rc = 0;
-    if (info == -1000 || (info == 0 && (!work || !iwork)))
-        rc = pft_err(PFT_ENOMEM, "eigh top: out of memory");
-    else if (info != 0)
-        rc = pft_err(PFT_ENUMERIC, "eigh top: workspace query failed (%d)", (int)info);
-    if (rc == 0) {
-        info = LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', 'I', 'U', n, a, n, 0, 0, il, n, 0, &m, wa, z, n,
-                                   isuppz, work, lwork, iwork, liwork);
-        if (info != 0 || m != k)
-            rc = pft_err(PFT_ENUMERIC, "eigh top: LAPACK dsyevr failed (%d, %d of %d eigenvalues)", (int)info,
-                         (int)m, k);
-    }
+    double *wa = pft_alloc_array((size_t)n, sizeof *wa); /* dsyevr writes up to n values */
+    int rc = wa ? dsyevr(a, n, k, wa, z, "eigh top") : pft_err(PFT_ENOMEM, "eigh top: out of memory");
     for (int i = 0; rc == 0 && i < k / 2; i++) { /* ascending → descending */
         int j = k - 1 - i;
         double t = wa[i];
@@ -223,10 +212,7 @@ int pft_la_eigh_top(double *a, int n, int k, double *w, double *z)
     }
     if (rc == 0)
         memcpy(w, wa, (size_t)k * sizeof *w);
-    pft_free(isuppz);
     pft_free(wa);
-    pft_free(work);
-    pft_free(iwork);
     return rc;
 }
 
