@@ -16,7 +16,9 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -57,16 +59,41 @@ static inline int pft_e2e_wait_endpoint(const char *path, char *ep, size_t cap)
     return -1;
 }
 
-/* Polls t until send h ends or max_ms pass; returns its state. */
+/* The bound of a wait for a node's process or a hand-off: only against a hang, never a verdict on speed (a
+ * node under a CPU hog may take minutes where it takes seconds on a quiet machine; tests/README.md). */
+#define PFT_E2E_HANG_MS (20 * 60 * 1000)
+
+/* Polls t until send h ends or max_ms of wall time pass; returns its state. */
 static inline int pft_e2e_settle(pft_transport_t *t, int h, int max_ms)
 {
-    for (int waited = 0; waited < max_ms; waited += 50) {
+    int64_t end = pft_transport_now_ms() + max_ms;
+    while (pft_transport_now_ms() < end) {
         int st = pft_transport_send_state(t, h, NULL, NULL);
         if (st != PFT_SEND_PENDING)
             return st;
         pft_transport_poll(t, 50);
     }
     return pft_transport_send_state(t, h, NULL, NULL);
+}
+
+/* Waits for child pid to exit, serving t (if any) meanwhile, at most PFT_E2E_HANG_MS, then kills it; its wait
+ * status. */
+static inline int pft_e2e_wait_child(pid_t pid, pft_transport_t *t)
+{
+    int status = 0;
+    int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (pft_transport_now_ms() >= end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        if (t)
+            pft_transport_poll(t, 100);
+        else
+            usleep(100000);
+    }
+    return status;
 }
 
 /* The topology fingerprint the bundles a test makes carry, as pftnode's carry theirs (NULL: none). */

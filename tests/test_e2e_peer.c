@@ -66,15 +66,15 @@ static void test_bad_peer(void)
         junk[i] = (uint8_t)(i * 37 + 11);
     uint8_t id[32] = {1};
     int h = pft_transport_send(t, "b", junk, sizeof junk, id, soon + 30000);
-    CHECK(h >= 0 && pft_e2e_settle(t, h, 30000) == PFT_SEND_REJECTED);
+    CHECK(h >= 0 && pft_e2e_settle(t, h, PFT_E2E_HANG_MS) == PFT_SEND_REJECTED);
 
     /* 2. oversized (2 MiB > max_bundle_mb = 1): refused at its offer, before any body travels (transport
      * protocol 2, WIRE.md §4); the node keeps going */
     size_t big = 2u << 20;
     uint8_t *huge = pft_calloc(big, 1);
     uint8_t id2[32] = {2};
-    h = pft_transport_send(t, "b", huge, big, id2, pft_transport_now_ms() + 3000);
-    CHECK(h >= 0 && pft_e2e_settle(t, h, 10000) == PFT_SEND_REJECTED);
+    h = pft_transport_send(t, "b", huge, big, id2, pft_transport_now_ms() + PFT_E2E_HANG_MS);
+    CHECK(h >= 0 && pft_e2e_settle(t, h, PFT_E2E_HANG_MS) == PFT_SEND_REJECTED);
     const char *why = NULL;
     pft_transport_send_state(t, h, NULL, &why);
     CHECK_MSG(why && strstr(why, "too large"), "reason '%s'", why ? why : "");
@@ -84,26 +84,20 @@ static void test_bad_peer(void)
     uint8_t *buf = NULL;
     size_t len = 0;
     CHECK(pft_e2e_make_bundle("other-run", ds, 20, NULL, &buf, &len) == 0);
-    h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 30000);
-    CHECK(h >= 0 && pft_e2e_settle(t, h, 30000) == PFT_SEND_REJECTED);
+    h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + PFT_E2E_HANG_MS);
+    CHECK(h >= 0 && pft_e2e_settle(t, h, PFT_E2E_HANG_MS) == PFT_SEND_REJECTED);
     pft_free(buf);
 
     /* 4. the valid bundle, twice: both acknowledged, used once */
     CHECK(pft_e2e_make_bundle("r1", ds, 20, NULL, &buf, &len) == 0);
-    h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 30000);
-    CHECK(h >= 0 && pft_e2e_settle(t, h, 30000) == PFT_SEND_ACKED);
-    h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 30000);
-    int st2 = h >= 0 ? pft_e2e_settle(t, h, 30000) : -1;
+    h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + PFT_E2E_HANG_MS);
+    CHECK(h >= 0 && pft_e2e_settle(t, h, PFT_E2E_HANG_MS) == PFT_SEND_ACKED);
+    h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + PFT_E2E_HANG_MS);
+    int st2 = h >= 0 ? pft_e2e_settle(t, h, PFT_E2E_HANG_MS) : -1;
     CHECK_MSG(st2 == PFT_SEND_ACKED, "duplicate state %d", st2);
     pft_free(buf);
 
-    int status = 0;
-    for (int i = 0; i < 1200 && waitpid(pid, &status, WNOHANG) == 0; i++)
-        pft_transport_poll(t, 100);
-    if (waitpid(pid, &status, WNOHANG) == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-    }
+    int status = pft_e2e_wait_child(pid, t);
     CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "pftnode status %d", status);
     char path[600];
     snprintf(path, sizeof path, "%s/b/result.json", tmp);
@@ -206,8 +200,8 @@ static void test_refusal_flood_and_restart(void)
             usleep(1200000);
         }
         uint8_t id[32] = {(uint8_t)i, (uint8_t)(i >> 8), 0x5a};
-        int h = pft_transport_send(t, "b", junk, sizeof junk, id, pft_transport_now_ms() + 30000);
-        refused += h >= 0 && pft_e2e_settle(t, h, 30000) == PFT_SEND_REJECTED;
+        int h = pft_transport_send(t, "b", junk, sizeof junk, id, pft_transport_now_ms() + PFT_E2E_HANG_MS);
+        refused += h >= 0 && pft_e2e_settle(t, h, PFT_E2E_HANG_MS) == PFT_SEND_REJECTED;
     }
     CHECK_MSG(refused == n, "%d of %d junk messages refused", refused, n);
     double secs = (double)(t1 - t0) / 1000.0;
@@ -218,7 +212,7 @@ static void test_refusal_flood_and_restart(void)
     /* the counters reach OUT/refusals.json while b still waits; then b dies before it finished */
     snprintf(path, sizeof path, "%s/b/refusals.json", tmp);
     long saved = -1;
-    for (int i = 0; i < 600 && saved != n; i++) {
+    for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS; saved != n && pft_transport_now_ms() < end;) {
         json_error_t err;
         json_t *j = json_load_file(path, 0, &err);
         saved = j ? (long)json_integer_value(json_object_get(j, "rejected")) : -1;
@@ -235,15 +229,9 @@ static void test_refusal_flood_and_restart(void)
     size_t len = 0;
     CHECK(pft_npy_load_dataset(EXAMPLE_DATA "/train_x.npy", EXAMPLE_DATA "/train_y.npy", 0, &ds) == 0);
     CHECK(ds && pft_e2e_make_bundle("r1", ds, 20, NULL, &buf, &len) == 0);
-    int h = t && buf ? pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 60000) : -1;
-    CHECK(h >= 0 && pft_e2e_settle(t, h, 60000) == PFT_SEND_ACKED);
-    int status = 0;
-    for (int i = 0; i < 1200 && waitpid(pid, &status, WNOHANG) == 0; i++)
-        pft_transport_poll(t, 100);
-    if (waitpid(pid, &status, WNOHANG) == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-    }
+    int h = t && buf ? pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + PFT_E2E_HANG_MS) : -1;
+    CHECK(h >= 0 && pft_e2e_settle(t, h, PFT_E2E_HANG_MS) == PFT_SEND_ACKED);
+    int status = pft_e2e_wait_child(pid, t);
     CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "restarted pftnode status %d", status);
     snprintf(path, sizeof path, "%s/b/result.json", tmp);
     json_error_t err;

@@ -213,13 +213,7 @@ static pft_transport_t *client(const pft_keypair_t *kp, const pft_topo_t *topo, 
 /* Waits for b (serving t meanwhile); its exit code, or -1. */
 static int finish(pid_t pid, pft_transport_t *t)
 {
-    int status = 0;
-    for (int i = 0; i < 3000 && waitpid(pid, &status, WNOHANG) == 0; i++)
-        pft_transport_poll(t, 100);
-    if (waitpid(pid, &status, WNOHANG) == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-    }
+    int status = pft_e2e_wait_child(pid, t);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -246,16 +240,16 @@ static json_t *attack_with(const char *dir, const char *out, const pft_topo_t *t
         return NULL;
     }
     for (int k = clean ? n : 1; k < n; k++) {
-        int h = pft_transport_send(t, "b", bufs[k], lens[k], NULL, pft_transport_now_ms() + 120000);
-        int st = pft_e2e_settle(t, h, 120000);
+        int h = pft_transport_send(t, "b", bufs[k], lens[k], NULL, pft_transport_now_ms() + PFT_E2E_HANG_MS);
+        int st = pft_e2e_settle(t, h, PFT_E2E_HANG_MS);
         const char *reason = NULL;
         pft_transport_send_state(t, h, NULL, &reason);
         CHECK_MSG(st == PFT_SEND_REJECTED && reason && strstr(reason, needles[k]),
                   "%s: state %d, reason '%s'", names[k], st, reason ? reason : "");
         fprintf(stderr, "  %s: %s\n", names[k], reason ? reason : "");
     }
-    int h = pft_transport_send(t, "b", bufs[0], lens[0], NULL, pft_transport_now_ms() + 120000);
-    CHECK(pft_e2e_settle(t, h, 120000) == PFT_SEND_ACKED);
+    int h = pft_transport_send(t, "b", bufs[0], lens[0], NULL, pft_transport_now_ms() + PFT_E2E_HANG_MS);
+    CHECK(pft_e2e_settle(t, h, PFT_E2E_HANG_MS) == PFT_SEND_ACKED);
     int code = finish(pid, t);
     CHECK_MSG(code == 0, "b exited %d (log %s.log)", code, out);
     pft_transport_destroy(&t);

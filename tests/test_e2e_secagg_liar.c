@@ -98,9 +98,9 @@ static int declare(pft_transport_t *t, const pft_keypair_t *kp, pft_secmsg_kind_
     uint8_t *buf = NULL;
     size_t len = 0;
     CHECK(pft_secmsg_encode(&m, kp, &buf, &len) == 0);
-    int h = pft_transport_send(t, "m1", buf, len, NULL, pft_transport_now_ms() + 120000);
+    int h = pft_transport_send(t, "m1", buf, len, NULL, pft_transport_now_ms() + PFT_E2E_HANG_MS);
     pft_free(buf);
-    int st = pft_e2e_settle(t, h, 120000);
+    int st = pft_e2e_settle(t, h, PFT_E2E_HANG_MS);
     pft_transport_send_state(t, h, NULL, reason);
     return st;
 }
