@@ -33,8 +33,10 @@ static void write_topo(const char *name, const char *prefix, int n, const char *
     fprintf(
         f,
         "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = %d; k = 1; cov = diag;\n"
-        /* min_rows = 1: 20 rows per node are below the privacy floor in every class; this test counts rows */
-        "  max_iter = 20; head_draws = 1; em_draws = 1; deadline = 270; send_deadline = 270; min_rows = 1;\n",
+        /* min_rows = 1: 20 rows per node are below the privacy floor in every class; this test counts rows.
+         * deadline: the last node waits for the whole chain; generous against a hang only (under a CPU hog the
+         * chain takes minutes) */
+        "  max_iter = 20; head_draws = 1; em_draws = 1; deadline = 1500; send_deadline = 1500; min_rows = 1;\n",
         name, EXAMPLE_DATA, SAMPLES);
     if (start)
         fprintf(f, "  start = %s;\n", start);
@@ -52,7 +54,7 @@ static int launch(const char *topo, const char *out, json_t **results, double *w
 {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
-             "PFTNODE=%s/node/pftnode %s/node/pftnet launch %s --out %s --quiet --no-baselines --timeout 280 "
+             "PFTNODE=%s/node/pftnode %s/node/pftnet launch %s --out %s --quiet --no-baselines --timeout 1600 "
              "> %s.stdout 2> %s.stderr",
              PFT_BINARY_DIR, PFT_BINARY_DIR, topo, out, out, out);
     double t0 = now_s();
