@@ -15,7 +15,7 @@
 #     the hand-off again. No node may lose anything: all exit 0, b's hand-off acked, c holds a, b and c.
 #  3. restart = same result: a -> b, first without a fault (the reference), then a killed the moment it reads
 #     b's ACK, before it records it (PFT_CRASH_AT=on-ack: in its sent -> acked window) and restarted with the
-#     same command once b has written its result.json (b has finished and waits for a's confirmation). a
+#     same command 8 s after b has written its result.json (b has finished and waits for a's confirmation). a
 #     must exit 0 with the hand-off acked (b answers the restarted a's offer), and a's and b's accuracies, b's
 #     provenance and the bundle id b received must equal the reference's. (Before: b left resend_grace after
 #     its ACK; a restarted later found nobody and exited 7 at send_deadline.)
@@ -150,6 +150,7 @@ PFT_CRASH_AT=on-ack start rst 1 a; pa=$started # a SIGKILLs itself as it reads b
 wait "$pa"; ra=$?
 [ "$ra" -eq 137 ] || skip_part "rst: a was not killed at the ACK (exit $ra: a build without PFT_TEST_HOOKS?)"
 wait_file "$(out rst 1 b)/result.json" 300 || fail "rst: b never finished"
+sleep 8 # the scenario, not a verdict: a stays down past resend_grace (5 s) after b's ACK
 start rst 1 a; pa=$started
 wait "$pa"; ra=$?
 wait "$pb"; rb=$?
