@@ -19,6 +19,9 @@
 #     must exit 0 with the hand-off acked (b answers the restarted a's offer), and a's and b's accuracies, b's
 #     provenance and the bundle id b received must equal the reference's. (Before: b left resend_grace after
 #     its ACK; a restarted later found nobody and exited 7 at send_deadline.)
+# With --netns (ctest e2e_handoff_apart_netns; root and iproute2, else it skips) the same cases run with each node
+# on a host of its own: three network namespaces in a chain, nsA 10.77.1.1 =link1= 10.77.1.2 nsB 10.77.2.2
+# =link2= 10.77.2.3 nsC (a, b and c), joined by veth links and nothing else, as in e2e_netns.sh.
 # Env: PFT_BIN, PFT_SOURCE_DIR.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
@@ -26,14 +29,41 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || skip "no $PY (picks free ports, reads result.json)"
 DATA=$(cd "$PFT_SOURCE_DIR" && pwd)/examples/data/pacs-small
 [ -r "$DATA/train_x.npy" ] || skip "$DATA not found"
+NETNS=0
+[ "${1:-}" = --netns ] && NETNS=1
 W=$(mktemp -d /tmp/pft_apart_XXXXXX)
 pids=()
+TAG=pfa$$
+declare -A NS=([a]=${TAG}a [b]=${TAG}b [c]=${TAG}c) ADDR=([a]=10.77.1.1 [b]=10.77.1.2 [c]=10.77.2.3)
 cleanup() {
     kill -CONT "${pids[@]}" 2>/dev/null
     kill -KILL "${pids[@]}" 2>/dev/null
+    wait 2>/dev/null
+    if [ "$NETNS" = 1 ]; then for ns in "${NS[@]}"; do ip netns del "$ns" 2>/dev/null; done; fi
     if [ "$FAILED" = 0 ]; then rm -rf "$W"; else echo "outputs kept in $W" >&2; fi
 }
 trap cleanup EXIT
+
+# --netns: three hosts, a chain of veth links, no route but the links (as e2e_netns.sh)
+if [ "$NETNS" = 1 ]; then
+    command -v ip >/dev/null 2>&1 || skip "iproute2 (ip) not installed"
+    [ "$EUID" = 0 ] || skip "needs root (ip netns add)"
+    ip netns add "${NS[a]}" 2>"$W/netns.err" || skip "ip netns add not permitted: $(cat "$W/netns.err")"
+    { ip netns add "${NS[b]}" && ip netns add "${NS[c]}" &&
+        ip link add v1a netns "${NS[a]}" type veth peer name v1b netns "${NS[b]}" &&
+        ip link add v2b netns "${NS[b]}" type veth peer name v2c netns "${NS[c]}" &&
+        ip -n "${NS[a]}" addr add 10.77.1.1/24 dev v1a && ip -n "${NS[b]}" addr add 10.77.1.2/24 dev v1b &&
+        ip -n "${NS[b]}" addr add 10.77.2.2/24 dev v2b && ip -n "${NS[c]}" addr add 10.77.2.3/24 dev v2c &&
+        ip -n "${NS[a]}" link set lo up && ip -n "${NS[b]}" link set lo up && ip -n "${NS[c]}" link set lo up &&
+        ip -n "${NS[a]}" link set v1a up && ip -n "${NS[b]}" link set v1b up &&
+        ip -n "${NS[b]}" link set v2b up && ip -n "${NS[c]}" link set v2c up; } 2>"$W/setup.err" ||
+        skip "cannot create veth links in namespaces: $(cat "$W/setup.err")"
+    for _ in $(seq 1 100); do # links come up asynchronously: until a reaches b and b reaches c
+        ip netns exec "${NS[a]}" bash -c 'exec 3<>/dev/tcp/10.77.1.2/9' 2>&1 | grep -q refused &&
+            ip netns exec "${NS[b]}" bash -c 'exec 3<>/dev/tcp/10.77.2.3/9' 2>&1 | grep -q refused && break
+        sleep 0.1
+    done
+fi
 
 # Free loopback ports for fixed endpoints (the kernel's choice, released before the nodes bind them).
 ports() { # N -> N port numbers on one line
@@ -48,8 +78,13 @@ prepare() { # NAME SEND_DEADLINE EDGES IDS... -> W/NAME.prep (one pftnode comman
     shift 3
     local p=($(ports $#))
     for id in "$@"; do
-        eps="$eps  $id [endpoint = \"tcp://127.0.0.1:${p[$i]}\"];
+        if [ "$NETNS" = 1 ]; then # a host of its own: its address, a fixed port
+            eps="$eps  $id [endpoint = \"tcp://${ADDR[$id]}:7300\"];
 "
+        else
+            eps="$eps  $id [endpoint = \"tcp://127.0.0.1:${p[$i]}\"];
+"
+        fi
         i=$((i + 1))
     done
     printf 'digraph %s {\n  dataset = "%s"; partition = iid; samples = 40; k = 1; cov = diag; max_iter = 20;\n  deadline = 600; send_deadline = %s;\n%s  %s\n}\n' \
@@ -62,7 +97,9 @@ start() { # NAME RUN ID -> pid in $started (log appended to W/NAME.RUN-ID.log); 
     local c
     c=$(grep -- "--id $3 --out $W/$1/$3 " "$W/$1.prep") || { fail "$1: no command for $3"; exit 1; }
     mkdir -p "$W/$1.apart/$2/$3"
-    ${c/--out $W\/$1\/$3 /--out $(out "$1" "$2" "$3") } --linger-ms 300 >>"$W/$1.$2-$3.log" 2>&1 &
+    local host=()
+    [ "$NETNS" = 1 ] && host=(ip netns exec "${NS[$3]}")
+    "${host[@]}" ${c/--out $W\/$1\/$3 /--out $(out "$1" "$2" "$3") } --linger-ms 300 >>"$W/$1.$2-$3.log" 2>&1 &
     started=$!
     pids+=("$started")
 }
