@@ -196,8 +196,9 @@ int pft_transport_send_attempts(const pft_transport_t *self, int handle);
 int pft_transport_cancel(pft_transport_t *self, int handle, const char *reason);
 /* Tells peer that its ACK of id was read and recorded (CONFIRM), e.g. by a sender restarted after it recorded
  * the ACK (before the transport could confirm it), or one that knows the hand-off delivered otherwise. The
- * transport confirms every ACK it reads by itself, after on_ack returned. Queued without blocking (sent once
- * a connection is up; lost if none comes). 0, or PFT_EINVAL for an unknown peer. */
+ * transport confirms every ACK it reads by itself, after on_ack returned. Without blocking: sent at once
+ * while a connection to the peer is up, else kept (up to 16 per peer) and sent once one is. 0, or PFT_EINVAL
+ * for an unknown peer. */
 int pft_transport_confirm(pft_transport_t *self, const char *peer, const uint8_t id[PFT_TRANSPORT_ID_LEN]);
 /* Sends still pending. */
 int pft_transport_pending(const pft_transport_t *self);

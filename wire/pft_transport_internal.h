@@ -44,6 +44,7 @@
 #define GRANT_IDLE_MS 1000      /* a grant whose body has not come after this long lets the next one in */
 #define GRANT_OVERCOMMIT 4      /* ... but grants stay at most this many times opts.max_grants */
 #define MAX_REPLY 4096          /* outbound sockets never read more than this from a peer */
+#define MAX_LATER_CONFIRMS 16   /* CONFIRMs per peer kept until a connection is up (pft_transport_confirm) */
 #define MAX_AWAITING 256        /* ACKs whose reading the receiver awaits; the oldest forgotten beyond */
 #define MAX_PER_POLL 256        /* inbound messages handled per poll, so replies are not starved */
 #define SIZE_BYTES_PER_MS 50000 /* assumed throughput for the size-based first retry delay */
@@ -67,9 +68,11 @@ typedef struct {
     int hs_specific;                 /* hs_error names the cause (authentication, mismatch) */
     int64_t reconnect_at;            /* when to reconnect after a refused handshake; 0: not planned */
     int reconnect_delay;             /* ms, doubles per refusal up to RECONNECT_MAX_MS */
-    int up; /* a connection's handshake succeeded and it has not closed since (the monitor's events): the
-               DEALER is not ZMQ_IMMEDIATE (so a reply read survives its connection), so we hold back instead
-             */
+    int up; /* a handshake succeeded and its connection has not closed since (the DEALER's monitor): offers
+               go out only then (the DEALER is not ZMQ_IMMEDIATE, so that a reply survives its connection) */
+    uint8_t later[MAX_LATER_CONFIRMS]
+                 [PFT_TRANSPORT_ID_LEN]; /* CONFIRMs asked for while no connection was up */
+    int n_later;
 } peer_t;
 
 /* An ACK the receiver sent whose reading the sender has not confirmed yet (T_CONFIRM). */

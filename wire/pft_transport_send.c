@@ -282,12 +282,26 @@ static void run_reconnects(pft_transport_t *self, int64_t now)
 }
 
 static void on_send(pft_transport_t *self, send_t *s, int64_t now);
+static void confirm_ack(pft_transport_t *self, int pi, const uint8_t id[PFT_TRANSPORT_ID_LEN]);
+
+/* CONFIRMs asked for while a peer had no connection up go out once it has one. */
+static void send_later_confirms(pft_transport_t *self)
+{
+    for (int i = 0; i < self->n_peers; i++) {
+        peer_t *p = &self->peers[i];
+        for (int k = 0; p->up && k < p->n_later; k++)
+            confirm_ack(self, i, p->later[k]);
+        if (p->up)
+            p->n_later = 0;
+    }
+}
 
 /* Due transmissions and expiries. */
 void pft_transport__run_timers(pft_transport_t *self)
 {
     int64_t now = pft_transport_now_ms();
     run_reconnects(self, now);
+    send_later_confirms(self);
     for (int i = 0; i < self->n_sends; i++) {
         send_t *s = &self->sends[i];
         if (s->state != PFT_SEND_PENDING)
@@ -500,11 +514,16 @@ int pft_transport_cancel(pft_transport_t *self, int handle, const char *reason)
 
 int pft_transport_confirm(pft_transport_t *self, const char *peer, const uint8_t id[PFT_TRANSPORT_ID_LEN])
 {
-    for (int i = 0; peer && i < self->n_peers; i++)
-        if (strcmp(self->peers[i].name, peer) == 0) {
+    for (int i = 0; peer && i < self->n_peers; i++) {
+        peer_t *p = &self->peers[i];
+        if (strcmp(p->name, peer) != 0)
+            continue;
+        if (p->up)
             confirm_ack(self, i, id);
-            return 0;
-        }
+        else if (p->n_later < MAX_LATER_CONFIRMS) /* sent once a connection is up (send_later_confirms) */
+            memcpy(p->later[p->n_later++], id, PFT_TRANSPORT_ID_LEN);
+        return 0;
+    }
     return pft_err(PFT_EINVAL, "transport: unknown peer '%s'", peer ? peer : "(null)");
 }
 
