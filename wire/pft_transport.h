@@ -18,7 +18,9 @@
  * the id matches the body (id function), hands it to the callback and replies ACK (stored) or NACK(code,
  * reason). Until then the sender repeats only its offer (a few dozen bytes) with backoff, or when WAIT said;
  * a receiver that is computing and not polling answers nothing, so senders' retries cost offers, not bodies.
- * A body of at most opts.eager_bytes goes with its first offer, without waiting for a grant.
+ * A body of at most opts.eager_bytes goes with its first offer, without waiting for a grant. The sender
+ * confirms every ACK it reads ([header 'K'], after on_ack), so that a receiver knows when it may leave
+ * (pft_transport_unconfirmed); an ACK that reached the sender is read even after its connection closed.
  * docs/WIRE.md describes the frames. */
 
 #define PFT_TRANSPORT_ID_LEN 32
