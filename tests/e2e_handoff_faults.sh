@@ -29,9 +29,9 @@ W=$(mktemp -d /tmp/pft_hof_XXXXXX)
 pids=()
 trap 'kill -CONT "${pids[@]}" 2>/dev/null; kill -KILL "${pids[@]}" 2>/dev/null; rm -rf "$W"' EXIT
 
-prepare() { # NAME EDGES -> W/NAME.cmds (one pftnode command per line)
-    printf 'digraph %s {\n  dataset = "%s"; partition = iid; samples = 40; k = 1; cov = diag; max_iter = 20;\n  deadline = 600; send_deadline = 300;\n  %s\n}\n' \
-        "$1" "$DATA" "$2" >"$W/$1.dot"
+prepare() { # NAME EDGES [SEND_DEADLINE] -> W/NAME.cmds (one pftnode command per line)
+    printf 'digraph %s {\n  dataset = "%s"; partition = iid; samples = 40; k = 1; cov = diag; max_iter = 20;\n  deadline = 600; send_deadline = %s;\n  %s\n}\n' \
+        "$1" "$DATA" "${3:-300}" "$2" >"$W/$1.dot"
     "$PFT_BIN/pftnet" launch "$W/$1.dot" --out "$W/$1" --prepare-only >"$W/$1.prep" 2>&1 ||
         { fail "prepare $1 exited $?: $(cat "$W/$1.prep")"; exit 1; }
 }
@@ -94,8 +94,8 @@ assert sorted(p["node"] for p in c["provenance"]) == ["a", "b", "c"], c["provena
 print("dbl: b restarted, c came up 6 s after b sent again; b -> c %s; c holds a, b, c" % sent[0]["state"])
 '
 
-# 2. paused sender
-prepare pause "a -> b;"
+# 2. paused sender (b stays reachable for a's confirmation of its ACK at most send_deadline: 20 s here)
+prepare pause "a -> b;" 20
 start pause b; pb=$started
 start pause a; pa=$started
 wait_file "$W/pause/b/inbox/h1-*.pftb" 300 || fail "pause: b never stored a's bundle"

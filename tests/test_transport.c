@@ -2,6 +2,8 @@
  * retries, duplicates, oversized and malformed input, deadlines, counters. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -623,6 +625,87 @@ static void test_old_version_refused(void)
     pft_transport_destroy(&r);
 }
 
+/* 1 if no TCP connection to 127.0.0.1:port is established or half-closed (CLOSE_WAIT) on this host, i.e.
+ * the client side of every connection to that port has seen its end and closed it. */
+static int connections_to_closed(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f)
+        return 1;
+    char line[512];
+    int open = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned rport = 0, st = 0;
+        if (sscanf(line, " %*d: %*8x:%*4x %*8x:%4x %2x", &rport, &st) == 2 && (int)rport == port &&
+            (st == 0x01 || st == 0x08))
+            open = 1;
+    }
+    fclose(f);
+    return !open;
+}
+
+/* A sender that reads nothing while its receiver stores the bundle, ACKs it and leaves (the sender stopped or
+ * busy) still reads the ACK afterwards: libzmq keeps a reply already received when its connection closes (the
+ * DEALER is not ZMQ_IMMEDIATE), so the send ends acknowledged instead of waiting out its deadline. */
+static void test_ack_read_after_receiver_left(void)
+{
+    sink_t sink = {0};
+    pft_transport_t *r = pft_transport_new(ANY, NULL, on_message, &sink);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(r && s && pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
+    int port = atoi(strrchr(pft_transport_endpoint(r), ':') + 1);
+    uint8_t *msg;
+    size_t len;
+    message(12, 300, &msg, &len);
+    int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
+    /* the sender transmits (eagerly: the offer and the body), then reads nothing more */
+    for (int64_t end = pft_transport_now_ms() + HANG_MS;
+         pft_transport_now_ms() < end && pft_transport_send_attempts(s, h) < 1;)
+        CHECK(pft_transport_poll(s, 10) == 0);
+    for (int64_t end = pft_transport_now_ms() + HANG_MS; pft_transport_now_ms() < end && sink.calls < 1;)
+        CHECK(pft_transport_poll(r, 10) == 0);
+    CHECK(sink.calls == 1 && pft_transport_unconfirmed(r) == 1); /* stored and ACKed, not confirmed */
+    pft_transport_destroy(&r);                                   /* the receiver leaves */
+    for (int64_t end = pft_transport_now_ms() + HANG_MS;
+         pft_transport_now_ms() < end && !connections_to_closed(port);)
+        usleep(10000); /* until the sender's libzmq has seen the connection end (and dropped it) */
+    CHECK(connections_to_closed(port));
+    CHECK_MSG(pump(s, NULL, s, h, 5000) == PFT_SEND_ACKED, "the ACK read before the receiver left was lost");
+    pft_free(msg);
+    pft_transport_destroy(&s);
+}
+
+/* The receiver awaits the sender's CONFIRM of each ACK it sent for an accepted message (so that a node can
+ * stay reachable until its predecessors have read their ACKs), and a re-ACK of a duplicate is not awaited
+ * twice. */
+static void test_ack_confirmed(void)
+{
+    sink_t sink = {0};
+    pft_transport_t *r = pft_transport_new(ANY, NULL, on_message, &sink);
+    pft_transport_t *s = pft_transport_new(ANY, NULL, NULL, NULL);
+    CHECK(r && s && pft_transport_add_peer(s, "r", pft_transport_endpoint(r), NULL) == 0);
+    uint8_t *msg;
+    size_t len;
+    message(13, 300, &msg, &len);
+    for (int round = 0; round < 2; round++) { /* the second: a duplicate, HAVE */
+        int h = pft_transport_send(s, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
+        CHECK(pump(r, s, s, h, HANG_MS) == PFT_SEND_ACKED);
+        for (int64_t end = pft_transport_now_ms() + HANG_MS;
+             pft_transport_now_ms() < end && pft_transport_unconfirmed(r) > 0;) {
+            CHECK(pft_transport_poll(r, 10) == 0);
+            CHECK(pft_transport_poll(s, 0) == 0);
+        }
+        CHECK(pft_transport_unconfirmed(r) == 0);
+    }
+    pft_transport_stats_t ss, rs;
+    pft_transport_stats(s, &ss);
+    pft_transport_stats(r, &rs);
+    CHECK(sink.calls == 1 && ss.confirms_sent == 2 && rs.confirms_received >= 1);
+    pft_free(msg);
+    pft_transport_destroy(&s);
+    pft_transport_destroy(&r);
+}
+
 static void test_options(void)
 {
     pft_transport_opts_t o;
@@ -660,6 +743,8 @@ int main(void)
     RUN(test_deadline_away);
     RUN(test_malformed_frames);
     RUN(test_old_version_refused);
+    RUN(test_ack_read_after_receiver_left);
+    RUN(test_ack_confirmed);
     RUN(test_options);
     return pft_test_done();
 }

@@ -240,6 +240,64 @@ static void test_allowed_client_delivers(void)
     keys_free(&sk);
 }
 
+/* A CONFIRM ends the receiver's wait only for the sender the message came from: m, another admitted peer,
+ * offers the same bundle a sent (HAVE), reads its ACK and confirms it; the receiver still waits for a, which
+ * has not read its ACK yet (a predecessor must not be able to make the receiver leave before another has read
+ * its ACK), and stops waiting once a confirms. */
+static void test_confirm_only_by_its_sender(void)
+{
+    keys_t rk, ak, mk;
+    keys_make(&rk);
+    keys_make(&ak);
+    keys_make(&mk);
+    sink_t sink = {0};
+    pft_transport_t *r = curve_transport(&rk, on_message, &sink);
+    pft_transport_t *a = curve_transport(&ak, NULL, NULL);
+    pft_transport_t *m = curve_transport(&mk, NULL, NULL);
+    CHECK(r && a && m && pft_transport_allow_key(r, ak.pub, "a") == 0 &&
+          pft_transport_allow_key(r, mk.pub, "m") == 0);
+    CHECK(pft_transport_add_peer(a, "r", pft_transport_endpoint(r), rk.pub) == 0 &&
+          pft_transport_add_peer(m, "r", pft_transport_endpoint(r), rk.pub) == 0);
+    uint8_t *msg;
+    size_t len;
+    message(7, 500, &msg, &len);
+    int ha = pft_transport_send(a, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
+    for (int64_t end = pft_transport_now_ms() + HANG_MS; /* a transmits, then reads nothing */
+         pft_transport_now_ms() < end && sink.calls < 1;) {
+        CHECK(pft_transport_poll(r, 5) == 0);
+        if (pft_transport_send_attempts(a, ha) < 1)
+            CHECK(pft_transport_poll(a, 5) == 0);
+    }
+    CHECK(sink.calls == 1 && pft_transport_unconfirmed(r) == 1);
+    int hm = pft_transport_send(m, "r", msg, len, NULL, pft_transport_now_ms() + HANG_MS);
+    CHECK(pump(r, m, NULL, m, hm, HANG_MS) == PFT_SEND_ACKED); /* HAVE: stored before */
+    pft_transport_stats_t rs;
+    for (int64_t end = pft_transport_now_ms() + HANG_MS; pft_transport_now_ms() < end;) {
+        pft_transport_stats(r, &rs);
+        if (rs.confirms_received >= 1)
+            break;
+        CHECK(pft_transport_poll(r, 5) == 0);
+        CHECK(pft_transport_poll(m, 0) == 0);
+    }
+    pft_transport_stats(r, &rs);
+    CHECK(rs.confirms_received >= 1);
+    CHECK_MSG(pft_transport_unconfirmed(r) == 1, "m's confirmation ended the wait for a's");
+    CHECK(pump(r, a, NULL, a, ha, HANG_MS) == PFT_SEND_ACKED);
+    for (int64_t end = pft_transport_now_ms() + HANG_MS;
+         pft_transport_now_ms() < end && pft_transport_unconfirmed(r) > 0;) {
+        CHECK(pft_transport_poll(r, 5) == 0);
+        CHECK(pft_transport_poll(a, 0) == 0);
+    }
+    CHECK(pft_transport_unconfirmed(r) == 0 && sink.calls == 1);
+    pft_free(msg);
+    pft_transport_destroy(&m);
+    pft_transport_destroy(&a);
+    pft_transport_destroy(&r);
+    keys_free(&mk);
+    keys_free(&ak);
+    keys_free(&rk);
+}
+
 /* A client whose key is not allowed never delivers: its send fails at the deadline with a clear reason,
  * the callback is never called, and the receiver counts the ZAP denial. */
 static void test_unknown_key_refused(void)
@@ -577,6 +635,7 @@ int main(void)
         return PFT_TEST_SKIP;
     }
     RUN(test_allowed_client_delivers);
+    RUN(test_confirm_only_by_its_sender);
     RUN(test_unknown_key_refused);
     RUN(test_plain_and_curve_do_not_mix);
     RUN(test_allow_after_start);

@@ -299,6 +299,11 @@ const char *pft_transport_last_denial(const pft_transport_t *self)
     return self->last_denial;
 }
 
+int pft_transport_unconfirmed(const pft_transport_t *self)
+{
+    return self->n_awaiting;
+}
+
 void pft_transport_stats(const pft_transport_t *self, pft_transport_stats_t *stats)
 {
     *stats = self->stats;

@@ -18,7 +18,9 @@
  * the id matches the body (id function), hands it to the callback and replies ACK (stored) or NACK(code,
  * reason). Until then the sender repeats only its offer (a few dozen bytes) with backoff, or when WAIT said;
  * a receiver that is computing and not polling answers nothing, so senders' retries cost offers, not bodies.
- * A body of at most opts.eager_bytes goes with its first offer, without waiting for a grant.
+ * A body of at most opts.eager_bytes goes with its first offer, without waiting for a grant. The sender
+ * confirms every ACK it reads ([header 'K'], after on_ack), so that a receiver knows when it may leave
+ * (pft_transport_unconfirmed); an ACK that reached the sender is read even after its connection closed.
  * docs/WIRE.md describes the frames. */
 
 #define PFT_TRANSPORT_ID_LEN 32
@@ -194,8 +196,20 @@ int pft_transport_send_attempts(const pft_transport_t *self, int handle);
 /* Ends a pending send without waiting further: its state becomes PFT_SEND_FAILED with rc PFT_ETIMEOUT and
  * reason (copied); a send no longer pending is left as it is. 0, or PFT_EINVAL for an unknown handle. */
 int pft_transport_cancel(pft_transport_t *self, int handle, const char *reason);
+/* Tells peer that its ACK of id was read and recorded (CONFIRM), e.g. by a sender restarted after it recorded
+ * the ACK (before the transport could confirm it), or one that knows the hand-off delivered otherwise. The
+ * transport confirms every ACK it reads by itself, after on_ack returned. Without blocking: sent at once
+ * while a connection to the peer is up, else kept (up to 16 per peer) and sent once one is. 0, or PFT_EINVAL
+ * for an unknown peer. */
+int pft_transport_confirm(pft_transport_t *self, const char *peer, const uint8_t id[PFT_TRANSPORT_ID_LEN]);
 /* Sends still pending. */
 int pft_transport_pending(const pft_transport_t *self);
+/* Receiver: messages accepted (the callback stored them, or recognised them as stored) whose ACK the sender
+ * has not confirmed reading yet (CONFIRM, from the sender the message came from: the same CURVE name). A node
+ * stays reachable while this is > 0, within a bound of its own, so that a sender that could not read its ACK
+ * yet (stopped, busy, restarted) asks again and is ACKed again. At most 256 are tracked (the oldest
+ * forgotten). */
+int pft_transport_unconfirmed(const pft_transport_t *self);
 
 /* Counters since new(). Bytes count message bodies only (no frame headers, offers, ACKs or NACKs; offers have
  * their own counter). A hand-off costs one offer and one body when all goes well. */
@@ -245,6 +259,9 @@ typedef struct {
     int max_in_flight;         /* most bodies granted at once */
     uint64_t ack_probes;       /* PROBEs (offers sent after the body) of an accepted id, ACKed again: a sender
                                   asking for an ACK it has not read yet (not counted in received/duplicates) */
+    /* the end of a hand-off: the sender tells the receiver that it read the ACK (CONFIRM) */
+    uint64_t confirms_sent;     /* sender: CONFIRMs handed to libzmq, one per ACK read */
+    uint64_t confirms_received; /* receiver: well-formed CONFIRMs read (matching an awaited ACK or not) */
 } pft_transport_stats_t;
 
 void pft_transport_stats(const pft_transport_t *self, pft_transport_stats_t *stats);

@@ -3,6 +3,7 @@
 #include "pft_transport.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <zmq.h>
 
@@ -81,6 +82,41 @@ void pft_transport__remember(pft_transport_t *self, const uint8_t id[PFT_TRANSPO
     self->accepted_next = (self->accepted_next + 1) % self->opts.max_remembered;
     if (self->n_accepted < self->opts.max_remembered)
         self->n_accepted++;
+}
+
+void pft_transport__await_confirm(pft_transport_t *self, const uint8_t id[PFT_TRANSPORT_ID_LEN],
+                                  const char *user)
+{
+    if (!user)
+        user = "";
+    for (int i = 0; i < self->n_awaiting; i++)
+        if (memcmp(self->awaiting[i].id, id, PFT_TRANSPORT_ID_LEN) == 0 &&
+            strcmp(self->awaiting[i].user, user) == 0)
+            return;
+    if (self->n_awaiting ==
+        MAX_AWAITING) { /* forget the oldest: bounded memory, the node waits a little less */
+        memmove(self->awaiting, self->awaiting + 1, (MAX_AWAITING - 1) * sizeof self->awaiting[0]);
+        self->n_awaiting--;
+    }
+    awaiting_t *a = &self->awaiting[self->n_awaiting++];
+    memcpy(a->id, id, PFT_TRANSPORT_ID_LEN);
+    snprintf(a->user, sizeof a->user, "%s", user);
+}
+
+void pft_transport__confirmed(pft_transport_t *self, const uint8_t id[PFT_TRANSPORT_ID_LEN], const char *user)
+{
+    if (!user)
+        user = "";
+    self->stats.confirms_received++;
+    for (int i = 0; i < self->n_awaiting; i++) {
+        if (memcmp(self->awaiting[i].id, id, PFT_TRANSPORT_ID_LEN) != 0 ||
+            strcmp(self->awaiting[i].user, user) != 0)
+            continue;
+        memmove(self->awaiting + i, self->awaiting + i + 1,
+                (size_t)(self->n_awaiting - i - 1) * sizeof self->awaiting[0]);
+        self->n_awaiting--;
+        return;
+    }
 }
 
 /* Replies go without blocking; a failure (peer gone, HWM) is the caller's to handle or ignore: a sender

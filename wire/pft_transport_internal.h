@@ -26,15 +26,16 @@
 #define HDR_MAGIC "PFTM"
 #define HDR_VERSION 2 /* 1: bodies pushed unasked (before flow control); 2: offer, grant, then the body */
 #define HDR_LEN (4 + 1 + 1 + PFT_TRANSPORT_ID_LEN)
-#define T_OFFER 'O'  /* sender -> receiver: [header, body size (8 bytes, big endian)] */
-#define T_BUNDLE 'B' /* sender -> receiver: [header, body] (normally after a SEND) */
-#define T_EAGER 'E'  /* sender -> receiver: [header, body size]; the body follows at once (a small one) */
-#define T_PROBE 'P'  /* sender -> receiver: an offer after the body went (only asks for the ACK) */
-#define T_CANCEL 'C' /* sender -> receiver: [header]: a grant for a send that is no longer pending */
-#define T_ACK 'A'    /* receiver -> sender: [header]: stored (a reply to a body, or to an offer: HAVE) */
-#define T_NACK 'N'   /* receiver -> sender: [header, code (int32 big endian) + reason] */
-#define T_SEND 'S'   /* receiver -> sender: [header]: a grant, send the body now */
-#define T_WAIT 'W'   /* receiver -> sender: [header, retry after (uint32 ms, big endian)]: busy, queued */
+#define T_OFFER 'O'   /* sender -> receiver: [header, body size (8 bytes, big endian)] */
+#define T_BUNDLE 'B'  /* sender -> receiver: [header, body] (normally after a SEND) */
+#define T_EAGER 'E'   /* sender -> receiver: [header, body size]; the body follows at once (a small one) */
+#define T_PROBE 'P'   /* sender -> receiver: an offer after the body went (only asks for the ACK) */
+#define T_CANCEL 'C'  /* sender -> receiver: [header]: a grant for a send that is no longer pending */
+#define T_ACK 'A'     /* receiver -> sender: [header]: stored (a reply to a body, or to an offer: HAVE) */
+#define T_NACK 'N'    /* receiver -> sender: [header, code (int32 big endian) + reason] */
+#define T_SEND 'S'    /* receiver -> sender: [header]: a grant, send the body now */
+#define T_WAIT 'W'    /* receiver -> sender: [header, retry after (uint32 ms, big endian)]: busy, queued */
+#define T_CONFIRM 'K' /* sender -> receiver: [header]: the ACK of id was read (the receiver may leave) */
 #define OFFER_LEN 8
 #define WAIT_LEN 4
 #define MAX_IDENT 255           /* bytes of a ROUTER routing id (libzmq's limit) */
@@ -43,6 +44,8 @@
 #define GRANT_IDLE_MS 1000      /* a grant whose body has not come after this long lets the next one in */
 #define GRANT_OVERCOMMIT 4      /* ... but grants stay at most this many times opts.max_grants */
 #define MAX_REPLY 4096          /* outbound sockets never read more than this from a peer */
+#define MAX_LATER_CONFIRMS 16   /* CONFIRMs per peer kept until a connection is up (pft_transport_confirm) */
+#define MAX_AWAITING 256        /* ACKs whose reading the receiver awaits; the oldest forgotten beyond */
 #define MAX_PER_POLL 256        /* inbound messages handled per poll, so replies are not starved */
 #define SIZE_BYTES_PER_MS 50000 /* assumed throughput for the size-based first retry delay */
 #define KEY_LEN 32              /* bytes of a CURVE (X25519) key */
@@ -65,7 +68,18 @@ typedef struct {
     int hs_specific;                 /* hs_error names the cause (authentication, mismatch) */
     int64_t reconnect_at;            /* when to reconnect after a refused handshake; 0: not planned */
     int reconnect_delay;             /* ms, doubles per refusal up to RECONNECT_MAX_MS */
+    int up; /* a handshake succeeded and its connection has not closed since (the DEALER's monitor): offers
+               go out only then (the DEALER is not ZMQ_IMMEDIATE, so that a reply survives its connection) */
+    uint8_t later[MAX_LATER_CONFIRMS]
+                 [PFT_TRANSPORT_ID_LEN]; /* CONFIRMs asked for while no connection was up */
+    int n_later;
 } peer_t;
+
+/* An ACK the receiver sent whose reading the sender has not confirmed yet (T_CONFIRM). */
+typedef struct {
+    uint8_t id[PFT_TRANSPORT_ID_LEN];
+    char user[PFT_BUNDLE_MAX_NAME + 1]; /* the sender's CURVE name ("" in plain text): only it confirms */
+} awaiting_t;
 
 typedef struct {
     uint8_t key[KEY_LEN];
@@ -138,6 +152,8 @@ struct pft_transport_t {
     double svc_ms;     /* moving average of a grant's time to its body's end (for WAIT hints) */
     uint8_t (*accepted)[PFT_TRANSPORT_ID_LEN]; /* ring of accepted ids */
     int n_accepted, accepted_next;
+    awaiting_t awaiting[MAX_AWAITING]; /* accepted ids whose ACK no sender confirmed yet, oldest first */
+    int n_awaiting;
     pft_transport_stats_t stats;
 };
 
@@ -180,6 +196,12 @@ void pft_transport__remember(pft_transport_t *self, const uint8_t id[PFT_TRANSPO
 int pft_transport__reply(pft_transport_t *self, const uint8_t *ident, size_t ident_len, int version,
                          char type, const uint8_t id[PFT_TRANSPORT_ID_LEN], const void *extra,
                          size_t extra_len);
+/* id was accepted from the sender named user (CURVE; NULL or "": plain text): its ACK awaits confirmation. */
+void pft_transport__await_confirm(pft_transport_t *self, const uint8_t id[PFT_TRANSPORT_ID_LEN],
+                                  const char *user);
+/* A confirmation of id's ACK from user: ends the wait for it if user is the one it was accepted from. */
+void pft_transport__confirmed(pft_transport_t *self, const uint8_t id[PFT_TRANSPORT_ID_LEN],
+                              const char *user);
 /* A NACK with code and reason (truncated to PFT_TRANSPORT_MAX_REASON bytes), in the given header version. */
 void pft_transport__nack(pft_transport_t *self, const uint8_t *ident, size_t ident_len, int version,
                          const uint8_t id[PFT_TRANSPORT_ID_LEN], int code, const char *reason);

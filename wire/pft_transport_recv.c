@@ -63,6 +63,7 @@ static void on_bundle(pft_transport_t *self, zmq_msg_t *identity, const uint8_t 
     }
     if (rc >= 0) {
         pft_transport__remember(self, hid);
+        pft_transport__await_confirm(self, hid, self->curve ? zmq_msg_gets(body, "User-Id") : NULL);
         if (rc == PFT_TRANSPORT_DUPLICATE)
             self->stats.duplicates++;
         else
@@ -133,6 +134,8 @@ static void dispatch(pft_transport_t *self, zmq_msg_t *parts, int n)
                                   type == T_PROBE);
     } else if (type == T_CANCEL && n == 2) {
         pft_transport__flow_cancel(self, ident, ident_len, id);
+    } else if (type == T_CONFIRM && n == 2) {
+        pft_transport__confirmed(self, id, self->curve ? zmq_msg_gets(&parts[1], "User-Id") : NULL);
     } else if (!type && version > 0 && version != HDR_VERSION && n <= 3) {
         other_version(self, &parts[0], &parts[1], version);
     } else {

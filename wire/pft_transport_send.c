@@ -78,9 +78,12 @@ int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *
         rc = pft_transport__zerr(PFT_ENET, "ZMQ_MAXMSGSIZE");
         goto fail;
     }
-    /* IMMEDIATE: queue only on a completed connection, so a peer that is down costs a retry, not a pile of
-     * copies delivered at once when it comes up. LINGER 0: an unacknowledged send has failed anyway. */
-    if ((rc = pft_transport__setopt_int(p->sock, ZMQ_IMMEDIATE, 1, "ZMQ_IMMEDIATE")) ||
+    /* Not IMMEDIATE: with it, libzmq drops the replies a peer sent and we had not read yet when the
+     * connection closes (an ACK read by a sender that was stopped or busy until its receiver left). We still
+     * transmit only on a completed connection (peer_t.up, from the monitor), so a peer that is down costs a
+     * retry, not a pile of copies delivered at once when it comes up. LINGER 0: an unacknowledged send has
+     * failed anyway. */
+    if ((rc = pft_transport__setopt_int(p->sock, ZMQ_IMMEDIATE, 0, "ZMQ_IMMEDIATE")) ||
         (rc = pft_transport__setopt_int(p->sock, ZMQ_SNDHWM, self->opts.sndhwm, "ZMQ_SNDHWM")) ||
         (rc = pft_transport__setopt_int(p->sock, ZMQ_RCVHWM, 1000, "ZMQ_RCVHWM")) ||
         (rc = pft_transport__setopt_int(p->sock, ZMQ_LINGER, 0, "ZMQ_LINGER")) ||
@@ -95,8 +98,8 @@ int pft_transport_add_peer(pft_transport_t *self, const char *name, const char *
         rc = pft_transport__zerr(PFT_ENET, "CURVE client keys");
         goto fail;
     }
-    if (!(p->mon =
-              pft_transport__monitor_new(self, p->sock, MON_HS_FAILED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED))) {
+    if (!(p->mon = pft_transport__monitor_new(
+              self, p->sock, MON_HS_FAILED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED))) {
         rc = PFT_ENET;
         goto fail;
     }
@@ -212,10 +215,12 @@ static int transmit_body(pft_transport_t *self, send_t *s);
 
 /* One offer of s: [header 'O', body size], or 'P' once the body went (a probe for the ACK), or 'E' followed
  * by the body for a first offer of at most opts.eager_bytes; 1 if it went out, 0 if libzmq could not take it
- * now (no connection: ZMQ_IMMEDIATE; or the HWM). */
+ * now (no connection: peer_t.up; or the HWM). */
 static int transmit_offer(pft_transport_t *self, send_t *s)
 {
     void *sock = self->peers[s->peer].sock;
+    if (!self->peers[s->peer].up)
+        return 0;
     uint8_t hdr[HDR_LEN], size[OFFER_LEN];
     int eager = !s->body_sent && s->bodies == 0 && (int64_t)s->len <= self->opts.eager_bytes;
     pft_transport__make_header(hdr, eager ? T_EAGER : s->body_sent ? T_PROBE : T_OFFER, s->id);
@@ -277,12 +282,26 @@ static void run_reconnects(pft_transport_t *self, int64_t now)
 }
 
 static void on_send(pft_transport_t *self, send_t *s, int64_t now);
+static void confirm_ack(pft_transport_t *self, int pi, const uint8_t id[PFT_TRANSPORT_ID_LEN]);
+
+/* CONFIRMs asked for while a peer had no connection up go out once it has one. */
+static void send_later_confirms(pft_transport_t *self)
+{
+    for (int i = 0; i < self->n_peers; i++) {
+        peer_t *p = &self->peers[i];
+        for (int k = 0; p->up && k < p->n_later; k++)
+            confirm_ack(self, i, p->later[k]);
+        if (p->up)
+            p->n_later = 0;
+    }
+}
 
 /* Due transmissions and expiries. */
 void pft_transport__run_timers(pft_transport_t *self)
 {
     int64_t now = pft_transport_now_ms();
     run_reconnects(self, now);
+    send_later_confirms(self);
     for (int i = 0; i < self->n_sends; i++) {
         send_t *s = &self->sends[i];
         if (s->state != PFT_SEND_PENDING)
@@ -373,6 +392,16 @@ static void cancel_grant(pft_transport_t *self, int pi, const uint8_t id[PFT_TRA
         self->stats.cancels_sent++;
 }
 
+/* Tells peer pi that its ACK of id was read (CONFIRM), so that it need not stay reachable for us; a failure
+ * (the peer gone, the HWM) only costs the receiver its bounded wait. */
+static void confirm_ack(pft_transport_t *self, int pi, const uint8_t id[PFT_TRANSPORT_ID_LEN])
+{
+    uint8_t hdr[HDR_LEN];
+    pft_transport__make_header(hdr, T_CONFIRM, id);
+    if (zmq_send(self->peers[pi].sock, hdr, HDR_LEN, ZMQ_DONTWAIT) == HDR_LEN)
+        self->stats.confirms_sent++;
+}
+
 static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[PFT_TRANSPORT_ID_LEN],
                      int code, const char *reason, uint32_t wait_ms)
 {
@@ -385,7 +414,7 @@ static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[
         matched = 1;
         if (type == T_ACK) {
             finish(self, s, PFT_SEND_ACKED, 0, "");
-            if (self->opts.on_ack)
+            if (self->opts.on_ack) /* recorded by the caller before the receiver is told it may leave */
                 self->opts.on_ack(self->opts.on_ack_ctx, i);
         } else if (type == T_SEND) {
             self->stats.grants_received++;
@@ -405,6 +434,8 @@ static void on_reply(pft_transport_t *self, int pi, char type, const uint8_t id[
     }
     if (type == T_SEND && !matched)
         cancel_grant(self, pi, id);
+    if (type == T_ACK)
+        confirm_ack(self, pi, id);
 }
 
 /* Decodes a NACK's code and reason (made printable) from its second frame. */
@@ -479,6 +510,21 @@ int pft_transport_cancel(pft_transport_t *self, int handle, const char *reason)
     if (s->state == PFT_SEND_PENDING)
         finish(self, s, PFT_SEND_FAILED, PFT_ETIMEOUT, reason);
     return 0;
+}
+
+int pft_transport_confirm(pft_transport_t *self, const char *peer, const uint8_t id[PFT_TRANSPORT_ID_LEN])
+{
+    for (int i = 0; peer && i < self->n_peers; i++) {
+        peer_t *p = &self->peers[i];
+        if (strcmp(p->name, peer) != 0)
+            continue;
+        if (p->up)
+            confirm_ack(self, i, id);
+        else if (p->n_later < MAX_LATER_CONFIRMS) /* sent once a connection is up (send_later_confirms) */
+            memcpy(p->later[p->n_later++], id, PFT_TRANSPORT_ID_LEN);
+        return 0;
+    }
+    return pft_err(PFT_EINVAL, "transport: unknown peer '%s'", peer ? peer : "(null)");
 }
 
 int pft_transport_pending(const pft_transport_t *self)

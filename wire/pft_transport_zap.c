@@ -231,7 +231,10 @@ void pft_transport__handle_monitor(pft_transport_t *self, void *mon, peer_t *pee
                         peer->reconnect_delay = RECONNECT_MAX_MS;
                     peer->reconnect_at = pft_transport_now_ms() + peer->reconnect_delay;
                 }
+            } else if (peer && event == ZMQ_EVENT_DISCONNECTED) {
+                peer->up = 0;
             } else if (peer && event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+                peer->up = 1;
                 peer->hs_error[0] = '\0';
                 peer->hs_specific = 0;
                 peer->reconnect_delay = 0;

@@ -407,11 +407,26 @@ static double linger_until(const node_t *nd)
     return end;
 }
 
-/* The loop's condition of the linger: past the time in ctx. */
+/* How long a finished node stays: linger_until(), then while a predecessor has not confirmed reading its ACK,
+ * until hold (RELIABILITY.md §5). */
+typedef struct {
+    double end, hold;
+    int said;
+} linger_t;
+
+/* The loop's condition of the linger: past the end, and every ACK confirmed or the hold past. */
 static int lingered(node_t *nd, void *ctx)
 {
-    (void)nd;
-    return pft_fsio_now() >= *(const double *)ctx;
+    linger_t *l = ctx;
+    double now = pft_fsio_now();
+    int waiting = pft_node__inbox_unconfirmed(nd);
+    if (now < l->end || (waiting == 0 || now >= l->hold))
+        return now >= l->end;
+    if (!l->said++)
+        pft_info("staying reachable until the predecessors confirm reading %d acknowledgement(s) (at most "
+                 "%.0f s more)",
+                 waiting, l->hold - now);
+    return 0;
 }
 
 /* Writes result.json and the final status; after a success keeps answering late duplicate deliveries (a lost
@@ -433,8 +448,11 @@ static int finish(node_t *nd, json_t *res, int code)
         pft_transport_stats_t before, after;
         pft_transport_stats(nd->hand.tp, &before);
         int refused = nd->refusal.rejected + nd->refusal.handshakes_denied;
-        double end = linger_until(nd);
-        (void)pft_node__loop_until(nd, lingered, &end, 100); /* a stop request ends it early */
+        linger_t l = {.end = linger_until(nd), .hold = pft_fsio_now() + pft_node__inbox_hold_s(nd)};
+        (void)pft_node__loop_until(nd, lingered, &l, 100); /* a stop request ends it early */
+        if (pft_node__inbox_unconfirmed(nd) > 0)
+            pft_warn("leaving with %d acknowledgement(s) not confirmed read by their sender",
+                     pft_node__inbox_unconfirmed(nd));
         pft_node__refusal_tick(nd, 1);
         pft_transport_stats(nd->hand.tp, &after);
         if ((after.received != before.received ||

@@ -445,3 +445,25 @@ void pft_node__inbox_json(const node_t *nd, json_t *recv, json_t *missing)
         }
     }
 }
+
+/* The end of a hand-off (RELIABILITY.md §5): a finished node stays reachable while a predecessor has not
+ * confirmed reading the ACK of a bundle this node stored (the transport's CONFIRM), so that a predecessor
+ * that could not read it yet (busy, or killed and restarted) asks again and is ACKed again instead of waiting
+ * out send_deadline; at most as long as the longest send_deadline of its inbound edges (a sender waits that
+ * long for an ACK; the receiver waits as long for the sender to read it). A sender stopped past that still
+ * reads the ACK it received before this node left (the transport keeps it). */
+double pft_node__inbox_hold_s(const node_t *nd)
+{
+    double hold = 0;
+    for (size_t i = 0; i < pft_topo_edge_count(nd->topo); i++) {
+        const pft_topo_edge_t *e = pft_topo_edge(nd->topo, i);
+        if (e->head == nd->my_index && e->send_deadline > hold)
+            hold = e->send_deadline;
+    }
+    return hold;
+}
+
+int pft_node__inbox_unconfirmed(const node_t *nd)
+{
+    return nd->hand.tp ? pft_transport_unconfirmed(nd->hand.tp) : 0;
+}

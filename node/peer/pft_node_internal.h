@@ -443,6 +443,11 @@ inbound_t *pft_node__inbox_complete(node_t *nd, const pft_stage_t *st);
 void pft_node__inbox_release(node_t *nd, const pft_stage_t *st);
 /* result.json's received and missing. */
 void pft_node__inbox_json(const node_t *nd, json_t *recv, json_t *missing);
+/* Seconds a finished node stays reachable at most for predecessors that have not confirmed reading their ACK:
+ * the longest send_deadline of its inbound edges (0: none). */
+double pft_node__inbox_hold_s(const node_t *nd);
+/* Bundles stored and ACKed whose ACK the sender has not confirmed reading yet. */
+int pft_node__inbox_unconfirmed(const node_t *nd);
 
 /* ---- pft_node_outbox.c ---- */
 /* Sends a stage's message to its successors (not again where acknowledged before a restart). */

@@ -159,6 +159,7 @@ int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *byte
                               .seq = ho->seq,
                               .acked_before = 1};
             memcpy(o->id_hex, hex, sizeof hex);
+            (void)pft_transport_confirm(nd->hand.tp, peer->id, id); /* it may still wait for our word */
             pft_info("hand-off %zu to %s was acknowledged before a restart: not sent again", ho->seq,
                      peer->id);
             continue;
