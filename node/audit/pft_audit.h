@@ -23,11 +23,16 @@ typedef struct {
     int n_lp;      /* vertex attack: linear programs per part (≥ 1) */
     uint64_t seed; /* their random objectives */
     double ridge;  /* likelihood of statistics: ridge × tr(C)/d added to the class covariance C's diagonal */
+    double mean_noise; /* zero-support / bound test: the noise std on each contributor's class sums (mean_noise) */
 } pft_audit_opts_t;
 
 #define PFT_AUDIT_RIDGE_DEFAULT 1e-3
 
-/* Defaults: PFT_VERTEX_LP_DEFAULT programs, seed 1, ridge PFT_AUDIT_RIDGE_DEFAULT. */
+/* The default of the topology attribute mean_noise (topology/pft_topo_attr.c), which the audit assumes. */
+#define PFT_AUDIT_MEAN_NOISE_DEFAULT 0.0
+
+/* Defaults: PFT_VERTEX_LP_DEFAULT programs, seed 1, ridge PFT_AUDIT_RIDGE_DEFAULT, mean_noise
+ * PFT_AUDIT_MEAN_NOISE_DEFAULT. */
 void pft_audit_opts_default(pft_audit_opts_t *o);
 
 /* Attacks b with the producer's own rows (members) and held-out rows (non-members; n = 0: the membership

@@ -340,6 +340,9 @@ int pft_cmd_audit(int argc, char **argv)
         {"seed", PFT_OPT_U64, &ao.seed, "1", 0, -1, 0, "S", "seed of that order"},
         {"ridge", PFT_OPT_DOUBLE, &ao.ridge, "0.001", 0, 1e6, 0, "R",
          "likelihood of statistics: R x tr(C)/d added to the diagonal of each class covariance C"},
+        {"mean-noise", PFT_OPT_DOUBLE, &ao.mean_noise, "0", 0, 1e3, 0, "S",
+         "statistics: the noise std the producer added to each own class sum (its mean_noise; 0: exact), "
+         "which the bound test allows for"},
         {"fail-on", PFT_OPT_STRING, &fail_on, "fail", 0, -1, 0, "V",
          "exit 3 when the overall verdict reaches V (warn, fail), on an exact leak only (exact), or never"},
         {"json", PFT_OPT_FLAG, &json, NULL, 0, -1, 0, NULL, "print one JSON object on stdout"},
