@@ -45,7 +45,7 @@ static void test_draw(void)
         v += (a[j] - m) * (a[j] - m) / (M - 1);
     CHECK_NEAR(m, 0.0, 4 * 0.05 / sqrt(M));
     CHECK_NEAR(sqrt(v), 0.05, 0.05 * 0.03); /* the std of a std estimate of M draws: σ/sqrt(2M) = 0.5 % */
-    CHECK(pft_meannoise_draw(9, 3, 0.05, M, b) == 0 && memcmp(a, b, M * sizeof *a) != 0); /* another class */
+    CHECK(pft_meannoise_draw(9, 3, 0.05, M, b) == 0 && memcmp(a, b, M * sizeof *a) != 0);  /* another class */
     CHECK(pft_meannoise_draw(10, 2, 0.05, M, b) == 0 && memcmp(a, b, M * sizeof *a) != 0); /* another seed */
     pft_free(a);
     pft_free(b);

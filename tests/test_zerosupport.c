@@ -88,7 +88,7 @@ static void test_known_answers(void)
     pft_audit_rows_t own = {x, y, 2 * M, D}, held = {h, yh, 2 * M, D};
     json_t *o = NULL;
     pft_verdict_t v = PFT_VERDICT_PASS;
-    CHECK(b && pft_zerosupport_attack(b, &own, &held, &o, &v) == 0 && o);
+    CHECK(b && pft_zerosupport_attack(b, &own, &held, 0, &o, &v) == 0 && o);
     CHECK(v == PFT_VERDICT_FAIL);
     CHECK(json_is_true(json_object_get(o, "applicable")));
     CHECK_NEAR(jnum(o, NULL, "accuracy"), 1.0, 1e-12);
@@ -101,7 +101,7 @@ static void test_known_answers(void)
     json_decref(o);
     /* without held-out rows: nothing to measure, PASS */
     pft_audit_rows_t none = {NULL, NULL, 0, D};
-    CHECK(pft_zerosupport_attack(b, &own, &none, &o, &v) == 0 && v == PFT_VERDICT_PASS);
+    CHECK(pft_zerosupport_attack(b, &own, &none, 0, &o, &v) == 0 && v == PFT_VERDICT_PASS);
     CHECK(json_is_false(json_object_get(o, "applicable")) && json_is_null(json_object_get(o, "accuracy")));
     json_decref(o);
     pft_bundle_destroy(&b);
@@ -121,7 +121,7 @@ static void test_no_zeros(void)
     pft_audit_rows_t own = {x, y, M, D}, held = {h, yh, M, D};
     json_t *o = NULL;
     pft_verdict_t v = PFT_VERDICT_FAIL;
-    CHECK(b && pft_zerosupport_attack(b, &own, &held, &o, &v) == 0 && v == PFT_VERDICT_PASS);
+    CHECK(b && pft_zerosupport_attack(b, &own, &held, 0, &o, &v) == 0 && v == PFT_VERDICT_PASS);
     CHECK_NEAR(jnum(o, NULL, "accuracy"), 0.5, 1e-12);
     CHECK(jnum(o, "worst", "zeros") == 0 && jnum(o, "worst", "holdout_pass") == M);
     json_decref(o);
@@ -145,7 +145,7 @@ static void test_fp16_rounding(void)
     pft_audit_rows_t own = {x, y, M, D}, held = {h, yh, M, D};
     json_t *o = NULL;
     pft_verdict_t v = PFT_VERDICT_PASS;
-    CHECK(b && pft_zerosupport_attack(b, &own, &held, &o, &v) == 0);
+    CHECK(b && pft_zerosupport_attack(b, &own, &held, 0, &o, &v) == 0);
     CHECK(jnum(o, "worst", "own_pass") == M && jnum(o, "worst", "zeros") == NZ);
     CHECK_NEAR(jnum(o, NULL, "accuracy"), 1.0, 1e-12);
     json_decref(o);
@@ -182,7 +182,7 @@ static void test_gmm_components(void)
     pft_audit_rows_t own = {x, y, 8, D}, held = {h, yh, 8, D};
     json_t *o = NULL;
     pft_verdict_t v = PFT_VERDICT_PASS;
-    CHECK(b && pft_zerosupport_attack(b, &own, &held, &o, &v) == 0 && v == PFT_VERDICT_FAIL);
+    CHECK(b && pft_zerosupport_attack(b, &own, &held, 0, &o, &v) == 0 && v == PFT_VERDICT_FAIL);
     CHECK(jnum(o, "worst", "means") == 2 && jnum(o, "worst", "zeros") == 8 && jnum(o, "worst", "rows") == 8);
     CHECK(jnum(o, "worst", "own_pass") == 8 && jnum(o, "worst", "holdout_pass") == 0);
     json_decref(o);

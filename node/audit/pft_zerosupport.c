@@ -13,7 +13,7 @@
 typedef struct {
     const double *mu;
     double rows;
-    double *sum;  /* statistics: rows·μ·sqrt(1 + dσ²/‖rows·μ‖²) (d doubles, owned by the caller); GMM: NULL */
+    double *sum; /* statistics: rows·μ·sqrt(1 + dσ²/‖rows·μ‖²) (d doubles, owned by the caller); GMM: NULL */
     double sigma; /* statistics: mean_noise·sqrt(contributors of the part); 0: exact */
 } released_t;
 
@@ -171,8 +171,7 @@ static void test_class(int c, const released_t *m, int k, int d, double u, doubl
         count(own, c, m, k, u, rel, s_margins[i], &t.own, &t.own_pass);
         count(held, c, m, k, u, rel, s_margins[i], &t.held, &t.held_pass);
         if (t.own > 0 && t.held > 0)
-            t.accuracy =
-                0.5 * ((double)t.own_pass / t.own + (double)(t.held - t.held_pass) / (double)t.held);
+            t.accuracy = 0.5 * ((double)t.own_pass / t.own + (double)(t.held - t.held_pass) / (double)t.held);
         t.margin = s_margins[i];
         if (i == 0 || (!isnan(t.accuracy) && !(t.accuracy <= e->accuracy)))
             *e = t;

@@ -1,8 +1,8 @@
 /* pft_node_step: what a node sends, as one pipeline: the ordered table of release steps (floor → noise →
- * mean_noise → rule → mask), each in its own file with applies() and its work on this node's own part (own) or on the outbound
- * bundle (bundle). Which steps apply is decided once at setup, like the method and the head; a refit then
- * runs the steps in order and tests no privacy setting itself. The head's exact input stays on its own path
- * (pft_node__step_exact). */
+ * mean_noise → rule → mask), each in its own file with applies() and its work on this node's own part (own)
+ * or on the outbound bundle (bundle). Which steps apply is decided once at setup, like the method and the
+ * head; a refit then runs the steps in order and tests no privacy setting itself. The head's exact input
+ * stays on its own path (pft_node__step_exact). */
 #include "pft_node_internal.h"
 
 #include "pft_error.h"
