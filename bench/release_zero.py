@@ -21,7 +21,12 @@ Prints, per m, the released classes, how many reach 0.6 and 0.9, the worst class
 rate by class size. The accuracy each m costs is measured with the node itself (min_rows is that floor):
 `pftnet launch configs/chain5.dot --out D --seed S --set cov=tied --set min_rows=M` (see bench/README.md).
 
-usage: bench/release_zero.py RUN --kind chain|star [--rules floor:5,...,zerofree:5,loo:5]
+Rule noise:M:R:S replays pftnode's mean_noise = S (floor M; every own class released standing for fewer than R
+rows gets Gaussian noise of std S per coordinate on its sum, rescaled to the sum's norm, as
+core/pft_meannoise.h) and runs the bound test (a member lies under its class sum everywhere; zero support is
+the case sum = 0) as an attacker who knows S: at margins of c = 0..4 noise std, and the best threshold.
+
+usage: bench/release_zero.py RUN --kind chain|star [--rules floor:5,...,zerofree:5,loo:5,noise:5:1000000:0.05]
        bench/release_zero.py RUN --kind chain|star --withhold zerofree:5   (RUN from --prepare-only; then run
                                                                             the pftnode commands it printed)
 """
@@ -243,7 +248,7 @@ def main():
     ap.add_argument("--kind", choices=["chain", "star"], required=True)
     ap.add_argument("--rules", default="floor:5,floor:10,floor:15,floor:20,zerofree:5,loo:5",
                     help="comma-separated rules: floor:M (min_rows = M), zerofree:M (and no exact zero), "
-                    "loo:M (and a leave-one-out pass rate >= 0.8)")
+                    "loo:M (and a leave-one-out pass rate >= 0.8), noise:M:R:S (mean_noise = S below R rows)")
     ap.add_argument("--pool", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
                                                    "pacs-mobilenetv2"), help="the dataset the run drew from")
     ap.add_argument("--withhold", metavar="RULE", help="rewrite RUN's training files without what RULE withholds")
