@@ -2,8 +2,10 @@
  * answer is known. Members of a class zero on a set of coordinates, non-members not: every member passes, no
  * other row does, balanced accuracy 1 (FAIL); no zeros anywhere: everyone passes, 0.5 (PASS); a GMM class
  * whose components vanish on different sets: each member passes its own component; an fp16 bundle whose mean
- * rounds a member's tiny value to 0: the member still passes (the rounding bound); through pft_audit_run the
- * attack is among the attacks with its verdict. */
+ * rounds a member's tiny value to 0: the member still passes (the rounding bound); the bound test of
+ * statistics (a member lies under its class sum): rows with no zero at all, non-members above the members'
+ * sum on one coordinate, decided exactly (the zero-support test alone would say 0.5); through pft_audit_run
+ * the attack is among the attacks with its verdict. */
 #include "pft_alloc.h"
 #include "pft_audit.h"
 #include "pft_bundle.h"
@@ -153,6 +155,38 @@ static void test_fp16_rounding(void)
     pft_rng_destroy(&r);
 }
 
+/* The bound test: pft_zerosupport_bounded's arithmetic, then a class with no zero where members are small on
+ * coordinate 0 (their sum there ≤ M·0.05) and non-members large (≥ 0.5): members pass, non-members fail. */
+static void test_bound(void)
+{
+    float in[3] = {0.2f, 0.0f, 0.5f}, out[3] = {0.2f, 0.1f, 0.5f};
+    double sum[3] = {0.3, 0.0, 0.5};
+    CHECK(pft_zerosupport_bounded(in, sum, 3, 1, 0, 0, 0));
+    CHECK(!pft_zerosupport_bounded(out, sum, 3, 1, 0, 0, 0));
+    CHECK(pft_zerosupport_bounded(out, sum, 3, 1, 0, 0, 0.2)); /* a margin for the noise lets it through */
+    pft_rng_t *r = pft_rng_new(12);
+    float x[M * D], h[M * D];
+    int32_t y[M], yh[M];
+    fill(r, x, y, 0, M, 2, 0, 0);
+    fill(r, h, yh, 0, M, 2, 0, 0);
+    for (int i = 0; i < M; i++) {
+        x[(size_t)i * D] = (float)(0.01 + 0.04 * pft_rng_uniform(r));
+        h[(size_t)i * D] = (float)(0.5 + 0.5 * pft_rng_uniform(r));
+    }
+    pft_bundle_t *b = stats_bundle(x, y, M, PFT_DTYPE_F16);
+    b = round_trip(&b);
+    pft_audit_rows_t own = {x, y, M, D}, held = {h, yh, M, D};
+    json_t *o = NULL;
+    pft_verdict_t v = PFT_VERDICT_PASS;
+    CHECK(b && pft_zerosupport_attack(b, &own, &held, 0, &o, &v) == 0 && v == PFT_VERDICT_FAIL);
+    CHECK(jnum(o, "worst", "zeros") == 0 && jnum(o, "worst", "own_pass") == M);
+    CHECK(jnum(o, "worst", "holdout_pass") == 0);
+    CHECK_NEAR(jnum(o, NULL, "accuracy"), 1.0, 1e-12);
+    json_decref(o);
+    pft_bundle_destroy(&b);
+    pft_rng_destroy(&r);
+}
+
 /* A GMM class of two components of 4 rows each, 0 on coordinates 0..7 and 8..15: members of either pass;
  * non-members 0 on half of each set, or nowhere, pass neither. */
 static void test_gmm_components(void)
@@ -223,6 +257,7 @@ int main(void)
     RUN(test_known_answers);
     RUN(test_no_zeros);
     RUN(test_fp16_rounding);
+    RUN(test_bound);
     RUN(test_gmm_components);
     RUN(test_in_audit);
     return pft_test_done();
