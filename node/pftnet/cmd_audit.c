@@ -183,10 +183,13 @@ static void print_zero_support(const json_t *z)
         return;
     }
     printf("worst class %d (%.0f rows, %d coordinates exactly 0): %d of %d own rows pass, %d of %d held-out; "
-           "balanced accuracy %.3f (all classes %.3f)\n",
+           "balanced accuracy %.3f (all classes %.3f)",
            (int)jnum(w, "label"), jnum(w, "rows"), (int)jnum(w, "zeros"), (int)jnum(w, "own_pass"),
            (int)jnum(w, "own_rows"), (int)jnum(w, "holdout_pass"), (int)jnum(w, "holdout_rows"),
            jnum(w, "accuracy"), jnum(all, "accuracy"));
+    if (jnum(z, "mean_noise") > 0) /* the bound test allowed for the producer's mean_noise */
+        printf("; bound at margin %d x %g", (int)jnum(w, "margin"), jnum(z, "mean_noise"));
+    printf("\n");
 }
 
 static void print_text(const char *path, const json_t *o)
