@@ -11,7 +11,7 @@ class) and one per run (accuracy of the node(s) holding everyone's knowledge, by
 usage: bench/release_audit.py [--bin build/node] [--out /tmp/pft_release] [--lp 400] [--seed 0]
                               [--only chain3,star20,star50,chain5] [--releases lowrank,full_scatter]
                               [--set mean_noise=0.05 ...]   (attributes for the launch; the audit is told the
-                                                             run's mean_noise, 0.05 unless set)
+                                                             run's mean_noise, 0 unless set)
 """
 import argparse
 import json
@@ -95,7 +95,7 @@ def main():
     p.add_argument("--releases", default="lowrank,full_scatter")
     p.add_argument("--set", action="append", default=[], metavar="K=V", help="an attribute for every launch")
     a = p.parse_args()
-    a.mean_noise = next((float(kv.split("=")[1]) for kv in a.set if kv.startswith("mean_noise=")), 0.05)
+    a.mean_noise = next((float(kv.split("=")[1]) for kv in a.set if kv.startswith("mean_noise=")), 0.0)
     a.bin = os.path.abspath(a.bin)
     os.makedirs(a.out, exist_ok=True)
     chain3 = os.path.join(a.out, "chain3.dot")
