@@ -21,7 +21,8 @@ Prints, per m, the released classes, how many reach 0.6 and 0.9, the worst class
 rate by class size. The accuracy each m costs is measured with the node itself (min_rows is that floor):
 `pftnet launch configs/chain5.dot --out D --seed S --set cov=tied --set min_rows=M` (see bench/README.md).
 
-Rule noise:M:R:S replays pftnode's mean_noise = S (floor M; every own class released standing for fewer than R
+Rule pos:M:R:S is the positive perturbation s + |e| instead (emulated only: without rescaling it breaks the
+plausibility checks of SECURITY.md 7.1, as unscaled noise did). Rule noise:M:R:S replays pftnode's mean_noise = S (floor M; every own class released standing for fewer than R
 rows gets Gaussian noise of std S per coordinate on its sum, rescaled to the sum's norm, as
 core/pft_meannoise.h) and runs the bound test (a member lies under its class sum everywhere; zero support is
 the case sum = 0) as an attacker who knows S: at margins of c = 0..4 noise std, and the best threshold.
@@ -95,7 +96,7 @@ def rule_keeps(rule, received, own):
         return False
     if kind == "zerofree":
         return not np.any(np.all(np.concatenate(rows) == 0, axis=0))
-    return kind in ("floor", "noise") or loo_pass(received, own) >= LOO_PASS
+    return kind in ("floor", "noise", "pos") or loo_pass(received, own) >= LOO_PASS
 
 
 def released_rows(nodes, contrib, c, rule):
@@ -131,7 +132,10 @@ def released_sum(nodes, contrib, c, rule, seed):
         if not len(own) or rows + len(own) < int(m):
             continue
         s = own.sum(0).astype(np.float64)
-        if rows + len(own) < int(r):  # pftnode's mean_noise: (s + e) rescaled to the norm of s
+        if rows + len(own) < int(r) and rule.startswith("pos:"):  # a positive perturbation s + |e| (emulated
+            s = s + np.abs(noise_of(rule, n, c, own.shape[1], seed))  # only: no rescaling, SECURITY.md 7.1 refuses it)
+            draws += 1
+        elif rows + len(own) < int(r):  # pftnode's mean_noise: (s + e) rescaled to the norm of s
             t = s + noise_of(rule, n, c, own.shape[1], seed)
             s = t * np.linalg.norm(s) / np.linalg.norm(t)
             draws += 1
@@ -179,6 +183,8 @@ def noise_tests(nodes, pool, kind, rule, seed=0):
         outside = np.array([k not in mine for k in keys])
         member, _ = zip(*[released_rows(nodes, contrib, c, "floor:" + rule.split(":")[1])
                           for c in range(int(max(py)) + 1)])
+        if not any(member):
+            continue  # the part releases nothing
         part_rows = np.concatenate([np.concatenate(m) for m in member if m])
         for c in range(int(max(py)) + 1):
             if not member[c]:
@@ -186,7 +192,8 @@ def noise_tests(nodes, pool, kind, rule, seed=0):
             xm = np.concatenate(member[c])
             srel, draws = released_sum(nodes, contrib, c, rule, seed)
             # what the attacker reads: the released sum, the rescaling undone as its expectation gives it
-            srel = srel * np.sqrt(1 + draws * len(srel) * s * s / max(float(srel @ srel), 1e-30))
+            if rule.startswith("noise:"):
+                srel = srel * np.sqrt(1 + draws * len(srel) * s * s / max(float(srel @ srel), 1e-30))
             xo = px[outside & (py == c)]
             z = srel == 0
             pz = float(np.mean(np.all(xo[:, z] == 0, axis=1)))
@@ -256,7 +263,7 @@ def main():
     nodes, pool = load(a.run, a.pool)
     print(f"{a.run}: {len(nodes)} nodes with rows, {a.kind}")
     for rule in [a.withhold] if a.withhold else a.rules.split(","):
-        if rule.startswith("noise:"):
+        if rule.startswith(("noise:", "pos:")):
             report_noise(nodes, pool, a.kind, rule)
             continue
         t, wh = class_tests(nodes, pool, a.kind, rule)
