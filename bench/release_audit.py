@@ -10,6 +10,8 @@ class) and one per run (accuracy of the node(s) holding everyone's knowledge, by
 
 usage: bench/release_audit.py [--bin build/node] [--out /tmp/pft_release] [--lp 400] [--seed 0]
                               [--only chain3,star20,star50,chain5] [--releases lowrank,full_scatter]
+                              [--set mean_noise=0.05 ...]   (attributes for the launch; the audit is told the
+                                                             run's mean_noise, 0 unless set)
 """
 import argparse
 import json
@@ -25,7 +27,8 @@ def launch(a, name, dot, release, extra):
     out = os.path.join(a.out, f"{name}-{release}")
     cmd = [os.path.join(a.bin, "pftnet"), "launch", dot, "--out", out, "--force", "--seed", str(a.seed),
            "--no-baselines", "--quiet", "--set", "cov=tied", "--set", f"stats_release={release}",
-           "--set", f"port_base={random.randint(20000, 40000)}"] + extra
+           "--set", f"port_base={random.randint(20000, 40000)}"] + extra + [
+               x for kv in a.set for x in ("--set", kv)]
     env = dict(os.environ, PFTNODE=os.path.join(a.bin, "pftnode"))
     print("+", " ".join(cmd), file=sys.stderr, flush=True)
     subprocess.run(cmd, check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
@@ -38,7 +41,8 @@ def audit(a, run, node, held_node, held_split):
     hy = os.path.join(run, held_node, "data", f"{held_split}_y.npy")
     cmd = [os.path.join(a.bin, "pftnet"), "audit", os.path.join(d, "bundle.pftb"), "--features",
            os.path.join(d, "data", "train_x.npy"), "--labels", os.path.join(d, "data", "train_y.npy"),
-           "--holdout-features", hx, "--holdout-labels", hy, "--lp", str(a.lp), "--json", "--fail-on", "never"]
+           "--holdout-features", hx, "--holdout-labels", hy, "--lp", str(a.lp), "--json", "--fail-on", "never",
+           "--mean-noise", str(a.mean_noise)]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if r.returncode != 0:
         raise SystemExit(f"audit of {d} failed ({r.returncode}): {r.stderr}")
@@ -75,6 +79,7 @@ def zero_text(z):
     if not w:
         return f"zero support {z['verdict']} (not measured)"
     return (f"zero support {w['accuracy']:.3f} (class {w['label']}, {w['rows']:.0f} rows, {w['zeros']} zeros, "
+            f"margin {w.get('margin', 0)}, "
             f"{w['own_pass']}/{w['own_rows']} own, {w['holdout_pass']}/{w['holdout_rows']} held-out pass) "
             f"{z['verdict']}")
 
@@ -88,7 +93,9 @@ def main():
     p.add_argument("--max-audits", type=int, default=60)
     p.add_argument("--only", default="chain3,star20,star50")
     p.add_argument("--releases", default="lowrank,full_scatter")
+    p.add_argument("--set", action="append", default=[], metavar="K=V", help="an attribute for every launch")
     a = p.parse_args()
+    a.mean_noise = next((float(kv.split("=")[1]) for kv in a.set if kv.startswith("mean_noise=")), 0.0)
     a.bin = os.path.abspath(a.bin)
     os.makedirs(a.out, exist_ok=True)
     chain3 = os.path.join(a.out, "chain3.dot")

@@ -21,7 +21,13 @@ Prints, per m, the released classes, how many reach 0.6 and 0.9, the worst class
 rate by class size. The accuracy each m costs is measured with the node itself (min_rows is that floor):
 `pftnet launch configs/chain5.dot --out D --seed S --set cov=tied --set min_rows=M` (see bench/README.md).
 
-usage: bench/release_zero.py RUN --kind chain|star [--rules floor:5,...,zerofree:5,loo:5]
+Rule pos:M:R:S is the positive perturbation s + |e| instead (emulated only: without rescaling it breaks the
+plausibility checks of SECURITY.md 7.1, as unscaled noise did). Rule noise:M:R:S replays pftnode's mean_noise = S (floor M; every own class released standing for fewer than R
+rows gets Gaussian noise of std S per coordinate on its sum, rescaled to the sum's norm, as
+core/pft_meannoise.h) and runs the bound test (a member lies under its class sum everywhere; zero support is
+the case sum = 0) as an attacker who knows S: at margins of c = 0..4 noise std, and the best threshold.
+
+usage: bench/release_zero.py RUN --kind chain|star [--rules floor:5,...,zerofree:5,loo:5,noise:5:1000000:0.05]
        bench/release_zero.py RUN --kind chain|star --withhold zerofree:5   (RUN from --prepare-only; then run
                                                                             the pftnode commands it printed)
 """
@@ -84,13 +90,13 @@ def rule_keeps(rule, received, own):
     pftnode's min_rows; "zerofree:M": that, and the part's class mean has no exact zero; "loo:M": that, and a
     leave-one-out estimate over the node's own rows says a fresh row passes the zero-support test with
     probability >= LOO_PASS)."""
-    kind, m = rule.split(":")
+    kind, m = rule.split(":")[:2]
     rows = received + [own]
     if sum(len(r) for r in rows) < int(m):
         return False
     if kind == "zerofree":
         return not np.any(np.all(np.concatenate(rows) == 0, axis=0))
-    return kind == "floor" or loo_pass(received, own) >= LOO_PASS
+    return kind in ("floor", "noise", "pos") or loo_pass(received, own) >= LOO_PASS
 
 
 def released_rows(nodes, contrib, c, rule):
@@ -104,6 +110,110 @@ def released_rows(nodes, contrib, c, rule):
         elif len(own):
             withheld.append(n)
     return rows, withheld
+
+
+BOUND_CS = (0, 1, 2, 3, 4)  # margins an attacker may choose a priori (reported: the worst class at each)
+BOUND_C = 4.0  # the adaptive test's margin in noise standard deviations (a member fails it w.p. <= 1280 Phi(-4))
+
+
+def noise_of(rule, node, c, d, seed):
+    """The noise a node adds to its own class sum under "noise:M:R:S" (Gaussian, std S per coordinate, on a
+    class released standing for fewer than R rows): seeded by (seed, node, class), data-independent."""
+    h = sum((i + 1) * ord(ch) for i, ch in enumerate(node))
+    return np.random.default_rng([seed, h, c]).normal(0.0, float(rule.split(":")[3]), d)
+
+
+def released_sum(nodes, contrib, c, rule, seed):
+    """The class sum the part releases (rows plus each contributor's noise) and how many noise draws it holds."""
+    _, m, r, _ = rule.split(":")
+    total, draws, rows = None, 0, 0
+    for n in contrib:
+        own = nodes[n][0][nodes[n][1] == c]
+        if not len(own) or rows + len(own) < int(m):
+            continue
+        s = own.sum(0).astype(np.float64)
+        if rows + len(own) < int(r) and rule.startswith("pos:"):  # a positive perturbation s + |e| (emulated
+            s = s + np.abs(noise_of(rule, n, c, own.shape[1], seed))  # only: no rescaling, SECURITY.md 7.1 refuses it)
+            draws += 1
+        elif rows + len(own) < int(r):  # pftnode's mean_noise: (s + e) rescaled to the norm of s
+            t = s + noise_of(rule, n, c, own.shape[1], seed)
+            s = t * np.linalg.norm(s) / np.linalg.norm(t)
+            draws += 1
+        rows += len(own)
+        total = s if total is None else total + s
+    return total, draws
+
+
+def best_accuracy(own_scores, other_scores):
+    """1/2 (TPR + TNR) of the best threshold "member when score <= t" (labelled members and non-members: an
+    upper bound on what an attacker with such a sample gets)."""
+    t = np.unique(np.concatenate([own_scores, other_scores]))
+    tpr = (own_scores[None, :] <= t[:, None]).mean(1)
+    tnr = (other_scores[None, :] > t[:, None]).mean(1)
+    return float(np.max(0.5 * (tpr + tnr)))
+
+
+def adaptive(xm, part_rows, xo, sum_rel, draws, s):
+    """The attacker that knows the noise: a member is <= the class sum everywhere (rows >= 0), so score a row by
+    max_j (x_j - released sum_j) (and +inf when it is not 0 where the part's shared scatter has a zero variance,
+    i.e. every row of the part is 0: exact in a part of >= 20 rows). Returns the pass rates of members and
+    non-members of the bound test at BOUND_C noise std and the best-threshold accuracy of the score."""
+    zw = np.all(part_rows == 0, axis=0) if len(part_rows) >= 20 else np.zeros(xm.shape[1], bool)
+
+    def score(x):
+        v = np.max(x - sum_rel[None, :], axis=1)
+        return np.where(np.any(x[:, zw] > 0, axis=1), np.inf, v)
+
+    so, sx = score(xm), score(xo)
+    lim = BOUND_C * s * np.sqrt(draws)
+    zwp = float(np.mean(~np.any(xo[:, zw] > 0, axis=1)))
+    by_c = [0.5 * (np.mean(so <= c * s * np.sqrt(draws)) + np.mean(sx > c * s * np.sqrt(draws)))
+            for c in BOUND_CS]
+    return float(np.mean(so <= lim)), float(np.mean(sx <= lim)), best_accuracy(so, sx), 1 - zwp / 2, by_c
+
+
+def noise_tests(nodes, pool, kind, rule, seed=0):
+    """Per released class under "noise:M:R:S": (sender, label, rows, draws, exact-zero pass rate, bound test's
+    member and non-member pass rates, its accuracy, the best-threshold accuracy, non-members)."""
+    out = []
+    px, py, keys = pool
+    s = float(rule.split(":")[3])
+    for sender, contrib in parts(nodes, kind):
+        mine = set().union(*(nodes[n][2] for n in contrib))
+        outside = np.array([k not in mine for k in keys])
+        member, _ = zip(*[released_rows(nodes, contrib, c, "floor:" + rule.split(":")[1])
+                          for c in range(int(max(py)) + 1)])
+        if not any(member):
+            continue  # the part releases nothing
+        part_rows = np.concatenate([np.concatenate(m) for m in member if m])
+        for c in range(int(max(py)) + 1):
+            if not member[c]:
+                continue
+            xm = np.concatenate(member[c])
+            srel, draws = released_sum(nodes, contrib, c, rule, seed)
+            # what the attacker reads: the released sum, the rescaling undone as its expectation gives it
+            if rule.startswith("noise:"):
+                srel = srel * np.sqrt(1 + draws * len(srel) * s * s / max(float(srel @ srel), 1e-30))
+            xo = px[outside & (py == c)]
+            z = srel == 0
+            pz = float(np.mean(np.all(xo[:, z] == 0, axis=1)))
+            pm, pn, best, zw, by_c = adaptive(xm, part_rows, xo, srel, draws, s)
+            out.append((sender, c, len(xm), draws, pz, pm, pn, 0.5 * (pm + 1 - pn), best, len(xo), zw, by_c))
+    return out
+
+
+def report_noise(nodes, pool, kind, rule):
+    t = noise_tests(nodes, pool, kind, rule)
+    for i, name in ((7, "bound test"), (8, "best threshold")):
+        acc = np.array([e[i] for e in t])
+        w = max(t, key=lambda e: e[i])
+        print(f"{rule:16}: {len(t)} classes, {sum(e[3] > 0 for e in t)} noised; {name} accuracy > 0.6: "
+              f"{(acc > 0.6).sum()}, >= 0.9: {(acc >= 0.9).sum()}; worst {w[0]} class {w[1]}, {w[2]} rows, "
+              f"{w[3]} draws, members pass {100 * w[5]:.1f} %, non-members {100 * w[6]:.1f} % of {w[9]}, "
+              f"bound {w[7]:.3f}, best {w[8]:.3f}; exact-zero test max {max(0.5 * (2 - e[4]) for e in t):.3f}, "
+              f"scatter's zero variances alone max {max(e[10] for e in t):.3f}")
+    print("   bound test at margin c std, worst class (classes > 0.6): " + ", ".join(
+        f"c={c}: {max(e[11][i] for e in t):.3f} ({sum(e[11][i] > 0.6 for e in t)})" for i, c in enumerate(BOUND_CS)))
 
 
 def class_tests(nodes, pool, kind, rule):
@@ -145,7 +255,7 @@ def main():
     ap.add_argument("--kind", choices=["chain", "star"], required=True)
     ap.add_argument("--rules", default="floor:5,floor:10,floor:15,floor:20,zerofree:5,loo:5",
                     help="comma-separated rules: floor:M (min_rows = M), zerofree:M (and no exact zero), "
-                    "loo:M (and a leave-one-out pass rate >= 0.8)")
+                    "loo:M (and a leave-one-out pass rate >= 0.8), noise:M:R:S (mean_noise = S below R rows)")
     ap.add_argument("--pool", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
                                                    "pacs-mobilenetv2"), help="the dataset the run drew from")
     ap.add_argument("--withhold", metavar="RULE", help="rewrite RUN's training files without what RULE withholds")
@@ -153,6 +263,9 @@ def main():
     nodes, pool = load(a.run, a.pool)
     print(f"{a.run}: {len(nodes)} nodes with rows, {a.kind}")
     for rule in [a.withhold] if a.withhold else a.rules.split(","):
+        if rule.startswith(("noise:", "pos:")):
+            report_noise(nodes, pool, a.kind, rule)
+            continue
         t, wh = class_tests(nodes, pool, a.kind, rule)
         acc = np.array([e[5] for e in t])
         w = max(t, key=lambda e: e[5])

@@ -2,8 +2,10 @@
  * answer is known. Members of a class zero on a set of coordinates, non-members not: every member passes, no
  * other row does, balanced accuracy 1 (FAIL); no zeros anywhere: everyone passes, 0.5 (PASS); a GMM class
  * whose components vanish on different sets: each member passes its own component; an fp16 bundle whose mean
- * rounds a member's tiny value to 0: the member still passes (the rounding bound); through pft_audit_run the
- * attack is among the attacks with its verdict. */
+ * rounds a member's tiny value to 0: the member still passes (the rounding bound); the bound test of
+ * statistics (a member lies under its class sum): rows with no zero at all, non-members above the members'
+ * sum on one coordinate, decided exactly (the zero-support test alone would say 0.5); through pft_audit_run
+ * the attack is among the attacks with its verdict. */
 #include "pft_alloc.h"
 #include "pft_audit.h"
 #include "pft_bundle.h"
@@ -88,7 +90,7 @@ static void test_known_answers(void)
     pft_audit_rows_t own = {x, y, 2 * M, D}, held = {h, yh, 2 * M, D};
     json_t *o = NULL;
     pft_verdict_t v = PFT_VERDICT_PASS;
-    CHECK(b && pft_zerosupport_attack(b, &own, &held, &o, &v) == 0 && o);
+    CHECK(b && pft_zerosupport_attack(b, &own, &held, 0, &o, &v) == 0 && o);
     CHECK(v == PFT_VERDICT_FAIL);
     CHECK(json_is_true(json_object_get(o, "applicable")));
     CHECK_NEAR(jnum(o, NULL, "accuracy"), 1.0, 1e-12);
@@ -101,7 +103,7 @@ static void test_known_answers(void)
     json_decref(o);
     /* without held-out rows: nothing to measure, PASS */
     pft_audit_rows_t none = {NULL, NULL, 0, D};
-    CHECK(pft_zerosupport_attack(b, &own, &none, &o, &v) == 0 && v == PFT_VERDICT_PASS);
+    CHECK(pft_zerosupport_attack(b, &own, &none, 0, &o, &v) == 0 && v == PFT_VERDICT_PASS);
     CHECK(json_is_false(json_object_get(o, "applicable")) && json_is_null(json_object_get(o, "accuracy")));
     json_decref(o);
     pft_bundle_destroy(&b);
@@ -121,7 +123,7 @@ static void test_no_zeros(void)
     pft_audit_rows_t own = {x, y, M, D}, held = {h, yh, M, D};
     json_t *o = NULL;
     pft_verdict_t v = PFT_VERDICT_FAIL;
-    CHECK(b && pft_zerosupport_attack(b, &own, &held, &o, &v) == 0 && v == PFT_VERDICT_PASS);
+    CHECK(b && pft_zerosupport_attack(b, &own, &held, 0, &o, &v) == 0 && v == PFT_VERDICT_PASS);
     CHECK_NEAR(jnum(o, NULL, "accuracy"), 0.5, 1e-12);
     CHECK(jnum(o, "worst", "zeros") == 0 && jnum(o, "worst", "holdout_pass") == M);
     json_decref(o);
@@ -145,8 +147,40 @@ static void test_fp16_rounding(void)
     pft_audit_rows_t own = {x, y, M, D}, held = {h, yh, M, D};
     json_t *o = NULL;
     pft_verdict_t v = PFT_VERDICT_PASS;
-    CHECK(b && pft_zerosupport_attack(b, &own, &held, &o, &v) == 0);
+    CHECK(b && pft_zerosupport_attack(b, &own, &held, 0, &o, &v) == 0);
     CHECK(jnum(o, "worst", "own_pass") == M && jnum(o, "worst", "zeros") == NZ);
+    CHECK_NEAR(jnum(o, NULL, "accuracy"), 1.0, 1e-12);
+    json_decref(o);
+    pft_bundle_destroy(&b);
+    pft_rng_destroy(&r);
+}
+
+/* The bound test: pft_zerosupport_bounded's arithmetic, then a class with no zero where members are small on
+ * coordinate 0 (their sum there ≤ M·0.05) and non-members large (≥ 0.5): members pass, non-members fail. */
+static void test_bound(void)
+{
+    float in[3] = {0.2f, 0.0f, 0.5f}, out[3] = {0.2f, 0.1f, 0.5f};
+    double sum[3] = {0.3, 0.0, 0.5};
+    CHECK(pft_zerosupport_bounded(in, sum, 3, 1, 0, 0, 0));
+    CHECK(!pft_zerosupport_bounded(out, sum, 3, 1, 0, 0, 0));
+    CHECK(pft_zerosupport_bounded(out, sum, 3, 1, 0, 0, 0.2)); /* a margin for the noise lets it through */
+    pft_rng_t *r = pft_rng_new(12);
+    float x[M * D], h[M * D];
+    int32_t y[M], yh[M];
+    fill(r, x, y, 0, M, 2, 0, 0);
+    fill(r, h, yh, 0, M, 2, 0, 0);
+    for (int i = 0; i < M; i++) {
+        x[(size_t)i * D] = (float)(0.01 + 0.04 * pft_rng_uniform(r));
+        h[(size_t)i * D] = (float)(0.5 + 0.5 * pft_rng_uniform(r));
+    }
+    pft_bundle_t *b = stats_bundle(x, y, M, PFT_DTYPE_F16);
+    b = round_trip(&b);
+    pft_audit_rows_t own = {x, y, M, D}, held = {h, yh, M, D};
+    json_t *o = NULL;
+    pft_verdict_t v = PFT_VERDICT_PASS;
+    CHECK(b && pft_zerosupport_attack(b, &own, &held, 0, &o, &v) == 0 && v == PFT_VERDICT_FAIL);
+    CHECK(jnum(o, "worst", "zeros") == 0 && jnum(o, "worst", "own_pass") == M);
+    CHECK(jnum(o, "worst", "holdout_pass") == 0);
     CHECK_NEAR(jnum(o, NULL, "accuracy"), 1.0, 1e-12);
     json_decref(o);
     pft_bundle_destroy(&b);
@@ -182,7 +216,7 @@ static void test_gmm_components(void)
     pft_audit_rows_t own = {x, y, 8, D}, held = {h, yh, 8, D};
     json_t *o = NULL;
     pft_verdict_t v = PFT_VERDICT_PASS;
-    CHECK(b && pft_zerosupport_attack(b, &own, &held, &o, &v) == 0 && v == PFT_VERDICT_FAIL);
+    CHECK(b && pft_zerosupport_attack(b, &own, &held, 0, &o, &v) == 0 && v == PFT_VERDICT_FAIL);
     CHECK(jnum(o, "worst", "means") == 2 && jnum(o, "worst", "zeros") == 8 && jnum(o, "worst", "rows") == 8);
     CHECK(jnum(o, "worst", "own_pass") == 8 && jnum(o, "worst", "holdout_pass") == 0);
     json_decref(o);
@@ -223,6 +257,7 @@ int main(void)
     RUN(test_known_answers);
     RUN(test_no_zeros);
     RUN(test_fp16_rounding);
+    RUN(test_bound);
     RUN(test_gmm_components);
     RUN(test_in_audit);
     return pft_test_done();

@@ -118,6 +118,7 @@ typedef struct {
     int em_draws;          /* EM refit: synthetic draws per represented row, up to mc_budget per class */
     int mc_budget;         /* most synthetic draws per class (0: no bound), each weighted (DESIGN.md §4) */
     int min_rows;          /* privacy floor: rows every released component / statistic stands for, default */
+    double mean_noise;     /* exact release: noise std on each own class sum released in the clear, default */
     double dp_epsilon;     /* DP-FedPFT epsilon per release, default for nodes (0: off) */
     double dp_delta;       /* DP-FedPFT delta (0: 1/n) */
     int dp_mech;           /* pft_dp_mech_t: 0 thm41, 1 b3 */
@@ -170,6 +171,7 @@ typedef struct {
     int dp_mech;         /* effective mechanism (pft_dp_mech_t) */
     double dp_budget;    /* effective total epsilon budget (0: unlimited) */
     int min_rows;        /* effective privacy floor (1: none, the paper's protocol) */
+    double mean_noise;   /* effective noise std on each own class sum of an exact release (0: exact sums) */
     size_t n_preds;      /* primary predecessors (node indices, ascending) */
     const size_t *preds;
     size_t n_succs; /* primary successors */

@@ -31,6 +31,7 @@ void pft_audit_opts_default(pft_audit_opts_t *o)
     o->n_lp = PFT_VERTEX_LP_DEFAULT;
     o->seed = 1;
     o->ridge = PFT_AUDIT_RIDGE_DEFAULT;
+    o->mean_noise = PFT_AUDIT_MEAN_NOISE_DEFAULT;
 }
 
 static json_t *num(double v)
@@ -338,7 +339,8 @@ int pft_audit_run(const pft_bundle_t *b, const pft_audit_rows_t *own, const pft_
 {
     int d = pft_bundle_dim(b), cap = own->n > held->n ? own->n : held->n;
     *out = NULL;
-    if (own->d != d || (held->n && held->d != d) || o->n_lp < 1 || !(o->ridge >= 0))
+    if (own->d != d || (held->n && held->d != d) || o->n_lp < 1 || !(o->ridge >= 0) ||
+        !(o->mean_noise >= 0) || !isfinite(o->mean_noise))
         return pft_err(PFT_EINVAL, "audit: the bundle has d = %d, the rows %d and %d columns (%d programs)",
                        d, own->d, held->d, o->n_lp);
     acc_t a = {.classes = json_array(), .min_rows = INFINITY, .min_ratio = INFINITY, .ridge = o->ridge};
@@ -356,7 +358,7 @@ int pft_audit_run(const pft_bundle_t *b, const pft_audit_rows_t *own, const pft_
         rc = audit_scores(&a, attacks, &v);
     json_t *zs = NULL;
     pft_verdict_t vz = PFT_VERDICT_PASS;
-    if (rc == 0 && (rc = pft_zerosupport_attack(b, own, held, &zs, &vz)) == 0) {
+    if (rc == 0 && (rc = pft_zerosupport_attack(b, own, held, o->mean_noise, &zs, &vz)) == 0) {
         json_object_set_new(attacks, "zero_support", zs);
         v = pft_verdict_worst(v, vz);
     }

@@ -28,6 +28,7 @@
  *   pft_node_evidence.c   the shrinkage's evidence: own rows' tallies sent, every contributor's summed
  *   pft_node_step_floor.c release step `floor`: own classes below min_rows withheld
  *   pft_node_step_noise.c release step `noise`: own statistics as a DP release
+ *   pft_node_step_meannoise.c release step `mean_noise`: noise of a fixed scale on own class sums
  *   pft_node_step_mask.c  release step `mask`: own statistics masked for the group's opener
  *   pft_node_step.c       what a node sends as one pipeline: the release steps chosen at setup, run in order
  *   pft_node_sampling.c   method `sampling`: draws from received GMMs ∪ own rows, EM per class
@@ -315,6 +316,8 @@ struct node {
     struct { /* the release pipeline (pft_node_step.c; set up once, then read) */
         const pft_node_step_t *steps[PFT_NODE_MAX_STEPS]; /* the steps that apply, in order */
         int n_steps;
+        uint64_t noise_seed; /* step mean_noise: its seed, drawn from the OS at its first release */
+        int noise_seeded;    /* 1 once noise_seed is drawn */
     } pipe;
     struct { /* the evaluation set (pft_node_eval.c): its labels; its features are read in blocks */
         int32_t *y;

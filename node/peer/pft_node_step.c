@@ -1,8 +1,8 @@
-/* pft_node_step: what a node sends, as one pipeline: the ordered table of release steps (floor → noise → rule
- * → mask), each in its own file with applies() and its work on this node's own part (own) or on the outbound
- * bundle (bundle). Which steps apply is decided once at setup, like the method and the head; a refit then
- * runs the steps in order and tests no privacy setting itself. The head's exact input stays on its own path
- * (pft_node__step_exact). */
+/* pft_node_step: what a node sends, as one pipeline: the ordered table of release steps (floor → noise →
+ * mean_noise → rule → mask), each in its own file with applies() and its work on this node's own part (own)
+ * or on the outbound bundle (bundle). Which steps apply is decided once at setup, like the method and the
+ * head; a refit then runs the steps in order and tests no privacy setting itself. The head's exact input
+ * stays on its own path (pft_node__step_exact). */
 #include "pft_node_internal.h"
 
 #include "pft_error.h"
@@ -11,13 +11,14 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const pft_node_step_t pft_node__step_floor, pft_node__step_noise, pft_node__step_rule,
-    pft_node__step_mask;
+extern const pft_node_step_t pft_node__step_floor, pft_node__step_noise, pft_node__step_meannoise,
+    pft_node__step_rule, pft_node__step_mask;
 
 /* Every step, in the order a release runs them. */
 static const pft_node_step_t *const s_steps[] = {
     &pft_node__step_floor,
     &pft_node__step_noise,
+    &pft_node__step_meannoise,
     &pft_node__step_rule,
     &pft_node__step_mask,
 };

@@ -183,10 +183,13 @@ static void print_zero_support(const json_t *z)
         return;
     }
     printf("worst class %d (%.0f rows, %d coordinates exactly 0): %d of %d own rows pass, %d of %d held-out; "
-           "balanced accuracy %.3f (all classes %.3f)\n",
+           "balanced accuracy %.3f (all classes %.3f)",
            (int)jnum(w, "label"), jnum(w, "rows"), (int)jnum(w, "zeros"), (int)jnum(w, "own_pass"),
            (int)jnum(w, "own_rows"), (int)jnum(w, "holdout_pass"), (int)jnum(w, "holdout_rows"),
            jnum(w, "accuracy"), jnum(all, "accuracy"));
+    if (jnum(z, "mean_noise") > 0) /* the bound test allowed for the producer's mean_noise */
+        printf("; bound at margin %d x %g", (int)jnum(w, "margin"), jnum(z, "mean_noise"));
+    printf("\n");
 }
 
 static void print_text(const char *path, const json_t *o)
@@ -340,6 +343,9 @@ int pft_cmd_audit(int argc, char **argv)
         {"seed", PFT_OPT_U64, &ao.seed, "1", 0, -1, 0, "S", "seed of that order"},
         {"ridge", PFT_OPT_DOUBLE, &ao.ridge, "0.001", 0, 1e6, 0, "R",
          "likelihood of statistics: R x tr(C)/d added to the diagonal of each class covariance C"},
+        {"mean-noise", PFT_OPT_DOUBLE, &ao.mean_noise, "0", 0, 1e3, 0, "S",
+         "statistics: the noise std the producer added to each own class sum (its mean_noise; 0: exact), "
+         "which the bound test allows for"},
         {"fail-on", PFT_OPT_STRING, &fail_on, "fail", 0, -1, 0, "V",
          "exit 3 when the overall verdict reaches V (warn, fail), on an exact leak only (exact), or never"},
         {"json", PFT_OPT_FLAG, &json, NULL, 0, -1, 0, NULL, "print one JSON object on stdout"},
@@ -366,7 +372,8 @@ int pft_cmd_audit(int argc, char **argv)
             "                       spacing of own rows (FAIL < 0.1: the mean is a row, WARN < 0.3);\n"
             "  likelihood           AUC of own vs held-out rows' log-likelihood under the released class\n"
             "                       models (FAIL >= 0.9, WARN >= 0.6);\n"
-            "  zero support         per class: a row passes when it is 0 wherever a released mean of its class\n"
+            "  zero support         per class: a row passes when it is 0 wherever a released mean of its "
+            "class\n"
             "                       is 0 (non-negative features); balanced accuracy own vs held-out rows of\n"
             "                       the worst class (FAIL >= 0.9, WARN > 0.6).\n"
             "The overall verdict is the worst; an exact leak is a FAIL of the first three (a row recovered,\n"
