@@ -90,10 +90,11 @@ def check_nodes(d, r):
         peak = own.get("peak_rss_kb")
         if isinstance(peak, int) and peak > 0:
             check(n.get("max_rss_kb") == peak, where, f"max_rss_kb {n.get('max_rss_kb')}, its own peak {peak}")
-        if n.get("status") == "ok":
+        if n.get("status") == "ok":  # accuracy_local is null for a node without a test split of its own
             for key in ("accuracy_local", "accuracy_global"):
                 v = n.get(key)
-                check(isinstance(v, (int, float)) and 0 <= v <= 1, where, f"{key} {v} not in [0, 1]")
+                check((v is None and key == "accuracy_local") or (isinstance(v, (int, float)) and 0 <= v <= 1),
+                      where, f"{key} {v} not in [0, 1]")
         if isinstance(n.get("wall_seconds"), (int, float)):
             walls.append(n["wall_seconds"])
     if walls and "collected_from" in r:
@@ -208,6 +209,8 @@ def mean(xs):
 
 
 def pct(v):
+    if not isinstance(v, (int, float)):
+        return "—"
     v = 100.0 * v
     return f"{0.0 if abs(v) < 0.005 else v:.2f}"
 
@@ -258,7 +261,7 @@ def check_report(d, r, pftnet):
             continue
         row = next((v for k, v in rows.items() if k == label or (label == "KD" and k.startswith("KD"))), None)
         acc = b[key]
-        want = [f"{pct(acc)} (1)", fmt_bytes(b.get(bkey) if bkey else 0)]
+        want = ["—", "—"] if acc is None else [f"{pct(acc)} (1)", fmt_bytes(b.get(bkey) if bkey else 0)]
         check(row is not None and row[1:] == want, where, f"{label}: row {row}, results.json gives {want}")
     per_node = [t for t in tables if t[0][:3] == ["node", "hop", "role"]]
     if len(nodes) <= 2:
@@ -280,8 +283,7 @@ def check_report(d, r, pftnet):
               for k in ("received", "sent")]
         role = n.get("role", "?") + ("" if n.get("status") == "ok" else f" ({n.get('status', 'no status')})")
         want = {"hop": str(n["hop"]), "role": role,
-                "accuracy (%)": pct(n["accuracy_global"]) if "accuracy_global" in n else "—",
-                "local-only (%)": pct(local[n["id"]]) if n["id"] in local else "—",
+                "accuracy (%)": pct(n.get("accuracy_global")), "local-only (%)": pct(local.get(n["id"])),
                 "knowledge": f"{len(n['provenance'])}/{len(nodes)}" if "provenance" in n else "—",
                 "real rows": cell(n.get("n_real"), 0, "—"), "synthetic rows": cell(n.get("n_synthetic"), 0, "—"),
                 "drift: own log-lik under received / sent GMM": f"{dr[0]} / {dr[1]}",
