@@ -25,8 +25,8 @@ W=$(mktemp -d /tmp/pft_collect_XXXXXX)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; if [ "$FAILED" = 0 ]; then rm -rf "$W"; else echo "outputs kept in $W" >&2; fi' EXIT
 NET="$PFT_BIN/pftnet"
-# em_draws and head_draws differ, so that results.json's settings show which is which
-printf 'digraph hand3 {\n  dataset = "%s"; partition = iid; samples = 40; k = 2; cov = diag; deadline = 120;\n  em_draws = 1; head_draws = 2;\n  a -> b -> c;\n}\n' \
+# em_draws and head_draws differ and dtype is stated, so that results.json's settings can be checked against them
+printf 'digraph hand3 {\n  dataset = "%s"; partition = iid; samples = 40; k = 2; cov = diag; deadline = 120;\n  em_draws = 1; head_draws = 2; dtype = fp16;\n  a -> b -> c;\n}\n' \
     "$DATA" >"$W/hand3.dot"
 
 # ---- the chain by hand: prepared by the launcher, each node started from its printed command ----
