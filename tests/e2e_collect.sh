@@ -99,6 +99,20 @@ PY
 python3 "$PFT_SOURCE_DIR/tests/launch_check.py" --pftnet "$NET" --all-ok "$W/all" "$W/launch" >"$W/lc.out" 2>&1 ||
     fail "what collect and launch wrote: $(cat "$W/lc.out")"
 
+# ---- the run's wall time is its longest node's, wherever that node sits in the file (here a, the first: a
+# party's result as handed over, its wall time raised; in the runs above the last node is also the longest) ----
+python3 - "$W" <<'PY' || fail "could not write the slow result"
+import json, sys
+w = sys.argv[1]
+r = json.load(open(f"{w}/hand/a/result.json"))
+r["wall_seconds"] = 10000.0
+json.dump(r, open(f"{w}/mail/a-slow.json", "w"))
+PY
+"$NET" collect "$T" "$W/mail/a-slow.json" "$W/hand/b" "$W/hand/c" --out "$W/slow" --quiet >/dev/null 2>"$W/slow.err" ||
+    fail "collect with a slow a exited $?: $(cat "$W/slow.err")"
+check_results "$W/slow/results.json" 'assert r["wall_seconds"] == 10000.0, r["wall_seconds"]' 2>"$W/check.err" ||
+    fail "a collect's wall time is not its longest node's: $(tail -n 3 "$W/check.err")"
+
 # ---- a node left out: listed, its hand-offs unverified, exit 3 ----
 "$NET" collect "$T" "$W/hand/a" "$W/hand/b" --out "$W/no_c" >/dev/null 2>"$W/no_c.err"
 rc=$?
