@@ -25,7 +25,8 @@ W=$(mktemp -d /tmp/pft_collect_XXXXXX)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; if [ "$FAILED" = 0 ]; then rm -rf "$W"; else echo "outputs kept in $W" >&2; fi' EXIT
 NET="$PFT_BIN/pftnet"
-printf 'digraph hand3 {\n  dataset = "%s"; partition = iid; samples = 40; k = 2; cov = diag; deadline = 120;\n  a -> b -> c;\n}\n' \
+# em_draws and head_draws differ and dtype is stated, so that results.json's settings can be checked against them
+printf 'digraph hand3 {\n  dataset = "%s"; partition = iid; samples = 40; k = 2; cov = diag; deadline = 120;\n  em_draws = 1; head_draws = 2; dtype = fp16;\n  a -> b -> c;\n}\n' \
     "$DATA" >"$W/hand3.dot"
 
 # ---- the chain by hand: prepared by the launcher, each node started from its printed command ----
@@ -93,6 +94,25 @@ for i in hand:
         assert hand[i][key] == launch[i][key], (i, key, hand[i][key], launch[i][key])
 PY
 
+# ---- what both wrote, checked against the nodes' own records: each node's entry, hops, hand-offs and their
+# bytes, settings, table.txt, the report's figures (tests/launch_check.py) ----
+python3 "$PFT_SOURCE_DIR/tests/launch_check.py" --pftnet "$NET" --all-ok "$W/all" "$W/launch" >"$W/lc.out" 2>&1 ||
+    fail "what collect and launch wrote: $(cat "$W/lc.out")"
+
+# ---- the run's wall time is its longest node's, wherever that node sits in the file (here a, the first: a
+# party's result as handed over, its wall time raised; in the runs above the last node is also the longest) ----
+python3 - "$W" <<'PY' || fail "could not write the slow result"
+import json, sys
+w = sys.argv[1]
+r = json.load(open(f"{w}/hand/a/result.json"))
+r["wall_seconds"] = 10000.0
+json.dump(r, open(f"{w}/mail/a-slow.json", "w"))
+PY
+"$NET" collect "$T" "$W/mail/a-slow.json" "$W/hand/b" "$W/hand/c" --out "$W/slow" --quiet >/dev/null 2>"$W/slow.err" ||
+    fail "collect with a slow a exited $?: $(cat "$W/slow.err")"
+check_results "$W/slow/results.json" 'assert r["wall_seconds"] == 10000.0, r["wall_seconds"]' 2>"$W/check.err" ||
+    fail "a collect's wall time is not its longest node's: $(tail -n 3 "$W/check.err")"
+
 # ---- a node left out: listed, its hand-offs unverified, exit 3 ----
 "$NET" collect "$T" "$W/hand/a" "$W/hand/b" --out "$W/no_c" >/dev/null 2>"$W/no_c.err"
 rc=$?
@@ -110,6 +130,8 @@ assert nodes["a"]["status"] == "no result.json", nodes["a"]
 assert verdicts() == {("a", "b"): "unverified", ("b", "c"): "ok"}, r["handoffs"]
 ' 2>"$W/check.err" || fail "results.json without a: $(tail -n 3 "$W/check.err")"
 "$NET" report "$W/no_a" >/dev/null 2>"$W/report.err" || fail "report of a partial collect exited $?: $(cat "$W/report.err")"
+python3 "$PFT_SOURCE_DIR/tests/launch_check.py" --pftnet "$NET" "$W/no_a" >"$W/lc.out" 2>&1 ||
+    fail "what a partial collect wrote: $(cat "$W/lc.out")"
 
 # ---- a fault: c does not hold the bundle b says c acknowledged (contradiction), exit 1 with results ----
 python3 - "$W" <<'PY' || fail "could not write the altered result"

@@ -153,6 +153,11 @@ for frm, to, seq in (("a", "b", 1), ("b", "c", 2)):
     assert got == want, (rec, got, want)
 print("acknowledgements recorded: a/acked/h1, b/acked/h2 name the bundles b and c stored")
 PY
+# what the launches wrote, checked from outside: each verdict recomputed from the nodes' own records
+"$PY" "$PFT_SOURCE_DIR/tests/launch_check.py" --pftnet "$PFT_BIN/pftnet" --all-ok "$W/recok" >"$W/lc.out" 2>&1 ||
+    fail "recok: $(cat "$W/lc.out")"
+"$PY" "$PFT_SOURCE_DIR/tests/launch_check.py" --pftnet "$PFT_BIN/pftnet" "$W/recabsent" >"$W/lc.out" 2>&1 ||
+    fail "recabsent: $(cat "$W/lc.out")"
 # 4. the verdicts beyond ok and lost against the launch's exit status, on a finished chain a -> b resumed with
 #    b's record changed: with b's inbox and result.json gone (b's deadline now 3 s), a trusts its acknowledgement
 #    and does not send again, b goes on without the bundle: "contradiction", exit 1; with b's result.json gone
@@ -185,6 +190,8 @@ if sys.argv[2] == "contradiction": # every node exited 0: the exit status 1 is t
     assert [(n["id"], n.get("exit_code")) for n in r["nodes"]] == [("a", 0), ("b", 0)], r["nodes"]
 print("%s: a acked, results.json says %s" % (sys.argv[2], h[0]["verdict"]))
 PY
+    "$PY" "$PFT_SOURCE_DIR/tests/launch_check.py" --pftnet "$PFT_BIN/pftnet" "$out" >"$out.lc" 2>&1 ||
+        fail "rec$case: $(cat "$out.lc")"
 done
 # 5. a node restarted with a changed bundle: chain a -> b runs to the end (a's out/acked/h1 names the bundle b
 #    stored); a's rows are then replaced (b's) and a restarted alone. Its bundle is another one, so the old

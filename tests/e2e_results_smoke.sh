@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # CI's reduced run of the experiments behind docs/RESULTS.md (bench/results.sh --smoke): every experiment once,
 # seed 0, on the bundled example data with one EM/head draw, then `pftnet report`. Checks that every experiment
-# produced its section, table rows with measured numbers and plots; not the accuracies themselves.
+# produced its section, table rows with measured numbers and plots; and, in every launch folder, that what the
+# launch wrote agrees with its nodes' own records (tests/launch_check.py: each node's entry is its result.json,
+# accuracies in [0, 1], hops, every hand-off `ok` with its bytes on both ends, settings as the topology states
+# them, table.txt's rows, `pftnet report`'s figures for the run). Not the accuracies themselves.
 set -euo pipefail
 : "${PFT_BIN:?PFT_BIN (folder with pftnet, pftnode) not set}"
 : "${PFT_SOURCE_DIR:?PFT_SOURCE_DIR not set}"
@@ -35,4 +38,11 @@ if grep -q "skipping the variant" "$tmp/log"; then
 fi
 [ "$(grep -c "^| DP exact LDA, eps=1 | [0-9]" "$doc")" -ge 2 ] || fail "no 'DP exact LDA, eps=1' rows"
 ls "$tmp/out/plots/"*.svg >/dev/null 2>&1 || fail "no plots"
+# every launch exited 0 (results.sh stops at a failed one): every node ok, every hand-off ok
+mapfile -t runs < <(find "$tmp/out" -name results.json -printf '%h\n' | sort)
+for exp in chain labelshift covshift star ring8 graph10; do
+    grep -q "^$tmp/out/$exp/" <<<"$(printf '%s\n' "${runs[@]}")" || fail "no launch folder of $exp"
+done
+python3 "$PFT_SOURCE_DIR/tests/launch_check.py" --pftnet "$PFT_BIN/pftnet" --all-ok "${runs[@]}" ||
+    fail "what the launches wrote (above)"
 echo "results smoke: ok"

@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #ifdef PFT_TEST_HOOKS
-/* Test hook: PFT_TEST_BUSY=<id>:<ms>[:deaf] makes node <id> busy for ms before training its head, yielding to
- * the loop as training does (to test a successor that finishes first), or with :deaf not yielding (a node
- * whose computation leaves no chance to read an ACK: its successor must stay reachable for a retransmission).
+/* Test hook: PFT_TEST_BUSY=<id>:<ms>[:deaf][:until=<path>] makes node <id> busy for ms before training its
+ * head, yielding to the loop as training does (to test a successor that finishes first), or with :deaf not
+ * yielding (a node whose computation leaves no chance to read an ACK: its successor must stay reachable for a
+ * retransmission). With :until=<path> (last), busy until the file path exists, ms bounding the wait: a test
+ * ends the busy phase on a condition, not after a time.
  */
 static void busy_point(node_t *nd)
 {
@@ -22,8 +24,13 @@ static void busy_point(node_t *nd)
     if (!v || strncmp(v, nd->me->id, n) != 0 || v[n] != ':')
         return;
     int deaf = strstr(v + n + 1, ":deaf") != NULL;
-    pft_warn("test hook: busy for %g ms%s", atof(v + n + 1), deaf ? " without serving the transport" : "");
+    const char *until = strstr(v + n + 1, ":until=");
+    until = until ? until + strlen(":until=") : NULL;
+    pft_warn("test hook: busy for %g ms%s%s%s", atof(v + n + 1), deaf ? " without serving the transport" : "",
+             until ? " or until this file exists: " : "", until ? until : "");
     for (double end = pft_fsio_now() + atof(v + n + 1) / 1000; pft_fsio_now() < end;) {
+        if (until && pft_fsio_exists(until))
+            break;
         usleep(50000);
         if (!deaf)
             pft_node__loop_yield(nd);
