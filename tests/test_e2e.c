@@ -336,7 +336,7 @@ static void test_failed_node_stops_the_run(void)
     CHECK(launch(topo, out, NULL, &r) == 1);
     json_t *b = pft_e2e_find_id(json_object_get(r, "nodes"), "b");
     CHECK(b && strstr(json_string_value(json_object_get(b, "status")) ?: "", "stopped") != NULL);
-    CHECK(r && json_real_value(json_object_get(r, "wall_seconds")) < 60);
+    /* no bound on its wall time: "stopped" is the launcher's verdict (b reaching its deadline ends "ok") */
     json_decref(r);
     snprintf(err, sizeof err, "%s.stderr", out);
     CHECK(grep_file("node a failed (see .*): stopping every node", err));
@@ -348,9 +348,9 @@ static void test_failed_node_stops_the_run(void)
 
 static void test_ack_read_while_busy(void)
 {
-    /* a sends to b, then is busy for 6 s (PFT_TEST_BUSY: as head training, serving the transport); b finishes
-     * and exits meanwhile. a must still have read b's ACK: libzmq drops a reply still queued when the peer
-     * goes away, so a node that read it only afterwards waited out send_deadline and failed. */
+    /* a sends to b, then is busy until b has finished (PFT_TEST_BUSY: as head training, serving the
+     * transport). a must still have read b's ACK: libzmq drops a reply still queued when the peer goes away,
+     * so a node that read it only afterwards waited out send_deadline and failed. */
 #ifndef PFT_TEST_HOOKS
     SKIP_TEST("built without PFT_TEST_HOOKS (bash tests/run builds with them)");
 #else
@@ -358,7 +358,9 @@ static void test_ack_read_while_busy(void)
     write_topo("busy", "  send_deadline = 20;\n  a -> b;", topo, sizeof topo);
     snprintf(out, sizeof out, "%s/busy", s_tmp);
     json_t *r = NULL;
-    setenv("PFT_TEST_BUSY", "a:6000", 1);
+    char busy[700]; /* busy until b has finished (a condition, not a time; 10 min only against a hang) */
+    snprintf(busy, sizeof busy, "a:600000:until=%s/b/result.json", out);
+    setenv("PFT_TEST_BUSY", busy, 1);
     CHECK(launch(topo, out, NULL, &r) == 0);
     unsetenv("PFT_TEST_BUSY");
     json_t *a = pft_e2e_find_id(json_object_get(r, "nodes"), "a");
