@@ -2,25 +2,45 @@
  * = σ > 0, every class sum of this node's own rows released in the clear carries Gaussian noise of std σ per
  * coordinate (core/pft_meannoise.h), so that no released mean of non-negative rows is exactly 0 where its
  * rows are, nor an exact bound on them; the noise of a class is the same in every release of this process
- * (one seed from the OS, never from the run seed, so a recipient cannot subtract it or average it away
- * across refits). The node's own head keeps the exact rows. Neither a DP release (already noised) nor a
- * masked one (it opens as a group's sum) goes through it. */
+ * (seeded by the node's key, never by the public run seed, so a recipient cannot subtract it, and a restart
+ * draws it again the same: nothing to average). The node's own head keeps the exact rows. Neither a DP
+ * release (already noised) nor a masked one (it opens as a group's sum) goes through it. */
 #include "pft_node_internal.h"
 
 #include "pft_error.h"
 #include "pft_log.h"
 #include "pft_meannoise.h"
 
+#include <sodium.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 
-/* The step's seed, drawn once per process (a test build may fix it: PFT_MEAN_NOISE_SEED). */
+/* The step's seed, once per process: with a key, from this node's Ed25519 signature of the run id
+ * (deterministic, so a restarted node draws the same noise and two runs of one node cannot be averaged, and
+ * secret: nobody without the node's key can compute it); without one (--insecure), from the OS. A test build
+ * may fix it: PFT_MEAN_NOISE_SEED. */
 static int seed(node_t *nd)
 {
     if (nd->pipe.noise_seeded)
         return 0;
-    if (getrandom(&nd->pipe.noise_seed, sizeof nd->pipe.noise_seed, 0) != (ssize_t)sizeof nd->pipe.noise_seed)
+    if (nd->hand.kp) {
+        static const char ctx[] = "pftnet mean_noise seed v1 run ";
+        size_t lc = sizeof ctx - 1, lr = strlen(nd->run->run);
+        uint8_t msg[512], sig[PFT_KEY_SIG_LEN], h[8];
+        if (lc + lr > sizeof msg)
+            return pft_err(PFT_EINVAL, "run id too long to seed the mean noise");
+        memcpy(msg, ctx, lc);
+        memcpy(msg + lc, nd->run->run, lr);
+        if (pft_keypair_sign(nd->hand.kp, msg, lc + lr, sig) != 0)
+            return pft_err(PFT_EIO, "cannot seed the mean noise from this node's key");
+        crypto_generichash(h, sizeof h, sig, sizeof sig, NULL, 0);
+        sodium_memzero(sig, sizeof sig);
+        memcpy(&nd->pipe.noise_seed, h, sizeof h);
+    } else if (getrandom(&nd->pipe.noise_seed, sizeof nd->pipe.noise_seed, 0) !=
+               (ssize_t)sizeof nd->pipe.noise_seed) {
         return pft_err(PFT_EIO, "getrandom failed: cannot seed the mean noise");
+    }
 #ifdef PFT_TEST_HOOKS
     if (getenv("PFT_MEAN_NOISE_SEED")) {
         nd->pipe.noise_seed = strtoull(getenv("PFT_MEAN_NOISE_SEED"), NULL, 10);
