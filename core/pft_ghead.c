@@ -642,10 +642,11 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
 
 static int check_args(const pft_gstat_t *st, int n, int C, const pft_ghead_opts_t *o);
 
-/* The evidence's tallies (pft_ghead_evidence) in the tridiagonal basis (eigen 0) or the eigenbasis; with keep,
- * the tridiagonal reduction moves to the caller when it scored the whole grid. */
+/* The evidence's tallies (pft_ghead_evidence) in the tridiagonal basis (eigen 0) or the eigenbasis; with
+ * keep, the tridiagonal reduction moves to the caller when it scored the whole grid. */
 static int evidence_run(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
-                        const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev, pft_la_trid_t *keep)
+                        const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev,
+                        pft_la_trid_t *keep)
 {
     int rc = check_args(st, n, n_classes, opts);
     if (rc)

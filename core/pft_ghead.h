@@ -126,7 +126,8 @@ int pft_ghead_evidence(const pft_gstat_t *st, const float *x, const int32_t *y, 
  * was used, or no tally). Returns as pft_ghead_evidence. */
 struct pft_la_trid_t;
 int pft_ghead_evidence_keep(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
-                            const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev, struct pft_la_trid_t *keep);
+                            const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev,
+                            struct pft_la_trid_t *keep);
 /* The α of the weighted evidence of m contributors (ev[k]: PFT_GHEAD_N_ALPHA tallies each, weight w[k] in
  * [0, 1]; NULL: all 1): most rows right, then the lower cross-entropy, then the larger α; an α unusable for
  * one contributor is never chosen. -1 when none is usable or m = 0. */

@@ -1,5 +1,6 @@
 /* pft_ghead_cv: the cross-validation folds over the caller's own rows and the tallies of their scores, which
- * the LDA and QDA heads share (pft_ghead_internal.h); the shrinkage grid and the α of contributors' tallies. */
+ * the LDA and QDA heads share (pft_ghead_internal.h); the shrinkage grid and the α of contributors' tallies.
+ */
 #include "pft_ghead_internal.h"
 
 #include <float.h>

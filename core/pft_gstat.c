@@ -245,8 +245,10 @@ int pft_gstat_add_class(pft_gstat_t *self, int label, uint64_t n, const double *
         if (at < 0)
             return at;
     }
+    int touched = scatter || self->cls[at].n > 0; /* a first part without scatter leaves it as it was */
     merge_part(self, &self->cls[at], n, mean, scatter);
-    pft_la_sym_from_lower(self->kind == PFT_GSTAT_FULL ? self->cls[at].scatter : self->w, self->d);
+    if (touched)
+        pft_la_sym_from_lower(self->kind == PFT_GSTAT_FULL ? self->cls[at].scatter : self->w, self->d);
     return 0;
 }
 

@@ -26,8 +26,8 @@ int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *p
  * eigenvalues are apart; U Uᵀ + diag psi in any case); signs fixed the same way. 1 ≤ q ≤ d, n > 0. 0, or
  * PFT_EINVAL, PFT_ENOMEM, PFT_ENUMERIC. */
 struct pft_la_trid_t;
-int pft_gstat_lowrank_shared_trid(const struct pft_la_trid_t *t, const double *wdiag, double n, int q, double *U,
-                                  double *psi);
+int pft_gstat_lowrank_shared_trid(const struct pft_la_trid_t *t, const double *wdiag, double n, int q,
+                                  double *U, double *psi);
 
 /* The same release of C = W / n for a scatter W held as a diagonal plus low-rank terms (pft_lrop: a relay's
  * received release n_r·(U_r U_rᵀ + diag ψ_r), its own centred rows, the merge's between-part terms), without

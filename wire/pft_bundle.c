@@ -375,8 +375,10 @@ int pft_bundle_part_rank_cap(const pft_bundle_t *self, int i)
 int pft_bundle_set_part_release(pft_bundle_t *self, int i, const double *U, const double *psi, int q)
 {
     if (!self || i < 0 || i >= self->n_parts || !self->parts[i].st || q < 1 || q > self->d - 1 || !U || !psi)
-        return pft_err(PFT_EINVAL, "bundle: release of part %d at rank %d: no such clear part, or q outside "
-                       "1..%d", i, q, self ? self->d - 1 : 0);
+        return pft_err(PFT_EINVAL,
+                       "bundle: release of part %d at rank %d: no such clear part, or q outside "
+                       "1..%d",
+                       i, q, self ? self->d - 1 : 0);
     size_t d = (size_t)self->d;
     for (size_t r = 0; r < d; r++)
         if (!isfinite(psi[r]) || psi[r] < 0 || signbit(psi[r]))

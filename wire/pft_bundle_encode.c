@@ -299,7 +299,8 @@ static int put_shared_lowrank(const pft_bundle_t *self, int pi, const double *ws
 {
     size_t d = (size_t)self->d, q = (size_t)self->shared_rank, es = pft_bundle__dtype_size(self->dtype);
     const pft_bundle__part_t *p = &self->parts[pi];
-    size_t qe = p->rank_cap >= 0 && (size_t)p->rank_cap < q ? (size_t)p->rank_cap : q;
+    int cap = p->rank_cap;
+    size_t qe = cap >= 0 && (size_t)cap < q ? (size_t)cap : q;
     int given = p->rel_u && (size_t)p->rel_q == qe; /* the caller's release (pft_bundle_set_part_release) */
     double *c = given ? NULL : pft_alloc_array(d * d, sizeof *c), *u = pft_alloc_array(d * q, sizeof *u),
            *psi = pft_alloc_array(d, sizeof *psi);

@@ -144,7 +144,8 @@ static int release_from_evidence(pft_bundle_t *b, const reduced_t *red)
         int cap = pft_bundle_part_rank_cap(b, i), qe = cap >= 0 && cap < q ? cap : q;
         if (!st || qe < 1 || pft_gstat_kind(st) != PFT_GSTAT_TIED || !pft_gstat_equal(st, red->of))
             continue;
-        double *u = pft_alloc_array((size_t)d * qe, sizeof *u), *psi = pft_alloc_array((size_t)d, sizeof *psi);
+        double *u = pft_alloc_array((size_t)d * qe, sizeof *u),
+               *psi = pft_alloc_array((size_t)d, sizeof *psi);
         double *wd = pft_alloc_array((size_t)d, sizeof *wd);
         rc = u && psi && wd ? 0 : pft_err(PFT_ENOMEM, "out of memory for a release of rank %d", qe);
         for (int r = 0; rc == 0 && r < d; r++)

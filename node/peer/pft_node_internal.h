@@ -627,8 +627,9 @@ void pft_node__noise_json(node_t *nd, const parts_t *ps);
  * head chooses the shrinkage from evidence (LDA, no DP) and its rows allow cross-validation. 0 or an error.
  */
 int pft_node__evidence_own(node_t *nd, const pft_gstat_t *total);
-/* The same; with keep (zeroed here), the tridiagonal reduction of total's W the tallies were computed in, when
- * they were (keep->a set; the caller frees it with pft_la_trid_free): a release of the same W takes it. */
+/* The same; with keep (zeroed here), the tridiagonal reduction of total's W the tallies were computed in,
+ * when they were (keep->a set; the caller frees it with pft_la_trid_free): a release of the same W takes it.
+ */
 struct pft_la_trid_t;
 int pft_node__evidence_own_keep(node_t *nd, const pft_gstat_t *total, struct pft_la_trid_t *keep);
 /* Puts this node's own tallies (if any) in b's provenance entry of id (which must exist). */
