@@ -12,9 +12,7 @@
 
 #define GH_NO_CLASS (-1e30) /* bias of a label without statistics (finite, so exportable as float) */
 
-static const double k_alpha_grid[] = {0,   0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2,
-                                      0.3, 0.4,   0.5,   0.6,  0.7,  0.8,  0.9, 0.95};
-#define N_ALPHA ((int)(sizeof k_alpha_grid / sizeof k_alpha_grid[0]))
+#define N_ALPHA PFT_GHEAD_N_ALPHA
 
 const char *pft_ghead_kind_name(pft_ghead_kind_t kind)
 {
@@ -565,7 +563,7 @@ static int choose_alpha(tally_t *tl, const folds_t *fs, double *alpha_out, pft_g
     if (b < 0)
         return pft_err(PFT_ENUMERIC, "gaussian head: no shrinkage of the grid gives a positive definite "
                                      "covariance in every fold");
-    *alpha_out = k_alpha_grid[b];
+    *alpha_out = pft_ghead__alpha_grid[b];
     info->rule = "cv";
     info->folds = fs->F;
     info->cv_rows = fs->n;
@@ -580,7 +578,7 @@ static int fold_tally(const eig_t *e, const folds_t *fs, const double *Y, int wh
     int rc = fold_build(&fo, e, fs, Y, which);
     for (int a = 0; rc == 0 && a < N_ALPHA; a++) {
         tally_t one = {0};
-        rc = fold_score(&fo, k_alpha_grid[a], &one, w);
+        rc = fold_score(&fo, pft_ghead__alpha_grid[a], &one, w);
         if (rc != 0)
             break;
         if (!one.valid) {
@@ -644,21 +642,12 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
 
 static int check_args(const pft_gstat_t *st, int n, int C, const pft_ghead_opts_t *o);
 
-double pft_ghead_alpha_grid(int i)
+/* The evidence's tallies (pft_ghead_evidence) in the tridiagonal basis (eigen 0) or the eigenbasis; with
+ * keep, the tridiagonal reduction moves to the caller when it scored the whole grid. */
+static int evidence_run(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                        const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev,
+                        pft_la_trid_t *keep)
 {
-    return i >= 0 && i < N_ALPHA ? k_alpha_grid[i] : NAN;
-}
-
-int pft_ghead_evidence(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
-                       const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev)
-{
-    return pft_ghead__evidence_basis(st, x, y, n, n_classes, opts, 0, ev);
-}
-
-int pft_ghead__evidence_basis(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
-                              const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev)
-{
-    _Static_assert(N_ALPHA == PFT_GHEAD_N_ALPHA, "the grid's size is public");
     int rc = check_args(st, n, n_classes, opts);
     if (rc)
         return rc;
@@ -676,6 +665,10 @@ int pft_ghead__evidence_basis(const pft_gstat_t *st, const float *x, const int32
         if ((rc = eig_init(&e, st, NULL, opts, trid)))
             return rc;
         rc = lda_cv_tally(&e, x, y, n, opts, tl, &fs);
+        if (rc == 0 && keep && e.trid) { /* the reduction moves to the caller */
+            *keep = (pft_la_trid_t){.n = e.d, .a = e.E, .tau = e.tau, .td = e.td, .te = e.te};
+            e.E = e.tau = e.td = e.te = NULL;
+        }
         eig_free(&e);
     } while (rc == 1 && trid-- == 1);
     if (rc)
@@ -683,7 +676,7 @@ int pft_ghead__evidence_basis(const pft_gstat_t *st, const float *x, const int32
     pft_ghead__folds_free(&fs);
     for (int a = 0; a < N_ALPHA; a++) {
         int ok = tl[a].valid > 0 && tl[a].total > 0;
-        ev[a] = (pft_ghead_evidence_t){.alpha = k_alpha_grid[a],
+        ev[a] = (pft_ghead_evidence_t){.alpha = pft_ghead__alpha_grid[a],
                                        .correct = ok ? (uint64_t)tl[a].correct : 0,
                                        .total = ok ? (uint64_t)tl[a].total : 0,
                                        .loss = ok ? tl[a].loss : 0};
@@ -691,24 +684,23 @@ int pft_ghead__evidence_basis(const pft_gstat_t *st, const float *x, const int32
     return 0;
 }
 
-double pft_ghead_evidence_alpha(const pft_ghead_evidence_t *const *ev, const double *w, int m)
+int pft_ghead_evidence(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                       const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev)
 {
-    double right[N_ALPHA] = {0}, loss[N_ALPHA] = {0};
-    int usable[N_ALPHA], best = -1;
-    for (int a = 0; a < N_ALPHA; a++) {
-        usable[a] = m > 0;
-        for (int k = 0; k < m; k++) {
-            double wk = w ? w[k] : 1.0;
-            if (ev[k][a].total == 0) /* unusable with one contributor's statistics: never chosen */
-                usable[a] = 0;
-            right[a] += wk * (double)ev[k][a].correct;
-            loss[a] += wk * ev[k][a].loss;
-        }
-        if (usable[a] &&
-            (best < 0 || right[a] > right[best] || (right[a] == right[best] && loss[a] <= loss[best])))
-            best = a;
-    }
-    return best < 0 ? -1.0 : k_alpha_grid[best];
+    return evidence_run(st, x, y, n, n_classes, opts, 0, ev, NULL);
+}
+
+int pft_ghead_evidence_keep(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                            const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev, pft_la_trid_t *keep)
+{
+    memset(keep, 0, sizeof *keep);
+    return evidence_run(st, x, y, n, n_classes, opts, 0, ev, keep);
+}
+
+int pft_ghead__evidence_basis(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                              const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev)
+{
+    return evidence_run(st, x, y, n, n_classes, opts, eigen, ev, NULL);
 }
 
 /* The linear head of LDA at shrinkage α: one row per label (a label without statistics gets GH_NO_CLASS),

@@ -1,5 +1,6 @@
 /* pft_ghead_cv: the cross-validation folds over the caller's own rows and the tallies of their scores, which
- * the LDA and QDA heads share (pft_ghead_internal.h). */
+ * the LDA and QDA heads share (pft_ghead_internal.h); the shrinkage grid and the α of contributors' tallies.
+ */
 #include "pft_ghead_internal.h"
 
 #include <float.h>
@@ -102,4 +103,34 @@ int pft_ghead__tally_best(const tally_t *t, int m)
             best = i;
     }
     return best;
+}
+
+const double pft_ghead__alpha_grid[] = {0,   0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2,
+                                        0.3, 0.4,   0.5,   0.6,  0.7,  0.8,  0.9, 0.95};
+_Static_assert(sizeof pft_ghead__alpha_grid / sizeof pft_ghead__alpha_grid[0] == PFT_GHEAD_N_ALPHA,
+               "the grid's size is public");
+
+double pft_ghead_alpha_grid(int i)
+{
+    return i >= 0 && i < PFT_GHEAD_N_ALPHA ? pft_ghead__alpha_grid[i] : NAN;
+}
+
+double pft_ghead_evidence_alpha(const pft_ghead_evidence_t *const *ev, const double *w, int m)
+{
+    double right[PFT_GHEAD_N_ALPHA] = {0}, loss[PFT_GHEAD_N_ALPHA] = {0};
+    int usable[PFT_GHEAD_N_ALPHA], best = -1;
+    for (int a = 0; a < PFT_GHEAD_N_ALPHA; a++) {
+        usable[a] = m > 0;
+        for (int k = 0; k < m; k++) {
+            double wk = w ? w[k] : 1.0;
+            if (ev[k][a].total == 0) /* unusable with one contributor's statistics: never chosen */
+                usable[a] = 0;
+            right[a] += wk * (double)ev[k][a].correct;
+            loss[a] += wk * ev[k][a].loss;
+        }
+        if (usable[a] &&
+            (best < 0 || right[a] > right[best] || (right[a] == right[best] && loss[a] <= loss[best])))
+            best = a;
+    }
+    return best < 0 ? -1.0 : pft_ghead__alpha_grid[best];
 }

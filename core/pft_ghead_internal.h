@@ -1,7 +1,7 @@
 /* pft_ghead_internal: INTERNAL to core/pft_ghead*.c (the head's struct, the cross-validation folds and
  * tallies both heads share); everything else goes through pft_ghead.h.
  * Files, from the bottom up (a file calls only files above it in this list, never one below):
- *   pft_ghead_cv.c     the cross-validation folds over own rows, the tallies of their scores
+ *   pft_ghead_cv.c     the cross-validation folds over own rows, the tallies of their scores, the α grid
  *   pft_ghead_qda.c    QDA: covariances regularised and shrunk, λ by exact-downdate cross-validation
  *   pft_ghead_score.c  a fitted head's accessors, destroy, class scores, predictions, accuracy
  *   pft_ghead.c        options, LDA and its α (in W's eigenbasis or tridiagonal basis), the fit
@@ -50,6 +50,8 @@ int pft_ghead__folds_make(folds_t *f, const pft_gstat_t *st, const int32_t *y, i
 void pft_ghead__folds_free(folds_t *f);
 /* Tallies one scored row (s over the S classes; absent classes skipped). */
 void pft_ghead__tally_row(tally_t *t, const double *s, const int *present, int S, int truth);
+/* The shrinkage grid α (PFT_GHEAD_N_ALPHA values, ascending; pft_ghead_alpha_grid, evidence_alpha here). */
+extern const double pft_ghead__alpha_grid[];
 /* Index of the best valid tally (accuracy, then cross-entropy, then the later grid point), or -1. */
 int pft_ghead__tally_best(const tally_t *t, int m);
 

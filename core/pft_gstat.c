@@ -195,7 +195,8 @@ static int class_insert(pft_gstat_t *s, int label)
 }
 
 /* The pairwise update of one class with a part (n, mean, scatter) whose values were checked. The scatter
- * target is the class's own (FULL) or W (TIED). */
+ * target is the class's own (FULL) or W (TIED); only its lower triangle is right afterwards: the caller
+ * mirrors it (pft_la_sym_from_lower) once after its last update, not once per class. */
 static void merge_part(pft_gstat_t *s, gclass_t *c, uint64_t n, const double *mean, const double *scatter)
 {
     int d = s->d;
@@ -226,7 +227,6 @@ static void merge_part(pft_gstat_t *s, gclass_t *c, uint64_t n, const double *me
         for (int j = 0; j < d; j++)
             c->mean[j] += (nb / nt) * (mean[j] - c->mean[j]);
     }
-    pft_la_sym_from_lower(target, d);
     c->n += n;
 }
 
@@ -245,7 +245,10 @@ int pft_gstat_add_class(pft_gstat_t *self, int label, uint64_t n, const double *
         if (at < 0)
             return at;
     }
+    int touched = scatter || self->cls[at].n > 0; /* a first part without scatter leaves it as it was */
     merge_part(self, &self->cls[at], n, mean, scatter);
+    if (touched)
+        pft_la_sym_from_lower(self->kind == PFT_GSTAT_FULL ? self->cls[at].scatter : self->w, self->d);
     return 0;
 }
 
@@ -323,7 +326,7 @@ static int distinct_labels(const int32_t *y, size_t n, int **labels, size_t **co
 }
 
 /* The rows of `label` centred at their mean (m rows into xc), the mean into mean; their scatter is added to
- * target (lower triangle, then both) by one SYRK. */
+ * target's lower triangle by one SYRK (the caller mirrors it). */
 static void batch_class(int d, const float *x, const int32_t *y, size_t n, int label, size_t m, double *xc,
                         double *mean, double *target)
 {
@@ -343,7 +346,6 @@ static void batch_class(int d, const float *x, const int32_t *y, size_t n, int l
         r++;
     }
     cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, d, (int)m, 1.0, xc, d, 1.0, target, d);
-    pft_la_sym_from_lower(target, d);
 }
 
 int pft_gstat_add_rows(pft_gstat_t *self, const float *x, const int32_t *y, size_t n)
@@ -380,7 +382,11 @@ int pft_gstat_add_rows(pft_gstat_t *self, const float *x, const int32_t *y, size
         batch_class(d, x, y, n, labels[i], counts[i], xc, mean,
                     self->kind == PFT_GSTAT_FULL ? c->scatter : self->w);
         merge_part(self, c, counts[i], mean, NULL);
+        if (self->kind == PFT_GSTAT_FULL)
+            pft_la_sym_from_lower(c->scatter, d);
     }
+    if (rc == 0 && self->kind == PFT_GSTAT_TIED)
+        pft_la_sym_from_lower(self->w, d);
     pft_free(xc);
     pft_free(mean);
     pft_free(labels);
@@ -409,12 +415,31 @@ int pft_gstat_merge(pft_gstat_t *self, const pft_gstat_t *other)
         rc = ensure_classes(self, labels, other->n_classes);
     for (int i = 0; rc == 0 && i < other->n_classes; i++) {
         const gclass_t *o = &other->cls[i];
-        merge_part(self, &self->cls[pft_gstat_find(self, o->label)], o->n, o->mean, o->scatter);
+        gclass_t *c = &self->cls[pft_gstat_find(self, o->label)];
+        merge_part(self, c, o->n, o->mean, o->scatter);
+        if (self->kind == PFT_GSTAT_FULL)
+            pft_la_sym_from_lower(c->scatter, self->d);
     }
     if (rc == 0 && other->w)
         cblas_daxpy(self->d * self->d, 1.0, other->w, 1, self->w, 1);
+    if (rc == 0 && self->kind == PFT_GSTAT_TIED)
+        pft_la_sym_from_lower(self->w, self->d); /* W's lower triangle after the classes' updates */
     pft_free(labels);
     return rc;
+}
+
+int pft_gstat_equal(const pft_gstat_t *a, const pft_gstat_t *b)
+{
+    size_t d = (size_t)a->d, dd = d * d;
+    if (a->kind != b->kind || a->d != b->d || a->n_classes != b->n_classes || !a->w != !b->w)
+        return 0;
+    for (int i = 0; i < a->n_classes; i++) {
+        const gclass_t *x = &a->cls[i], *y = &b->cls[i];
+        if (x->label != y->label || x->n != y->n || memcmp(x->mean, y->mean, d * sizeof(double)) != 0 ||
+            !x->scatter != !y->scatter || (x->scatter && memcmp(x->scatter, y->scatter, dd * sizeof(double))))
+            return 0;
+    }
+    return !a->w || memcmp(a->w, b->w, dd * sizeof(double)) == 0;
 }
 
 double *pft_gstat_take_tied_scatter(pft_gstat_t *self)

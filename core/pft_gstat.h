@@ -76,6 +76,9 @@ int pft_gstat_add_tied_scatter(pft_gstat_t *self, const double *w);
  * (pft_ghead_fit_take). */
 double *pft_gstat_take_tied_scatter(pft_gstat_t *self);
 
+/* 1 when a and b hold the same numbers bit for bit (kind, d, labels, counts, means, scatters), else 0. */
+int pft_gstat_equal(const pft_gstat_t *a, const pft_gstat_t *b);
+
 /* Merges all of `other` into self (disjoint rows assumed: the caller deduplicates by provenance).
  * FULL into FULL, TIED into TIED, FULL into TIED (pooled). 0, or PFT_EINVAL (TIED into FULL, another d),
  * PFT_ENOMEM; self unaltered on error. */

@@ -63,6 +63,28 @@ int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *p
     return rc;
 }
 
+int pft_gstat_lowrank_shared_trid(const pft_la_trid_t *t, const double *wdiag, double n, int q, double *U,
+                                  double *psi)
+{
+    int d = t->n;
+    if (q < 1 || q > d || !(n > 0) || !isfinite(n))
+        return pft_err(PFT_EINVAL, "gstat lowrank: q = %d outside 1..%d or n = %g", q, d, n);
+    double *lam = pft_alloc_array((size_t)q, sizeof *lam), *z = pft_alloc_array((size_t)q * d, sizeof *z);
+    int rc = lam && z ? pft_la_trid_top(t, q, lam, z)
+                      : pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for %d eigenvectors", q);
+    for (int j = 0; rc == 0 && j < q; j++)
+        lowrank_column(z + (size_t)j * d, lam[j] / n, d, q, j, U);
+    for (int r = 0; rc == 0 && r < d; r++) {
+        double p = wdiag[r] / n;
+        for (int j = 0; j < q; j++)
+            p -= U[(size_t)r * q + j] * U[(size_t)r * q + j];
+        psi[r] = p > 0 ? p : 0.0; /* never -0 */
+    }
+    pft_free(lam);
+    pft_free(z);
+    return rc;
+}
+
 int pft_gstat_lowrank_shared_op(const pft_lrop_t *W, double n, int q, const pft_lreig_opts_t *opts, double *U,
                                 double *psi, pft_lreig_info_t *info)
 {

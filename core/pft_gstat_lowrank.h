@@ -19,6 +19,16 @@
  * 0, or PFT_EINVAL (d < 1, q outside 0..d, a non-finite entry), PFT_ENOMEM, PFT_ENUMERIC (LAPACK). */
 int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *psi);
 
+/* The same release of C = W / n from a tridiagonal reduction t of W (pft_la_trid_t, pft_linalg.h; e.g. the
+ * one the shrinkage evidence made of the same W: pft_ghead_evidence_keep) and W's diagonal wdiag (d): the q
+ * leading eigenpairs of W by pft_la_trid_top, eigenvalues divided by n, without a second O(d³) reduction.
+ * Equals pft_gstat_lowrank_shared of C up to rounding (the eigenvectors where the q-th and (q+1)-th
+ * eigenvalues are apart; U Uᵀ + diag psi in any case); signs fixed the same way. 1 ≤ q ≤ d, n > 0. 0, or
+ * PFT_EINVAL, PFT_ENOMEM, PFT_ENUMERIC. */
+struct pft_la_trid_t;
+int pft_gstat_lowrank_shared_trid(const struct pft_la_trid_t *t, const double *wdiag, double n, int q,
+                                  double *U, double *psi);
+
 /* The same release of C = W / n for a scatter W held as a diagonal plus low-rank terms (pft_lrop: a relay's
  * received release n_r·(U_r U_rᵀ + diag ψ_r), its own centred rows, the merge's between-part terms), without
  * forming W: the q leading eigenpairs by pft_lreig_top (block Krylov to a residual of 1e-10·‖W‖, LAPACK on

@@ -37,9 +37,16 @@ void pft_la_llt(const double *l, double *out, int d)
 
 void pft_la_sym_from_lower(double *a, int d)
 {
-    for (int i = 0; i < d; i++)
-        for (int j = i + 1; j < d; j++)
-            a[(size_t)i * d + j] = a[(size_t)j * d + i];
+    /* in tiles of 32×32, so that the column read of the lower triangle stays in cache (a plain loop reads
+     * one cache line per element at d = 1280: 5 ms per call, against under 1 ms) */
+    enum { T = 32 };
+    for (int i0 = 0; i0 < d; i0 += T)
+        for (int j0 = i0; j0 < d; j0 += T) {
+            int i1 = i0 + T < d ? i0 + T : d, j1 = j0 + T < d ? j0 + T : d;
+            for (int i = i0; i < i1; i++)
+                for (int j = (j0 > i + 1 ? j0 : i + 1); j < j1; j++)
+                    a[(size_t)i * d + j] = a[(size_t)j * d + i];
+        }
 }
 
 void pft_la_zero_upper(double *a, int d)
@@ -157,15 +164,31 @@ int pft_la_tridiag(double *a, int n, double *td, double *te, double *tau)
                      : pft_err(PFT_ENUMERIC, "tridiagonal reduction: LAPACK dsytrd failed (%d)", (int)info);
 }
 
-int pft_la_tridiag_qt_rows(const double *a, const double *tau, int n, double *y, int rows)
+/* y ← Q y (trans 'N') or Qᵀ y ('T') for the `rows` rows of y (n doubles each: the columns of a column-major
+ * n×rows matrix), Q the reflectors of pft_la_tridiag (a, tau). The workspace is at least rows·64 + 65·64
+ * doubles: with the size dormtr's query returns, this LAPACK applies the reflectors one at a time (dorm2l),
+ * about twice as slow (12.6 against 6.8 ms at n = 1280, 64 rows). 0, or PFT_ENOMEM / PFT_ENUMERIC. */
+static int ormtr(const double *a, const double *tau, int n, char trans, double *y, int rows, const char *what)
 {
     if (rows == 0)
         return 0;
-    /* y's rows are the columns of a column-major n×rows matrix */
-    lapack_int info = LAPACKE_dormtr(LAPACK_COL_MAJOR, 'L', 'U', 'T', n, rows, a, n, tau, y, n);
-    if (info == LAPACK_WORK_MEMORY_ERROR)
-        return pft_err(PFT_ENOMEM, "tridiagonal basis: out of memory");
-    return info == 0 ? 0 : pft_err(PFT_ENUMERIC, "tridiagonal basis: LAPACK dormtr failed (%d)", (int)info);
+    double q = 0;
+    lapack_int info =
+        LAPACKE_dormtr_work(LAPACK_COL_MAJOR, 'L', 'U', trans, n, rows, a, n, tau, y, n, &q, -1);
+    size_t lwork = (size_t)q > (size_t)rows * 64 + 65 * 64 ? (size_t)q : (size_t)rows * 64 + 65 * 64;
+    double *work = info == 0 ? pft_alloc_array(lwork, sizeof *work) : NULL;
+    if (info == 0 && !work)
+        return pft_err(PFT_ENOMEM, "%s: out of memory", what);
+    if (info == 0)
+        info = LAPACKE_dormtr_work(LAPACK_COL_MAJOR, 'L', 'U', trans, n, rows, a, n, tau, y, n, work,
+                                   (lapack_int)lwork);
+    pft_free(work);
+    return info == 0 ? 0 : pft_err(PFT_ENUMERIC, "%s: LAPACK dormtr failed (%d)", what, (int)info);
+}
+
+int pft_la_tridiag_qt_rows(const double *a, const double *tau, int n, double *y, int rows)
+{
+    return ormtr(a, tau, n, 'T', y, rows, "tridiagonal basis");
 }
 
 int pft_la_tridiag_eigvals(const double *td, const double *te, int n, double *w)
@@ -180,6 +203,64 @@ int pft_la_tridiag_eigvals(const double *td, const double *te, int n, double *w)
     pft_free(e);
     return info == 0 ? 0
                      : pft_err(PFT_ENUMERIC, "tridiagonal eigenvalues: LAPACK dsterf failed (%d)", (int)info);
+}
+
+void pft_la_trid_free(pft_la_trid_t *t)
+{
+    PFT_FREE(t->a);
+    PFT_FREE(t->tau);
+    PFT_FREE(t->td);
+    PFT_FREE(t->te);
+    t->n = 0;
+}
+
+/* Reverses the order of the k eigenpairs (w[k], rows of z of n): ascending → descending. */
+static void reverse_pairs(double *w, double *z, int n, int k)
+{
+    for (int i = 0; i < k / 2; i++) {
+        int j = k - 1 - i;
+        double t = w[i];
+        w[i] = w[j];
+        w[j] = t;
+        for (int r = 0; r < n; r++) {
+            t = z[(size_t)i * n + r];
+            z[(size_t)i * n + r] = z[(size_t)j * n + r];
+            z[(size_t)j * n + r] = t;
+        }
+    }
+}
+
+int pft_la_trid_top(const pft_la_trid_t *t, int k, double *w, double *z)
+{
+    int n = t->n;
+    if (!t->a || n < 1 || k < 1 || k > n)
+        return pft_err(PFT_EINVAL, "tridiagonal top: k = %d outside 1..%d, or no reduction kept", k, n);
+    double *d = pft_alloc_array((size_t)n, sizeof *d), *e = pft_alloc_array((size_t)n, sizeof *e);
+    double *wa = pft_alloc_array((size_t)n, sizeof *wa);
+    lapack_int *isuppz = pft_alloc_array(2 * (size_t)k, sizeof *isuppz), m = 0, tryrac = 1;
+    int rc = d && e && wa && isuppz ? 0 : pft_err(PFT_ENOMEM, "tridiagonal top: out of memory");
+    if (rc == 0) {
+        memcpy(d, t->td, (size_t)n * sizeof *d);
+        memcpy(e, t->te, (size_t)n * sizeof *e);
+        e[n - 1] = 0;
+        /* z as the column-major n×k matrix of T's eigenvectors, ascending */
+        lapack_int info = LAPACKE_dstemr(LAPACK_COL_MAJOR, 'V', 'I', n, d, e, 0, 0, n - k + 1, n, &m, wa, z,
+                                         n, k, isuppz, &tryrac);
+        if (info != 0 || m != k)
+            rc = pft_err(PFT_ENUMERIC, "tridiagonal top: LAPACK dstemr failed (%d, %d of %d eigenvalues)",
+                         (int)info, (int)m, k);
+    }
+    if (rc == 0) /* Q z: the eigenvectors of the reduced matrix */
+        rc = ormtr(t->a, t->tau, n, 'N', z, k, "tridiagonal top");
+    if (rc == 0) {
+        memcpy(w, wa, (size_t)k * sizeof *w);
+        reverse_pairs(w, z, n, k);
+    }
+    pft_free(d);
+    pft_free(e);
+    pft_free(wa);
+    pft_free(isuppz);
+    return rc;
 }
 
 int pft_la_pt_factor(double *pd, double *pe, int n)
@@ -199,19 +280,10 @@ int pft_la_eigh_top(double *a, int n, int k, double *w, double *z)
         return pft_err(PFT_EINVAL, "eigh top: k = %d outside 1..%d", k, n);
     double *wa = pft_alloc_array((size_t)n, sizeof *wa); /* dsyevr writes up to n values */
     int rc = wa ? dsyevr(a, n, k, wa, z, "eigh top") : pft_err(PFT_ENOMEM, "eigh top: out of memory");
-    for (int i = 0; rc == 0 && i < k / 2; i++) { /* ascending → descending */
-        int j = k - 1 - i;
-        double t = wa[i];
-        wa[i] = wa[j];
-        wa[j] = t;
-        for (int r = 0; r < n; r++) {
-            t = z[(size_t)i * n + r];
-            z[(size_t)i * n + r] = z[(size_t)j * n + r];
-            z[(size_t)j * n + r] = t;
-        }
-    }
-    if (rc == 0)
+    if (rc == 0) {
+        reverse_pairs(wa, z, n, k);
         memcpy(w, wa, (size_t)k * sizeof *w);
+    }
     pft_free(wa);
     return rc;
 }

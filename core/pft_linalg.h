@@ -46,6 +46,23 @@ int pft_la_tridiag_qt_rows(const double *a, const double *tau, int n, double *y,
 /* The eigenvalues of the tridiagonal T (td, te of pft_la_tridiag), ascending, into w[n] (dsterf, O(n²)). 0,
  * or PFT_ENOMEM / PFT_ENUMERIC. */
 int pft_la_tridiag_eigvals(const double *td, const double *te, int n, double *w);
+/* A kept tridiagonal reduction a = Q T Qᵀ of a symmetric n×n matrix (pft_la_tridiag's outputs, owned): the
+ * reflectors a (n×n; dsytrd leaves the other triangle of the input as it was), tau, T's diagonal td and
+ * off-diagonal te (n each). One O(n³) reduction serves two consumers of the same matrix (the shrinkage
+ * evidence and the release of its leading eigenpairs). */
+typedef struct pft_la_trid_t {
+    int n;
+    double *a, *tau, *td, *te;
+} pft_la_trid_t;
+/* Frees t's arrays and zeroes it; safe twice and on a zeroed t. */
+void pft_la_trid_free(pft_la_trid_t *t);
+/* The k largest eigenpairs (1 ≤ k ≤ n) of the matrix t was reduced from: T's by MRRR (dstemr, O(nk)), then
+ * back-transformed by Q (dormtr, O(n²k)); eigenvalues descending into w[k], row i of z (k×n) the unit
+ * eigenvector of w[i]. What pft_la_eigh_top computes without its own O(n³) reduction, equal to it up to
+ * rounding (vectors up to sign, and within repeated eigenvalues). 0, or PFT_EINVAL (k outside 1..n, t not
+ * kept), PFT_ENOMEM, PFT_ENUMERIC. */
+int pft_la_trid_top(const pft_la_trid_t *t, int k, double *w, double *z);
+
 /* LDLᵀ of the symmetric tridiagonal (diagonal pd[n], off-diagonal pe[n-1]) in place, by dpttrf: 0, or 1 if it
  * is not positive definite. */
 int pft_la_pt_factor(double *pd, double *pe, int n);

@@ -202,6 +202,57 @@ static void test_rank_caps(void)
     pft_free(m);
 }
 
+/* A release given by the caller (pft_bundle_set_part_release) is what the encoder sends at its rank: the one
+ * pft_gstat_lowrank_shared computes gives the same bytes as the encoder's own; a different one travels as
+ * given (its factor decoded back); at another rank (a cap changed after it was set) it is ignored; bad values
+ * and shapes are refused. */
+static void test_part_release(void)
+{
+    const int d = 10, q = 3;
+    pft_bundle_t *b = two_part_bundle(21, PFT_GSTAT_TIED, PFT_DTYPE_F32, d), *o = NULL;
+    CHECK(pft_bundle_set_shared_rank(b, q) == 0);
+    const pft_gstat_t *st = pft_bundle_part_stats(b, 0);
+    size_t dd = (size_t)d * d;
+    double n = (double)pft_gstat_total(st), *c = pft_alloc_array(dd, sizeof *c),
+           *u = pft_alloc_array((size_t)d * q, sizeof *u), *psi = pft_alloc_array((size_t)d, sizeof *psi);
+    for (size_t j = 0; j < dd; j++)
+        c[j] = pft_gstat_tied_scatter(st)[j] / n;
+    CHECK(pft_gstat_lowrank_shared(c, d, q, u, psi) == 0);
+    uint8_t *m0 = NULL, *m1 = NULL, *m2 = NULL, *m3 = NULL;
+    size_t l0 = 0, l1 = 0, l2 = 0, l3 = 0;
+    CHECK(pft_bundle_encode(b, &m0, &l0) == 0);
+    CHECK(pft_bundle_set_part_release(b, 0, u, psi, q) == 0);
+    CHECK(pft_bundle_encode(b, &m1, &l1) == 0);
+    CHECK(l0 == l1 && memcmp(m0, m1, l0) == 0);
+    for (size_t j = 0; j < (size_t)d * q; j++) /* another factor: it is the one sent */
+        u[j] *= 0.5;
+    CHECK(pft_bundle_set_part_release(b, 0, u, psi, q) == 0);
+    CHECK(pft_bundle_encode(b, &m2, &l2) == 0 && pft_bundle_decode(m2, l2, NULL, &o) == 0);
+    int fq = 0;
+    const double *f = o ? pft_bundle_part_factor(o, 0, &fq) : NULL;
+    CHECK(f && fq == q);
+    for (size_t j = 0; f && j < (size_t)d * q; j++)
+        CHECK_NEAR(f[j], u[j], 1e-6 * fabs(u[j]) + 1e-30);
+    CHECK(pft_bundle_set_part_rank_cap(b, 0, 1) == 0 && pft_bundle_encode(b, &m3, &l3) == 0);
+    pft_bundle_t *ref = two_part_bundle(21, PFT_GSTAT_TIED, PFT_DTYPE_F32, d); /* capped, nothing given */
+    uint8_t *mr = NULL;
+    size_t lr = 0;
+    CHECK(pft_bundle_set_shared_rank(ref, q) == 0 && pft_bundle_set_part_rank_cap(ref, 0, 1) == 0);
+    CHECK(pft_bundle_encode(ref, &mr, &lr) == 0 && lr == l3 && memcmp(mr, m3, lr) == 0);
+    CHECK(pft_bundle_set_part_release(b, 0, u, psi, 0) == PFT_EINVAL);
+    CHECK(pft_bundle_set_part_release(b, 2, u, psi, q) == PFT_EINVAL);
+    psi[1] = -1e-9;
+    CHECK(pft_bundle_set_part_release(b, 0, u, psi, q) == PFT_EINVAL);
+    psi[1] = 0;
+    u[2] = NAN;
+    CHECK(pft_bundle_set_part_release(b, 0, u, psi, q) == PFT_EINVAL);
+    pft_bundle_destroy(&o);
+    pft_bundle_destroy(&b);
+    pft_bundle_destroy(&ref);
+    pft_free(c), pft_free(u), pft_free(psi), pft_free(m0), pft_free(m1), pft_free(m2), pft_free(m3),
+        pft_free(mr);
+}
+
 /* Hand-built low-rank shared fields: W = N·(U Uᵀ + diag psi) exactly; each rule refused. */
 static void test_lowrank_hand_built(void)
 {
@@ -242,7 +293,8 @@ static void test_lowrank_hand_built(void)
     h = hand_default(PFT_GSTAT_TIED);
     h.lr = 1;
     h.dense_second = 1; /* one form per bundle */
-    expect_hand(&h, PFT_EFORMAT, "part 1 (contributors b): shared covariance of rank 0, an earlier part's has 1");
+    expect_hand(&h, PFT_EFORMAT,
+                "part 1 (contributors b): shared covariance of rank 0, an earlier part's has 1");
     h.lr = 0; /* both dense: fine */
     expect_hand(&h, 0, NULL);
     h = hand_default(PFT_GSTAT_FULL);
@@ -308,6 +360,7 @@ int main(void)
 {
     RUN(test_lowrank);
     RUN(test_rank_caps);
+    RUN(test_part_release);
     RUN(test_lowrank_hand_built);
     RUN(test_lowrank_hostile);
     return pft_test_done();

@@ -215,32 +215,40 @@ static pft_bundle_t *read_bundle(const char *out, const char *node)
     return b;
 }
 
-/* The default release of a's 60 rows (chain a -> b): rank 60 / 15 = 4 + diagonal (stats_rows_per_rank's
- * default, 15). The oracle is a's own rows: their exact statistics, and the 4 leading eigenpairs of their
- * shared covariance W / N by LAPACK's dsyev. */
-#define REL_Q 4
-static void test_release_rule(void)
+/* The default release of a's rows (chain a -> b): rank rows / 15 + diagonal (stats_rows_per_rank's default,
+ * 15). The oracle is a's own rows of the classes the part releases: their exact statistics, and the q leading
+ * eigenpairs of their shared covariance W / N by LAPACK's dsyev. With min_rows = 1 every class travels (60
+ * rows, q = 4) and the release is the one the node's evidence reduced (its tridiagonal reduction reused);
+ * with min_rows = 8 the floor withholds a's smaller classes, so the part is not what the evidence scored
+ * against (all own rows) and its release must not come from that reduction. */
+static void check_release(const char *name, int min_rows)
 {
-    char out[512];
-    json_t *r = launch("release", "  stats_release = lowrank;\n  a -> b;\n", out, sizeof out);
+    char out[512], body[160];
+    snprintf(body, sizeof body, "  stats_release = lowrank; min_rows = %d;\n  a -> b;\n", min_rows);
+    json_t *r = launch(name, body, out, sizeof out);
     json_decref(r);
     char dir[600];
     snprintf(dir, sizeof dir, "%s/a/data", out);
     float *x = NULL;
     int32_t *y = NULL;
-    int64_t n = 0, d = 0;
+    int64_t n = 0, d = 0, m = 0;
     CHECK(load_rows(dir, "train", &x, &y, &n, &d) == 0 && n == ROWS);
-    pft_gstat_t *own = pft_gstat_new(PFT_GSTAT_TIED, (int)d);
-    CHECK(own && pft_gstat_add_rows(own, x, y, (size_t)n) == 0);
     pft_bundle_t *b = read_bundle(out, "a");
-    int q = -1;
-    const double *u = b ? pft_bundle_part_factor(b, 0, &q) : NULL;
-    CHECK_MSG(b && pft_bundle_n_parts(b) == 1 && pft_bundle_shared_rank(b) == REL_Q && u && q == REL_Q,
-              "a's bundle: shared rank %d, factor of %d columns (expected 4 = 60 rows / 15)",
-              b ? pft_bundle_shared_rank(b) : -1, q);
-    if (!own || !u || q != REL_Q || d < 8)
+    const pft_gstat_t *st = b && pft_bundle_n_parts(b) == 1 ? pft_bundle_part_stats(b, 0) : NULL;
+    for (int64_t i = 0; st && i < n; i++) /* the released classes' rows, in place */
+        if (pft_gstat_find(st, y[i]) >= 0) {
+            memmove(x + m * d, x + i * d, (size_t)d * sizeof *x);
+            y[m++] = y[i];
+        }
+    pft_gstat_t *own = pft_gstat_new(PFT_GSTAT_TIED, (int)d);
+    CHECK(own && m > 0 && pft_gstat_add_rows(own, x, y, (size_t)m) == 0);
+    int q = -1, want = (int)(m / 15);
+    const double *u = st ? pft_bundle_part_factor(b, 0, &q) : NULL;
+    CHECK_MSG(st && pft_bundle_shared_rank(b) == want && u && q == want && (min_rows == 1) == (m == n),
+              "%s: a's bundle: shared rank %d, factor of %d columns (expected %d = %d rows / 15)", name,
+              b ? pft_bundle_shared_rank(b) : -1, q, want, (int)m);
+    if (!own || !u || q != want || d < 8)
         goto done;
-    const pft_gstat_t *st = pft_bundle_part_stats(b, 0);
     size_t D = (size_t)d;
     double emax = 0, dmax = 0, offmax = 0, scale = 0;
     for (int c = 0; c < pft_gstat_n_classes(own); c++) /* means: exact (fp32 on the wire) */
@@ -250,32 +258,33 @@ static void test_release_rule(void)
     double *ev = pft_alloc_array(D * D, sizeof *ev), *lam = pft_alloc_array(D, sizeof *lam);
     CHECK(ev && lam);
     for (size_t i = 0; ev && i < D * D; i++)
-        ev[i] = w[i] / (double)n;
+        ev[i] = w[i] / (double)m;
     int info = ev && lam
                    ? (int)LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)d, ev, (lapack_int)d, lam)
                    : -1;
     CHECK_MSG(info == 0, "dsyev: info %d", info);
     for (size_t i = 0; info == 0 && i < D; i++) {
-        dmax = fmax(dmax, fabs(wd[i * D + i] - w[i * D + i]) / (double)n); /* the diagonal: exact */
-        scale = fmax(scale, w[i * D + i] / (double)n);
-        for (size_t k = 0; k < D; k++) { /* off the diagonal: the 4 leading eigenpairs (columns d-4..d-1) */
+        dmax = fmax(dmax, fabs(wd[i * D + i] - w[i * D + i]) / (double)m); /* the diagonal: exact */
+        scale = fmax(scale, w[i * D + i] / (double)m);
+        for (size_t k = 0; k < D; k++) { /* off the diagonal: the q leading eigenpairs (columns d-q..d-1) */
             if (k == i)
                 continue;
             double lead = 0, fac = 0;
-            for (size_t t = D - REL_Q; t < D; t++)
+            for (size_t t = D - (size_t)q; t < D; t++)
                 lead += lam[t] * ev[i * D + t] * ev[k * D + t];
             for (int t = 0; t < q; t++)
-                fac += u[i * REL_Q + (size_t)t] * u[k * REL_Q + (size_t)t];
-            offmax = fmax(offmax, fabs(wd[i * D + k] / (double)n - lead) + fabs(fac - lead));
+                fac += u[i * (size_t)q + (size_t)t] * u[k * (size_t)q + (size_t)t];
+            offmax = fmax(offmax, fabs(wd[i * D + k] / (double)m - lead) + fabs(fac - lead));
         }
     }
-    CHECK_MSG(emax < 1e-6 && dmax < 1e-6 * scale && offmax < 1e-5 * scale,
-              "release: means off by %.3g, diagonal by %.3g, off-diagonal by %.3g (largest variance %.3g)",
-              emax, dmax, offmax, scale);
+    CHECK_MSG(
+        emax < 1e-6 && dmax < 1e-6 * scale && offmax < 1e-5 * scale,
+        "%s: release: means off by %.3g, diagonal by %.3g, off-diagonal by %.3g (largest variance %.3g)",
+        name, emax, dmax, offmax, scale);
     fprintf(stderr,
-            "  release of a's %d rows: rank 4 + diagonal; means %.2g, diagonal %.2g, off-diagonal %.2g "
-            "from the oracle\n",
-            (int)n, emax, dmax, offmax);
+            "  %s: release of a's %d of %d rows: rank %d + diagonal; means %.2g, diagonal %.2g, off-diagonal "
+            "%.2g from the oracle\n",
+            name, (int)m, (int)n, q, emax, dmax, offmax);
     pft_free(ev);
     pft_free(lam);
 done:
@@ -283,6 +292,12 @@ done:
     pft_gstat_destroy(&own);
     pft_free(x);
     pft_free(y);
+}
+
+static void test_release_rule(void)
+{
+    check_release("release", 1);
+    check_release("releasefloor", 8);
 }
 
 /* Secure aggregation under stats_release = full_scatter (research): a and b mask their exact dense second

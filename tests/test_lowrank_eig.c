@@ -1,7 +1,8 @@
 /* Tests of pft_lrop and pft_lreig: the structured leading eigenpairs against LAPACK's dsyevr on the formed
  * matrix, on a relay's statistics from the bundled real PACS features and on adversarial spectra (clustered,
  * repeated, q ≥ rank, zero diagonal, tiny d), and the release of pft_gstat_lowrank_shared (top-q dsyevr)
- * against all d eigenpairs.
+ * against all d eigenpairs; the release from a kept tridiagonal reduction (the evidence's) against dsyevr
+ * (tolerances at check_trid).
  *
  * Tolerances (the solver's contract, pft_lreig.h, at its default tol = 1e-10):
  *  - residual ‖A v − θ v‖ ≤ 1e-9 ‖A‖ per pair, measured here on the formed A;
@@ -12,6 +13,7 @@
  *    neighbours by at least 1e-3 ‖A‖; inside a cluster only the cluster's projector is compared. */
 #include "pft_alloc.h"
 #include "pft_error.h"
+#include "pft_ghead.h"
 #include "pft_gstat.h"
 #include "pft_gstat_lowrank.h"
 #include "pft_linalg.h"
@@ -489,6 +491,182 @@ static void test_op_equals_gstat_merge(void)
     pft_rng_destroy(&rng);
 }
 
+/* The release's eigenpairs from a kept tridiagonal reduction (pft_la_trid_top, pft_gstat_lowrank_shared_trid:
+ * the evidence's dsytrd reused) against LAPACK's dsyevr on the formed matrix. Tolerances (one reduction of
+ * the same matrix, two tridiagonal eigensolvers: rounding only): residual ‖A v − θ v‖ ≤ 1e-11 ‖A‖ per pair,
+ * eigenvalues within 1e-11 ‖A‖, orthonormality within 1e-12; projectors within 1e-8 (Frobenius) and single
+ * vectors within 1e-8 where separated by at least 1e-3 ‖A‖ (as above); with `defined` (λ_q > λ_{q+1}
+ * clearly) the release U Uᵀ + diag ψ at n within 1e-10 of its largest entry of pft_gstat_lowrank_shared's of
+ * A / n. Returns the q eigenpairs' largest residual relative to ‖A‖. */
+static double check_trid(const pft_lrop_t *op, int q, double n, int defined, const char *label)
+{
+    int d = pft_lrop_dim(op), k = q < d ? q + 1 : q;
+    size_t dd = (size_t)d * d;
+    double *A = malloc(dd * sizeof *A), *lam = malloc((size_t)q * sizeof *lam),
+           *G = malloc(q * q * sizeof *G), *V = malloc((size_t)q * d * sizeof *V),
+           *lref = malloc((size_t)k * sizeof *lref), *Vref = malloc((size_t)k * d * sizeof *Vref);
+    pft_la_trid_t t = {.n = d,
+                       .a = malloc(dd * sizeof(double)),
+                       .tau = malloc(d * sizeof(double)),
+                       .td = malloc(d * sizeof(double)),
+                       .te = malloc(d * sizeof(double))};
+    pft_lrop_dense(op, A);
+    memcpy(t.a, A, dd * sizeof *A);
+    CHECK_MSG(pft_la_tridiag(t.a, d, t.td, t.te, t.tau) == 0, "%s: %s", label, pft_errmsg());
+    CHECK_MSG(pft_la_trid_top(&t, q, lam, V) == 0, "%s: %s", label, pft_errmsg());
+    CHECK(pft_lreig_top_dense(op, k, lref, Vref) == 0);
+    double norm = fmax(fabs(lref[0]), 1e-300), res = max_residual(A, lam, V, q, d) / norm;
+    CHECK_MSG(res <= 1e-11, "%s: residual %.3g of ‖A‖", label, res);
+    for (int j = 0; j < q; j++)
+        CHECK_MSG(fabs(lam[j] - lref[j]) <= 1e-11 * norm, "%s: λ_%d = %.17g, LAPACK %.17g", label, j, lam[j],
+                  lref[j]);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, q, q, d, 1.0, V, d, V, d, 0.0, G, q);
+    for (int i = 0; i < q * q; i++)
+        CHECK_MSG(fabs(G[i] - (i % (q + 1) == 0)) <= 1e-12, "%s: VVᵀ − I = %.3g", label,
+                  G[i] - (i % (q + 1) == 0));
+    if (k > q && lref[q - 1] - lref[q] >= 1e-3 * norm)
+        CHECK_MSG(projector_distance(Vref, V, q, d) <= 1e-8, "%s: projector distance %.3g", label,
+                  projector_distance(Vref, V, q, d));
+    for (int j = 0; j < q; j++) {
+        double gap = fmin(j > 0 ? lref[j - 1] - lref[j] : INFINITY,
+                          j + 1 < k ? lref[j] - lref[j + 1] : INFINITY),
+               e = 0, f = 0; /* up to sign (pft_la_trid_top fixes none) */
+        for (int r = 0; gap >= 1e-3 * norm && r < d; r++) {
+            e = fmax(e, fabs(V[(size_t)j * d + r] - Vref[(size_t)j * d + r]));
+            f = fmax(f, fabs(V[(size_t)j * d + r] + Vref[(size_t)j * d + r]));
+        }
+        e = fmin(e, f);
+        CHECK_MSG(e <= 1e-8, "%s: vector %d differs by %.3g", label, j, e);
+    }
+    if (defined) { /* the release, against pft_gstat_lowrank_shared of the formed A / n */
+        double *wd = malloc(d * sizeof *wd), *U0 = malloc((size_t)d * q * sizeof *U0),
+               *U1 = malloc((size_t)d * q * sizeof *U1), *p0 = malloc(d * sizeof *p0),
+               *p1 = malloc(d * sizeof *p1), *E0 = malloc(dd * sizeof *E0), *E1 = malloc(dd * sizeof *E1),
+               big = 0, diff = 0;
+        for (int r = 0; r < d; r++)
+            wd[r] = A[(size_t)r * d + r];
+        for (size_t i = 0; i < dd; i++)
+            A[i] /= n;
+        CHECK(pft_gstat_lowrank_shared(A, d, q, U0, p0) == 0);
+        CHECK_MSG(pft_gstat_lowrank_shared_trid(&t, wd, n, q, U1, p1) == 0, "%s: %s", label, pft_errmsg());
+        pft_gstat_lowrank_expand(U0, p0, d, q, E0);
+        pft_gstat_lowrank_expand(U1, p1, d, q, E1);
+        for (size_t i = 0; i < dd; i++)
+            big = fmax(big, fabs(E0[i])), diff = fmax(diff, fabs(E0[i] - E1[i]));
+        CHECK_MSG(diff <= 1e-10 * big, "%s: releases differ by %.3g of %.3g", label, diff, big);
+        free(wd), free(U0), free(U1), free(p0), free(p1), free(E0), free(E1);
+    }
+    pft_la_trid_free(&t);
+    free(A), free(lam), free(G), free(V), free(lref), free(Vref);
+    return res;
+}
+
+/* The kept reduction on real statistics (a PACS relay at q 32 and 8) and adversarial spectra: clustered,
+ * repeated (a cut at the end of a multiplet and one through it), q ≥ rank (zero eigenvalues, any orthonormal
+ * completion: the range's projector compared); bad arguments refused. */
+static void test_trid_release(void)
+{
+    double N = 0, lam[40];
+    pft_lrop_t *op = pacs_relay(600, 60, 32, &N);
+    if (op) {
+        check_trid(op, 32, N, 1, "trid pacs relay q 32");
+        check_trid(op, 8, N, 1, "trid pacs relay q 8");
+        pft_lrop_destroy(&op);
+    }
+    for (int j = 0; j < 40; j++)
+        lam[j] = 1.0 - 0.01 * (j / 4) + 1e-9 * (j % 4);
+    op = spectrum_op(400, 40, lam, 1e-3, 11);
+    check_trid(op, 24, 50, 1, "trid clustered");
+    pft_lrop_destroy(&op);
+    for (int j = 0; j < 30; j++)
+        lam[j] = j < 4 ? 5 : j < 10 ? 3 : j < 20 ? 2 : 1;
+    op = spectrum_op(300, 30, lam, 0.0, 12);
+    check_trid(op, 20, 50, 1, "trid repeated q 20");
+    check_trid(op, 7, 50, 0, "trid repeated q 7");
+    pft_lrop_destroy(&op);
+    const int d = 200, k = 10, q = 16;
+    for (int j = 0; j < k; j++)
+        lam[j] = 10.0 / (j + 1);
+    op = spectrum_op(d, k, lam, 0.0, 13);
+    check_trid(op, q, 50, 1, "trid q above rank");
+    pft_la_trid_t t = {.n = d,
+                       .a = malloc((size_t)d * d * sizeof(double)),
+                       .tau = malloc(d * sizeof(double)),
+                       .td = malloc(d * sizeof(double)),
+                       .te = malloc(d * sizeof(double))};
+    double l[16], *V = malloc((size_t)q * d * sizeof *V), *Vr = malloc((size_t)k * d * sizeof *Vr), lr[10];
+    pft_lrop_dense(op, t.a);
+    CHECK(pft_la_tridiag(t.a, d, t.td, t.te, t.tau) == 0 && pft_la_trid_top(&t, q, l, V) == 0);
+    CHECK(pft_lreig_top_dense(op, k, lr, Vr) == 0);
+    for (int j = k; j < q; j++)
+        CHECK_NEAR(l[j], 0.0, 1e-11 * 10);
+    CHECK(projector_distance(Vr, V, k, d) <= 1e-8);
+    CHECK(pft_la_trid_top(&t, 0, l, V) == PFT_EINVAL && pft_la_trid_top(&t, d + 1, l, V) == PFT_EINVAL);
+    pft_la_trid_free(&t);
+    pft_la_trid_free(&t); /* safe twice */
+    CHECK(pft_la_trid_top(&t, 1, l, V) == PFT_EINVAL);
+    free(V), free(Vr);
+    pft_lrop_destroy(&op);
+}
+
+/* The evidence hands over the reduction it computed its tallies in (pft_ghead_evidence_keep): the same
+ * tallies as pft_ghead_evidence, and the release from it equals pft_gstat_lowrank_shared's of W / N (PACS
+ * rows). */
+static void test_evidence_keep(void)
+{
+    float *x = NULL;
+    int32_t *y = NULL;
+    int64_t n = 0, d = 0, ny = 0;
+    if (pft_npy_read_f32(EXAMPLE_DATA "/train_x.npy", &x, &n, &d) ||
+        pft_npy_read_i32(EXAMPLE_DATA "/train_y.npy", &y, &ny) || ny != n || n < 700) {
+        SKIP_TEST("no bundled PACS features in " EXAMPLE_DATA " (%s)", pft_errmsg());
+        pft_free(x), pft_free(y);
+        return;
+    }
+    const int m = 700, own = 120, q = 40;
+    float *xs = malloc((size_t)m * d * sizeof *xs);
+    int32_t *ys = malloc((size_t)m * sizeof *ys);
+    for (int i = 0; i < m; i++) { /* rows (i · 7919) mod n, L2-normalised, as pacs_relay */
+        int64_t r = ((int64_t)i * 7919) % n;
+        double s = 0;
+        for (int64_t j = 0; j < d; j++)
+            s += (double)x[r * d + j] * x[r * d + j];
+        for (int64_t j = 0; j < d; j++)
+            xs[(size_t)i * d + j] = (float)(x[r * d + j] / sqrt(s));
+        ys[i] = y[r];
+    }
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, (int)d);
+    CHECK(st && pft_gstat_add_rows(st, xs, ys, (size_t)m) == 0);
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    pft_ghead_evidence_t e0[PFT_GHEAD_N_ALPHA], e1[PFT_GHEAD_N_ALPHA];
+    pft_la_trid_t t;
+    CHECK(pft_ghead_evidence(st, xs, ys, own, 7, &o, e0) == 0);
+    CHECK(pft_ghead_evidence_keep(st, xs, ys, own, 7, &o, e1, &t) == 0 && t.a && t.n == d);
+    CHECK(memcmp(e0, e1, sizeof e0) == 0);
+    size_t dd = (size_t)d * d;
+    double N = (double)pft_gstat_total(st), *C = malloc(dd * sizeof *C), *wd = malloc(d * sizeof *wd),
+           *U0 = malloc((size_t)d * q * sizeof *U0), *U1 = malloc((size_t)d * q * sizeof *U1),
+           *p0 = malloc(d * sizeof *p0), *p1 = malloc(d * sizeof *p1), *E0 = malloc(dd * sizeof *E0),
+           *E1 = malloc(dd * sizeof *E1), big = 0, diff = 0;
+    const double *W = pft_gstat_tied_scatter(st);
+    for (size_t i = 0; i < dd; i++)
+        C[i] = W[i] / N;
+    for (int64_t r = 0; r < d; r++)
+        wd[r] = W[(size_t)r * d + r];
+    CHECK(pft_gstat_lowrank_shared(C, (int)d, q, U0, p0) == 0);
+    CHECK(pft_gstat_lowrank_shared_trid(&t, wd, N, q, U1, p1) == 0);
+    pft_gstat_lowrank_expand(U0, p0, (int)d, q, E0);
+    pft_gstat_lowrank_expand(U1, p1, (int)d, q, E1);
+    for (size_t i = 0; i < dd; i++)
+        big = fmax(big, fabs(E0[i])), diff = fmax(diff, fabs(E0[i] - E1[i]));
+    CHECK_MSG(diff <= 1e-10 * big, "releases differ by %.3g of %.3g", diff, big);
+    pft_la_trid_free(&t);
+    pft_gstat_destroy(&st);
+    free(xs), free(ys), free(C), free(wd), free(U0), free(U1), free(p0), free(p1), free(E0), free(E1);
+    pft_free(x), pft_free(y);
+}
+
 int main(void)
 {
     RUN(test_lrop_basics);
@@ -501,5 +679,7 @@ int main(void)
     RUN(test_tiny);
     RUN(test_fallback_and_determinism);
     RUN(test_op_equals_gstat_merge);
+    RUN(test_trid_release);
+    RUN(test_evidence_keep);
     return pft_test_done();
 }

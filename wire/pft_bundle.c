@@ -96,6 +96,8 @@ static void part_free(pft_bundle__part_t *p)
 {
     pft_gstat_destroy(&p->st);
     PFT_FREE(p->factor);
+    PFT_FREE(p->rel_u);
+    PFT_FREE(p->rel_psi);
     PFT_FREE(p->labels);
     PFT_FREE(p->counts);
     PFT_FREE(p->words);
@@ -362,6 +364,43 @@ int pft_bundle_set_part_rank_cap(pft_bundle_t *self, int i, int q)
         self->parts[i].rank_cap = q;
         drop_cache(self);
     }
+    return 0;
+}
+
+int pft_bundle_part_rank_cap(const pft_bundle_t *self, int i)
+{
+    return self->parts[i].rank_cap;
+}
+
+int pft_bundle_set_part_release(pft_bundle_t *self, int i, const double *U, const double *psi, int q)
+{
+    if (!self || i < 0 || i >= self->n_parts || !self->parts[i].st || q < 1 || q > self->d - 1 || !U || !psi)
+        return pft_err(PFT_EINVAL,
+                       "bundle: release of part %d at rank %d: no such clear part, or q outside "
+                       "1..%d",
+                       i, q, self ? self->d - 1 : 0);
+    size_t d = (size_t)self->d;
+    for (size_t r = 0; r < d; r++)
+        if (!isfinite(psi[r]) || psi[r] < 0 || signbit(psi[r]))
+            return pft_err(PFT_EINVAL, "bundle: release of part %d: psi[%zu] = %g", i, r, psi[r]);
+    for (size_t k = 0; k < d * (size_t)q; k++)
+        if (!isfinite(U[k]))
+            return pft_err(PFT_EINVAL, "bundle: release of part %d: a factor entry is not finite", i);
+    double *u = pft_alloc_array(d * (size_t)q, sizeof *u), *ps = pft_alloc_array(d, sizeof *ps);
+    if (!u || !ps) {
+        pft_free(u);
+        pft_free(ps);
+        return pft_err(PFT_ENOMEM, "bundle: out of memory for a release of rank %d", q);
+    }
+    memcpy(u, U, d * (size_t)q * sizeof *u);
+    memcpy(ps, psi, d * sizeof *ps);
+    pft_bundle__part_t *p = &self->parts[i];
+    pft_free(p->rel_u);
+    pft_free(p->rel_psi);
+    p->rel_u = u;
+    p->rel_psi = ps;
+    p->rel_q = q;
+    drop_cache(self);
     return 0;
 }
 

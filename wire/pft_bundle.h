@@ -89,6 +89,15 @@ int pft_bundle_shared_rank(const pft_bundle_t *self);
  * -1 (the default) removes the cap. Changing it drops a decoded bundle's kept payload. 0, or PFT_EINVAL (no
  * such part, q outside -1..d-1). */
 int pft_bundle_set_part_rank_cap(pft_bundle_t *self, int i, int q);
+/* Part i's rank cap (-1: none). */
+int pft_bundle_part_rank_cap(const pft_bundle_t *self, int i);
+/* Low-rank form only: the release of clear part i's shared covariance, U (d×q, row-major) and psi (d, ≥ +0),
+ * as pft_gstat_lowrank_shared would compute it from the part's statistics at rank q, computed by the caller
+ * (who holds a cheaper route to the same eigenpairs; copied). The encoder sends it, instead of computing the
+ * release itself, when q is the part's rank cap (or, uncapped, the bundle's rank); otherwise it is ignored.
+ * The caller answers for U and psi being the release of the part's statistics. 0, or PFT_EINVAL (no such
+ * clear part, q outside 1..d-1, a non-finite or negative value), PFT_ENOMEM. */
+int pft_bundle_set_part_release(pft_bundle_t *self, int i, const double *U, const double *psi, int q);
 /* Borrowed: the factor U (d×q, row-major) with which decoded part i's shared covariance travelled in
  * low-rank form (q into *q), exactly as sent (what an auditor attacks: its columns lie in the span of the
  * producer's rows); NULL and *q = 0 for a dense or FULL part, or a part not decoded. */

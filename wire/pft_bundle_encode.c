@@ -291,20 +291,28 @@ static int capped_factor(const double *c, size_t d, size_t q, size_t qe, double 
 }
 
 /* Writes the shared covariance w/n (w: d×d scatter) in low-rank form [q, psi, U]: the rank-q factor U (d×q,
- * row-major) and the diagonal psi of pft_gstat_lowrank_shared, in dtype; a part with a rank cap below q
- * sends only that many eigenpairs (the other columns zero, its psi the rest of the diagonal). */
+ * row-major) and the diagonal psi of pft_gstat_lowrank_shared (or the caller's, set at that rank), in dtype;
+ * a part with a rank cap below q sends only that many eigenpairs (the other columns zero, its psi the rest of
+ * the diagonal). */
 static int put_shared_lowrank(const pft_bundle_t *self, int pi, const double *wsc, double n,
                               msgpack_packer *pk, wbuf_t *w)
 {
     size_t d = (size_t)self->d, q = (size_t)self->shared_rank, es = pft_bundle__dtype_size(self->dtype);
-    int cap = self->parts[pi].rank_cap;
+    const pft_bundle__part_t *p = &self->parts[pi];
+    int cap = p->rank_cap;
     size_t qe = cap >= 0 && (size_t)cap < q ? (size_t)cap : q;
-    double *c = pft_alloc_array(d * d, sizeof *c), *u = pft_alloc_array(d * q, sizeof *u),
+    int given = p->rel_u && (size_t)p->rel_q == qe; /* the caller's release (pft_bundle_set_part_release) */
+    double *c = given ? NULL : pft_alloc_array(d * d, sizeof *c), *u = pft_alloc_array(d * q, sizeof *u),
            *psi = pft_alloc_array(d, sizeof *psi);
-    int rc = c && u && psi ? 0 : pft_err(PFT_ENOMEM, "bundle encode: out of memory");
-    for (size_t i = 0; rc == 0 && i < d * d; i++)
+    int rc = (c || given) && u && psi ? 0 : pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    for (size_t r = 0; rc == 0 && given && r < d; r++)
+        for (size_t j = 0; j < q; j++)
+            u[r * q + j] = j < qe ? p->rel_u[r * qe + j] : 0.0;
+    if (rc == 0 && given)
+        memcpy(psi, p->rel_psi, d * sizeof *psi);
+    for (size_t i = 0; rc == 0 && !given && i < d * d; i++)
         c[i] = wsc[i] / n;
-    if (rc == 0 && (rc = capped_factor(c, d, q, qe, u, psi))) {
+    if (rc == 0 && !given && (rc = capped_factor(c, d, q, qe, u, psi))) {
         char name[160];
         pft_bundle__part_name(&self->parts[pi], pi, name, sizeof name);
         rc = pft_err_wrap(rc, "bundle encode: %s: shared covariance of rank %zu", name, qe);

@@ -10,6 +10,7 @@
 
 #include "pft_alloc.h"
 #include "pft_error.h"
+#include "pft_linalg.h"
 #include "pft_log.h"
 
 #include <string.h>
@@ -24,6 +25,13 @@ static int wanted(const node_t *nd)
 
 int pft_node__evidence_own(node_t *nd, const pft_gstat_t *total)
 {
+    return pft_node__evidence_own_keep(nd, total, NULL);
+}
+
+int pft_node__evidence_own_keep(node_t *nd, const pft_gstat_t *total, pft_la_trid_t *keep)
+{
+    if (keep)
+        memset(keep, 0, sizeof *keep);
     nd->head.has_own_ev = 0;
     if (!wanted(nd) || !total || pft_dataset_n(nd->train) == 0)
         return 0;
@@ -32,8 +40,11 @@ int pft_node__evidence_own(node_t *nd, const pft_gstat_t *total)
     o.seed = nd->run->seed;
     o.on_iter = pft_node__loop_yield;
     o.on_iter_ctx = nd;
-    int rc = pft_ghead_evidence(total, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
-                                pft_dataset_n(nd->train), nd->n_classes, &o, nd->head.own_ev);
+    const float *x = pft_dataset_x(nd->train);
+    const int32_t *y = pft_dataset_y(nd->train);
+    int n = pft_dataset_n(nd->train),
+        rc = keep ? pft_ghead_evidence_keep(total, x, y, n, nd->n_classes, &o, nd->head.own_ev, keep)
+                  : pft_ghead_evidence(total, x, y, n, nd->n_classes, &o, nd->head.own_ev);
     if (rc < 0)
         return pft_err_wrap(rc, "the shrinkage evidence of own rows");
     nd->head.has_own_ev = rc == 0;

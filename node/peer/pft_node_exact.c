@@ -6,6 +6,8 @@
 #include "pft_alloc.h"
 #include "pft_error.h"
 #include "pft_fsio.h"
+#include "pft_gstat_lowrank.h"
+#include "pft_linalg.h"
 #include "pft_log.h"
 
 #include <string.h>
@@ -105,15 +107,59 @@ static uint64_t *own_group_rows(node_t *nd, const parts_t *ps)
     return rows;
 }
 
-/* This node's shrinkage evidence against everything it holds (the head's statistics when final, else their
- * merge made for the purpose). */
-static int own_evidence(node_t *nd, const parts_t *ps, int final)
+/* The statistics the evidence scored against (of; tmp when made for the purpose) and the tridiagonal
+ * reduction of their W it was computed in (t.a NULL: none), kept for a release of the same W. */
+typedef struct {
+    const pft_gstat_t *of;
+    pft_gstat_t *tmp;
+    pft_la_trid_t t;
+} reduced_t;
+
+static void reduced_free(reduced_t *r)
 {
-    pft_gstat_t *tmp = NULL;
-    int rc = final || !nd->head_ops->wants_stats ? 0 : pft_node__parts_total(nd, ps, &tmp);
+    pft_la_trid_free(&r->t);
+    pft_gstat_destroy(&r->tmp);
+    r->of = NULL;
+}
+
+/* This node's shrinkage evidence against everything it holds (the head's statistics when final, else their
+ * merge made for the purpose), its reduction kept in *red. */
+static int own_evidence(node_t *nd, const parts_t *ps, int final, reduced_t *red)
+{
+    int rc = final || !nd->head_ops->wants_stats ? 0 : pft_node__parts_total(nd, ps, &red->tmp);
+    red->of = final ? nd->head.stats : red->tmp;
     if (rc == 0)
-        rc = pft_node__evidence_own(nd, final ? nd->head.stats : tmp);
-    pft_gstat_destroy(&tmp);
+        rc = pft_node__evidence_own_keep(nd, red->of, &red->t);
+    return rc;
+}
+
+/* The release of every clear tied part of b whose statistics are, bit for bit, those the evidence reduced
+ * (a chain's relay sends all it holds as one part): its leading eigenpairs from that reduction
+ * (pft_gstat_lowrank_shared_trid), so that the encoder does not reduce the same W again. */
+static int release_from_evidence(pft_bundle_t *b, const reduced_t *red)
+{
+    int q = pft_bundle_shared_rank(b), d = pft_bundle_dim(b), rc = 0;
+    for (int i = 0; rc == 0 && red->t.a && q > 0 && i < pft_bundle_n_parts(b); i++) {
+        const pft_gstat_t *st = pft_bundle_part_stats(b, i);
+        int cap = pft_bundle_part_rank_cap(b, i), qe = cap >= 0 && cap < q ? cap : q;
+        if (!st || qe < 1 || pft_gstat_kind(st) != PFT_GSTAT_TIED || !pft_gstat_equal(st, red->of))
+            continue;
+        double *u = pft_alloc_array((size_t)d * qe, sizeof *u),
+               *psi = pft_alloc_array((size_t)d, sizeof *psi);
+        double *wd = pft_alloc_array((size_t)d, sizeof *wd);
+        rc = u && psi && wd ? 0 : pft_err(PFT_ENOMEM, "out of memory for a release of rank %d", qe);
+        for (int r = 0; rc == 0 && r < d; r++)
+            wd[r] = pft_gstat_tied_scatter(st)[(size_t)r * d + r];
+        if (rc == 0)
+            rc = pft_gstat_lowrank_shared_trid(&red->t, wd, (double)pft_gstat_total(st), qe, u, psi);
+        if (rc == 0)
+            rc = pft_bundle_set_part_release(b, i, u, psi, qe);
+        if (rc == 0)
+            pft_debug("release: part %d at rank %d from the evidence's tridiagonal reduction", i, qe);
+        pft_free(u);
+        pft_free(psi);
+        pft_free(wd);
+    }
     return rc;
 }
 
@@ -156,13 +202,15 @@ static int head_input(node_t *nd, const parts_t *ps)
     return rc ? rc : pft_node__parts_noisy(nd, ps, NULL);
 }
 
-/* The outbound bundle b: one part per group, the release steps on it, this node's evidence in its
- * provenance, the complete flag. */
-static int outbound(node_t *nd, parts_t *ps, pft_bundle_t *b, int complete)
+/* The outbound bundle b: one part per group, the release steps on it (the release of a part the evidence
+ * reduced taken from that reduction), this node's evidence in its provenance, the complete flag. */
+static int outbound(node_t *nd, parts_t *ps, pft_bundle_t *b, int complete, const reduced_t *red)
 {
     int rc = pft_node__parts_add_groups(nd, ps, b, 1);
     if (rc == 0)
         rc = pft_node__step_bundle(nd, b);
+    if (rc == 0)
+        rc = release_from_evidence(b, red);
     for (int i = 0; rc == 0 && i < pft_bundle_prov_n_nodes(b); i++)
         if (strcmp(pft_bundle_prov_node(b, i), nd->me->id) == 0)
             rc = pft_node__evidence_set(nd, b, nd->me->id);
@@ -187,10 +235,12 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
         rc = own_part(nd, &ps);
     if (rc == 0 && st->final)
         rc = head_input(nd, &ps);
+    reduced_t red = {0};
     if (rc == 0)
-        rc = own_evidence(nd, &ps, st->final);
+        rc = own_evidence(nd, &ps, st->final, &red);
     if (rc == 0)
-        rc = outbound(nd, &ps, b, complete);
+        rc = outbound(nd, &ps, b, complete, &red);
+    reduced_free(&red);
     if (rc == 0 && st->final)
         rc = pft_node__evidence_gather(nd, b);
     if (rc == 0 && st->final)

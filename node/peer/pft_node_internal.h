@@ -635,6 +635,11 @@ void pft_node__noise_json(node_t *nd, const parts_t *ps);
  * head chooses the shrinkage from evidence (LDA, no DP) and its rows allow cross-validation. 0 or an error.
  */
 int pft_node__evidence_own(node_t *nd, const pft_gstat_t *total);
+/* The same; with keep (zeroed here), the tridiagonal reduction of total's W the tallies were computed in,
+ * when they were (keep->a set; the caller frees it with pft_la_trid_free): a release of the same W takes it.
+ */
+struct pft_la_trid_t;
+int pft_node__evidence_own_keep(node_t *nd, const pft_gstat_t *total, struct pft_la_trid_t *keep);
 /* Puts this node's own tallies (if any) in b's provenance entry of id (which must exist). */
 int pft_node__evidence_set(const node_t *nd, pft_bundle_t *b, const char *id);
 /* nd->head.ev := the evidence of every provenance entry of b, and this node's own if b lacks it. */
