@@ -20,7 +20,8 @@
 typedef struct {
     const char *id;     /* points into the topology: stale after a set (pft_launch__refresh_ids) */
     char *dir;          /* DIR/<id> */
-    char *key;          /* secret key file passed with --key, or NULL */
+    char *key;          /* secret key file (in its node file), or NULL */
+    char *node_file;    /* DIR/<id>/node.conf: its private facts (data files, secret key, evaluation set) */
     pid_t pid;          /* its pftnode process (-1: could not be started) */
     int exited, status; /* wait status once exited */
     int absent;         /* not started (--absent) */

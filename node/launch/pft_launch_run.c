@@ -35,18 +35,10 @@ void pft_launch__node_argv(const pft_launch_t *self, const pft_launch_child_t *c
     argv[a++] = c->dir;
     argv[a++] = "--log-level";
     argv[a++] = self->o.log_level;
+    argv[a++] = "--node-file"; /* its data files, secret key and evaluation set: only it reads them */
+    argv[a++] = c->node_file;
     if (self->o.insecure)
         argv[a++] = "--insecure";
-    if (c->key) {
-        argv[a++] = "--key";
-        argv[a++] = c->key;
-    }
-    if (self->eval_x) {
-        argv[a++] = "--eval-features";
-        argv[a++] = self->eval_x;
-        argv[a++] = "--eval-labels";
-        argv[a++] = self->eval_y;
-    }
     if (c->listen_fd >= 0 && fcntl(c->listen_fd, F_SETFD, 0) == 0) { /* this one survives exec */
         snprintf(fd_text, fd_cap, "%d", c->listen_fd);
         argv[a++] = "--listen-fd";

@@ -265,9 +265,14 @@ static int start(node_t *nd)
     if (rc)
         return fail(rc == PFT_EUNSUPPORTED ? PFT_EXIT_LOCKED : PFT_EXIT_IO);
     pft_node__set_status(nd, "starting", NULL);
-    rc = pft_topo_load(args->topology, PFT_TOPO_REQUIRE_RESOLVED, &nd->topo);
-    if (rc == 0 && !(nd->me = pft_topo_find(nd->topo, args->id)))
+    /* the public facts only: no other node's files are opened, nor is the node's own checked here */
+    rc = pft_topo_load(args->topology, PFT_TOPO_REQUIRE_RESOLVED | PFT_TOPO_SKIP_DATA_CHECK, &nd->topo);
+    if (rc == 0 && !pft_topo_find(nd->topo, args->id))
         rc = pft_err(PFT_ETOPO, "%s: no node '%s'", args->topology, args->id);
+    if (rc == 0)
+        rc = pft_node__setup_own_files(nd); /* its command line's files, in place of its entry's */
+    if (rc == 0)
+        nd->me = pft_topo_find(nd->topo, args->id);
     if (rc)
         return fail(rc == PFT_ETOPO || rc == PFT_EFORMAT || rc == PFT_EIO ? PFT_EXIT_TOPOLOGY : exit_for(rc));
     nd->run = pft_topo_run(nd->topo);
