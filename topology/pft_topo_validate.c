@@ -157,20 +157,23 @@ int pft_topo__need_public(const pft_topo_t *t, const pft_topo__model_t *m)
 int pft_topo__check_data(const pft_topo_t *t, pft_topo__model_t *m)
 {
     int required = !m->run.dataset && (t->flags & PFT_TOPO_LAUNCH);
+    /* pairs are checked once complete: not while a launcher fills a simulation in, one attribute at a time */
+    int paired = required || !m->run.dataset || (t->flags & PFT_TOPO_REQUIRE_RESOLVED);
     for (size_t v = 0; v < m->n; v++) {
         const pft_topo_node_t *nd = &m->nodes[v];
         if (!nd->has_data && (nd->train || nd->labels))
             return pft_topo__fail_at(t, nd->line, PFT_ETOPO,
                                      "node '%s' has data = false but names a '%s' file", nd->id,
                                      nd->train ? "train" : "labels");
-        if (nd->has_data && (required || nd->train || nd->labels) && (!nd->train || !nd->labels))
+        if (nd->has_data && (required || (paired && (nd->train || nd->labels))) &&
+            (!nd->train || !nd->labels))
             return pft_topo__fail_at(
                 t, nd->line, PFT_ETOPO, "node '%s' has no %s%s", nd->id,
                 !nd->train ? "'train' (features .npy)" : "'labels' (labels .npy)",
                 required ? ": pftnet launch runs every node of a topology without graph attribute dataset, "
                            "so each one must name its data here"
                          : "");
-        if (!nd->test != !nd->test_labels) {
+        if (paired && !nd->test != !nd->test_labels) {
             int line = pft_dotscan_node_attr_line(t->scan, nd->id, nd->test ? "test" : "test_labels");
             return pft_topo__fail_at(t, line ? line : nd->line, PFT_ETOPO,
                                      "node '%s': 'test' and 'test_labels' go together", nd->id);
@@ -197,9 +200,9 @@ int pft_topo__check_data(const pft_topo_t *t, pft_topo__model_t *m)
 }
 
 /* Node keys: every node or none (a secure run needs the keys of every neighbour and of the ring's
- * producer; a launcher generates the missing ones, so this holds for the files pft_topo__need_public names), no key shared by two nodes, key files present (unless
- * PFT_TOPO_SKIP_DATA_CHECK). The key itself is the node's to check (pft_pubkey_resolve); the topology
- * knows no cryptography. */
+ * producer; a launcher generates the missing ones, so this holds for the files pft_topo__need_public names),
+ * no key shared by two nodes, key files present (unless PFT_TOPO_SKIP_DATA_CHECK). The key itself is the
+ * node's to check (pft_pubkey_resolve); the topology knows no cryptography. */
 int pft_topo__check_keys(const pft_topo_t *t, pft_topo__model_t *m)
 {
     size_t with = 0, first = SIZE_MAX, missing = SIZE_MAX;

@@ -143,9 +143,12 @@ static void put_topology(FILE *f, const pft_topo_t *t, int public)
     Agraph_t *g = t->g;
     const pft_topo__model_t *m = &t->m;
     const int directed = agisdirected(g);
-    fputs(public ? "// written by pftnet (pft_topo_write_public): public facts only; each node's files are its own\n"
-                 : "// written by pftnet (pft_topo_write): data paths absolute, assigned endpoints written out\n",
-          f);
+    fputs(
+        public
+            ? "// written by pftnet (pft_topo_write_public): public facts only; each node's files are its "
+              "own\n"
+            : "// written by pftnet (pft_topo_write): data paths absolute, assigned endpoints written out\n",
+        f);
     fprintf(f, "%s%s ", agisstrict(g) ? "strict " : "", directed ? "digraph" : "graph");
     if (!is_anonymous(agnameof(g))) {
         put_id(f, agnameof(g));

@@ -95,7 +95,7 @@ int pft_nodefile_read(const char *path, pft_nodefile_t *out)
     if (slash)
         slash[slash == dir] = '\0';
     else if (dir)
-        PFT_FREE(dir); /* relative to the current folder */
+        PFT_FREE(dir);        /* relative to the current folder */
     char *text = (char *)buf; /* NUL-terminated by pft_fsio_read */
     if (memchr(buf, '\0', len))
         rc = pft_err(PFT_EINVAL, "%s: not a text file", path);

@@ -196,7 +196,7 @@ static int write_resolved(pft_launch_t *self)
         pft_launch_child_t *c = &self->ch[i];
         const pft_topo_node_t *n = pft_topo_node(self->topo, i);
         pft_nodefile_t nf = {(char *)n->train, (char *)n->labels, (char *)n->test, (char *)n->test_labels,
-                             c->key, self->eval_x, self->eval_y};
+                             c->key,           self->eval_x,      self->eval_y};
         pft_free(c->node_file);
         if (!(c->node_file = pft_fsio_join(c->dir, "node.conf")))
             return pft_err(PFT_ENOMEM, "out of memory");

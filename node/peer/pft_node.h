@@ -61,8 +61,8 @@ typedef struct {
     const char *peers_dir;     /* the folder that holds every node's output folder as <peers_dir>/<id> (pftnet
                                   launch's run folder, shared under Slurm): a successor's stored bundle there is
                                   the receipt of a hand-off whose ACK was lost; NULL: no receipts */
-    const char *train;         /* this node's own data files (its command line or node file), which win over */
-    const char *labels;        /* its entry in the topology; NULL: the entry's (a local simulation's) */
+    const char *train;  /* this node's own data files (its command line or node file), which win over */
+    const char *labels; /* its entry in the topology; NULL: the entry's (a local simulation's) */
     const char *test;
     const char *test_labels;
 } pft_node_args_t;

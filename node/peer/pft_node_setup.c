@@ -64,10 +64,11 @@ int pft_node__setup_data(node_t *nd)
 {
     pft_prep_t prep = (pft_prep_t)nd->run->prep;
     if (nd->me->has_data && !nd->me->train)
-        return pft_err(PFT_EINVAL,
-                       "node '%s' has no training data here: give --train and --labels (or train and labels in "
-                       "--node-file); the topology names no file for it",
-                       nd->me->id);
+        return pft_err(
+            PFT_EINVAL,
+            "node '%s' has no training data here: give --train and --labels (or train and labels in "
+            "--node-file); the topology names no file for it",
+            nd->me->id);
     int rc = nd->me->has_data ? pft_npy_load_dataset(nd->me->train, nd->me->labels, 0, &nd->train) : 0;
     if (rc == 0 && nd->me->test)
         rc = pft_npy_load_dataset(nd->me->test, nd->me->test_labels, 0, &nd->test);

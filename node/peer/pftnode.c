@@ -144,7 +144,8 @@ int main(int argc, char **argv)
         {"test-labels", PFT_OPT_STRING, &test_labels, NULL, 0, -1, 0, "Y.npy", "labels for --test"},
         {"node-file", PFT_OPT_STRING, &node_file, NULL, 0, -1, 0, "FILE",
          "this node's private facts, one \"name = value\" a line: train, labels, test, test_labels, key, "
-         "eval_features, eval_labels (paths relative to FILE's folder; options given on the command line win)"},
+         "eval_features, eval_labels (paths relative to FILE's folder; options given on the command line "
+         "win)"},
         {"eval-features", PFT_OPT_STRING, &eval_x, NULL, 0, -1, 0, "X.npy",
          "features of the union of all nodes' test splits (accuracy_global)"},
         {"eval-labels", PFT_OPT_STRING, &eval_y, NULL, 0, -1, 0, "Y.npy", "labels for --eval-features"},
@@ -176,8 +177,8 @@ int main(int argc, char **argv)
     int rc = pft_cli_parse(&cli, argc, argv, NULL, NULL);
     if (rc)
         return rc == 1 ? 0 : PFT_EXIT_USAGE;
-    pft_node_args_t a = {topology, id, out, eval_x, eval_y, linger, key, insecure, listen_fd, peers,
-                         train, labels, test, test_labels};
+    pft_node_args_t a = {topology, id,        out,   eval_x, eval_y, linger, key,
+                         insecure, listen_fd, peers, train,  labels, test,   test_labels};
     pft_nodefile_t nf = {0};
     if (node_file && read_node_file(node_file, &nf, &a) != 0)
         return PFT_EXIT_USAGE;
@@ -185,4 +186,3 @@ int main(int argc, char **argv)
     pft_nodefile_free(&nf);
     return rc;
 }
-
