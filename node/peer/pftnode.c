@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void on_signal(int sig)
 {
@@ -64,7 +65,8 @@ static int read_node_file(const char *path, pft_nodefile_t *nf, pft_node_args_t 
 }
 
 /* The checks of the options, then the node's run (a's out and peers_dir filled in); returns the exit code. */
-static int run(pft_node_args_t *a, int exit_codes, int markdown, const char *level)
+static int run(pft_node_args_t *a, const char *node_file, pft_nodefile_t *nf, int exit_codes, int markdown,
+               const char *level)
 {
     if (exit_codes) {
         print_exit_codes(markdown);
@@ -83,6 +85,16 @@ static int run(pft_node_args_t *a, int exit_codes, int markdown, const char *lev
         fprintf(stderr, "pftnode: --log-level '%s': expected debug, info, warn or error\n", level);
         return PFT_EXIT_USAGE;
     }
+    char def_out[512], def_file[600];
+    if (!a->out_dir) {
+        snprintf(def_out, sizeof def_out, "out/%s", a->id);
+        a->out_dir = def_out;
+    }
+    snprintf(def_file, sizeof def_file, "%s/node.conf", a->out_dir);
+    if (!node_file && access(def_file, F_OK) == 0) /* a node's private facts may live in its own folder */
+        node_file = def_file;
+    if (node_file && read_node_file(node_file, nf, a) != 0)
+        return PFT_EXIT_USAGE;
     if ((a->eval_features == NULL) != (a->eval_labels == NULL)) {
         fprintf(stderr, "pftnode: --eval-features and --eval-labels go together\n");
         return PFT_EXIT_USAGE;
@@ -91,11 +103,6 @@ static int run(pft_node_args_t *a, int exit_codes, int markdown, const char *lev
         fprintf(stderr, "pftnode: --%s go together (on the command line or in --node-file)\n",
                 (a->train == NULL) != (a->labels == NULL) ? "train and --labels" : "test and --test-labels");
         return PFT_EXIT_USAGE;
-    }
-    char def_out[512];
-    if (!a->out_dir) {
-        snprintf(def_out, sizeof def_out, "out/%s", a->id);
-        a->out_dir = def_out;
     }
     pft_log_init(a->id, lv);
     struct sigaction sa;
@@ -180,9 +187,7 @@ int main(int argc, char **argv)
     pft_node_args_t a = {topology, id,        out,   eval_x, eval_y, linger, key,
                          insecure, listen_fd, peers, train,  labels, test,   test_labels};
     pft_nodefile_t nf = {0};
-    if (node_file && read_node_file(node_file, &nf, &a) != 0)
-        return PFT_EXIT_USAGE;
-    rc = run(&a, exit_codes, markdown, level);
+    rc = run(&a, node_file, &nf, exit_codes, markdown, level);
     pft_nodefile_free(&nf);
     return rc;
 }
