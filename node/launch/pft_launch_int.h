@@ -48,6 +48,7 @@ struct pft_launch_t {
     double t0, wall;                   /* start time, seconds until the last node exited */
     int failed;                        /* started nodes that did not exit 0 */
     int n_stopped;                     /* of those, stopped by the launcher */
+    int degraded;                      /* started nodes that completed without a predecessor (not failed) */
     const char *stop_cause;            /* "timeout", "interrupted", or NULL (none, or a failed node) */
     const pft_launch_engine_t *engine; /* chosen from o.engine in prepare; NULL before */
     void *engine_data;                 /* the engine's own state (slurm: the allocation, placement, srun) */
