@@ -539,7 +539,7 @@ int pft_cmd_check(int argc, char **argv)
         {"no-data-check", PFT_OPT_FLAG, &no_data, NULL, 1, 0, 0, NULL,
          "do not check that the dataset and data files exist"},
         {"resolved", PFT_OPT_FLAG, &resolved, NULL, 1, 0, 0, NULL,
-         "require an endpoint and train/labels on every node (what pftnode needs)"},
+         "require an endpoint on every node and every node's key or none (what pftnode needs of the others)"},
         {"attributes", PFT_OPT_FLAG, &attributes, NULL, 1, 0, 0, NULL,
          "list the topology attributes (name, scope, default, values, meaning) and exit"},
         {"markdown", PFT_OPT_FLAG, &markdown, NULL, 1, 0, 0, NULL,
