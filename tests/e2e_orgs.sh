@@ -118,6 +118,10 @@ compare() {
     cp "$WORK/$name-launch.dot" "$WORK/one/"
     "$NET" launch "$WORK/one/$name-launch.dot" --out "$WORK/one/$name" --quiet --no-baselines \
         >"$WORK/$name-launch.out" 2>&1 || fail "$name: pftnet launch on one machine exited $? ($(tail -n 3 "$WORK/$name-launch.out"))"
+    # the launch's split: its topology names no node's file; each node's are in its own node.conf
+    grep -q 'npy' "$WORK/one/$name/topology.dot" && fail "$name: the launch's topology.dot names node files"
+    grep -q "^train = .*/a-data/train_x.npy" "$WORK/one/$name/a/node.conf" ||
+        fail "$name: a's node.conf does not name its train file"
     python3 - "$WORK" "$name" <<'PY' || fail "$name: results apart differ from the launch's"
 import json, sys
 work, name = sys.argv[1:3]
