@@ -117,6 +117,12 @@ static void print_data(const pft_topo_t *t)
             printf(" train=%s labels=%s", nd->train, nd->labels);
         if (nd->test)
             printf(" test=%s test_labels=%s", nd->test, nd->test_labels);
+        if (!nd->has_data)
+            printf(" no data (data = false)");
+        else if (!nd->train && !r->dataset)
+            printf(" its own files (not in this file: the node's command line or node file names them)");
+        if (nd->rows)
+            printf(" rows=%d", nd->rows);
         if (r->dataset) {
             printf(" share=%s", r->partition);
             if (nd->samples)
