@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # e2e_behaviour: documented pftnode behaviour that no other test observed, each through exit codes and files
-# (pftnode is a black box): on_missing = fail exits 6 at the deadline; malformed data exits 4; EM on features
+# (pftnode is a black box): on_missing = fail exits 6 at the deadline, proceed 16 (degraded; launch and
+# collect name it); malformed data exits 4; EM on features
 # beyond its range exits 8; SIGTERM to a waiting node exits 10; dp_delta and dp_mech set the σ each class is
 # released with (the formulas of docs/USAGE.md, computed here); stats_dtype = fp16 halves the statistics on the
 # wire (and decodes); a non-default resend_grace keeps a node reachable that long after its last ACK. Real
@@ -57,6 +58,29 @@ topo onfail $'  on_missing = fail;\n  a -> b [deadline = 2];'
 launch onfail --absent a --keep-going
 [ "$(py "$W/onfail/results.json" '[n["exit_code"] for n in r["nodes"] if n["id"] == "b"][0]')" = 6 ] ||
     fail "on_missing = fail: b's exit code is not 6 ($(tail -3 "$W/onfail/b/node.log" 2>/dev/null))"
+
+# ---- exit 16: a node that went on without its predecessor (on_missing = proceed) says so ----
+topo degr '  a -> b [deadline = 2];'
+launch degr --absent a || fail "degraded, a --absent: launch exited $? ($(tail -3 "$W/degr.stderr"))"
+[ "$(py "$W/degr/b/result.json" '(r["exit_code"], r["status"], r["missing"])')" = "(16, 'degraded', ['a'])" ] ||
+    fail "degraded: b's result.json says $(py "$W/degr/b/result.json" '(r["exit_code"], r["status"], r["missing"])')"
+grep -q "node b is degraded: it went on without a (--absent)" "$W/degr.stderr" ||
+    fail "degraded: launch did not name b ($(cat "$W/degr.stderr"))"
+# by hand, a never started: collect reports the degraded node and exits 1, unless --allow-degraded (then 3:
+# a's result is missing)
+topo degrh '  a -> b [deadline = 1];'
+launch degrh --prepare-only --insecure || fail "prepare-only exited $?"
+timeout 120 "$PFTNODE" --topology "$W/degrh/topology.dot" --id b --out "$W/degrh/b" --insecure >"$W/degrh-b.log" 2>&1
+code=$?
+[ $code = 16 ] || fail "degraded by hand: pftnode exited $code, not 16 ($(tail -2 "$W/degrh-b.log"))"
+"$PFTNET" collect "$W/degrh/topology.dot" "$W/degrh/b" --out "$W/degrh-c1" >/dev/null 2>"$W/degrh-c1.err"
+code=$?
+[ $code = 1 ] && grep -q "node b is degraded: it went on without a" "$W/degrh-c1.err" ||
+    fail "collect of a degraded node: exit $code ($(cat "$W/degrh-c1.err"))"
+"$PFTNET" collect "$W/degrh/topology.dot" "$W/degrh/b" --out "$W/degrh-c2" --allow-degraded >/dev/null \
+    2>"$W/degrh-c2.err"
+code=$?
+[ $code = 3 ] || fail "collect --allow-degraded: exit $code, not 3 ($(cat "$W/degrh-c2.err"))"
 
 # ---- exit 4: a node whose data file is malformed (truncated) refuses at once ----
 topo data "  a -> b;"

@@ -36,7 +36,9 @@ T=$W/run/topology.dot
 for id in c b a; do
     cmd=$(grep -- "--id $id " "$W/prep.out")
     [ -n "$cmd" ] || { fail "no pftnode command for $id in: $(cat "$W/prep.out")"; exit 1; }
-    case "$cmd" in *"--eval-features "*) ;; *) fail "$id's printed command has no --eval-features: $cmd" ;; esac
+    case "$cmd" in *"--node-file "*) ;; *) fail "$id's printed command has no --node-file: $cmd" ;; esac
+    nf=$(sed -n 's/.*--node-file \([^ ]*\).*/\1/p' <<<"$cmd")
+    grep -q '^eval_features = ' "$nf" || fail "$id's node file $nf names no eval_features: $(cat "$nf")"
     # its own --out folder, outside the launcher's run folder; the three share a parent (the default --peers-dir)
     # because the topology leaves their ports open (each reads its successor's endpoint file there)
     cmd=${cmd/--out $W\/run\/$id/--out $W\/hand\/$id}

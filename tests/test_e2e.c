@@ -313,9 +313,9 @@ static void test_dp_guarantee_travels(void)
     CHECK(launch(topo, out, "--keep-going", &r) == 1);
     CHECK(r && json_integer_value(
                    json_object_get(pft_e2e_find_id(json_object_get(r, "nodes"), "a"), "exit_code")) == 11);
-    /* --keep-going: b waited out its deadline and finished on its own rows */
+    /* --keep-going: b waited out its deadline and finished on its own rows, degraded (exit 16) */
     CHECK(r && json_integer_value(
-                   json_object_get(pft_e2e_find_id(json_object_get(r, "nodes"), "b"), "exit_code")) == 0);
+                   json_object_get(pft_e2e_find_id(json_object_get(r, "nodes"), "b"), "exit_code")) == 16);
     json_decref(r);
 }
 
@@ -515,12 +515,12 @@ static void test_relative_out_dir(void)
     char res[600];
     snprintf(res, sizeof res, "%s/cwd/rel/run/b/result.json", s_tmp);
     CHECK(access(res, R_OK) == 0);
-    /* every path the resolved topology names is absolute and exists (the nodes' data, the keys, the dataset)
-     */
+    /* every path the resolved topology names is absolute and exists (the keys, the dataset); it names no
+     * node's files: each node's are in its own node.conf, absolute and existing too */
     char run[600];
     snprintf(run, sizeof run, "%s/cwd/rel/run", s_tmp);
     const char *keys[] = {"dataset", "train", "labels", "test", "test_labels", "key"};
-    const int want[] = {1, 2, 2, 2, 2, 2}; /* the graph's dataset, then one per node */
+    const int want[] = {1, 0, 0, 0, 0, 2}; /* the graph's dataset, then one key per node */
     static char vals[8][512];
     for (int k = 0; k < 6; k++) {
         int n = resolved_values(run, keys[k], vals, 8);
@@ -528,6 +528,26 @@ static void test_relative_out_dir(void)
         for (int i = 0; i < n && i < 8; i++)
             CHECK_MSG(vals[i][0] == '/' && access(vals[i], R_OK) == 0,
                       "%s = \"%s\": not an absolute path to a file", keys[k], vals[i]);
+    }
+    for (int v = 0; v < 2; v++) {
+        char conf[700], line[1024];
+        snprintf(conf, sizeof conf, "%s/%s/node.conf", run, v ? "b" : "a");
+        FILE *f = fopen(conf, "r");
+        CHECK_MSG(f != NULL, "no %s", conf);
+        int n = 0;
+        while (f && fgets(line, sizeof line, f)) {
+            char *eq = strstr(line, " = ");
+            if (line[0] == '#' || !eq)
+                continue;
+            line[strcspn(line, "\n")] = '\0';
+            CHECK_MSG(eq[3] == '/' && access(eq + 3, R_OK) == 0, "%s: %s: not an absolute path to a file",
+                      conf, line);
+            n++;
+        }
+        if (f)
+            fclose(f);
+        CHECK_MSG(n == 7, "%s names %d files, expected 7 (train, labels, test, test_labels, key, eval)", conf,
+                  n);
     }
 }
 

@@ -294,8 +294,12 @@ static void test_errors_endpoints_and_data(void)
     EXPECT_FAIL("digraph g { " SIM "port_base=7000\n a -> b\n b [endpoint=\"tcp://127.0.0.1:7000\"]\n}", SKIP,
                 "t.dot:3: ", "node 'b'", "node 'a'", "port_base");
     EXPECT_FAIL("digraph g { " SIM "\n port_base=65535\n a -> b\n}", SKIP, "t.dot:2: ", "65536");
-    /* without dataset every node brings data and an endpoint */
-    EXPECT_FAIL("digraph g { port_base=7000\n a -> b\n}", SKIP, "t.dot:2: ", "node 'a' has no 'train'");
+    /* without dataset every node has an endpoint; its data is its own, so only a launcher, which runs every
+     * node, needs every node's files named */
+    EXPECT_FAIL("digraph g { port_base=7000\n a -> b\n}", SKIP | PFT_TOPO_LAUNCH,
+                "t.dot:2: ", "node 'a' has no 'train'", "pftnet launch runs every node");
+    EXPECT_FAIL("digraph g { port_base=7000\n a [train=\"x.npy\"]\n a -> b\n}", SKIP,
+                "t.dot:2: ", "node 'a' has no 'labels'");
     EXPECT_FAIL("digraph g { node [train=\"x.npy\", labels=\"y.npy\"]\n a -> b\n}", SKIP,
                 "t.dot:2: ", "node 'a' has no endpoint");
     EXPECT_FAIL("digraph g { port_base=7000; node [train=\"x.npy\", labels=\"y.npy\"]\n a -> b\n b "
@@ -329,17 +333,39 @@ static void test_errors_endpoints_and_data(void)
     /* what pftnode needs, also in a simulation */
     EXPECT_FAIL("digraph g { " SIM "\n a -> b\n}", SKIP | PFT_TOPO_REQUIRE_RESOLVED,
                 "t.dot:2: ", "node 'a' has no endpoint");
-    EXPECT_FAIL("digraph g { " SIM "port_base=7000\n a -> b\n}", SKIP | PFT_TOPO_REQUIRE_RESOLVED,
-                "t.dot:2: ", "node 'a' has no 'train'");
+
     EXPECT_FAIL("digraph g { " SIM
                 "port_base=7000; node [train=\"x.npy\"]\n a -> b\n b [labels=\"y.npy\"]\n}",
                 SKIP | PFT_TOPO_REQUIRE_RESOLVED, "t.dot:2: ", "node 'a' has no 'labels'");
     EXPECT_FAIL("digraph g { " SIM "port_base=7000; node [train=\"x.npy\", labels=\"y.npy\"]\n a -> b\n"
                 " b [test=\"x.npy\"]\n}",
                 SKIP | PFT_TOPO_REQUIRE_RESOLVED, "t.dot:3: ", "node 'b'", "'test' and 'test_labels'");
-    /* file-level */
+    /* the public topology organisations share names no one's files: pftnet check and pftnode load it */
     pft_topo_t *t = NULL;
     char path[300];
+    const char *pub =
+        "digraph g { a [endpoint=\"tcp://10.0.0.1:7101\"]; b [endpoint=\"tcp://10.0.0.2:7101\"]\n"
+        " a -> b\n}";
+    CHECK_MSG(pft_topo_load(put("pub.dot", pub), 0, &t) == 0, "%s", pft_errmsg());
+    CHECK(t && pft_topo_find(t, "a")->train == NULL);
+    pft_topo_destroy(&t);
+    CHECK_MSG(pft_topo_load(put("pub.dot", pub), SKIP | PFT_TOPO_REQUIRE_RESOLVED, &t) == 0, "%s",
+              pft_errmsg());
+    pft_topo_destroy(&t);
+    /* pftnode's load (SKIP | REQUIRE_RESOLVED) opens no node's files, another's that is not here included */
+    const char *other = "digraph g { port_base=7000; a [train=\"a/x.npy\", labels=\"a/y.npy\"]\n"
+                        " b [train=\"not/on/this/machine.npy\", labels=\"not/here.npy\"]\n a -> b\n}";
+    CHECK_MSG(pft_topo_load(put("other.dot", other), SKIP | PFT_TOPO_REQUIRE_RESOLVED, &t) == 0, "%s",
+              pft_errmsg());
+    pft_topo_destroy(&t);
+    EXPECT_FAIL(other, 0, "t.dot:1: ", "node 'a'", "train file");
+    /* a launcher assigns endpoints and makes the missing keys: neither is required of its file */
+    CHECK_MSG(pft_topo_load(put("launch.dot", "digraph g { node [train=\"x.npy\", labels=\"y.npy\"]\n"
+                                              " a [key=\"ka.pub\"]\n a -> b\n}"),
+                            SKIP | PFT_TOPO_LAUNCH, &t) == 0,
+              "%s", pft_errmsg());
+    pft_topo_destroy(&t);
+    /* file-level */
     snprintf(path, sizeof path, "%s/absent.dot", s_dir);
     CHECK(pft_topo_load(path, 0, &t) == PFT_EIO && strstr(pft_errmsg(), "absent.dot"));
     CHECK(pft_topo_load(s_dir, 0, &t) == PFT_EIO && t == NULL);

@@ -5,8 +5,12 @@
 #include "pft_test.h"
 #include "pft_test_topo.h"
 #include "pft_topo.h"
+#include "pft_topo_fingerprint.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 /* ---- resolved copies ---- */
@@ -86,6 +90,35 @@ static void test_write_reload(void)
                   h1[i].what == h2[i].what);
         pft_topo_destroy(&u);
     }
+    /* the public copy: the same topology without any node's files (each node's go in its own node file) */
+    char pub[600];
+    snprintf(pub, sizeof pub, "%s/public.dot", sub);
+    CHECK(pft_topo_write_public(t, pub) == 0);
+    CHECK_MSG(pft_topo_load(pub, SKIP | PFT_TOPO_REQUIRE_RESOLVED, &u) == 0, "%s", pft_errmsg());
+    if (u) {
+        CHECK(pft_topo_node_count(u) == 3 && pft_topo_run(u)->seed == 99);
+        pft_topo_fp_t *pa = NULL, *pb = NULL;
+        CHECK(pft_topo_fp_new(t, NULL, &pa) == 0 && pft_topo_fp_new(u, NULL, &pb) == 0);
+        if (pa && pb)
+            CHECK(memcmp(pft_topo_fp_hash(pa), pft_topo_fp_hash(pb), PFT_TOPO_FP_LEN) == 0);
+        pft_topo_fp_destroy(&pa);
+        pft_topo_fp_destroy(&pb);
+        for (size_t v = 0; v < 3; v++) {
+            const pft_topo_node_t *y = pft_topo_node(u, v);
+            CHECK(!y->train && !y->labels && !y->test && !y->test_labels && y->endpoint);
+        }
+        pft_topo_destroy(&u);
+    }
+    uint8_t *ptext = NULL;
+    size_t tlen = 0;
+    FILE *pf = fopen(pub, "rb");
+    if (pf) {
+        ptext = calloc(1, 1 << 16);
+        tlen = ptext ? fread(ptext, 1, (1 << 16) - 1, pf) : 0;
+        fclose(pf);
+    }
+    CHECK(ptext && tlen > 0 && !strstr((char *)ptext, "_x.npy") && !strstr((char *)ptext, "_y.npy"));
+    free(ptext);
     /* all or nothing: the second pair is bad, so the first is rolled back too */
     const char *kv[] = {"k", "9", "cov", "wide", NULL};
     CHECK(pft_topo_set_node_attrs(t, "a", kv) == PFT_EINVAL && pft_topo_find(t, "a")->k == 7);

@@ -22,8 +22,13 @@
  * - Rows per node are `samples` (not `size`, which is Graphviz's drawing size); the low-rank
  *   covariance rank is `cov_rank` (not `rank`, Graphviz's rank=same); nodes may mix families.
  * - DOT bare numbers have no exponent: write tol="1e-4" (1e-4 unquoted is refused, naming the line).
- * - Without `dataset` every node needs train, labels and an endpoint (explicit or port_base); with
- *   it (a simulation) the launcher fills them in and writes a resolved copy (pft_topo_write).
+ * - The file holds public facts (ids, edges, endpoints, public keys, settings, public row counts); a node's
+ *   data files are private: its own command line names them (pftnode --train, --node-file), or, for a
+ *   local simulation, its entry, which only that node reads. Without `dataset` every node needs an
+ *   endpoint (explicit or port_base) and every node a key or none, unless a launcher loads the file
+ *   (PFT_TOPO_LAUNCH: it assigns endpoints and makes keys, and needs every node's train and labels); with
+ *   `dataset` (a simulation) the launcher fills them in and writes the public copy (pft_topo_write_public)
+ *   and one private file per node.
  * - Fallback edges are validated and exposed but take no part in kind, roles or hand-offs; outside
  *   a ring they must not close a cycle, and a mesh has none. An edge `deadline` is how long its head
  *   waits for it.
@@ -37,9 +42,13 @@ enum {
     /* Do not check that data files exist (the dataset folder, node train/labels/test files);
      * for a launcher that creates them after validating, or a check without the data. */
     PFT_TOPO_SKIP_DATA_CHECK = 1u << 0,
-    /* Require what a node process needs of every node: an endpoint and train/labels files,
-     * also in a simulation (pftnode loads the launcher's resolved copy with this flag). */
+    /* Require the public facts a node process needs of every node: an endpoint, and every node's key or
+     * none, also in a simulation (pftnode loads its topology with this flag). No node's data is required:
+     * a node's own files come from its command line. */
     PFT_TOPO_REQUIRE_RESOLVED = 1u << 1,
+    /* A launcher's load: endpoints and keys may be missing (it assigns and makes them); without dataset,
+     * every node with data must name its train and labels (the launcher runs every node). */
+    PFT_TOPO_LAUNCH = 1u << 2,
 };
 
 typedef enum { PFT_TOPO_FP16 = 0, PFT_TOPO_FP32 = 1 } pft_topo_dtype_t;
@@ -95,15 +104,15 @@ typedef struct {
     int samples;            /* simulation: training rows per node (0: all of its share), default */
     uint64_t seed;          /* run seed */
     pft_topo_dtype_t dtype; /* parameter encoding on the wire */
-    pft_topo_dtype_t stats_dtype;  /* encoding of exact statistics on the wire */
-    int stats_release;             /* pft_topo_release_t: lowrank (default) or full_scatter */
-    int stats_rank;                /* stats_release=lowrank: eigenpairs per part at most (0: diagonal only) */
-    int stats_rows_per_rank;       /* stats_release=lowrank: rows a part stands for per eigenpair it sends */
+    pft_topo_dtype_t stats_dtype; /* encoding of exact statistics on the wire */
+    int stats_release;            /* pft_topo_release_t: lowrank (default) or full_scatter */
+    int stats_rank;               /* stats_release=lowrank: eigenpairs per part at most (0: diagonal only) */
+    int stats_rows_per_rank;      /* stats_release=lowrank: rows a part stands for per eigenpair it sends */
     int secure_agg;       /* 1: exact statistics travel masked until the plan opens them (docs/SECAGG.md) */
     int min_contributors; /* secure_agg: fewest other contributors of a clear aggregate */
-    int dp_dropouts;      /* secure_agg with DP: members of a star that may drop (noise shares σ²/(D − t)) */
-    int merge;                     /* pft_topo_merge_t default for nodes */
-    int head;                      /* pft_topo_head_t default for nodes */
+    int dp_dropouts; /* secure_agg with DP: members of a star that may drop (noise shares σ²/(D − t)) */
+    int merge;       /* pft_topo_merge_t default for nodes */
+    int head;        /* pft_topo_head_t default for nodes */
     pft_topo_prep_t prep;          /* feature preprocessing, identical on every node */
     double deadline;               /* seconds a node waits for all its predecessors (edges may override) */
     double send_deadline;          /* seconds a sender retries one hand-off (edges may override) */
@@ -247,6 +256,10 @@ int pft_topo_set_graph_attr(pft_topo_t *self, const char *name, const char *valu
  * comments dropped. Every node is declared first, in index order, and edges follow in index order, so
  * it loads back to the same settings, node indices and edge order. PFT_EIO with a message on failure. */
 int pft_topo_write(const pft_topo_t *self, const char *path);
+/* The same without any node's private files (the node-scope paths: train, labels, test, test_labels): the
+ * public topology organisations share, and a launch's DIR/topology.dot (each node's files go in its own
+ * node file). */
+int pft_topo_write_public(const pft_topo_t *self, const char *path);
 
 /* Exact statistics travel as parts, each summing a group of contributors (DESIGN.md §8). For node v, fills
  * groups[u] (node_count entries) for every node u: -1 if u's rows never reach v (along lap-1 hand-offs and

@@ -101,8 +101,10 @@ int pft_topo__check_fallbacks(const pft_topo_t *t, pft_topo__model_t *m);
 int pft_topo__check_simulation(const pft_topo_t *t, pft_topo__model_t *m);
 /* Endpoints: derived from port_base where missing, required where needed, unique. */
 int pft_topo__check_endpoints(const pft_topo_t *t, pft_topo__model_t *m);
-/* Node data files: required (and paired) unless a simulation that the launcher is still filling in. */
+/* Node data files (private): paired, present; required only of a launcher without dataset. */
 int pft_topo__check_data(const pft_topo_t *t, pft_topo__model_t *m);
+/* 1 if every node's endpoint and key (or none) must be in the file (not a launcher's, not a simulation). */
+int pft_topo__need_public(const pft_topo_t *t, const pft_topo__model_t *m);
 /* Node keys: every node or none, none shared, key files present. */
 int pft_topo__check_keys(const pft_topo_t *t, pft_topo__model_t *m);
 /* pft_topo_family.c: resolves each node's `exact` and `head`, refuses combinations that are not built. */

@@ -102,7 +102,7 @@ int pft_topo__check_endpoints(const pft_topo_t *t, pft_topo__model_t *m)
         return pft_topo__fail_at(t, pft_dotscan_graph_attr_line(t->scan, "port_base"), PFT_ETOPO,
                                  "port_base=%d: %zu nodes need ports up to %zu, beyond 65535", run->port_base,
                                  m->n, (size_t)run->port_base + m->n - 1);
-    int required = !run->dataset || (t->flags & PFT_TOPO_REQUIRE_RESOLVED);
+    int required = pft_topo__need_public(t, m);
     for (size_t v = 0; v < m->n; v++) {
         pft_topo_node_t *nd = &m->nodes[v];
         if (!nd->endpoint && run->port_base) {
@@ -141,22 +141,39 @@ int pft_topo__check_endpoints(const pft_topo_t *t, pft_topo__model_t *m)
     return 0;
 }
 
-/* Node data files: required (and paired) unless a simulation that the launcher is still filling in. */
+/* 1 if the public facts every node needs of the others must be in the file (an endpoint on every node, every
+ * node's key or none): a resolved copy, or a file the organisations share; not a launcher's, which assigns
+ * endpoints and makes keys itself, nor a simulation's before the launcher resolved it. */
+int pft_topo__need_public(const pft_topo_t *t, const pft_topo__model_t *m)
+{
+    if (t->flags & PFT_TOPO_REQUIRE_RESOLVED)
+        return 1;
+    return !m->run.dataset && !(t->flags & PFT_TOPO_LAUNCH);
+}
+
+/* Node data files, which are private: a node's files are named by its own command line (or its entry, for a
+ * local simulation), so only a launcher that runs every node of a file without dataset requires them; named
+ * files must come in pairs, and are checked to exist unless PFT_TOPO_SKIP_DATA_CHECK. */
 int pft_topo__check_data(const pft_topo_t *t, pft_topo__model_t *m)
 {
-    int required = !m->run.dataset || (t->flags & PFT_TOPO_REQUIRE_RESOLVED);
+    int required = !m->run.dataset && (t->flags & PFT_TOPO_LAUNCH);
+    /* pairs are checked once complete: not while a launcher fills a simulation in, one attribute at a time */
+    int paired = required || !m->run.dataset || (t->flags & PFT_TOPO_REQUIRE_RESOLVED);
     for (size_t v = 0; v < m->n; v++) {
         const pft_topo_node_t *nd = &m->nodes[v];
         if (!nd->has_data && (nd->train || nd->labels))
             return pft_topo__fail_at(t, nd->line, PFT_ETOPO,
                                      "node '%s' has data = false but names a '%s' file", nd->id,
                                      nd->train ? "train" : "labels");
-        if (required && nd->has_data && (!nd->train || !nd->labels))
+        if (nd->has_data && (required || (paired && (nd->train || nd->labels))) &&
+            (!nd->train || !nd->labels))
             return pft_topo__fail_at(
                 t, nd->line, PFT_ETOPO, "node '%s' has no %s%s", nd->id,
                 !nd->train ? "'train' (features .npy)" : "'labels' (labels .npy)",
-                m->run.dataset ? "" : ": without graph attribute dataset every node brings its own data");
-        if (required && !nd->test != !nd->test_labels) {
+                required ? ": pftnet launch runs every node of a topology without graph attribute dataset, "
+                           "so each one must name its data here"
+                         : "");
+        if (paired && !nd->test != !nd->test_labels) {
             int line = pft_dotscan_node_attr_line(t->scan, nd->id, nd->test ? "test" : "test_labels");
             return pft_topo__fail_at(t, line ? line : nd->line, PFT_ETOPO,
                                      "node '%s': 'test' and 'test_labels' go together", nd->id);
@@ -183,10 +200,9 @@ int pft_topo__check_data(const pft_topo_t *t, pft_topo__model_t *m)
 }
 
 /* Node keys: every node or none (a secure run needs the keys of every neighbour and of the ring's
- * producer; in a simulation the launcher generates the missing ones, so there this holds only for the
- * resolved copy, PFT_TOPO_REQUIRE_RESOLVED), no key shared by two nodes, key files present (unless
- * PFT_TOPO_SKIP_DATA_CHECK). The key itself is the node's to check (pft_pubkey_resolve); the topology
- * knows no cryptography. */
+ * producer; a launcher generates the missing ones, so this holds for the files pft_topo__need_public names),
+ * no key shared by two nodes, key files present (unless PFT_TOPO_SKIP_DATA_CHECK). The key itself is the
+ * node's to check (pft_pubkey_resolve); the topology knows no cryptography. */
 int pft_topo__check_keys(const pft_topo_t *t, pft_topo__model_t *m)
 {
     size_t with = 0, first = SIZE_MAX, missing = SIZE_MAX;
@@ -198,7 +214,7 @@ int pft_topo__check_keys(const pft_topo_t *t, pft_topo__model_t *m)
             missing = v;
         }
     }
-    int required = !m->run.dataset || (t->flags & PFT_TOPO_REQUIRE_RESOLVED);
+    int required = pft_topo__need_public(t, m);
     if (required && with > 0 && with < m->n)
         return pft_topo__fail_at(
             t, m->nodes[missing].line, PFT_ETOPO,

@@ -2,6 +2,7 @@
 #include "pft_topo.h"
 
 #include "pft_error.h"
+#include "pft_topo_attr.h"
 #include "pft_topo_internal.h"
 
 #include <cgraph.h>
@@ -37,14 +38,28 @@ static int non_default(void *obj, Agsym_t *sym)
     return strcmp(v, sym->defval) != 0 || !aghtmlstr(v) != !aghtmlstr(sym->defval);
 }
 
+/* 1 if sym names a node's private file (a node-scope path: train, labels, test, test_labels). */
+static int is_private(Agsym_t *sym, int kind)
+{
+    const pft_topo_attr_t *a = kind == AGNODE ? pft_topo_attr_find(sym->name) : NULL;
+    return a && a->type == PFT_ATTR_PATH && (a->scopes & PFT_SCOPE_NODE);
+}
+
+/* 1 if obj's value of sym is written: not its default, and not private when public. */
+static int written(void *obj, Agsym_t *sym, int kind, int public)
+{
+    return non_default(obj, sym) && !(public && is_private(sym, kind));
+}
+
 /* " [name=value, ...]" for every attribute of obj (AGNODE or AGEDGE) whose value differs from the
- * default written at the top, and an edge's key if it has one; nothing when there is nothing. */
-static void put_obj_attrs(FILE *f, Agraph_t *g, void *obj, int kind)
+ * default written at the top (private files left out when public), and an edge's key if it has one;
+ * nothing when there is nothing. */
+static void put_obj_attrs(FILE *f, Agraph_t *g, void *obj, int kind, int public)
 {
     char *key = kind == AGEDGE ? agnameof(obj) : NULL;
     int total = !is_anonymous(key);
     for (Agsym_t *sym = agnxtattr(g, kind, NULL); sym; sym = agnxtattr(g, kind, sym))
-        total += non_default(obj, sym);
+        total += written(obj, sym, kind, public);
     if (total == 0)
         return;
     const char *sep = total > 3 ? ",\n\t\t" : ", "; /* one per line when there are many */
@@ -56,7 +71,7 @@ static void put_obj_attrs(FILE *f, Agraph_t *g, void *obj, int kind)
         n++;
     }
     for (Agsym_t *sym = agnxtattr(g, kind, NULL); sym; sym = agnxtattr(g, kind, sym)) {
-        if (!non_default(obj, sym))
+        if (!written(obj, sym, kind, public))
             continue;
         if (n++)
             fputs(sep, f);
@@ -68,11 +83,11 @@ static void put_obj_attrs(FILE *f, Agraph_t *g, void *obj, int kind)
 }
 
 /* `node [...]` / `edge [...]` with the non-empty defaults of kind. */
-static void put_defaults(FILE *f, Agraph_t *g, int kind, const char *what)
+static void put_defaults(FILE *f, Agraph_t *g, int kind, const char *what, int public)
 {
     int n = 0;
     for (Agsym_t *sym = agnxtattr(g, kind, NULL); sym; sym = agnxtattr(g, kind, sym)) {
-        if (!sym->defval[0])
+        if (!sym->defval[0] || (public && is_private(sym, kind)))
             continue;
         fprintf(f, n++ ? ", " : "\t%s [", what);
         put_id(f, sym->name);
@@ -123,12 +138,17 @@ static void put_subgraphs(FILE *f, Agraph_t *root, Agraph_t *parent, int depth)
  * node and edge defaults, every node in index order with its own attributes, subgraphs, then every
  * edge in index order with its own attributes. (agwrite writes subgraphs first, so a node first
  * mentioned in a subgraph would move ahead: tests/fuzz/crashes/topo/write-reorders-nodes-*.) */
-static void put_topology(FILE *f, const pft_topo_t *t)
+static void put_topology(FILE *f, const pft_topo_t *t, int public)
 {
     Agraph_t *g = t->g;
     const pft_topo__model_t *m = &t->m;
     const int directed = agisdirected(g);
-    fputs("// written by pftnet (pft_topo_write): data paths absolute, assigned endpoints written out\n", f);
+    fputs(
+        public
+            ? "// written by pftnet (pft_topo_write_public): public facts only; each node's files are its "
+              "own\n"
+            : "// written by pftnet (pft_topo_write): data paths absolute, assigned endpoints written out\n",
+        f);
     fprintf(f, "%s%s ", agisstrict(g) ? "strict " : "", directed ? "digraph" : "graph");
     if (!is_anonymous(agnameof(g))) {
         put_id(f, agnameof(g));
@@ -152,12 +172,12 @@ static void put_topology(FILE *f, const pft_topo_t *t)
               f); /* not a cgraph string: agcanonStr would look at its header */
         fputs(";\n", f);
     }
-    put_defaults(f, g, AGNODE, "node");
-    put_defaults(f, g, AGEDGE, "edge");
+    put_defaults(f, g, AGNODE, "node", public);
+    put_defaults(f, g, AGEDGE, "edge", public);
     for (size_t v = 0; v < m->n; v++) {
         fputc('\t', f);
         put_id(f, agnameof(m->agn[v]));
-        put_obj_attrs(f, g, m->agn[v], AGNODE);
+        put_obj_attrs(f, g, m->agn[v], AGNODE, public);
         fputs(";\n", f);
     }
     put_subgraphs(f, g, g, 1);
@@ -166,13 +186,13 @@ static void put_topology(FILE *f, const pft_topo_t *t)
         put_id(f, agnameof(m->agn[m->edges[e].tail]));
         fputs(directed ? " -> " : " -- ", f);
         put_id(f, agnameof(m->agn[m->edges[e].head]));
-        put_obj_attrs(f, g, m->age[e], AGEDGE);
+        put_obj_attrs(f, g, m->age[e], AGEDGE, public);
         fputs(";\n", f);
     }
     fputs("}\n", f);
 }
 
-int pft_topo_write(const pft_topo_t *self, const char *path)
+static int write_file(const pft_topo_t *self, const char *path, int public)
 {
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
@@ -181,7 +201,7 @@ int pft_topo_write(const pft_topo_t *self, const char *path)
     if (!f)
         return pft_err(PFT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
     errno = 0;
-    put_topology(f, self);
+    put_topology(f, self, public);
     int bad = ferror(f);
     bad |= fflush(f) != 0 || ferror(f);
     int err = errno;
@@ -196,4 +216,14 @@ int pft_topo_write(const pft_topo_t *self, const char *path)
         return pft_err(PFT_EIO, "%s: cannot rename %s into place: %s", path, tmp, strerror(err));
     }
     return 0;
+}
+
+int pft_topo_write(const pft_topo_t *self, const char *path)
+{
+    return write_file(self, path, 0);
+}
+
+int pft_topo_write_public(const pft_topo_t *self, const char *path)
+{
+    return write_file(self, path, 1);
 }

@@ -256,7 +256,18 @@ static int summary(const gather_t *g, int lost)
     size_t missing = 0, failed = 0;
     for (size_t i = 0; i < g->nn; i++) {
         const char *status = json_string_value(json_object_get(g->res[i], "status"));
-        if (g->res[i] && (!status || strcmp(status, "ok") != 0) && ++failed)
+        int degraded = status && strcmp(status, "degraded") == 0;
+        if (g->res[i] && degraded) { /* it went on without a predecessor (on_missing = proceed) */
+            failed += !g->o->allow_degraded;
+            fprintf(stderr, "pftnet collect: node %s is degraded: it went on without",
+                    pft_topo_node(g->topo, i)->id);
+            size_t j;
+            json_t *m;
+            json_array_foreach(json_object_get(g->res[i], "missing"), j, m)
+                fprintf(stderr, "%s %s", j ? "," : "", json_string_value(m) ? json_string_value(m) : "?");
+            fprintf(stderr, " (%s)%s\n", g->file[i],
+                    g->o->allow_degraded ? "" : "; --allow-degraded accepts it");
+        } else if (g->res[i] && (!status || strcmp(status, "ok") != 0) && ++failed)
             fprintf(stderr, "pftnet collect: node %s did not end ok (status: %s; %s)\n",
                     pft_topo_node(g->topo, i)->id, status ? status : "none", g->file[i]);
     }

@@ -16,11 +16,14 @@ typedef struct {
     int json;                  /* print results.json on stdout instead of the table */
     int quiet;                 /* no lines on stderr but errors and the hand-offs not reconciled */
     int force;                 /* replace a results.json in out_dir that `pftnet collect` did not write */
+    int allow_degraded;        /* a degraded node (went on without a predecessor) is not a fault */
 } pft_gather_opts_t;
 
 /* The exit codes of `pftnet collect` (its --help and docs/USAGE.md give them). */
-#define PFT_GATHER_EXIT_OK 0     /* every node's result, each ok, every hand-off reconciled from both ends */
-#define PFT_GATHER_EXIT_FAULT 1  /* a node did not end ok, or a hand-off was lost or contradicted */
+#define PFT_GATHER_EXIT_OK 0 /* every node's result, each ok, every hand-off reconciled from both ends */
+#define PFT_GATHER_EXIT_FAULT                                                                                \
+    1                            /* a node did not end ok (degraded too, unless allowed), or a hand-off was  \
+                                    lost or contradicted */
 #define PFT_GATHER_EXIT_BADARG 2 /* bad command line or input, or out_dir cannot be made; nothing written */
 #define PFT_GATHER_EXIT_MISSING                                                                              \
     3 /* no fault seen, but nodes left no result.json: their hand-offs unverified */

@@ -56,6 +56,7 @@ void pft_launch_destroy(pft_launch_t **self_p)
         pft_launch__close_port(&self->ch[i]);
         pft_free(self->ch[i].dir);
         pft_free(self->ch[i].key);
+        pft_free(self->ch[i].node_file);
         pft_dataset_destroy(&self->ch[i].train);
         pft_dataset_destroy(&self->ch[i].test);
     }
@@ -103,13 +104,10 @@ void pft_launch_print_commands(pft_launch_t *self)
         const pft_launch_child_t *c = &self->ch[i];
         if (c->host[0]) /* --engine slurm: where its endpoint is */
             printf("# node %s, on host %s (Slurm task %d)\n", c->id, c->host, c->task);
-        printf("%s --topology %s --id %s --out %s", self->node_bin, self->resolved, c->id, c->dir);
+        printf("%s --topology %s --id %s --out %s --node-file %s", self->node_bin, self->resolved, c->id,
+               c->dir, c->node_file);
         if (self->o.insecure)
             printf(" --insecure");
-        if (c->key)
-            printf(" --key %s", c->key);
-        if (self->eval_x)
-            printf(" --eval-features %s --eval-labels %s", self->eval_x, self->eval_y);
         printf("\n");
     }
 }

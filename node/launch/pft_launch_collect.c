@@ -326,6 +326,42 @@ static void print_summary(const pft_launch_t *self)
         fprintf(stderr, "pftnet launch: %d of %zu nodes failed\n", self->failed, nn);
 }
 
+/* 1 if id is one of --absent's nodes. */
+static int is_absent(const pft_launch_t *self, const char *id)
+{
+    for (size_t i = 0; i < self->nn; i++)
+        if (self->ch[i].absent && strcmp(self->ch[i].id, id) == 0)
+            return 1;
+    return 0;
+}
+
+/* Names every degraded node (status "degraded": it went on without a predecessor, on_missing = proceed) and
+ * what it went on without; returns how many of them went on without a node that was not --absent. */
+static int report_degraded(const pft_launch_t *self, json_t *nodes)
+{
+    int unexpected = 0;
+    size_t i, j;
+    json_t *r, *m;
+    json_array_foreach(nodes, i, r)
+    {
+        const char *st = json_string_value(json_object_get(r, "status"));
+        if (!st || strcmp(st, "degraded") != 0)
+            continue;
+        int asked = 1;
+        fprintf(stderr, "pftnet launch: node %s is degraded: it went on without",
+                json_string_value(json_object_get(r, "id")));
+        json_array_foreach(json_object_get(r, "missing"), j, m)
+        {
+            const char *id = json_string_value(m);
+            fprintf(stderr, "%s %s", j ? "," : "", id ? id : "?");
+            asked &= id && is_absent(self, id);
+        }
+        fprintf(stderr, "%s\n", asked ? " (--absent)" : " (on_missing = proceed; results.json \"missing\")");
+        unexpected += !asked;
+    }
+    return unexpected;
+}
+
 /* After a failure: the command that continues the run from what its nodes stored. */
 static void suggest_resume(const pft_launch_t *self)
 {
@@ -366,14 +402,18 @@ int pft_launch_collect(pft_launch_t *self, int *exit_code)
     json_t *res = pft_launch__results_json(&r, nodes, baselines, fallbacks, &lost);
     pft_launch__write_results(&r, res);
     json_decref(res);
-    json_decref(nodes);
     json_decref(baselines);
     print_summary(self);
     if (lost)
         fprintf(stderr, "pftnet launch: %d hand-off%s not completed (above; results.json handoffs)\n", lost,
                 lost == 1 ? "" : "s");
-    *exit_code = self->failed || lost ? 1 : 0;
-    if (*exit_code && !self->o.json)
+    int degraded = self->degraded ? report_degraded(self, nodes) : 0;
+    if (degraded && !self->o.allow_degraded)
+        fprintf(stderr, "pftnet launch: %d node%s degraded (exit 1; --allow-degraded accepts it)\n", degraded,
+                degraded == 1 ? "" : "s");
+    json_decref(nodes);
+    *exit_code = self->failed || lost || (degraded && !self->o.allow_degraded) ? 1 : 0;
+    if ((self->failed || lost) && !self->o.json)
         suggest_resume(self);
     return 0;
 }

@@ -244,8 +244,8 @@ static int load_nodes(const pft_topo_t *topo, pft_dataset_t **train, pft_dataset
     const char *who = NULL, *first = NULL;
     for (size_t i = 0; i < pft_topo_node_count(topo); i++) {
         const pft_topo_node_t *n = pft_topo_node(topo, i);
-        int rc =
-            n->has_data ? pft_npy_load_dataset(n->train, n->labels, 0, &train[i]) : 0; /* NULL: no data */
+        int rc = n->has_data && n->train ? pft_npy_load_dataset(n->train, n->labels, 0, &train[i])
+                                         : 0; /* NULL: no data, or its own files are not in this file */
         if (rc == 0 && n->test)
             rc = pft_npy_load_dataset(n->test, n->test_labels, 0, &test[i]);
         if (rc)

@@ -20,7 +20,8 @@
 typedef struct {
     const char *id;     /* points into the topology: stale after a set (pft_launch__refresh_ids) */
     char *dir;          /* DIR/<id> */
-    char *key;          /* secret key file passed with --key, or NULL */
+    char *key;          /* secret key file (in its node file), or NULL */
+    char *node_file;    /* DIR/<id>/node.conf: its private facts (data files, secret key, evaluation set) */
     pid_t pid;          /* its pftnode process (-1: could not be started) */
     int exited, status; /* wait status once exited */
     int absent;         /* not started (--absent) */
@@ -47,6 +48,7 @@ struct pft_launch_t {
     double t0, wall;                   /* start time, seconds until the last node exited */
     int failed;                        /* started nodes that did not exit 0 */
     int n_stopped;                     /* of those, stopped by the launcher */
+    int degraded;                      /* started nodes that completed without a predecessor (not failed) */
     const char *stop_cause;            /* "timeout", "interrupted", or NULL (none, or a failed node) */
     const pft_launch_engine_t *engine; /* chosen from o.engine in prepare; NULL before */
     void *engine_data;                 /* the engine's own state (slurm: the allocation, placement, srun) */

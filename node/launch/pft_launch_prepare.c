@@ -6,6 +6,7 @@
 #include "pft_alloc.h"
 #include "pft_error.h"
 #include "pft_fsio.h"
+#include "pft_nodefile.h"
 #include "pft_npy.h"
 #include "pft_topo_rules.h"
 
@@ -182,13 +183,26 @@ static int make_keys(pft_launch_t *self)
     return rc;
 }
 
-/* The resolved topology (every attribute the launcher set) as DIR/topology.dot, the file the nodes read. */
+/* The split the nodes read: the resolved topology's public facts (every attribute the launcher set but the
+ * nodes' files) as DIR/topology.dot, and each node's private facts (its data files, secret key, the
+ * evaluation set) as DIR/<id>/node.conf, which only that node reads. */
 static int write_resolved(pft_launch_t *self)
 {
     self->resolved = pft_fsio_join(self->o.out_dir, "topology.dot");
     if (!self->resolved)
         return pft_err(PFT_ENOMEM, "out of memory");
-    return pft_topo_write(self->topo, self->resolved);
+    int rc = pft_topo_write_public(self->topo, self->resolved);
+    for (size_t i = 0; rc == 0 && i < self->nn; i++) {
+        pft_launch_child_t *c = &self->ch[i];
+        const pft_topo_node_t *n = pft_topo_node(self->topo, i);
+        pft_nodefile_t nf = {(char *)n->train, (char *)n->labels, (char *)n->test, (char *)n->test_labels,
+                             c->key,           self->eval_x,      self->eval_y};
+        pft_free(c->node_file);
+        if (!(c->node_file = pft_fsio_join(c->dir, "node.conf")))
+            return pft_err(PFT_ENOMEM, "out of memory");
+        rc = pft_nodefile_write(c->node_file, &nf);
+    }
+    return rc;
 }
 
 /* The union of every node's test share as DIR/eval_{x,y}.npy (the nodes' accuracy_global); none without. */
@@ -262,7 +276,7 @@ static int check_rules_data(const pft_launch_t *self)
 
 int pft_launch_prepare(pft_launch_t *self)
 {
-    int rc = pft_topo_load(self->o.topo_path, PFT_TOPO_SKIP_DATA_CHECK, &self->topo);
+    int rc = pft_topo_load(self->o.topo_path, PFT_TOPO_SKIP_DATA_CHECK | PFT_TOPO_LAUNCH, &self->topo);
     if (rc == 0)
         rc = pft_topo_rules_apply_sets(self->topo, self->o.set.v, self->o.set.n, self->o.seed);
     if (rc)
@@ -296,7 +310,7 @@ int pft_launch_prepare(pft_launch_t *self)
     if (!self->o.insecure && (rc = make_keys(self)))
         return rc;
     pft_launch__refresh_ids(self);
-    if ((rc = write_resolved(self)))
+    if ((rc = write_eval(self)))
         return rc;
-    return write_eval(self);
+    return write_resolved(self);
 }

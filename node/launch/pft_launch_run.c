@@ -35,18 +35,10 @@ void pft_launch__node_argv(const pft_launch_t *self, const pft_launch_child_t *c
     argv[a++] = c->dir;
     argv[a++] = "--log-level";
     argv[a++] = self->o.log_level;
+    argv[a++] = "--node-file"; /* its data files, secret key and evaluation set: only it reads them */
+    argv[a++] = c->node_file;
     if (self->o.insecure)
         argv[a++] = "--insecure";
-    if (c->key) {
-        argv[a++] = "--key";
-        argv[a++] = c->key;
-    }
-    if (self->eval_x) {
-        argv[a++] = "--eval-features";
-        argv[a++] = self->eval_x;
-        argv[a++] = "--eval-labels";
-        argv[a++] = self->eval_y;
-    }
     if (c->listen_fd >= 0 && fcntl(c->listen_fd, F_SETFD, 0) == 0) { /* this one survives exec */
         snprintf(fd_text, fd_cap, "%d", c->listen_fd);
         argv[a++] = "--listen-fd";
@@ -138,8 +130,8 @@ static void on_exit_status(const pft_launch_t *self, watch_t *w, pft_launch_chil
             w->stop_why = self->engine->outside_stop;
         return;
     }
-    if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !c->lost && !self->o.keep_going && !w->stop_why &&
-        w->left > 0) {
+    int done = WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == self->o.exit_degraded);
+    if (!done && !c->lost && !self->o.keep_going && !w->stop_why && w->left > 0) {
         snprintf(w->why, sizeof w->why, "node %s failed (see %s/node.log)", c->id, c->dir);
         w->stop_why = w->why;
     }
@@ -330,11 +322,15 @@ void pft_launch_watch(pft_launch_t *self)
     sigaction(SIGTERM, &self->old_term, NULL);
     self->signals_caught = 0;
     self->stop_cause = w.stop_why && w.stop_why != w.why ? w.stop_why : NULL;
-    self->failed = self->n_stopped = 0;
+    self->failed = self->n_stopped = self->degraded = 0;
     for (size_t i = 0; i < self->nn; i++) {
         const pft_launch_child_t *c = &self->ch[i];
         if (c->absent || (WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0))
             continue;
+        if (!c->lost && WIFEXITED(c->status) && WEXITSTATUS(c->status) == self->o.exit_degraded) {
+            self->degraded++; /* it did its part; pft_launch_collect names what it went on without */
+            continue;
+        }
         self->failed++;
         self->n_stopped += report_failure(self, c);
     }

@@ -266,9 +266,14 @@ static int start(node_t *nd)
     if (rc)
         return fail(rc == PFT_EUNSUPPORTED ? PFT_EXIT_LOCKED : PFT_EXIT_IO);
     pft_node__set_status(nd, "starting", NULL);
-    rc = pft_topo_load(args->topology, PFT_TOPO_REQUIRE_RESOLVED, &nd->topo);
-    if (rc == 0 && !(nd->me = pft_topo_find(nd->topo, args->id)))
+    /* the public facts only: no other node's files are opened, nor is the node's own checked here */
+    rc = pft_topo_load(args->topology, PFT_TOPO_REQUIRE_RESOLVED | PFT_TOPO_SKIP_DATA_CHECK, &nd->topo);
+    if (rc == 0 && !pft_topo_find(nd->topo, args->id))
         rc = pft_err(PFT_ETOPO, "%s: no node '%s'", args->topology, args->id);
+    if (rc == 0)
+        rc = pft_node__setup_own_files(nd); /* its command line's files, in place of its entry's */
+    if (rc == 0)
+        nd->me = pft_topo_find(nd->topo, args->id);
     if (rc)
         return fail(rc == PFT_ETOPO || rc == PFT_EFORMAT || rc == PFT_EIO ? PFT_EXIT_TOPOLOGY : exit_for(rc));
     nd->run = pft_topo_run(nd->topo);
@@ -444,8 +449,13 @@ static int finish(node_t *nd, json_t *res, int code)
         if (code == PFT_EXIT_OK)
             code = PFT_EXIT_IO;
     }
-    pft_node__set_status(nd, code == PFT_EXIT_OK ? "done" : "failed", pft_node_exit_text(code));
-    if (nd->hand.tp && code == PFT_EXIT_OK) {
+    int done = code == PFT_EXIT_OK || code == PFT_EXIT_DEGRADED; /* it did its part: it lingers */
+    pft_node__set_status(nd,
+                         code == PFT_EXIT_OK ? "done"
+                         : done              ? "degraded"
+                                             : "failed",
+                         pft_node_exit_text(code));
+    if (nd->hand.tp && done) {
         pft_transport_stats_t before, after;
         pft_transport_stats(nd->hand.tp, &before);
         int refused = nd->refusal.rejected + nd->refusal.handshakes_denied;
@@ -461,8 +471,22 @@ static int finish(node_t *nd, json_t *res, int code)
             pft_node__result_write(nd, res, code) != 0)
             pft_error("writing result.json: %s", pft_errmsg());
     }
-    if (code == PFT_EXIT_OK)
-        pft_info("done in %.1fs", pft_fsio_now() - nd->t_start);
+    if (done)
+        pft_info("%s in %.1fs", code == PFT_EXIT_OK ? "done" : "done, degraded,",
+                 pft_fsio_now() - nd->t_start);
+    return code;
+}
+
+/* A completed run is degraded when the node went on without a hand-off that missed its deadline
+ * (on_missing = proceed): its knowledge lacks that predecessor's, and its exit says so (docs/USAGE.md §3). */
+static int degraded(const node_t *nd, int code)
+{
+    for (size_t i = 0; code == PFT_EXIT_OK && i < nd->hand.n_in; i++)
+        if (nd->hand.in[i].missing && !nd->hand.in[i].bundle) {
+            pft_warn("degraded: went on without %s's bundle (on_missing = proceed): exit %d",
+                     nd->hand.in[i].from, PFT_EXIT_DEGRADED);
+            return PFT_EXIT_DEGRADED;
+        }
     return code;
 }
 
@@ -478,7 +502,7 @@ int pft_node_run(const pft_node_args_t *args)
     if (code == PFT_EXIT_OK) {
         pft_node__crash_point("before-receive");
         pft_node__inbox_load(&nd);
-        code = run_stages(&nd, res);
+        code = degraded(&nd, run_stages(&nd, res));
     }
     code = finish(&nd, res, code);
     json_decref(res);

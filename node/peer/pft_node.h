@@ -23,7 +23,10 @@
     X(PFT_EXIT_POLICY, 14,                                                                                   \
       "refused by a policy of the topology (e.g. a class held by fewer than min_contributors members)")      \
     X(PFT_EXIT_UNREVEALED, 15,                                                                               \
-      "secure aggregation: a survivor refused or never answered the declaration of missing members")
+      "secure aggregation: a survivor refused or never answered the declaration of missing members")         \
+    X(PFT_EXIT_DEGRADED, 16,                                                                                 \
+      "degraded: the node completed without a predecessor's bundle that missed its deadline "                \
+      "(on_missing=proceed; result.json missing)")
 
 typedef enum {
 #define PFT_X_EXIT(name, value, text) name = value,
@@ -61,6 +64,10 @@ typedef struct {
     const char *peers_dir;     /* the folder that holds every node's output folder as <peers_dir>/<id> (pftnet
                                   launch's run folder, shared under Slurm): a successor's stored bundle there is
                                   the receipt of a hand-off whose ACK was lost; NULL: no receipts */
+    const char *train;  /* this node's own data files (its command line or node file), which win over */
+    const char *labels; /* its entry in the topology; NULL: the entry's (a local simulation's) */
+    const char *test;
+    const char *test_labels;
 } pft_node_args_t;
 
 /* Runs the node to completion; logs through pft_log; returns a pft_node_exit_t. */

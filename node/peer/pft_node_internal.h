@@ -698,7 +698,12 @@ const pft_node_head_t *pft_node__table_head(const pft_topo_node_t *me);
  * even by a crash; the pid in out/lock) before anything else is written there: PFT_EIO if the folder cannot
  * be made, PFT_EUNSUPPORTED if another process holds the lock (a second instance with the same --out). */
 int pft_node__setup_lock(node_t *nd);
-/* Loads and preps train/test/eval; sets n_classes and own_counts. */
+/* The node's own files from its command line (or node file), made absolute, set as its entry's in the loaded
+ * topology (before nd->me is taken: pointers into the topology are stale after). 0, or the topology's error
+ * (PFT_ETOPO, PFT_ENOMEM). */
+int pft_node__setup_own_files(node_t *nd);
+/* Loads and preps train/test/eval; sets n_classes and own_counts. A node with data but no train file is
+ * PFT_EINVAL (exit 4). */
 int pft_node__setup_data(node_t *nd);
 /* The topology's rules between attributes, as pftnet check and pftnet launch check them (pft_topo_rules.h),
  * for this node's view: the topology and --insecure. Returns 0, PFT_ETOPO, PFT_EPOLICY or PFT_ENOMEM, the

@@ -128,7 +128,10 @@ int pft_node__result_write(node_t *nd, json_t *res, int exit_code)
     json_object_set_new(res, "kind", json_string(pft_kind_name(pft_topo_kind(nd->topo))));
     json_object_set_new(res, "run", json_string(nd->run->run));
     json_object_set_new(res, "exit_code", json_integer(exit_code));
-    json_object_set_new(res, "status", json_string(exit_code == 0 ? "ok" : pft_node_exit_text(exit_code)));
+    json_object_set_new(res, "status",
+                        json_string(exit_code == 0                   ? "ok"
+                                    : exit_code == PFT_EXIT_DEGRADED ? "degraded"
+                                                                     : pft_node_exit_text(exit_code)));
     json_object_set_new(res, "k", json_integer(nd->me->k));
     json_object_set_new(res, "cov", json_string(pft_cov_name(nd->me->cov)));
     if (nd->me->cov == PFT_COV_LOWRANK)

@@ -25,11 +25,50 @@ int pft_node__setup_rules(node_t *nd)
     return rc ? pft_err_wrap(rc, "%s", nd->args->topology) : 0;
 }
 
+/* path made absolute against the current folder (the topology's own paths resolve against its folder). */
+static char *absolute(const char *path)
+{
+    if (path[0] == '/')
+        return pft_strdup(path);
+    char cwd[4096];
+    return getcwd(cwd, sizeof cwd) ? pft_fsio_join(cwd, path) : NULL;
+}
+
+int pft_node__setup_own_files(node_t *nd)
+{
+    const pft_node_args_t *a = nd->args;
+    const char *names[4] = {"train", "labels", "test", "test_labels"};
+    const char *given[4] = {a->train, a->labels, a->test, a->test_labels};
+    char *abs[4] = {NULL, NULL, NULL, NULL};
+    const char *kv[9];
+    int m = 0, rc = 0;
+    for (int i = 0; i < 4 && rc == 0; i++) {
+        if (!given[i])
+            continue;
+        if (!(abs[i] = absolute(given[i])))
+            rc = pft_err(PFT_ENOMEM, "out of memory");
+        kv[m++] = names[i];
+        kv[m++] = abs[i];
+    }
+    kv[m] = NULL;
+    if (rc == 0 && m > 0 && (rc = pft_topo_set_node_attrs(nd->topo, a->id, kv)) != 0)
+        pft_err_wrap(rc, "node '%s''s own files", a->id);
+    for (int i = 0; i < 4; i++)
+        pft_free(abs[i]);
+    return rc;
+}
+
 /* Loads train/test/eval and applies the run's prep; sets n_classes, own_counts and the head rows' width.
  * Returns 0 or an error code (PFT_EINVAL for inconsistent files, PFT_ENOMEM). */
 int pft_node__setup_data(node_t *nd)
 {
     pft_prep_t prep = (pft_prep_t)nd->run->prep;
+    if (nd->me->has_data && !nd->me->train)
+        return pft_err(
+            PFT_EINVAL,
+            "node '%s' has no training data here: give --train and --labels (or train and labels in "
+            "--node-file); the topology names no file for it",
+            nd->me->id);
     int rc = nd->me->has_data ? pft_npy_load_dataset(nd->me->train, nd->me->labels, 0, &nd->train) : 0;
     if (rc == 0 && nd->me->test)
         rc = pft_npy_load_dataset(nd->me->test, nd->me->test_labels, 0, &nd->test);

@@ -117,6 +117,12 @@ static void print_data(const pft_topo_t *t)
             printf(" train=%s labels=%s", nd->train, nd->labels);
         if (nd->test)
             printf(" test=%s test_labels=%s", nd->test, nd->test_labels);
+        if (!nd->has_data)
+            printf(" no data (data = false)");
+        else if (!nd->train && !r->dataset)
+            printf(" its own files (not in this file: the node's command line or node file names them)");
+        if (nd->rows)
+            printf(" rows=%d", nd->rows);
         if (r->dataset) {
             printf(" share=%s", r->partition);
             if (nd->samples)
@@ -539,7 +545,7 @@ int pft_cmd_check(int argc, char **argv)
         {"no-data-check", PFT_OPT_FLAG, &no_data, NULL, 1, 0, 0, NULL,
          "do not check that the dataset and data files exist"},
         {"resolved", PFT_OPT_FLAG, &resolved, NULL, 1, 0, 0, NULL,
-         "require an endpoint and train/labels on every node (what pftnode needs)"},
+         "require an endpoint on every node and every node's key or none (what pftnode needs of the others)"},
         {"attributes", PFT_OPT_FLAG, &attributes, NULL, 1, 0, 0, NULL,
          "list the topology attributes (name, scope, default, values, meaning) and exit"},
         {"markdown", PFT_OPT_FLAG, &markdown, NULL, 1, 0, 0, NULL,

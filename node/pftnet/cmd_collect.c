@@ -21,6 +21,8 @@ int pft_cmd_collect(int argc, char **argv)
          "method label recorded in results.json (default: \"FedPFT <cov> K=<k>\", with DP when set)"},
         {"force", PFT_OPT_FLAG, &a.force, NULL, 0, -1, 0, NULL,
          "DIR holds a results.json that collect did not write (a launch's): replace it (otherwise refused)"},
+        {"allow-degraded", PFT_OPT_FLAG, &a.allow_degraded, NULL, 0, -1, 0, NULL,
+         "a node that went on without a predecessor (status degraded) is not a fault (exit 0)"},
         {"json", PFT_OPT_FLAG, &a.json, NULL, 0, -1, 0, NULL,
          "print results.json on stdout instead of the table"},
         {"quiet", PFT_OPT_FLAG, &a.quiet, NULL, 0, -1, 0, NULL,
@@ -48,8 +50,8 @@ int pft_cmd_collect(int argc, char **argv)
         "not have or gives another role, family or edges, or a node given twice. No baselines: they need "
         "every\n"
         "node's raw data. wall_seconds is the longest of the nodes' own.\n\n"
-        "Exit status: 0 every node's result, each ok, every hand-off reconciled; 1 a node did not end ok, or "
-        "a\n"
+        "Exit status: 0 every node's result, each ok, every hand-off reconciled; 1 a node did not end ok "
+        "(degraded\nincluded, unless --allow-degraded), or a "
         "hand-off was lost or contradicted; 2 bad command line or input, or DIR cannot be made (nothing\n"
         "written); 3 no fault seen, but some nodes' results are missing.",
         opts};

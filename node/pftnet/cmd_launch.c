@@ -54,6 +54,9 @@ static int parse_args(int argc, char **argv, pft_launch_opts_t *a, int *prepare_
          "when a node fails, let the others run on to their deadlines (default: stop them all)"},
         {"absent", PFT_OPT_STRING, &a->absent, NULL, 0, -1, 0, "ID[,ID]",
          "do not start these nodes (a dead peer: tests deadlines and fallback edges)"},
+        {"allow-degraded", PFT_OPT_FLAG, &a->allow_degraded, NULL, 0, -1, 0, NULL,
+         "exit 0 although a node went on without a predecessor (on_missing = proceed; by default exit 1 "
+         "unless that predecessor was --absent)"},
         {"insecure", PFT_OPT_FLAG, &a->insecure, NULL, 0, -1, 0, NULL,
          "no keys: plain-text connections and unsigned bundles (nodes log a warning); refused (exit 2) "
          "when the topology names keys"},
@@ -85,8 +88,8 @@ static int parse_args(int argc, char **argv, pft_launch_opts_t *a, int *prepare_
         "node's share to DIR/<id>/data. It shows which node is waiting, fitting, training or done, then\n"
         "writes DIR/results.json (every node's result.json, plus the centralized and local-only baselines "
         "on\n"
-        "the union of all test splits) and prints a table. Exits 1 if any node failed, naming it; a failed "
-        "node\n"
+        "the union of all test splits) and prints a table. Exits 1 if any node failed, or went on without "
+        "a\npredecessor that was not --absent (degraded; --allow-degraded), naming it; a failed node\n"
         "stops the whole run unless --keep-going. A topology that breaks a rule between attributes is "
         "refused\n"
         "before any node starts, in the words of pftnet check (exit 2; exit 14 for a policy refusal).\n\n"
@@ -99,7 +102,8 @@ static int parse_args(int argc, char **argv, pft_launch_opts_t *a, int *prepare_
         "launch\n"
         "--slurm-probe|--slurm-task`, internal to the engine.)",
         opts};
-    *a = (pft_launch_opts_t){.exit_interrupted = PFT_EXIT_INTERRUPTED, .keypair = keypair};
+    *a = (pft_launch_opts_t){
+        .exit_interrupted = PFT_EXIT_INTERRUPTED, .exit_degraded = PFT_EXIT_DEGRADED, .keypair = keypair};
     *prepare_only = 0;
     const char *pos[1];
     int np = 0, rc = pft_cli_parse(&cli, argc, argv, pos, &np);
