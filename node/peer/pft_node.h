@@ -23,7 +23,9 @@
     X(PFT_EXIT_POLICY, 14,                                                                                   \
       "refused by a policy of the topology (e.g. a class held by fewer than min_contributors members)")      \
     X(PFT_EXIT_UNREVEALED, 15,                                                                               \
-      "secure aggregation: a survivor refused or never answered the declaration of missing members")
+      "secure aggregation: a survivor refused or never answered the declaration of missing members")         \
+    X(PFT_EXIT_UNOPENED, 16,                                                                                 \
+      "secure aggregation: a group's sum did not open or holds what its members' rows cannot (not used)")
 
 typedef enum {
 #define PFT_X_EXIT(name, value, text) name = value,
