@@ -33,6 +33,6 @@ grep -q "^| tied | gaussian (LDA, α [0-9.]*) | 1 | .* | [0-9]" "$doc" || fail "
 if grep -q "skipping the variant" "$tmp/log"; then
     fail "the launcher refused a variant: $(grep "skipping the variant" "$tmp/log" | head -3)"
 fi
-[ "$(grep -c "^| DP exact LDA, eps=1 | [0-9]" "$doc")" -ge 2 ] || fail "no 'DP exact LDA, eps=1' rows"
+[ "$(grep -c "^| DP exact LDA, eps=1, delta=1e-5 | [0-9]" "$doc")" -ge 2 ] || fail "no 'DP exact LDA, eps=1, delta=1e-5' rows"
 ls "$tmp/out/plots/"*.svg >/dev/null 2>&1 || fail "no plots"
 echo "results smoke: ok"
