@@ -11,7 +11,11 @@
  * writes; where the topology gives p DP, a claim of another ε and noisy means ×1000 under the right claim are
  * refused, and p's honest DP release is taken. Claims just past each bound are refused too (class 0 counting
  * one row more, so that p claims one row over its rows; a mean of norm 1.01; a shared scatter of trace 1.01
- * times its rows: a bound off by a factor of 2 or of d lets these through). */
+ * times its rows: a bound off by a factor of 2 or of d lets these through). Under secure aggregation, masked
+ * parts that could never open are refused before the ACK; two that pass every check before the ACK are
+ * acknowledged and then not opened (exit 16, the group and the reason in result.json's
+ * secure_agg.open_refused): one masked with a key the opener does not share (the sum does not cancel: the
+ * group's decode bound refuses it) and one with class sums ×20 (the opened means fail the checks). */
 #include "pft_e2e.h"
 #include "pft_fixed.h"
 #include "pft_mask.h"
