@@ -63,7 +63,7 @@ static int dp_setup(node_t *nd)
         (uint32_t)(nd->run->dp_dropouts ? pft_secplan_share_div(nd->sec.plan, (size_t)nd->run->dp_dropouts)
                                         : pft_secplan_noise_div(nd->sec.plan));
     nd->sec.sigma = pft_gstat_dp_sigma(first->dp_epsilon, first->dp_delta);
-    if (nd->sec.div < 1 || !(nd->sec.sigma > 0)) /* the rules secagg-dp-dropouts and secagg-dp-delta */
+    if (nd->sec.div < 1 || !(nd->sec.sigma > 0)) /* the rules secagg-dp-dropouts and dp-delta */
         return pft_err(PFT_ETOPO, "secure_agg = true with DP: no noise divisor (%u) or sigma (%g)",
                        nd->sec.div, nd->sec.sigma);
     nd->sec.share_sd = nd->sec.sigma / sqrt((double)nd->sec.div);
