@@ -132,7 +132,7 @@ dp_exact_ok() {
             dp_exact[$cfg]=yes
         else
             dp_exact[$cfg]=no
-            echo "notice: skipping the variant 'DP exact LDA, eps=1' on $cfg: the launcher refuses it:" >&2
+            echo "notice: skipping the variant 'DP exact LDA, eps=1, delta=1e-5' on $cfg: the launcher refuses it:" >&2
             echo "  ${msg##*: }" >&2
         fi
         rm -rf "$tmp"
@@ -167,14 +167,14 @@ for s in $seeds; do
             launch $exp diag-k20 $cfg "$s" --set cov=diag --set k=20 --variant "FedPFT diag K=20" --no-baselines
             launch $exp spher-k1 $cfg "$s" --set cov=spher --set k=1 --variant "FedPFT spher K=1" --no-baselines
             launch $exp dp-diag-k1 $cfg "$s" --set cov=diag --set k=1 --set dp_epsilon=1 \
-                --variant "DP-FedPFT diag K=1, eps=1, delta=1/n" --no-baselines
+                --variant "DP-FedPFT diag K=1, eps=1, delta=1e-5" --no-baselines
         fi
         launch $exp tied-exact $cfg "$s" "${exact[@]}"
         [ "$smoke" = 1 ] || launch $exp tied-full $cfg "$s" "${full[@]}"
         if [ "$rerun" = 1 ] || [ ! -f "$out/$exp/tied-exact-dp/s$s/results.json" ]; then
             dp_exact_ok $cfg || continue
         fi
-        launch $exp tied-exact-dp $cfg "$s" --set cov=tied --set dp_epsilon=1 --variant "DP exact LDA, eps=1" \
+        launch $exp tied-exact-dp $cfg "$s" --set cov=tied --set dp_epsilon=1 --variant "DP exact LDA, eps=1, delta=1e-5" \
             --no-baselines
     done
     if want star; then

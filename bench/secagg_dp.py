@@ -7,7 +7,7 @@ LDA head from the tied exact statistics: per-class sums s_c and one second momen
 * exact:      the clear sums (no DP), as today's star50 exact run without the release rule.
 * per-client: every client releases its own (s_c, S2) with the project's mechanism (core/pft_gstat_dp.c): noise
               N(0, sigma_i^2) per entry of its sums and of S2's upper triangle (mirrored), sigma_i =
-              3/sqrt(2) * sqrt(2 ln(4/delta_i)) / eps, delta_i = 1/n_i (dp_delta's default: the node's rows);
+              3/sqrt(2) * sqrt(2 ln(4/delta_i)) / eps, delta_i = 1/n_i (dp_delta's old default, the node's rows; now 1e-5);
               its scatter is projected onto the PSD cone (post-processing, as pftnode does), then the aggregator
               merges the 50 releases (`per_client`; `per_client_raw`: merged without the per-client projection).
 * secagg:     every client adds its share N(0, sigma^2/k) (k = 50) to the same entries, masks, and only the sum

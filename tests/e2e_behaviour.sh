@@ -125,15 +125,16 @@ code=$?
 # ---- dp_delta and dp_mech: the σ of every class release is the documented formula for its n, ε, δ ----
 topo dp $'  a [dp_epsilon = 1, dp_delta = 0.001];\n  b [dp_epsilon = 2, dp_mech = thm41];\n  a -> b -> c;'
 launch dp || fail "dp run exited $? ($(tail -3 "$W/dp.stderr"))"
-# b3 (dp_delta = 0.001 given): σ = 4/(nε)·sqrt(ln(4/δ)); thm41 (δ = 1/n): σ = 4/(nε)·sqrt(5 ln(4/δ))
-check_dp() { # NODE MECH EPS DELTA(0: 1/n) FACTOR
+# b3 (dp_delta = 0.001 given): σ = 4/(nε)·sqrt(ln(4/δ)); thm41 (the default δ = 1e-5, never 1/n):
+# σ = 4/(nε)·sqrt(5 ln(4/δ))
+check_dp() { # NODE MECH EPS DELTA FACTOR
     py "$W/dp/$1/result.json" "(
-all(abs(c['sigma'] - 4 / (c['n'] * $3) * math.sqrt($5 * math.log(4 / ($4 or 1 / c['n'])))) <= 1e-6 * c['sigma']
-    and abs(c['delta'] - ($4 or 1 / c['n'])) <= 1e-6 * c['delta'] for c in r['dp']['per_class'])
+all(abs(c['sigma'] - 4 / (c['n'] * $3) * math.sqrt($5 * math.log(4 / $4))) <= 1e-6 * c['sigma']
+    and abs(c['delta'] - $4) <= 1e-6 * c['delta'] for c in r['dp']['per_class'])
     and r['dp']['mechanism'] == '$2' and len(r['dp']['per_class']) > 0)"
 }
 [ "$(check_dp a b3 1 0.001 1)" = True ] || fail "dp_delta = 0.001: a's σ/δ are not the b3 formula's: $(py "$W/dp/a/result.json" 'r["dp"]')"
-[ "$(check_dp b thm41 2 0 5)" = True ] || fail "dp_mech = thm41: b's σ is not Theorem 4.1's: $(py "$W/dp/b/result.json" 'r["dp"]')"
+[ "$(check_dp b thm41 2 0.00001 5)" = True ] || fail "dp_mech = thm41: b's σ is not Theorem 4.1's: $(py "$W/dp/b/result.json" 'r["dp"]')"
 
 # ---- stats_dtype = fp16: exact statistics at half the bytes, and the bundle still decodes ----
 for dt in fp32 fp16; do

@@ -36,7 +36,7 @@ grep -q "^| tied | gaussian (LDA, α [0-9.]*) | 1 | .* | [0-9]" "$doc" || fail "
 if grep -q "skipping the variant" "$tmp/log"; then
     fail "the launcher refused a variant: $(grep "skipping the variant" "$tmp/log" | head -3)"
 fi
-[ "$(grep -c "^| DP exact LDA, eps=1 | [0-9]" "$doc")" -ge 2 ] || fail "no 'DP exact LDA, eps=1' rows"
+[ "$(grep -c "^| DP exact LDA, eps=1, delta=1e-5 | [0-9]" "$doc")" -ge 2 ] || fail "no 'DP exact LDA, eps=1, delta=1e-5' rows"
 ls "$tmp/out/plots/"*.svg >/dev/null 2>&1 || fail "no plots"
 # every launch exited 0 (results.sh stops at a failed one): every node ok, every hand-off ok
 mapfile -t runs < <(find "$tmp/out" -name results.json -printf '%h\n' | sort)

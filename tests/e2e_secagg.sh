@@ -11,10 +11,11 @@
 #     aggregation, weight for weight, and so does its accuracy; one client (12 rows) is too small for one
 #     eigenpair, so its masked release is the isotropic one it would send in the clear;
 #   - diamond a -> {b, c} -> d: d opens a + b + c, b and c see a masked;
+#   - a member's class sums x20 (test hook): the aggregator refuses to open the group, says which and why (exit 17);
 #   - pftnet inspect shows a masked part's opener; pftnet audit calls it uninformative and why;
 #   - star with DP (ε = 1, δ = 0.001): each client's share is σ/√5, the aggregator opens σ and reports it;
 #   - refusals, never silently in the clear: cov = diag, a chain of two (nobody may open), DP where the opener
-#     has rows, DP without an explicit δ or with unequal (ε, δ), --insecure (no keys to agree on masks), a class
+#     has rows, DP with δ = 0 or with unequal (ε, δ), --insecure (no keys to agree on masks), a class
 #     held by one member of a group (chain at 60 rows per node: the opener refuses to open).
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
@@ -88,6 +89,26 @@ assert aa == ac, (aa, ac)
 assert ra["secure_agg"]["opens"] == ["c1", "c2", "c3", "c4", "c5"], ra["secure_agg"]
 PY
 
+# a member that multiplies its class sums by 20 before masking (test hook PFT_TEST_SCALE_SUMS, test-hook builds):
+# the aggregator refuses to open the group, names it and the check it failed, exits 17, trains nothing on it
+X20=0
+PFT_TEST_SCALE_SUMS=c2 launch star_x20 "$SA" "$STAR" || X20=$?
+if ! grep -q 'test hook: class sums x20' "$W/star_x20/c2/node.log" 2>/dev/null; then
+    skip_part "pftnode built without PFT_TEST_HOOKS (no PFT_TEST_SCALE_SUMS): the x20 member not tried"
+elif [ "$X20" = 0 ]; then
+    fail "star, c2's class sums x20: the aggregator opened the group and used it"
+else
+    "$PY" - "$W/star_x20" <<'PY' || fail "star, c2's class sums x20: the refusal does not name the group and why"
+import json, sys
+r = json.load(open(f"{sys.argv[1]}/s/result.json"))
+ref = r["secure_agg"]["open_refused"]
+assert r["exit_code"] == 17, r["exit_code"]
+assert ref["opener"] == "s" and ref["members"] == ["c1", "c2", "c3", "c4", "c5"], ref
+assert "implausible statistics" in ref["reason"] and "mean has norm" in ref["reason"], ref["reason"]
+print("star, c2's class sums x20: not opened:", ref["reason"])
+PY
+fi
+
 # DP noise paid once: each client masks its noisy sums and second moment with a share N(0, σ²/5); the
 # aggregator opens statistics with σ per entry, and reports it; the clients' provenance carries (ε, δ)
 must_launch star_dp "$SA dp_epsilon = 1; dp_delta = 0.001;" "s [data = false, dp_epsilon = 0]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; c5 -> s;"
@@ -143,7 +164,7 @@ refused() { # NAME SETTINGS EDGES NEEDLE [launch options]
 refused diag "cov = diag; secure_agg = true;" "a -> b -> c;" "cov = tied"
 refused pair "$SA" "a -> b;" "min_contributors"
 refused dp_opener_rows "$SA dp_epsilon = 1; dp_delta = 0.001;" "a -> b -> c;" "has rows of its own"
-refused dp_auto_delta "$SA dp_epsilon = 1;" "s [data = false, dp_epsilon = 0]; a -> s; b -> s;" "dp_delta explicitly"
+refused dp_delta_zero "$SA dp_epsilon = 1; dp_delta = 0;" "s [data = false, dp_epsilon = 0]; a -> s; b -> s;" "0 < dp_delta < 1"
 refused dp_unequal "$SA dp_epsilon = 1; dp_delta = 0.001;" "s [data = false, dp_epsilon = 0]; b [dp_epsilon = 2]; a -> s; b -> s;" "same (dp_epsilon, dp_delta)"
 refused insecure "$SA" "a -> b -> c;" "insecure" --insecure
 # at 60 rows per node class 2 has one holder among a and b: c must not open (their sum would show a's class mean)

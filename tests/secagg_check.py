@@ -9,6 +9,8 @@ A decoder written from docs/WIRE.md (§1 envelope, §2 payload, §2.1 statistics
     2^32), fall inside the part's decode bound about as often as uniform words would (≈ bound / 2^31), and the
     class sums they would give have |cos| ≈ 1/√d to the contributors' true class sums (computed here from
     NODE/data/train_x.npy after the l2 prep);
+  - no contributor of a masked part sends per-member tallies in the clear beside it (the shrinkage evidence of
+    its own rows in its provenance entry, WIRE.md §2);
   - every node's result.json view holds 0 or ≥ m contributors besides itself.
 With --same RUN2 --nodes c,d: those nodes' outbound clear parts equal RUN2's (the same statistics, to fp32).
 Usage: secagg_check.py RUN [--m 2] [--same RUN2 --nodes c,d,e]; exit 0 when every check holds.
@@ -42,9 +44,11 @@ def decode(path):
         fail(f"{path}: payload of {len(p)} elements, a statistics bundle has 9 (10 with a topology fingerprint)")
     d, dtype = p[4], p[3]
     width, fmt = (2, "<e") if dtype == 0 else (4, "<f")
-    out = {"producer": p[1].decode(), "d": d, "parts": [], "prov": {}}
+    out = {"producer": p[1].decode(), "d": d, "parts": [], "prov": {}, "evidence": set()}
     for e in p[6]:
         out["prov"][e[0].decode()] = {int(lab): int(n) for lab, n in e[1]}
+        if len(e) == 4 and e[3] is not None:  # [node, counts, dp or nil, evidence]: tallies of its own rows
+            out["evidence"].add(e[0].decode())
     for part in p[8]:
         contrib = [c.decode() for c in part[1]]
         q = {"kind": part[0], "contributors": contrib, "masked": len(part) == 5, "classes": []}
@@ -95,6 +99,10 @@ def check_run(run, m):
                         fail(f"{path}: a clear part of {q['contributors']}: fewer than {m} contributors")
                     continue
                 n_masked += 1
+                told = sorted(set(q["contributors"]) & b["evidence"])
+                if told:
+                    fail(f"{path}: masked part {q['contributors']}: {told} send their shrinkage tallies (of their "
+                         "own rows) in the clear beside it")
                 if q["mask"]["opener"] in q["contributors"] or q["mask"]["f"] != 32:
                     fail(f"{path}: masked part {q['contributors']}: bad mask {q['mask']}")
                 allw = np.concatenate([w for _, _, w in q["classes"]] + [q["shared"]])

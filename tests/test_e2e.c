@@ -232,9 +232,10 @@ static void test_ring_producer_absent(void)
 }
 
 /* The bundle a sent with DP-FedPFT (K = 1, mechanism b3) against a's own rows: per class c the released mean
- * minus the exact mean of a's rows of c is N(0, σ_c²) per entry, σ_c = 4/(n_c ε)·sqrt(ln(4/δ)) with δ = 1/n_c
- * (pft_dp.h, computed here) and equal to the σ a's result.json reports; pooled over the classes, (μ̂ − μ)/σ_c
- * has std within 5 % of 1 and mean near 0. A node that reports σ but releases clean means fails. */
+ * minus the exact mean of a's rows of c is N(0, σ_c²) per entry, σ_c = 4/(n_c ε)·sqrt(ln(4/δ)) with δ = 1e-5,
+ * the topology's default (pft_dp.h, computed here) and equal to the σ a's result.json reports; pooled over
+ * the classes, (μ̂ − μ)/σ_c has std within 5 % of 1 and mean near 0. A node that reports σ but releases clean
+ * means fails. */
 static void check_dp_means(const char *out, json_t *dp)
 {
     char path[600];
@@ -259,7 +260,7 @@ static void check_dp_means(const char *out, json_t *dp)
                   "class %d: %ld own rows", c, own.count[c]);
         if (!g || pft_gmm_k(g) != 1)
             continue;
-        double n = (double)own.count[c], sigma = 4.0 / n * sqrt(log(4.0 * n)), reported = -1;
+        double n = (double)own.count[c], sigma = 4.0 / n * sqrt(log(4.0 / 1e-5)), reported = -1;
         size_t j;
         json_t *e;
         json_array_foreach(json_object_get(dp, "per_class"), j, e) if (pft_e2e_jint(e, "class") == c)

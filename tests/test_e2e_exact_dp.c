@@ -15,7 +15,8 @@
 #include <sys/wait.h>
 
 #define EXAMPLE_DATA PFT_SOURCE_DIR "/examples/data/pacs-small"
-#define ROWS 60 /* training rows per node */
+#define ROWS 60    /* training rows per node */
+#define DELTA 1e-5 /* the topology's default dp_delta (never 1/ROWS) */
 
 static char s_tmp[256];
 
@@ -130,13 +131,13 @@ static void test_chain_dp(void)
     if (!a || !b)
         goto done;
     CHECK(pft_e2e_jint(a, "exit_code") == 0 && pft_e2e_jint(b, "exit_code") == 0);
-    /* a's release: the sums alone, σ from (ε, δ = 1/60) at Δ₂ = 2, one charge on the ledger */
+    /* a's release: the sums alone, σ from (ε, δ = 1e-5, the default) at Δ₂ = 2, one charge on the ledger */
     json_t *dp = json_object_get(a, "dp"), *rel = json_object_get(dp, "release");
     CHECK(rel && strcmp(json_string_value(json_object_get(dp, "mechanism")), "exact_stats") == 0);
     CHECK(rel && strcmp(json_string_value(json_object_get(rel, "form")), "sums") == 0);
     CHECK_NEAR(jreal(rel, "sensitivity"), 2.0, 1e-12);
-    CHECK_NEAR(jreal(rel, "delta"), 1.0 / ROWS, 1e-9);
-    double sigma = 2.0 * sqrt(2.0 * log(4.0 * ROWS)); /* ε = 1, δ = 1/60: the formula holds δ here */
+    CHECK_NEAR(jreal(rel, "delta"), DELTA, 1e-15);
+    double sigma = 2.0 * sqrt(2.0 * log(4.0 / DELTA)); /* ε = 1, δ = 1e-5: the formula holds δ here */
     CHECK_NEAR(jreal(rel, "sigma"), sigma, 1e-6 * sigma);
     CHECK(pft_e2e_jint(rel, "clipped_rows") == 0 && pft_e2e_jint(rel, "rows") == ROWS);
     CHECK(pft_e2e_jint(json_object_get(dp, "budget"), "releases") == 1);
@@ -145,7 +146,7 @@ static void test_chain_dp(void)
     json_t *per = json_object_get(json_object_get(b, "privacy"), "per_node");
     json_t *pa = json_object_get(per, "a");
     CHECK(pa && jreal(pa, "epsilon") == 1.0);
-    CHECK(pa && fabs(jreal(pa, "delta") - 1.0 / ROWS) < 1e-9);
+    CHECK(pa && fabs(jreal(pa, "delta") - DELTA) < 1e-15);
     CHECK(json_is_null(json_object_get(per, "b")));
     CHECK(pft_e2e_prov_nodes(b) == 2 && pft_e2e_prov_total(b) == 2 * ROWS);
     /* the noise accumulated in b's statistics: a's σ (b's own rows are exact) */

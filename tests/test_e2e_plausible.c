@@ -11,7 +11,11 @@
  * writes; where the topology gives p DP, a claim of another ε and noisy means ×1000 under the right claim are
  * refused, and p's honest DP release is taken. Claims just past each bound are refused too (class 0 counting
  * one row more, so that p claims one row over its rows; a mean of norm 1.01; a shared scatter of trace 1.01
- * times its rows: a bound off by a factor of 2 or of d lets these through). */
+ * times its rows: a bound off by a factor of 2 or of d lets these through). Under secure aggregation, masked
+ * parts that could never open are refused before the ACK; two that pass every check before the ACK are
+ * acknowledged and then not opened (exit 17, the group and the reason in result.json's
+ * secure_agg.open_refused): one masked with a key the opener does not share (the sum does not cancel: the
+ * group's decode bound refuses it) and one with class sums ×20 (the opened means fail the checks). */
 #include "pft_e2e.h"
 #include "pft_fixed.h"
 #include "pft_mask.h"
@@ -477,7 +481,10 @@ done:
 
 /* ---- secure aggregation: masked parts that could never open are refused before the ACK ---- */
 
-typedef enum { M_HONEST, M_OPENER, M_DIV, M_TIMES1000, M_LAYOUT, M_N } mkind_t;
+/* M_NOCANCEL and M_SUMS20 pass every check before the ACK and fail at the opening: words masked with a pair
+ * key b does not hold (the sum does not cancel), class sums ×20 (the opened means are longer than rows of
+ * norm 1 allow). */
+typedef enum { M_HONEST, M_OPENER, M_DIV, M_TIMES1000, M_LAYOUT, M_N, M_NOCANCEL = M_N, M_SUMS20 } mkind_t;
 static const char *const s_mkind[] = {"honest masked", "another opener", "another noise divisor",
                                       "masked counts x1000", "fewer classes"};
 static const char *const s_mneedle[] = {"", "for opener 'q'", "noise divisor 3", "(rows)", "6 classes"};
@@ -510,8 +517,15 @@ static int make_masked(mkind_t kind, const char *run, const pft_dataset_t *ds, c
     snprintf(m.opener, sizeof m.opener, "%s", kind == M_OPENER ? "q" : "b");
     if (rc == 0)
         rc = pft_fixed_encode(v, nw, 2.0 * n, w);
-    if (rc == 0)
-        rc = pft_mask_add(kp, run, bpub, 1, (const uint8_t *)m.label, strlen(m.label), w, nw);
+    for (size_t i = 0; rc == 0 && kind == M_SUMS20 && i < o; i++)
+        w[i] *= 20; /* in fixed point, before the mask: the opened class sums are 20 times p's */
+    pft_keypair_t *other = kind == M_NOCANCEL ? pft_keypair_generate() : NULL;
+    if (rc == 0 && kind == M_NOCANCEL && !other)
+        rc = PFT_ENOMEM;
+    if (rc == 0) /* M_NOCANCEL: masked with another partner than b, whose side cannot remove it */
+        rc = pft_mask_add(kp, run, other ? pft_keypair_public(other) : bpub, 1, (const uint8_t *)m.label,
+                          strlen(m.label), w, nw);
+    pft_keypair_destroy(&other);
     const char *who = "p";
     pft_bundle_t *b = rc == 0 ? pft_bundle_new(run, "p", PFT_DTYPE_F32, d) : NULL;
     for (int c = 0; b && rc == 0 && c < K; c++) {
@@ -582,6 +596,73 @@ done:
     pft_topo_destroy(&topo);
 }
 
+/* A masked part that passes every check before the ACK and fails at the opening (kind: M_NOCANCEL, M_SUMS20):
+ * b acknowledges it, then refuses to open the group and says which and why (needle in result.json's
+ * secure_agg.open_refused.reason), exit 17, nothing trained on it. */
+static void open_refused(const char *dir, const pft_topo_t *topo, const pft_keypair_t *kp, mkind_t kind,
+                         const uint8_t *buf, size_t len, const char *needle)
+{
+    char out[400];
+    snprintf(out, sizeof out, "%s/sa-open-%d", s_tmp, (int)kind);
+    pid_t pid = start_b(dir, out);
+    pft_transport_t *t = client(kp, topo, out);
+    CHECK(t != NULL);
+    if (!t) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return;
+    }
+    int h = pft_transport_send(t, "b", buf, len, NULL, pft_transport_now_ms() + 120000);
+    CHECK_MSG(pft_e2e_settle(t, h, 120000) == PFT_SEND_ACKED, "kind %d: not acknowledged", (int)kind);
+    int code = finish(pid, t);
+    pft_transport_destroy(&t);
+    json_t *res = result(out), *ref = json_object_get(json_object_get(res, "secure_agg"), "open_refused");
+    const char *why = json_string_value(json_object_get(ref, "reason"));
+    json_t *mem = json_object_get(ref, "members");
+    CHECK_MSG(code == 17, "kind %d: b exited %d, expected 17 (log %s.log)", (int)kind, code, out);
+    CHECK_MSG(why && strstr(why, needle) && strstr(why, "opened by 'b'"), "kind %d: open_refused '%s'",
+              (int)kind, why ? why : "(none)");
+    CHECK(json_array_size(mem) == 1 && strcmp(json_string_value(json_array_get(mem, 0)) ?: "", "p") == 0);
+    CHECK(json_object_get(res, "accuracy_global") == NULL ||
+          json_is_null(json_object_get(res, "accuracy_global")));
+    fprintf(stderr, "  acknowledged, then not opened (exit %d): %s\n", code, why ? why : "");
+    json_decref(res);
+}
+
+/* Masked parts that pass the inbox and fail at the opening: a sum that does not cancel (refused by the
+ * group's decode bound, before any value is read) and class sums ×20 (refused by the opened sum's checks). */
+static void test_open_refused(void)
+{
+    char dir[300];
+    pft_topo_t *topo = NULL;
+    pft_keypair_t *kp = NULL;
+    pft_dataset_t *ds = NULL;
+    pft_pubkey_t bpub;
+    const pft_topo_node_t *bn = NULL;
+    if (prepare_pb("sa2", "partition = iid; samples = 40; secure_agg = true; min_contributors = 1;",
+                   "b [data = false];", dir, sizeof dir, &topo, &kp, &ds) != 0 ||
+        !(bn = pft_topo_find(topo, "b")) || pft_pubkey_resolve(bn->key, &bpub) != 0) {
+        CHECK(0);
+        goto done;
+    }
+    static const struct {
+        mkind_t kind;
+        const char *needle;
+    } cases[] = {{M_NOCANCEL, "does not open"}, {M_SUMS20, "mean has norm"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        CHECK(make_masked(cases[i].kind, pft_topo_run(topo)->run, ds, kp, &bpub, &buf, &len) == 0);
+        if (buf)
+            open_refused(dir, topo, kp, cases[i].kind, buf, len, cases[i].needle);
+        pft_free(buf);
+    }
+done:
+    pft_dataset_destroy(&ds);
+    pft_keypair_destroy(&kp);
+    pft_topo_destroy(&topo);
+}
+
 int main(void)
 {
     if (pft_e2e_scratch(s_tmp, sizeof s_tmp, "pft_plausible") != 0)
@@ -590,5 +671,6 @@ int main(void)
     RUN(test_rows_cap_labels);
     RUN(test_dp_claims);
     RUN(test_masked_refused);
+    RUN(test_open_refused);
     return pft_e2e_finish(s_tmp, pft_test_done());
 }

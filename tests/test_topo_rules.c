@@ -1,7 +1,8 @@
 /* Tests of pft_topo_rules: the one validator of the rules between attributes. Valid topologies pass (with
  * the secure-aggregation plan handed back), each rule refuses with its name and words free of file and line,
  * the class-holder policy is decided from the topology's class sets or from the launcher's rows per class
- * (and only when every member is known), at the min_contributors boundary, and --set overrides. */
+ * (and only when every member is known), at the min_contributors boundary, and --set overrides; the one
+ * warning (an exact ring without secure aggregation) where it applies and nowhere else. */
 #include <stdint.h>
 
 #include "pft_test_topo.h"
@@ -71,8 +72,11 @@ static void test_rules(void)
     expect_rule("digraph g { " SA "a -> b -> c -> d; b -> d [fallback = true]; }", NULL, PFT_ETOPO,
                 "secagg-plan", "fallback edge b -> d");
     expect_rule("digraph g { " SIM "dp_epsilon = 1; a -> b; }", NULL, PFT_ETOPO, "dp-k", "set k = 1");
-    expect_rule("digraph g { " SA "dp_epsilon = 1; s [data = false, dp_epsilon = 0]; c1 -> s; c2 -> s; }",
-                NULL, PFT_ETOPO, "secagg-dp-delta", "dp_delta explicitly");
+    expect_rule("digraph g { " SA "dp_epsilon = 1; dp_delta = 0; s [data = false, dp_epsilon = 0]; c1 -> s; "
+                "c2 -> s; }",
+                NULL, PFT_ETOPO, "dp-delta", "0 < dp_delta < 1");
+    expect_rule("digraph g { " SIM "cov = tied; a [dp_epsilon = 1, dp_delta = 0]; a -> b -> c; }", NULL,
+                PFT_ETOPO, "dp-delta", "node 'a'");
     expect_rule("digraph g { " SA "dp_epsilon = 1; dp_delta = 0.001; s [data = false, dp_epsilon = 0]; "
                 "c2 [dp_delta = 0.01]; c1 -> s; c2 -> s; }",
                 NULL, PFT_ETOPO, "secagg-dp-equal", "same (dp_epsilon, dp_delta)");
@@ -136,6 +140,38 @@ static void test_apply_sets(void)
     pft_topo_destroy(&t);
 }
 
+/* The one warning: a ring or mesh of exact statistics without secure_agg, some rows without DP (a node
+ * subtracting its lap-1 aggregate from the lap-2 total holds the nodes' after it); not with secure_agg, nor
+ * with mixtures, nor with DP everywhere, nor for a chain or a star (no second lap). */
+static void test_warnings(void)
+{
+    static const struct {
+        const char *text;
+        size_t n;
+    } cases[] = {
+        {"digraph g { " SIM "cov = tied; start = a; a -> b -> c -> d -> a; }", 1},
+        {"digraph g { " SA "start = a; a -> b -> c -> d -> a; }", 0},
+        {"digraph g { " SIM "start = a; a -> b -> c -> d -> a; }", 0}, /* mixtures (cov = diag) */
+        {"digraph g { " SIM "cov = tied; dp_epsilon = 1; start = a; a -> b -> c -> d -> a; }", 0},
+        {"digraph g { " SIM "cov = tied; a -> b -> c -> d; }", 0},
+        {"digraph g { " SIM "cov = tied; s [data = false]; c1 -> s; c2 -> s; }", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        pft_topo_t *t = NULL;
+        pft_topo_verdict_t w[4];
+        CHECK_MSG(load(cases[i].text, SKIP, &t) == 0, "load %zu: %s", i, pft_errmsg());
+        size_t n = t ? pft_topo_rules_warnings(t, w, 4) : 99;
+        CHECK_MSG(n == cases[i].n, "topology %zu: %zu warning(s), want %zu", i, n, cases[i].n);
+        if (n == 1 && cases[i].n == 1) {
+            CHECK(strcmp(w[0].rule, "exact-lap-differencing") == 0 && w[0].code == 0);
+            CHECK_MSG(strstr(w[0].text, "warning exact-lap-differencing: a ring") &&
+                          strstr(w[0].text, "secure_agg = true") && strstr(w[0].text, "class sums"),
+                      "text: %s", w[0].text);
+        }
+        pft_topo_destroy(&t);
+    }
+}
+
 int main(void)
 {
     if (pft_test_topo_setup())
@@ -145,6 +181,7 @@ int main(void)
     RUN(test_holders_facts);
     RUN(test_holders_labels);
     RUN(test_apply_sets);
+    RUN(test_warnings);
     pft_test_topo_cleanup();
     return pft_test_done();
 }

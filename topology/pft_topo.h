@@ -129,7 +129,7 @@ typedef struct {
     int min_rows;          /* privacy floor: rows every released component / statistic stands for, default */
     double mean_noise;     /* exact release: noise std on each own class sum released in the clear, default */
     double dp_epsilon;     /* DP-FedPFT epsilon per release, default for nodes (0: off) */
-    double dp_delta;       /* DP-FedPFT delta (0: 1/n) */
+    double dp_delta;       /* DP delta (default 1e-5; 0 < delta < 1 where DP is on: rule dp-delta) */
     int dp_mech;           /* pft_dp_mech_t: 0 thm41, 1 b3 */
     double dp_budget;      /* total epsilon a node may release (0: unlimited) */
     int max_bundle_mb;     /* largest bundle a node accepts, MiB */
@@ -176,7 +176,7 @@ typedef struct {
     int domain;   /* simulation, partition=domain: domain id; -1: none */
     const char *classes; /* simulation, partition=labels: class set ("0-3", "0,2,5"); NULL: none */
     double dp_epsilon;   /* effective DP-FedPFT epsilon (0: off) */
-    double dp_delta;     /* effective delta (0: 1/n) */
+    double dp_delta;     /* effective delta (0 < delta < 1 where DP is on: rule dp-delta) */
     int dp_mech;         /* effective mechanism (pft_dp_mech_t) */
     double dp_budget;    /* effective total epsilon budget (0: unlimited) */
     int min_rows;        /* effective privacy floor (1: none, the paper's protocol) */

@@ -113,10 +113,6 @@ static int check_group_dp(const pft_topo_t *t, const pft_secplan_t *pl, pft_topo
                           "(dp_epsilon, dp_delta); '%s' has (%g, %g), '%s' (%g, %g)",
                           first->id, first->dp_epsilon, first->dp_delta, u->id, u->dp_epsilon, u->dp_delta);
     }
-    if (!(first->dp_delta > 0))
-        return refuse(v, PFT_ETOPO, "secagg-dp-delta", first->id,
-                      "secure_agg = true with DP: set dp_delta explicitly (one delta for every view; the "
-                      "default 1/n would differ per node)");
     const pft_topo_node_t *op = pft_topo_node(t, g->opener);
     if (op->has_data)
         return refuse(v, PFT_ETOPO, "secagg-dp-opener", op->id,
@@ -130,11 +126,6 @@ static int check_group_dp(const pft_topo_t *t, const pft_secplan_t *pl, pft_topo
                       "secure_agg with DP: dp_dropouts = %d leaves fewer than min_contributors = %d noise "
                       "shares of the %zu members; lower dp_dropouts or min_contributors, or add members",
                       r->dp_dropouts, r->min_contributors, g->n_members);
-    if (!(pft_gstat_dp_sigma(first->dp_epsilon, first->dp_delta) > 0))
-        return refuse(v, PFT_ETOPO, "secagg-dp-delta", first->id,
-                      "secure_agg = true with DP: (dp_epsilon, dp_delta) = (%g, %g) gives no noise; choose "
-                      "0 < dp_delta < 1",
-                      first->dp_epsilon, first->dp_delta);
     return 0;
 }
 
@@ -267,6 +258,21 @@ static int check_secagg(const pft_topo_t *t, const pft_topo_facts_t *f, pft_topo
     return check_secagg_plan(t, *plan, v);
 }
 
+/* dp-delta: every node with DP gives 0 < dp_delta < 1 (the default is 1e-5; δ is never derived from a node's
+ * or a class's rows: 1/n of a 9-row class is 0.11, a guarantee in name only). */
+static int check_dp_delta(const pft_topo_t *t, pft_topo_verdict_t *v)
+{
+    for (size_t i = 0; i < pft_topo_node_count(t); i++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, i);
+        if (nd->dp_epsilon > 0 && !(nd->dp_delta > 0 && nd->dp_delta < 1))
+            return refuse(v, PFT_ETOPO, "dp-delta", nd->id,
+                          "node '%s': DP with dp_delta = %g; give 0 < dp_delta < 1, far below 1 / its rows "
+                          "(the default 1e-5; delta is never derived from the rows, SECURITY.md §6)",
+                          nd->id, nd->dp_delta);
+    }
+    return 0;
+}
+
 int pft_topo_rules_check(const pft_topo_t *t, const pft_topo_facts_t *facts, pft_topo_verdict_t *verdict,
                          pft_secplan_t **plan)
 {
@@ -277,6 +283,8 @@ int pft_topo_rules_check(const pft_topo_t *t, const pft_topo_facts_t *facts, pft
     if (plan)
         *plan = NULL;
     int rc = check_families(t, v);
+    if (rc == 0)
+        rc = check_dp_delta(t, v);
     if (rc == 0 && pft_topo_run(t)->secure_agg)
         rc = check_secagg(t, facts, v, &pl);
     if (rc == 0)
@@ -290,6 +298,35 @@ int pft_topo_rules_check(const pft_topo_t *t, const pft_topo_facts_t *facts, pft
     else
         pft_secplan_destroy(&pl);
     return rc;
+}
+
+size_t pft_topo_rules_warnings(const pft_topo_t *t, pft_topo_verdict_t *w, size_t max)
+{
+    size_t n = 0;
+    pft_kind_t kind = pft_topo_kind(t);
+    if (max == 0 || pft_topo_run(t)->secure_agg || (kind != PFT_KIND_RING && kind != PFT_KIND_MESH))
+        return 0;
+    const char *clear = NULL; /* a node whose rows go round exact, without DP */
+    for (size_t i = 0; i < pft_topo_node_count(t); i++) {
+        const pft_topo_node_t *nd = pft_topo_node(t, i);
+        if (!nd->exact)
+            return 0; /* mixtures (family-mixed: every node or none) */
+        if (nd->has_data && !(nd->dp_epsilon > 0) && !clear)
+            clear = nd->id;
+    }
+    if (!clear)
+        return 0;
+    w[n] = (pft_topo_verdict_t){.rule = "exact-lap-differencing"};
+    snprintf(w[n].node, sizeof w[n].node, "%s", clear);
+    snprintf(
+        w[n].text, sizeof w[n].text,
+        "warning exact-lap-differencing: a %s of exact statistics without secure_agg: in lap 2 every node "
+        "receives the exact total and holds the aggregate it sent in lap 1, so a node that subtracts it "
+        "(and its own rows) holds the exact class sums and per-coordinate sums of squares of the nodes "
+        "after it, alone for the node just before the one that completes lap 1 ('%s' releases without DP); "
+        "set secure_agg = true (lap 1 travels masked to the producer, docs/SECAGG.md §4.2), or DP",
+        pft_kind_name(kind), clear);
+    return ++n;
 }
 
 int pft_topo_rules_apply_sets(pft_topo_t *t, const char *const *set, int n, const char *seed)

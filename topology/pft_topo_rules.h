@@ -37,6 +37,7 @@ typedef struct {
  * the caller destroys it), else NULL. The rules, in the order they are checked:
  *   family-tied-sample  cov = tied is exact statistics: no merge = sample
  *   family-mixed      a run carries exact statistics on every node or samples mixtures on every node
+ *   dp-delta          a node with DP gives 0 < dp_delta < 1 (never derived from its rows)
  *   secagg-cov        secure_agg masks exact tied statistics: cov = tied on every node
  *   secagg-insecure   secure_agg needs keys: the run cannot be --insecure
  *   secagg-prep       secure_agg needs rows of norm 1 (prep = l2 or sqrt-l2)
@@ -44,7 +45,6 @@ typedef struct {
  *   secagg-groups     one group (what pftnode handles)
  *   secagg-dp-nonmember  a node asking for DP whose rows go on in the clear while no member masks with DP
  *   secagg-dp-equal   every member of a group with DP asks for the same (dp_epsilon, dp_delta)
- *   secagg-dp-delta   DP under secure_agg needs an explicit dp_delta
  *   secagg-dp-opener  DP under secure_agg needs an opener without rows of its own (data = false)
  *   secagg-dp-dropouts  dp_dropouts must leave at least min_contributors noise shares
  *   secagg-dropouts-star  dp_dropouts > 0 only where dropouts are recovered (a star)
@@ -53,6 +53,13 @@ typedef struct {
  *                     min_contributors of them (known from partition = labels, or from facts->class_rows) */
 int pft_topo_rules_check(const pft_topo_t *t, const pft_topo_facts_t *facts, pft_topo_verdict_t *verdict,
                          pft_secplan_t **plan);
+
+/* What a valid topology leaves open, nothing refused: up to max warnings into w[0..) (code 0; rule, node and
+ * text "warning NAME: what is exposed; what to change"). Returns their number. The warnings:
+ *   exact-lap-differencing  a ring or mesh of exact statistics without secure_agg, some rows without DP: a
+ *                     node that holds its lap-1 aggregate and the lap-2 total subtracts them, and holds the
+ *                     exact sums of the nodes after it (one node alone before the producer) */
+size_t pft_topo_rules_warnings(const pft_topo_t *t, pft_topo_verdict_t *w, size_t max);
 
 /* Applies command-line overrides as graph attributes, validated together like the file's own (the topology
  * the rules are then checked on): set[0..n) each "NAME=VALUE" (--set), and seed (--seed; NULL: none).

@@ -113,7 +113,7 @@ static void default_variant(const pft_topo_t *topo, char *buf, size_t cap)
     if (run_exact(r)) {
         int off = snprintf(buf, cap, "Exact %s (%s head)", c == PFT_COV_TIED ? "tied" : "full", head_name(r));
         if (r->dp_epsilon > 0 && off > 0 && (size_t)off < cap)
-            snprintf(buf + off, cap - (size_t)off, ", DP eps=%g", r->dp_epsilon);
+            snprintf(buf + off, cap - (size_t)off, ", DP eps=%g delta=%g", r->dp_epsilon, r->dp_delta);
         return;
     }
     int off = snprintf(buf, cap, "FedPFT %s", cov_name(c));
@@ -122,7 +122,7 @@ static void default_variant(const pft_topo_t *topo, char *buf, size_t cap)
     if (off > 0 && (size_t)off < cap)
         off += snprintf(buf + off, cap - (size_t)off, " K=%d", r->k);
     if (r->dp_epsilon > 0 && off > 0 && (size_t)off < cap)
-        snprintf(buf + off, cap - (size_t)off, ", DP eps=%g", r->dp_epsilon);
+        snprintf(buf + off, cap - (size_t)off, ", DP eps=%g delta=%g", r->dp_epsilon, r->dp_delta);
 }
 
 /* The run's settings as results.json records them. */
@@ -138,6 +138,7 @@ static json_t *settings_json(const pft_topo_run_t *run)
                   run->partition ? run->partition : "", "samples", run->samples);
     if (o) {
         json_object_set_new(o, "mc_budget", json_integer(run->mc_budget));
+        json_object_set_new(o, "dp_delta", run->dp_epsilon > 0 ? json_real(run->dp_delta) : json_null());
         json_object_set_new(o, "head", json_string(head_name(run)));
         json_object_set_new(o, "merge",
                             json_string(run->merge == PFT_TOPO_MERGE_SAMPLE ? "sample" : "exact"));

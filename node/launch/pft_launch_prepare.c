@@ -233,6 +233,9 @@ static int check_rules(const pft_launch_t *self)
 #endif
     const pft_topo_facts_t facts = {.insecure = self->o.insecure};
     int rc = pft_topo_rules_check(self->topo, &facts, NULL, NULL);
+    pft_topo_verdict_t w[4]; /* what the run leaves open, as pftnet check says it (on stderr, even --quiet) */
+    for (size_t i = 0, n = rc ? 0 : pft_topo_rules_warnings(self->topo, w, 4); i < n; i++)
+        fprintf(stderr, "pftnet launch: %s\n", w[i].text);
     return rc ? pft_err_wrap(rc, "%s", self->o.topo_path) : 0;
 }
 

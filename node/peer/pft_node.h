@@ -26,7 +26,9 @@
       "secure aggregation: a survivor refused or never answered the declaration of missing members")         \
     X(PFT_EXIT_DEGRADED, 16,                                                                                 \
       "degraded: the node completed without a predecessor's bundle that missed its deadline "                \
-      "(on_missing=proceed; result.json missing)")
+      "(on_missing=proceed; result.json missing)")                                                           \
+    X(PFT_EXIT_UNOPENED, 17,                                                                                 \
+      "secure aggregation: a group's sum did not open or holds what its members' rows cannot (not used)")
 
 typedef enum {
 #define PFT_X_EXIT(name, value, text) name = value,

@@ -5,7 +5,9 @@
  * of its rows (a tally against a tenth of the rows prefers more shrinkage than the whole needs: star50's
  * clients, each against its own 160 rows, chose 0.5 where the aggregator's 7,900 rows want 0.01) and takes
  * the α with the most rows right, so nodes that hold the same statistics build the same head, from the rows
- * of everyone who saw most of them. */
+ * of everyone who saw most of them. Under secure aggregation a member that masks its rows sends no tallies
+ * (they are its own rows'; summed under the mask they would be scored against one member's statistics each,
+ * the bias the half rule removes). */
 #include "pft_node_internal.h"
 
 #include "pft_alloc.h"
@@ -54,7 +56,9 @@ int pft_node__evidence_own_keep(node_t *nd, const pft_gstat_t *total, pft_la_tri
 
 int pft_node__evidence_set(const node_t *nd, pft_bundle_t *b, const char *id)
 {
-    if (!nd->head.has_own_ev)
+    /* a member of a masked group sends none: the tallies of its own rows would travel in the clear beside its
+     * masked part, and no node could use them (the opener's statistics hold the whole group) */
+    if (!nd->head.has_own_ev || pft_node__secagg_masks_own(nd))
         return 0;
     pft_bundle_tally_t t[PFT_GHEAD_N_ALPHA];
     for (int a = 0; a < PFT_GHEAD_N_ALPHA; a++) {

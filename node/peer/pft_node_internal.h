@@ -292,6 +292,7 @@ struct node {
         double share_sd; /* DP: each member's noise share, σ/√D */
         int recover;     /* 1: every member hands off directly to the opener (a star): members
                             that never deliver are recovered (docs/SECAGG.md §5) */
+        int unopened; /* opener: the group's sum did not open or failed the plausibility checks (exit 16) */
     } sec;
     struct { /* dropout recovery (pft_node_dropout.c): the opener's declaration and reveals, a member's answer
               */
@@ -427,6 +428,11 @@ int pft_node__eval_score(node_t *nd, json_t *res, pft_node__predictor_t predict,
  * class count above its contributors' `samples`, a mean longer than 1 or a scatter
  * whose trace exceeds its rows under row-normalising prep (parts of DP contributors excepted). */
 int pft_node__plausible(const node_t *nd, const pft_bundle_t *b, char *reason, size_t rlen);
+/* 0 if the opened sum st of a masked group (members[0..n), DP noise variance var per entry, 0: none) holds
+ * only what the members' rows can (counts, means, the shared scatter's trace: the rules of a clear part);
+ * else 1 with the reason. */
+int pft_node__plausible_opened(const node_t *nd, const pft_gstat_t *st, const size_t *members, size_t n,
+                               double var, char *reason, size_t rlen);
 
 /* ---- pft_node_inbox.c ---- */
 /* The transport's callback for one inbound message (ctx is the node_t). */

@@ -182,9 +182,12 @@ static int take_masked_part(node_t *nd, parts_t *ps, const pft_bundle_t *b, int 
                      "%s's masked part %d does not have this run's layout (tied, classes 0..%d, %zu words): "
                      "every member must mask the same classes",
                      from, i, K - 1, ps->n_words);
-    else if (!nd->sec.opener || strcmp(m->label, nd->sec.label) != 0 || strcmp(m->opener, nd->sec.opener) != 0)
-        rc = pft_err(PFT_EINVAL, "%s's masked part %d is masked for '%s' (label '%s'), not for this plan's "
-                     "opener '%s'", from, i, m->opener, m->label, nd->sec.opener ? nd->sec.opener : "(none)");
+    else if (!nd->sec.opener || strcmp(m->label, nd->sec.label) != 0 ||
+             strcmp(m->opener, nd->sec.opener) != 0)
+        rc = pft_err(PFT_EINVAL,
+                     "%s's masked part %d is masked for '%s' (label '%s'), not for this plan's "
+                     "opener '%s'",
+                     from, i, m->opener, m->label, nd->sec.opener ? nd->sec.opener : "(none)");
     if (rc == 0)
         rc = pft_node__parts_take_masked(nd, ps, who, nw, prov, w, counts, (double)m->bound, from);
     pft_free(counts);
@@ -328,8 +331,8 @@ static int part_provenance(node_t *nd, const part_t *p, pft_bundle_t *b)
             int m = 0;
             uint64_t against = 0;
             const pft_bundle_tally_t *ev = pft_bundle_prov_evidence(p->b, e, &m, &against);
-            if (rc == 0 &&
-                ev) /* the shrinkage's evidence travels with its contributor (pft_node_evidence.c) */
+            if (rc == 0 && ev && !p->masked) /* the shrinkage's evidence travels with its contributor
+                                                (pft_node_evidence.c); never beside a masked part */
                 rc = pft_bundle_prov_set_evidence(b, id, against, ev, m);
         }
     }
@@ -518,8 +521,10 @@ static int add_masked_group(node_t *nd, parts_t *ps, pft_bundle_t *b, size_t g, 
         if (ps->grp[p->who[0]] != (long)g)
             continue;
         if (!p->masked || p->merged)
-            return pft_err(PFT_EINVAL, "group of '%s' holds masked and clear statistics: they cannot travel "
-                           "as one part", pft_topo_node(nd->topo, p->who[0])->id);
+            return pft_err(PFT_EINVAL,
+                           "group of '%s' holds masked and clear statistics: they cannot travel "
+                           "as one part",
+                           pft_topo_node(nd->topo, p->who[0])->id);
         for (int w = 0; w < p->n_who; w++)
             ids[n_ids++] = pft_topo_node(nd->topo, p->who[w])->id;
         rc = part_provenance(nd, p, b);
@@ -532,8 +537,8 @@ static int add_masked_group(node_t *nd, parts_t *ps, pft_bundle_t *b, size_t g, 
         labels[c] = c;
     if (rc == 0 && !steal)
         memcpy(words, ps->mw[g], ps->n_words * sizeof *words);
-    pft_bundle_mask_t m = {.frac_bits = PFT_FIXED_FRAC_BITS, .bound = (uint64_t)ceil(ps->mbound[g]),
-                           .div = nd->sec.div};
+    pft_bundle_mask_t m = {
+        .frac_bits = PFT_FIXED_FRAC_BITS, .bound = (uint64_t)ceil(ps->mbound[g]), .div = nd->sec.div};
     snprintf(m.label, sizeof m.label, "%s", nd->sec.label);
     snprintf(m.opener, sizeof m.opener, "%s", nd->sec.opener ? nd->sec.opener : "");
     if (rc == 0) {

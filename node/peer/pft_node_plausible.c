@@ -4,13 +4,14 @@
  * - every contributor and provenance entry is a node of the topology other than this one (a complete bundle
  *   may include it), and counts no more rows than the topology gives that node (`rows`, else `samples`;
  *   none for a node with data = false; no cap where neither is given);
- * - a DP claim in provenance only where the topology gives that node DP with the same (ε, δ) (δ = 0 there:
- *   1/n with n the rows its provenance states, as the release computes it, for statistics bundles);
+ * - a DP claim in provenance only where the topology gives that node DP with the same (ε, δ) (δ is explicit
+ *   in the topology, never derived from rows: the rule dp-delta);
  * - with row-normalising prep (l2, sqrt-l2: ‖x‖ = 1) no class mean is longer than 1 and no scatter's trace
  *   exceeds its rows, and the two together fit: Σ‖x‖² = tr M + n‖μ‖² ≤ n per class (the shared scatter with
  *   all classes: tr W + Σ_c n_c‖μ_c‖² ≤ N). A part with DP contributors carries their noise: its bounds
  *   grow by what their claimed (ε, δ) imply, at most the noise an honest release exceeds with probability
- *   FAIL_P per bundle (a union bound over its checks; the derivation is in SECURITY.md §7.1). */
+ *   FAIL_P per bundle (a union bound over its checks; the derivation is in SECURITY.md §7.1).
+ * The opened sum of a secure-aggregation group is checked by the same rules before the opener uses it. */
 #include "pft_node_internal.h"
 
 #include "pft_gstat_dp.h"
@@ -84,13 +85,12 @@ static int check_entry(const node_t *nd, const pft_bundle_t *b, int e, char *rea
                         "no DP",
                         id, eps, delta),
                1;
-    /* δ = 0 in the topology: 1/n, n the rows released (pft_gstat_dp); a sampling bundle's δ is per class */
-    double want = t->dp_delta > 0 ? t->dp_delta : pft_bundle_is_stats(b) && total ? 1.0 / (double)total : NAN;
-    if (!same(eps, t->dp_epsilon) || (!isnan(want) && !same(delta, want)))
+    double want = t->dp_delta; /* explicit, 0 < δ < 1 (the rule dp-delta), for every kind of bundle */
+    if (!same(eps, t->dp_epsilon) || !same(delta, want))
         return snprintf(reason, rlen,
                         "implausible DP claim: '%s' claims (epsilon %g, delta %g); the topology gives (%g, "
                         "%g)",
-                        id, eps, delta, t->dp_epsilon, isnan(want) ? t->dp_delta : want),
+                        id, eps, delta, t->dp_epsilon, want),
                1;
     return 0;
 }
@@ -274,6 +274,50 @@ static int check_part(const node_t *nd, const pft_bundle_t *b, int i, int unit, 
     }
     if (unit && var == 0 && pft_gstat_kind(st) == PFT_GSTAT_TIED && check_shared(st, reason, rlen))
         return 1;
+    return 0;
+}
+
+/* The opened sum of a masked group (st: its statistics after opening, members[0..n) the members whose parts
+ * it sums, var the DP noise variance per entry it carries, 0 without DP), with a clear part's rules: class
+ * counts within the members' public rows; with unit rows, each class mean against rows of norm 1 (and their
+ * noise), and the shared scatter: exact, tr W ≤ N and tr W + Σ n‖μ‖² ≤ N; noisy (W the PSD projection of
+ * S2 + Z − Σ n μμᵀ), tr W ≤ N + √(2d·var·q_D(x)) as a FULL class's (SECURITY.md §7.1). */
+int pft_node__plausible_opened(const node_t *nd, const pft_gstat_t *st, const size_t *members, size_t n,
+                               double var, char *reason, size_t rlen)
+{
+    uint64_t cap = 0;
+    int known = 1, K = pft_gstat_n_classes(st), d = pft_gstat_dim(st);
+    for (size_t j = 0; j < n; j++) {
+        int64_t c = row_cap(pft_topo_node(nd->topo, members[j]));
+        known &= c >= 0;
+        cap += c > 0 ? (uint64_t)c : 0;
+    }
+    int unit = nd->run->prep == PFT_TOPO_PREP_L2 || nd->run->prep == PFT_TOPO_PREP_SQRT_L2;
+    double x = log((2.0 * K + 1) / FAIL_P);
+    for (int k = 0; k < K; k++) {
+        if (known && pft_gstat_count(st, k) > cap)
+            return snprintf(reason, rlen,
+                            "implausible statistics: class %d counts %llu rows, more than the %llu the "
+                            "topology gives the members (rows)",
+                            pft_gstat_label(st, k), (unsigned long long)pft_gstat_count(st, k),
+                            (unsigned long long)cap),
+                   1;
+        if (unit && check_class(st, k, var, x, reason, rlen))
+            return 1;
+    }
+    if (!unit || pft_gstat_kind(st) != PFT_GSTAT_TIED)
+        return 0;
+    if (var == 0)
+        return check_shared(st, reason, rlen);
+    double N = (double)pft_gstat_total(st), t = trace(pft_gstat_tied_scatter(st), d), dd = (double)d,
+           tlim = N * (1 + SLACK) + sqrt(dd * 2 * var * chi2_bound(dd * (dd + 1) / 2, x));
+    if (t > tlim)
+        return snprintf(
+                   reason, rlen,
+                   "implausible statistics: the shared scatter has trace %.4g, more than its %.0f rows of "
+                   "norm 1 and their DP noise allow (%.4g)",
+                   t, N, tlim),
+               1;
     return 0;
 }
 

@@ -24,7 +24,7 @@ int pft_node__release_fit(node_t *nd, int c, const float *x, int n, pft_gmm_t **
     memcpy(xc, x, (size_t)n * (size_t)d * sizeof *xc);
     nd->dp.clipped += pft_dp_clip(xc, n, d);
     pft_dp_info_t info;
-    double delta = nd->me->dp_delta > 0 ? nd->me->dp_delta : PFT_DP_DELTA_AUTO;
+    double delta = nd->me->dp_delta; /* 0 < δ < 1, never from the rows (the topology's rule dp-delta) */
     int rc = pft_dp_fit(xc, n, d, nd->me->cov, nd->me->dp_epsilon, delta, (pft_dp_mech_t)nd->me->dp_mech,
                         nd->run->reg_covar, nd->dp.rng, out, &info);
     pft_free(xc);
@@ -44,7 +44,7 @@ int pft_node__release_fit(node_t *nd, int c, const float *x, int n, pft_gmm_t **
  * node's head keeps using its exact rows (pft_node_exact.c). */
 int pft_node__release_stats(node_t *nd, const pft_dataset_t *set, pft_gstat_kind_t kind, pft_gstat_t **out)
 {
-    double delta = nd->me->dp_delta > 0 ? nd->me->dp_delta : PFT_DP_DELTA_AUTO;
+    double delta = nd->me->dp_delta; /* 0 < δ < 1, never from the rows (the topology's rule dp-delta) */
     pft_gstat_dp_info_t info;
     int sums = kind == PFT_GSTAT_TIED; /* TIED: the sums alone (pft_gstat_dp.h, SECURITY.md §6) */
     int rc =
@@ -123,12 +123,13 @@ int pft_node__release_setup(node_t *nd)
     const char *mech = nd->me->exact ? "exact_stats" : pft_dp_mech_name((pft_dp_mech_t)nd->me->dp_mech);
     json_object_set_new(nd->dp.info, "mechanism", json_string(mech));
     json_object_set_new(nd->dp.info, "epsilon", json_real(nd->me->dp_epsilon));
+    json_object_set_new(nd->dp.info, "delta", json_real(nd->me->dp_delta));
     if (!nd->me->exact)
         json_object_set_new(nd->dp.info, "per_class", json_array());
-    pft_info("%s: epsilon %g per release, delta %s, mechanism %s, budget %s (spent %g in %d releases)",
-             nd->me->exact ? "DP for exact statistics" : "DP-FedPFT", nd->me->dp_epsilon,
-             nd->me->dp_delta > 0 ? "given" : "1/n", mech, isfinite(total) ? "limited" : "unlimited",
-             nd->dp.budget.eps_spent, nd->dp.budget.releases);
+    pft_info("%s: epsilon %g per release, delta %g, mechanism %s, budget %s (spent %g in %d releases)",
+             nd->me->exact ? "DP for exact statistics" : "DP-FedPFT", nd->me->dp_epsilon, nd->me->dp_delta,
+             mech, isfinite(total) ? "limited" : "unlimited", nd->dp.budget.eps_spent,
+             nd->dp.budget.releases);
     return 0;
 }
 

@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The decode bound of a contribution of `rows` unit-norm rows: every entry of its class sums and of its
@@ -62,7 +63,7 @@ static int dp_setup(node_t *nd)
         (uint32_t)(nd->run->dp_dropouts ? pft_secplan_share_div(nd->sec.plan, (size_t)nd->run->dp_dropouts)
                                         : pft_secplan_noise_div(nd->sec.plan));
     nd->sec.sigma = pft_gstat_dp_sigma(first->dp_epsilon, first->dp_delta);
-    if (nd->sec.div < 1 || !(nd->sec.sigma > 0)) /* the rules secagg-dp-dropouts and secagg-dp-delta */
+    if (nd->sec.div < 1 || !(nd->sec.sigma > 0)) /* the rules secagg-dp-dropouts and dp-delta */
         return pft_err(PFT_ETOPO, "secure_agg = true with DP: no noise divisor (%u) or sigma (%g)",
                        nd->sec.div, nd->sec.sigma);
     nd->sec.share_sd = nd->sec.sigma / sqrt((double)nd->sec.div);
@@ -190,6 +191,17 @@ static int masked_values_dp(node_t *nd, double *v)
     return 0;
 }
 
+/* Test hook (test-hook builds): PFT_TEST_SCALE_SUMS=<id> makes member <id> multiply its class sums by 20 in
+ * fixed point before masking (a member lying about its rows: the opener must refuse the opening). */
+static void scale_sums_hook(const node_t *nd, uint64_t *w)
+{
+    if (!pft_node__test_hook(nd, "PFT_TEST_SCALE_SUMS"))
+        return;
+    pft_warn("test hook: class sums x20 before masking");
+    for (size_t i = 0; i < (size_t)nd->n_classes * pft_dataset_d(nd->train); i++)
+        w[i] *= 20;
+}
+
 int pft_node__secagg_take_own(node_t *nd, parts_t *ps, const pft_gstat_t *st)
 {
     const pft_secplan_node_t *me = nd->sec.me;
@@ -207,6 +219,8 @@ int pft_node__secagg_take_own(node_t *nd, parts_t *ps, const pft_gstat_t *st)
     double lim = contribution_limit(N, nd->sec.share_sd);
     if (rc == 0 && (rc = pft_fixed_encode(v, ps->n_words, lim, w)) != 0)
         rc = pft_err_wrap(rc, "encoding own statistics in fixed point (are the rows of norm ≤ 1?)");
+    if (rc == 0)
+        scale_sums_hook(nd, w);
     if (rc == 0)
         rc = pft_mask_add(nd->hand.kp, nd->run->run, peers, me->n_mask_peers, (const uint8_t *)nd->sec.label,
                           strlen(nd->sec.label), w, ps->n_words);
@@ -388,6 +402,35 @@ static int unmask(node_t *nd, uint64_t *sum, size_t n_words, const size_t *missi
     return rc;
 }
 
+/* The opening refused (rc, the pending error): the group named (opener, members) in the error, the log and
+ * result.json's secure_agg.open_refused, and the node's exit (PFT_EXIT_UNOPENED). Returns rc. */
+static int refuse_open(node_t *nd, const size_t *present, size_t n_present, int rc)
+{
+    json_t *m = ids_json(nd, present, n_present);
+    char *who = m ? json_dumps(m, JSON_COMPACT) : NULL;
+    rc = pft_err_wrap(rc,
+                      "secure aggregation: the group opened by '%s' (members %s) could not be opened, "
+                      "and its sum is not used",
+                      nd->sec.opener, who ? who : "?");
+    json_object_set_new(nd->sec.info, "open_refused",
+                        json_pack("{s:s,s:o,s:s}", "opener", nd->sec.opener, "members", m ? m : json_array(),
+                                  "reason", pft_errmsg()));
+    nd->sec.unopened = 1;
+    free(who);
+    return rc;
+}
+
+/* The opened sum st checked as a clear part would be (pft_node__plausible_opened): PFT_EPOLICY naming the
+ * claim its members' rows cannot hold, else 0. */
+static int check_opened(const node_t *nd, const pft_gstat_t *st, const size_t *present, size_t n_present)
+{
+    char reason[512];
+    double sd = nd->sec.div ? nd->sec.sigma * sqrt((double)n_present / nd->sec.div) : 0;
+    if (!pft_node__plausible_opened(nd, st, present, n_present, sd * sd, reason, sizeof reason))
+        return 0;
+    return pft_err(PFT_EPOLICY, "%s (a member sent statistics its rows cannot hold)", reason);
+}
+
 int pft_node__secagg_open(node_t *nd, parts_t *ps)
 {
     if (!nd->sec.plan || nd->sec.me->opens < 0)
@@ -413,11 +456,16 @@ int pft_node__secagg_open(node_t *nd, parts_t *ps)
         g0 = g0 < 0 ? (long)g : g0;
         PFT_FREE(ps->mw[g]);
     }
+    int opening = rc == 0;
     if (rc == 0)
         rc = unmask(nd, sum, ps->n_words, missing, n_missing, present, n_present, lim, v);
     pft_gstat_t *st = NULL;
     if (rc == 0)
         rc = nd->sec.div ? opened_stats_dp(nd, v, counts, n_present, &st) : opened_stats(nd, v, counts, &st);
+    if (rc == 0)
+        rc = check_opened(nd, st, present, n_present);
+    if (rc != 0 && rc != PFT_ENOMEM && opening)
+        rc = refuse_open(nd, present, n_present, rc);
     if (rc == 0 && g0 >= 0)
         rc = ps->acc[g0] ? pft_gstat_merge(ps->acc[g0], st) : (ps->acc[g0] = st, st = NULL, 0);
     for (int i = 0; rc == 0 && i < ps->n; i++)

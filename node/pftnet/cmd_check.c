@@ -230,12 +230,7 @@ static void release_text(const pft_topo_t *t, const pft_secplan_t *pl, size_t v,
     if (nd->min_rows > 1)
         PUT("; floor %d rows", nd->min_rows);
     if (nd->dp_epsilon > 0) {
-        char delta[32];
-        if (nd->dp_delta > 0)
-            snprintf(delta, sizeof delta, "%g", nd->dp_delta);
-        else
-            snprintf(delta, sizeof delta, "1/n");
-        PUT("; DP eps=%g delta=%s", nd->dp_epsilon, delta);
+        PUT("; DP eps=%g delta=%g", nd->dp_epsilon, nd->dp_delta);
         if (!nd->exact)
             PUT(" (%s)", pft_dp_mech_name((pft_dp_mech_t)nd->dp_mech));
     }
@@ -600,13 +595,22 @@ int pft_cmd_check(int argc, char **argv)
         return rc;
     char fp[512];
     int fp_rc = fingerprint_text(t, fp, sizeof fp);
+    pft_topo_verdict_t warn[4];
+    size_t n_warn = pft_topo_rules_warnings(t, warn, 4);
+    for (size_t i = 0; i < n_warn; i++) /* on stderr, where a valid topology prints nothing else */
+        fprintf(stderr, "pftnet check: %s\n", warn[i].text);
     if (json) {
-        json_t *root = build_json(t, pl);
+        json_t *root = build_json(t, pl), *wa = json_array();
+        for (size_t i = 0; wa && i < n_warn; i++)
+            json_array_append_new(wa, json_pack("{s:s,s:s,s:s}", "rule", warn[i].rule, "node", warn[i].node,
+                                                "text", warn[i].text));
         if (root) {
             json_object_set_new(root, "fingerprint", fp_rc ? json_null() : json_string(fp));
             if (fp_rc)
                 json_object_set_new(root, "fingerprint_error", json_string(fp));
-        }
+            json_object_set_new(root, "warnings", wa ? wa : json_array());
+        } else
+            json_decref(wa);
         rc = emit_json(root);
     } else {
         print_text(t, pl);
