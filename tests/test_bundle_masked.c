@@ -123,8 +123,10 @@ static void test_shares(void)
     const char *ca[] = {"a"}, *cab[] = {"a", "b"};
     CHECK(pft_bundle_add_masked_part(b, cab, 2, PFT_GSTAT_TIED, K, LABELS, counts2, &w, &m) == PFT_EINVAL &&
           w);
+    CHECK(strstr(pft_errmsg(), "shares on a part of 2") != NULL);
     m.shares_len = PFT_BUNDLE_MASK_SHARES_MAX + 1;
     CHECK(pft_bundle_add_masked_part(b, ca, 1, PFT_GSTAT_TIED, K, LABELS, counts, &w, &m) == PFT_EINVAL && w);
+    CHECK(strstr(pft_errmsg(), "shares of") != NULL);
     m.shares_len = sizeof sh;
     CHECK(pft_bundle_add_masked_part(b, ca, 1, PFT_GSTAT_TIED, K, LABELS, counts, &w, &m) == 0 && !w);
     sh[0] ^= 0xff; /* the part holds its own copy */
