@@ -182,9 +182,21 @@ static int take_masked_part(node_t *nd, parts_t *ps, const pft_bundle_t *b, int 
                      "%s's masked part %d does not have this run's layout (tied, classes 0..%d, %zu words): "
                      "every member must mask the same classes",
                      from, i, K - 1, ps->n_words);
-    else if (!nd->sec.opener || strcmp(m->label, nd->sec.label) != 0 || strcmp(m->opener, nd->sec.opener) != 0)
-        rc = pft_err(PFT_EINVAL, "%s's masked part %d is masked for '%s' (label '%s'), not for this plan's "
-                     "opener '%s'", from, i, m->opener, m->label, nd->sec.opener ? nd->sec.opener : "(none)");
+    else if (!nd->sec.opener || strcmp(m->label, nd->sec.label) != 0 ||
+             strcmp(m->opener, nd->sec.opener) != 0)
+        rc = pft_err(PFT_EINVAL,
+                     "%s's masked part %d is masked for '%s' (label '%s'), not for this plan's "
+                     "opener '%s'",
+                     from, i, m->opener, m->label, nd->sec.opener ? nd->sec.opener : "(none)");
+    if (rc == 0 && nd->dm.victim && nw == 1 && (long)who[0] + 1 == nd->dm.victim && !nd->dm.victim_words) {
+        /* tests (PFT_TEST_LIAR_*): a lying opener keeps the victim's words aside and declares it missing */
+        nd->dm.victim_words = pft_alloc_array(n, sizeof *w);
+        nd->dm.victim_bound = (double)m->bound;
+        if (nd->dm.victim_words)
+            memcpy(nd->dm.victim_words, w, n * sizeof *w);
+        pft_free(counts);
+        return 0;
+    }
     if (rc == 0)
         rc = pft_node__parts_take_masked(nd, ps, who, nw, prov, w, counts, (double)m->bound, from);
     pft_free(counts);
@@ -518,8 +530,10 @@ static int add_masked_group(node_t *nd, parts_t *ps, pft_bundle_t *b, size_t g, 
         if (ps->grp[p->who[0]] != (long)g)
             continue;
         if (!p->masked || p->merged)
-            return pft_err(PFT_EINVAL, "group of '%s' holds masked and clear statistics: they cannot travel "
-                           "as one part", pft_topo_node(nd->topo, p->who[0])->id);
+            return pft_err(PFT_EINVAL,
+                           "group of '%s' holds masked and clear statistics: they cannot travel "
+                           "as one part",
+                           pft_topo_node(nd->topo, p->who[0])->id);
         for (int w = 0; w < p->n_who; w++)
             ids[n_ids++] = pft_topo_node(nd->topo, p->who[w])->id;
         rc = part_provenance(nd, p, b);
@@ -532,10 +546,12 @@ static int add_masked_group(node_t *nd, parts_t *ps, pft_bundle_t *b, size_t g, 
         labels[c] = c;
     if (rc == 0 && !steal)
         memcpy(words, ps->mw[g], ps->n_words * sizeof *words);
-    pft_bundle_mask_t m = {.frac_bits = PFT_FIXED_FRAC_BITS, .bound = (uint64_t)ceil(ps->mbound[g]),
-                           .div = nd->sec.div};
+    pft_bundle_mask_t m = {
+        .frac_bits = PFT_FIXED_FRAC_BITS, .bound = (uint64_t)ceil(ps->mbound[g]), .div = nd->sec.div};
     snprintf(m.label, sizeof m.label, "%s", nd->sec.label);
     snprintf(m.opener, sizeof m.opener, "%s", nd->sec.opener ? nd->sec.opener : "");
+    if (n_ids == 1 && nd->dm.blob && strcmp(ids[0], nd->me->id) == 0) /* double masking: own shares */
+        m.shares = nd->dm.blob, m.shares_len = nd->dm.blob_len;
     if (rc == 0) {
         qsort(ids, (size_t)n_ids, sizeof *ids, cmp_str);
         rc = pft_bundle_add_masked_part(b, ids, n_ids, PFT_GSTAT_TIED, K, labels, ps->mcount + g * (size_t)K,
