@@ -22,7 +22,7 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3) || skip "no python3"
 "$PY" -c 'import msgpack, numpy' 2>/dev/null || skip "python3 lacks msgpack or numpy (.ci/install-deps installs them)"
 W=$(mktemp -d /tmp/pft_secliar_XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$W"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
 
 printf 'digraph star {\n  dataset = "%s"; partition = iid; samples = 100; deadline = 45; prep = l2;\n  cov = tied; secure_agg = true;\n  s [data = false]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; c5 -> s;\n}\n' \
     "$DATA" >"$W/liar.dot"

@@ -216,8 +216,8 @@ int pft_mask_self_coins(const pft_keypair_t *self, const char *run, const uint8_
     crypto_generichash_init(&st, csk, sizeof csk, PFT_MASK_KEY_LEN);
     crypto_generichash_update(&st, (const uint8_t *)COINS_DOMAIN, sizeof COINS_DOMAIN - 1);
     crypto_generichash_update(&st, &run_len, 1);
-    crypto_generichash_update(&st, (const uint8_t *)run, run_len);
-    crypto_generichash_update(&st, label, label_len);
+    crypto_generichash_update(&st, (const uint8_t *)run, (size_t)run_len);
+    crypto_generichash_update(&st, label, (size_t)label_len);
     crypto_generichash_final(&st, coins, PFT_MASK_KEY_LEN);
     sodium_memzero(&st, sizeof st);
     sodium_memzero(csk, sizeof csk);

@@ -168,27 +168,36 @@ int pft_node__dmask_member_add(node_t *nd, uint64_t *words, size_t n_words)
 
 /* ---------- the opener ---------- */
 
-int pft_node__dmask_take_blob(node_t *nd, size_t v, const pft_bundle_t *b)
+int pft_node__dmask_take_blob(node_t *nd, size_t v, const inbound_t *in)
 {
     long u = pos_of(nd, v);
     if (!nd->dm.t || u < 0)
         return 0;
+    pft_bundle_t *full = NULL; /* a light bundle keeps the provenance only: its parts decoded again */
+    pft_bundle_limits_t lim;
+    pft_node__limits(nd, &lim);
+    if (in->light && pft_bundle_decode(in->bytes, in->len, &lim, &full) != 0)
+        return pft_err_wrap(PFT_EINVAL, "secure aggregation: %s's bundle decodes no more",
+                            pft_topo_node(nd->topo, v)->id);
+    const pft_bundle_t *b = full ? full : in->bundle;
     const pft_bundle_mask_t *m = NULL;
     for (int i = 0; !m && i < pft_bundle_n_parts(b); i++)
         if (pft_bundle_part_is_masked(b, i))
             m = pft_bundle_part_mask(b, i);
-    if (!m || m->shares_len != nd->sec.n_members * SEALED)
-        return pft_err(PFT_EINVAL,
+    uint8_t *copy = m && m->shares_len == nd->sec.n_members * SEALED ? pft_alloc(m->shares_len) : NULL;
+    int rc =
+        copy ? 0
+             : pft_err(PFT_EINVAL,
                        "secure aggregation: %s's masked part carries %zu bytes of self-mask shares, not %zu: "
                        "its self-mask could not be removed",
                        pft_topo_node(nd->topo, v)->id, m ? m->shares_len : 0, nd->sec.n_members * SEALED);
-    uint8_t *copy = pft_alloc(m->shares_len);
-    if (!copy)
-        return pft_err(PFT_ENOMEM, "out of memory");
-    memcpy(copy, m->shares, m->shares_len);
-    pft_free(nd->dm.blobs[u]);
-    nd->dm.blobs[u] = copy;
-    return 0;
+    if (copy) {
+        memcpy(copy, m->shares, m->shares_len);
+        pft_free(nd->dm.blobs[u]);
+        nd->dm.blobs[u] = copy;
+    }
+    pft_bundle_destroy(&full);
+    return rc;
 }
 
 /* Indices surv[0..ns) sorted by node id (the wire's order), in place. */

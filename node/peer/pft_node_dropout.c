@@ -529,7 +529,7 @@ static int stage_missing(node_t *nd, const pft_stage_t *st, size_t *missing, siz
         if (in < 0 || (long)nd->sec.members[m] + 1 == nd->dm.victim) /* tests: a lying opener's victim */
             missing[(*n)++] = nd->sec.members[m];
         else
-            rc = pft_node__dmask_take_blob(nd, nd->sec.members[m], recv[in]->bundle);
+            rc = pft_node__dmask_take_blob(nd, nd->sec.members[m], recv[in]);
     }
     pft_free(recv);
     return rc ? rc : any;

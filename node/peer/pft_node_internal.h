@@ -579,9 +579,9 @@ void pft_node__dmask_free(node_t *nd);
  * member into nd->dm.blob (carried by its masked part). b_u comes from the node's key, run and label: a
  * restart rebuilds the same words and blob. */
 int pft_node__dmask_member_add(node_t *nd, uint64_t *words, size_t n_words);
-/* The opener: keeps the sealed shares the masked part of member v's bundle b carries; an error when they are
- * missing or of the wrong size (v's self-mask could not be removed). */
-int pft_node__dmask_take_blob(node_t *nd, size_t v, const pft_bundle_t *b);
+/* The opener: keeps the sealed shares the masked part of member v's bundle (in) carries; an error when they
+ * are missing or of the wrong size (v's self-mask could not be removed). */
+int pft_node__dmask_take_blob(node_t *nd, size_t v, const inbound_t *in);
 /* The opener: sets d's extra to the shares sealed for survivor s by the other survivors surv[0..ns); returns
  * the memory to free with pft_node__dmask_extra_free after encoding (NULL without double masking, or out of
  * memory: then d has no extra). */
