@@ -147,6 +147,8 @@ static int check_threshold(const pft_topo_t *t, pft_secplan_t *pl, pft_topo_verd
     if (pft_secplan_group_count(pl) != 1 || !pft_secplan_recoverable(pl, t, 0))
         return 0;
     size_t n = pft_secplan_group(pl, 0)->n_members;
+    if (n < 2) /* a group of one opens to its opener anyway (min_contributors = 1): nothing to share */
+        return 0;
     size_t th = r->secagg_threshold ? (size_t)r->secagg_threshold : pft_secplan_default_threshold(n);
     if (!pft_secplan_threshold_ok(n, th))
         return refuse(

@@ -63,7 +63,7 @@ static void liar_setup(node_t *nd)
 
 int pft_node__dmask_setup(node_t *nd)
 {
-    if (!nd->sec.recover)
+    if (!nd->sec.recover || nd->sec.n_members < 2) /* a group of one opens to its opener anyway */
         return 0;
     size_t n = nd->sec.n_members, t = pft_secplan_threshold(nd->sec.plan);
     nd->dm.t = t ? t : pft_secplan_default_threshold(n); /* the rules set it; a plan made without them too */
