@@ -153,10 +153,13 @@ static int check_threshold(const pft_topo_t *t, pft_secplan_t *pl, pft_topo_verd
     if (!pft_secplan_threshold_ok(n, th))
         return refuse(
             v, PFT_ETOPO, "secagg-threshold", NULL,
-            "secagg_threshold = %zu for a group of %zu members: a lying opener could gather %zu "
-            "shares of a member's self-mask seed while every pair key of it is revealed; use %zu..%zu "
-            "(2t >= n + 2, or t = n; docs/SECAGG.md §5)",
-            th, n, n - th + 1, pft_secplan_default_threshold(n), n);
+            "secagg_threshold = %zu for a group of %zu members: %s; use %zu..%zu (2t >= n + 2, or t = n; "
+            "docs/SECAGG.md §5)",
+            th, n,
+            th > n ? "more shares than members"
+                   : "a lying opener could gather that many shares of a member's self-mask seed while every "
+                     "pair key of it is revealed",
+            pft_secplan_default_threshold(n), n);
     if (r->dp_dropouts > 0 && (size_t)r->dp_dropouts > n - th)
         return refuse(
             v, PFT_ETOPO, "secagg-threshold-dp", NULL,
