@@ -62,8 +62,12 @@ def decode(path):
                 q["classes"].append((cl[0], cl[1], mean))
         if q["masked"]:
             q["shared"] = np.frombuffer(part[3], dtype="<u8")
-            lab, opener, f, bound, div = part[4]
+            assert len(part[4]) in (5, 6), "mask: 5 elements, or 6 with double masking's shares"
+            lab, opener, f, bound, div = part[4][:5]
             q["mask"] = {"label": lab.decode(), "opener": opener.decode(), "f": f, "bound": bound, "div": div}
+            if len(part[4]) == 6:  # double masking: the one contributor's sealed shares, 64 bytes per member
+                assert len(contrib) == 1 and isinstance(part[4][5], bytes) and len(part[4][5]) % 64 == 0
+                q["mask"]["shares"] = len(part[4][5])
         else:
             q["shared"] = part[3]
         out["parts"].append(q)

@@ -106,6 +106,44 @@ out:
     pft_bundle_destroy(&b);
 }
 
+/* double masking: a one-contributor part carries its encrypted shares (opaque bytes) through a round trip
+ * bit for bit, canonically; shares on a part of two contributors, or beyond the maximum, are refused */
+static void test_shares(void)
+{
+    pft_bundle_t *b = pft_bundle_new("run", "a", PFT_DTYPE_F32, D), *o = NULL;
+    CHECK(pft_bundle_prov_add(b, "a", 0, 3) == 0);
+    size_t nw = pft_bundle_masked_words(PFT_GSTAT_TIED, K, D);
+    uint64_t *w = make_words(nw), counts[K] = {3, 0, 0}, counts2[K] = {5, 0, 0};
+    uint8_t sh[200];
+    for (int i = 0; i < 200; i++)
+        sh[i] = (uint8_t)(7 * i + 1);
+    pft_bundle_mask_t m = make_mask("z:tied", "z", 6);
+    m.shares = sh;
+    m.shares_len = sizeof sh;
+    const char *ca[] = {"a"}, *cab[] = {"a", "b"};
+    CHECK(pft_bundle_add_masked_part(b, cab, 2, PFT_GSTAT_TIED, K, LABELS, counts2, &w, &m) == PFT_EINVAL &&
+          w);
+    CHECK(strstr(pft_errmsg(), "shares on a part of 2") != NULL);
+    m.shares_len = PFT_BUNDLE_MASK_SHARES_MAX + 1;
+    CHECK(pft_bundle_add_masked_part(b, ca, 1, PFT_GSTAT_TIED, K, LABELS, counts, &w, &m) == PFT_EINVAL && w);
+    CHECK(strstr(pft_errmsg(), "shares of") != NULL);
+    m.shares_len = sizeof sh;
+    CHECK(pft_bundle_add_masked_part(b, ca, 1, PFT_GSTAT_TIED, K, LABELS, counts, &w, &m) == 0 && !w);
+    sh[0] ^= 0xff; /* the part holds its own copy */
+    uint8_t *m1 = NULL, *m2 = NULL;
+    size_t l1 = 0, l2 = 0;
+    CHECK(pft_bundle_encode(b, &m1, &l1) == 0 && pft_bundle_decode(m1, l1, NULL, &o) == 0);
+    const pft_bundle_mask_t *mo = o ? pft_bundle_part_mask(o, 0) : NULL;
+    sh[0] ^= 0xff;
+    CHECK(mo && mo->shares_len == sizeof sh && memcmp(mo->shares, sh, sizeof sh) == 0);
+    CHECK(o && pft_bundle_encode(o, &m2, &l2) == 0 && l1 == l2 && memcmp(m1, m2, l1) == 0);
+    pft_free(m1);
+    pft_free(m2);
+    pft_free(w);
+    pft_bundle_destroy(&o);
+    pft_bundle_destroy(&b);
+}
+
 static void test_full_round_trip(void)
 {
     pft_bundle_t *b = pft_bundle_new("run", "z", PFT_DTYPE_F16, D), *o = NULL;
@@ -152,12 +190,9 @@ static void test_api_refusals(void)
         const char *what;
         pft_bundle_mask_t m;
     } bad[] = {
-        {"opener a contributor", make_mask("l", "a", 3)},
-        {"bound 0", make_mask("l", "z", 0)},
-        {"bound 2^31", make_mask("l", "z", UINT64_C(1) << 31)},
-        {"empty label", make_mask("", "z", 3)},
-        {"label with a control byte", make_mask("l\x01", "z", 3)},
-        {"empty opener", make_mask("l", "", 3)},
+        {"opener a contributor", make_mask("l", "a", 3)},          {"bound 0", make_mask("l", "z", 0)},
+        {"bound 2^31", make_mask("l", "z", UINT64_C(1) << 31)},    {"empty label", make_mask("", "z", 3)},
+        {"label with a control byte", make_mask("l\x01", "z", 3)}, {"empty opener", make_mask("l", "", 3)},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = pft_bundle_add_masked_part(b, cab, 2, PFT_GSTAT_TIED, K, LABELS, counts, &w, &bad[i].m);
@@ -239,7 +274,8 @@ static void test_hostile(void)
     memcpy(m, mask, sizeof m), m[0] = 0x94;
     expect_patch(msg, len, mask, sizeof mask, m, sizeof m - 1, PFT_EFORMAT, "mask");
     /* the bound as a uint64 beyond 2^31 - 1: cf 00 00 00 00 80 00 00 00 */
-    static const uint8_t big[] = {0x95, 0xa6, 'z', ':', 't', 'i', 'e', 'd', 0xa1, 'z', 0x20, 0xce, 0x80, 0, 0, 0, 0x00};
+    static const uint8_t big[] = {0x95, 0xa6, 'z',  ':',  't', 'i', 'e', 'd', 0xa1,
+                                  'z',  0x20, 0xce, 0x80, 0,   0,   0,   0x00};
     expect_patch(msg, len, mask, sizeof mask, big, sizeof big, PFT_EFORMAT, "mask: bound");
     /* class 1 of the masked part: [1, 0, bin 32] with its bin one word short */
     uint64_t w0 = UINT64_C(0x0102030405060708) * (D + 1); /* the first word of class 1 */
@@ -265,8 +301,8 @@ static void test_hostile(void)
     int acc, rj, bad;
     pft_test_bit_flips(msg, len, &acc, &rj, &bad);
     CHECK(bad == 0);
-    printf("  %zu prefixes rejected; %zu bit flips: %d rejected, %d decoded to valid bundles\n", len, 8 * len, rj,
-           acc);
+    printf("  %zu prefixes rejected; %zu bit flips: %d rejected, %d decoded to valid bundles\n", len, 8 * len,
+           rj, acc);
 out:
     pft_free(msg);
     pft_bundle_destroy(&b);
@@ -276,6 +312,7 @@ int main(void)
 {
     RUN(test_round_trip);
     RUN(test_full_round_trip);
+    RUN(test_shares);
     RUN(test_api_refusals);
     RUN(test_hostile);
     return pft_test_done();

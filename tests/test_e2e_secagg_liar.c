@@ -1,21 +1,26 @@
 /* test_e2e_secagg_liar: a lying opener of secure aggregation's dropout recovery (docs/SECAGG.md §5). A real
- * pftnode m1, member of a star m1, m2, m3 -> s (secure_agg, prepared by pftnet launch --prepare-only), sends
- * its masked part to s, played by this test with s's own keys. The test then sends m1 declarations it must
- * refuse, each with its reason, revealing nothing: one signed with another node's key, one declaring m1
- * itself missing, one leaving a single survivor (fewer than min_contributors = 2: m1's reveal would open its
- * own masked part to the opener), one naming a node outside the group, one of another run, a reveal (not a
- * member's to take). Then the honest declaration (m3 missing): m1 reveals, signed, exactly its use key with
- * m3 for the group's label (checked against the key m3's side derives: an oracle from the other end of the
- * pair), and nothing else; a second, different declaration is refused (one declaration per run); the done
- * notice ends m1's wait, exit 0, result.json saying it revealed with m3 only. */
+ * pftnode m1, member of a star m1, m2, m3, m4 -> s (secure_agg, double masking with the default threshold
+ * t = 3, prepared by pftnet launch --prepare-only), sends its masked part to s, played by this test with s's
+ * own keys. The test then sends m1 declarations it must refuse, each with its reason, revealing nothing: one
+ * signed with another node's key, one declaring m1 itself missing, one leaving a single survivor (fewer than
+ * min_contributors = 2), one leaving two (fewer than the threshold 3), one naming a node outside the group,
+ * one of another run, one without the survivors' sealed shares, one with forged shares, a reveal (not a
+ * member's to take). Then the honest declaration (m4 missing, with the shares m2 and m3 sealed for m1,
+ * computed here as they would): m1 reveals, signed, exactly its use key with m4 (checked against the key m4's
+ * side derives: an oracle from the other end of the pair) and its shares of m1's, m2's and m3's self-mask
+ * seeds (checked against their splits), and nothing else; a second, different declaration is refused (one
+ * declaration per run); the done notice ends m1's wait, exit 0, result.json saying it revealed with m4 only.
+ */
 #include "pft_e2e.h"
 #include "pft_e2e_run.h"
 #include "pft_mask.h"
 #include "pft_secmsg.h"
+#include "pft_shamir.h"
 #include "pft_test.h"
 #include "pft_topo.h"
 
 #include <jansson.h>
+#include <sodium.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -83,15 +88,48 @@ static int m1_endpoint(const char *dir, char *ep, size_t cap)
     return pft_e2e_wait_endpoint(path, ep, cap);
 }
 
+#define T 3 /* the default threshold of a group of four */
+#define N 4
+
+/* The share of from's self-mask seed for member `to` at group position to_pos (x = to_pos + 1), as `from`
+ * splits and seals it (an oracle written from docs/SECAGG.md §5): sealed into ct, in the clear into share. */
+static void sealed_share(const pft_keypair_t *from, const pft_keypair_t *to, int to_pos, const char *run,
+                         uint8_t ct[PFT_SHAMIR_SHARE_LEN + 16], uint8_t share[PFT_SHAMIR_SHARE_LEN])
+{
+    uint8_t coins[32], key[32], nonce[crypto_secretbox_NONCEBYTES] = {0}, sh[N][PFT_SHAMIR_SHARE_LEN];
+    pft_shamir_secret_t sec;
+    CHECK(pft_mask_self_coins(from, run, (const uint8_t *)"s:tied", 6, coins) == 0);
+    CHECK(pft_shamir_split(coins, T, N, &sec, sh) == 0);
+    memcpy(share, sh[to_pos], PFT_SHAMIR_SHARE_LEN);
+    if (from == to)
+        return;
+    CHECK(pft_mask_share_key(from, run, pft_keypair_public(to), (const uint8_t *)"s:tied", 6, key) == 0);
+    nonce[0] = pft_mask_sign(pft_keypair_public(from), pft_keypair_public(to)) > 0 ? 1 : 2;
+    CHECK(crypto_secretbox_easy(ct, share, PFT_SHAMIR_SHARE_LEN, nonce, key) == 0);
+}
+
+/* What a declaration carries for m1 besides its ids: the other survivors' sealed shares (n_extra of them, -1:
+ * no extra element at all). */
+typedef struct {
+    int n_extra;
+    const char *ids[N];
+    const uint8_t *bins[N];
+    size_t lens[N];
+} extra_t;
+
 /* Sends a declaration (or another kind) from "s" signed with kp to m1; the send's final state and its reason.
  */
 static int declare(pft_transport_t *t, const pft_keypair_t *kp, pft_secmsg_kind_t kind, const char *run,
-                   const char *const *ids, size_t n, const char *const *surv, size_t ns, const char **reason)
+                   const char *const *ids, size_t n, const char *const *surv, size_t ns, const extra_t *x,
+                   const char **reason)
 {
     static const uint8_t keys[4][32];
     pft_secmsg_t m = {.kind = kind, .n_ids = n, .ids = ids, .n_survivors = ns, .survivors = surv};
     if (kind == PFT_SECMSG_REVEAL)
         m.keys = keys, m.n_survivors = 0;
+    if (x && x->n_extra >= 0)
+        m.has_extra = 1, m.n_extra = (size_t)x->n_extra, m.extra_ids = x->ids, m.extra = x->bins,
+        m.extra_len = x->lens;
     snprintf(m.run, sizeof m.run, "%s", run);
     snprintf(m.label, sizeof m.label, "s:tied");
     snprintf(m.sender, sizeof m.sender, "s");
@@ -107,28 +145,39 @@ static int declare(pft_transport_t *t, const pft_keypair_t *kp, pft_secmsg_kind_
 
 /* The forgeries: each must be NACKed with its needle, and m1 must send nothing. */
 static void refuse_lies(pft_transport_t *t, const pft_keypair_t *s_kp, const pft_keypair_t *m2_kp,
-                        const char *run, inbox_t *in)
+                        const extra_t *good, const char *run, inbox_t *in)
 {
-    static const char *m1[] = {"m1"}, *m2m3[] = {"m2", "m3"}, *m3[] = {"m3"}, *zz[] = {"zz"},
-                      *m1m2[] = {"m1", "m2"}, *m2[] = {"m2"};
+    static const char *m1[] = {"m1"}, *m2m3m4[] = {"m2", "m3", "m4"}, *m4[] = {"m4"}, *zz[] = {"zz"},
+                      *m1m2m3[] = {"m1", "m2", "m3"}, *m2[] = {"m2"}, *m3m4[] = {"m3", "m4"},
+                      *m1m2[] = {"m1", "m2"};
+    static const uint8_t junk[64] = {1, 2, 3};
+    extra_t none = {.n_extra = -1}, forged = *good;
+    forged.bins[0] = junk;
     struct {
         const char *name, *needle, *run;
         const pft_keypair_t *kp;
         pft_secmsg_kind_t kind;
         const char *const *ids, *const *surv;
         size_t n, ns;
+        const extra_t *x;
     } lies[] = {
-        {"signed by m2", "does not verify", run, m2_kp, PFT_SECMSG_MISSING, m3, m1m2, 1, 2},
-        {"m1 declared missing", "with this node a survivor", run, s_kp, PFT_SECMSG_MISSING, m1, m2m3, 1, 2},
-        {"one survivor", "plan refuses the dropout", run, s_kp, PFT_SECMSG_MISSING, m2m3, m1, 2, 1},
-        {"outsider missing", "not a member", run, s_kp, PFT_SECMSG_MISSING, zz, m1m2, 1, 2},
-        {"another run", "is not this run's", "other-run", s_kp, PFT_SECMSG_MISSING, m3, m1m2, 1, 2},
-        {"a reveal", "declarations and done notices only", run, s_kp, PFT_SECMSG_REVEAL, m2, NULL, 1, 0},
+        {"signed by m2", "does not verify", run, m2_kp, PFT_SECMSG_MISSING, m4, m1m2m3, 1, 3, good},
+        {"m1 declared missing", "with this node a survivor", run, s_kp, PFT_SECMSG_MISSING, m1, m2m3m4, 1, 3,
+         good},
+        {"one survivor", "plan refuses the dropout", run, s_kp, PFT_SECMSG_MISSING, m2m3m4, m1, 3, 1, good},
+        {"two survivors, below the threshold", "secagg_threshold", run, s_kp, PFT_SECMSG_MISSING, m3m4, m1m2,
+         2, 2, good},
+        {"outsider missing", "not a member", run, s_kp, PFT_SECMSG_MISSING, zz, m1m2m3, 1, 3, good},
+        {"another run", "is not this run's", "other-run", s_kp, PFT_SECMSG_MISSING, m4, m1m2m3, 1, 3, good},
+        {"no shares", "carries no self-mask shares", run, s_kp, PFT_SECMSG_MISSING, m4, m1m2m3, 1, 3, &none},
+        {"a forged share", "does not open", run, s_kp, PFT_SECMSG_MISSING, m4, m1m2m3, 1, 3, &forged},
+        {"a reveal", "declarations and done notices only", run, s_kp, PFT_SECMSG_REVEAL, m2, NULL, 1, 0,
+         NULL},
     };
     for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
         const char *reason = NULL;
         int st = declare(t, lies[i].kp, lies[i].kind, lies[i].run, lies[i].ids, lies[i].n, lies[i].surv,
-                         lies[i].ns, &reason);
+                         lies[i].ns, lies[i].x, &reason);
         CHECK_MSG(st == PFT_SEND_REJECTED && reason && strstr(reason, lies[i].needle),
                   "%s: state %d, reason '%s'", lies[i].name, st, reason ? reason : "");
         fprintf(stderr, "  %s: %s\n", lies[i].name, reason ? reason : "");
@@ -138,13 +187,16 @@ static void refuse_lies(pft_transport_t *t, const pft_keypair_t *s_kp, const pft
     CHECK_MSG(in->n_msg == 0, "m1 sent %d message(s) to a lying opener", in->n_msg);
 }
 
-/* The honest declaration: m1 reveals exactly its use key with m3 (the key m3 derives for the pair). */
-static void honest(pft_transport_t *t, const pft_keypair_t *s_kp, const pft_keypair_t *m1_kp,
-                   const pft_keypair_t *m3_kp, const char *run, inbox_t *in)
+/* The honest declaration: m1 reveals exactly its use key with m4 (the key m4 derives for the pair) and its
+ * shares of m1's, m2's and m3's seeds (as their splits give them). */
+static void honest(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t *const *m,
+                   const extra_t *good, const extra_t *other, const char *run, inbox_t *in)
 {
-    static const char *m3[] = {"m3"}, *m1m2[] = {"m1", "m2"}, *m2[] = {"m2"}, *m1m3[] = {"m1", "m3"};
+    static const char *m4[] = {"m4"}, *m1m2m3[] = {"m1", "m2", "m3"}, *m3[] = {"m3"},
+                      *m1m2m4[] = {"m1", "m2", "m4"};
     const char *reason = NULL;
-    CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m3, 1, m1m2, 2, &reason) == PFT_SEND_ACKED);
+    const pft_keypair_t *m1_kp = m[0], *m4_kp = m[3];
+    CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m4, 1, m1m2m3, 3, good, &reason) == PFT_SEND_ACKED);
     for (int i = 0; i < 1200 && in->n_msg == 0; i++)
         pft_transport_poll(t, 100);
     CHECK(in->n_msg == 1);
@@ -152,17 +204,24 @@ static void honest(pft_transport_t *t, const pft_keypair_t *s_kp, const pft_keyp
     CHECK(in->n_msg >= 1 && pft_secmsg_decode(in->msg[0], in->len[0], &r) == 0);
     CHECK(in->n_msg >= 1 &&
           pft_keys_verify_message(pft_keypair_public(m1_kp), in->msg[0], in->len[0], NULL) == 0);
-    uint8_t want[PFT_MASK_KEY_LEN];
-    CHECK(pft_mask_use_key(m3_kp, run, pft_keypair_public(m1_kp), (const uint8_t *)"s:tied", 6, want) == 0);
+    uint8_t want[PFT_MASK_KEY_LEN], ct[64], share[PFT_SHAMIR_SHARE_LEN];
+    CHECK(pft_mask_use_key(m4_kp, run, pft_keypair_public(m1_kp), (const uint8_t *)"s:tied", 6, want) == 0);
     CHECK(r && r->kind == PFT_SECMSG_REVEAL && strcmp(r->sender, "m1") == 0 && r->n_ids == 1 &&
-          strcmp(r->ids[0], "m3") == 0 && memcmp(r->keys[0], want, sizeof want) == 0);
-    fprintf(stderr, "  honest declaration: m1 revealed its use key with m3 (= m3's side of the pair)\n");
+          strcmp(r->ids[0], "m4") == 0 && memcmp(r->keys[0], want, sizeof want) == 0);
+    CHECK(r && r->has_extra && r->n_extra == 3);
+    for (size_t i = 0; r && i < r->n_extra && i < 3; i++) { /* m1, m2, m3: each one's share at m1's point */
+        sealed_share(m[i], m1_kp, 0, run, ct, share);
+        CHECK(strcmp(r->extra_ids[i], m1m2m3[i]) == 0 && r->extra_len[i] == sizeof share &&
+              memcmp(r->extra[i], share, sizeof share) == 0);
+    }
+    fprintf(stderr, "  honest declaration: m1 revealed its use key with m4 (= m4's side of the pair) and its "
+                    "shares of the three survivors' seeds\n");
     pft_secmsg_destroy(&r);
-    CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m2, 1, m1m3, 2, &reason) == PFT_SEND_REJECTED);
+    CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m3, 1, m1m2m4, 3, other, &reason) == PFT_SEND_REJECTED);
     CHECK_MSG(reason && strstr(reason, "another declaration"), "second declaration: '%s'",
               reason ? reason : "");
     fprintf(stderr, "  a second declaration: %s\n", reason ? reason : "");
-    CHECK(declare(t, s_kp, PFT_SECMSG_DONE, run, NULL, 0, NULL, 0, &reason) == PFT_SEND_ACKED);
+    CHECK(declare(t, s_kp, PFT_SECMSG_DONE, run, NULL, 0, NULL, 0, NULL, &reason) == PFT_SEND_ACKED);
     CHECK(in->n_msg == 1);
 }
 
@@ -202,25 +261,33 @@ static void test_lying_opener(void)
     fprintf(f,
             "digraph liar {\n  dataset = \"%s\"; partition = iid; samples = 40; cov = tied; prep = l2;\n"
             "  deadline = 120; secure_agg = true;\n  s [data = false, endpoint = \"tcp://127.0.0.1:%d\"];\n"
-            "  m1 -> s; m2 -> s; m3 -> s;\n}\n",
+            "  m1 -> s; m2 -> s; m3 -> s; m4 -> s;\n}\n",
             EXAMPLE_DATA, port);
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
              PFT_BINARY_DIR, dot, dir);
     CHECK(system(cmd) == 0);
-    pft_keypair_t *s_kp = load_key(dir, "s"), *m1_kp = load_key(dir, "m1"), *m2_kp = load_key(dir, "m2"),
-                  *m3_kp = load_key(dir, "m3");
-    CHECK(s_kp && m1_kp && m2_kp && m3_kp);
+    pft_keypair_t *s_kp = load_key(dir, "s"), *m[N] = {load_key(dir, "m1"), load_key(dir, "m2"),
+                                                       load_key(dir, "m3"), load_key(dir, "m4")};
+    pft_keypair_t *m1_kp = m[0], *m2_kp = m[1];
+    CHECK(s_kp && m[0] && m[1] && m[2] && m[3]);
     inbox_t in = {0};
-    pid_t pid = s_kp && m1_kp && m2_kp && m3_kp ? start_m1(dir) : -1;
+    /* the shares m2 and m3 (honest declaration), m2 and m4 (the second one) sealed for m1 */
+    uint8_t ct[N][64], share[PFT_SHAMIR_SHARE_LEN];
+    extra_t good = {.n_extra = 2, .ids = {"m2", "m3"}, .lens = {64, 64}},
+            other = {.n_extra = 2, .ids = {"m2", "m4"}, .lens = {64, 64}};
+    for (int i = 1; s_kp && m[0] && m[1] && m[2] && m[3] && i < N; i++)
+        sealed_share(m[i], m[0], 0, "liar", ct[i], share);
+    good.bins[0] = ct[1], good.bins[1] = ct[2], other.bins[0] = ct[1], other.bins[1] = ct[3];
+    pid_t pid = s_kp && m[0] && m[1] && m[2] && m[3] ? start_m1(dir) : -1;
     pft_transport_t *t = pid > 0 ? play_s(dir, fd, port, s_kp, m1_kp, &in) : NULL;
     CHECK(t != NULL);
     for (int i = 0; t && i < 1200 && in.bundles == 0; i++)
         pft_transport_poll(t, 100);
     CHECK_MSG(in.bundles == 1, "m1's masked part never came (log %s/m1.log)", dir);
     if (t && in.bundles == 1) {
-        refuse_lies(t, s_kp, m2_kp, "liar", &in);
-        honest(t, s_kp, m1_kp, m3_kp, "liar", &in);
+        refuse_lies(t, s_kp, m2_kp, &good, "liar", &in);
+        honest(t, s_kp, m, &good, &other, "liar", &in);
     }
     int status = 0;
     for (int i = 0; pid > 0 && i < 600 && waitpid(pid, &status, WNOHANG) == 0; i++)
@@ -237,16 +304,15 @@ static void test_lying_opener(void)
     json_error_t err;
     json_t *res = json_load_file(path, 0, &err), *sa = json_object_get(res, "secure_agg");
     json_t *rv = json_object_get(sa, "revealed_with");
-    CHECK(json_array_size(rv) == 1 && strcmp(json_string_value(json_array_get(rv, 0)), "m3") == 0);
+    CHECK(json_array_size(rv) == 1 && strcmp(json_string_value(json_array_get(rv, 0)), "m4") == 0);
     CHECK(json_is_true(json_object_get(sa, "done_notice")));
     json_decref(res);
     pft_transport_destroy(&t);
     for (int i = 0; i < in.n_msg; i++)
         pft_free(in.msg[i]);
     pft_keypair_destroy(&s_kp);
-    pft_keypair_destroy(&m1_kp);
-    pft_keypair_destroy(&m2_kp);
-    pft_keypair_destroy(&m3_kp);
+    for (int i = 0; i < N; i++)
+        pft_keypair_destroy(&m[i]);
 }
 
 int main(void)

@@ -220,6 +220,37 @@ static void test_dropout(void)
     CHECK(pft_mask_cancel_revealed(k1, &s_pk[0], &s_pk[0], acc, N) == PFT_EINVAL);
 }
 
+/* double masking's keys: the share key is the same from both ends of a pair and differs from the use key
+ * (which a survivor may reveal) and per label; the coins are the same for one node, run and label (a restart)
+ * and differ per node, run and label; a self-mask added and removed leaves the words unchanged, and masks
+ * them */
+static void test_double_masking_keys(void)
+{
+    uint8_t a[32], b[32], u[32], c1[32], c2[32];
+    const uint8_t *l = (const uint8_t *)"s:tied", *l2 = (const uint8_t *)"s:other";
+    CHECK(pft_mask_share_key(s_kp[0], RUN_ID, &s_pk[1], l, 6, a) == 0);
+    CHECK(pft_mask_share_key(s_kp[1], RUN_ID, &s_pk[0], l, 6, b) == 0 && memcmp(a, b, 32) == 0);
+    CHECK(pft_mask_use_key(s_kp[0], RUN_ID, &s_pk[1], l, 6, u) == 0 && memcmp(a, u, 32) != 0);
+    CHECK(pft_mask_share_key(s_kp[0], RUN_ID, &s_pk[1], l2, 7, b) == 0 && memcmp(a, b, 32) != 0);
+    CHECK(pft_mask_self_coins(s_kp[0], RUN_ID, l, 6, c1) == 0 &&
+          pft_mask_self_coins(s_kp[0], RUN_ID, l, 6, c2) == 0);
+    CHECK(memcmp(c1, c2, 32) == 0);
+    CHECK(pft_mask_self_coins(s_kp[1], RUN_ID, l, 6, c2) == 0 && memcmp(c1, c2, 32) != 0);
+    CHECK(pft_mask_self_coins(s_kp[0], "other-run", l, 6, c2) == 0 && memcmp(c1, c2, 32) != 0);
+    CHECK(pft_mask_self_coins(s_kp[0], RUN_ID, l2, 7, c2) == 0 && memcmp(c1, c2, 32) != 0);
+    CHECK(pft_mask_self_coins(s_kp[0], "", l, 6, c2) == PFT_EINVAL);
+    uint64_t w[64], w0[64];
+    for (int i = 0; i < 64; i++)
+        w[i] = w0[i] = next64();
+    pft_mask_add_self(c1, +1, w, 64);
+    int same = 0;
+    for (int i = 0; i < 64; i++)
+        same += w[i] == w0[i];
+    CHECK(same == 0);
+    pft_mask_add_self(c1, -1, w, 64);
+    CHECK(memcmp(w, w0, sizeof w) == 0);
+}
+
 static void test_refusals(void)
 {
     uint64_t w[4] = {1, 2, 3, 4}, keep[4] = {1, 2, 3, 4};
@@ -256,6 +287,7 @@ int main(void)
     RUN(test_chain_opener);
     RUN(test_dropout);
     RUN(test_refusals);
+    RUN(test_double_masking_keys);
     for (int i = 0; i < MAXN; i++)
         pft_keypair_destroy(&s_kp[i]);
     return pft_test_done();

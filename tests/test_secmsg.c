@@ -79,6 +79,52 @@ static void test_round_trips(void)
     pft_keypair_destroy(&other);
 }
 
+/* double masking's eighth element: a declaration with nobody missing and ciphertexts from survivors, a reveal
+ * of seed shares only, each round trip canonical; a reveal naming one member both missing and surviving, an
+ * extra bin too long, extra ids out of order, and extra on a done notice are refused */
+static void test_extra(void)
+{
+    static const char *from[] = {"c01", "c04"}, *bad_order[] = {"c04", "c01"}, *none[] = {NULL};
+    static const uint8_t b0[64] = {1}, b1[48] = {2}, big[PFT_SECMSG_EXTRA_MAX + 1] = {3};
+    const uint8_t *bins[] = {b0, b1};
+    size_t lens[] = {sizeof b0, sizeof b1};
+    pft_keypair_t *kp = key(5);
+    for (int kind = 1; kind <= 2; kind++) {
+        pft_secmsg_t m = msg((pft_secmsg_kind_t)kind, "c02");
+        m.n_ids = 0, m.ids = none;
+        m.has_extra = 1, m.n_extra = 2, m.extra_ids = from, m.extra = bins, m.extra_len = lens;
+        uint8_t *buf = NULL, *again = NULL;
+        size_t len = 0, alen = 0;
+        pft_secmsg_t *d = NULL;
+        CHECK(pft_secmsg_encode(&m, kp, &buf, &len) == 0 && pft_secmsg_is(buf, len));
+        CHECK(pft_secmsg_decode(buf, len, &d) == 0);
+        CHECK(d && d->has_extra && d->n_extra == 2 && d->n_ids == 0 && strcmp(d->extra_ids[1], "c04") == 0);
+        CHECK(d && d->extra_len[0] == 64 && d->extra_len[1] == 48 && memcmp(d->extra[1], b1, 48) == 0);
+        CHECK(d && pft_secmsg_encode(d, kp, &again, &alen) == 0 && alen == len &&
+              memcmp(again, buf, len) == 0);
+        pft_free(buf);
+        pft_free(again);
+        pft_secmsg_destroy(&d);
+        m.extra_ids = bad_order;
+        CHECK(pft_secmsg_encode(&m, kp, &buf, &len) == PFT_EINVAL);
+        m.extra_ids = from;
+        lens[1] = sizeof big, bins[1] = big;
+        CHECK(pft_secmsg_encode(&m, kp, &buf, &len) == PFT_EINVAL);
+        lens[1] = sizeof b1, bins[1] = b1;
+    }
+    pft_secmsg_t r = msg(PFT_SECMSG_REVEAL, "c02"); /* c03 missing (a key) and surviving (a share) */
+    static const char *c03[] = {"c03"};
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    r.n_ids = 1, r.ids = c03, r.has_extra = 1, r.n_extra = 1, r.extra_ids = c03, r.extra = bins,
+    r.extra_len = lens;
+    CHECK(pft_secmsg_encode(&r, kp, &buf, &len) == PFT_EINVAL);
+    pft_secmsg_t dn = msg(PFT_SECMSG_DONE, "agg");
+    dn.has_extra = 1;
+    CHECK(pft_secmsg_encode(&dn, kp, &buf, &len) == PFT_EINVAL);
+    pft_keypair_destroy(&kp);
+}
+
 static void test_api_refusals(void)
 {
     uint8_t *buf = NULL;
@@ -233,6 +279,7 @@ static void test_separation(void)
 int main(void)
 {
     RUN(test_round_trips);
+    RUN(test_extra);
     RUN(test_api_refusals);
     RUN(test_hostile);
     RUN(test_truncations_and_flips);

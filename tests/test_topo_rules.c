@@ -82,6 +82,32 @@ static void test_rules(void)
                 NULL, PFT_ETOPO, "secagg-dp-equal", "same (dp_epsilon, dp_delta)");
     expect_rule("digraph g { " SA "dp_dropouts = 1; a -> b -> c -> d; }", NULL, PFT_ETOPO,
                 "secagg-dropouts-star", "stars only");
+    /* double masking's threshold: 2t >= n + 2 (n = 4: t = 3 or 4), and dp_dropouts within n - t */
+    expect_rule("digraph g { " SA
+                "secagg_threshold = 2; s [data = false]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; }",
+                NULL, PFT_ETOPO, "secagg-threshold", "use 3..4");
+    expect_rule("digraph g { " SA
+                "secagg_threshold = 5; s [data = false]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; }",
+                NULL, PFT_ETOPO, "secagg-threshold", "use 3..4");
+    expect_rule("digraph g { " SA "dp_epsilon = 1; dp_delta = 0.001; dp_dropouts = 2; s [data = false, "
+                "dp_epsilon = 0]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; c5 -> s; }",
+                NULL, PFT_ETOPO, "secagg-threshold-dp", "at most 1 drop");
+    pft_topo_t *t = NULL;
+    pft_secplan_t *pl = NULL;
+    CHECK(load("digraph g { " SA "s [data = false]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; c5 -> s; }", SKIP,
+               &t) == 0);
+    CHECK(t && pft_topo_rules_check(t, NULL, NULL, &pl) == 0 && pl && pft_secplan_threshold(pl) == 4);
+    pft_secplan_destroy(&pl);
+    pft_topo_destroy(&t);
+    CHECK(load("digraph g { " SA
+               "secagg_threshold = 5; s [data = false]; c1 -> s; c2 -> s; c3 -> s; c4 -> s; "
+               "c5 -> s; }",
+               SKIP, &t) == 0);
+    CHECK(t && pft_topo_rules_check(t, NULL, NULL, &pl) == 0 && pl && pft_secplan_threshold(pl) == 5);
+    pft_secplan_destroy(&pl);
+    pft_topo_destroy(&t);
+    CHECK(pft_secplan_default_threshold(50) == 26 && pft_secplan_default_threshold(200) == 101 &&
+          pft_secplan_default_threshold(5) == 4 && pft_secplan_default_threshold(2) == 2);
 }
 
 /* A chain a -> b -> c under secure_agg: a and b mask for c. Rows per class given as facts. */

@@ -23,6 +23,8 @@ struct pft_secplan_t {
     size_t *contrib; /* nh × n */
     long *parts;     /* nh × n */
     size_t noise_div;
+    size_t
+        threshold; /* survivors a declaration needs and shares of a self-mask seed (0: no double masking) */
 };
 
 /* What the kind-specific rule decides. */
@@ -461,6 +463,12 @@ int pft_secplan_dropout_ok(const pft_secplan_t *self, const pft_topo_t *topo, si
                            pft_topo_node(topo, u)->id, pft_topo_node(topo, g->opener)->id);
     }
     size_t alive = g->n_members - n_missing, need = pft_secplan_share_div(self, tolerance);
+    if (self->threshold && alive < self->threshold)
+        return pft_err(
+            PFT_ETOPO,
+            "secure aggregation: %zu members survive < secagg_threshold = %zu: the opener could not "
+            "remove their self-masks (and survivors do not reveal)",
+            alive, self->threshold);
     if (alive < (size_t)self->m)
         return pft_err(PFT_ETOPO,
                        "secure aggregation: %zu members survive < min_contributors = %d: the opener may "
@@ -473,4 +481,29 @@ int pft_secplan_dropout_ok(const pft_secplan_t *self, const pft_topo_t *topo, si
             "make up sigma^2 (tolerance %zu): the opened sum would not be (eps, delta)-DP as claimed",
             alive, need, tolerance);
     return 0;
+}
+
+size_t pft_secplan_default_threshold(size_t n)
+{
+    size_t t = n / 2 + 1 + (n & 1); /* the least t with 2t ≥ n + 2 */
+    return t < n ? t : n;
+}
+
+int pft_secplan_threshold_ok(size_t n, size_t t)
+{
+    return t >= 1 && t <= n && (2 * t >= n + 2 || t == n);
+}
+
+int pft_secplan_set_threshold(pft_secplan_t *self, size_t t)
+{
+    if (self->n_groups == 0 || !pft_secplan_threshold_ok(self->group.n_members, t))
+        return pft_err(PFT_EINVAL, "secure aggregation: a threshold of %zu for a group of %zu", t,
+                       self->n_groups ? self->group.n_members : 0);
+    self->threshold = t;
+    return 0;
+}
+
+size_t pft_secplan_threshold(const pft_secplan_t *self)
+{
+    return self->threshold;
 }

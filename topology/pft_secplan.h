@@ -116,6 +116,22 @@ int pft_secplan_recoverable(const pft_secplan_t *self, const pft_topo_t *topo, s
  * D − t < min_contributors (no such tolerance: as many dropouts would leave a view short of the rule). */
 size_t pft_secplan_share_div(const pft_secplan_t *self, size_t tolerance);
 
+/* Double masking (docs/SECAGG.md §5) in a recoverable group of n members: each member's self-mask seed is
+ * shared t-of-n, and a declaration must leave at least t survivors. A lone opener that lies (keeps a member
+ * u's bundle and declares u missing to some survivors) needs every pair key of u — each revealed by its
+ * partner declaring u missing, or by u itself declaring the partner missing, at most n − t of them since u's
+ * own declaration leaves ≥ t survivors — and t shares of u's seed from answerers declaring u alive: only u
+ * and the partners u declared missing, n − t + 1 at most. So it fails when 2t ≥ n + 2 (or t = n);
+ * pft_secplan_threshold_ok says so, pft_secplan_default_threshold is the least such t (⌊n/2⌋ + 1, or ⌊n/2⌋ +
+ * 2 for odd n; n for n ≤ 3). An opener with c colluding members needs c ≥ 2t − n − 1. */
+size_t pft_secplan_default_threshold(size_t n);
+int pft_secplan_threshold_ok(size_t n, size_t t);
+/* Sets the threshold of the plan's group (the topology rules do, where the group is recoverable); from then
+ * on pft_secplan_dropout_ok also needs t survivors. 0 or PFT_EINVAL (not threshold_ok, or no group). */
+int pft_secplan_set_threshold(pft_secplan_t *self, size_t t);
+/* The threshold set, 0 when none (no double masking: the group is not recoverable). */
+size_t pft_secplan_threshold(const pft_secplan_t *self);
+
 /* The rule per class. Counts are public, so an opened class sum held by one contributor is that contributor's
  * class mean: for every view (without its viewer) and every clear bundle, and every class, the contributors
  * releasing rows of the class must be none or at least min_contributors. class_rows holds n_classes entries

@@ -111,12 +111,13 @@ typedef struct {
     int secure_agg;       /* 1: exact statistics travel masked until the plan opens them (docs/SECAGG.md) */
     int min_contributors; /* secure_agg: fewest other contributors of a clear aggregate */
     int dp_dropouts; /* secure_agg with DP: members of a star that may drop (noise shares σ²/(D − t)) */
-    int merge;       /* pft_topo_merge_t default for nodes */
-    int head;        /* pft_topo_head_t default for nodes */
-    pft_topo_prep_t prep;          /* feature preprocessing, identical on every node */
-    double deadline;               /* seconds a node waits for all its predecessors (edges may override) */
-    double send_deadline;          /* seconds a sender retries one hand-off (edges may override) */
-    double resend_grace;           /* seconds a restarted sender waits for an unacknowledged successor */
+    int secagg_threshold; /* secure_agg in a star: survivors and self-mask shares needed (0: the default) */
+    int merge;            /* pft_topo_merge_t default for nodes */
+    int head;             /* pft_topo_head_t default for nodes */
+    pft_topo_prep_t prep; /* feature preprocessing, identical on every node */
+    double deadline;      /* seconds a node waits for all its predecessors (edges may override) */
+    double send_deadline; /* seconds a sender retries one hand-off (edges may override) */
+    double resend_grace;  /* seconds a restarted sender waits for an unacknowledged successor */
     pft_topo_missing_t on_missing; /* policy when a predecessor never arrives */
     int max_iter;                  /* EM iterations at most */
     double tol;                    /* EM convergence tolerance */

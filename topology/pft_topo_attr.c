@@ -103,6 +103,10 @@ static const pft_topo_attr_t s_table[] = {
      "secure_agg with DP: how many of a star's members may never deliver and the opened sum still carry "
      "sigma^2 of noise (each member's share is sigma^2 / (D - dp_dropouts)); without DP any number may drop "
      "while min_contributors survive (docs/SECAGG.md §5)", GO(dp_dropouts), NONE, NONE},
+    {"secagg_threshold", G, PFT_ATTR_INT, "0", 0, 65535, NULL,
+     "secure_agg in a star (double masking): the t of the t-of-n sharing of each member's self-mask seed, "
+     "and the fewest survivors a dropout may leave; 2t at least n + 2 (or t = n) so that a lying opener cannot "
+     "unmask a member (0: the least such t; docs/SECAGG.md §5)", GO(secagg_threshold), NONE, NONE},
     {"prep", G, PFT_ATTR_ENUM, "l2", 0, 0, s_prep,
      "feature preprocessing, applied identically on every node before anything else", GO(prep), NONE, NONE},
     {"start", G, PFT_ATTR_NAME, NULL, 0, 0, NULL,

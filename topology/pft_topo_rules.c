@@ -129,8 +129,39 @@ static int check_group_dp(const pft_topo_t *t, const pft_secplan_t *pl, pft_topo
     return 0;
 }
 
+/* Double masking where dropouts are recovered (docs/SECAGG.md §5): the threshold t of the self-mask seeds'
+ * sharing, the default or one a lone lying opener cannot beat (2t ≥ n + 2, or t = n), set on the plan; under
+ * DP, dp_dropouts within the n − t members that may drop. */
+static int check_threshold(const pft_topo_t *t, pft_secplan_t *pl, pft_topo_verdict_t *v)
+{
+    const pft_topo_run_t *r = pft_topo_run(t);
+    if (pft_secplan_group_count(pl) != 1 || !pft_secplan_recoverable(pl, t, 0))
+        return 0;
+    size_t n = pft_secplan_group(pl, 0)->n_members;
+    if (n < 2) /* a group of one opens to its opener anyway (min_contributors = 1): nothing to share */
+        return 0;
+    size_t th = r->secagg_threshold ? (size_t)r->secagg_threshold : pft_secplan_default_threshold(n);
+    if (!pft_secplan_threshold_ok(n, th))
+        return refuse(
+            v, PFT_ETOPO, "secagg-threshold", NULL,
+            "secagg_threshold = %zu for a group of %zu members: %s; use %zu..%zu (2t >= n + 2, or t = n; "
+            "docs/SECAGG.md §5)",
+            th, n,
+            th > n ? "more shares than members"
+                   : "a lying opener could gather that many shares of a member's self-mask seed while every "
+                     "pair key of it is revealed",
+            pft_secplan_default_threshold(n), n);
+    if (r->dp_dropouts > 0 && (size_t)r->dp_dropouts > n - th)
+        return refuse(
+            v, PFT_ETOPO, "secagg-threshold-dp", NULL,
+            "dp_dropouts = %d but secagg_threshold = %zu of %zu members lets at most %zu drop; lower "
+            "dp_dropouts or secagg_threshold",
+            r->dp_dropouts, th, n, n - th);
+    return pft_secplan_set_threshold(pl, th);
+}
+
 /* Secure aggregation's rules beyond the plan itself: one group, its DP, where dropouts may be tolerated. */
-static int check_secagg_plan(const pft_topo_t *t, const pft_secplan_t *pl, pft_topo_verdict_t *v)
+static int check_secagg_plan(const pft_topo_t *t, pft_secplan_t *pl, pft_topo_verdict_t *v)
 {
     const pft_topo_run_t *r = pft_topo_run(t);
     if (pft_secplan_group_count(pl) > 1)
@@ -147,7 +178,7 @@ static int check_secagg_plan(const pft_topo_t *t, const pft_secplan_t *pl, pft_t
                       "member handing off to the opener '%s'); set dp_dropouts = 0 or make the group a star",
                       r->dp_dropouts, op);
     }
-    return 0;
+    return check_threshold(t, pl, v);
 }
 
 /* holders[c] += 1 for every class c member u holds: by the topology's class set (partition = labels), else by

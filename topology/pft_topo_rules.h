@@ -48,6 +48,9 @@ typedef struct {
  *   secagg-dp-opener  DP under secure_agg needs an opener without rows of its own (data = false)
  *   secagg-dp-dropouts  dp_dropouts must leave at least min_contributors noise shares
  *   secagg-dropouts-star  dp_dropouts > 0 only where dropouts are recovered (a star)
+ *   secagg-threshold  where dropouts are recovered, secagg_threshold t (0: the default) has 2t >= n + 2 or
+ *                     t = n for the group's n members (a lone lying opener cannot unmask a member)
+ *   secagg-threshold-dp  dp_dropouts ≤ n − t (a declaration leaves ≥ t survivors)
  *   dp-k              DP on mixtures releases one Gaussian per class (k = 1)
  *   secagg-class-holders (policy)  every class is held by no member of a group or by at least
  *                     min_contributors of them (known from partition = labels, or from facts->class_rows) */

@@ -101,6 +101,8 @@ static void part_free(pft_bundle__part_t *p)
     PFT_FREE(p->labels);
     PFT_FREE(p->counts);
     PFT_FREE(p->words);
+    PFT_FREE(p->shares);
+    p->mask.shares = NULL;
     for (int j = 0; j < p->n_contrib; j++)
         pft_free(p->contrib[j]);
     PFT_FREE(p->contrib);

@@ -122,7 +122,12 @@ typedef struct {
     int frac_bits;                             /* fractional bits of the words: 32 (PFT_FIXED_FRAC_BITS) */
     uint64_t bound;                            /* decode bound of every entry: 1..2^31 - 1 */
     uint32_t div;                              /* DP noise divisor D (0: no DP share) */
+    const uint8_t *shares; /* double masking: the one contributor's encrypted shares of its self-mask seed,
+                              opaque here (docs/SECAGG.md §5); NULL: none. Copied by add_masked_part; a
+                              decoded or added part owns its copy */
+    size_t shares_len;     /* bytes of shares: 0, or 1..PFT_BUNDLE_MASK_SHARES_MAX */
 } pft_bundle_mask_t;
+#define PFT_BUNDLE_MASK_SHARES_MAX ((size_t)4 << 20) /* bytes of a part's encrypted shares at most */
 
 /* Words of a masked part: TIED n_classes·d class sums then d(d+1)/2 words of the shared matrix (lower
  * triangle row by row); FULL n_classes·(d + d(d+1)/2), every class's sum then its second moment. */
@@ -130,7 +135,8 @@ size_t pft_bundle_masked_words(pft_gstat_kind_t kind, int n_classes, int d);
 /* Adds a masked part: contributors as for pft_bundle_add_part; n_classes (1..65536) labels strictly
  * ascending (≥ 0) with their public counts (0..2^48: a member sends every class of the layout);
  * *words_p the pft_bundle_masked_words words, taken (set to NULL) on success; mask copied and checked
- * (label and opener valid names, opener not a contributor, frac_bits 32, bound 1..2^31 - 1). On error the
+ * (label and opener valid names, opener not a contributor, frac_bits 32, bound 1..2^31 - 1; shares only on a
+ * part of one contributor, at most PFT_BUNDLE_MASK_SHARES_MAX bytes). On error the
  * bundle is unaltered and the caller keeps the words: PFT_EINVAL (as add_part, or a bad layout or mask),
  * PFT_ENOMEM. */
 int pft_bundle_add_masked_part(pft_bundle_t *self, const char *const *contributors, int n_contrib,

@@ -23,10 +23,9 @@ static void get_words(const msgpack_object *o, uint64_t *dst, size_t n)
 }
 
 /* The mask array o into m (then checked against the part's contributors). */
-static int decode_mask(const ctx_t *c, const msgpack_object *o, const pft_bundle__part_t *p,
-                       pft_bundle_mask_t *m)
+static int decode_mask(const ctx_t *c, const msgpack_object *o, pft_bundle__part_t *p, pft_bundle_mask_t *m)
 {
-    int rc = pft_bundle__want_array(c, o, "mask", PFT_BUNDLE__N_MASK_FIELDS, PFT_BUNDLE__N_MASK_FIELDS,
+    int rc = pft_bundle__want_array(c, o, "mask", PFT_BUNDLE__N_MASK_FIELDS, PFT_BUNDLE__N_MASK_FIELDS + 1,
                                     PFT_EFORMAT);
     if (rc)
         return rc;
@@ -50,6 +49,21 @@ static int decode_mask(const ctx_t *c, const msgpack_object *o, const pft_bundle
     m->frac_bits = (int)fb;
     m->bound = bound;
     m->div = (uint32_t)div;
+    if (o->via.array.size > PFT_BUNDLE__N_MASK_FIELDS) { /* double masking: encrypted shares, opaque */
+        const msgpack_object *s = &f[PFT_BUNDLE__N_MASK_FIELDS];
+        if (s->type != MSGPACK_OBJECT_BIN || s->via.bin.size < 1 ||
+            s->via.bin.size > PFT_BUNDLE_MASK_SHARES_MAX)
+            return pft_bundle__bad(c, PFT_EFORMAT, "mask: shares: expected bin of 1..%zu bytes",
+                                   PFT_BUNDLE_MASK_SHARES_MAX);
+        uint8_t *sh = pft_alloc(s->via.bin.size);
+        if (!sh)
+            return pft_bundle__bad(c, PFT_ENOMEM, "out of memory");
+        memcpy(sh, s->via.bin.ptr, s->via.bin.size);
+        pft_free(p->shares);
+        p->shares = sh;
+        m->shares = sh;
+        m->shares_len = s->via.bin.size;
+    }
     if ((rc = pft_bundle__mask_ok(m, p)))
         return pft_bundle__bad(c, PFT_EFORMAT, "%s", pft_errmsg());
     return 0;

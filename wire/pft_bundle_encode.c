@@ -382,11 +382,13 @@ static int encode_masked_part(const pft_bundle_t *self, int pi, msgpack_packer *
     }
     fail = fail || (full ? msgpack_pack_nil(pk) : put_words(p->words + o, tri, pk, w));
     const pft_bundle_mask_t *m = &p->mask;
-    fail = fail || msgpack_pack_array(pk, PFT_BUNDLE__N_MASK_FIELDS) ||
+    fail = fail || msgpack_pack_array(pk, PFT_BUNDLE__N_MASK_FIELDS + (m->shares_len > 0)) ||
            msgpack_pack_str_with_body(pk, m->label, strlen(m->label)) ||
            msgpack_pack_str_with_body(pk, m->opener, strlen(m->opener)) ||
            msgpack_pack_uint64(pk, (uint64_t)m->frac_bits) || msgpack_pack_uint64(pk, m->bound) ||
            msgpack_pack_uint64(pk, m->div);
+    if (!fail && m->shares_len) /* double masking: the contributor's encrypted shares (opaque) */
+        fail = msgpack_pack_bin_with_body(pk, m->shares, m->shares_len);
     return fail ? pft_err(PFT_ENOMEM, "bundle encode: out of memory") : 0;
 }
 

@@ -24,7 +24,7 @@
 #define PFT_BUNDLE__N_PAYLOAD_FIELDS_FP 10   /* the 8, the parts (empty for GMMs), the topology fingerprint */
 #define PFT_BUNDLE__N_PART_FIELDS 4          /* kind, contributors, classes, shared */
 #define PFT_BUNDLE__N_MASKED_PART_FIELDS 5   /* the 4, then the mask */
-#define PFT_BUNDLE__N_MASK_FIELDS 5          /* label, opener, f, bound, div */
+#define PFT_BUNDLE__N_MASK_FIELDS 5          /* label, opener, f, bound, div (then shares, optional) */
 #define PFT_BUNDLE__N_STAT_FIELDS_FULL 4     /* label, n, mean, covariance */
 #define PFT_BUNDLE__N_STAT_FIELDS_TIED 3     /* label, n, mean */
 #define PFT_BUNDLE__N_CLASS_FIELDS 7         /* full, diag, spher */
@@ -75,6 +75,7 @@ typedef struct {
     uint64_t *words;  /* pft_bundle_masked_words(kind, n_classes, d) */
     size_t n_words;
     pft_bundle_mask_t mask;
+    uint8_t *shares; /* owned: what mask.shares points to (NULL: none) */
 } pft_bundle__part_t;
 
 struct pft_bundle_t {

@@ -43,6 +43,12 @@ int pft_bundle__mask_ok(const pft_bundle_mask_t *m, const pft_bundle__part_t *p)
                        PFT_FIXED_FRAC_BITS);
     if (m->bound < 1 || (double)m->bound > PFT_FIXED_TOTAL_MAX)
         return pft_err(PFT_EINVAL, "mask: bound %llu outside 1..2^31 - 1", (unsigned long long)m->bound);
+    if (m->shares_len > PFT_BUNDLE_MASK_SHARES_MAX || (m->shares_len > 0) != (m->shares != NULL))
+        return pft_err(PFT_EINVAL, "mask: shares of %zu bytes (at most %zu)", m->shares_len,
+                       PFT_BUNDLE_MASK_SHARES_MAX);
+    if (m->shares_len && p->n_contrib != 1)
+        return pft_err(PFT_EINVAL, "mask: shares on a part of %d contributors (one contributor's only)",
+                       p->n_contrib);
     return 0;
 }
 
@@ -91,9 +97,13 @@ int pft_bundle_add_masked_part(pft_bundle_t *self, const char *const *contributo
         return pft_err_wrap(rc, "bundle: add_masked_part");
     p.labels = pft_alloc_array((size_t)n_classes, sizeof *p.labels);
     p.counts = pft_alloc_array((size_t)n_classes, sizeof *p.counts);
-    if (!p.labels || !p.counts)
+    p.shares = mask->shares_len ? pft_alloc(mask->shares_len) : NULL;
+    p.mask.shares = p.shares;
+    if (!p.labels || !p.counts || (mask->shares_len && !p.shares))
         rc = pft_err(PFT_ENOMEM, "bundle: out of memory");
     else {
+        if (p.shares)
+            memcpy(p.shares, mask->shares, mask->shares_len);
         memcpy(p.labels, labels, (size_t)n_classes * sizeof *labels);
         memcpy(p.counts, counts, (size_t)n_classes * sizeof *counts);
         p.words = *words_p;
@@ -102,6 +112,7 @@ int pft_bundle_add_masked_part(pft_bundle_t *self, const char *const *contributo
     if (rc) {
         pft_free(p.labels);
         pft_free(p.counts);
+        pft_free(p.shares);
         return rc;
     }
     *words_p = NULL;

@@ -10,6 +10,8 @@
 
 #define PAIR_DOMAIN "pftnet-secagg-pair-v1"
 #define MASK_DOMAIN "pftnet-secagg-mask-v1"
+#define SHARE_DOMAIN "pftnet-secagg-share-v1"
+#define COINS_DOMAIN "pftnet-secagg-coins-v1"
 #define CHUNK_BYTES 4096 /* keystream produced per call: 64 blocks of 64 bytes */
 
 _Static_assert(PFT_MASK_KEY_LEN == crypto_stream_xchacha20_KEYBYTES, "use key is an XChaCha20 key");
@@ -68,13 +70,13 @@ static int pair_secret(const uint8_t sk[PFT_KEY_CURVE_LEN], const pft_pubkey_t *
     return 0;
 }
 
-/* k = BLAKE2b-256(key = K, domain ‖ label) */
-static void use_key(const uint8_t pair[PFT_MASK_KEY_LEN], const uint8_t *label, size_t label_len,
-                    uint8_t key[PFT_MASK_KEY_LEN])
+/* k = BLAKE2b-256(key = K, domain ‖ label), domain MASK_DOMAIN (a use key) or SHARE_DOMAIN (a share key) */
+static void use_key(const uint8_t pair[PFT_MASK_KEY_LEN], const char *domain, const uint8_t *label,
+                    size_t label_len, uint8_t key[PFT_MASK_KEY_LEN])
 {
     crypto_generichash_state st;
     crypto_generichash_init(&st, pair, PFT_MASK_KEY_LEN, PFT_MASK_KEY_LEN);
-    crypto_generichash_update(&st, (const uint8_t *)MASK_DOMAIN, sizeof MASK_DOMAIN - 1);
+    crypto_generichash_update(&st, (const uint8_t *)domain, strlen(domain));
     crypto_generichash_update(&st, label, label_len);
     crypto_generichash_final(&st, key, PFT_MASK_KEY_LEN);
     sodium_memzero(&st, sizeof st);
@@ -129,9 +131,10 @@ static int check_peers(const pft_pubkey_t *self_pk, const pft_pubkey_t *peers, s
     return rc;
 }
 
-/* The use keys of self with every peer (keys[32 · n_peers], wiped by the caller), after every check. */
-static int use_keys(const pft_keypair_t *self, const char *run, const pft_pubkey_t *peers, size_t n_peers,
-                    const uint8_t *label, size_t label_len, uint8_t *keys)
+/* The use keys (or, with domain SHARE_DOMAIN, share keys) of self with every peer (keys[32 · n_peers], wiped
+ * by the caller), after every check. */
+static int derive_keys(const pft_keypair_t *self, const char *run, const pft_pubkey_t *peers, size_t n_peers,
+                       const char *domain, const uint8_t *label, size_t label_len, uint8_t *keys)
 {
     int rc;
     const pft_pubkey_t *pk = pft_keypair_public(self);
@@ -147,7 +150,7 @@ static int use_keys(const pft_keypair_t *self, const char *run, const pft_pubkey
     for (size_t i = 0; i < n_peers && !rc; i++) {
         rc = pair_secret(csk, pk, run, &peers[i], pair);
         if (!rc)
-            use_key(pair, label, label_len, keys + PFT_MASK_KEY_LEN * i);
+            use_key(pair, domain, label, label_len, keys + PFT_MASK_KEY_LEN * i);
     }
     sodium_memzero(csk, sizeof csk);
     sodium_memzero(pair, sizeof pair);
@@ -163,7 +166,7 @@ static int apply(const pft_keypair_t *self, const char *run, const pft_pubkey_t 
         return n_peers > PFT_MASK_MAX_PEERS
                    ? pft_err(PFT_EINVAL, "mask: %zu peers (at most %d)", n_peers, PFT_MASK_MAX_PEERS)
                    : pft_err(PFT_ENOMEM, "out of memory");
-    int rc = use_keys(self, run, peers, n_peers, label, label_len, keys);
+    int rc = derive_keys(self, run, peers, n_peers, MASK_DOMAIN, label, label_len, keys);
     const pft_pubkey_t *pk = pft_keypair_public(self);
     for (size_t i = 0; i < n_peers && !rc; i++)
         add_stream(keys + PFT_MASK_KEY_LEN * i, pft_mask_sign(pk, &peers[i]), words, n);
@@ -188,7 +191,42 @@ int pft_mask_remove(const pft_keypair_t *self, const char *run, const pft_pubkey
 int pft_mask_use_key(const pft_keypair_t *self, const char *run, const pft_pubkey_t *peer,
                      const uint8_t *label, size_t label_len, uint8_t key[PFT_MASK_KEY_LEN])
 {
-    return use_keys(self, run, peer, 1, label, label_len, key);
+    return derive_keys(self, run, peer, 1, MASK_DOMAIN, label, label_len, key);
+}
+
+int pft_mask_share_key(const pft_keypair_t *self, const char *run, const pft_pubkey_t *peer,
+                       const uint8_t *label, size_t label_len, uint8_t key[PFT_MASK_KEY_LEN])
+{
+    return derive_keys(self, run, peer, 1, SHARE_DOMAIN, label, label_len, key);
+}
+
+int pft_mask_self_coins(const pft_keypair_t *self, const char *run, const uint8_t *label, size_t label_len,
+                        uint8_t coins[PFT_MASK_KEY_LEN])
+{
+    if (sodium_init() < 0)
+        return pft_err(PFT_EUNSUPPORTED, "mask: libsodium cannot be initialised");
+    int rc;
+    if ((rc = check_text("run id", (const uint8_t *)run, run ? strlen(run) : 0, PFT_MASK_RUN_MAX)) ||
+        (rc = check_text("label", label, label_len, PFT_MASK_LABEL_MAX)))
+        return rc;
+    uint8_t cpk[PFT_KEY_CURVE_LEN], csk[PFT_KEY_CURVE_LEN], run_len = (uint8_t)strlen(run);
+    if ((rc = pft_keypair_curve(self, cpk, csk)))
+        return rc;
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, csk, sizeof csk, PFT_MASK_KEY_LEN);
+    crypto_generichash_update(&st, (const uint8_t *)COINS_DOMAIN, sizeof COINS_DOMAIN - 1);
+    crypto_generichash_update(&st, &run_len, 1);
+    crypto_generichash_update(&st, (const uint8_t *)run, (size_t)run_len);
+    crypto_generichash_update(&st, label, (size_t)label_len);
+    crypto_generichash_final(&st, coins, PFT_MASK_KEY_LEN);
+    sodium_memzero(&st, sizeof st);
+    sodium_memzero(csk, sizeof csk);
+    return 0;
+}
+
+void pft_mask_add_self(const uint8_t seed[PFT_MASK_KEY_LEN], int sign, uint64_t *words, size_t n)
+{
+    add_stream(seed, sign, words, n);
 }
 
 int pft_mask_cancel_revealed(const uint8_t key[PFT_MASK_KEY_LEN], const pft_pubkey_t *survivor,

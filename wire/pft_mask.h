@@ -64,6 +64,23 @@ int pft_mask_use_key(const pft_keypair_t *self, const char *run, const pft_pubke
 int pft_mask_cancel_revealed(const uint8_t key[PFT_MASK_KEY_LEN], const pft_pubkey_t *survivor,
                              const pft_pubkey_t *dropped, uint64_t *words, size_t n);
 
+/* Double masking (docs/SECAGG.md §5). The key that seals the shares of self-mask seeds between self and peer
+ * for label: BLAKE2b-256(key = K_ij, "pftnet-secagg-share-v1" ‖ label) (independent of the use key, which a
+ * survivor may reveal). Same errors as pft_mask_use_key; the caller wipes it. */
+int pft_mask_share_key(const pft_keypair_t *self, const char *run, const pft_pubkey_t *peer,
+                       const uint8_t *label, size_t label_len, uint8_t key[PFT_MASK_KEY_LEN]);
+
+/* The coins of self's self-mask seed for (run, label): BLAKE2b-256(key = self's X25519 secret,
+ * "pftnet-secagg-coins-v1" ‖ len(run) ‖ run ‖ label): secret to self, fresh per run and label, and the same
+ * after a restart (a masked bundle is rebuilt bit for bit). 0 or PFT_EINVAL (run or label out of limits),
+ * PFT_EUNSUPPORTED; the caller wipes them. */
+int pft_mask_self_coins(const pft_keypair_t *self, const char *run, const uint8_t *label, size_t label_len,
+                        uint8_t coins[PFT_MASK_KEY_LEN]);
+
+/* words[0..n) += sign · PRG(seed) mod 2^64 (sign +1 adds a self-mask, -1 removes it): the keystream of
+ * XChaCha20 keyed by seed, nonce 0, as little-endian words. */
+void pft_mask_add_self(const uint8_t seed[PFT_MASK_KEY_LEN], int sign, uint64_t *words, size_t n);
+
 /* +1 if a's public key sorts before b's (bytewise), -1 if after, 0 if equal. */
 int pft_mask_sign(const pft_pubkey_t *a, const pft_pubkey_t *b);
 

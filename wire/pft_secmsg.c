@@ -13,6 +13,7 @@
 
 #define TAG "secagg"
 #define N_FIELDS 7
+#define N_FIELDS_EXTRA 8
 
 const char *pft_secmsg_kind_name(int kind)
 {
@@ -60,6 +61,19 @@ static int disjoint(const char *const *a, size_t na, const char *const *b, size_
     return 0;
 }
 
+/* The extra pairs (double masking): ids valid and ascending, bins of 1..PFT_SECMSG_EXTRA_MAX bytes. */
+static int extra_ok(const pft_secmsg_t *m)
+{
+    if (!m->has_extra)
+        return m->n_extra ? pft_err(PFT_EINVAL, "secagg message: extra pairs without the extra element") : 0;
+    int rc = ids_ok(m->extra_ids, m->n_extra, "extra ids");
+    for (size_t i = 0; rc == 0 && i < m->n_extra; i++)
+        if (!m->extra[i] || m->extra_len[i] < 1 || m->extra_len[i] > PFT_SECMSG_EXTRA_MAX)
+            rc = pft_err(PFT_EINVAL, "secagg message: extra %zu: a bin of 1..%d bytes", i,
+                         PFT_SECMSG_EXTRA_MAX);
+    return rc;
+}
+
 /* The checks of m's fields, shared by encode (PFT_EINVAL) and decode (turned into PFT_EFORMAT). */
 static int check(const pft_secmsg_t *m)
 {
@@ -79,19 +93,23 @@ static int check(const pft_secmsg_t *m)
         rc = ids_ok(m->survivors, m->n_survivors, "survivors");
     if (rc)
         return rc;
+    if ((rc = extra_ok(m)) != 0)
+        return rc;
+    size_t min_ids = m->has_extra ? 0 : 1;
     switch (m->kind) {
     case PFT_SECMSG_MISSING:
-        if (m->n_ids < 1 || m->n_survivors < 1 || m->keys)
-            return pft_err(PFT_EINVAL, "secagg message: a declaration names 1.. missing members and 1.. "
-                                       "survivors, and no keys");
+        if (m->n_ids < min_ids || m->n_survivors < 1 || m->keys)
+            return pft_err(PFT_EINVAL, "secagg message: a declaration names 1.. missing members (0.. with "
+                                       "double masking) and 1.. survivors, and no keys");
         return disjoint(m->ids, m->n_ids, m->survivors, m->n_survivors);
     case PFT_SECMSG_REVEAL:
-        if (m->n_ids < 1 || m->n_survivors || !m->keys)
+        if (m->n_ids + m->n_extra < 1 || m->n_ids < min_ids || m->n_survivors || !m->keys)
             return pft_err(PFT_EINVAL,
-                           "secagg message: a reveal holds 1.. (member, key) pairs and no survivors");
-        return 0;
+                           "secagg message: a reveal holds 1.. (member, key) pairs (or seed shares) and no "
+                           "survivors");
+        return disjoint(m->ids, m->n_ids, m->extra_ids, m->n_extra);
     default:
-        if (m->n_ids || m->n_survivors || m->keys)
+        if (m->n_ids || m->n_survivors || m->keys || m->has_extra)
             return pft_err(PFT_EINVAL, "secagg message: a done notice carries no ids and no keys");
         return 0;
     }
@@ -116,18 +134,25 @@ int pft_secmsg_encode(const pft_secmsg_t *m, const pft_keypair_t *kp, uint8_t **
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    int fail = msgpack_pack_array(&pk, N_FIELDS) || msgpack_pack_str_with_body(&pk, TAG, strlen(TAG)) ||
-               msgpack_pack_uint64(&pk, (uint64_t)m->kind) ||
-               msgpack_pack_str_with_body(&pk, m->run, strlen(m->run)) ||
-               msgpack_pack_str_with_body(&pk, m->label, strlen(m->label)) ||
-               msgpack_pack_str_with_body(&pk, m->sender, strlen(m->sender)) ||
-               pack_ids(&pk, m->ids, m->n_ids);
+    int fail =
+        msgpack_pack_array(&pk, m->has_extra ? N_FIELDS_EXTRA : N_FIELDS) ||
+        msgpack_pack_str_with_body(&pk, TAG, strlen(TAG)) || msgpack_pack_uint64(&pk, (uint64_t)m->kind) ||
+        msgpack_pack_str_with_body(&pk, m->run, strlen(m->run)) ||
+        msgpack_pack_str_with_body(&pk, m->label, strlen(m->label)) ||
+        msgpack_pack_str_with_body(&pk, m->sender, strlen(m->sender)) || pack_ids(&pk, m->ids, m->n_ids);
     if (!fail && m->kind == PFT_SECMSG_REVEAL) {
         fail = msgpack_pack_array(&pk, m->n_ids);
         for (size_t i = 0; !fail && i < m->n_ids; i++)
             fail = msgpack_pack_bin_with_body(&pk, m->keys[i], PFT_SECMSG_KEY_LEN);
     } else if (!fail) {
         fail = pack_ids(&pk, m->survivors, m->n_survivors);
+    }
+    if (!fail && m->has_extra) {
+        fail = msgpack_pack_array(&pk, m->n_extra);
+        for (size_t i = 0; !fail && i < m->n_extra; i++)
+            fail = msgpack_pack_array(&pk, 2) ||
+                   msgpack_pack_str_with_body(&pk, m->extra_ids[i], strlen(m->extra_ids[i])) ||
+                   msgpack_pack_bin_with_body(&pk, m->extra[i], m->extra_len[i]);
     }
     uint8_t sig[PFT_KEY_SIG_LEN];
     if (fail)
@@ -148,9 +173,9 @@ int pft_secmsg_is(const uint8_t *buf, size_t len)
         pft_err_clear();
         return 0;
     }
-    const uint8_t *p = env.payload; /* fixarray of 7, then fixstr "secagg" */
-    return env.payload_len >= 8 && p[0] == (0x90 | N_FIELDS) && p[1] == (0xa0 | 6) &&
-           memcmp(p + 2, TAG, 6) == 0;
+    const uint8_t *p = env.payload; /* fixarray of 7 (8 with extra), then fixstr "secagg" */
+    return env.payload_len >= 8 && (p[0] == (0x90 | N_FIELDS) || p[0] == (0x90 | N_FIELDS_EXTRA)) &&
+           p[1] == (0xa0 | 6) && memcmp(p + 2, TAG, 6) == 0;
 }
 
 /* Copies a str object into out (cap bytes with the NUL); 0 if it is a str that fits. */
@@ -163,12 +188,50 @@ static int str_into(const msgpack_object *o, char *out, size_t cap)
     return 0;
 }
 
-/* Bytes one decoded message needs for its id strings, pointer arrays and keys. */
+/* Bytes one decoded message needs for its id strings, pointer arrays and keys (extra: room_for_extra). */
 static size_t room_for(const msgpack_object *ids, const msgpack_object *tail, int reveal)
 {
     size_t n = ids->via.array.size, t = tail->via.array.size;
     size_t bytes = (n + t + 2) * sizeof(char *) + (n + t) * (PFT_BUNDLE_MAX_NAME + 1);
     return bytes + (reveal ? t * PFT_SECMSG_KEY_LEN : 0);
+}
+
+/* Bytes of the extra pairs: per pair an id pointer, a bin pointer, a length, the id and the bin. */
+static size_t room_for_extra(size_t n)
+{
+    return (n + 1) * (2 * sizeof(char *) + sizeof(size_t)) +
+           n * (PFT_BUNDLE_MAX_NAME + 1 + PFT_SECMSG_EXTRA_MAX);
+}
+
+/* The extra pairs of array o (n of them) into m, in the memory at base (room_for_extra(n) bytes). */
+static int fill_extra(pft_secmsg_t *m, const msgpack_object *o, char *base)
+{
+    size_t n = o->via.array.size;
+    const char **ids = (const char **)base;
+    const uint8_t **bins = (const uint8_t **)(ids + n + 1);
+    size_t *lens = (size_t *)(bins + n + 1);
+    char *names = (char *)(lens + n + 1);
+    uint8_t *data = (uint8_t *)(names + n * (PFT_BUNDLE_MAX_NAME + 1));
+    for (size_t i = 0; i < n; i++) {
+        const msgpack_object *e = &o->via.array.ptr[i];
+        const msgpack_object *f =
+            e->type == MSGPACK_OBJECT_ARRAY && e->via.array.size == 2 ? e->via.array.ptr : NULL;
+        char *id = names + i * (PFT_BUNDLE_MAX_NAME + 1);
+        if (!f || str_into(&f[0], id, PFT_BUNDLE_MAX_NAME + 1) || f[1].type != MSGPACK_OBJECT_BIN ||
+            f[1].via.bin.size < 1 || f[1].via.bin.size > PFT_SECMSG_EXTRA_MAX)
+            return pft_err(PFT_EFORMAT, "secagg message: extra %zu is not [id, bin of 1..%d bytes]", i,
+                           PFT_SECMSG_EXTRA_MAX);
+        ids[i] = id;
+        bins[i] = data + i * PFT_SECMSG_EXTRA_MAX;
+        memcpy(data + i * PFT_SECMSG_EXTRA_MAX, f[1].via.bin.ptr, f[1].via.bin.size);
+        lens[i] = f[1].via.bin.size;
+    }
+    m->has_extra = 1;
+    m->n_extra = n;
+    m->extra_ids = ids;
+    m->extra = bins;
+    m->extra_len = lens;
+    return 0;
 }
 
 /* The ids, survivors and keys of fields f into m's allocation (laid out as room_for counts). */
@@ -220,7 +283,7 @@ int pft_secmsg_decode(const uint8_t *buf, size_t len, pft_secmsg_t **out)
         return rc;
     msgpack_unpacked u;
     msgpack_unpacked_init(&u);
-    rc = pft_mp_unpack(env.payload, env.payload_len, 2 * (size_t)PFT_SECMSG_MAX_IDS + 16, "secagg message",
+    rc = pft_mp_unpack(env.payload, env.payload_len, 5 * (size_t)PFT_SECMSG_MAX_IDS + 16, "secagg message",
                        &u);
     if (rc) {
         msgpack_unpacked_destroy(&u);
@@ -228,17 +291,23 @@ int pft_secmsg_decode(const uint8_t *buf, size_t len, pft_secmsg_t **out)
     }
     const msgpack_object *o = &u.data, *f = o->via.array.ptr;
     pft_secmsg_t *m = NULL;
-    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != N_FIELDS || f[0].type != MSGPACK_OBJECT_STR ||
+    size_t nf = o->type == MSGPACK_OBJECT_ARRAY ? o->via.array.size : 0;
+    if ((nf != N_FIELDS && nf != N_FIELDS_EXTRA) || f[0].type != MSGPACK_OBJECT_STR ||
         f[0].via.str.size != 6 || memcmp(f[0].via.str.ptr, TAG, 6) != 0 ||
         f[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER || f[1].via.u64 < 1 || f[1].via.u64 > 3 ||
         f[5].type != MSGPACK_OBJECT_ARRAY || f[6].type != MSGPACK_OBJECT_ARRAY ||
-        f[5].via.array.size > PFT_SECMSG_MAX_IDS || f[6].via.array.size > PFT_SECMSG_MAX_IDS) {
-        rc = pft_err(PFT_EFORMAT,
-                     "secagg message: not [\"secagg\", kind 1..3, run, label, sender, [ids], [tail]]");
+        f[5].via.array.size > PFT_SECMSG_MAX_IDS || f[6].via.array.size > PFT_SECMSG_MAX_IDS ||
+        (nf == N_FIELDS_EXTRA &&
+         (f[7].type != MSGPACK_OBJECT_ARRAY || f[7].via.array.size > PFT_SECMSG_MAX_IDS))) {
+        rc = pft_err(
+            PFT_EFORMAT,
+            "secagg message: not [\"secagg\", kind 1..3, run, label, sender, [ids], [tail], ([extra])]");
         goto done;
     }
     int reveal = f[1].via.u64 == PFT_SECMSG_REVEAL;
-    m = pft_calloc(1, sizeof *m + room_for(&f[5], &f[6], reveal));
+    size_t room = room_for(&f[5], &f[6], reveal), n_extra = nf == N_FIELDS_EXTRA ? f[7].via.array.size : 0;
+    room = (room + 15) & ~(size_t)15;
+    m = pft_calloc(1, sizeof *m + room + (nf == N_FIELDS_EXTRA ? room_for_extra(n_extra) : 0));
     if (!m) {
         rc = pft_err(PFT_ENOMEM, "secagg message: out of memory");
         goto done;
@@ -249,7 +318,8 @@ int pft_secmsg_decode(const uint8_t *buf, size_t len, pft_secmsg_t **out)
         rc = pft_err(PFT_EFORMAT, "secagg message: run, label or sender is not a string of its size");
         goto done;
     }
-    if ((rc = fill(m, f, reveal)) != 0)
+    if ((rc = fill(m, f, reveal)) != 0 ||
+        (nf == N_FIELDS_EXTRA && (rc = fill_extra(m, &f[7], (char *)(m + 1) + room)) != 0))
         goto done;
     if ((rc = check(m)) != 0) {
         char why[256];

@@ -19,10 +19,21 @@
  *   kind 3 DONE:    ids = tail = [] (the opener is done with the group: it asks nothing more, and members
  *                   waiting for a declaration may stop).
  * run and sender: 1..64 bytes without control bytes; label: 1..256 bytes without control bytes; ids and
- * survivors strictly ascending (bytewise), 1..4096 of them (0 for DONE), no id in both. */
+ * survivors strictly ascending (bytewise), 1..4096 of them (0 for DONE), no id in both.
+ *
+ * Double masking (docs/SECAGG.md §5) adds an EIGHTH element, extra: an array of [id, bin] pairs, ids strictly
+ * ascending, bins of 1..PFT_SECMSG_EXTRA_MAX bytes, 0..4096 pairs (a message without it keeps seven
+ * elements):
+ *   MISSING: the encrypted shares addressed to the receiver, [u, ciphertext] per survivor u that sent one
+ *            (every id a survivor); with extra, ids (the missing members) may be empty: recovery always runs;
+ *   REVEAL:  [u, share] per survivor u: the sender's share of u's self-mask seed; with extra, ids (the
+ *            missing members the keys are with) may be empty; never an id in both lists (a member is either
+ *            missing or surviving);
+ *   DONE:    no extra. */
 
 #define PFT_SECMSG_MAX_IDS 4096
 #define PFT_SECMSG_KEY_LEN 32
+#define PFT_SECMSG_EXTRA_MAX 128 /* bytes of one extra bin at most */
 
 typedef enum { PFT_SECMSG_MISSING = 1, PFT_SECMSG_REVEAL = 2, PFT_SECMSG_DONE = 3 } pft_secmsg_kind_t;
 
@@ -37,6 +48,11 @@ typedef struct {
     size_t n_survivors;
     const char *const *survivors;              /* MISSING only */
     const uint8_t (*keys)[PFT_SECMSG_KEY_LEN]; /* REVEAL only: n_ids use keys */
+    int has_extra;                             /* 1: the eighth element is present (double masking) */
+    size_t n_extra;
+    const char *const *extra_ids; /* MISSING: senders of the ciphertexts; REVEAL: whose seed shares */
+    const uint8_t *const *extra;  /* n_extra bins */
+    const size_t *extra_len;      /* their lengths, 1..PFT_SECMSG_EXTRA_MAX */
 } pft_secmsg_t;
 
 /* 1 if buf is an envelope whose payload is a secagg message (its first element "secagg" in a 7-array), so

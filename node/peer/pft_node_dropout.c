@@ -75,6 +75,9 @@ int pft_node__dropout_setup(node_t *nd)
     nd->sec.recover = pft_secplan_recoverable(nd->sec.plan, nd->topo, 0); /* dp_dropouts needs it: a rule */
     if (!nd->sec.recover || !(am_opener(nd) || am_member(nd)))
         return 0;
+    int rc0 = pft_node__dmask_setup(nd);
+    if (rc0)
+        return rc0;
     char *dir = pft_fsio_join(nd->args->out_dir, "secagg");
     int rc = dir ? pft_fsio_mkdirs(dir) : pft_err(PFT_ENOMEM, "out of memory");
     pft_free(dir);
@@ -120,6 +123,7 @@ void pft_node__dropout_free(node_t *nd)
     pft_secmsg_destroy(&nd->drop.asked);
     json_decref(nd->drop.revealed);
     nd->drop.revealed = NULL;
+    pft_node__dmask_free(nd);
 }
 
 /* ---------- messages ---------- */
@@ -192,6 +196,8 @@ static int check_declaration(node_t *nd, const pft_secmsg_t *m, char *reason, si
     if (rc == 0 && pft_secplan_dropout_ok(nd->sec.plan, nd->topo, 0, missing, m->n_ids, nd->sec.div > 0,
                                           (size_t)nd->run->dp_dropouts) != 0)
         rc = refuse(reason, rlen, PFT_EREJECT, "the plan refuses the dropout: %s", pft_errmsg());
+    if (rc == 0)
+        rc = pft_node__dmask_check_declaration(nd, m, reason, rlen);
     pft_free(missing);
     return rc;
 }
@@ -279,6 +285,17 @@ static int opener_takes(node_t *nd, pft_secmsg_t *m, const uint8_t *buf, size_t 
     for (size_t v2 = 0; v2 < nd->drop.n_missing; v2++)
         if (nd->drop.missing[v2] == v)
             return refuse(reason, rlen, PFT_EREJECT, "a reveal from a member declared missing");
+    unsigned char *surviving = pft_calloc(pft_topo_node_count(nd->topo), 1);
+    if (!surviving)
+        return refuse(reason, rlen, PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nd->sec.n_members; i++)
+        surviving[nd->sec.members[i]] = 1;
+    for (size_t j = 0; j < nd->drop.n_missing; j++)
+        surviving[nd->drop.missing[j]] = 0;
+    int drc = pft_node__dmask_take_reveal(nd, v, m, surviving);
+    pft_free(surviving);
+    if (drc)
+        return refuse(reason, rlen, PFT_EREJECT, "double masking: %s", pft_errmsg());
     char name[PFT_BUNDLE_MAX_NAME + 16];
     snprintf(name, sizeof name, "reveal-%s", m->sender);
     char *path = record_path(nd, name);
@@ -362,7 +379,7 @@ void pft_node__dropout_tick(node_t *nd)
     char *path = record_path(nd, "answered");
     int rc = path ? pft_fsio_write_atomic(path, ids, strlen(ids)) : PFT_ENOMEM; /* before any key leaves */
     pft_free(path);
-    uint8_t(*keys)[32] = pft_alloc_array(m->n_ids, sizeof *keys);
+    uint8_t(*keys)[32] = pft_alloc_array(m->n_ids + 1, sizeof *keys);
     rc = rc ? rc : keys ? 0 : PFT_ENOMEM;
     for (size_t i = 0; rc == 0 && i < m->n_ids; i++) {
         const pft_topo_node_t *x = pft_topo_find(nd->topo, m->ids[i]);
@@ -373,7 +390,11 @@ void pft_node__dropout_tick(node_t *nd)
     r.n_ids = m->n_ids;
     r.ids = m->ids;
     r.keys = (const uint8_t(*)[32])keys;
+    void *extra = rc == 0 ? pft_node__dmask_reveal_extra(nd, m, &r) : NULL; /* shares of survivors' seeds */
+    if (rc == 0 && nd->dm.t && !extra)
+        rc = pft_err(PFT_ENOMEM, "the shares of the survivors' self-mask seeds: %s", pft_errmsg());
     int h = rc == 0 ? send_msg(nd, &r, nd->sec.opener) : rc;
+    pft_node__dmask_extra_free(&extra);
     if (keys)
         sodium_memzero(keys, m->n_ids * sizeof *keys);
     pft_free(keys);
@@ -390,9 +411,10 @@ void pft_node__dropout_tick(node_t *nd)
     for (size_t i = 0; nd->drop.revealed && i < m->n_ids; i++)
         json_array_append_new(nd->drop.revealed, json_string(m->ids[i]));
     pft_warn(
-        "secure aggregation: %s declared %zu member(s) missing (e.g. %s): revealed this node's use keys with "
-        "them for '%s'",
-        nd->sec.opener, m->n_ids, m->ids[0], nd->sec.label);
+        "secure aggregation: %s declared %zu member(s) missing%s%s%s: revealed this node's use keys with "
+        "them%s for '%s'",
+        nd->sec.opener, m->n_ids, m->n_ids ? " (e.g. " : "", m->n_ids ? m->ids[0] : "", m->n_ids ? ")" : "",
+        nd->dm.t ? " and its shares of the survivors' self-mask seeds" : "", nd->sec.label);
 }
 
 /* ---------- the opener recovers ---------- */
@@ -461,15 +483,22 @@ static int declare(node_t *nd)
     for (size_t i = 0; rc == 0 && i < ns; i++) {
         if (nd->drop.have[surv[i]]) /* its reveal is in already (kept by an earlier run of this opener) */
             continue;
-        int h = send_msg(nd, &d, pft_topo_node(nd->topo, surv[i])->id);
+        void *extra = pft_node__dmask_declaration_extra(nd, surv[i], surv, ns, &d); /* shares sealed for it */
+        int h = nd->dm.t && !extra ? pft_err(PFT_ENOMEM, "out of memory")
+                                   : send_msg(nd, &d, pft_topo_node(nd->topo, surv[i])->id);
+        pft_node__dmask_extra_free(&extra);
         rc = h < 0 ? h : 0;
         nd->drop.notice[surv[i]] = h < 0 ? -1 : h;
     }
-    if (rc == 0)
+    if (rc == 0 && n)
         pft_warn(
             "secure aggregation: declared %zu member(s) missing (e.g. %s) to %zu survivor(s); their late "
             "bundles are refused from now on",
             n, ids[0], ns);
+    else if (rc == 0)
+        pft_info("secure aggregation: declared nobody missing to %zu survivor(s) (double masking: their "
+                 "shares of the self-mask seeds)",
+                 ns);
     pft_free(ids);
     pft_free(sids);
     pft_free(surv);
@@ -491,16 +520,19 @@ static int stage_missing(node_t *nd, const pft_stage_t *st, size_t *missing, siz
             any |= nd->hand.in[i].handoff == st->recv[j] && u && is_member(nd, u->index);
         }
     *n = 0;
-    for (size_t m = 0; any && m < nd->sec.n_members; m++) {
+    int rc = 0;
+    for (size_t m = 0; rc == 0 && any && m < nd->sec.n_members; m++) {
         const char *id = pft_topo_node(nd->topo, nd->sec.members[m])->id;
-        int in = 0;
-        for (size_t r = 0; r < nr && !in; r++)
-            in = pft_bundle_prov_contains(recv[r]->bundle, id);
-        if (!in)
+        long in = -1;
+        for (size_t r = 0; r < nr && in < 0; r++)
+            in = pft_bundle_prov_contains(recv[r]->bundle, id) ? (long)r : -1;
+        if (in < 0 || (long)nd->sec.members[m] + 1 == nd->dm.victim) /* tests: a lying opener's victim */
             missing[(*n)++] = nd->sec.members[m];
+        else
+            rc = pft_node__dmask_take_blob(nd, nd->sec.members[m], recv[in]);
     }
     pft_free(recv);
-    return any;
+    return rc ? rc : any;
 }
 
 /* The opener once its stage's hand-offs are in or gone on without: declares the members missing (refused
@@ -510,9 +542,9 @@ static int declare_missing(node_t *nd, const pft_stage_t *st)
 {
     size_t n = 0, *missing = pft_alloc_array(nd->sec.n_members + 1, sizeof *missing);
     int rc = missing ? stage_missing(nd, st, missing, &n) : pft_err(PFT_ENOMEM, "out of memory");
-    rc = rc < 0 ? rc : rc == 0 ? 2 : n == 0 ? 1 : 0;
+    rc = rc < 0 ? rc : rc == 0 ? 2 : n == 0 && !nd->dm.t ? 1 : 0; /* double masking: recovery always runs */
     if (rc == 0) {
-        const char *x = pft_topo_node(nd->topo, missing[0])->id;
+        const char *x = n ? pft_topo_node(nd->topo, missing[0])->id : "-";
         rc = pft_secplan_dropout_ok(nd->sec.plan, nd->topo, 0, missing, n, nd->sec.div > 0,
                                     (size_t)nd->run->dp_dropouts);
         if (rc)
@@ -520,7 +552,7 @@ static int declare_missing(node_t *nd, const pft_stage_t *st)
     }
     size_t nn = pft_topo_node_count(nd->topo);
     if (rc == 0) {
-        nd->drop.keys = pft_calloc(nn * n, sizeof *nd->drop.keys);
+        nd->drop.keys = pft_calloc(nn * n + 1, sizeof *nd->drop.keys);
         nd->drop.n_keys = nd->drop.keys ? nn * n : 0;
         rc = nd->drop.keys ? 0 : pft_err(PFT_ENOMEM, "out of memory");
     }
@@ -559,6 +591,41 @@ int pft_node__dropout_ready(node_t *nd, void *stage)
     return c;
 }
 
+/* tests (PFT_TEST_LIAR_*): what a lying opener computes for the member x whose bundle it kept aside and
+ * declared missing: x's words less every pair mask the survivors' reveals (their use keys with x) and its own
+ * key remove, read as fixed point without a bound, into out/secagg/liar-victim.f64 (little-endian doubles:
+ * the class sums of classes 0..K-1, then the second moment's lower triangle). With single masking this is x's
+ * statistics exactly; with double masking x's self-mask is still on. */
+static void liar_attack(node_t *nd, size_t n_words)
+{
+    if (!nd->dm.victim || !nd->dm.victim_words)
+        return;
+    size_t x = (size_t)nd->dm.victim - 1, n = nd->drop.n_missing, j = 0;
+    while (j < n && nd->drop.missing[j] != x)
+        j++;
+    uint64_t *w = nd->dm.victim_words;
+    double *v = pft_alloc_array(n_words, sizeof *v);
+    int rc = v && j < n ? 0 : PFT_EINVAL;
+    for (size_t m = 0; rc == 0 && m < nd->sec.n_members; m++) {
+        size_t s = nd->sec.members[m];
+        if (nd->drop.have[s])
+            rc = pft_mask_cancel_revealed(nd->drop.keys[s * n + j], &nd->hand.keys[x], &nd->hand.keys[s], w,
+                                          n_words);
+    }
+    if (rc == 0)
+        rc = pft_mask_remove(nd->hand.kp, nd->run->run, &nd->hand.keys[x], 1, (const uint8_t *)nd->sec.label,
+                             strlen(nd->sec.label), w, n_words);
+    for (size_t i = 0; rc == 0 && i < n_words; i++)
+        v[i] = (double)(int64_t)w[i] / 4294967296.0;
+    char *path = record_path(nd, "liar-victim.f64");
+    if (rc == 0 && path)
+        rc = pft_fsio_write_atomic(path, v, n_words * sizeof *v);
+    pft_warn("test hook: the lying opener's view of %s written (%s)", pft_topo_node(nd->topo, x)->id,
+             rc ? pft_errmsg() : "out/secagg/liar-victim.f64");
+    pft_free(path);
+    pft_free(v);
+}
+
 int pft_node__dropout_cancel(node_t *nd, const size_t *missing, size_t n, uint64_t *sum, size_t n_words)
 {
     const char *x = pft_topo_node(nd->topo, missing[0])->id;
@@ -589,6 +656,7 @@ int pft_node__dropout_cancel(node_t *nd, const size_t *missing, size_t n, uint64
             rc = pft_mask_cancel_revealed(nd->drop.keys[s * n + j], &nd->hand.keys[s],
                                           &nd->hand.keys[nd->drop.missing[j]], sum, n_words);
     }
+    liar_attack(nd, n_words);
     sodium_memzero(nd->drop.keys, nn * n * sizeof *nd->drop.keys); /* used once */
     if (rc == 0)
         pft_info("secure aggregation: cancelled the survivors' masks with %zu missing member(s)", n);

@@ -19,6 +19,8 @@
  *   pft_node_outbox.c     sending, acknowledgements on disk, fallback successors, when the sends have ended
  *   pft_node_loop.c       the one loop: serve the transport, chores, until a condition holds; yield
  *   pft_node_parts.c      exact statistics as parts (who contributed), merged per group of the plan
+ *   pft_node_dmask.c      secure aggregation: double masking (self-masks, their seeds shared t-of-n) where
+ *                         dropouts are recovered
  *   pft_node_dropout.c    secure aggregation: a star's members that never deliver, recovered (its chore runs
  *                         through nd->chore, its messages come through the top file's dispatch, its waits
  *                         are conditions the stage machine turns the loop on)
@@ -314,6 +316,19 @@ struct node {
         int phase;    /* opener: where its opening stands (pft_node__drop_phase_t), a stage condition */
         double until; /* opener: the reveals are due by then (pft_fsio_now() time) */
     } drop;
+    struct {             /* double masking (pft_node_dmask.c), where dropouts are recovered */
+        size_t t;        /* shares of a self-mask seed the opener needs (0: no double masking) */
+        size_t my_pos;   /* member: this node's position in the group (its share point is my_pos + 1) */
+        uint8_t *blob;   /* member: its shares sealed for each member, one slot per position (own: zero) */
+        size_t blob_len; /* member: bytes of blob */
+        uint8_t **blobs; /* opener: per member position, the blob its masked part carried (NULL: none) */
+        uint8_t (*shares)[48]; /* opener: per (member u, survivor s) positions, s's share of u's seed */
+        unsigned char *have;   /* opener: per (u, s), that share is in */
+        long victim; /* tests (PFT_TEST_LIAR_*): 1 + the index of the member whose bundle a lying opener
+                        keeps aside and declares missing (0: none; always 0 without PFT_TEST_HOOKS) */
+        uint64_t *victim_words; /* tests: the victim's masked words, kept aside (n_words) */
+        double victim_bound;    /* tests: its decode bound */
+    } dm;
     struct { /* the release pipeline (pft_node_step.c; set up once, then read) */
         const pft_node_step_t *steps[PFT_NODE_MAX_STEPS]; /* the steps that apply, in order */
         int n_steps;
@@ -569,6 +584,37 @@ void pft_node__parts_class_var(const node_t *nd, const part_t *p, const char *id
 int pft_node__parts_take_masked(const node_t *nd, parts_t *ps, const size_t *who, int n_who,
                                 const pft_bundle_t *b, const uint64_t *words, const uint64_t *counts,
                                 double bound, const char *from);
+/* ---- pft_node_dmask.c: double masking where dropouts are recovered (docs/SECAGG.md §5) ---- */
+/* nd->dm.t from the plan's threshold when the group is recoverable (else 0: everything below does nothing);
+ * the opener's tables. */
+int pft_node__dmask_setup(node_t *nd);
+void pft_node__dmask_free(node_t *nd);
+/* A member: adds its self-mask PRG(b_u) to words[0..n_words) and seals the t-of-n shares of b_u for every
+ * member into nd->dm.blob (carried by its masked part). b_u comes from the node's key, run and label: a
+ * restart rebuilds the same words and blob. */
+int pft_node__dmask_member_add(node_t *nd, uint64_t *words, size_t n_words);
+/* The opener: keeps the sealed shares the masked part of member v's bundle (in) carries; an error when they
+ * are missing or of the wrong size (v's self-mask could not be removed). */
+int pft_node__dmask_take_blob(node_t *nd, size_t v, const inbound_t *in);
+/* The opener: sets d's extra to the shares sealed for survivor s by the other survivors surv[0..ns); returns
+ * the memory to free with pft_node__dmask_extra_free after encoding (NULL without double masking, or out of
+ * memory: then d has no extra). */
+void *pft_node__dmask_declaration_extra(node_t *nd, size_t s, const size_t *surv, size_t ns, pft_secmsg_t *d);
+void pft_node__dmask_extra_free(void **mem_p);
+/* The opener: survivor s's reveal m must hold one share per survivor (surviving[v] for node v), each at s's
+ * point; they are kept. PFT_EREJECT otherwise (pft_errmsg says why). */
+int pft_node__dmask_take_reveal(node_t *nd, size_t s, const pft_secmsg_t *m, const unsigned char *surviving);
+/* The opener: removes the self-mask of every member present[0..n_present) from sum, each seed rebuilt from
+ * the shares revealed (at least t). An error names the member whose seed does not rebuild. */
+int pft_node__dmask_remove(node_t *nd, const size_t *present, size_t n_present, uint64_t *sum,
+                           size_t n_words);
+/* A survivor: the declaration m must carry, for every other survivor, a share that opens with the pair's key
+ * at this node's point. 0, or PFT_EREJECT with the reason. */
+int pft_node__dmask_check_declaration(node_t *nd, const pft_secmsg_t *m, char *reason, size_t rlen);
+/* A survivor: sets r's extra to its shares of every survivor's seed (its own included) for the checked
+ * declaration m; returns the memory to free (wiped) with pft_node__dmask_extra_free, NULL on error. */
+void *pft_node__dmask_reveal_extra(node_t *nd, const pft_secmsg_t *m, pft_secmsg_t *r);
+
 /* ---- pft_node_dropout.c: a star's members that never deliver (docs/SECAGG.md §5) ---- */
 /* The opener's way to its opening, one stage condition (pft_node__dropout_ready) of the stage machine. */
 typedef enum {

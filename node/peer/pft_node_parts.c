@@ -188,6 +188,15 @@ static int take_masked_part(node_t *nd, parts_t *ps, const pft_bundle_t *b, int 
                      "%s's masked part %d is masked for '%s' (label '%s'), not for this plan's "
                      "opener '%s'",
                      from, i, m->opener, m->label, nd->sec.opener ? nd->sec.opener : "(none)");
+    if (rc == 0 && nd->dm.victim && nw == 1 && (long)who[0] + 1 == nd->dm.victim && !nd->dm.victim_words) {
+        /* tests (PFT_TEST_LIAR_*): a lying opener keeps the victim's words aside and declares it missing */
+        nd->dm.victim_words = pft_alloc_array(n, sizeof *w);
+        nd->dm.victim_bound = (double)m->bound;
+        if (nd->dm.victim_words)
+            memcpy(nd->dm.victim_words, w, n * sizeof *w);
+        pft_free(counts);
+        return 0;
+    }
     if (rc == 0)
         rc = pft_node__parts_take_masked(nd, ps, who, nw, prov, w, counts, (double)m->bound, from);
     pft_free(counts);
@@ -541,6 +550,8 @@ static int add_masked_group(node_t *nd, parts_t *ps, pft_bundle_t *b, size_t g, 
         .frac_bits = PFT_FIXED_FRAC_BITS, .bound = (uint64_t)ceil(ps->mbound[g]), .div = nd->sec.div};
     snprintf(m.label, sizeof m.label, "%s", nd->sec.label);
     snprintf(m.opener, sizeof m.opener, "%s", nd->sec.opener ? nd->sec.opener : "");
+    if (n_ids == 1 && nd->dm.blob && strcmp(ids[0], nd->me->id) == 0) /* double masking: own shares */
+        m.shares = nd->dm.blob, m.shares_len = nd->dm.blob_len;
     if (rc == 0) {
         qsort(ids, (size_t)n_ids, sizeof *ids, cmp_str);
         rc = pft_bundle_add_masked_part(b, ids, n_ids, PFT_GSTAT_TIED, K, labels, ps->mcount + g * (size_t)K,

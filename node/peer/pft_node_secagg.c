@@ -225,6 +225,8 @@ int pft_node__secagg_take_own(node_t *nd, parts_t *ps, const pft_gstat_t *st)
         rc = pft_mask_add(nd->hand.kp, nd->run->run, peers, me->n_mask_peers, (const uint8_t *)nd->sec.label,
                           strlen(nd->sec.label), w, ps->n_words);
     if (rc == 0)
+        rc = pft_node__dmask_member_add(nd, w, ps->n_words); /* double masking: the self-mask, its shares */
+    if (rc == 0)
         rc = pft_node__parts_take_masked(nd, ps, &nd->my_index, 1, NULL, w, counts, lim, nd->me->id);
     if (rc == 0) {
         ps->p[ps->n - 1].exact_rows = 1; /* the head reads the node's rows themselves */
@@ -394,6 +396,8 @@ static int unmask(node_t *nd, uint64_t *sum, size_t n_words, const size_t *missi
     if (rc == 0)
         rc = pft_mask_remove(nd->hand.kp, nd->run->run, peers, n_present, (const uint8_t *)nd->sec.label,
                              strlen(nd->sec.label), sum, n_words);
+    if (rc == 0)
+        rc = pft_node__dmask_remove(nd, present, n_present, sum, n_words); /* the survivors' self-masks */
     if (rc == 0 && (rc = pft_fixed_decode(sum, n_words, lim, v)) != 0)
         rc =
             pft_err_wrap(rc, "secure aggregation: the group's sum does not open (a mask did not cancel, or a "

@@ -174,14 +174,21 @@ static void print_secagg(const pft_topo_t *t, const pft_secplan_t *pl)
         int star = pft_secplan_recoverable(pl, t, g);
         id_list(t, gr->members, gr->n_members, buf, sizeof buf);
         printf("  group %zu: members %s; opened by %s\n", g, buf, pft_topo_node(t, gr->opener)->id);
+        size_t th = pft_secplan_threshold(pl), need = th > (size_t)pft_secplan_min_contributors(pl)
+                                                          ? th
+                                                          : (size_t)pft_secplan_min_contributors(pl);
         if (star)
             printf("  dropouts: recovered (every member hands off to %s: the survivors reveal their masks "
-                   "with a "
-                   "member missing at the deadline, as long as %d survive%s)\n",
-                   pft_topo_node(t, gr->opener)->id, pft_secplan_min_contributors(pl),
+                   "with a member missing at the deadline, as long as %zu survive%s)\n",
+                   pft_topo_node(t, gr->opener)->id, need,
                    t_drop ? "; under DP at most dp_dropouts of them"
                           : "; under DP none unless dp_dropouts > 0");
-        else
+        if (star && th)
+            printf("  double masking: secagg_threshold = %zu of %zu (each member's self-mask seed is shared "
+                   "%zu-of-%zu; a lying opener alone cannot unmask a member, an opener with %zu colluding "
+                   "member(s) can)\n",
+                   th, gr->n_members, th, gr->n_members, 2 * th - gr->n_members - 1);
+        if (!star)
             printf("  dropouts: not recovered (a missing member stops %s; docs/SECAGG.md §5)\n",
                    pft_topo_node(t, gr->opener)->id);
     }
