@@ -84,6 +84,28 @@ static double resolve_delta(int n, double delta)
     return delta > 0.0 && delta < 1.0 ? delta : NAN;
 }
 
+double pft_dp_sigma_exact(double sens, double eps, double delta)
+{
+    if (!(sens > 0.0) || !isfinite(sens) || !(eps > 0.0) || !(delta > 0.0 && delta < 1.0))
+        return NAN;
+    if (isinf(eps))
+        return 0.0;
+    /* δ(σ) decreases in σ: double until it holds, then bisect, keeping hi on the valid side */
+    double lo = 0.0, hi = sens;
+    for (int i = 0; i < 200 && pft_dp_gauss_delta(sens, hi, eps) > delta; i++) {
+        lo = hi;
+        hi *= 2.0;
+    }
+    for (int i = 0; i < 200 && hi - lo > 1e-13 * hi; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (pft_dp_gauss_delta(sens, mid, eps) <= delta)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return hi;
+}
+
 double pft_dp_sigma(pft_dp_mech_t mech, int n, double eps, double delta)
 {
     delta = resolve_delta(n, delta);

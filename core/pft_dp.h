@@ -90,6 +90,12 @@ double pft_dp_sensitivity(pft_dp_mech_t mech, int n);
  * clamped at 0 against rounding. 1 for σ = 0 (with sens > 0), NaN for invalid arguments. */
 double pft_dp_gauss_delta(double sens, double sigma, double eps);
 
+/* The smallest noise standard deviation σ for which the Gaussian mechanism with L2 sensitivity sens is
+ * (ε, δ)-DP by the exact characterisation (pft_dp_gauss_delta; Balle & Wang 2018, "analytic calibration"),
+ * to a relative 1e-13 above the exact value (never below it). ε = INFINITY gives 0. NaN for invalid
+ * arguments (sens ≤ 0, ε ≤ 0 or NaN, δ outside (0, 1)). */
+double pft_dp_sigma_exact(double sens, double eps, double delta);
+
 /* Noise standard deviation per element for n rows at (ε, δ) (see the top of this file: the paper's formula,
  * raised where it would not achieve (ε, δ)). δ may be PFT_DP_DELTA_AUTO (1/n). ε = INFINITY gives 0 (no
  * noise). NaN for invalid arguments: n < 1, ε ≤ 0 or NaN, δ outside (0, 1), unknown mechanism. */

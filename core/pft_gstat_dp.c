@@ -19,9 +19,8 @@ double pft_gstat_dp_sigma(double eps, double delta)
         return NAN;
     if (isinf(eps))
         return 0.0;
-    /* pft_dp's calibration at B3's sensitivity 2√2 (n = 1), rescaled to Δ₂: the exact δ of the Gaussian
-     * mechanism depends on σ/Δ₂ only, and the formula σ = Δ₂ sqrt(2 ln(4/δ))/ε is linear in Δ₂. */
-    return pft_dp_sigma(PFT_DP_B3, 1, eps, delta) * (PFT_GSTAT_DP_SENS / (2.0 * sqrt(2.0)));
+    /* the exact (analytic) calibration at Δ₂: the smallest σ whose exact δ is ≤ δ */
+    return pft_dp_sigma_exact(PFT_GSTAT_DP_SENS, eps, delta);
 }
 
 void pft_gstat_dp_raw_destroy(pft_gstat_dp_raw_t **raw_p)
@@ -314,13 +313,11 @@ int pft_gstat_dp_release(pft_gstat_kind_t kind, const float *x, const int32_t *y
     if (rc == 0)
         rc = pft_gstat_dp_finish(raw, out, &n_floored);
     if (rc == 0 && info) {
-        double formula = isinf(eps) ? 0.0 : PFT_GSTAT_DP_SENS * sqrt(2.0 * log(4.0 / dl)) / eps;
         size_t tri = (size_t)d * ((size_t)d + 1) / 2;
         info->eps = eps;
         info->delta = dl;
         info->sens = PFT_GSTAT_DP_SENS;
         info->sigma = sigma;
-        info->sigma_raised = sigma > formula * (1.0 + 1e-12);
         info->n = n;
         info->clipped = raw->clipped;
         info->n_floored = n_floored;
@@ -374,12 +371,10 @@ int pft_gstat_dp_release_sums(const float *x, const int32_t *y, size_t n, int d,
     if (rc == 0)
         rc = sums_finish(raw, sigma, rng, out);
     if (rc == 0 && info) {
-        double formula = isinf(eps) ? 0.0 : PFT_GSTAT_DP_SENS_SUMS * sqrt(2.0 * log(4.0 / dl)) / eps;
         info->eps = eps;
         info->delta = dl;
         info->sens = PFT_GSTAT_DP_SENS_SUMS;
         info->sigma = sigma;
-        info->sigma_raised = sigma > formula * (1.0 + 1e-12);
         info->n = n;
         info->clipped = raw->clipped;
         info->n_floored = 0;

@@ -27,11 +27,10 @@
  * ≈ 2.449), the same for FULL and TIED and independent of n (sums, not means). TIED releases one S2 for all
  * classes: d(d+1)/2 noisy entries in total instead of C·d(d+1)/2, the same σ each.
  *
- * Calibration: σ = Δ₂ · C(ε, δ) with pft_dp's calibration C(ε, δ) = sqrt(2 ln(4/δ)) / ε, raised where it
- * would not achieve (ε, δ) to the smallest σ whose exact δ (Balle & Wang 2018, pft_dp_gauss_delta) is ≤ δ,
- * so it never overclaims. (Computed as pft_dp_sigma(B3, n = 1) · Δ₂ / (2√2): the exact δ depends only on
- * σ/Δ₂, so scaling B3's σ at sensitivity 2√2 is the same calibration at Δ₂.) σ depends on (ε, δ) only, so a
- * receiver can recompute a contributor's σ from the (ε, δ) in its provenance entry (pft_gstat_dp_sigma).
+ * Calibration: the analytic one (pft_dp_sigma_exact): the smallest σ whose exact δ of the Gaussian mechanism at
+ * Δ₂ (Balle & Wang 2018, pft_dp_gauss_delta) is ≤ δ; below the formula Δ₂ sqrt(2 ln(4/δ))/ε that pft_dp keeps
+ * for the paper's per-client mechanism (×0.734 at ε = 1, δ = 1e-5). σ depends on (ε, δ) only, so a receiver
+ * can recompute a contributor's σ from the (ε, δ) in its provenance entry (pft_gstat_dp_sigma).
  * δ = PFT_DP_DELTA_AUTO means 1/n with n the node's rows (all classes).
  *
  * Post-processing (no privacy cost): μ_c = s̃_c / n_c; FULL: M_c = S̃2_c - n_c μ_c μ_cᵀ; TIED:
@@ -91,7 +90,6 @@ typedef struct {
     double eps, delta;  /* the guarantee for the node's rows; δ resolved from PFT_DP_DELTA_AUTO */
     double sens;        /* Δ₂ = PFT_GSTAT_DP_SENS */
     double sigma;       /* noise standard deviation per element (0 for ε = ∞) */
-    int sigma_raised;   /* 1 if C(ε, δ) was raised to the exact Gaussian calibration */
     size_t n;           /* rows released */
     int clipped;        /* rows scaled down to norm 1 */
     int n_floored;      /* eigenvalues clamped at 0 by the projection */

@@ -59,11 +59,11 @@ int pft_node__release_stats(node_t *nd, const pft_dataset_t *set, pft_gstat_kind
     nd->dp.clipped = info.clipped; /* the same rows at every release */
     json_object_set_new(
         nd->dp.info, "release",
-        json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:f,s:b,s:i,s:i,s:I}", "kind", pft_gstat_kind_name(kind), "form",
+        json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:f,s:s,s:i,s:i,s:I}", "kind", pft_gstat_kind_name(kind), "form",
                   sums ? "sums" : "sums_and_second_moments", "rows", (json_int_t)info.n, "epsilon", info.eps,
-                  "delta", info.delta, "sensitivity", info.sens, "sigma", info.sigma, "sigma_raised",
-                  info.sigma_raised, "clipped_rows", info.clipped, "n_floored", info.n_floored,
-                  "noisy_elements", (json_int_t)info.noisy_elems));
+                  "delta", info.delta, "sensitivity", info.sens, "sigma", info.sigma, "calibration",
+                  "analytic", "clipped_rows", info.clipped, "n_floored", info.n_floored, "noisy_elements",
+                  (json_int_t)info.noisy_elems));
     pft_info("DP release of %zu rows' %s statistics: epsilon %g, delta %g, sigma %.4g (sensitivity %.4f), %d "
              "rows clipped, %d eigenvalues clamped",
              info.n, pft_gstat_kind_name(kind), info.eps, info.delta, info.sigma, info.sens, info.clipped,
