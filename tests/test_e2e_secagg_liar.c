@@ -117,6 +117,9 @@ typedef struct {
     size_t lens[N];
 } extra_t;
 
+/* The topology fingerprint declare() stamps: 0 m1's (pft_e2e_fp), 1 none, 2 another topology's. */
+static int s_fp_mode;
+
 /* Sends a declaration (or another kind) from "s" signed with kp to m1; the send's final state and its reason.
  */
 static int declare(pft_transport_t *t, const pft_keypair_t *kp, pft_secmsg_kind_t kind, const char *run,
@@ -133,6 +136,11 @@ static int declare(pft_transport_t *t, const pft_keypair_t *kp, pft_secmsg_kind_
     snprintf(m.run, sizeof m.run, "%s", run);
     snprintf(m.label, sizeof m.label, "s:tied");
     snprintf(m.sender, sizeof m.sender, "s");
+    if (s_fp_mode != 1 && pft_e2e_fp) {
+        m.has_fp = 1;
+        memcpy(m.fp, pft_topo_fp_hash(pft_e2e_fp), PFT_SECMSG_FP_LEN);
+        m.fp[0] ^= s_fp_mode == 2 ? 0x5a : 0;
+    }
     uint8_t *buf = NULL;
     size_t len = 0;
     CHECK(pft_secmsg_encode(&m, kp, &buf, &len) == 0);
@@ -182,6 +190,18 @@ static void refuse_lies(pft_transport_t *t, const pft_keypair_t *s_kp, const pft
                   "%s: state %d, reason '%s'", lies[i].name, st, reason ? reason : "");
         fprintf(stderr, "  %s: %s\n", lies[i].name, reason ? reason : "");
     }
+    /* the honest declaration, but without a fingerprint, then from another topology: refused before m1
+     * records it (it still answers the honest one below) */
+    static const char *const needles[] = {"carries no topology fingerprint", "topology differs"};
+    for (int mode = 1; mode <= 2; mode++) {
+        const char *reason = NULL;
+        s_fp_mode = mode;
+        int st = declare(t, s_kp, PFT_SECMSG_MISSING, run, m4, 1, m1m2m3, 3, good, &reason);
+        s_fp_mode = 0;
+        CHECK_MSG(st == PFT_SEND_REJECTED && reason && strstr(reason, needles[mode - 1]),
+                  "fingerprint mode %d: state %d, reason '%s'", mode, st, reason ? reason : "");
+        fprintf(stderr, "  fingerprint mode %d: %s\n", mode, reason ? reason : "");
+    }
     for (int i = 0; i < 20; i++) /* a reveal, had one gone out, would have arrived by now */
         pft_transport_poll(t, 50);
     CHECK_MSG(in->n_msg == 0, "m1 sent %d message(s) to a lying opener", in->n_msg);
@@ -197,7 +217,8 @@ static void honest(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t 
     const char *reason = NULL;
     const pft_keypair_t *m1_kp = m[0], *m4_kp = m[3];
     CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m4, 1, m1m2m3, 3, good, &reason) == PFT_SEND_ACKED);
-    for (int i = 0; i < 1200 && in->n_msg == 0; i++)
+    for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
+         in->n_msg == 0 && pft_transport_now_ms() < end;)
         pft_transport_poll(t, 100);
     CHECK(in->n_msg == 1);
     pft_secmsg_t *r = NULL;
@@ -267,6 +288,8 @@ static void test_lying_opener(void)
     snprintf(cmd, sizeof cmd, "%s/node/pftnet launch %s --out %s --prepare-only --quiet > /dev/null",
              PFT_BINARY_DIR, dot, dir);
     CHECK(system(cmd) == 0);
+    snprintf(cmd, sizeof cmd, "%s/topology.dot", dir);
+    CHECK(pft_e2e_use_topology(cmd) == 0); /* the fingerprint m1 expects on s's messages */
     pft_keypair_t *s_kp = load_key(dir, "s"), *m[N] = {load_key(dir, "m1"), load_key(dir, "m2"),
                                                        load_key(dir, "m3"), load_key(dir, "m4")};
     pft_keypair_t *m1_kp = m[0], *m2_kp = m[1];
@@ -282,7 +305,8 @@ static void test_lying_opener(void)
     pid_t pid = s_kp && m[0] && m[1] && m[2] && m[3] ? start_m1(dir) : -1;
     pft_transport_t *t = pid > 0 ? play_s(dir, fd, port, s_kp, m1_kp, &in) : NULL;
     CHECK(t != NULL);
-    for (int i = 0; t && i < 1200 && in.bundles == 0; i++)
+    for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
+         t && in.bundles == 0 && pft_transport_now_ms() < end;)
         pft_transport_poll(t, 100);
     CHECK_MSG(in.bundles == 1, "m1's masked part never came (log %s/m1.log)", dir);
     if (t && in.bundles == 1) {
@@ -290,7 +314,8 @@ static void test_lying_opener(void)
         honest(t, s_kp, m, &good, &other, "liar", &in);
     }
     int status = 0;
-    for (int i = 0; pid > 0 && i < 600 && waitpid(pid, &status, WNOHANG) == 0; i++)
+    for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
+         pid > 0 && waitpid(pid, &status, WNOHANG) == 0 && pft_transport_now_ms() < end;)
         t ? (void)pft_transport_poll(t, 100) : (void)usleep(100000);
     if (pid > 0 && waitpid(pid, &status, WNOHANG) == 0) {
         kill(pid, SIGKILL);

@@ -125,6 +125,80 @@ static void test_extra(void)
     pft_keypair_destroy(&kp);
 }
 
+/* The topology fingerprint (ninth element): round trips of every kind with and without extra (nil in its
+ * place), byte-identical re-encoding, and a fingerprint that is not a bin of 32 refused. */
+static void test_fingerprint(void)
+{
+    static const char *from[] = {"c01"}, *none[] = {NULL};
+    static const uint8_t b0[64] = {1};
+    const uint8_t *bins[] = {b0};
+    size_t lens[] = {sizeof b0};
+    pft_keypair_t *kp = key(5);
+    for (int kind = 1; kind <= 3; kind++) {
+        for (int with_extra = 0; with_extra <= (kind < 3); with_extra++) {
+            pft_secmsg_t m = msg((pft_secmsg_kind_t)kind, "agg");
+            if (with_extra)
+                m.n_ids = 0, m.ids = none, m.has_extra = 1, m.n_extra = 1, m.extra_ids = from, m.extra = bins,
+                m.extra_len = lens;
+            m.has_fp = 1;
+            for (int i = 0; i < PFT_SECMSG_FP_LEN; i++)
+                m.fp[i] = (uint8_t)(7 * i + kind);
+            uint8_t *buf = NULL, *again = NULL;
+            size_t len = 0, alen = 0;
+            pft_secmsg_t *d = NULL;
+            CHECK(pft_secmsg_encode(&m, kp, &buf, &len) == 0 && pft_secmsg_is(buf, len));
+            CHECK(pft_secmsg_decode(buf, len, &d) == 0);
+            CHECK_MSG(d && d->has_fp && memcmp(d->fp, m.fp, PFT_SECMSG_FP_LEN) == 0 &&
+                          d->has_extra == with_extra && d->n_ids == m.n_ids,
+                      "kind %d, extra %d", kind, with_extra);
+            CHECK(d && pft_secmsg_encode(d, kp, &again, &alen) == 0 && alen == len &&
+                  memcmp(again, buf, len) == 0);
+            pft_free(buf);
+            pft_free(again);
+            pft_secmsg_destroy(&d);
+        }
+    }
+    /* a message without one decodes with has_fp 0 (the receiver refuses it: pft_node_dropout.c) */
+    pft_secmsg_t m = msg(PFT_SECMSG_DONE, "agg");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    pft_secmsg_t *d = NULL;
+    CHECK(pft_secmsg_encode(&m, kp, &buf, &len) == 0 && pft_secmsg_decode(buf, len, &d) == 0 && d &&
+          !d->has_fp);
+    pft_secmsg_destroy(&d);
+    pft_free(buf);
+    /* hand-written: nine elements whose last is a bin of 31 bytes, or a str */
+    for (int bad = 0; bad < 2; bad++) {
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_array(&pk, 9);
+        msgpack_pack_str_with_body(&pk, "secagg", 6);
+        msgpack_pack_uint64(&pk, 3);
+        msgpack_pack_str_with_body(&pk, "run-7", 5);
+        msgpack_pack_str_with_body(&pk, "agg:tied", 8);
+        msgpack_pack_str_with_body(&pk, "agg", 3);
+        msgpack_pack_array(&pk, 0);
+        msgpack_pack_array(&pk, 0);
+        msgpack_pack_nil(&pk);
+        static const uint8_t fp[32];
+        if (bad == 0)
+            msgpack_pack_bin_with_body(&pk, fp, 31);
+        else
+            msgpack_pack_str_with_body(&pk, "fingerprint-as-a-string-32bytes!", 32);
+        uint8_t *env = NULL;
+        size_t elen = 0;
+        CHECK(pft_envelope_pack((const uint8_t *)sb.data, sb.size, NULL, 0, &env, &elen) == 0);
+        CHECK_MSG(pft_secmsg_decode(env, elen, &d) == PFT_EFORMAT && !d &&
+                      strstr(pft_errmsg(), "fingerprint"),
+                  "bad %d: %s", bad, pft_errmsg());
+        pft_free(env);
+        msgpack_sbuffer_destroy(&sb);
+    }
+    pft_keypair_destroy(&kp);
+}
+
 static void test_api_refusals(void)
 {
     uint8_t *buf = NULL;
@@ -280,6 +354,7 @@ int main(void)
 {
     RUN(test_round_trips);
     RUN(test_extra);
+    RUN(test_fingerprint);
     RUN(test_api_refusals);
     RUN(test_hostile);
     RUN(test_truncations_and_flips);

@@ -14,6 +14,7 @@
 #define TAG "secagg"
 #define N_FIELDS 7
 #define N_FIELDS_EXTRA 8
+#define N_FIELDS_FP 9
 
 const char *pft_secmsg_kind_name(int kind)
 {
@@ -135,7 +136,9 @@ int pft_secmsg_encode(const pft_secmsg_t *m, const pft_keypair_t *kp, uint8_t **
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     int fail =
-        msgpack_pack_array(&pk, m->has_extra ? N_FIELDS_EXTRA : N_FIELDS) ||
+        msgpack_pack_array(&pk, m->has_fp      ? N_FIELDS_FP
+                                : m->has_extra ? N_FIELDS_EXTRA
+                                               : N_FIELDS) ||
         msgpack_pack_str_with_body(&pk, TAG, strlen(TAG)) || msgpack_pack_uint64(&pk, (uint64_t)m->kind) ||
         msgpack_pack_str_with_body(&pk, m->run, strlen(m->run)) ||
         msgpack_pack_str_with_body(&pk, m->label, strlen(m->label)) ||
@@ -153,7 +156,11 @@ int pft_secmsg_encode(const pft_secmsg_t *m, const pft_keypair_t *kp, uint8_t **
             fail = msgpack_pack_array(&pk, 2) ||
                    msgpack_pack_str_with_body(&pk, m->extra_ids[i], strlen(m->extra_ids[i])) ||
                    msgpack_pack_bin_with_body(&pk, m->extra[i], m->extra_len[i]);
+    } else if (!fail && m->has_fp) {
+        fail = msgpack_pack_nil(&pk);
     }
+    if (!fail && m->has_fp)
+        fail = msgpack_pack_bin_with_body(&pk, m->fp, PFT_SECMSG_FP_LEN);
     uint8_t sig[PFT_KEY_SIG_LEN];
     if (fail)
         rc = pft_err(PFT_ENOMEM, "secagg message: out of memory");
@@ -173,8 +180,9 @@ int pft_secmsg_is(const uint8_t *buf, size_t len)
         pft_err_clear();
         return 0;
     }
-    const uint8_t *p = env.payload; /* fixarray of 7 (8 with extra), then fixstr "secagg" */
-    return env.payload_len >= 8 && (p[0] == (0x90 | N_FIELDS) || p[0] == (0x90 | N_FIELDS_EXTRA)) &&
+    const uint8_t *p = env.payload; /* fixarray of 7 (8 with extra, 9 with fp), then fixstr "secagg" */
+    return env.payload_len >= 8 &&
+           (p[0] == (0x90 | N_FIELDS) || p[0] == (0x90 | N_FIELDS_EXTRA) || p[0] == (0x90 | N_FIELDS_FP)) &&
            p[1] == (0xa0 | 6) && memcmp(p + 2, TAG, 6) == 0;
 }
 
@@ -292,22 +300,23 @@ int pft_secmsg_decode(const uint8_t *buf, size_t len, pft_secmsg_t **out)
     const msgpack_object *o = &u.data, *f = o->via.array.ptr;
     pft_secmsg_t *m = NULL;
     size_t nf = o->type == MSGPACK_OBJECT_ARRAY ? o->via.array.size : 0;
-    if ((nf != N_FIELDS && nf != N_FIELDS_EXTRA) || f[0].type != MSGPACK_OBJECT_STR ||
+    /* with the fingerprint (nine), the eighth element may be nil: no extra */
+    int extra = nf == N_FIELDS_EXTRA || (nf == N_FIELDS_FP && f[7].type != MSGPACK_OBJECT_NIL);
+    if ((nf != N_FIELDS && nf != N_FIELDS_EXTRA && nf != N_FIELDS_FP) || f[0].type != MSGPACK_OBJECT_STR ||
         f[0].via.str.size != 6 || memcmp(f[0].via.str.ptr, TAG, 6) != 0 ||
         f[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER || f[1].via.u64 < 1 || f[1].via.u64 > 3 ||
         f[5].type != MSGPACK_OBJECT_ARRAY || f[6].type != MSGPACK_OBJECT_ARRAY ||
         f[5].via.array.size > PFT_SECMSG_MAX_IDS || f[6].via.array.size > PFT_SECMSG_MAX_IDS ||
-        (nf == N_FIELDS_EXTRA &&
-         (f[7].type != MSGPACK_OBJECT_ARRAY || f[7].via.array.size > PFT_SECMSG_MAX_IDS))) {
-        rc = pft_err(
-            PFT_EFORMAT,
-            "secagg message: not [\"secagg\", kind 1..3, run, label, sender, [ids], [tail], ([extra])]");
+        (extra && (f[7].type != MSGPACK_OBJECT_ARRAY || f[7].via.array.size > PFT_SECMSG_MAX_IDS)) ||
+        (nf == N_FIELDS_FP && (f[8].type != MSGPACK_OBJECT_BIN || f[8].via.bin.size != PFT_SECMSG_FP_LEN))) {
+        rc = pft_err(PFT_EFORMAT, "secagg message: not [\"secagg\", kind 1..3, run, label, sender, [ids], "
+                                  "[tail], ([extra] or nil, fingerprint bin(32))]");
         goto done;
     }
     int reveal = f[1].via.u64 == PFT_SECMSG_REVEAL;
-    size_t room = room_for(&f[5], &f[6], reveal), n_extra = nf == N_FIELDS_EXTRA ? f[7].via.array.size : 0;
+    size_t room = room_for(&f[5], &f[6], reveal), n_extra = extra ? f[7].via.array.size : 0;
     room = (room + 15) & ~(size_t)15;
-    m = pft_calloc(1, sizeof *m + room + (nf == N_FIELDS_EXTRA ? room_for_extra(n_extra) : 0));
+    m = pft_calloc(1, sizeof *m + room + (extra ? room_for_extra(n_extra) : 0));
     if (!m) {
         rc = pft_err(PFT_ENOMEM, "secagg message: out of memory");
         goto done;
@@ -318,9 +327,12 @@ int pft_secmsg_decode(const uint8_t *buf, size_t len, pft_secmsg_t **out)
         rc = pft_err(PFT_EFORMAT, "secagg message: run, label or sender is not a string of its size");
         goto done;
     }
-    if ((rc = fill(m, f, reveal)) != 0 ||
-        (nf == N_FIELDS_EXTRA && (rc = fill_extra(m, &f[7], (char *)(m + 1) + room)) != 0))
+    if ((rc = fill(m, f, reveal)) != 0 || (extra && (rc = fill_extra(m, &f[7], (char *)(m + 1) + room)) != 0))
         goto done;
+    if (nf == N_FIELDS_FP) {
+        m->has_fp = 1;
+        memcpy(m->fp, f[8].via.bin.ptr, PFT_SECMSG_FP_LEN);
+    }
     if ((rc = check(m)) != 0) {
         char why[256];
         snprintf(why, sizeof why, "%s", pft_errmsg());

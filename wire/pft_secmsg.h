@@ -29,11 +29,17 @@
  *   REVEAL:  [u, share] per survivor u: the sender's share of u's self-mask seed; with extra, ids (the
  *            missing members the keys are with) may be empty; never an id in both lists (a member is either
  *            missing or surviving);
- *   DONE:    no extra. */
+ *   DONE:    no extra.
+ *
+ * The topology fingerprint (topology/pft_topo_fingerprint.h, as a bundle carries it: WIRE.md §2.4) is a NINTH
+ * element, fp: bin(32), the hash of the sender's canonical public topology; a message with it has nine
+ * elements, its eighth the extra array or nil (no extra). pftnode stamps every message and refuses one
+ * without it or with another topology's. */
 
 #define PFT_SECMSG_MAX_IDS 4096
 #define PFT_SECMSG_KEY_LEN 32
 #define PFT_SECMSG_EXTRA_MAX 128 /* bytes of one extra bin at most */
+#define PFT_SECMSG_FP_LEN 32     /* bytes of the topology fingerprint (PFT_TOPO_FP_LEN) */
 
 typedef enum { PFT_SECMSG_MISSING = 1, PFT_SECMSG_REVEAL = 2, PFT_SECMSG_DONE = 3 } pft_secmsg_kind_t;
 
@@ -50,13 +56,15 @@ typedef struct {
     const uint8_t (*keys)[PFT_SECMSG_KEY_LEN]; /* REVEAL only: n_ids use keys */
     int has_extra;                             /* 1: the eighth element is present (double masking) */
     size_t n_extra;
-    const char *const *extra_ids; /* MISSING: senders of the ciphertexts; REVEAL: whose seed shares */
-    const uint8_t *const *extra;  /* n_extra bins */
-    const size_t *extra_len;      /* their lengths, 1..PFT_SECMSG_EXTRA_MAX */
+    const char *const *extra_ids;  /* MISSING: senders of the ciphertexts; REVEAL: whose seed shares */
+    const uint8_t *const *extra;   /* n_extra bins */
+    const size_t *extra_len;       /* their lengths, 1..PFT_SECMSG_EXTRA_MAX */
+    int has_fp;                    /* 1: the ninth element is present */
+    uint8_t fp[PFT_SECMSG_FP_LEN]; /* the sender's topology fingerprint */
 } pft_secmsg_t;
 
-/* 1 if buf is an envelope whose payload is a secagg message (its first element "secagg" in a 7-array), so
- * that a receiver dispatches it here and not to the bundle decoder; 0 otherwise (any bytes). */
+/* 1 if buf is an envelope whose payload is a secagg message (its first element "secagg" in a 7-, 8- or
+ * 9-array), so that a receiver dispatches it here and not to the bundle decoder; 0 otherwise (any bytes). */
 int pft_secmsg_is(const uint8_t *buf, size_t len);
 
 /* Checks m, packs its payload, signs it with kp (NULL: unsigned, for tests) and wraps it in an envelope;

@@ -12,6 +12,7 @@
 #include "pft_fsio.h"
 #include "pft_log.h"
 #include "pft_mask.h"
+#include "pft_topo_fingerprint.h"
 
 #include <sodium.h>
 #include <stdarg.h>
@@ -133,7 +134,10 @@ static int send_msg(node_t *nd, const pft_secmsg_t *m, const char *to)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
-    int rc = pft_secmsg_encode(m, nd->hand.kp, &buf, &len);
+    pft_secmsg_t stamped = *m; /* every message carries this node's topology fingerprint */
+    stamped.has_fp = 1;
+    memcpy(stamped.fp, pft_topo_fp_hash(nd->fp), PFT_SECMSG_FP_LEN);
+    int rc = pft_secmsg_encode(&stamped, nd->hand.kp, &buf, &len);
     if (rc == 0) {
         int64_t dl = pft_transport_now_ms() + (int64_t)(nd->run->send_deadline * 1000);
         rc = pft_transport_send(nd->hand.tp, to, buf, len, NULL, dl);
@@ -332,6 +336,18 @@ int pft_node__dropout_on_message(node_t *nd, const uint8_t *buf, size_t len, cha
     else if (!from || pft_keys_verify_message(&nd->hand.keys[from->index], buf, len, NULL) != 0)
         rc = refuse(reason, rlen, PFT_EAUTH, "secagg %s: the signature of '%s' does not verify",
                     pft_secmsg_kind_name(m->kind), m->sender);
+    else if (!m->has_fp)
+        rc = refuse(reason, rlen, PFT_EREJECT,
+                    "secagg %s from '%s' carries no topology fingerprint (every pftnode message has one)",
+                    pft_secmsg_kind_name(m->kind), m->sender);
+    else if (memcmp(m->fp, pft_topo_fp_hash(nd->fp), PFT_SECMSG_FP_LEN) != 0)
+        rc =
+            refuse(reason, rlen, PFT_EREJECT,
+                   "secagg %s from '%s': topology differs from the one of '%s' (fingerprint %02x%02x%02x%02x "
+                   "here, %02x%02x%02x%02x there): the same run needs the same public topology",
+                   pft_secmsg_kind_name(m->kind), m->sender, m->sender, pft_topo_fp_hash(nd->fp)[0],
+                   pft_topo_fp_hash(nd->fp)[1], pft_topo_fp_hash(nd->fp)[2], pft_topo_fp_hash(nd->fp)[3],
+                   m->fp[0], m->fp[1], m->fp[2], m->fp[3]);
     else if (am_member(nd) && strcmp(m->sender, nd->sec.opener) == 0)
         rc = member_takes(nd, &m, buf, len, reason, rlen);
     else if (am_opener(nd))
