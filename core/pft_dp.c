@@ -118,21 +118,8 @@ double pft_dp_sigma(pft_dp_mech_t mech, int n, double eps, double delta)
     double sens = pft_dp_sensitivity(mech, n);
     if (pft_dp_gauss_delta(sens, s, eps) <= delta)
         return s;
-    /* The formula is not a valid calibration here (large ε): the smallest σ whose exact δ is ≤ δ,
-     * by doubling then bisection (δ(σ) decreases in σ). */
-    double lo = s, hi = 2.0 * s;
-    for (int i = 0; i < 200 && pft_dp_gauss_delta(sens, hi, eps) > delta; i++) {
-        lo = hi;
-        hi *= 2.0;
-    }
-    for (int i = 0; i < 200 && hi - lo > 1e-13 * hi; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (pft_dp_gauss_delta(sens, mid, eps) <= delta)
-            hi = mid;
-        else
-            lo = mid;
-    }
-    return hi;
+    /* The formula is not a valid calibration here (large ε): the smallest σ whose exact δ is ≤ δ */
+    return pft_dp_sigma_exact(sens, eps, delta);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
