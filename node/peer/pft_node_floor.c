@@ -1,4 +1,4 @@
-/* pft_node_floor: the privacy floor's record (min_rows, DESIGN.md §10): which classes a refit withheld
+/* pft_node_floor: the privacy floor's record (min_rows, DESIGN.md §9): which classes a refit withheld
  * because they stand for fewer than min_rows rows, and the smallest count each released class stands for. The
  * methods decide what to withhold; this file only keeps the record, for the refit itself (a withheld class's
  * provenance does not travel) and for result.json. */

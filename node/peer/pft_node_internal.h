@@ -1,7 +1,7 @@
 /* pft_node_internal: the peer's state and the functions its files share. Internal to node/peer: never include
  * it from elsewhere (the public interface is pft_node.h).
  *
- * The peer is one actor (DESIGN.md §11): one loop (pft_node_loop.c) owns the transport, the timers and the
+ * The peer is one actor (DESIGN.md §3.1): one loop (pft_node_loop.c) owns the transport, the timers and the
  * chores; the stage machine (pft_node.c) runs the topology's stages through it. What varies is chosen once
  * at setup through two ops tables (pft_node_table.c): the knowledge method (sampling, exact) and the head
  * (logreg, gaussian, ncm), one file per entry. Files, from the bottom up (a file calls only files above it in

@@ -1,4 +1,4 @@
-/* pft_node_loop: the peer's one event loop (DESIGN.md §11, Zyre's actor): every wait of a run — for a stage's
+/* pft_node_loop: the peer's one event loop (an actor, DESIGN.md §3.1): every wait of a run — for a stage's
  * bundles, for the sends to end, the linger after success — is a condition of pft_node__loop_until, and a
  * long computation (EM, the head's fit) yields to the same loop through pft_node__loop_yield. One turn serves
  * the transport once (inbound bundles, acknowledgements, retransmissions) and then the node's chores, here

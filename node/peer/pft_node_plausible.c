@@ -1,4 +1,4 @@
-/* pft_node_plausible: what a received bundle may claim (DESIGN.md §10, §12; SECURITY.md §7.1), checked at
+/* pft_node_plausible: what a received bundle may claim (DESIGN.md §9, §12; SECURITY.md §7.1), checked at
  * the inbox before the ACK, so that an implausible bundle is refused with its reason (counted in refusals)
  * instead of being acknowledged and then failing or skewing the node:
  * - every contributor and provenance entry is a node of the topology other than this one (a complete bundle

@@ -1,4 +1,4 @@
-/* pft_node_step_floor: the release step `floor` (min_rows, DESIGN.md §10): the classes of this node's own
+/* pft_node_step_floor: the release step `floor` (min_rows, DESIGN.md §9): the classes of this node's own
  * rows that would be released standing for fewer than min_rows rows (own rows and what merges with them) are
  * left out of what goes on, each withheld and recorded (pft_node_floor.c); the node's own head still has
  * them. A masked node has no floor of its own: it applies where the group's sum opens. */
