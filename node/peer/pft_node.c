@@ -109,11 +109,11 @@ static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
     int rc = nd->method->refit(nd, st, complete, &b);
     if (rc)
         return rc;
-    if (nd->me->dp_epsilon > 0 && (rc = resend_earlier(nd, st, &b)) != 0) { /* 1: the stored bytes went */
+    if (nd->pipe.redraws && (rc = resend_earlier(nd, st, &b)) != 0) { /* 1: the stored bytes went */
         pft_bundle_destroy(&b);
         return rc < 0 ? rc : 0;
     }
-    if (nd->me->dp_epsilon > 0 && (rc = pft_node__release_charge(nd)) != 0) {
+    if (nd->pipe.noisy && (rc = pft_node__release_charge(nd)) != 0) {
         pft_bundle_destroy(&b);
         return rc;
     }

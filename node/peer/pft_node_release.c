@@ -72,9 +72,12 @@ int pft_node__release_stats(node_t *nd, const pft_dataset_t *set, pft_gstat_kind
 }
 
 /* Charges the release of one bundle (classes are disjoint: parallel composition, so (ε, max δ)) to the ledger
- * and persists it before anything is sent. PFT_EBUDGET when the node's total would be exceeded. */
+ * and persists it before anything is sent. A node without rows (an aggregator) releases none of its own and
+ * spends nothing. PFT_EBUDGET when the node's total would be exceeded. */
 int pft_node__release_charge(node_t *nd)
 {
+    if (pft_dataset_n(nd->train) == 0)
+        return 0;
     int rc = pft_dp_budget_charge(&nd->dp.budget, nd->me->dp_epsilon, nd->dp.delta_max);
     if (rc)
         return rc;
@@ -87,6 +90,15 @@ int pft_node__release_charge(node_t *nd)
     json_decref(o);
     pft_free(path);
     return rc;
+}
+
+int pft_node__release_guarantee(const node_t *nd, double *eps, double *delta)
+{
+    if (!(nd->me->dp_epsilon > 0))
+        return 0;
+    *eps = nd->me->dp_epsilon;
+    *delta = nd->dp.delta_max;
+    return 1;
 }
 
 /* DP setup: the ledger is loaded, the noise generator seeded from the OS. */
