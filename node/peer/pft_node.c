@@ -379,9 +379,8 @@ static int run_stages(node_t *nd, json_t *res)
         if (rc == 0 && st->final)
             rc = pft_node__head_train(nd, res);
         if (rc) {
-            int code = fail(nd->drop.unrevealed ? PFT_EXIT_UNREVEALED
-                            : nd->sec.unopened  ? PFT_EXIT_UNOPENED
-                                                : exit_for(rc));
+            int sa = pft_node__secagg_exit(nd);
+            int code = fail(sa ? sa : exit_for(rc));
             dropout_end(nd, 1); /* an opener tells the members it asks nothing more */
             return code;
         }

@@ -685,6 +685,9 @@ int pft_node__secagg_setup(node_t *nd);
 void pft_node__secagg_free(node_t *nd);
 /* 1 if this node masks its own rows (it is a member of a group). */
 int pft_node__secagg_masks_own(const node_t *nd);
+/* The exit status a failed run owes to secure aggregation (an opener whose survivors never revealed, or
+ * whose group's sum did not open: PFT_EXIT_UNREVEALED, PFT_EXIT_UNOPENED); 0: none. */
+int pft_node__secagg_exit(const node_t *nd);
 /* This node's own statistics st (exact, its released rows) as a masked part in ps: the class sums of every
  * class of the run and its release-rule second moment R = N(U Uᵀ + diag ψ) + Σ_c s_c s_cᵀ/n_c
  * (docs/SECAGG.md §6), in fixed point, masked with its group's pairs. 0 or an error. */

@@ -124,6 +124,11 @@ int pft_node__secagg_masks_own(const node_t *nd)
     return nd->sec.plan && nd->sec.me->mask_group >= 0;
 }
 
+int pft_node__secagg_exit(const node_t *nd)
+{
+    return nd->drop.unrevealed ? PFT_EXIT_UNREVEALED : nd->sec.unopened ? PFT_EXIT_UNOPENED : 0;
+}
+
 /* The public keys of nodes idx[0..n) into a new array (NULL if out of memory). */
 static pft_pubkey_t *keys_of(const node_t *nd, const size_t *idx, size_t n)
 {
