@@ -111,5 +111,5 @@ run)
     for n in "${names[@]}"; do run_one "$bin" "$out" "$n"; done
     ;;
 compare) compare "$2" "$3" ;;
-*) sed -n '2,9p' "$0" && exit 2 ;;
+*) sed -n '2,14p' "$0" && exit 2 ;;
 esac

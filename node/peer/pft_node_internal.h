@@ -427,9 +427,9 @@ int pft_node__rows_sample(rows_t *r, const pft_gmm_t *g, pft_rng_t *rng, int n, 
 /* 1 if every row weighs exactly 1 (the paper's protocol): the unweighted fits apply. */
 int pft_node__rows_all_unit(const rows_t *r);
 /* How many synthetic rows stand for one class received from nr bundles, bundle r standing for m[r] rows
- * of it: f per row, at most mc_budget for the class (0: no bound; a DP node: one per row, no bound), split
- * by m[r], at least one per bundle with rows. Each draw of bundle r then weighs m[r] / draws[r].
- * 0, or PFT_ENOMEM when the count is out of reach. */
+ * of it: f per row, at most mc_budget for the class (0: no bound; a release whose sensitivity is per row,
+ * nd->pipe.per_row: one per row, no bound), split by m[r], at least one per bundle with rows. Each draw of
+ * bundle r then weighs m[r] / draws[r]. 0, or PFT_ENOMEM when the count is out of reach. */
 int pft_node__mc_draws(const node_t *nd, int f, const uint64_t *m, size_t nr, int *draws);
 
 /* ---- pft_node_release.c: DP-FedPFT ---- */
@@ -497,9 +497,10 @@ int pft_node__inbox_unconfirmed(const node_t *nd);
 /* Sends a stage's message to its successors (not again where acknowledged before a restart). */
 int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, size_t len);
 /* The bundle an earlier run of this node stored (out/bundle.pftb) and recorded as sent or acknowledged on one
- * of stage st's hand-offs (out/sent/, out/acked/): its bytes into *buf (pft_free) and 1; 0 if none. A DP node
- * restarted before its hand-off was acknowledged sends these bytes again instead of a fresh noise draw (its
- * successor may hold the first one already, and two draws would each spend the budget). */
+ * of stage st's hand-offs (out/sent/, out/acked/): its bytes into *buf (pft_free) and 1; 0 if none. A node
+ * whose releases draw noise anew (nd->pipe.redraws) restarted before its hand-off was acknowledged sends
+ * these bytes again instead of a fresh draw (its successor may hold the first one already, and two draws
+ * would each spend the budget). */
 int pft_node__outbox_earlier(const node_t *nd, const pft_stage_t *st, uint8_t **buf, size_t *len);
 /* Records newly acknowledged hand-offs in out/acked/. */
 void pft_node__outbox_save_acks(node_t *nd);
@@ -532,7 +533,7 @@ void pft_node__loop_yield(void *ctx);
 /* ---- pft_node_parts.c: exact statistics as parts (the exact method's working set) ---- */
 /* A part taken for this node's statistics. */
 typedef struct {
-    pft_gstat_t *st; /* owned: what is sent on (this node's own part: its DP release when dp_epsilon > 0) */
+    pft_gstat_t *st; /* owned: what is sent on (this node's own part: its DP release with the step noise) */
     const pft_gstat_t
         *view;      /* borrowed instead of st: a received bundle's part (the bundle outlives the refit) */
     int exact_rows; /* 1: this node's own part as sent differs from its rows (floor, DP): the head adds the
