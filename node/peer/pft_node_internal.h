@@ -443,6 +443,9 @@ int pft_node__release_stats(node_t *nd, const pft_dataset_t *set, pft_gstat_kind
 /* Charges one bundle's release of this node's own rows to the ledger and persists it (nothing for a node
  * without rows: it releases nothing of its own); PFT_EBUDGET past the budget. */
 int pft_node__release_charge(node_t *nd);
+/* A masked member's DP release, its noise share of std share_sd (σ = sigma opened, D = div; clipped rows
+ * clipped; docs/SECAGG.md §7), recorded: the ledger's δ and result.json's dp.release. */
+void pft_node__release_share(node_t *nd, double share_sd, double sigma, uint32_t div, int clipped);
 /* 1 and this node's (ε, δ) in *eps, *delta (δ the largest a release of it used; 0 before one) when its own
  * releases carry a DP guarantee; 0 otherwise. */
 int pft_node__release_guarantee(const node_t *nd, double *eps, double *delta);

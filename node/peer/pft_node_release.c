@@ -92,6 +92,18 @@ int pft_node__release_charge(node_t *nd)
     return rc;
 }
 
+void pft_node__release_share(node_t *nd, double share_sd, double sigma, uint32_t div, int clipped)
+{
+    nd->dp.delta_max = nd->me->dp_delta;
+    nd->dp.clipped = clipped;
+    json_object_set_new(nd->dp.info, "release",
+                        json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:f,s:i,s:i}", "kind", "tied", "form",
+                                  "secure aggregation share (sums and second moment)", "rows",
+                                  (json_int_t)pft_dataset_n(nd->train), "epsilon", nd->me->dp_epsilon,
+                                  "delta", nd->dp.delta_max, "sigma_share", share_sd, "sigma_opened", sigma,
+                                  "noise_div", (int)div, "clipped_rows", clipped));
+}
+
 int pft_node__release_guarantee(const node_t *nd, double *eps, double *delta)
 {
     if (!(nd->me->dp_epsilon > 0))
