@@ -5,7 +5,8 @@
 #   bench/identity.sh compare OUT_A OUT_B     compares every run present in both; exit 1 on a difference
 # Runs (seed 0): ring5 (examples/ring5.dot), chain5, chain5_tied (configs/chain5.dot, cov = tied) and
 # chain5_tied_logreg (the same with head = logreg: rows drawn from exact statistics), chain5_tied_floor
-# (min_rows = 15: own classes withheld) and chain5_tied_dp (min_rows = 15, dp_epsilon = 8, seeded), star_sa
+# (min_rows = 15: own classes withheld) and chain5_tied_dp (min_rows = 15, dp_epsilon = 8, seeded), chain5_dp
+# (the default sampling method with DP-FedPFT: k = 1, dp_epsilon = 1, seeded), star_sa
 # (secure aggregation, a star of five clients and an aggregator, examples data) and star_sa_dp (the same with
 # DP ε = 1, δ = 0.001; the noise is seeded by PFT_DP_SEED only in a PFT_TEST_HOOKS build); star20, star50_tied
 # (configs/, costly: only when named). KEYS=DIR: the star runs take every node's key from DIR (generated there
@@ -39,6 +40,7 @@ run_one() { # run_one BIN OUT NAME
     chain5_tied_floor) dot=$here/configs/chain5.dot set=(--set cov=tied --set min_rows=15) ;;
     chain5_tied_dp) dot=$here/configs/chain5.dot set=(--set cov=tied --set min_rows=15 --set dp_epsilon=8)
         env=(PFT_DP_SEED=7) ;;
+    chain5_dp) dot=$here/configs/chain5.dot set=(--set k=1 --set dp_epsilon=1) env=(PFT_DP_SEED=7) ;;
     star20) dot=$here/configs/star20.dot ;;
     star50_tied) dot=$here/configs/star50.dot set=(--set cov=tied) ;;
     star_sa) dot=$out/star_sa.dot && star_dot "$dot" "cov = tied; secure_agg = true;" "$bin/pftnet" ;;
@@ -105,9 +107,9 @@ run)
     bin=$(cd "$2" && pwd) out=$3
     shift 3
     names=("$@")
-    [ ${#names[@]} -gt 0 ] || names=(ring5 chain5 chain5_tied chain5_tied_logreg chain5_tied_floor chain5_tied_dp star_sa star_sa_dp)
+    [ ${#names[@]} -gt 0 ] || names=(ring5 chain5 chain5_tied chain5_tied_logreg chain5_tied_floor chain5_tied_dp chain5_dp star_sa star_sa_dp)
     for n in "${names[@]}"; do run_one "$bin" "$out" "$n"; done
     ;;
 compare) compare "$2" "$3" ;;
-*) sed -n '2,9p' "$0" && exit 2 ;;
+*) sed -n '2,14p' "$0" && exit 2 ;;
 esac

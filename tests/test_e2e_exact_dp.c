@@ -4,7 +4,8 @@
  * result.json accounts the noise a's release put into the class means it received, the bundle a sent differs
  * from the exact sums of a's own rows (computed here from its data files) by noise of the σ a reports and
  * carries no scatter, b's head takes a's classes as noisy components or leaves them out by its documented
- * rule, and a budget below one release stops a with exit 11. */
+ * rule, an aggregator without rows spends nothing of its ledger, and a budget below one release stops a with
+ * exit 11. */
 #include "pft_e2e_own.h"
 #include "pft_e2e_run.h"
 #include "pft_gstat.h"
@@ -191,6 +192,35 @@ done:
     json_decref(b);
 }
 
+/* An aggregator without rows under DP (s [data = false] in a DP run): it releases nothing of its own, so its
+ * ledger stays empty (0 spent in 0 releases) while the member that released its rows has spent one (ε, δ). */
+static void test_dataless_ledger(void)
+{
+    char out[512];
+    json_t *r = NULL;
+    int code =
+        launch("dpnodata", "  dp_epsilon = 1;\n  s [data = false];\n  a -> s;\n", NULL, out, sizeof out, &r);
+    CHECK_MSG(code == 0, "launch exit %d (see %s.stderr, %s/*/node.log)", code, out, out);
+    json_decref(r);
+    json_t *a = node_result(out, "a"), *s = node_result(out, "s");
+    CHECK(a && s);
+    if (!a || !s)
+        goto done;
+    json_t *ba = json_object_get(json_object_get(a, "dp"), "budget");
+    json_t *bs = json_object_get(json_object_get(s, "dp"), "budget");
+    CHECK_MSG(ba && jreal(ba, "eps_spent") == 1.0 && fabs(jreal(ba, "delta_spent") - DELTA) < 1e-15 &&
+                  pft_e2e_jint(ba, "releases") == 1,
+              "a spent eps %g delta %g in %lld releases", jreal(ba, "eps_spent"), jreal(ba, "delta_spent"),
+              (long long)pft_e2e_jint(ba, "releases"));
+    CHECK_MSG(bs && jreal(bs, "eps_spent") == 0.0 && jreal(bs, "delta_spent") == 0.0 &&
+                  pft_e2e_jint(bs, "releases") == 0,
+              "s (no rows) spent eps %g delta %g in %lld releases", jreal(bs, "eps_spent"),
+              jreal(bs, "delta_spent"), (long long)pft_e2e_jint(bs, "releases"));
+done:
+    json_decref(a);
+    json_decref(s);
+}
+
 static void test_budget(void)
 {
     /* a budget smaller than one release: a refuses to release (exit 11); b finishes on its own rows, degraded
@@ -250,6 +280,7 @@ int main(void)
     if (pft_e2e_scratch(s_tmp, sizeof s_tmp, "pft_e2e_exact_dp") != 0)
         return 1;
     RUN(test_chain_dp);
+    RUN(test_dataless_ledger);
     RUN(test_budget);
     RUN(test_labelshift);
     return pft_e2e_finish(s_tmp, pft_test_done());

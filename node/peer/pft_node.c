@@ -109,11 +109,11 @@ static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
     int rc = nd->method->refit(nd, st, complete, &b);
     if (rc)
         return rc;
-    if (nd->me->dp_epsilon > 0 && (rc = resend_earlier(nd, st, &b)) != 0) { /* 1: the stored bytes went */
+    if (nd->pipe.redraws && (rc = resend_earlier(nd, st, &b)) != 0) { /* 1: the stored bytes went */
         pft_bundle_destroy(&b);
         return rc < 0 ? rc : 0;
     }
-    if (nd->me->dp_epsilon > 0 && (rc = pft_node__release_charge(nd)) != 0) {
+    if (nd->pipe.noisy && (rc = pft_node__release_charge(nd)) != 0) {
         pft_bundle_destroy(&b);
         return rc;
     }
@@ -379,9 +379,8 @@ static int run_stages(node_t *nd, json_t *res)
         if (rc == 0 && st->final)
             rc = pft_node__head_train(nd, res);
         if (rc) {
-            int code = fail(nd->drop.unrevealed ? PFT_EXIT_UNREVEALED
-                            : nd->sec.unopened  ? PFT_EXIT_UNOPENED
-                                                : exit_for(rc));
+            int sa = pft_node__secagg_exit(nd);
+            int code = fail(sa ? sa : exit_for(rc));
             dropout_end(nd, 1); /* an opener tells the members it asks nothing more */
             return code;
         }

@@ -18,11 +18,12 @@
 #include <string.h>
 
 /* 1 when this node's statistics head chooses its shrinkage from evidence: the gaussian head (ncm fits at
- * α = 1 and never reads it) on tied statistics, no DP (the tallies of own rows are not noised). */
+ * α = 1 and never reads it) on tied statistics, a release without DP noise (the tallies of own rows are not
+ * noised: none goes beside a noisy release). */
 static int wanted(const node_t *nd)
 {
     return strcmp(nd->head_ops->name, "gaussian") == 0 && nd->me->exact && nd->me->cov == PFT_COV_TIED &&
-           !(nd->me->dp_epsilon > 0);
+           !nd->pipe.noisy;
 }
 
 int pft_node__evidence_own(node_t *nd, const pft_gstat_t *total)

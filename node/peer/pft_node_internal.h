@@ -183,14 +183,22 @@ typedef struct {
  * then the bundle. */
 typedef struct pft_node_release pft_node__release_t;
 
+/* One class's model on its way into a bundle of the sampling method (pft_node__step_model). */
+typedef struct pft_node_model pft_node__model_t;
+
 /* A release step (pft_node_step_*.c): one stage of what a node sends, chosen once at setup by applies(). */
 typedef struct {
     const char *name;
     int (*applies)(const node_t *nd); /* 1: this node's releases go through the step (asked once, at setup) */
+    /* Sets what the step makes every release of this node (nd->pipe's answers, which the other files ask),
+     * once at setup where the step applies; NULL: nothing. */
+    void (*declare)(node_t *nd);
     /* Works on the own part in r (r->ps, r->merged, r->rows, r->st); NULL: nothing to do there. */
     int (*own)(node_t *nd, pft_node__release_t *r);
     /* Works on the outbound bundle r->b, its parts merged; NULL: nothing to do there. */
     int (*bundle)(node_t *nd, pft_node__release_t *r);
+    /* Works on one class's model of the sampling method (m): may withhold it or make it; NULL: nothing. */
+    int (*model)(node_t *nd, pft_node__model_t *m);
 } pft_node_step_t;
 
 #define PFT_NODE_MAX_STEPS 8
@@ -332,6 +340,14 @@ struct node {
     struct { /* the release pipeline (pft_node_step.c; set up once, then read) */
         const pft_node_step_t *steps[PFT_NODE_MAX_STEPS]; /* the steps that apply, in order */
         int n_steps;
+        /* What every release of this node is, declared by the steps at setup (the other files ask these,
+         * never a privacy setting): */
+        int noisy;   /* it carries DP noise (step noise): own parts carry this node's guarantee, no exact
+                        tally of own rows goes beside them, each release is charged to the ledger */
+        int redraws; /* its noise is drawn anew at each release (step noise): a restart resends the bytes
+                        it stored rather than draw again, and no hand-off leaves unrecorded */
+        int per_row; /* its sensitivity is per row (step noise): the union it is computed on is unweighted,
+                        one draw per row it stands for */
         uint64_t noise_seed; /* step mean_noise: its seed, drawn from the OS at its first release */
         int noise_seeded;    /* 1 once noise_seed is drawn */
     } pipe;
@@ -411,9 +427,9 @@ int pft_node__rows_sample(rows_t *r, const pft_gmm_t *g, pft_rng_t *rng, int n, 
 /* 1 if every row weighs exactly 1 (the paper's protocol): the unweighted fits apply. */
 int pft_node__rows_all_unit(const rows_t *r);
 /* How many synthetic rows stand for one class received from nr bundles, bundle r standing for m[r] rows
- * of it: f per row, at most mc_budget for the class (0: no bound; a DP node: one per row, no bound), split
- * by m[r], at least one per bundle with rows. Each draw of bundle r then weighs m[r] / draws[r].
- * 0, or PFT_ENOMEM when the count is out of reach. */
+ * of it: f per row, at most mc_budget for the class (0: no bound; a release whose sensitivity is per row,
+ * nd->pipe.per_row: one per row, no bound), split by m[r], at least one per bundle with rows. Each draw of
+ * bundle r then weighs m[r] / draws[r]. 0, or PFT_ENOMEM when the count is out of reach. */
 int pft_node__mc_draws(const node_t *nd, int f, const uint64_t *m, size_t nr, int *draws);
 
 /* ---- pft_node_release.c: DP-FedPFT ---- */
@@ -424,8 +440,15 @@ int pft_node__release_fit(node_t *nd, int c, const float *x, int n, pft_gmm_t **
 /* The (ε, δ)-DP release of the exact statistics of the rows of set (the node's own, less what the floor
  * withholds) of kind (pft_gstat_dp) into *out; records σ, Δ₂ and the clipped rows in nd->dp. */
 int pft_node__release_stats(node_t *nd, const pft_dataset_t *set, pft_gstat_kind_t kind, pft_gstat_t **out);
-/* Charges one bundle's release to the ledger and persists it; PFT_EBUDGET past the budget. */
+/* Charges one bundle's release of this node's own rows to the ledger and persists it (nothing for a node
+ * without rows: it releases nothing of its own); PFT_EBUDGET past the budget. */
 int pft_node__release_charge(node_t *nd);
+/* A masked member's DP release, its noise share of std share_sd (σ = sigma opened, D = div; clipped rows
+ * clipped; docs/SECAGG.md §7), recorded: the ledger's δ and result.json's dp.release. */
+void pft_node__release_share(node_t *nd, double share_sd, double sigma, uint32_t div, int clipped);
+/* 1 and this node's (ε, δ) in *eps, *delta (δ the largest a release of it used; 0 before one) when its own
+ * releases carry a DP guarantee; 0 otherwise. */
+int pft_node__release_guarantee(const node_t *nd, double *eps, double *delta);
 /* The DP record into result.json ("dp"), with the ledger. */
 void pft_node__release_json(node_t *nd, json_t *res);
 
@@ -477,9 +500,10 @@ int pft_node__inbox_unconfirmed(const node_t *nd);
 /* Sends a stage's message to its successors (not again where acknowledged before a restart). */
 int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *bytes, size_t len);
 /* The bundle an earlier run of this node stored (out/bundle.pftb) and recorded as sent or acknowledged on one
- * of stage st's hand-offs (out/sent/, out/acked/): its bytes into *buf (pft_free) and 1; 0 if none. A DP node
- * restarted before its hand-off was acknowledged sends these bytes again instead of a fresh noise draw (its
- * successor may hold the first one already, and two draws would each spend the budget). */
+ * of stage st's hand-offs (out/sent/, out/acked/): its bytes into *buf (pft_free) and 1; 0 if none. A node
+ * whose releases draw noise anew (nd->pipe.redraws) restarted before its hand-off was acknowledged sends
+ * these bytes again instead of a fresh draw (its successor may hold the first one already, and two draws
+ * would each spend the budget). */
 int pft_node__outbox_earlier(const node_t *nd, const pft_stage_t *st, uint8_t **buf, size_t *len);
 /* Records newly acknowledged hand-offs in out/acked/. */
 void pft_node__outbox_save_acks(node_t *nd);
@@ -512,7 +536,7 @@ void pft_node__loop_yield(void *ctx);
 /* ---- pft_node_parts.c: exact statistics as parts (the exact method's working set) ---- */
 /* A part taken for this node's statistics. */
 typedef struct {
-    pft_gstat_t *st; /* owned: what is sent on (this node's own part: its DP release when dp_epsilon > 0) */
+    pft_gstat_t *st; /* owned: what is sent on (this node's own part: its DP release with the step noise) */
     const pft_gstat_t
         *view;      /* borrowed instead of st: a received bundle's part (the bundle outlives the refit) */
     int exact_rows; /* 1: this node's own part as sent differs from its rows (floor, DP): the head adds the
@@ -665,6 +689,9 @@ int pft_node__secagg_setup(node_t *nd);
 void pft_node__secagg_free(node_t *nd);
 /* 1 if this node masks its own rows (it is a member of a group). */
 int pft_node__secagg_masks_own(const node_t *nd);
+/* The exit status a failed run owes to secure aggregation (an opener whose survivors never revealed, or
+ * whose group's sum did not open: PFT_EXIT_UNREVEALED, PFT_EXIT_UNOPENED); 0: none. */
+int pft_node__secagg_exit(const node_t *nd);
 /* This node's own statistics st (exact, its released rows) as a masked part in ps: the class sums of every
  * class of the run and its release-rule second moment R = N(U Uᵀ + diag ψ) + Σ_c s_c s_cᵀ/n_c
  * (docs/SECAGG.md §6), in fixed point, masked with its group's pairs. 0 or an error. */
@@ -710,8 +737,20 @@ struct pft_node_release {
     int taken;              /* own: 1 once a step took the own part into ps itself */
     pft_bundle_t *b;        /* bundle: the outbound bundle, its parts merged */
 };
-/* The steps that apply to this node, once, into nd->release (logged for an exact node). 0. */
+/* One class's model on its way into a sampling bundle: the union it is fitted on, then what a step made. */
+struct pft_node_model {
+    int c;           /* the class */
+    const float *x;  /* the union's rows (n × d), as the method gathered them */
+    int n;           /* rows of the union */
+    int represented; /* rows of knowledge the union stands for (its weight) */
+    pft_gmm_t *g;    /* owned: the model, once a step made it (NULL: the method fits it by EM) */
+    int withheld;    /* 1: a step withheld the class (nothing of it goes on) */
+};
+/* The steps that apply to this node, once, into nd->pipe, and their answers declared (logged). 0. */
 int pft_node__step_setup(node_t *nd);
+/* One class's model of a sampling refit through the steps, in order, until one withholds or makes it. 0 or
+ * an error (m->g freed). */
+int pft_node__step_model(node_t *nd, pft_node__model_t *m);
 /* A refit's own part into ps through the steps (merged: per class, the rows of received parts that will be
  * sent merged with own rows); nothing for a node without rows. 0 or an error. */
 int pft_node__step_own(node_t *nd, parts_t *ps, const uint64_t *merged);

@@ -167,7 +167,7 @@ int pft_node__outbox_send(node_t *nd, const pft_stage_t *st, const uint8_t *byte
         int before = recorded(nd, "sent", ho->seq, hex);
         char *sent = before ? NULL : record_path(nd, "sent", ho->seq);
         if (!before && (!sent || pft_fsio_write_atomic(sent, hex, strlen(hex)) != 0)) {
-            if (nd->me->dp_epsilon > 0) { /* a restart would draw the noise again: send nothing unrecorded */
+            if (nd->pipe.redraws) { /* a restart would draw the noise again: send nothing unrecorded */
                 pft_free(sent);
                 return pft_err(PFT_EIO,
                                "recording hand-off %zu as sent: %s (a DP bundle is not sent unrecorded)",

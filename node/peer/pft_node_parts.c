@@ -321,8 +321,9 @@ static int part_provenance(node_t *nd, const part_t *p, pft_bundle_t *b)
             for (int c = 0; rc == 0 && c < nd->n_classes; c++)
                 if (nd->own_counts[c] && !pft_node__floor_is_withheld(&nd->know.floor, c))
                     rc = pft_bundle_prov_add(b, id, c, (uint64_t)nd->own_counts[c]);
-            if (rc == 0 && p->exact_rows && nd->me->dp_epsilon > 0)
-                rc = pft_bundle_prov_set_dp(b, id, nd->me->dp_epsilon, nd->dp.delta_max);
+            double eps, delta;
+            if (rc == 0 && p->exact_rows && pft_node__release_guarantee(nd, &eps, &delta))
+                rc = pft_bundle_prov_set_dp(b, id, eps, delta);
             continue;
         }
         for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++) {
@@ -357,10 +358,11 @@ double pft_node__parts_sigma(const node_t *nd, const part_t *p, const char *id, 
     *eps = *delta = 0;
     if (!p->b) { /* own rows: exact in the head, whether or not a DP release of them went on */
         *exact_here = 1;
-        if (nd->me->dp_epsilon > 0 && nd->dp.delta_max > 0) {
+        double e, dl;
+        if (pft_node__release_guarantee(nd, &e, &dl) && dl > 0) {
             *has_dp = 1;
-            *eps = nd->me->dp_epsilon;
-            *delta = nd->dp.delta_max;
+            *eps = e;
+            *delta = dl;
         }
     } else {
         for (int e = 0; e < pft_bundle_prov_n_nodes(p->b); e++)
@@ -484,7 +486,7 @@ static int released_noisy(const node_t *nd, const part_t *p)
 {
     if (pft_node__parts_kind(nd) != PFT_GSTAT_TIED)
         return 0;
-    return pft_node__parts_noise(nd, p, NULL) || (!p->b && p->exact_rows && nd->me->dp_epsilon > 0);
+    return pft_node__parts_noise(nd, p, NULL) || (!p->b && p->exact_rows && nd->pipe.noisy);
 }
 
 /* st as means only: its counts and means, a zero scatter (a group holding a DP release of sums). */

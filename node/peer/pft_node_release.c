@@ -72,9 +72,12 @@ int pft_node__release_stats(node_t *nd, const pft_dataset_t *set, pft_gstat_kind
 }
 
 /* Charges the release of one bundle (classes are disjoint: parallel composition, so (ε, max δ)) to the ledger
- * and persists it before anything is sent. PFT_EBUDGET when the node's total would be exceeded. */
+ * and persists it before anything is sent. A node without rows (an aggregator) releases none of its own and
+ * spends nothing. PFT_EBUDGET when the node's total would be exceeded. */
 int pft_node__release_charge(node_t *nd)
 {
+    if (pft_dataset_n(nd->train) == 0)
+        return 0;
     int rc = pft_dp_budget_charge(&nd->dp.budget, nd->me->dp_epsilon, nd->dp.delta_max);
     if (rc)
         return rc;
@@ -87,6 +90,27 @@ int pft_node__release_charge(node_t *nd)
     json_decref(o);
     pft_free(path);
     return rc;
+}
+
+void pft_node__release_share(node_t *nd, double share_sd, double sigma, uint32_t div, int clipped)
+{
+    nd->dp.delta_max = nd->me->dp_delta;
+    nd->dp.clipped = clipped;
+    json_object_set_new(nd->dp.info, "release",
+                        json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:f,s:i,s:i}", "kind", "tied", "form",
+                                  "secure aggregation share (sums and second moment)", "rows",
+                                  (json_int_t)pft_dataset_n(nd->train), "epsilon", nd->me->dp_epsilon,
+                                  "delta", nd->dp.delta_max, "sigma_share", share_sd, "sigma_opened", sigma,
+                                  "noise_div", (int)div, "clipped_rows", clipped));
+}
+
+int pft_node__release_guarantee(const node_t *nd, double *eps, double *delta)
+{
+    if (!(nd->me->dp_epsilon > 0))
+        return 0;
+    *eps = nd->me->dp_epsilon;
+    *delta = nd->dp.delta_max;
+    return 1;
 }
 
 /* DP setup: the ledger is loaded, the noise generator seeded from the OS. */

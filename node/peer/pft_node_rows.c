@@ -99,7 +99,7 @@ int pft_node__mc_draws(const node_t *nd, int f, const uint64_t *m, size_t nr, in
     for (size_t r = 0; r < nr; r++)
         total += m[r];
     uint64_t budget = (uint64_t)nd->run->mc_budget, want = total * (uint64_t)f;
-    if (nd->me->dp_epsilon > 0) /* a DP release's sensitivity is per row of an unweighted union */
+    if (nd->pipe.per_row) /* the release's sensitivity is per row of an unweighted union */
         budget = 0, want = total;
     uint64_t cap = budget && want > budget ? budget : want;
     if (cap > INT_MAX / 4)

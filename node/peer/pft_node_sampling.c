@@ -114,11 +114,11 @@ static int head_rows_add(node_t *nd, int c, const float *own, int n_own, inbound
     return rc;
 }
 
-/* Synthetic rows per represented row in the EM union (up to mc_budget per class). DP releases use the plain
- * union, one row per represented row (their sensitivity is per row). */
+/* Synthetic rows per represented row in the EM union (up to mc_budget per class). A release whose sensitivity
+ * is per row (the pipeline's answer) uses the plain union, one row per represented row. */
 static int em_draws(const node_t *nd)
 {
-    if (nd->me->dp_epsilon > 0)
+    if (nd->pipe.per_row)
         return 1;
     return nd->run->em_draws;
 }
@@ -199,31 +199,30 @@ static void em_opts(const node_t *nd, int c, pft_gmm_opts_t *go)
     go->reg_covar = nd->run->reg_covar;
     go->n_init = nd->run->n_init;
     /* the floor counts represented rows: the weights of the union (class_union) */
-    go->min_rows = nd->me->dp_epsilon > 0 ? 1 : nd->me->min_rows;
+    go->min_rows = nd->me->min_rows;
     go->seed = pft_rng_derive(nd->run->seed, fnv1a(nd->me->id), (uint64_t)c);
 }
 
-/* Fits class c on its union (EM, or a DP release) and adds the model to b as standing for `represented` rows.
- */
+/* Class c's model of its union, through the release steps (the floor may withhold it, a step may make it)
+ * and otherwise EM, added to b as standing for `represented` rows. */
 static int fit_class(node_t *nd, int c, const rows_t *cls, int n_own, int represented, pft_bundle_t *b)
 {
+    pft_node__model_t m = {.c = c, .x = cls->x, .n = cls->n, .represented = represented};
     pft_gmm_opts_t go;
-    pft_gmm_t *g = NULL;
-    pft_node__set_status(nd, "fitting", NULL);
-    em_opts(nd, c, &go);
     pft_gmm_info_t info = {.iters = 1, .k_used = 1};
+    pft_node__set_status(nd, "fitting", NULL);
     double t0 = pft_fsio_now();
-    int rc = nd->me->dp_epsilon > 0
-                 ? pft_node__release_fit(nd, c, cls->x, cls->n, &g)
-                 : pft_gmm_fit_weighted(cls->x, pft_node__rows_all_unit(cls) ? NULL : cls->w, cls->n, cls->d,
-                                        &go, &g, &info);
-    double dt = pft_fsio_now() - t0;
-    if (rc) {
-        pft_err_wrap(rc, "%s for class %d (%d rows)", nd->me->dp_epsilon > 0 ? "DP release" : "EM", c,
-                     cls->n);
-        pft_gmm_destroy(&g);
+    int rc = pft_node__step_model(nd, &m);
+    if (rc || m.withheld)
+        return rc;
+    em_opts(nd, c, &go);
+    if (!m.g && (rc = pft_gmm_fit_weighted(cls->x, pft_node__rows_all_unit(cls) ? NULL : cls->w, cls->n,
+                                           cls->d, &go, &m.g, &info))) {
+        pft_err_wrap(rc, "EM for class %d (%d rows)", c, cls->n);
+        pft_gmm_destroy(&m.g);
         return rc;
     }
+    double dt = pft_fsio_now() - t0;
     nd->tally.em_seconds += dt;
     if (cls->n > nd->tally.em_rows_max)
         nd->tally.em_rows_max = cls->n;
@@ -234,8 +233,8 @@ static int fit_class(node_t *nd, int c, const rows_t *cls, int n_own, int repres
     if (info.floor_dropped > 0)
         pft_info("class %d: K %d -> %d so that every component stands for >= %d rows (%d refits)", c,
                  info.k_used + info.floor_dropped, info.k_used, nd->me->min_rows, info.floor_refits);
-    rc = pft_bundle_add_class(b, c, (uint64_t)represented, &g);
-    pft_gmm_destroy(&g);
+    rc = pft_bundle_add_class(b, c, (uint64_t)represented, &m.g);
+    pft_gmm_destroy(&m.g);
     return rc;
 }
 
@@ -267,10 +266,11 @@ static int released_provenance(node_t *nd, pft_bundle_t *b, const pft_bundle_t *
 static int seal(node_t *nd, pft_bundle_t *b, const pft_bundle_t *counted, int complete)
 {
     int rc;
+    double eps, delta;
     if ((rc = released_provenance(nd, b, counted)))
         return rc;
-    if (nd->me->dp_epsilon > 0 && pft_bundle_prov_contains(b, nd->me->id) &&
-        (rc = pft_bundle_prov_set_dp(b, nd->me->id, nd->me->dp_epsilon, nd->dp.delta_max)))
+    if (pft_node__release_guarantee(nd, &eps, &delta) && pft_bundle_prov_contains(b, nd->me->id) &&
+        (rc = pft_bundle_prov_set_dp(b, nd->me->id, eps, delta)))
         return rc;
     if (complete && (rc = pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE)))
         return rc;
@@ -302,10 +302,7 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
         nd->tally.n_real += n_own;
         if (cls.n == 0)
             continue;
-        if (represented < nd->me->min_rows) /* the privacy floor: too few rows to release a model of */
-            pft_node__floor_withhold(&nd->know.floor, nd->me->min_rows, c, (uint64_t)represented,
-                                     "union (own rows and samples)");
-        else if ((rc = fit_class(nd, c, &cls, n_own, represented, b)))
+        if ((rc = fit_class(nd, c, &cls, n_own, represented, b)))
             goto done;
         if (nd->tally.em_fits == 2)
             pft_node__crash_point("mid-em");

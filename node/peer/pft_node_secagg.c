@@ -124,6 +124,11 @@ int pft_node__secagg_masks_own(const node_t *nd)
     return nd->sec.plan && nd->sec.me->mask_group >= 0;
 }
 
+int pft_node__secagg_exit(const node_t *nd)
+{
+    return nd->drop.unrevealed ? PFT_EXIT_UNREVEALED : nd->sec.unopened ? PFT_EXIT_UNOPENED : 0;
+}
+
 /* The public keys of nodes idx[0..n) into a new array (NULL if out of memory). */
 static pft_pubkey_t *keys_of(const node_t *nd, const size_t *idx, size_t n)
 {
@@ -178,15 +183,7 @@ static int masked_values_dp(node_t *nd, double *v)
     for (int a = 0; a < d; a++)
         for (int b = 0; b <= a; b++)
             v[o++] = raw->s2[(size_t)a * d + b];
-    nd->dp.delta_max = pft_topo_node(nd->topo, nd->my_index)->dp_delta;
-    nd->dp.clipped = raw->clipped;
-    json_object_set_new(nd->dp.info, "release",
-                        json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:f,s:i,s:i}", "kind", "tied", "form",
-                                  "secure aggregation share (sums and second moment)", "rows",
-                                  (json_int_t)pft_dataset_n(nd->train), "epsilon", nd->me->dp_epsilon,
-                                  "delta", nd->dp.delta_max, "sigma_share", nd->sec.share_sd, "sigma_opened",
-                                  nd->sec.sigma, "noise_div", (int)nd->sec.div, "clipped_rows",
-                                  raw->clipped));
+    pft_node__release_share(nd, nd->sec.share_sd, nd->sec.sigma, nd->sec.div, raw->clipped);
     pft_gstat_dp_raw_destroy(&raw);
     return 0;
 }

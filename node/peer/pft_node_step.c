@@ -1,8 +1,10 @@
 /* pft_node_step: what a node sends, as one pipeline: the ordered table of release steps (floor → noise →
  * mean_noise → rule → mask), each in its own file with applies() and its work on this node's own part (own)
- * or on the outbound bundle (bundle). Which steps apply is decided once at setup, like the method and the
- * head; a refit then runs the steps in order and tests no privacy setting itself. The head's exact input
- * stays on its own path (pft_node__step_exact). */
+ * or on the outbound bundle (bundle) of the exact method, or on one class's model of the sampling method
+ * (model). Which steps apply is decided once at setup, like the method and the head, and each step that
+ * applies declares then what it makes every release (nd->pipe's answers: noisy, drawn anew, per row), which
+ * the rest of the peer asks; a refit then runs the steps in order and tests no privacy setting itself. The
+ * head's exact input stays on its own path (pft_node__step_exact). */
 #include "pft_node_internal.h"
 
 #include "pft_error.h"
@@ -16,11 +18,8 @@ extern const pft_node_step_t pft_node__step_floor, pft_node__step_noise, pft_nod
 
 /* Every step, in the order a release runs them. */
 static const pft_node_step_t *const s_steps[] = {
-    &pft_node__step_floor,
-    &pft_node__step_noise,
-    &pft_node__step_meannoise,
-    &pft_node__step_rule,
-    &pft_node__step_mask,
+    &pft_node__step_floor, &pft_node__step_noise, &pft_node__step_meannoise,
+    &pft_node__step_rule,  &pft_node__step_mask,
 };
 _Static_assert(sizeof s_steps / sizeof *s_steps <= PFT_NODE_MAX_STEPS, "room for every step");
 
@@ -28,15 +27,17 @@ int pft_node__step_setup(node_t *nd)
 {
     char names[128] = "";
     nd->pipe.n_steps = 0;
+    nd->pipe.noisy = nd->pipe.redraws = nd->pipe.per_row = 0;
     for (size_t i = 0; i < sizeof s_steps / sizeof *s_steps; i++) {
-        if (!s_steps[i]->applies(nd))
+        if (!s_steps[i]->applies(nd)) /* a step may ask what the steps before it declared */
             continue;
         nd->pipe.steps[nd->pipe.n_steps++] = s_steps[i];
+        if (s_steps[i]->declare)
+            s_steps[i]->declare(nd);
         size_t o = strlen(names);
         snprintf(names + o, sizeof names - o, "%s%s", o ? " → " : "", s_steps[i]->name);
     }
-    if (nd->me->exact)
-        pft_info("release: %s", names[0] ? names : "exact");
+    pft_info("release: %s", names[0] ? names : nd->me->exact ? "exact" : "EM");
     return 0;
 }
 
@@ -83,6 +84,17 @@ int pft_node__step_bundle(node_t *nd, pft_bundle_t *b)
     for (int i = 0; rc == 0 && i < nd->pipe.n_steps; i++)
         if (nd->pipe.steps[i]->bundle)
             rc = nd->pipe.steps[i]->bundle(nd, &r);
+    return rc;
+}
+
+int pft_node__step_model(node_t *nd, pft_node__model_t *m)
+{
+    int rc = 0;
+    for (int i = 0; rc == 0 && !m->withheld && !m->g && i < nd->pipe.n_steps; i++)
+        if (nd->pipe.steps[i]->model)
+            rc = nd->pipe.steps[i]->model(nd, m);
+    if (rc)
+        pft_gmm_destroy(&m->g);
     return rc;
 }
 

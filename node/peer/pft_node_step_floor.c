@@ -1,7 +1,8 @@
 /* pft_node_step_floor: the release step `floor` (min_rows, DESIGN.md §9): the classes of this node's own
  * rows that would be released standing for fewer than min_rows rows (own rows and what merges with them) are
  * left out of what goes on, each withheld and recorded (pft_node_floor.c); the node's own head still has
- * them. A masked node has no floor of its own: it applies where the group's sum opens. */
+ * them. The sampling method withholds the model of a class whose union stands for fewer rows. A masked node
+ * has no floor of its own: it applies where the group's sum opens. */
 #include "pft_node_internal.h"
 
 #include "pft_alloc.h"
@@ -37,6 +38,18 @@ static int floor_own(node_t *nd, pft_node__release_t *r)
     return rc;
 }
 
+/* Sampling method: a class whose union stands for fewer than min_rows rows (own rows and what the received
+ * models stand for) is withheld: no model of it goes on. */
+static int floor_model(node_t *nd, pft_node__model_t *m)
+{
+    if (m->represented >= nd->me->min_rows)
+        return 0;
+    pft_node__floor_withhold(&nd->know.floor, nd->me->min_rows, m->c, (uint64_t)m->represented,
+                             "union (own rows and samples)");
+    m->withheld = 1;
+    return 0;
+}
+
 /* Every node that releases its own rows in the clear (not masked). */
 static int floor_applies(const node_t *nd)
 {
@@ -47,4 +60,5 @@ const pft_node_step_t pft_node__step_floor = {
     .name = "floor",
     .applies = floor_applies,
     .own = floor_own,
+    .model = floor_model,
 };

@@ -19,6 +19,7 @@ static int mask_own(node_t *nd, pft_node__release_t *r)
     return rc;
 }
 
+/* A member of a masked group (secure aggregation is for exact statistics: never a bundle of GMMs). */
 static int mask_applies(const node_t *nd)
 {
     return pft_node__secagg_masks_own(nd);

@@ -76,11 +76,11 @@ static int meannoise_own(node_t *nd, pft_node__release_t *r)
     return rc;
 }
 
-/* An exact node releasing its own rows in the clear, without DP, with mean_noise > 0. */
+/* An exact node (class sums: never a bundle of GMMs) releasing its own rows in the clear, without DP noise
+ * (the step noise, before it in the table, declared nd->pipe.noisy), with mean_noise > 0. */
 static int meannoise_applies(const node_t *nd)
 {
-    return nd->me->exact && nd->me->mean_noise > 0 && nd->me->dp_epsilon <= 0 &&
-           !pft_node__secagg_masks_own(nd);
+    return nd->me->exact && nd->me->mean_noise > 0 && !nd->pipe.noisy && !pft_node__secagg_masks_own(nd);
 }
 
 const pft_node_step_t pft_node__step_meannoise = {

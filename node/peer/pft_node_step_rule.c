@@ -116,11 +116,10 @@ static int rule_bundle(node_t *nd, pft_node__release_t *r)
     return rc ? rc : pft_bundle_set_shared_rank(b, qmax > 0 ? qmax : 1);
 }
 
-/* Every exact release goes by the rule. */
+/* Every exact release goes by the rule; a bundle of GMMs (the sampling method) carries no shared scatter. */
 static int rule_applies(const node_t *nd)
 {
-    (void)nd;
-    return 1;
+    return nd->me->exact;
 }
 
 const pft_node_step_t pft_node__step_rule = {
