@@ -237,11 +237,12 @@ static void test_budget(void)
 
 /* The paper's label shift (configs/pacs_labelshift.dot) on the bundled PACS features with DP exact statistics
  * at ε = 1 (noise seeded by the test hook PFT_DP_SEED, so the run is reproducible): the destination keeps the
- * source's four classes as noisy components and scores far above its own statistics alone; the source, which
- * receives nothing, is its own rows. Measured on examples/data/pacs-small: dst 0.5700, its own statistics
- * alone 0.4157, src 0.4871. Its own classes (4-6) are 300 of the 700 test rows, so its own statistics alone
- * cannot pass 3/7 = 0.429: dst > 0.50 needs at least 50 of the source classes' 400 rows right through the
- * noisy components, and dst > own + 0.1 (measured + 0.154) that they add, not replace. */
+ * source's four classes as noisy components and scores above its own statistics alone; the source, which
+ * receives nothing, is its own rows. Measured on examples/data/pacs-small (each node's noise drawn from the seed
+ * and its id): dst 0.5086, 0.5486, 0.5671, 0.5500, 0.6043, 0.4986 at PFT_DP_SEED 1..6, its own statistics alone
+ * 0.4157. Its own classes (4-6) are 300 of the 700 test rows, so its own statistics alone cannot pass 3/7 =
+ * 0.429: dst > 0.45 needs some of the source classes' 400 rows right through the noisy components, and
+ * dst > own + 0.05 (the least measured: + 0.083) that they add, not replace. */
 static void test_labelshift(void)
 {
     char out[512], cmd[4096];
@@ -261,7 +262,7 @@ static void test_labelshift(void)
     json_t *g = json_object_get(dst, "gaussian_head");
     double acc = jreal(dst, "accuracy_global"), own = jreal(dst, "accuracy_global_own_only");
     CHECK(pft_e2e_jint(g, "noisy_components_received") == 4 && pft_e2e_jint(g, "noisy_components") == 4);
-    CHECK_MSG(own > 0.3 && acc > own + 0.1 && acc > 0.50, "dst %.4f, its own statistics alone %.4f", acc,
+    CHECK_MSG(own > 0.3 && acc > own + 0.05 && acc > 0.45, "dst %.4f, its own statistics alone %.4f", acc,
               own);
     CHECK(json_object_get(json_object_get(src, "gaussian_head"), "noisy_components_received") == NULL);
     fprintf(stderr, "  label shift, DP exact at eps = 1: dst %.4f (own statistics alone %.4f), src %.4f\n",

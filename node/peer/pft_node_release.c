@@ -137,8 +137,12 @@ int pft_node__release_setup(node_t *nd)
         return pft_err(PFT_EIO, "getrandom failed: cannot seed the DP noise");
 #ifdef PFT_TEST_HOOKS
     if (getenv("PFT_DP_SEED")) {
+        /* the run's seed and this node's id: reproducible, and each node's noise its own (one seed for every
+         * node would draw the same noise at every member of a masked group, which then adds up coherently) */
         seed = strtoull(getenv("PFT_DP_SEED"), NULL, 10);
-        pft_warn("test hook: DP noise seeded from PFT_DP_SEED (not private)");
+        for (const char *c = nd->me->id; *c; c++)
+            seed = (seed ^ (uint64_t)(unsigned char)*c) * 1099511628211ULL;
+        pft_warn("test hook: DP noise seeded from PFT_DP_SEED and the node's id (not private)");
     }
 #endif
     nd->dp.rng = pft_rng_new(seed);
