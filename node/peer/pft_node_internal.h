@@ -348,7 +348,7 @@ struct node {
                         it stored rather than draw again, and no hand-off leaves unrecorded */
         int per_row; /* its sensitivity is per row (step noise): the union it is computed on is unweighted,
                         one draw per row it stands for */
-        uint64_t noise_seed; /* step mean_noise: its seed, drawn from the OS at its first release */
+        uint64_t noise_seed; /* step mean_noise: its seed (from the node key's signature of the run id) */
         int noise_seeded;    /* 1 once noise_seed is drawn */
     } pipe;
     struct { /* the evaluation set (pft_node_eval.c): its labels; its features are read in blocks */
