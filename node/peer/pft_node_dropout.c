@@ -309,12 +309,17 @@ static int opener_takes_sign(node_t *nd, const pft_secmsg_t *m, const uint8_t *b
         return refuse(reason, rlen, PFT_EREJECT, "a signature before any declaration, or from a non-member");
     size_t *surv = pft_alloc_array(nd->sec.n_members, sizeof *surv),
            ns = surv ? declared_survivors(nd, surv) : 0;
+    int survives = 0;
+    for (size_t i = 0; i < ns; i++)
+        survives |= surv[i] == v;
     const char **sids = surv ? sorted_ids(nd, surv, ns) : NULL;
-    int rc = sids ? pft_node__consist_take(nd, v, m, sids, ns, reason, rlen) : PFT_ENOMEM;
+    int rc = !sids       ? refuse(reason, rlen, PFT_ENOMEM, "out of memory")
+             : !survives ? refuse(reason, rlen, PFT_EREJECT, "a signature from a member declared missing")
+                         : pft_node__consist_take(nd, v, m, sids, ns, reason, rlen);
     pft_free(sids);
     pft_free(surv);
     if (rc)
-        return rc == PFT_ENOMEM ? refuse(reason, rlen, rc, "out of memory") : rc;
+        return rc;
     char name[PFT_BUNDLE_MAX_NAME + 16];
     snprintf(name, sizeof name, "sign-%s", m->sender);
     char *path = record_path(nd, name);
@@ -578,17 +583,10 @@ static int reveals_in(node_t *nd, void *ctx)
 /* Sends the declaration of nd->drop.missing to every survivor whose reveal is not in yet. */
 static int declare(node_t *nd)
 {
-    size_t n = nd->drop.n_missing, ns = 0;
-    size_t *surv = pft_alloc_array(nd->sec.n_members, sizeof *surv);
+    size_t n = nd->drop.n_missing, *surv = pft_alloc_array(nd->sec.n_members, sizeof *surv);
     if (!surv)
         return pft_err(PFT_ENOMEM, "out of memory");
-    for (size_t m = 0; m < nd->sec.n_members; m++) {
-        int missing = 0;
-        for (size_t j = 0; j < n; j++)
-            missing |= nd->drop.missing[j] == nd->sec.members[m];
-        if (!missing)
-            surv[ns++] = nd->sec.members[m];
-    }
+    size_t ns = declared_survivors(nd, surv);
     pft_secmsg_t d = header(nd, PFT_SECMSG_MISSING);
     const char **ids = sorted_ids(nd, nd->drop.missing, n), **sids = sorted_ids(nd, surv, ns);
     d.n_ids = n, d.ids = ids, d.n_survivors = ns, d.survivors = sids;
