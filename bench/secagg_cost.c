@@ -3,7 +3,9 @@
  * of its seed and the sealing of n - 1 shares (double); at the opener, the removal of its n pair masks
  * (single) and in addition the rebuilding of n seeds from all n shares each (Lagrange at 0 from t, the n - t
  * others checked) and the removal of n self-masks (double). CPU seconds (CLOCK_PROCESS_CPUTIME_ID),
- * alternated single, double, single, double, the best of --repeat of each.
+ * alternated single, double, single, double, the best of --repeat of each. Then the consistency round
+ * (docs/SECAGG.md §5.1): a member's statement, signature and check of the n forwarded signatures; the
+ * opener's check of n signatures and its n SIGNATURES messages (encoded and signed), with their bytes.
  *
  * usage: secagg_cost N WORDS [REPEAT]   (WORDS: 828800 is a tied part at d = 1280, C = 7) */
 #define _POSIX_C_SOURCE 200809L
@@ -16,6 +18,7 @@
 #include "pft_alloc.h"
 #include "pft_keys.h"
 #include "pft_mask.h"
+#include "pft_secmsg.h"
 #include "pft_secplan.h"
 #include "pft_shamir.h"
 
@@ -77,6 +80,69 @@ static double opener(uint64_t *w, int dbl, uint8_t (*shares)[PFT_SHAMIR_SHARE_LE
     return cpu_now() - t0;
 }
 
+/* The consistency round with every member surviving: *mem the member's CPU seconds (statement, its
+ * signature, the n forwarded ones checked), the opener's returned (n checked, n SIGNATURES encoded and
+ * signed); *bytes the bytes of one SIGN and of one SIGNATURES. */
+static double consistency(double *mem, size_t bytes[2])
+{
+    char(*names)[16] = pft_alloc_array(s_n, sizeof *names);
+    const char **ids = pft_alloc_array(s_n, sizeof *ids);
+    uint8_t(*sig)[PFT_SECMSG_SIG_LEN] = pft_alloc_array(s_n, sizeof *sig), st[PFT_SECMSG_STATEMENT_LEN],
+    fp[32] = {7};
+    const uint8_t **bins = pft_alloc_array(s_n, sizeof *bins);
+    size_t *lens = pft_alloc_array(s_n, sizeof *lens), bad = 0;
+    for (size_t i = 0; i < s_n; i++) { /* ids ascending: fixed width */
+        snprintf(names[i], sizeof names[i], "c%05zu", i);
+        ids[i] = names[i], bins[i] = sig[i], lens[i] = PFT_SECMSG_SIG_LEN;
+    }
+    pft_secmsg_statement(RUN_ID, LABEL, fp, ids, s_n, st);
+    for (size_t i = 0; i < s_n; i++)
+        pft_keypair_sign(s_kp[i], st, sizeof st, sig[i]);
+    double t0 = cpu_now(); /* member 0: its statement and signature, then the n forwarded ones checked */
+    pft_secmsg_statement(RUN_ID, LABEL, fp, ids, s_n, st);
+    pft_keypair_sign(s_kp[0], st, sizeof st, sig[0]);
+    for (size_t i = 0; i < s_n; i++)
+        bad += pft_pubkey_verify(&s_pk[i], st, sizeof st, sig[i], PFT_SECMSG_SIG_LEN) != 0;
+    double t1 = cpu_now(); /* the opener: n signatures checked, n SIGNATURES messages */
+    pft_secmsg_statement(RUN_ID, LABEL, fp, ids, s_n, st);
+    for (size_t i = 0; i < s_n; i++)
+        bad += pft_pubkey_verify(&s_pk[i], st, sizeof st, sig[i], PFT_SECMSG_SIG_LEN) != 0;
+    pft_secmsg_t f = {.kind = PFT_SECMSG_SIGNATURES,
+                      .has_extra = 1,
+                      .n_extra = s_n,
+                      .extra_ids = ids,
+                      .extra = bins,
+                      .extra_len = lens,
+                      .has_fp = 1};
+    snprintf(f.run, sizeof f.run, RUN_ID), snprintf(f.label, sizeof f.label, LABEL);
+    snprintf(f.sender, sizeof f.sender, "s");
+    for (size_t i = 0; i < s_n; i++) {
+        uint8_t *buf = NULL;
+        bad += pft_secmsg_encode(&f, s_kp[s_n], &buf, &bytes[1]) != 0;
+        pft_free(buf);
+    }
+    double t2 = cpu_now();
+    pft_secmsg_t g = {.kind = PFT_SECMSG_SIGN,
+                      .n_survivors = s_n,
+                      .survivors = ids,
+                      .has_extra = 1,
+                      .n_extra = 1,
+                      .extra_ids = ids,
+                      .extra = bins,
+                      .extra_len = lens,
+                      .has_fp = 1};
+    snprintf(g.run, sizeof g.run, RUN_ID), snprintf(g.label, sizeof g.label, LABEL);
+    snprintf(g.sender, sizeof g.sender, "%s", ids[0]);
+    uint8_t *buf = NULL;
+    bad += pft_secmsg_encode(&g, s_kp[0], &buf, &bytes[0]) != 0;
+    pft_free(buf);
+    if (bad)
+        fprintf(stderr, "consistency: %zu check(s) failed\n", bad);
+    pft_free(names), pft_free(ids), pft_free(sig), pft_free(bins), pft_free(lens);
+    *mem = t1 - t0;
+    return t2 - t1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3 || sodium_init() < 0)
@@ -111,6 +177,15 @@ int main(int argc, char **argv)
     printf("opener CPU s:     single %.3f, double %.3f (ratio %.4f): Lagrange and checks %.3f, self-masks "
            "%.3f\n",
            obest[0], obest[1], obest[1] / obest[0], lag, self);
+    double cm = 1e30, co = 1e30;
+    size_t bytes[2] = {0, 0};
+    for (int r = 0; r < rep; r++) {
+        double m, o = consistency(&m, bytes);
+        cm = m < cm ? m : cm, co = o < co ? o : co;
+    }
+    printf("consistency round CPU s: member %.4f (1 signature, %zu checked), opener %.4f (%zu checked, %zu "
+           "SIGNATURES); bytes: SIGN %zu, SIGNATURES %zu (each of %zu)\n",
+           cm, s_n, co, s_n, s_n, bytes[0], bytes[1], s_n);
     pft_free(w);
     pft_free(sh);
     for (size_t i = 0; i <= s_n; i++)

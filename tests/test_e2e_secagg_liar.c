@@ -8,8 +8,11 @@
  * member's to take). Then the honest declaration (m4 missing, with the shares m2 and m3 sealed for m1,
  * computed here as they would): m1 reveals, signed, exactly its use key with m4 (checked against the key m4's
  * side derives: an oracle from the other end of the pair) and its shares of m1's, m2's and m3's self-mask
- * seeds (checked against their splits), and nothing else; a second, different declaration is refused (one
- * declaration per run); the done notice ends m1's wait, exit 0, result.json saying it revealed with m4 only.
+ * seeds (checked against their splits), and nothing else — but only after the consistency round: m1 first
+ * signs the survivor set it was declared, and refuses signatures that are not 3 valid ones of that set with
+ * its own among them (two, one of another set, one of a member declared missing, none its own); a second,
+ * different declaration is refused (one declaration per run); the done notice ends m1's wait, exit 0,
+ * result.json saying it revealed with m4 only.
  */
 #include "pft_e2e.h"
 #include "pft_e2e_run.h"
@@ -179,8 +182,7 @@ static void refuse_lies(pft_transport_t *t, const pft_keypair_t *s_kp, const pft
         {"another run", "is not this run's", "other-run", s_kp, PFT_SECMSG_MISSING, m4, m1m2m3, 1, 3, good},
         {"no shares", "carries no self-mask shares", run, s_kp, PFT_SECMSG_MISSING, m4, m1m2m3, 1, 3, &none},
         {"a forged share", "does not open", run, s_kp, PFT_SECMSG_MISSING, m4, m1m2m3, 1, 3, &forged},
-        {"a reveal", "declarations and done notices only", run, s_kp, PFT_SECMSG_REVEAL, m2, NULL, 1, 0,
-         NULL},
+        {"a reveal", "done notices only", run, s_kp, PFT_SECMSG_REVEAL, m2, NULL, 1, 0, NULL},
     };
     for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
         const char *reason = NULL;
@@ -207,6 +209,82 @@ static void refuse_lies(pft_transport_t *t, const pft_keypair_t *s_kp, const pft
     CHECK_MSG(in->n_msg == 0, "m1 sent %d message(s) to a lying opener", in->n_msg);
 }
 
+/* Sends m1 the signatures sigs[0..n) of signers ids[0..n) (ascending) as s; the final state and reason. */
+static int send_signatures(pft_transport_t *t, const pft_keypair_t *s_kp, const char *run, const char **ids,
+                           const uint8_t **sigs, size_t n, const char **reason)
+{
+    size_t lens[4] = {PFT_SECMSG_SIG_LEN, PFT_SECMSG_SIG_LEN, PFT_SECMSG_SIG_LEN, PFT_SECMSG_SIG_LEN};
+    pft_secmsg_t m = {.kind = PFT_SECMSG_SIGNATURES,
+                      .has_extra = 1,
+                      .n_extra = n,
+                      .extra_ids = ids,
+                      .extra = sigs,
+                      .extra_len = lens,
+                      .has_fp = 1};
+    snprintf(m.run, sizeof m.run, "%s", run);
+    snprintf(m.label, sizeof m.label, "s:tied");
+    snprintf(m.sender, sizeof m.sender, "s");
+    memcpy(m.fp, pft_topo_fp_hash(pft_e2e_fp), PFT_SECMSG_FP_LEN);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    CHECK(pft_secmsg_encode(&m, s_kp, &buf, &len) == 0);
+    int h = pft_transport_send(t, "m1", buf, len, NULL, pft_transport_now_ms() + PFT_E2E_HANG_MS);
+    pft_free(buf);
+    int st = pft_e2e_settle(t, h, PFT_E2E_HANG_MS);
+    pft_transport_send_state(t, h, NULL, reason);
+    return st;
+}
+
+/* The consistency round after the honest declaration: m1 signed exactly the survivor set {m1, m2, m3} it was
+ * declared (its signature checked here); signatures that do not make t = 3 valid ones of that set, m1's own
+ * among them, are refused with the reason and nothing revealed; the three survivors' are taken. */
+static void agree(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t *const *m, const char *run,
+                  inbox_t *in)
+{
+    static const char *m1m2m3[] = {"m1", "m2", "m3"}, *m1m2m4[] = {"m1", "m2", "m4"}, *m1m2[] = {"m1", "m2"},
+                      *m2m3[] = {"m2", "m3"};
+    for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
+         in->n_msg == 0 && pft_transport_now_ms() < end;)
+        pft_transport_poll(t, 100);
+    pft_secmsg_t *r = NULL;
+    CHECK(in->n_msg == 1 && pft_secmsg_decode(in->msg[0], in->len[0], &r) == 0);
+    uint8_t st[PFT_SECMSG_STATEMENT_LEN], other[PFT_SECMSG_STATEMENT_LEN], s2[64], s3[64], s3o[64], s4[64];
+    const uint8_t *fp = pft_topo_fp_hash(pft_e2e_fp);
+    CHECK(pft_secmsg_statement(run, "s:tied", fp, m1m2m3, 3, st) == 0);
+    CHECK(pft_secmsg_statement(run, "s:tied", fp, m1m2m4, 3, other) == 0);
+    CHECK(r && r->kind == PFT_SECMSG_SIGN && strcmp(r->sender, "m1") == 0 && r->n_survivors == 3 &&
+          r->n_ids == 1 && strcmp(r->ids[0], "m4") == 0 && r->n_extra == 1 &&
+          pft_pubkey_verify(pft_keypair_public(m[0]), st, sizeof st, r->extra[0], r->extra_len[0]) == 0);
+    if (!r)
+        return;
+    const uint8_t *s1 = r->extra[0];
+    CHECK(pft_keypair_sign(m[1], st, sizeof st, s2) == 0 && pft_keypair_sign(m[2], st, sizeof st, s3) == 0 &&
+          pft_keypair_sign(m[2], other, sizeof other, s3o) == 0 &&
+          pft_keypair_sign(m[3], st, sizeof st, s4) == 0);
+    struct {
+        const char *name, *needle, **ids;
+        const uint8_t *sigs[3];
+        size_t n;
+    } lies[] = {
+        {"two of the set", "fewer than the threshold 3", m1m2, {s1, s2}, 2},
+        {"m3's of another set", "another survivor set or not a survivor's (m3)", m1m2m3, {s1, s2, s3o}, 3},
+        {"m4's, declared missing", "not a survivor's (m4)", m1m2m4, {s1, s2, s4}, 3},
+        {"without m1's own", "none of them this node's own", m2m3, {s2, s3}, 2},
+    };
+    for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+        const char *reason = NULL;
+        int state = send_signatures(t, s_kp, run, lies[i].ids, lies[i].sigs, lies[i].n, &reason);
+        CHECK_MSG(state == PFT_SEND_REJECTED && reason && strstr(reason, lies[i].needle),
+                  "%s: state %d, reason '%s'", lies[i].name, state, reason ? reason : "");
+        fprintf(stderr, "  signatures, %s: %s\n", lies[i].name, reason ? reason : "");
+    }
+    CHECK_MSG(in->n_msg == 1, "m1 sent %d message(s) after refused signatures", in->n_msg);
+    const uint8_t *good[] = {s1, s2, s3};
+    const char *reason = NULL;
+    CHECK(send_signatures(t, s_kp, run, m1m2m3, good, 3, &reason) == PFT_SEND_ACKED);
+    pft_secmsg_destroy(&r);
+}
+
 /* The honest declaration: m1 reveals exactly its use key with m4 (the key m4 derives for the pair) and its
  * shares of m1's, m2's and m3's seeds (as their splits give them). */
 static void honest(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t *const *m,
@@ -217,14 +295,15 @@ static void honest(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t 
     const char *reason = NULL;
     const pft_keypair_t *m1_kp = m[0], *m4_kp = m[3];
     CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m4, 1, m1m2m3, 3, good, &reason) == PFT_SEND_ACKED);
+    agree(t, s_kp, m, run, in);
     for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
-         in->n_msg == 0 && pft_transport_now_ms() < end;)
+         in->n_msg < 2 && pft_transport_now_ms() < end;)
         pft_transport_poll(t, 100);
-    CHECK(in->n_msg == 1);
+    CHECK(in->n_msg == 2);
     pft_secmsg_t *r = NULL;
-    CHECK(in->n_msg >= 1 && pft_secmsg_decode(in->msg[0], in->len[0], &r) == 0);
-    CHECK(in->n_msg >= 1 &&
-          pft_keys_verify_message(pft_keypair_public(m1_kp), in->msg[0], in->len[0], NULL) == 0);
+    CHECK(in->n_msg >= 2 && pft_secmsg_decode(in->msg[1], in->len[1], &r) == 0);
+    CHECK(in->n_msg >= 2 &&
+          pft_keys_verify_message(pft_keypair_public(m1_kp), in->msg[1], in->len[1], NULL) == 0);
     uint8_t want[PFT_MASK_KEY_LEN], ct[64], share[PFT_SHAMIR_SHARE_LEN];
     CHECK(pft_mask_use_key(m4_kp, run, pft_keypair_public(m1_kp), (const uint8_t *)"s:tied", 6, want) == 0);
     CHECK(r && r->kind == PFT_SECMSG_REVEAL && strcmp(r->sender, "m1") == 0 && r->n_ids == 1 &&
@@ -243,7 +322,7 @@ static void honest(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t 
               reason ? reason : "");
     fprintf(stderr, "  a second declaration: %s\n", reason ? reason : "");
     CHECK(declare(t, s_kp, PFT_SECMSG_DONE, run, NULL, 0, NULL, 0, NULL, &reason) == PFT_SEND_ACKED);
-    CHECK(in->n_msg == 1);
+    CHECK(in->n_msg == 2);
 }
 
 /* s's transport: CURVE server with s's keys on the held port, admitting m1; m1 as a peer once it listens. */

@@ -225,7 +225,7 @@ static void test_api_refusals(void)
     m.n_ids = 1, m.ids = MISSING;
     CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
     m = msg(PFT_SECMSG_DONE, "agg");
-    m.kind = 4;
+    m.kind = 6;
     CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
     m = msg(PFT_SECMSG_DONE, "");
     CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
@@ -233,6 +233,59 @@ static void test_api_refusals(void)
     m.label[0] = '\0';
     CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
     CHECK(buf == NULL);
+}
+
+/* The consistency round's messages: a SIGN (a declaration restated with its sender's signature) and
+ * SIGNATURES round trip; malformed ones are refused; the signed statement changes with every field it covers
+ * and with the survivor set, and only with them. */
+static void test_consistency(void)
+{
+    static const char *surv[] = {"c01", "c02", "c04"}, *other[] = {"c01", "c02"}, *miss[] = {"c03"},
+                      *signers[] = {"c01", "c02", "c04"};
+    static const uint8_t sig[3][64] = {{1}, {2}, {3}};
+    const uint8_t *bins[] = {sig[0], sig[1], sig[2]};
+    size_t lens[] = {64, 64, 64};
+    pft_secmsg_t m = msg(PFT_SECMSG_SIGN, "c02");
+    m.n_ids = 1, m.ids = miss, m.n_survivors = 3, m.survivors = surv;
+    m.has_extra = 1, m.n_extra = 1, m.extra_ids = signers + 1, m.extra = bins + 1, m.extra_len = lens;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    pft_secmsg_t *d = NULL;
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == 0 && pft_secmsg_decode(buf, len, &d) == 0);
+    CHECK(d && d->kind == PFT_SECMSG_SIGN && d->n_survivors == 3 && strcmp(d->survivors[2], "c04") == 0 &&
+          d->n_ids == 1 && d->n_extra == 1 && memcmp(d->extra[0], sig[1], 64) == 0);
+    pft_secmsg_destroy(&d);
+    pft_free(buf);
+    m.extra_ids = signers; /* another's signature */
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL && strstr(pft_errmsg(), "its sender's"));
+    m.extra_ids = signers + 1, m.n_extra = 2;
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL);
+    m.n_extra = 1, lens[0] = 63;
+    CHECK(pft_secmsg_encode(&m, NULL, &buf, &len) == PFT_EINVAL && strstr(pft_errmsg(), "not 64"));
+    lens[0] = 64;
+    pft_secmsg_t f = msg(PFT_SECMSG_SIGNATURES, "agg");
+    f.has_extra = 1, f.n_extra = 3, f.extra_ids = signers, f.extra = bins, f.extra_len = lens;
+    CHECK(pft_secmsg_encode(&f, NULL, &buf, &len) == 0 && pft_secmsg_decode(buf, len, &d) == 0);
+    CHECK(d && d->kind == PFT_SECMSG_SIGNATURES && d->n_extra == 3 && d->n_ids == 0 && d->n_survivors == 0 &&
+          memcmp(d->extra[2], sig[2], 64) == 0);
+    pft_secmsg_destroy(&d);
+    pft_free(buf);
+    f.n_survivors = 2, f.survivors = other; /* signatures carry nothing else */
+    CHECK(pft_secmsg_encode(&f, NULL, &buf, &len) == PFT_EINVAL);
+    f.n_survivors = 0, f.n_extra = 0;
+    CHECK(pft_secmsg_encode(&f, NULL, &buf, &len) == PFT_EINVAL);
+    uint8_t fp[32] = {9}, a[PFT_SECMSG_STATEMENT_LEN], b[PFT_SECMSG_STATEMENT_LEN];
+    CHECK(pft_secmsg_statement("run", "agg:tied", fp, surv, 3, a) == 0);
+    CHECK(pft_secmsg_statement("run", "agg:tied", fp, surv, 3, b) == 0 && memcmp(a, b, sizeof a) == 0);
+    CHECK(a[0] == 'p' && memcmp(a, PFT_SECMSG_STATEMENT_TAG, sizeof PFT_SECMSG_STATEMENT_TAG) == 0);
+    CHECK(pft_secmsg_statement("run", "agg:tied", fp, other, 2, b) == 0 && memcmp(a, b, sizeof a) != 0);
+    CHECK(pft_secmsg_statement("run2", "agg:tied", fp, surv, 3, b) == 0 && memcmp(a, b, sizeof a) != 0);
+    CHECK(pft_secmsg_statement("run", "agg:full", fp, surv, 3, b) == 0 && memcmp(a, b, sizeof a) != 0);
+    fp[31] = 1;
+    CHECK(pft_secmsg_statement("run", "agg:tied", fp, surv, 3, b) == 0 && memcmp(a, b, sizeof a) != 0);
+    static const char *glued[] = {"c01c02", "c04"}; /* lengths prefixed: no two lists hash alike */
+    fp[31] = 0;
+    CHECK(pft_secmsg_statement("run", "agg:tied", fp, glued, 2, b) == 0 && memcmp(a, b, sizeof a) != 0);
 }
 
 /* An envelope around a payload packed by hand: n fields, with the given kind and tail. */
@@ -280,8 +333,8 @@ static void test_hostile(void)
         {7, "secagg", 2, 0, "not a bin of 32"},
         {7, "secagg", 2, 1, "2 keys for 1"},
         {7, "secagg", 1, 2, "both missing and surviving"},
-        {7, "secagg", 4, 2, "kind 1..3"},
-        {7, "secagg", 0, 2, "kind 1..3"},
+        {7, "secagg", 6, 2, "kind 1..5"},
+        {7, "secagg", 0, 2, "kind 1..5"},
         {8, "secagg", 1, 2, "[ids], [tail]"},
         {7, "secagh", 1, 2, "\"secagg\""},
     };
@@ -357,6 +410,7 @@ int main(void)
     RUN(test_fingerprint);
     RUN(test_api_refusals);
     RUN(test_hostile);
+    RUN(test_consistency);
     RUN(test_truncations_and_flips);
     RUN(test_separation);
     return pft_test_done();

@@ -3,6 +3,7 @@
 #include "pft_secmsg.h"
 
 #include <msgpack.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,10 +19,12 @@
 
 const char *pft_secmsg_kind_name(int kind)
 {
-    return kind == PFT_SECMSG_MISSING  ? "missing"
-           : kind == PFT_SECMSG_REVEAL ? "reveal"
-           : kind == PFT_SECMSG_DONE   ? "done"
-                                       : "?";
+    return kind == PFT_SECMSG_MISSING      ? "missing"
+           : kind == PFT_SECMSG_REVEAL     ? "reveal"
+           : kind == PFT_SECMSG_DONE       ? "done"
+           : kind == PFT_SECMSG_SIGN       ? "sign"
+           : kind == PFT_SECMSG_SIGNATURES ? "signatures"
+                                           : "?";
 }
 
 /* Bytewise order of two ids (as the wire's ascending rule). */
@@ -75,13 +78,34 @@ static int extra_ok(const pft_secmsg_t *m)
     return rc;
 }
 
+/* A consistency message: a SIGN restates a declaration (1.. survivors) with exactly its sender's signature;
+ * SIGNATURES carries 1.. signatures and nothing else. Every signature a bin of PFT_SECMSG_SIG_LEN bytes. */
+static int check_signatures(const pft_secmsg_t *m)
+{
+    int sign = m->kind == PFT_SECMSG_SIGN;
+    if (m->keys || !m->has_extra || m->n_extra < 1 || (sign && (m->n_survivors < 1 || m->n_extra != 1)) ||
+        (!sign && (m->n_ids || m->n_survivors)))
+        return pft_err(PFT_EINVAL, "secagg message: a sign restates a declaration (1.. survivors) with one "
+                                   "signature, its sender's; signatures carry 1.. [signer, signature] only");
+    if (sign && strcmp(m->extra_ids[0], m->sender) != 0)
+        return pft_err(PFT_EINVAL, "secagg message: a sign carries its sender's signature, not '%s''s",
+                       m->extra_ids[0]);
+    for (size_t i = 0; i < m->n_extra; i++)
+        if (m->extra_len[i] != PFT_SECMSG_SIG_LEN)
+            return pft_err(PFT_EINVAL, "secagg message: signature %zu is %zu bytes, not %d", i,
+                           m->extra_len[i], PFT_SECMSG_SIG_LEN);
+    return sign ? disjoint(m->ids, m->n_ids, m->survivors, m->n_survivors) : 0;
+}
+
 /* The checks of m's fields, shared by encode (PFT_EINVAL) and decode (turned into PFT_EFORMAT). */
 static int check(const pft_secmsg_t *m)
 {
     size_t rl = strnlen(m->run, sizeof m->run), sl = strnlen(m->sender, sizeof m->sender),
            ll = strnlen(m->label, sizeof m->label);
-    if (m->kind < PFT_SECMSG_MISSING || m->kind > PFT_SECMSG_DONE)
-        return pft_err(PFT_EINVAL, "secagg message: kind %d is not 1 (missing), 2 (reveal) or 3 (done)",
+    if (m->kind < PFT_SECMSG_MISSING || m->kind > PFT_SECMSG_SIGNATURES)
+        return pft_err(PFT_EINVAL,
+                       "secagg message: kind %d is not 1 (missing), 2 (reveal), 3 (done), 4 (sign) or 5 "
+                       "(signatures)",
                        m->kind);
     if (!pft_bundle__name_ok(m->run, rl) || !pft_bundle__name_ok(m->sender, sl))
         return pft_err(PFT_EINVAL, "secagg message: run and sender are 1..%d bytes without control bytes",
@@ -109,6 +133,9 @@ static int check(const pft_secmsg_t *m)
                            "secagg message: a reveal holds 1.. (member, key) pairs (or seed shares) and no "
                            "survivors");
         return disjoint(m->ids, m->n_ids, m->extra_ids, m->n_extra);
+    case PFT_SECMSG_SIGN:
+    case PFT_SECMSG_SIGNATURES:
+        return check_signatures(m);
     default:
         if (m->n_ids || m->n_survivors || m->keys || m->has_extra)
             return pft_err(PFT_EINVAL, "secagg message: a done notice carries no ids and no keys");
@@ -304,12 +331,12 @@ int pft_secmsg_decode(const uint8_t *buf, size_t len, pft_secmsg_t **out)
     int extra = nf == N_FIELDS_EXTRA || (nf == N_FIELDS_FP && f[7].type != MSGPACK_OBJECT_NIL);
     if ((nf != N_FIELDS && nf != N_FIELDS_EXTRA && nf != N_FIELDS_FP) || f[0].type != MSGPACK_OBJECT_STR ||
         f[0].via.str.size != 6 || memcmp(f[0].via.str.ptr, TAG, 6) != 0 ||
-        f[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER || f[1].via.u64 < 1 || f[1].via.u64 > 3 ||
+        f[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER || f[1].via.u64 < 1 || f[1].via.u64 > 5 ||
         f[5].type != MSGPACK_OBJECT_ARRAY || f[6].type != MSGPACK_OBJECT_ARRAY ||
         f[5].via.array.size > PFT_SECMSG_MAX_IDS || f[6].via.array.size > PFT_SECMSG_MAX_IDS ||
         (extra && (f[7].type != MSGPACK_OBJECT_ARRAY || f[7].via.array.size > PFT_SECMSG_MAX_IDS)) ||
         (nf == N_FIELDS_FP && (f[8].type != MSGPACK_OBJECT_BIN || f[8].via.bin.size != PFT_SECMSG_FP_LEN))) {
-        rc = pft_err(PFT_EFORMAT, "secagg message: not [\"secagg\", kind 1..3, run, label, sender, [ids], "
+        rc = pft_err(PFT_EFORMAT, "secagg message: not [\"secagg\", kind 1..5, run, label, sender, [ids], "
                                   "[tail], ([extra] or nil, fingerprint bin(32))]");
         goto done;
     }
@@ -353,4 +380,36 @@ void pft_secmsg_destroy(pft_secmsg_t **self_p)
         return;
     pft_free(*self_p);
     *self_p = NULL;
+}
+
+/* Adds a string to h, length-prefixed (2 bytes, little-endian). */
+static void hash_str(crypto_generichash_state *h, const char *s)
+{
+    size_t l = strlen(s);
+    uint8_t len[2] = {(uint8_t)(l & 0xff), (uint8_t)(l >> 8)};
+    crypto_generichash_update(h, len, sizeof len);
+    crypto_generichash_update(h, (const uint8_t *)s, l);
+}
+
+int pft_secmsg_statement(const char *run, const char *label, const uint8_t fp[PFT_SECMSG_FP_LEN],
+                         const char *const *survivors, size_t n, uint8_t out[PFT_SECMSG_STATEMENT_LEN])
+{
+    if (strnlen(run, PFT_BUNDLE_MAX_NAME + 1) > PFT_BUNDLE_MAX_NAME ||
+        strnlen(label, PFT_BUNDLE_MASK_LABEL_MAX + 1) > PFT_BUNDLE_MASK_LABEL_MAX || n > PFT_SECMSG_MAX_IDS)
+        return pft_err(PFT_EINVAL, "secagg statement: run, label or survivors beyond their limits");
+    for (size_t i = 0; i < n; i++)
+        if (strnlen(survivors[i], PFT_BUNDLE_MAX_NAME + 1) > PFT_BUNDLE_MAX_NAME)
+            return pft_err(PFT_EINVAL, "secagg statement: survivor %zu is no node id", i);
+    crypto_generichash_state h;
+    uint8_t count[4] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
+    crypto_generichash_init(&h, NULL, 0, 32);
+    hash_str(&h, run);
+    hash_str(&h, label);
+    crypto_generichash_update(&h, fp, PFT_SECMSG_FP_LEN);
+    crypto_generichash_update(&h, count, sizeof count);
+    for (size_t i = 0; i < n; i++)
+        hash_str(&h, survivors[i]);
+    memcpy(out, PFT_SECMSG_STATEMENT_TAG, sizeof PFT_SECMSG_STATEMENT_TAG); /* with its NUL */
+    crypto_generichash_final(&h, out + sizeof PFT_SECMSG_STATEMENT_TAG, 32);
+    return 0;
 }

@@ -31,6 +31,15 @@
  *            missing or surviving);
  *   DONE:    no extra.
  *
+ * The consistency round (docs/SECAGG.md §5.1; Bonawitz et al., CCS 2017, ConsistencyCheck) adds two kinds:
+ *   kind 4 SIGN:       a survivor's signature of the declaration it was sent: ids = its missing members, tail
+ *                      = its survivors (as in that MISSING), extra = exactly one pair [sender, bin(64)], the
+ *                      sender's Ed25519 signature of pft_secmsg_statement over those survivors;
+ *   kind 5 SIGNATURES: the opener forwards the signatures it collected: ids = tail = [], extra = 1..4096
+ *                      pairs [signer, bin(64)].
+ * A survivor reveals only after it holds at least t valid signatures, from distinct survivors of its own
+ * declaration (its own among them), over the same survivor set.
+ *
  * The topology fingerprint (topology/pft_topo_fingerprint.h, as a bundle carries it: WIRE.md §2.4) is a NINTH
  * element, fp: bin(32), the hash of the sender's canonical public topology; a message with it has nine
  * elements, its eighth the extra array or nil (no extra). pftnode stamps every message and refuses one
@@ -41,7 +50,18 @@
 #define PFT_SECMSG_EXTRA_MAX 128 /* bytes of one extra bin at most */
 #define PFT_SECMSG_FP_LEN 32     /* bytes of the topology fingerprint (PFT_TOPO_FP_LEN) */
 
-typedef enum { PFT_SECMSG_MISSING = 1, PFT_SECMSG_REVEAL = 2, PFT_SECMSG_DONE = 3 } pft_secmsg_kind_t;
+typedef enum {
+    PFT_SECMSG_MISSING = 1,
+    PFT_SECMSG_REVEAL = 2,
+    PFT_SECMSG_DONE = 3,
+    PFT_SECMSG_SIGN = 4,
+    PFT_SECMSG_SIGNATURES = 5,
+} pft_secmsg_kind_t;
+
+#define PFT_SECMSG_SIG_LEN 64 /* bytes of a consistency signature (Ed25519, detached) */
+#define PFT_SECMSG_STATEMENT_TAG "pftnet-secagg-consistency-v1"
+/* bytes of the statement a survivor signs: the tag, its NUL, a 32-byte digest */
+#define PFT_SECMSG_STATEMENT_LEN (sizeof PFT_SECMSG_STATEMENT_TAG + 32)
 
 /* A message; decode fills one (every pointer inside the one allocation freed by pft_secmsg_destroy). */
 typedef struct {
@@ -80,7 +100,14 @@ int pft_secmsg_decode(const uint8_t *buf, size_t len, pft_secmsg_t **out);
 /* Frees a decoded message and sets *self_p NULL; safe on NULL and twice. */
 void pft_secmsg_destroy(pft_secmsg_t **self_p);
 
-/* "missing", "reveal", "done", "?" */
+/* The statement a survivor signs in the consistency round: the tag "pftnet-secagg-consistency-v1", a NUL,
+ * then BLAKE2b-256 of (run, label, the topology fingerprint fp, the survivors[0..n) in the given order), each
+ * string length-prefixed. The tag's first byte is no msgpack array, so a statement never reads as the
+ * payload of a message or bundle the same key signs. 0, or PFT_EINVAL (a name too long, n too large). */
+int pft_secmsg_statement(const char *run, const char *label, const uint8_t fp[PFT_SECMSG_FP_LEN],
+                         const char *const *survivors, size_t n, uint8_t out[PFT_SECMSG_STATEMENT_LEN]);
+
+/* "missing", "reveal", "done", "sign", "signatures", "?" */
 const char *pft_secmsg_kind_name(int kind);
 
 #endif

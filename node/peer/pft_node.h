@@ -23,7 +23,8 @@
     X(PFT_EXIT_POLICY, 14,                                                                                   \
       "refused by a policy of the topology (e.g. a class held by fewer than min_contributors members)")      \
     X(PFT_EXIT_UNREVEALED, 15,                                                                               \
-      "secure aggregation: a survivor refused or never answered the declaration of missing members")         \
+      "secure aggregation: a survivor refused or never answered the declaration of missing members, or the " \
+      "signatures of it (consistency round)")                                                                \
     X(PFT_EXIT_DEGRADED, 16,                                                                                 \
       "degraded: the node completed without a predecessor's bundle that missed its deadline "                \
       "(on_missing=proceed; result.json missing)")                                                           \

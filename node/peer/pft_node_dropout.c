@@ -77,6 +77,8 @@ int pft_node__dropout_setup(node_t *nd)
     if (!nd->sec.recover || !(am_opener(nd) || am_member(nd)))
         return 0;
     int rc0 = pft_node__dmask_setup(nd);
+    if (rc0 == 0)
+        rc0 = pft_node__consist_setup(nd);
     if (rc0)
         return rc0;
     char *dir = pft_fsio_join(nd->args->out_dir, "secagg");
@@ -92,6 +94,7 @@ int pft_node__dropout_setup(node_t *nd)
         if (rc)
             return pft_err_wrap(rc, "allowing the opener %s's key", op->id);
         load_record(nd, "declaration"); /* an earlier run of this node accepted them */
+        load_record(nd, "signatures");
         load_record(nd, "done");
         return 0;
     }
@@ -125,6 +128,7 @@ void pft_node__dropout_free(node_t *nd)
     json_decref(nd->drop.revealed);
     nd->drop.revealed = NULL;
     pft_node__dmask_free(nd);
+    pft_node__consist_free(nd);
 }
 
 /* ---------- messages ---------- */
@@ -249,8 +253,18 @@ static int member_takes(node_t *nd, pft_secmsg_t **mp, const uint8_t *buf, size_
         return 0;
     }
     pft_free(path);
+    if (m->kind == PFT_SECMSG_SIGNATURES &&
+        nd->dm.t) { /* the consistency round: kept, a restart checks again */
+        int rc = pft_node__consist_check(nd, nd->drop.asked, m, reason, rlen);
+        path = rc ? NULL : record_path(nd, "signatures");
+        if (path && pft_fsio_write_atomic(path, buf, len) != 0)
+            pft_warn("recording the signatures: %s", pft_errmsg()); /* a restart signs and waits again */
+        pft_free(path);
+        return rc;
+    }
     if (m->kind != PFT_SECMSG_MISSING)
-        return refuse(reason, rlen, PFT_EREJECT, "a member takes declarations and done notices only");
+        return refuse(reason, rlen, PFT_EREJECT,
+                      "a member takes declarations, signatures and done notices only");
     path = record_path(nd, "declaration");
     int rc = check_declaration(nd, m, reason, rlen);
     char before[8192], now[8192];
@@ -271,12 +285,57 @@ static int member_takes(node_t *nd, pft_secmsg_t **mp, const uint8_t *buf, size_
     return rc;
 }
 
+/* The survivors of the opener's declaration (every member not declared missing), node indices in the group's
+ * order, into surv (room for the group); how many. */
+static size_t declared_survivors(const node_t *nd, size_t *surv)
+{
+    size_t ns = 0;
+    for (size_t m = 0; m < nd->sec.n_members; m++) {
+        int missing = 0;
+        for (size_t j = 0; j < nd->drop.n_missing; j++)
+            missing |= nd->drop.missing[j] == nd->sec.members[m];
+        if (!missing)
+            surv[ns++] = nd->sec.members[m];
+    }
+    return ns;
+}
+
+/* The opener: a survivor's signature of its declaration (the consistency round), kept durably
+ * (out/secagg/sign-<id>) before it is acknowledged. */
+static int opener_takes_sign(node_t *nd, const pft_secmsg_t *m, const uint8_t *buf, size_t len, size_t v,
+                             char *reason, size_t rlen)
+{
+    if (!nd->drop.missing || !is_member(nd, v))
+        return refuse(reason, rlen, PFT_EREJECT, "a signature before any declaration, or from a non-member");
+    size_t *surv = pft_alloc_array(nd->sec.n_members, sizeof *surv),
+           ns = surv ? declared_survivors(nd, surv) : 0;
+    int survives = 0;
+    for (size_t i = 0; i < ns; i++)
+        survives |= surv[i] == v;
+    const char **sids = surv ? sorted_ids(nd, surv, ns) : NULL;
+    int rc = !sids       ? refuse(reason, rlen, PFT_ENOMEM, "out of memory")
+             : !survives ? refuse(reason, rlen, PFT_EREJECT, "a signature from a member declared missing")
+                         : pft_node__consist_take(nd, v, m, sids, ns, reason, rlen);
+    pft_free(sids);
+    pft_free(surv);
+    if (rc)
+        return rc;
+    char name[PFT_BUNDLE_MAX_NAME + 16];
+    snprintf(name, sizeof name, "sign-%s", m->sender);
+    char *path = record_path(nd, name);
+    rc = path ? pft_fsio_write_atomic(path, buf, len) : PFT_ENOMEM;
+    pft_free(path);
+    return rc ? refuse(reason, rlen, PFT_EIO, "cannot store the signature: %s", pft_errmsg()) : 0;
+}
+
 /* The opener: a survivor's reveal, kept durably (out/secagg/reveal-<id>) before it is acknowledged. */
 static int opener_takes(node_t *nd, pft_secmsg_t *m, const uint8_t *buf, size_t len, size_t v, char *reason,
                         size_t rlen)
 {
+    if (m->kind == PFT_SECMSG_SIGN)
+        return opener_takes_sign(nd, m, buf, len, v, reason, rlen);
     if (m->kind != PFT_SECMSG_REVEAL)
-        return refuse(reason, rlen, PFT_EREJECT, "the opener takes reveals only");
+        return refuse(reason, rlen, PFT_EREJECT, "the opener takes reveals and signatures only");
     if (!nd->drop.missing || !is_member(nd, v))
         return refuse(reason, rlen, PFT_EREJECT, "a reveal before any declaration, or from a non-member");
     const char **want = sorted_ids(nd, nd->drop.missing, nd->drop.n_missing);
@@ -374,11 +433,56 @@ static void load_record(node_t *nd, const char *name)
 
 /* ---------- a member answers ---------- */
 
+/* Records the declaration m this node answers (out/secagg/answered), before its signature or any key leaves.
+ */
+static int record_answer(const node_t *nd, const pft_secmsg_t *m)
+{
+    char ids[8192];
+    joined_ids(m, ids, sizeof ids);
+    char *path = record_path(nd, "answered");
+    int rc = path ? pft_fsio_write_atomic(path, ids, strlen(ids)) : PFT_ENOMEM;
+    pft_free(path);
+    return rc;
+}
+
+/* The consistency round, a member's side: signs its declaration m and sends the signature to the opener
+ * (again when that send ended refused or unacknowledged: the opener restarted), then waits for the
+ * signatures the opener forwards (pft_node__consist_check). */
+static void sign_declaration(node_t *nd, const pft_secmsg_t *m)
+{
+    if (nd->cons.sign >= 0) {
+        int st = pft_transport_send_state(nd->hand.tp, nd->cons.sign, NULL, NULL);
+        if ((st != PFT_SEND_REJECTED && st != PFT_SEND_FAILED) ||
+            pft_fsio_now() < nd->cons.signed_at + RESEND_EVERY_S)
+            return;
+        nd->cons.sign = -1;
+    }
+    pft_secmsg_t r = header(nd, PFT_SECMSG_SIGN);
+    void *mem = record_answer(nd, m) == 0 ? pft_node__consist_sign(nd, m, &r) : NULL;
+    int h = mem ? send_msg(nd, &r, nd->sec.opener) : -1;
+    pft_node__dmask_extra_free(&mem);
+    if (h < 0) { /* signed nothing: the opener stays unable to open, which is safe */
+        pft_error("secure aggregation: signing %s's declaration: %s", nd->sec.opener, pft_errmsg());
+        pft_secmsg_destroy(&nd->drop.asked);
+        return;
+    }
+    if (nd->cons.signed_at == 0)
+        pft_info("secure aggregation: signed the survivor set %s declared (%zu survivors); revealing once "
+                 "%zu survivors' signatures of the same set are in",
+                 nd->sec.opener, m->n_survivors, nd->dm.t);
+    nd->cons.sign = h;
+    nd->cons.signed_at = pft_fsio_now();
+}
+
 void pft_node__dropout_tick(node_t *nd)
 {
     pft_secmsg_t *m = nd->drop.asked;
     if (!m || nd->drop.told)
         return;
+    if (nd->dm.t && !nd->cons.agreed) { /* double masking: the consistency round first */
+        sign_declaration(nd, m);
+        return;
+    }
     if (nd->drop.reveal >= 0) { /* sent: again only if it ended without an ACK (the opener restarted, or took
                                    it before it had declared again), the same keys to the same opener */
         int st = pft_transport_send_state(nd->hand.tp, nd->drop.reveal, NULL, NULL);
@@ -390,11 +494,7 @@ void pft_node__dropout_tick(node_t *nd)
     if (pft_node__test_hook(nd, "PFT_TEST_REVEAL_LATE") && pft_fsio_now() < nd->drop.asked_at + REVEAL_LATE_S)
         return; /* tests: the opener waits, a late bundle can knock meanwhile */
     pft_node__crash_point("before-reveal");
-    char ids[8192];
-    joined_ids(m, ids, sizeof ids);
-    char *path = record_path(nd, "answered");
-    int rc = path ? pft_fsio_write_atomic(path, ids, strlen(ids)) : PFT_ENOMEM; /* before any key leaves */
-    pft_free(path);
+    int rc = record_answer(nd, m); /* before any key leaves */
     uint8_t(*keys)[32] = pft_alloc_array(m->n_ids + 1, sizeof *keys);
     rc = rc ? rc : keys ? 0 : PFT_ENOMEM;
     for (size_t i = 0; rc == 0 && i < m->n_ids; i++) {
@@ -443,6 +543,8 @@ static void load_reveals(node_t *nd)
         char name[PFT_BUNDLE_MAX_NAME + 16];
         snprintf(name, sizeof name, "reveal-%s", u->id);
         load_record(nd, name);
+        snprintf(name, sizeof name, "sign-%s", u->id);
+        load_record(nd, name);
     }
 }
 
@@ -481,17 +583,10 @@ static int reveals_in(node_t *nd, void *ctx)
 /* Sends the declaration of nd->drop.missing to every survivor whose reveal is not in yet. */
 static int declare(node_t *nd)
 {
-    size_t n = nd->drop.n_missing, ns = 0;
-    size_t *surv = pft_alloc_array(nd->sec.n_members, sizeof *surv);
+    size_t n = nd->drop.n_missing, *surv = pft_alloc_array(nd->sec.n_members, sizeof *surv);
     if (!surv)
         return pft_err(PFT_ENOMEM, "out of memory");
-    for (size_t m = 0; m < nd->sec.n_members; m++) {
-        int missing = 0;
-        for (size_t j = 0; j < n; j++)
-            missing |= nd->drop.missing[j] == nd->sec.members[m];
-        if (!missing)
-            surv[ns++] = nd->sec.members[m];
-    }
+    size_t ns = declared_survivors(nd, surv);
     pft_secmsg_t d = header(nd, PFT_SECMSG_MISSING);
     const char **ids = sorted_ids(nd, nd->drop.missing, n), **sids = sorted_ids(nd, surv, ns);
     d.n_ids = n, d.ids = ids, d.n_survivors = ns, d.survivors = sids;
@@ -582,6 +677,33 @@ static int declare_missing(node_t *nd, const pft_stage_t *st)
     return rc;
 }
 
+/* The consistency round, the opener's side: 1 once every survivor's signature of its declaration is in and
+ * they all went out to every survivor whose reveal is not in; 0 while waiting; an error when a survivor
+ * refused or never took its declaration, or past send_deadline. */
+static int signatures_in(node_t *nd)
+{
+    size_t *surv = pft_alloc_array(nd->sec.n_members, sizeof *surv),
+           ns = surv ? declared_survivors(nd, surv) : 0;
+    int c =
+        surv ? pft_node__consist_signed(nd, surv, ns, nd->drop.until) : pft_err(PFT_ENOMEM, "out of memory");
+    pft_secmsg_t r = header(nd, PFT_SECMSG_SIGNATURES);
+    void *mem = c == 1 ? pft_node__consist_forward(nd, &r) : NULL;
+    c = c == 1 && !mem ? pft_err(PFT_ENOMEM, "out of memory") : c;
+    for (size_t i = 0; c == 1 && i < ns; i++) {
+        if (nd->drop.have[surv[i]]) /* revealed already (kept by an earlier run of this opener) */
+            continue;
+        int h = send_msg(nd, &r, pft_topo_node(nd->topo, surv[i])->id);
+        c = h < 0 ? h : 1;
+        nd->drop.notice[surv[i]] = h < 0 ? -1 : h; /* a survivor that refuses them refuses to reveal */
+    }
+    if (c == 1)
+        pft_info("secure aggregation: forwarded %zu signatures of the declarations to %zu survivor(s)",
+                 nd->cons.n_forwarded, ns);
+    pft_node__dmask_extra_free(&mem);
+    pft_free(surv);
+    return c;
+}
+
 int pft_node__dropout_ready(node_t *nd, void *stage)
 {
     const pft_stage_t *st = stage;
@@ -597,8 +719,19 @@ int pft_node__dropout_ready(node_t *nd, void *stage)
     }
     if (nd->drop.phase == DROP_DECLARED) {
         pft_node__crash_point("after-declare"); /* tests: a restart declares again; reveals come again */
+        pft_node__set_status(nd, "waiting",
+                             nd->dm.t ? "secure aggregation: the survivors' signatures of their declarations"
+                                      : "secure aggregation: the survivors' reveals");
+        nd->drop.phase = nd->dm.t ? DROP_SIGNING : DROP_REVEALING;
+    }
+    if (nd->drop.phase == DROP_SIGNING) {
+        int c = signatures_in(nd);
+        nd->drop.unrevealed = c == PFT_EREJECT || c == PFT_ETIMEOUT;
+        if (c != 1)
+            return c;
         pft_node__set_status(nd, "waiting", "secure aggregation: the survivors' reveals");
         nd->drop.phase = DROP_REVEALING;
+        return 0; /* the loop's next turn sends the signatures */
     }
     int c = reveals_in(nd, &nd->drop.until);
     if (c == 1)
@@ -746,4 +879,5 @@ void pft_node__dropout_json(const node_t *nd, json_t *sec)
                             nd->drop.revealed ? json_incref(nd->drop.revealed) : json_array());
         json_object_set_new(sec, "done_notice", json_boolean(nd->drop.told));
     }
+    pft_node__consist_json(nd, sec);
 }

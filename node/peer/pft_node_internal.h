@@ -21,6 +21,8 @@
  *   pft_node_parts.c      exact statistics as parts (who contributed), merged per group of the plan
  *   pft_node_dmask.c      secure aggregation: double masking (self-masks, their seeds shared t-of-n) where
  *                         dropouts are recovered
+ *   pft_node_consist.c    secure aggregation: the consistency round (every survivor signs the survivor set
+ *                         it was declared; it reveals only with t signatures over that same set)
  *   pft_node_dropout.c    secure aggregation: a star's members that never deliver, recovered (its chore runs
  *                         through nd->chore, its messages come through the top file's dispatch, its waits
  *                         are conditions the stage machine turns the loop on)
@@ -337,6 +339,15 @@ struct node {
         uint64_t *victim_words; /* tests: the victim's masked words, kept aside (n_words) */
         double victim_bound;    /* tests: its decode bound */
     } dm;
+    struct {                 /* the consistency round (pft_node_consist.c), where double masking runs */
+        uint8_t (*sig)[64];  /* opener: per node index, the survivor's signature of its declaration */
+        unsigned char *have; /* opener: per node index, that signature is in and checked */
+        size_t n_forwarded;  /* opener: signatures forwarded to the survivors (0: not yet) */
+        int sign;            /* member: the handle of its signature's send (-1: none) */
+        double signed_at;    /* member: when it was (last) sent */
+        int agreed;          /* member: t signatures over its declaration's survivors checked: it reveals */
+        char refused[1024];  /* member: why it refused the opener's signatures ("": it did not) */
+    } cons;
     struct { /* the release pipeline (pft_node_step.c; set up once, then read) */
         const pft_node_step_t *steps[PFT_NODE_MAX_STEPS]; /* the steps that apply, in order */
         int n_steps;
@@ -639,11 +650,41 @@ int pft_node__dmask_check_declaration(node_t *nd, const pft_secmsg_t *m, char *r
  * declaration m; returns the memory to free (wiped) with pft_node__dmask_extra_free, NULL on error. */
 void *pft_node__dmask_reveal_extra(node_t *nd, const pft_secmsg_t *m, pft_secmsg_t *r);
 
+/* ---- pft_node_consist.c: the consistency round of double masking (docs/SECAGG.md §5.1) ---- */
+/* The opener's tables (nothing without double masking); a member's state. 0 or PFT_ENOMEM. */
+int pft_node__consist_setup(node_t *nd);
+void pft_node__consist_free(node_t *nd);
+/* A member: r (its header set) becomes the SIGN of declaration d: d's ids and survivors and this node's
+ * signature of their statement. Returns the memory to free with pft_node__dmask_extra_free after encoding,
+ * NULL on error (message set). */
+void *pft_node__consist_sign(node_t *nd, const pft_secmsg_t *d, pft_secmsg_t *r);
+/* The opener: survivor v's SIGN m must restate the declaration sent to v (missing[0..n_missing) and
+ * survivors[0..ns), ids sorted) and carry v's valid signature of it; kept. 0 or PFT_EREJECT with the reason.
+ */
+int pft_node__consist_take(node_t *nd, size_t v, const pft_secmsg_t *m, const char *const *survivors,
+                           size_t ns, char *reason, size_t rlen);
+/* The opener's condition while it collects the signatures (ctx: the time they are due): 1 when every
+ * survivor in surv[0..ns) whose reveal is not in signed; an error when one refused or never took its
+ * declaration, or past that time. */
+int pft_node__consist_signed(node_t *nd, const size_t *surv, size_t ns, double until);
+/* The opener: r (its header set) becomes the SIGNATURES of every signature collected. Memory as
+ * pft_node__consist_sign's. */
+void *pft_node__consist_forward(node_t *nd, pft_secmsg_t *r);
+/* A member: the opener's SIGNATURES s for its accepted declaration d (NULL: none yet) must hold at least t
+ * valid signatures of d's survivor set from distinct survivors of d, this node's among them; then it may
+ * reveal (nd->cons.agreed). Else PFT_EREJECT, the reason naming the opener and the signers whose signature is
+ * of another set (also logged and kept for result.json). */
+int pft_node__consist_check(node_t *nd, const pft_secmsg_t *d, const pft_secmsg_t *s, char *reason,
+                            size_t rlen);
+/* result.json's secure_agg.consistency. */
+void pft_node__consist_json(const node_t *nd, json_t *sec);
+
 /* ---- pft_node_dropout.c: a star's members that never deliver (docs/SECAGG.md §5) ---- */
 /* The opener's way to its opening, one stage condition (pft_node__dropout_ready) of the stage machine. */
 typedef enum {
     DROP_IDLE = 0,  /* nothing looked at yet */
     DROP_DECLARED,  /* the missing members declared; the declarations go in the loop's next turn */
+    DROP_SIGNING,   /* double masking: waiting for every survivor's signature of its declaration */
     DROP_REVEALING, /* waiting for every survivor's reveal */
     DROP_OPENABLE,  /* nobody missing, or every reveal in: the refit may open the group's sum */
 } pft_node__drop_phase_t;

@@ -187,7 +187,7 @@ static void print_secagg(const pft_topo_t *t, const pft_secplan_t *pl)
             printf("  double masking: secagg_threshold = %zu of %zu (each member's self-mask seed is shared "
                    "%zu-of-%zu; a lying opener alone cannot unmask a member, an opener with %zu colluding "
                    "member(s) can)\n",
-                   th, gr->n_members, th, gr->n_members, 2 * th - gr->n_members - 1);
+                   th, gr->n_members, th, gr->n_members, th - 1);
         if (!star)
             printf("  dropouts: not recovered (a missing member stops %s; docs/SECAGG.md §5)\n",
                    pft_topo_node(t, gr->opener)->id);
