@@ -88,7 +88,14 @@ static void eig_slots(eig_t *e, const pft_ghead_opts_t *o)
 static int eig_decompose(eig_t *e)
 {
     int d = e->d, rc;
-    if (!e->trid) {
+    if (!e->trid && e->lent) { /* the vectors beside the lent scatter, which keeps its upper triangle */
+        double *z = pft_alloc_array((size_t)d * d, sizeof(double));
+        rc = z ? pft_la_eigh_into(e->E, d, e->lam, z) : pft_err(PFT_ENOMEM, "out of memory");
+        if (rc == 0)
+            e->E = z, e->lent = 0; /* the caller still holds the scatter (evidence_run) */
+        else
+            pft_free(z);
+    } else if (!e->trid) {
         rc = pft_la_eigh_fast(e->E, d, e->lam);
     } else {
         e->td = pft_alloc_array((size_t)d, sizeof(double));
@@ -657,8 +664,8 @@ static void give_back(pft_gstat_t *st, lent_t *l)
 
 /* The evidence's tallies (pft_ghead_evidence) in the tridiagonal basis (eigen 0) or the eigenbasis; with
  * keep, the tridiagonal reduction moves to the caller when it scored the whole grid. With lend (st itself,
- * TIED), the reduction is made in st's own scatter: what moves to keep then holds its diagonal, and
- * otherwise the scatter is back in st, unchanged, on return. */
+ * TIED), the reduction (or the eigensolver) works in st's own scatter: what moves to keep then holds its
+ * diagonal, and otherwise the scatter is back in st, unchanged, on return. */
 static int evidence_run(const pft_gstat_t *st, pft_gstat_t *lender, const float *x, const int32_t *y, int n,
                         int n_classes, const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev,
                         pft_la_trid_t *keep)
@@ -678,7 +685,7 @@ static int evidence_run(const pft_gstat_t *st, pft_gstat_t *lender, const float 
     int trid = !eigen && opts->n_extra == 0;
     do {
         lent_t l = {0};
-        if (trid && lender && pft_gstat_kind(lender) == PFT_GSTAT_TIED && (rc = lend(lender, &l)))
+        if (lender && pft_gstat_kind(lender) == PFT_GSTAT_TIED && (rc = lend(lender, &l)))
             return rc;
         if ((rc = eig_init(&e, st, l.w, opts, trid, 1)) == 0) {
             rc = lda_cv_tally(&e, x, y, n, opts, tl, &fs);
@@ -727,10 +734,10 @@ int pft_ghead_evidence_give_back(pft_gstat_t *st, pft_la_trid_t *keep)
     return rc ? rc : pft_gstat_give_tied_scatter(st, &w);
 }
 
-int pft_ghead__evidence_basis(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+int pft_ghead__evidence_basis(pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                               const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev)
 {
-    return evidence_run(st, NULL, x, y, n, n_classes, opts, eigen, ev, NULL);
+    return evidence_run(st, st, x, y, n, n_classes, opts, eigen, ev, NULL);
 }
 
 /* The linear head of LDA at shrinkage α: one row per label (a label without statistics gets GH_NO_CLASS),

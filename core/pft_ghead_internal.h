@@ -71,8 +71,9 @@ void pft_ghead__qda_quad(const double *L, const double *mu, double *x, int n, in
 /* pft_ghead.c */
 /* pft_ghead_evidence, computed in the tridiagonal basis of W (eigen 0: a Householder reduction, then per fold
  * and α tridiagonal solves; the eigenbasis where it cannot score an α exactly), or in W's eigenbasis (eigen
- * 1, the reference: the same tallies up to rounding). */
-int pft_ghead__evidence_basis(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+ * 1, the reference: the same tallies up to rounding); in st's own scatter, lent and given back unchanged (as
+ * pft_ghead_evidence_keep does). */
+int pft_ghead__evidence_basis(pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                               const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev);
 
 #endif

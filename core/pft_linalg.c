@@ -156,6 +156,11 @@ int pft_la_eigh_fast(double *a, int n, double *w)
     return rc;
 }
 
+int pft_la_eigh_into(double *a, int n, double *w, double *z)
+{
+    return dsyevr(a, n, n, w, z, "eigh");
+}
+
 int pft_la_tridiag(double *a, int n, double *td, double *te, double *tau)
 {
     /* column-major 'U' of a row-major matrix is its lower triangle, as in pft_la_eigh_fast */

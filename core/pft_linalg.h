@@ -34,6 +34,10 @@ int pft_la_eigh(double *a, int n, double *w);
  * O(n) doubles of scratch (dsyevd needs 2n²). The eigenvectors may differ in sign (and within repeated
  * eigenvalues). 0, or PFT_ENOMEM / PFT_ENUMERIC (a is then clobbered). */
 int pft_la_eigh_fast(double *a, int n, double *w);
+/* pft_la_eigh_fast with the eigenvectors into z (n×n, row i the unit eigenvector of w[i]) instead of a: the
+ * same numbers; a's lower triangle and diagonal are clobbered, its strict upper triangle is left as it was
+ * (pft_la_trid_unreduce's form). 0, or PFT_ENOMEM / PFT_ENUMERIC. */
+int pft_la_eigh_into(double *a, int n, double *w, double *z);
 
 /* Householder reduction of the symmetric n×n row-major matrix a (only its lower triangle is read) to
  * tridiagonal form a = Q T Qᵀ, by dsytrd: T's diagonal into td[n], its off-diagonal into te[n] (n-1 used), Q

@@ -667,6 +667,21 @@ static void test_evidence_keep(void)
     CHECK(pft_ghead_evidence_give_back(st, &t) == 0 && !t.a && !t.diag);
     CHECK(pft_gstat_equal(st, st0)); /* W back bit for bit: the reduction left its other triangle alone */
     CHECK(pft_ghead_evidence_give_back(st, &t) == PFT_EINVAL && pft_gstat_equal(st, st0));
+    /* every row own and W singular (60 and 150 rows): the same tallies as the copying evidence, W back bit
+     * for bit */
+    for (int k = 0; k < 2; k++) {
+        int mk = k ? 150 : 60;
+        pft_gstat_t *sk = pft_gstat_new(PFT_GSTAT_TIED, (int)d), *sk0;
+        CHECK(sk && pft_gstat_add_rows(sk, xs, ys, (size_t)mk) == 0 && (sk0 = pft_gstat_dup(sk)));
+        CHECK(pft_ghead_evidence(sk0, xs, ys, mk, 7, &o, e0) == 0);
+        CHECK(pft_ghead_evidence_keep(sk, xs, ys, mk, 7, &o, e1, &t) == 0);
+        CHECK(memcmp(e0, e1, sizeof e0) == 0);
+        if (t.a)
+            CHECK(pft_ghead_evidence_give_back(sk, &t) == 0);
+        CHECK(pft_gstat_equal(sk, sk0));
+        pft_gstat_destroy(&sk);
+        pft_gstat_destroy(&sk0);
+    }
     /* too few own rows: no tally, nothing kept, W never lent */
     CHECK(pft_ghead_evidence_keep(st, xs, ys, 5, 7, &o, e1, &t) == 1 && !t.a && pft_gstat_equal(st, st0));
     pft_gstat_destroy(&st);
