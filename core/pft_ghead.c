@@ -642,6 +642,8 @@ typedef struct {
 static int lend(pft_gstat_t *st, lent_t *l)
 {
     int d = pft_gstat_dim(st);
+    if (!pft_gstat_tied_scatter(st))
+        return pft_err(PFT_EINVAL, "gaussian head: the statistics' scatter is lent already");
     if (!(l->diag = pft_alloc_array((size_t)d, sizeof(double))))
         return pft_err(PFT_ENOMEM, "gaussian head: out of memory");
     l->w = pft_gstat_take_tied_scatter(st);

@@ -647,6 +647,8 @@ static void test_evidence_keep(void)
     CHECK(pft_ghead_evidence_keep(st, xs, ys, own, 7, &o, e1, &t) == 0 && t.a && t.diag && t.n == d);
     CHECK(memcmp(e0, e1, sizeof e0) == 0);
     CHECK(pft_gstat_tied_scatter(st) == NULL); /* lent to the reduction */
+    pft_la_trid_t t2;
+    CHECK(pft_ghead_evidence_keep(st, xs, ys, own, 7, &o, e0, &t2) == PFT_EINVAL && !t2.a); /* lent already */
     size_t dd = (size_t)d * d;
     double N = (double)pft_gstat_total(st), *C = malloc(dd * sizeof *C),
            *U0 = malloc((size_t)d * q * sizeof *U0), *U1 = malloc((size_t)d * q * sizeof *U1),
