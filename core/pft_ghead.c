@@ -14,25 +14,6 @@
 
 #define N_ALPHA PFT_GHEAD_N_ALPHA
 
-const char *pft_ghead_kind_name(pft_ghead_kind_t kind)
-{
-    return kind == PFT_GHEAD_LDA ? "lda" : kind == PFT_GHEAD_QDA ? "qda" : NULL;
-}
-
-void pft_ghead_opts_default(pft_ghead_opts_t *opts)
-{
-    opts->kind = PFT_GHEAD_LDA;
-    opts->alpha = PFT_GHEAD_AUTO;
-    opts->lambda = PFT_GHEAD_AUTO;
-    opts->folds = 5;
-    opts->min_cv_rows = 10;
-    opts->seed = 0;
-    opts->on_iter = NULL;
-    opts->on_iter_ctx = NULL;
-    opts->extra = NULL;
-    opts->n_extra = 0;
-}
-
 /* ---- the statistics in the eigenbasis of the pooled scatter -------------------------------------------- */
 
 /* What the LDA fit and its cross-validation share: W = Eᵀ diag(lam) E, class means projected. Components
@@ -56,10 +37,13 @@ typedef struct {
     /* trid (the evidence): W = Q T Qᵀ, E Q's reflectors, lam T's eigenvalues, Σ_α⁻¹ by tridiagonal solves */
     int trid;
     double *td, *te, *tau; /* trid: T's diagonal, off-diagonal, the reflectors' scales (d each) */
+    int lent;              /* E is the statistics' own scatter, lent (evidence_run): never freed here */
 } eig_t;
 
 static void eig_free(eig_t *e)
 {
+    if (e->lent)
+        e->E = NULL;
     PFT_FREE(e->E);
     PFT_FREE(e->lam);
     PFT_FREE(e->Mt);
@@ -104,7 +88,14 @@ static void eig_slots(eig_t *e, const pft_ghead_opts_t *o)
 static int eig_decompose(eig_t *e)
 {
     int d = e->d, rc;
-    if (!e->trid) {
+    if (!e->trid && e->lent) { /* the vectors beside the lent scatter, which keeps its upper triangle */
+        double *z = pft_alloc_array((size_t)d * d, sizeof(double));
+        rc = z ? pft_la_eigh_into(e->E, d, e->lam, z) : pft_err(PFT_ENOMEM, "out of memory");
+        if (rc == 0)
+            e->E = z, e->lent = 0; /* the caller still holds the scatter (evidence_run) */
+        else
+            pft_free(z);
+    } else if (!e->trid) {
         rc = pft_la_eigh_fast(e->E, d, e->lam);
     } else {
         e->td = pft_alloc_array((size_t)d, sizeof(double));
@@ -142,12 +133,14 @@ static int eig_project(const eig_t *e, const double *in, double *out, int rows)
 }
 
 /* The eigendecomposition (trid: the tridiagonal reduction) of st's pooled scatter; w, if not NULL, is that
- * scatter already (taken from st), and becomes e->E (eig_init owns it from here on, also on error). */
-static int eig_init(eig_t *e, const pft_gstat_t *st, double *w, const pft_ghead_opts_t *o, int trid)
+ * scatter already (taken from st), and becomes e->E (eig_init owns it from here on, also on error, unless
+ * lent: then the caller keeps it). */
+static int eig_init(eig_t *e, const pft_gstat_t *st, double *w, const pft_ghead_opts_t *o, int trid, int lent)
 {
     memset(e, 0, sizeof *e);
     e->st = st;
     e->trid = trid;
+    e->lent = w && lent;
     e->d = pft_gstat_dim(st);
     e->S = pft_gstat_n_classes(st);
     e->X = o->kind == PFT_GHEAD_LDA ? o->n_extra : 0;
@@ -640,15 +633,46 @@ static int lda_cv(const eig_t *e, const float *x, const int32_t *y, int n, const
     return rc;
 }
 
-static int check_args(const pft_gstat_t *st, int n, int C, const pft_ghead_opts_t *o);
+/* A TIED st's own scatter lent to an in-place reduction (no copy of it): w taken from st, its diagonal saved.
+ */
+typedef struct {
+    double *w, *diag;
+} lent_t;
+
+static int lend(pft_gstat_t *st, lent_t *l)
+{
+    int d = pft_gstat_dim(st);
+    if (!pft_gstat_tied_scatter(st))
+        return pft_err(PFT_EINVAL, "gaussian head: the statistics' scatter is lent already");
+    if (!(l->diag = pft_alloc_array((size_t)d, sizeof(double))))
+        return pft_err(PFT_ENOMEM, "gaussian head: out of memory");
+    l->w = pft_gstat_take_tied_scatter(st);
+    for (int i = 0; i < d; i++)
+        l->diag[i] = l->w[(size_t)i * d + i];
+    return 0;
+}
+
+/* The lent scatter back in st as it was (pft_la_trid_unreduce: it cannot fail with w and diag set). */
+static void give_back(pft_gstat_t *st, lent_t *l)
+{
+    if (!l->w)
+        return;
+    pft_la_trid_t t = {.n = pft_gstat_dim(st), .a = l->w, .diag = l->diag};
+    double *w = NULL;
+    if (pft_la_trid_unreduce(&t, &w) == 0)
+        pft_gstat_give_tied_scatter(st, &w);
+    l->w = l->diag = NULL;
+}
 
 /* The evidence's tallies (pft_ghead_evidence) in the tridiagonal basis (eigen 0) or the eigenbasis; with
- * keep, the tridiagonal reduction moves to the caller when it scored the whole grid. */
-static int evidence_run(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
-                        const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev,
+ * keep, the tridiagonal reduction moves to the caller when it scored the whole grid. With lend (st itself,
+ * TIED), the reduction (or the eigensolver) works in st's own scatter: what moves to keep then holds its
+ * diagonal, and otherwise the scatter is back in st, unchanged, on return. */
+static int evidence_run(const pft_gstat_t *st, pft_gstat_t *lender, const float *x, const int32_t *y, int n,
+                        int n_classes, const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev,
                         pft_la_trid_t *keep)
 {
-    int rc = check_args(st, n, n_classes, opts);
+    int rc = pft_ghead__check_args(st, n, n_classes, opts);
     if (rc)
         return rc;
     if (opts->kind != PFT_GHEAD_LDA)
@@ -662,14 +686,20 @@ static int evidence_run(const pft_gstat_t *st, const float *x, const int32_t *y,
      * basis, or it cannot score some α exactly (then the eigenbasis scores them all) */
     int trid = !eigen && opts->n_extra == 0;
     do {
-        if ((rc = eig_init(&e, st, NULL, opts, trid)))
+        lent_t l = {0};
+        if (lender && pft_gstat_kind(lender) == PFT_GSTAT_TIED && (rc = lend(lender, &l)))
             return rc;
-        rc = lda_cv_tally(&e, x, y, n, opts, tl, &fs);
-        if (rc == 0 && keep && e.trid) { /* the reduction moves to the caller */
-            *keep = (pft_la_trid_t){.n = e.d, .a = e.E, .tau = e.tau, .td = e.td, .te = e.te};
-            e.E = e.tau = e.td = e.te = NULL;
+        if ((rc = eig_init(&e, st, l.w, opts, trid, 1)) == 0) {
+            rc = lda_cv_tally(&e, x, y, n, opts, tl, &fs);
+            if (rc == 0 && keep && e.trid) { /* the reduction moves to the caller */
+                *keep =
+                    (pft_la_trid_t){.n = e.d, .a = e.E, .tau = e.tau, .td = e.td, .te = e.te, .diag = l.diag};
+                e.E = e.tau = e.td = e.te = NULL;
+                l.w = l.diag = NULL;
+            }
+            eig_free(&e);
         }
-        eig_free(&e);
+        give_back(lender, &l);
     } while (rc == 1 && trid-- == 1);
     if (rc)
         return rc;
@@ -687,20 +717,29 @@ static int evidence_run(const pft_gstat_t *st, const float *x, const int32_t *y,
 int pft_ghead_evidence(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                        const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev)
 {
-    return evidence_run(st, x, y, n, n_classes, opts, 0, ev, NULL);
+    return evidence_run(st, NULL, x, y, n, n_classes, opts, 0, ev, NULL);
 }
 
-int pft_ghead_evidence_keep(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+int pft_ghead_evidence_keep(pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                             const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev, pft_la_trid_t *keep)
 {
     memset(keep, 0, sizeof *keep);
-    return evidence_run(st, x, y, n, n_classes, opts, 0, ev, keep);
+    return evidence_run(st, st, x, y, n, n_classes, opts, 0, ev, keep);
 }
 
-int pft_ghead__evidence_basis(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+int pft_ghead_evidence_give_back(pft_gstat_t *st, pft_la_trid_t *keep)
+{
+    double *w = NULL;
+    if (pft_gstat_kind(st) != PFT_GSTAT_TIED || pft_gstat_tied_scatter(st))
+        return pft_err(PFT_EINVAL, "gaussian head: the statistics lent no scatter");
+    int rc = pft_la_trid_unreduce(keep, &w);
+    return rc ? rc : pft_gstat_give_tied_scatter(st, &w);
+}
+
+int pft_ghead__evidence_basis(pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                               const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev)
 {
-    return evidence_run(st, x, y, n, n_classes, opts, eigen, ev, NULL);
+    return evidence_run(st, st, x, y, n, n_classes, opts, eigen, ev, NULL);
 }
 
 /* The linear head of LDA at shrinkage α: one row per label (a label without statistics gets GH_NO_CLASS),
@@ -761,37 +800,6 @@ static int lda_build(const eig_t *e, double alpha, int C, pft_ghead_t *h)
 /* ---- fit and use ----------------------------------------------------------------------------------------
  */
 
-static int check_args(const pft_gstat_t *st, int n, int C, const pft_ghead_opts_t *o)
-{
-    if (!st || n < 0 || C < 1 || !o)
-        return pft_err(PFT_EINVAL, "gaussian head: bad arguments");
-    if (!pft_ghead_kind_name(o->kind) || o->folds < 2 || o->folds > 20 || o->min_cv_rows < 2 ||
-        !(o->alpha == PFT_GHEAD_AUTO || (o->alpha >= 0 && o->alpha <= 1)) ||
-        !(o->lambda == PFT_GHEAD_AUTO || (o->lambda >= 0 && o->lambda <= 1)))
-        return pft_err(PFT_EINVAL, "gaussian head: bad options (kind %d, folds %d, α %g, λ %g)", (int)o->kind,
-                       o->folds, o->alpha, o->lambda);
-    if (o->kind == PFT_GHEAD_QDA && pft_gstat_kind(st) != PFT_GSTAT_FULL)
-        return pft_err(PFT_EINVAL, "gaussian head: QDA needs per-class (full) statistics, not tied ones");
-    int S = pft_gstat_n_classes(st);
-    if (S < 1)
-        return pft_err(PFT_EINVAL, "gaussian head: the statistics hold no class");
-    if (pft_gstat_label(st, S - 1) >= C)
-        return pft_err(PFT_EINVAL, "gaussian head: label %d ≥ %d classes", pft_gstat_label(st, S - 1), C);
-    if (o->n_extra < 0 || (o->n_extra > 0 && (!o->extra || o->kind != PFT_GHEAD_LDA)))
-        return pft_err(PFT_EINVAL, "gaussian head: noisy components need LDA (%d given)", o->n_extra);
-    for (int k = 0; k < o->n_extra; k++) {
-        const pft_ghead_extra_t *x = &o->extra[k];
-        int ok = x->label >= 0 && x->label < C && x->n >= 1 && x->mean && isfinite(x->tau2) && x->tau2 >= 0;
-        for (int i = 0; ok && i < pft_gstat_dim(st); i++)
-            ok = isfinite(x->mean[i]);
-        if (!ok)
-            return pft_err(PFT_EINVAL,
-                           "gaussian head: noisy component %d (label %d, %llu rows, tau2 %g) invalid", k,
-                           x->label, (unsigned long long)x->n, x->tau2);
-    }
-    return 0;
-}
-
 /* pft_ghead_fit with the statistics' scatter available to be taken (NULL: copy it). */
 static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *y, int n, int n_classes,
                const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info);
@@ -807,7 +815,7 @@ int pft_ghead_fit_take(pft_gstat_t **st_p, const float *x, const int32_t *y, int
 {
     pft_gstat_t *st = *st_p;
     *out = NULL;
-    int rc = check_args(st, n, n_classes, opts);
+    int rc = pft_ghead__check_args(st, n, n_classes, opts);
     if (rc == 0) {
         double *w = opts->kind == PFT_GHEAD_LDA ? pft_gstat_take_tied_scatter(st) : NULL;
         rc = fit(st, w, x, y, n, n_classes, opts, out, info);
@@ -820,7 +828,7 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
                const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info)
 {
     *out = NULL;
-    int rc = check_args(st, n, n_classes, opts);
+    int rc = pft_ghead__check_args(st, n, n_classes, opts);
     if (rc != 0) {
         pft_free(w);
         return rc;
@@ -837,7 +845,7 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
     h->C = n_classes;
     h->d = pft_gstat_dim(st);
     eig_t e;
-    rc = eig_init(&e, st, w, opts, 0);
+    rc = eig_init(&e, st, w, opts, 0, 0);
     if (rc != 0) {
         pft_free(h);
         return rc;

@@ -119,15 +119,20 @@ double pft_ghead_alpha_grid(int i);
  * the fit's eigenbasis up to rounding; in the eigenbasis where the tridiagonal solves cannot match it. */
 int pft_ghead_evidence(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                        const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev);
-/* pft_ghead_evidence, and where it was computed in W's tridiagonal basis (returns 0 and keep->a set), that
- * reduction of W (pft_la_trid_t, pft_linalg.h) handed to the caller in *keep (zeroed on entry; the caller
- * frees it with pft_la_trid_free): the release of the same W takes its leading eigenpairs from it
- * (pft_gstat_lowrank_shared_trid) instead of reducing W again. keep->a NULL: nothing kept (the eigenbasis
- * was used, or no tally). Returns as pft_ghead_evidence. */
+/* pft_ghead_evidence, computed in st's own scatter W (no copy of it: a d×d matrix less), and where it was
+ * computed in W's tridiagonal basis (returns 0 and keep->a set), that reduction handed to the caller in *keep
+ * (zeroed on entry): the release of the same W takes its leading eigenpairs from it
+ * (pft_gstat_lowrank_shared_trid) instead of reducing W again, and keep->diag is W's diagonal. W is then
+ * lent: st holds no scatter (pft_gstat_tied_scatter NULL; read only its counts and means) until
+ * pft_ghead_evidence_give_back(st, keep) puts it back, bit for bit. keep->a NULL: nothing kept, and st's W is
+ * as it was (the eigenbasis was used, no tally, or an error). Returns as pft_ghead_evidence. */
 struct pft_la_trid_t;
-int pft_ghead_evidence_keep(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+int pft_ghead_evidence_keep(pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                             const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev,
                             struct pft_la_trid_t *keep);
+/* The scatter pft_ghead_evidence_keep lent, back in st as it was (pft_la_trid_unreduce); keep is freed. 0, or
+ * PFT_EINVAL (keep holds no lent scatter, or st did not lend one; both then unaltered). */
+int pft_ghead_evidence_give_back(pft_gstat_t *st, struct pft_la_trid_t *keep);
 /* The α of the weighted evidence of m contributors (ev[k]: PFT_GHEAD_N_ALPHA tallies each, weight w[k] in
  * [0, 1]; NULL: all 1): most rows right, then the lower cross-entropy, then the larger α; an α unusable for
  * one contributor is never chosen. -1 when none is usable or m = 0. */

@@ -1,6 +1,6 @@
-/* pft_ghead_cv: the cross-validation folds over the caller's own rows and the tallies of their scores, which
- * the LDA and QDA heads share (pft_ghead_internal.h); the shrinkage grid and the α of contributors' tallies.
- */
+/* pft_ghead_cv: the options and their checks, the cross-validation folds over the caller's own rows and the
+ * tallies of their scores, which the LDA and QDA heads share (pft_ghead_internal.h); the shrinkage grid and
+ * the α of contributors' tallies. */
 #include "pft_ghead_internal.h"
 
 #include <float.h>
@@ -10,6 +10,56 @@
 #include "pft_alloc.h"
 #include "pft_error.h"
 #include "pft_rng.h"
+
+const char *pft_ghead_kind_name(pft_ghead_kind_t kind)
+{
+    return kind == PFT_GHEAD_LDA ? "lda" : kind == PFT_GHEAD_QDA ? "qda" : NULL;
+}
+
+void pft_ghead_opts_default(pft_ghead_opts_t *opts)
+{
+    opts->kind = PFT_GHEAD_LDA;
+    opts->alpha = PFT_GHEAD_AUTO;
+    opts->lambda = PFT_GHEAD_AUTO;
+    opts->folds = 5;
+    opts->min_cv_rows = 10;
+    opts->seed = 0;
+    opts->on_iter = NULL;
+    opts->on_iter_ctx = NULL;
+    opts->extra = NULL;
+    opts->n_extra = 0;
+}
+
+int pft_ghead__check_args(const pft_gstat_t *st, int n, int C, const pft_ghead_opts_t *o)
+{
+    if (!st || n < 0 || C < 1 || !o)
+        return pft_err(PFT_EINVAL, "gaussian head: bad arguments");
+    if (!pft_ghead_kind_name(o->kind) || o->folds < 2 || o->folds > 20 || o->min_cv_rows < 2 ||
+        !(o->alpha == PFT_GHEAD_AUTO || (o->alpha >= 0 && o->alpha <= 1)) ||
+        !(o->lambda == PFT_GHEAD_AUTO || (o->lambda >= 0 && o->lambda <= 1)))
+        return pft_err(PFT_EINVAL, "gaussian head: bad options (kind %d, folds %d, α %g, λ %g)", (int)o->kind,
+                       o->folds, o->alpha, o->lambda);
+    if (o->kind == PFT_GHEAD_QDA && pft_gstat_kind(st) != PFT_GSTAT_FULL)
+        return pft_err(PFT_EINVAL, "gaussian head: QDA needs per-class (full) statistics, not tied ones");
+    int S = pft_gstat_n_classes(st);
+    if (S < 1)
+        return pft_err(PFT_EINVAL, "gaussian head: the statistics hold no class");
+    if (pft_gstat_label(st, S - 1) >= C)
+        return pft_err(PFT_EINVAL, "gaussian head: label %d ≥ %d classes", pft_gstat_label(st, S - 1), C);
+    if (o->n_extra < 0 || (o->n_extra > 0 && (!o->extra || o->kind != PFT_GHEAD_LDA)))
+        return pft_err(PFT_EINVAL, "gaussian head: noisy components need LDA (%d given)", o->n_extra);
+    for (int k = 0; k < o->n_extra; k++) {
+        const pft_ghead_extra_t *x = &o->extra[k];
+        int ok = x->label >= 0 && x->label < C && x->n >= 1 && x->mean && isfinite(x->tau2) && x->tau2 >= 0;
+        for (int i = 0; ok && i < pft_gstat_dim(st); i++)
+            ok = isfinite(x->mean[i]);
+        if (!ok)
+            return pft_err(PFT_EINVAL,
+                           "gaussian head: noisy component %d (label %d, %llu rows, tau2 %g) invalid", k,
+                           x->label, (unsigned long long)x->n, x->tau2);
+    }
+    return 0;
+}
 
 void pft_ghead__folds_free(folds_t *f)
 {

@@ -1,7 +1,8 @@
 /* pft_ghead_internal: INTERNAL to core/pft_ghead*.c (the head's struct, the cross-validation folds and
  * tallies both heads share); everything else goes through pft_ghead.h.
  * Files, from the bottom up (a file calls only files above it in this list, never one below):
- *   pft_ghead_cv.c     the cross-validation folds over own rows, the tallies of their scores, the α grid
+ *   pft_ghead_cv.c     options and their checks; the cross-validation folds over own rows, the tallies of
+ *                      their scores, the α grid
  *   pft_ghead_qda.c    QDA: covariances regularised and shrunk, λ by exact-downdate cross-validation
  *   pft_ghead_score.c  a fitted head's accessors, destroy, class scores, predictions, accuracy
  *   pft_ghead.c        options, LDA and its α (in W's eigenbasis or tridiagonal basis), the fit
@@ -43,6 +44,8 @@ typedef struct {
 } tally_t;
 
 /* pft_ghead_cv.c */
+/* The arguments and options of a fit or an evidence checked: 0 or PFT_EINVAL naming what is wrong. */
+int pft_ghead__check_args(const pft_gstat_t *st, int n, int C, const pft_ghead_opts_t *o);
 /* Own rows → class indices (checked to be part of st), a seeded subset of at most GH_MAX_CV_ROWS, stratified
  * into folds. 0, PFT_EINVAL (a row not in st), PFT_ENOMEM. */
 int pft_ghead__folds_make(folds_t *f, const pft_gstat_t *st, const int32_t *y, int n, int folds,
@@ -68,8 +71,9 @@ void pft_ghead__qda_quad(const double *L, const double *mu, double *x, int n, in
 /* pft_ghead.c */
 /* pft_ghead_evidence, computed in the tridiagonal basis of W (eigen 0: a Householder reduction, then per fold
  * and α tridiagonal solves; the eigenbasis where it cannot score an α exactly), or in W's eigenbasis (eigen
- * 1, the reference: the same tallies up to rounding). */
-int pft_ghead__evidence_basis(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+ * 1, the reference: the same tallies up to rounding); in st's own scatter, lent and given back unchanged (as
+ * pft_ghead_evidence_keep does). */
+int pft_ghead__evidence_basis(pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                               const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev);
 
 #endif

@@ -449,6 +449,15 @@ double *pft_gstat_take_tied_scatter(pft_gstat_t *self)
     return w;
 }
 
+int pft_gstat_give_tied_scatter(pft_gstat_t *self, double **w_p)
+{
+    if (self->kind != PFT_GSTAT_TIED || self->w || !*w_p)
+        return pft_err(PFT_EINVAL, "gstat: a scatter given back to statistics that did not lend one");
+    self->w = *w_p;
+    *w_p = NULL;
+    return 0;
+}
+
 void pft_gstat_pooled(const pft_gstat_t *self, double *w)
 {
     size_t dd = (size_t)self->d * self->d;

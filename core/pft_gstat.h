@@ -75,6 +75,10 @@ int pft_gstat_add_tied_scatter(pft_gstat_t *self, const double *w);
  * (counts, means, labels) or destroyed. NULL for FULL statistics. For a consumer that needs W's memory
  * (pft_ghead_fit_take). */
 double *pft_gstat_take_tied_scatter(pft_gstat_t *self);
+/* TIED only, the reverse of pft_gstat_take_tied_scatter: *w_p (d×d, both triangles, allocated by pft_alloc)
+ * becomes the statistics' scatter again and *w_p is set to NULL. PFT_EINVAL (nothing taken) for FULL
+ * statistics or statistics that hold a scatter. */
+int pft_gstat_give_tied_scatter(pft_gstat_t *self, double **w_p);
 
 /* 1 when a and b hold the same numbers bit for bit (kind, d, labels, counts, means, scatters), else 0. */
 int pft_gstat_equal(const pft_gstat_t *a, const pft_gstat_t *b);

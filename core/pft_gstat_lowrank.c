@@ -26,10 +26,10 @@ static void lowrank_column(const double *v, double lam, int d, int q, int j, dou
         U[(size_t)r * q + j] = v[r] * s;
 }
 
-int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *psi)
+/* pft_gstat_lowrank_shared of C with a (d×d) as the eigensolver's workspace, clobbered: a copy of C, or C
+ * itself (its diagonal and values are read before). */
+static int lowrank_shared(const double *C, double *a, int d, int q, double *U, double *psi)
 {
-    if (d < 1 || q < 0 || q > d)
-        return pft_err(PFT_EINVAL, "gstat lowrank: q = %d outside 0..d (d = %d)", q, d);
     size_t dd = (size_t)d * (size_t)d;
     for (size_t i = 0; i < dd; i++)
         if (!isfinite(C[i]))
@@ -42,11 +42,11 @@ int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *p
             psi[r] = psi[r] > 0 ? psi[r] : 0.0;
         return 0;
     }
-    double *a = pft_alloc_array(dd, sizeof *a), *w = pft_alloc_array((size_t)q, sizeof *w);
-    double *z = pft_alloc_array((size_t)q * d, sizeof *z);
+    double *w = pft_alloc_array((size_t)q, sizeof *w), *z = pft_alloc_array((size_t)q * d, sizeof *z);
     int rc = a && w && z ? 0 : pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for a %d×%d matrix", d, d);
     if (rc == 0) {
-        memcpy(a, C, dd * sizeof *a);
+        if (a != C)
+            memcpy(a, C, dd * sizeof *a);
         rc = pft_la_eigh_top(a, d, q, w, z); /* descending; row j of z is the eigenvector of w[j] */
     }
     for (int j = 0; rc == 0 && j < q; j++)
@@ -57,10 +57,26 @@ int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *p
             p -= U[(size_t)r * q + j] * U[(size_t)r * q + j];
         psi[r] = p > 0 ? p : 0.0; /* never -0: one byte string per content on the wire */
     }
-    pft_free(a);
     pft_free(w);
     pft_free(z);
     return rc;
+}
+
+int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *psi)
+{
+    if (d < 1 || q < 0 || q > d)
+        return pft_err(PFT_EINVAL, "gstat lowrank: q = %d outside 0..d (d = %d)", q, d);
+    double *a = q > 0 ? pft_alloc_array((size_t)d * (size_t)d, sizeof *a) : NULL;
+    int rc = lowrank_shared(C, a, d, q, U, psi);
+    pft_free(a);
+    return rc;
+}
+
+int pft_gstat_lowrank_shared_inplace(double *C, int d, int q, double *U, double *psi)
+{
+    if (d < 1 || q < 0 || q > d)
+        return pft_err(PFT_EINVAL, "gstat lowrank: q = %d outside 0..d (d = %d)", q, d);
+    return lowrank_shared(C, C, d, q, U, psi);
 }
 
 int pft_gstat_lowrank_shared_trid(const pft_la_trid_t *t, const double *wdiag, double n, int q, double *U,

@@ -18,6 +18,9 @@
  * ties) is positive, so the result depends only on the eigenspaces. 0 ≤ q ≤ d (q = 0: psi = diag C).
  * 0, or PFT_EINVAL (d < 1, q outside 0..d, a non-finite entry), PFT_ENOMEM, PFT_ENUMERIC (LAPACK). */
 int pft_gstat_lowrank_shared(const double *C, int d, int q, double *U, double *psi);
+/* The same, with C's own storage as the eigensolver's workspace (no d×d copy; C is clobbered), for a caller
+ * that made C for the purpose. The same numbers bit for bit. */
+int pft_gstat_lowrank_shared_inplace(double *C, int d, int q, double *U, double *psi);
 
 /* The same release of C = W / n from a tridiagonal reduction t of W (pft_la_trid_t, pft_linalg.h; e.g. the
  * one the shrinkage evidence made of the same W: pft_ghead_evidence_keep) and W's diagonal wdiag (d): the q

@@ -156,6 +156,11 @@ int pft_la_eigh_fast(double *a, int n, double *w)
     return rc;
 }
 
+int pft_la_eigh_into(double *a, int n, double *w, double *z)
+{
+    return dsyevr(a, n, n, w, z, "eigh");
+}
+
 int pft_la_tridiag(double *a, int n, double *td, double *te, double *tau)
 {
     /* column-major 'U' of a row-major matrix is its lower triangle, as in pft_la_eigh_fast */
@@ -211,7 +216,31 @@ void pft_la_trid_free(pft_la_trid_t *t)
     PFT_FREE(t->tau);
     PFT_FREE(t->td);
     PFT_FREE(t->te);
+    PFT_FREE(t->diag);
     t->n = 0;
+}
+
+int pft_la_trid_unreduce(pft_la_trid_t *t, double **a_out)
+{
+    *a_out = NULL;
+    if (!t->a || !t->diag)
+        return pft_err(PFT_EINVAL, "tridiagonal reduction: no matrix or no diagonal kept to give it back");
+    enum { T = 32 }; /* tiles, as pft_la_sym_from_lower */
+    int n = t->n;
+    double *a = t->a;
+    for (int i0 = 0; i0 < n; i0 += T)
+        for (int j0 = i0; j0 < n; j0 += T) {
+            int i1 = i0 + T < n ? i0 + T : n, j1 = j0 + T < n ? j0 + T : n;
+            for (int i = i0; i < i1; i++)
+                for (int j = (j0 > i + 1 ? j0 : i + 1); j < j1; j++)
+                    a[(size_t)j * n + i] = a[(size_t)i * n + j];
+        }
+    for (int i = 0; i < n; i++)
+        a[(size_t)i * n + i] = t->diag[i];
+    t->a = NULL;
+    pft_la_trid_free(t);
+    *a_out = a;
+    return 0;
 }
 
 /* Reverses the order of the k eigenpairs (w[k], rows of z of n): ascending → descending. */

@@ -34,6 +34,10 @@ int pft_la_eigh(double *a, int n, double *w);
  * O(n) doubles of scratch (dsyevd needs 2n²). The eigenvectors may differ in sign (and within repeated
  * eigenvalues). 0, or PFT_ENOMEM / PFT_ENUMERIC (a is then clobbered). */
 int pft_la_eigh_fast(double *a, int n, double *w);
+/* pft_la_eigh_fast with the eigenvectors into z (n×n, row i the unit eigenvector of w[i]) instead of a: the
+ * same numbers; a's lower triangle and diagonal are clobbered, its strict upper triangle is left as it was
+ * (pft_la_trid_unreduce's form). 0, or PFT_ENOMEM / PFT_ENUMERIC. */
+int pft_la_eigh_into(double *a, int n, double *w, double *z);
 
 /* Householder reduction of the symmetric n×n row-major matrix a (only its lower triangle is read) to
  * tridiagonal form a = Q T Qᵀ, by dsytrd: T's diagonal into td[n], its off-diagonal into te[n] (n-1 used), Q
@@ -49,13 +53,20 @@ int pft_la_tridiag_eigvals(const double *td, const double *te, int n, double *w)
 /* A kept tridiagonal reduction a = Q T Qᵀ of a symmetric n×n matrix (pft_la_tridiag's outputs, owned): the
  * reflectors a (n×n; dsytrd leaves the other triangle of the input as it was), tau, T's diagonal td and
  * off-diagonal te (n each). One O(n³) reduction serves two consumers of the same matrix (the shrinkage
- * evidence and the release of its leading eigenpairs). */
+ * evidence and the release of its leading eigenpairs). diag (n, or NULL): the matrix's diagonal before the
+ * reduction, kept when a is the matrix's own storage reduced in place: with the untouched strict upper
+ * triangle it gives the matrix back (pft_la_trid_unreduce), so that no copy of it is needed. */
 typedef struct pft_la_trid_t {
     int n;
-    double *a, *tau, *td, *te;
+    double *a, *tau, *td, *te, *diag;
 } pft_la_trid_t;
 /* Frees t's arrays and zeroes it; safe twice and on a zeroed t. */
 void pft_la_trid_free(pft_la_trid_t *t);
+/* The matrix t was reduced from, back in t->a (both triangles, bit for bit: its strict upper triangle, which
+ * the reduction did not write, mirrored onto the lower one, and the diagonal from t->diag), handed to the
+ * caller in *a_out (freed with pft_free); t is then freed (pft_la_trid_free). PFT_EINVAL (*a_out NULL, t
+ * unaltered) when t has no a or no diag. */
+int pft_la_trid_unreduce(pft_la_trid_t *t, double **a_out);
 /* The k largest eigenpairs (1 ≤ k ≤ n) of the matrix t was reduced from: T's by MRRR (dstemr, O(nk)), then
  * back-transformed by Q (dormtr, O(n²k)); eigenvalues descending into w[k], row i of z (k×n) the unit
  * eigenvector of w[i]. What pft_la_eigh_top computes without its own O(n³) reduction, equal to it up to

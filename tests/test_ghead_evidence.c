@@ -20,13 +20,14 @@
 static void compare(const float *x, const int32_t *y, int n, const float *xo, const int32_t *yo, int no,
                     int d, int C, const char *what)
 {
-    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
-    CHECK(st && pft_gstat_add_rows(st, x, y, (size_t)n) == 0);
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d), *st0 = NULL;
+    CHECK(st && pft_gstat_add_rows(st, x, y, (size_t)n) == 0 && (st0 = pft_gstat_dup(st)));
     pft_ghead_opts_t o;
     pft_ghead_opts_default(&o);
     o.seed = 3;
     pft_ghead_evidence_t ref[PFT_GHEAD_N_ALPHA], tri[PFT_GHEAD_N_ALPHA];
     int r1 = pft_ghead__evidence_basis(st, xo, yo, no, C, &o, 1, ref);
+    CHECK_MSG(pft_gstat_equal(st, st0), "%s: W not given back as it was by the eigenbasis", what);
     int r2 = pft_ghead_evidence(st, xo, yo, no, C, &o, tri);
     CHECK_MSG(r1 == 0 && r2 == 0, "%s: %d %d %s", what, r1, r2, pft_errmsg());
     int valid = 0;
@@ -48,6 +49,7 @@ static void compare(const float *x, const int32_t *y, int n, const float *xo, co
             worst);
     CHECK(valid >= PFT_GHEAD_N_ALPHA - 1);
     pft_gstat_destroy(&st);
+    pft_gstat_destroy(&st0);
 }
 
 /* Every k-th of the n rows (d each) into xo, yo; how many. */

@@ -786,6 +786,10 @@ static void test_lowrank_shared(void)
     CHECK_MSG(nomem >= 1 && ok, "%d steps failed with PFT_ENOMEM before a success (%d): no injection seen",
               nomem, ok);
     CHECK(memcmp(u, u2, sizeof(double) * d * 3) == 0 && memcmp(psi, psi2, sizeof(double) * d) == 0);
+    /* in the caller's storage (no copy): the same numbers bit for bit; refused as the copying call */
+    CHECK(pft_gstat_lowrank_shared_inplace(c, d, 3, u, psi) == 0);
+    CHECK(memcmp(u, u2, sizeof(double) * d * 3) == 0 && memcmp(psi, psi2, sizeof(double) * d) == 0);
+    CHECK(pft_gstat_lowrank_shared_inplace(c, d, d + 1, u, psi) == PFT_EINVAL);
     free(c);
     free(r);
     free(u);

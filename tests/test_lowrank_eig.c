@@ -609,9 +609,9 @@ static void test_trid_release(void)
     pft_lrop_destroy(&op);
 }
 
-/* The evidence hands over the reduction it computed its tallies in (pft_ghead_evidence_keep): the same
- * tallies as pft_ghead_evidence, and the release from it equals pft_gstat_lowrank_shared's of W / N (PACS
- * rows). */
+/* The evidence hands over the reduction it computed its tallies in (pft_ghead_evidence_keep), made in the
+ * statistics' own scatter: the same tallies as pft_ghead_evidence, the release from it equals
+ * pft_gstat_lowrank_shared's of W / N (PACS rows), and W comes back bit for bit. */
 static void test_evidence_keep(void)
 {
     float *x = NULL;
@@ -637,33 +637,58 @@ static void test_evidence_keep(void)
     }
     pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, (int)d);
     CHECK(st && pft_gstat_add_rows(st, xs, ys, (size_t)m) == 0);
+    pft_gstat_t *st0 = pft_gstat_dup(st);
+    CHECK(st0 != NULL);
     pft_ghead_opts_t o;
     pft_ghead_opts_default(&o);
     pft_ghead_evidence_t e0[PFT_GHEAD_N_ALPHA], e1[PFT_GHEAD_N_ALPHA];
     pft_la_trid_t t;
     CHECK(pft_ghead_evidence(st, xs, ys, own, 7, &o, e0) == 0);
-    CHECK(pft_ghead_evidence_keep(st, xs, ys, own, 7, &o, e1, &t) == 0 && t.a && t.n == d);
+    CHECK(pft_ghead_evidence_keep(st, xs, ys, own, 7, &o, e1, &t) == 0 && t.a && t.diag && t.n == d);
     CHECK(memcmp(e0, e1, sizeof e0) == 0);
+    CHECK(pft_gstat_tied_scatter(st) == NULL); /* lent to the reduction */
+    pft_la_trid_t t2;
+    CHECK(pft_ghead_evidence_keep(st, xs, ys, own, 7, &o, e0, &t2) == PFT_EINVAL && !t2.a); /* lent already */
     size_t dd = (size_t)d * d;
-    double N = (double)pft_gstat_total(st), *C = malloc(dd * sizeof *C), *wd = malloc(d * sizeof *wd),
+    double N = (double)pft_gstat_total(st), *C = malloc(dd * sizeof *C),
            *U0 = malloc((size_t)d * q * sizeof *U0), *U1 = malloc((size_t)d * q * sizeof *U1),
            *p0 = malloc(d * sizeof *p0), *p1 = malloc(d * sizeof *p1), *E0 = malloc(dd * sizeof *E0),
            *E1 = malloc(dd * sizeof *E1), big = 0, diff = 0;
-    const double *W = pft_gstat_tied_scatter(st);
+    const double *W = pft_gstat_tied_scatter(st0);
     for (size_t i = 0; i < dd; i++)
         C[i] = W[i] / N;
     for (int64_t r = 0; r < d; r++)
-        wd[r] = W[(size_t)r * d + r];
+        CHECK(t.diag[r] == W[(size_t)r * d + r]);
     CHECK(pft_gstat_lowrank_shared(C, (int)d, q, U0, p0) == 0);
-    CHECK(pft_gstat_lowrank_shared_trid(&t, wd, N, q, U1, p1) == 0);
+    CHECK(pft_gstat_lowrank_shared_trid(&t, t.diag, N, q, U1, p1) == 0);
     pft_gstat_lowrank_expand(U0, p0, (int)d, q, E0);
     pft_gstat_lowrank_expand(U1, p1, (int)d, q, E1);
     for (size_t i = 0; i < dd; i++)
         big = fmax(big, fabs(E0[i])), diff = fmax(diff, fabs(E0[i] - E1[i]));
     CHECK_MSG(diff <= 1e-10 * big, "releases differ by %.3g of %.3g", diff, big);
-    pft_la_trid_free(&t);
+    CHECK(pft_ghead_evidence_give_back(st, &t) == 0 && !t.a && !t.diag);
+    CHECK(pft_gstat_equal(st, st0)); /* W back bit for bit: the reduction left its other triangle alone */
+    CHECK(pft_ghead_evidence_give_back(st, &t) == PFT_EINVAL && pft_gstat_equal(st, st0));
+    /* every row own and W singular (60 and 150 rows): the same tallies as the copying evidence, W back bit
+     * for bit */
+    for (int k = 0; k < 2; k++) {
+        int mk = k ? 150 : 60;
+        pft_gstat_t *sk = pft_gstat_new(PFT_GSTAT_TIED, (int)d), *sk0;
+        CHECK(sk && pft_gstat_add_rows(sk, xs, ys, (size_t)mk) == 0 && (sk0 = pft_gstat_dup(sk)));
+        CHECK(pft_ghead_evidence(sk0, xs, ys, mk, 7, &o, e0) == 0);
+        CHECK(pft_ghead_evidence_keep(sk, xs, ys, mk, 7, &o, e1, &t) == 0);
+        CHECK(memcmp(e0, e1, sizeof e0) == 0);
+        if (t.a)
+            CHECK(pft_ghead_evidence_give_back(sk, &t) == 0);
+        CHECK(pft_gstat_equal(sk, sk0));
+        pft_gstat_destroy(&sk);
+        pft_gstat_destroy(&sk0);
+    }
+    /* too few own rows: no tally, nothing kept, W never lent */
+    CHECK(pft_ghead_evidence_keep(st, xs, ys, 5, 7, &o, e1, &t) == 1 && !t.a && pft_gstat_equal(st, st0));
     pft_gstat_destroy(&st);
-    free(xs), free(ys), free(C), free(wd), free(U0), free(U1), free(p0), free(p1), free(E0), free(E1);
+    pft_gstat_destroy(&st0);
+    free(xs), free(ys), free(C), free(U0), free(U1), free(p0), free(p1), free(E0), free(E1);
     pft_free(x), pft_free(y);
 }
 

@@ -267,15 +267,15 @@ static int put_cov(const pft_bundle_t *self, int pi, int ci, const double *s, do
     return 0;
 }
 
-/* The rank-qe factor of c (d×d) in the first qe of q columns of u (d×q, row-major; the others zero). qe = 0
- * (a cap of 0): no factor and an isotropic psi, every entry tr(c)/d (which coordinates a handful of rows
- * never vary on is not sent). */
-static int capped_factor(const double *c, size_t d, size_t q, size_t qe, double *u, double *psi)
+/* The rank-qe factor of c (d×d, clobbered) in the first qe of q columns of u (d×q, row-major; the others
+ * zero). qe = 0 (a cap of 0): no factor and an isotropic psi, every entry tr(c)/d (which coordinates a
+ * handful of rows never vary on is not sent). */
+static int capped_factor(double *c, size_t d, size_t q, size_t qe, double *u, double *psi)
 {
     double *ue = qe < q ? pft_alloc_array(d * qe + 1, sizeof *ue) : u;
     if (!ue)
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
-    int rc = pft_gstat_lowrank_shared(c, (int)d, (int)qe, ue, psi);
+    int rc = pft_gstat_lowrank_shared_inplace(c, (int)d, (int)qe, ue, psi);
     double tr = 0;
     for (size_t r = 0; rc == 0 && qe == 0 && r < d; r++)
         tr += psi[r];

@@ -26,15 +26,9 @@ static int wanted(const node_t *nd)
            !nd->pipe.noisy;
 }
 
-int pft_node__evidence_own(node_t *nd, const pft_gstat_t *total)
+/* The tallies of own rows against total (keep: computed in total's own scatter, pft_ghead_evidence_keep). */
+static int own_tallies(node_t *nd, const pft_gstat_t *total, pft_gstat_t *lend, pft_la_trid_t *keep)
 {
-    return pft_node__evidence_own_keep(nd, total, NULL);
-}
-
-int pft_node__evidence_own_keep(node_t *nd, const pft_gstat_t *total, pft_la_trid_t *keep)
-{
-    if (keep)
-        memset(keep, 0, sizeof *keep);
     nd->head.has_own_ev = 0;
     if (!wanted(nd) || !total || pft_dataset_n(nd->train) == 0)
         return 0;
@@ -46,13 +40,24 @@ int pft_node__evidence_own_keep(node_t *nd, const pft_gstat_t *total, pft_la_tri
     const float *x = pft_dataset_x(nd->train);
     const int32_t *y = pft_dataset_y(nd->train);
     int n = pft_dataset_n(nd->train),
-        rc = keep ? pft_ghead_evidence_keep(total, x, y, n, nd->n_classes, &o, nd->head.own_ev, keep)
+        rc = keep ? pft_ghead_evidence_keep(lend, x, y, n, nd->n_classes, &o, nd->head.own_ev, keep)
                   : pft_ghead_evidence(total, x, y, n, nd->n_classes, &o, nd->head.own_ev);
     if (rc < 0)
         return pft_err_wrap(rc, "the shrinkage evidence of own rows");
     nd->head.has_own_ev = rc == 0;
     nd->head.own_against = pft_gstat_total(total);
     return 0;
+}
+
+int pft_node__evidence_own(node_t *nd, const pft_gstat_t *total)
+{
+    return own_tallies(nd, total, NULL, NULL);
+}
+
+int pft_node__evidence_own_keep(node_t *nd, pft_gstat_t *total, pft_la_trid_t *keep)
+{
+    memset(keep, 0, sizeof *keep);
+    return own_tallies(nd, total, total, keep);
 }
 
 int pft_node__evidence_set(const node_t *nd, pft_bundle_t *b, const char *id)

@@ -6,6 +6,7 @@
 #include "pft_alloc.h"
 #include "pft_error.h"
 #include "pft_fsio.h"
+#include "pft_ghead.h"
 #include "pft_gstat_lowrank.h"
 #include "pft_linalg.h"
 #include "pft_log.h"
@@ -107,58 +108,73 @@ static uint64_t *own_group_rows(node_t *nd, const parts_t *ps)
     return rows;
 }
 
-/* The statistics the evidence scored against (of; tmp when made for the purpose) and the tridiagonal
- * reduction of their W it was computed in (t.a NULL: none), kept for a release of the same W. */
+/* The statistics the evidence scores against (of: the head's, or tmp when made for the purpose), the parts of
+ * the outbound bundle that equal them bit for bit (same[i]; checked before the evidence lends of's scatter),
+ * and the tridiagonal reduction of their W it was computed in (t.a NULL: none), kept for a release of the
+ * same W and then given back to of. */
 typedef struct {
-    const pft_gstat_t *of;
+    pft_gstat_t *of;
     pft_gstat_t *tmp;
     pft_la_trid_t t;
+    char *same;
 } reduced_t;
 
 static void reduced_free(reduced_t *r)
 {
+    if (r->t.a && r->of) /* an error between the evidence and the release: of's scatter back first */
+        pft_ghead_evidence_give_back(r->of, &r->t);
     pft_la_trid_free(&r->t);
     pft_gstat_destroy(&r->tmp);
+    PFT_FREE(r->same);
     r->of = NULL;
 }
 
-/* This node's shrinkage evidence against everything it holds (the head's statistics when final, else their
- * merge made for the purpose), its reduction kept in *red. */
-static int own_evidence(node_t *nd, const parts_t *ps, int final, reduced_t *red)
+/* What this node's shrinkage evidence scores against: everything it holds (the head's statistics when final,
+ * else their merge made for the purpose, before the outbound parts take the accumulators). */
+static int evidence_input(node_t *nd, const parts_t *ps, int final, reduced_t *red)
 {
     int rc = final || !nd->head_ops->wants_stats ? 0 : pft_node__parts_total(nd, ps, &red->tmp);
     red->of = final ? nd->head.stats : red->tmp;
-    if (rc == 0)
-        rc = pft_node__evidence_own_keep(nd, red->of, &red->t);
     return rc;
 }
 
-/* The release of every clear tied part of b whose statistics are, bit for bit, those the evidence reduced
- * (a chain's relay sends all it holds as one part): its leading eigenpairs from that reduction
- * (pft_gstat_lowrank_shared_trid), so that the encoder does not reduce the same W again. */
+/* red->same: which clear tied parts of b are, bit for bit, the statistics the evidence scores against (a
+ * chain's relay sends all it holds as one part). */
+static int same_parts(const pft_bundle_t *b, reduced_t *red)
+{
+    int n = pft_bundle_n_parts(b);
+    red->same = pft_calloc((size_t)n + 1, 1);
+    if (!red->same)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (int i = 0; red->of && i < n; i++) {
+        const pft_gstat_t *st = pft_bundle_part_stats(b, i);
+        red->same[i] = st && pft_gstat_kind(st) == PFT_GSTAT_TIED && pft_gstat_equal(st, red->of);
+    }
+    return 0;
+}
+
+/* The release of every part of b that equals the evidence's statistics (red->same): its leading eigenpairs
+ * from the evidence's reduction (pft_gstat_lowrank_shared_trid), so that the encoder does not reduce the same
+ * W again. */
 static int release_from_evidence(pft_bundle_t *b, const reduced_t *red)
 {
     int q = pft_bundle_shared_rank(b), d = pft_bundle_dim(b), rc = 0;
     for (int i = 0; rc == 0 && red->t.a && q > 0 && i < pft_bundle_n_parts(b); i++) {
         const pft_gstat_t *st = pft_bundle_part_stats(b, i);
         int cap = pft_bundle_part_rank_cap(b, i), qe = cap >= 0 && cap < q ? cap : q;
-        if (!st || qe < 1 || pft_gstat_kind(st) != PFT_GSTAT_TIED || !pft_gstat_equal(st, red->of))
+        if (!red->same[i] || qe < 1)
             continue;
         double *u = pft_alloc_array((size_t)d * qe, sizeof *u),
                *psi = pft_alloc_array((size_t)d, sizeof *psi);
-        double *wd = pft_alloc_array((size_t)d, sizeof *wd);
-        rc = u && psi && wd ? 0 : pft_err(PFT_ENOMEM, "out of memory for a release of rank %d", qe);
-        for (int r = 0; rc == 0 && r < d; r++)
-            wd[r] = pft_gstat_tied_scatter(st)[(size_t)r * d + r];
-        if (rc == 0)
-            rc = pft_gstat_lowrank_shared_trid(&red->t, wd, (double)pft_gstat_total(st), qe, u, psi);
+        rc = u && psi ? 0 : pft_err(PFT_ENOMEM, "out of memory for a release of rank %d", qe);
+        if (rc == 0) /* red->t.diag: W's diagonal (the part's, which equals it) */
+            rc = pft_gstat_lowrank_shared_trid(&red->t, red->t.diag, (double)pft_gstat_total(st), qe, u, psi);
         if (rc == 0)
             rc = pft_bundle_set_part_release(b, i, u, psi, qe);
         if (rc == 0)
             pft_debug("release: part %d at rank %d from the evidence's tridiagonal reduction", i, qe);
         pft_free(u);
         pft_free(psi);
-        pft_free(wd);
     }
     return rc;
 }
@@ -202,23 +218,31 @@ static int head_input(node_t *nd, const parts_t *ps)
     return rc ? rc : pft_node__parts_noisy(nd, ps, NULL);
 }
 
-/* The outbound bundle b: one part per group, the release steps on it (the release of a part the evidence
- * reduced taken from that reduction), this node's evidence in its provenance, the complete flag. */
-static int outbound(node_t *nd, parts_t *ps, pft_bundle_t *b, int complete, const reduced_t *red)
+/* The outbound bundle b: one part per group, the release steps on it; then this node's evidence, computed in
+ * the evidence statistics' own scatter, which a part equal to them releases from before it is given back;
+ * the evidence in b's provenance, the complete flag. */
+static int outbound(node_t *nd, parts_t *ps, pft_bundle_t *b, int complete, reduced_t *red)
 {
     int rc = pft_node__parts_add_groups(nd, ps, b, 1);
     if (rc == 0)
         rc = pft_node__step_bundle(nd, b);
     if (rc == 0)
+        rc = same_parts(b, red);
+    if (rc == 0 && red->of)
+        rc = pft_node__evidence_own_keep(nd, red->of, &red->t);
+    if (rc == 0)
         rc = release_from_evidence(b, red);
+    if (rc == 0 && red->t.a)
+        rc = pft_ghead_evidence_give_back(red->of, &red->t);
     for (int i = 0; rc == 0 && i < pft_bundle_prov_n_nodes(b); i++)
         if (strcmp(pft_bundle_prov_node(b, i), nd->me->id) == 0)
             rc = pft_node__evidence_set(nd, b, nd->me->id);
     return rc == 0 && complete ? pft_bundle_set_flags(b, PFT_BUNDLE_COMPLETE) : rc;
 }
 
-/* merge → own part (release steps) → [final: head statistics] → own evidence (it travels) → outbound bundle
- * (release steps on it); a final stage then gathers every contributor's evidence and its noise record. */
+/* merge → own part (release steps; folded into its group where it can be) → [final: head statistics] →
+ * outbound bundle (release steps on it) with own evidence (it travels); a final stage then gathers every
+ * contributor's evidence and its noise record. */
 static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t **out)
 {
     pft_node__set_status(nd, "merging", NULL);
@@ -233,11 +257,13 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
         rc = merge(nd, st, &ps, b);
     if (rc == 0)
         rc = own_part(nd, &ps);
+    if (rc == 0)
+        rc = pft_node__parts_fold_own(nd, &ps);
     if (rc == 0 && st->final)
         rc = head_input(nd, &ps);
     reduced_t red = {0};
     if (rc == 0)
-        rc = own_evidence(nd, &ps, st->final, &red);
+        rc = evidence_input(nd, &ps, st->final, &red);
     if (rc == 0)
         rc = outbound(nd, &ps, b, complete, &red);
     reduced_free(&red);

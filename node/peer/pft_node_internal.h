@@ -595,6 +595,12 @@ int pft_node__parts_take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b, 
 /* Merges every received part not merged yet into its group's accumulator (any_group: a complete bundle's
  * parts, which need no group of this node's plan). */
 int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group);
+/* Memory: this node's own part merged into its group's accumulator at once and its statistics freed (one d×d
+ * scatter less while the head's statistics and the evidence are made), where that gives the same sums as
+ * merging it into the outbound part later: the own part is the only one not merged yet, plain (no DP or mean
+ * noise, no withheld rows, no secure aggregation), and its group's accumulator the only one. Else nothing.
+ * 0, or pft_gstat_merge's errors. */
+int pft_node__parts_fold_own(const node_t *nd, parts_t *ps);
 /* Merge of every taken part into *out (own rows exactly where a release differs from them). */
 int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out);
 /* One outbound part per group of the plan into b, with the contributors' provenance; with steal, the
@@ -755,11 +761,11 @@ void pft_node__noise_json(node_t *nd, const parts_t *ps);
  * head chooses the shrinkage from evidence (LDA, no DP) and its rows allow cross-validation. 0 or an error.
  */
 int pft_node__evidence_own(node_t *nd, const pft_gstat_t *total);
-/* The same; with keep (zeroed here), the tridiagonal reduction of total's W the tallies were computed in,
- * when they were (keep->a set; the caller frees it with pft_la_trid_free): a release of the same W takes it.
- */
+/* The same, computed in total's own scatter W (no copy: pft_ghead_evidence_keep); with keep->a set on return,
+ * the tridiagonal reduction the tallies were computed in, which a release of the same W takes, and W is lent
+ * to it: total holds no scatter until pft_ghead_evidence_give_back(total, keep). keep zeroed here. */
 struct pft_la_trid_t;
-int pft_node__evidence_own_keep(node_t *nd, const pft_gstat_t *total, struct pft_la_trid_t *keep);
+int pft_node__evidence_own_keep(node_t *nd, pft_gstat_t *total, struct pft_la_trid_t *keep);
 /* Puts this node's own tallies (if any) in b's provenance entry of id (which must exist). */
 int pft_node__evidence_set(const node_t *nd, pft_bundle_t *b, const char *id);
 /* nd->head.ev := the evidence of every provenance entry of b, and this node's own if b lacks it. */

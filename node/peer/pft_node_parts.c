@@ -489,6 +489,34 @@ static int released_noisy(const node_t *nd, const part_t *p)
     return pft_node__parts_noise(nd, p, NULL) || (!p->b && p->exact_rows && nd->pipe.noisy);
 }
 
+int pft_node__parts_fold_own(const node_t *nd, parts_t *ps)
+{
+    long g = ps->grp[nd->my_index];
+    part_t *own = NULL;
+    if (nd->sec.plan || g < 0 || !ps->acc[g] || ps->noisy[g])
+        return 0;
+    for (size_t k = 0; k < ps->n_nodes; k++)
+        if (ps->acc[k] && (long)k != g)
+            return 0; /* the head's merge would add it in another order */
+    for (int i = 0; i < ps->n; i++) {
+        part_t *p = &ps->p[i];
+        if (p->merged)
+            continue;
+        if (own || p->b || !p->st || p->exact_rows || p->masked || released_noisy(nd, p))
+            return 0;
+        own = p;
+    }
+    int rc = own && pft_gstat_kind(own->st) == pft_gstat_kind(ps->acc[g])
+                 ? pft_gstat_merge(ps->acc[g], own->st)
+                 : 1;
+    if (rc == 0) {
+        pft_gstat_destroy(&own->st);
+        own->merged = 1;
+        own->group = g;
+    }
+    return rc == 1 ? 0 : rc;
+}
+
 /* st as means only: its counts and means, a zero scatter (a group holding a DP release of sums). */
 static int means_only(const node_t *nd, pft_gstat_t **st)
 {
