@@ -11,7 +11,14 @@
 #   NAME-REGEX   run only the mutants whose name matches (a Python regex search), e.g. 'floor|inbox'
 # PFT_MUTANTS_DIR=DIR keeps the scratch copy and its build in DIR between runs: only the files that changed are
 # copied again and the build is incremental (default: a temporary directory removed at the end).
+# PFT_MUTANTS_NICE=N runs the builds and tests at nice N (for a long run beside other work; default: not niced —
+# under a CPU hog a niced run starves, and ctest mutants_fast, part of the default suite, must finish there too).
 set -uo pipefail
+NICE=""
+if [ -n "${PFT_MUTANTS_NICE:-}" ]; then
+    [[ $PFT_MUTANTS_NICE =~ ^[0-9]+$ ]] || { echo "run.sh: PFT_MUTANTS_NICE must be a number" >&2; exit 2; }
+    NICE="nice -n $PFT_MUTANTS_NICE"
+fi
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 LIST=""
 ONLY=.
@@ -98,12 +105,12 @@ PY
 # every selected mutant's tests, built and (unless --no-baseline) passing on the unmutated tree: a test that
 # fails there would "kill" every mutant
 all_tests=$(cut -f5 "$TOP/list" | paste -sd'|')
-nice cmake --build "$WORK/build" -j2 --target $(targets_for "$all_tests") >"$TOP/build.log" 2>&1 ||
+$NICE cmake --build "$WORK/build" -j2 --target $(targets_for "$all_tests") >"$TOP/build.log" 2>&1 ||
     { tail -20 "$TOP/build.log"; exit 1; }
 echo "scratch build: $(($(date +%s) - t0)) s"
 if [ $BASELINE = yes ]; then
     t0=$(date +%s)
-    if ! (cd "$WORK/build" && nice ctest -R "$all_tests" --timeout 900 >"$TOP/ctest.log" 2>&1); then
+    if ! (cd "$WORK/build" && $NICE ctest -R "$all_tests" --timeout 1800 >"$TOP/ctest.log" 2>&1); then
         echo "baseline: tests fail on the unmutated tree:"
         grep -o '[0-9]* - [^ ]* ([A-Za-z ]*)' "$TOP/ctest.log" | grep -v '(Passed)'
         exit 1
@@ -129,10 +136,10 @@ PY
         continue
     fi
     # build only what the mutant's tests run
-    if ! nice cmake --build "$WORK/build" -j2 --target $(targets_for "$tests") >"$TOP/build.log" 2>&1; then
+    if ! $NICE cmake --build "$WORK/build" -j2 --target $(targets_for "$tests") >"$TOP/build.log" 2>&1; then
         echo "BROKEN   $name: does not build ($(grep -m1 error "$TOP/build.log"))"
         broken=$((broken + 1))
-    elif (cd "$WORK/build" && nice ctest -R "$tests" -E '^mutants' --no-tests=error --timeout 900 >"$TOP/ctest.log" 2>&1); then
+    elif (cd "$WORK/build" && $NICE ctest -R "$tests" -E '^mutants' --no-tests=error --timeout 1800 >"$TOP/ctest.log" 2>&1); then
         echo "SURVIVED $name ($file): $tests passed [$(($(date +%s) - t0)) s]"
         survived=$((survived + 1))
     elif ! grep -q '(Failed)\|(Timeout)\|(Subprocess aborted)\|Exception' "$TOP/ctest.log"; then
