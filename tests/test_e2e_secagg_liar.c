@@ -16,6 +16,7 @@
  */
 #include "pft_e2e.h"
 #include "pft_e2e_run.h"
+#include "pft_fsio.h"
 #include "pft_mask.h"
 #include "pft_secmsg.h"
 #include "pft_shamir.h"
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 static char s_tmp[256];
+static char s_dir[300]; /* the prepared run: m1's out directory is s_dir/m1 */
 
 /* What s (this test) received: m1's bundle, and the secagg messages. */
 typedef struct {
@@ -235,11 +237,64 @@ static int send_signatures(pft_transport_t *t, const pft_keypair_t *s_kp, const 
     return st;
 }
 
+/* m2's and m3's signatures of the statement of surv[0..ns) in run, label and fingerprint fp. */
+static void cosign(pft_keypair_t *const *m, const char *run, const char *label, const uint8_t *fp,
+                   const char *const *surv, size_t ns, uint8_t s2[64], uint8_t s3[64])
+{
+    uint8_t st[PFT_SECMSG_STATEMENT_LEN];
+    CHECK(pft_secmsg_statement(run, label, fp, surv, ns, st) == 0);
+    CHECK(pft_keypair_sign(m[1], st, sizeof st, s2) == 0 && pft_keypair_sign(m[2], st, sizeof st, s3) == 0);
+}
+
+/* Signatures that are real but not of m1's statement: m2's and m3's replayed from another run, another
+ * group's label, another topology, the same set in another order or with a duplicate; the opener's own;
+ * an outsider's; m1's own forged. Each refused with its reason, nothing revealed (m1's own s1 beside them).
+ */
+static void replays(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t *const *m, const char *run,
+                    const uint8_t *s1)
+{
+    static const char *m1m2m3[] = {"m1", "m2", "m3"}, *swapped[] = {"m2", "m1", "m3"},
+                      *twice[] = {"m1", "m1", "m2", "m3"}, *m1m2s[] = {"m1", "m2", "s"},
+                      *m1m2zz[] = {"m1", "m2", "zz"};
+    static const uint8_t junk[64] = {7};
+    uint8_t fp[PFT_SECMSG_FP_LEN], sg[6][2][64], ss[64], st[PFT_SECMSG_STATEMENT_LEN];
+    memcpy(fp, pft_topo_fp_hash(pft_e2e_fp), sizeof fp);
+    cosign(m, "other-run", "s:tied", fp, m1m2m3, 3, sg[0][0], sg[0][1]);
+    cosign(m, run, "x:tied", fp, m1m2m3, 3, sg[1][0], sg[1][1]);
+    cosign(m, run, "s:tied", fp, swapped, 3, sg[2][0], sg[2][1]);
+    cosign(m, run, "s:tied", fp, twice, 4, sg[3][0], sg[3][1]);
+    cosign(m, run, "s:tied", fp, m1m2m3, 3, sg[5][0], sg[5][1]); /* m1's statement */
+    CHECK(pft_secmsg_statement(run, "s:tied", fp, m1m2m3, 3, st) == 0 &&
+          pft_keypair_sign(s_kp, st, sizeof st, ss) == 0);
+    fp[0] ^= 0x5a;
+    cosign(m, run, "s:tied", fp, m1m2m3, 3, sg[4][0], sg[4][1]);
+    struct {
+        const char *name, *needle, **ids;
+        const uint8_t *sigs[3];
+    } lies[] = {
+        {"replayed from another run", "not a survivor's (m2, m3)", m1m2m3, {s1, sg[0][0], sg[0][1]}},
+        {"another group's label", "not a survivor's (m2, m3)", m1m2m3, {s1, sg[1][0], sg[1][1]}},
+        {"the set in another order", "not a survivor's (m2, m3)", m1m2m3, {s1, sg[2][0], sg[2][1]}},
+        {"the set with a duplicate", "not a survivor's (m2, m3)", m1m2m3, {s1, sg[3][0], sg[3][1]}},
+        {"another topology", "not a survivor's (m2, m3)", m1m2m3, {s1, sg[4][0], sg[4][1]}},
+        {"the opener's own", "not a survivor's (s)", m1m2s, {s1, sg[5][0], ss}},
+        {"an outsider's", "not a survivor's (zz)", m1m2zz, {s1, sg[5][0], junk}},
+        {"m1's own forged", "none of them this node's own", m1m2m3, {junk, sg[5][0], sg[5][1]}},
+    };
+    for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+        const char *reason = NULL;
+        int state = send_signatures(t, s_kp, run, lies[i].ids, lies[i].sigs, 3, &reason);
+        CHECK_MSG(state == PFT_SEND_REJECTED && reason && strstr(reason, lies[i].needle),
+                  "%s: state %d, reason '%s'", lies[i].name, state, reason ? reason : "");
+        fprintf(stderr, "  signatures, %s: %s\n", lies[i].name, reason ? reason : "");
+    }
+}
+
 /* The consistency round after the honest declaration: m1 signed exactly the survivor set {m1, m2, m3} it was
  * declared (its signature checked here); signatures that do not make t = 3 valid ones of that set, m1's own
  * among them, are refused with the reason and nothing revealed; the three survivors' are taken. */
 static void agree(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t *const *m, const char *run,
-                  inbox_t *in)
+                  const extra_t *second, inbox_t *in)
 {
     static const char *m1m2m3[] = {"m1", "m2", "m3"}, *m1m2m4[] = {"m1", "m2", "m4"}, *m1m2[] = {"m1", "m2"},
                       *m2m3[] = {"m2", "m3"};
@@ -258,6 +313,16 @@ static void agree(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t *
     if (!r)
         return;
     const uint8_t *s1 = r->extra[0];
+    char path[400];
+    snprintf(path, sizeof path, "%s/m1/secagg/answered", s_dir); /* recorded before the signature left */
+    CHECK_MSG(pft_fsio_exists(path), "m1 signed before it recorded the declaration it answers");
+    static const char *m3[] = {"m3"}, *m1m2m4x[] = {"m1", "m2", "m4"};
+    const char *why = NULL; /* signed: another declaration is refused, before any reveal as after */
+    CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m3, 1, m1m2m4x, 3, second, &why) == PFT_SEND_REJECTED);
+    CHECK_MSG(why && strstr(why, "another declaration"), "a second declaration after signing: '%s'",
+              why ? why : "");
+    fprintf(stderr, "  a second declaration after signing: %s\n", why ? why : "");
+    replays(t, s_kp, m, run, s1);
     CHECK(pft_keypair_sign(m[1], st, sizeof st, s2) == 0 && pft_keypair_sign(m[2], st, sizeof st, s3) == 0 &&
           pft_keypair_sign(m[2], other, sizeof other, s3o) == 0 &&
           pft_keypair_sign(m[3], st, sizeof st, s4) == 0);
@@ -279,6 +344,8 @@ static void agree(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t *
         fprintf(stderr, "  signatures, %s: %s\n", lies[i].name, reason ? reason : "");
     }
     CHECK_MSG(in->n_msg == 1, "m1 sent %d message(s) after refused signatures", in->n_msg);
+    snprintf(path, sizeof path, "%s/m1/secagg/signatures", s_dir); /* nothing refused is kept */
+    CHECK_MSG(!pft_fsio_exists(path), "m1 recorded signatures it refused");
     const uint8_t *good[] = {s1, s2, s3};
     const char *reason = NULL;
     CHECK(send_signatures(t, s_kp, run, m1m2m3, good, 3, &reason) == PFT_SEND_ACKED);
@@ -294,8 +361,14 @@ static void honest(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t 
                       *m1m2m4[] = {"m1", "m2", "m4"};
     const char *reason = NULL;
     const pft_keypair_t *m1_kp = m[0], *m4_kp = m[3];
+    static const uint8_t junk[64] = {5};
+    const uint8_t *early[] = {junk, junk, junk};
+    CHECK(send_signatures(t, s_kp, run, m1m2m3, early, 3, &reason) == PFT_SEND_REJECTED);
+    CHECK_MSG(reason && strstr(reason, "before any declaration"), "signatures before a declaration: '%s'",
+              reason ? reason : "");
+    fprintf(stderr, "  signatures before any declaration: %s\n", reason ? reason : "");
     CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m4, 1, m1m2m3, 3, good, &reason) == PFT_SEND_ACKED);
-    agree(t, s_kp, m, run, in);
+    agree(t, s_kp, m, run, other, in);
     for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
          in->n_msg < 2 && pft_transport_now_ms() < end;)
         pft_transport_poll(t, 100);
@@ -353,6 +426,7 @@ static void test_lying_opener(void)
     int fd = -1, port = pft_e2e_hold_port(&fd);
     CHECK(port > 0);
     snprintf(dir, sizeof dir, "%s/liar", s_tmp);
+    snprintf(s_dir, sizeof s_dir, "%s", dir);
     snprintf(dot, sizeof dot, "%s/liar.dot", s_tmp);
     FILE *f = fopen(dot, "w");
     CHECK(f != NULL);
