@@ -12,7 +12,12 @@
  * signs the survivor set it was declared, and refuses signatures that are not 3 valid ones of that set with
  * its own among them (two, one of another set, one of a member declared missing, none its own); a second,
  * different declaration is refused (one declaration per run); the done notice ends m1's wait, exit 0,
- * result.json saying it revealed with m4 only.
+ * result.json saying it revealed with m4 only. Attacks on the round itself, each refused with nothing
+ * revealed: signatures before any declaration; another declaration once m1 signed (its answer is on disk
+ * before its signature leaves), and again after m1 is killed and restarted between signing and revealing
+ * (it signs the same set again, byte for byte); co-signers' real signatures replayed from another run,
+ * another group's label, another topology, the same set in another order or with a duplicate; the opener's
+ * own signature, an outsider's, m1's own forged; refused signatures are not kept on disk.
  */
 #include "pft_e2e.h"
 #include "pft_e2e_run.h"
@@ -31,7 +36,8 @@
 #include <unistd.h>
 
 static char s_tmp[256];
-static char s_dir[300]; /* the prepared run: m1's out directory is s_dir/m1 */
+static char s_dir[300];  /* the prepared run: m1's out directory is s_dir/m1 */
+static pid_t s_pid = -1; /* m1's process (a restart changes it) */
 
 /* What s (this test) received: m1's bundle, and the secagg messages. */
 typedef struct {
@@ -290,6 +296,51 @@ static void replays(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t
     }
 }
 
+/* How many times m1's log says it signed a survivor set. */
+static int signed_lines(void)
+{
+    char path[400], line[1024];
+    snprintf(path, sizeof path, "%s/m1.log", s_dir);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, "signed the survivor set") != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Kills m1 after it signed and before any reveal, and starts it again: from its records it signs the same
+ * survivor set again (the same bytes: the transport takes the SIGN as the duplicate of the first and does not
+ * deliver it again) and still refuses another declaration. */
+static void restart_m1(pft_transport_t *t, const pft_keypair_t *s_kp, const char *run, const extra_t *second,
+                       inbox_t *in)
+{
+    static const char *m3[] = {"m3"}, *m1m2m4[] = {"m1", "m2", "m4"};
+    char path[400], ep[300];
+    snprintf(path, sizeof path, "%s/m1/endpoint", s_dir);
+    int before = signed_lines();
+    kill(s_pid, SIGKILL);
+    waitpid(s_pid, NULL, 0);
+    unlink(path);
+    s_pid = start_m1(s_dir);
+    CHECK(s_pid > 0 && pft_e2e_wait_endpoint(path, ep, sizeof ep) == 0 &&
+          pft_transport_set_peer_endpoint(t, "m1", ep) == 0);
+    for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
+         signed_lines() == before && pft_transport_now_ms() < end;)
+        pft_transport_poll(t, 100);
+    CHECK_MSG(signed_lines() > before, "restarted, m1 did not sign its declaration again");
+    for (int i = 0; i < 10; i++) /* a SIGN of anything else would be delivered */
+        pft_transport_poll(t, 50);
+    CHECK_MSG(in->n_msg == 1, "restarted, m1 sent %d new message(s)", in->n_msg - 1);
+    const char *why = NULL;
+    CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m3, 1, m1m2m4, 3, second, &why) == PFT_SEND_REJECTED);
+    CHECK_MSG(why && strstr(why, "another declaration"), "after a restart, another declaration: '%s'",
+              why ? why : "");
+    fprintf(stderr, "  m1 restarted after signing: signed the same set again; another declaration: %s\n",
+            why ? why : "");
+}
+
 /* The consistency round after the honest declaration: m1 signed exactly the survivor set {m1, m2, m3} it was
  * declared (its signature checked here); signatures that do not make t = 3 valid ones of that set, m1's own
  * among them, are refused with the reason and nothing revealed; the three survivors' are taken. */
@@ -322,6 +373,7 @@ static void agree(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t *
     CHECK_MSG(why && strstr(why, "another declaration"), "a second declaration after signing: '%s'",
               why ? why : "");
     fprintf(stderr, "  a second declaration after signing: %s\n", why ? why : "");
+    restart_m1(t, s_kp, run, second, in);
     replays(t, s_kp, m, run, s1);
     CHECK(pft_keypair_sign(m[1], st, sizeof st, s2) == 0 && pft_keypair_sign(m[2], st, sizeof st, s3) == 0 &&
           pft_keypair_sign(m[2], other, sizeof other, s3o) == 0 &&
@@ -455,8 +507,8 @@ static void test_lying_opener(void)
     for (int i = 1; s_kp && m[0] && m[1] && m[2] && m[3] && i < N; i++)
         sealed_share(m[i], m[0], 0, "liar", ct[i], share);
     good.bins[0] = ct[1], good.bins[1] = ct[2], other.bins[0] = ct[1], other.bins[1] = ct[3];
-    pid_t pid = s_kp && m[0] && m[1] && m[2] && m[3] ? start_m1(dir) : -1;
-    pft_transport_t *t = pid > 0 ? play_s(dir, fd, port, s_kp, m1_kp, &in) : NULL;
+    s_pid = s_kp && m[0] && m[1] && m[2] && m[3] ? start_m1(dir) : -1;
+    pft_transport_t *t = s_pid > 0 ? play_s(dir, fd, port, s_kp, m1_kp, &in) : NULL;
     CHECK(t != NULL);
     for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
          t && in.bundles == 0 && pft_transport_now_ms() < end;)
@@ -468,11 +520,11 @@ static void test_lying_opener(void)
     }
     int status = 0;
     for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
-         pid > 0 && waitpid(pid, &status, WNOHANG) == 0 && pft_transport_now_ms() < end;)
+         s_pid > 0 && waitpid(s_pid, &status, WNOHANG) == 0 && pft_transport_now_ms() < end;)
         t ? (void)pft_transport_poll(t, 100) : (void)usleep(100000);
-    if (pid > 0 && waitpid(pid, &status, WNOHANG) == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
+    if (s_pid > 0 && waitpid(s_pid, &status, WNOHANG) == 0) {
+        kill(s_pid, SIGKILL);
+        waitpid(s_pid, &status, 0);
         CHECK_MSG(0, "m1 did not stop after the done notice");
     }
     CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "m1 exited %d (log %s/m1.log)",
