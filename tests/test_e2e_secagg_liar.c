@@ -13,7 +13,8 @@
  * its own among them (two, one of another set, one of a member declared missing, none its own); a second,
  * different declaration is refused (one declaration per run); the done notice ends m1's wait, exit 0,
  * result.json saying it revealed with m4 only. Attacks on the round itself, each refused with nothing
- * revealed: signatures before any declaration; another declaration once m1 signed (its answer is on disk
+ * revealed: signatures before any declaration; two declarations back to back (the second refused although
+ * m1 has not signed the first yet); another declaration once m1 signed (its answer is on disk
  * before its signature leaves), and again after m1 is killed and restarted between signing and revealing
  * (it signs the same set again, byte for byte); co-signers' real signatures replayed from another run,
  * another group's label, another topology, the same set in another order or with a duplicate; the opener's
@@ -160,6 +161,31 @@ static int declare(pft_transport_t *t, const pft_keypair_t *kp, pft_secmsg_kind_
     int st = pft_e2e_settle(t, h, PFT_E2E_HANG_MS);
     pft_transport_send_state(t, h, NULL, reason);
     return st;
+}
+
+/* The declarations a[0] and a[1] sent back to back, the second before the first is acknowledged (an opener
+ * that pipelines them, so that m1 may take both before it signs either); their final states, reasons. */
+static void declare_both(pft_transport_t *t, const pft_keypair_t *kp, const char *run, const pft_secmsg_t *a,
+                         int st[2], const char *reason[2])
+{
+    int h[2];
+    for (int i = 0; i < 2; i++) {
+        pft_secmsg_t m = a[i];
+        snprintf(m.run, sizeof m.run, "%s", run);
+        snprintf(m.label, sizeof m.label, "s:tied");
+        snprintf(m.sender, sizeof m.sender, "s");
+        m.has_fp = 1;
+        memcpy(m.fp, pft_topo_fp_hash(pft_e2e_fp), PFT_SECMSG_FP_LEN);
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        CHECK(pft_secmsg_encode(&m, kp, &buf, &len) == 0);
+        h[i] = pft_transport_send(t, "m1", buf, len, NULL, pft_transport_now_ms() + PFT_E2E_HANG_MS);
+        pft_free(buf);
+    }
+    for (int i = 0; i < 2; i++) {
+        st[i] = pft_e2e_settle(t, h[i], PFT_E2E_HANG_MS);
+        pft_transport_send_state(t, h[i], NULL, &reason[i]);
+    }
 }
 
 /* The forgeries: each must be NACKed with its needle, and m1 must send nothing. */
@@ -419,7 +445,21 @@ static void honest(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t 
     CHECK_MSG(reason && strstr(reason, "before any declaration"), "signatures before a declaration: '%s'",
               reason ? reason : "");
     fprintf(stderr, "  signatures before any declaration: %s\n", reason ? reason : "");
-    CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m4, 1, m1m2m3, 3, good, &reason) == PFT_SEND_ACKED);
+    pft_secmsg_t both[2] = {
+        {.kind = PFT_SECMSG_MISSING, .n_ids = 1, .ids = m4, .n_survivors = 3, .survivors = m1m2m3},
+        {.kind = PFT_SECMSG_MISSING, .n_ids = 1, .ids = m3, .n_survivors = 3, .survivors = m1m2m4}};
+    const extra_t *bx[2] = {good, other};
+    for (int i = 0; i < 2; i++)
+        both[i].has_extra = 1, both[i].n_extra = (size_t)bx[i]->n_extra, both[i].extra_ids = bx[i]->ids,
+        both[i].extra = bx[i]->bins, both[i].extra_len = bx[i]->lens;
+    int bst[2];
+    const char *bwhy[2] = {NULL, NULL};
+    declare_both(t, s_kp, run, both, bst, bwhy);
+    CHECK_MSG(bst[0] == PFT_SEND_ACKED && bst[1] == PFT_SEND_REJECTED && bwhy[1] &&
+                  strstr(bwhy[1], "another declaration"),
+              "two declarations back to back: states %d, %d, the second's reason '%s'", bst[0], bst[1],
+              bwhy[1] ? bwhy[1] : "");
+    fprintf(stderr, "  two declarations back to back: the second %s\n", bwhy[1] ? bwhy[1] : "taken");
     agree(t, s_kp, m, run, other, in);
     for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
          in->n_msg < 2 && pft_transport_now_ms() < end;)
