@@ -322,15 +322,18 @@ static void replays(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t
     }
 }
 
-/* How many times m1's log says it signed a survivor set. */
+/* How many times m1's log says it signed a survivor set, or (negative) that its recorded declaration was not
+ * used after a restart: it will not sign again. */
 static int signed_lines(void)
 {
     char path[400], line[1024];
     snprintf(path, sizeof path, "%s/m1.log", s_dir);
     FILE *f = fopen(path, "r");
     int n = 0;
-    while (f && fgets(line, sizeof line, f))
-        n += strstr(line, "signed the survivor set") != NULL;
+    while (f && n >= 0 && fgets(line, sizeof line, f))
+        n = strstr(line, "secagg/declaration: not used")
+                ? -1
+                : n + (strstr(line, "signed the survivor set") != NULL);
     if (f)
         fclose(f);
     return n;
@@ -355,7 +358,8 @@ static void restart_m1(pft_transport_t *t, const pft_keypair_t *s_kp, const char
     for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
          signed_lines() == before && pft_transport_now_ms() < end;)
         pft_transport_poll(t, 100);
-    CHECK_MSG(signed_lines() > before, "restarted, m1 did not sign its declaration again");
+    CHECK_MSG(signed_lines() > before, "restarted, m1 did not sign its declaration again (log %s/m1.log)",
+              s_dir);
     for (int i = 0; i < 10; i++) /* a SIGN of anything else would be delivered */
         pft_transport_poll(t, 50);
     CHECK_MSG(in->n_msg == 1, "restarted, m1 sent %d new message(s)", in->n_msg - 1);
