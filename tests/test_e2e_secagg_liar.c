@@ -12,10 +12,17 @@
  * signs the survivor set it was declared, and refuses signatures that are not 3 valid ones of that set with
  * its own among them (two, one of another set, one of a member declared missing, none its own); a second,
  * different declaration is refused (one declaration per run); the done notice ends m1's wait, exit 0,
- * result.json saying it revealed with m4 only.
+ * result.json saying it revealed with m4 only. Attacks on the round itself, each refused with nothing
+ * revealed: signatures before any declaration; two declarations back to back (the second refused although
+ * m1 has not signed the first yet); another declaration once m1 signed (its answer is on disk
+ * before its signature leaves), and again after m1 is killed and restarted between signing and revealing
+ * (it signs the same set again, byte for byte); co-signers' real signatures replayed from another run,
+ * another group's label, another topology, the same set in another order or with a duplicate; the opener's
+ * own signature, an outsider's, m1's own forged; refused signatures are not kept on disk.
  */
 #include "pft_e2e.h"
 #include "pft_e2e_run.h"
+#include "pft_fsio.h"
 #include "pft_mask.h"
 #include "pft_secmsg.h"
 #include "pft_shamir.h"
@@ -30,6 +37,8 @@
 #include <unistd.h>
 
 static char s_tmp[256];
+static char s_dir[300];  /* the prepared run: m1's out directory is s_dir/m1 */
+static pid_t s_pid = -1; /* m1's process (a restart changes it) */
 
 /* What s (this test) received: m1's bundle, and the secagg messages. */
 typedef struct {
@@ -154,6 +163,31 @@ static int declare(pft_transport_t *t, const pft_keypair_t *kp, pft_secmsg_kind_
     return st;
 }
 
+/* The declarations a[0] and a[1] sent back to back, the second before the first is acknowledged (an opener
+ * that pipelines them, so that m1 may take both before it signs either); their final states, reasons. */
+static void declare_both(pft_transport_t *t, const pft_keypair_t *kp, const char *run, const pft_secmsg_t *a,
+                         int st[2], const char *reason[2])
+{
+    int h[2];
+    for (int i = 0; i < 2; i++) {
+        pft_secmsg_t m = a[i];
+        snprintf(m.run, sizeof m.run, "%s", run);
+        snprintf(m.label, sizeof m.label, "s:tied");
+        snprintf(m.sender, sizeof m.sender, "s");
+        m.has_fp = 1;
+        memcpy(m.fp, pft_topo_fp_hash(pft_e2e_fp), PFT_SECMSG_FP_LEN);
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        CHECK(pft_secmsg_encode(&m, kp, &buf, &len) == 0);
+        h[i] = pft_transport_send(t, "m1", buf, len, NULL, pft_transport_now_ms() + PFT_E2E_HANG_MS);
+        pft_free(buf);
+    }
+    for (int i = 0; i < 2; i++) {
+        st[i] = pft_e2e_settle(t, h[i], PFT_E2E_HANG_MS);
+        pft_transport_send_state(t, h[i], NULL, &reason[i]);
+    }
+}
+
 /* The forgeries: each must be NACKed with its needle, and m1 must send nothing. */
 static void refuse_lies(pft_transport_t *t, const pft_keypair_t *s_kp, const pft_keypair_t *m2_kp,
                         const extra_t *good, const char *run, inbox_t *in)
@@ -235,11 +269,113 @@ static int send_signatures(pft_transport_t *t, const pft_keypair_t *s_kp, const 
     return st;
 }
 
+/* m2's and m3's signatures of the statement of surv[0..ns) in run, label and fingerprint fp. */
+static void cosign(pft_keypair_t *const *m, const char *run, const char *label, const uint8_t *fp,
+                   const char *const *surv, size_t ns, uint8_t s2[64], uint8_t s3[64])
+{
+    uint8_t st[PFT_SECMSG_STATEMENT_LEN];
+    CHECK(pft_secmsg_statement(run, label, fp, surv, ns, st) == 0);
+    CHECK(pft_keypair_sign(m[1], st, sizeof st, s2) == 0 && pft_keypair_sign(m[2], st, sizeof st, s3) == 0);
+}
+
+/* Signatures that are real but not of m1's statement: m2's and m3's replayed from another run, another
+ * group's label, another topology, the same set in another order or with a duplicate; the opener's own;
+ * an outsider's; m1's own forged. Each refused with its reason, nothing revealed (m1's own s1 beside them).
+ */
+static void replays(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t *const *m, const char *run,
+                    const uint8_t *s1)
+{
+    static const char *m1m2m3[] = {"m1", "m2", "m3"}, *swapped[] = {"m2", "m1", "m3"},
+                      *twice[] = {"m1", "m1", "m2", "m3"}, *m1m2s[] = {"m1", "m2", "s"},
+                      *m1m2zz[] = {"m1", "m2", "zz"};
+    static const uint8_t junk[64] = {7};
+    uint8_t fp[PFT_SECMSG_FP_LEN], sg[6][2][64], ss[64], st[PFT_SECMSG_STATEMENT_LEN];
+    memcpy(fp, pft_topo_fp_hash(pft_e2e_fp), sizeof fp);
+    cosign(m, "other-run", "s:tied", fp, m1m2m3, 3, sg[0][0], sg[0][1]);
+    cosign(m, run, "x:tied", fp, m1m2m3, 3, sg[1][0], sg[1][1]);
+    cosign(m, run, "s:tied", fp, swapped, 3, sg[2][0], sg[2][1]);
+    cosign(m, run, "s:tied", fp, twice, 4, sg[3][0], sg[3][1]);
+    cosign(m, run, "s:tied", fp, m1m2m3, 3, sg[5][0], sg[5][1]); /* m1's statement */
+    CHECK(pft_secmsg_statement(run, "s:tied", fp, m1m2m3, 3, st) == 0 &&
+          pft_keypair_sign(s_kp, st, sizeof st, ss) == 0);
+    fp[0] ^= 0x5a;
+    cosign(m, run, "s:tied", fp, m1m2m3, 3, sg[4][0], sg[4][1]);
+    struct {
+        const char *name, *needle, **ids;
+        const uint8_t *sigs[3];
+    } lies[] = {
+        {"replayed from another run", "not a survivor's (m2, m3)", m1m2m3, {s1, sg[0][0], sg[0][1]}},
+        {"another group's label", "not a survivor's (m2, m3)", m1m2m3, {s1, sg[1][0], sg[1][1]}},
+        {"the set in another order", "not a survivor's (m2, m3)", m1m2m3, {s1, sg[2][0], sg[2][1]}},
+        {"the set with a duplicate", "not a survivor's (m2, m3)", m1m2m3, {s1, sg[3][0], sg[3][1]}},
+        {"another topology", "not a survivor's (m2, m3)", m1m2m3, {s1, sg[4][0], sg[4][1]}},
+        {"the opener's own", "not a survivor's (s)", m1m2s, {s1, sg[5][0], ss}},
+        {"an outsider's", "not a survivor's (zz)", m1m2zz, {s1, sg[5][0], junk}},
+        {"m1's own forged", "none of them this node's own", m1m2m3, {junk, sg[5][0], sg[5][1]}},
+    };
+    for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+        const char *reason = NULL;
+        int state = send_signatures(t, s_kp, run, lies[i].ids, lies[i].sigs, 3, &reason);
+        CHECK_MSG(state == PFT_SEND_REJECTED && reason && strstr(reason, lies[i].needle),
+                  "%s: state %d, reason '%s'", lies[i].name, state, reason ? reason : "");
+        fprintf(stderr, "  signatures, %s: %s\n", lies[i].name, reason ? reason : "");
+    }
+}
+
+/* How many times m1's log says it signed a survivor set, or (negative) that its recorded declaration was not
+ * used after a restart: it will not sign again. */
+static int signed_lines(void)
+{
+    char path[400], line[1024];
+    snprintf(path, sizeof path, "%s/m1.log", s_dir);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    while (f && n >= 0 && fgets(line, sizeof line, f))
+        n = strstr(line, "secagg/declaration: not used")
+                ? -1
+                : n + (strstr(line, "signed the survivor set") != NULL);
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Kills m1 after it signed and before any reveal, and starts it again: from its records it signs the same
+ * survivor set again (the same bytes: the transport takes the SIGN as the duplicate of the first and does not
+ * deliver it again) and still refuses another declaration. */
+static void restart_m1(pft_transport_t *t, const pft_keypair_t *s_kp, const char *run, const extra_t *second,
+                       inbox_t *in)
+{
+    static const char *m3[] = {"m3"}, *m1m2m4[] = {"m1", "m2", "m4"};
+    char path[400], ep[300];
+    snprintf(path, sizeof path, "%s/m1/endpoint", s_dir);
+    int before = signed_lines();
+    kill(s_pid, SIGKILL);
+    waitpid(s_pid, NULL, 0);
+    unlink(path);
+    s_pid = start_m1(s_dir);
+    CHECK(s_pid > 0 && pft_e2e_wait_endpoint(path, ep, sizeof ep) == 0 &&
+          pft_transport_set_peer_endpoint(t, "m1", ep) == 0);
+    for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
+         signed_lines() == before && pft_transport_now_ms() < end;)
+        pft_transport_poll(t, 100);
+    CHECK_MSG(signed_lines() > before, "restarted, m1 did not sign its declaration again (log %s/m1.log)",
+              s_dir);
+    for (int i = 0; i < 10; i++) /* a SIGN of anything else would be delivered */
+        pft_transport_poll(t, 50);
+    CHECK_MSG(in->n_msg == 1, "restarted, m1 sent %d new message(s)", in->n_msg - 1);
+    const char *why = NULL;
+    CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m3, 1, m1m2m4, 3, second, &why) == PFT_SEND_REJECTED);
+    CHECK_MSG(why && strstr(why, "another declaration"), "after a restart, another declaration: '%s'",
+              why ? why : "");
+    fprintf(stderr, "  m1 restarted after signing: signed the same set again; another declaration: %s\n",
+            why ? why : "");
+}
+
 /* The consistency round after the honest declaration: m1 signed exactly the survivor set {m1, m2, m3} it was
  * declared (its signature checked here); signatures that do not make t = 3 valid ones of that set, m1's own
  * among them, are refused with the reason and nothing revealed; the three survivors' are taken. */
 static void agree(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t *const *m, const char *run,
-                  inbox_t *in)
+                  const extra_t *second, inbox_t *in)
 {
     static const char *m1m2m3[] = {"m1", "m2", "m3"}, *m1m2m4[] = {"m1", "m2", "m4"}, *m1m2[] = {"m1", "m2"},
                       *m2m3[] = {"m2", "m3"};
@@ -258,6 +394,17 @@ static void agree(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t *
     if (!r)
         return;
     const uint8_t *s1 = r->extra[0];
+    char path[400];
+    snprintf(path, sizeof path, "%s/m1/secagg/answered", s_dir); /* recorded before the signature left */
+    CHECK_MSG(pft_fsio_exists(path), "m1 signed before it recorded the declaration it answers");
+    static const char *m3[] = {"m3"}, *m1m2m4x[] = {"m1", "m2", "m4"};
+    const char *why = NULL; /* signed: another declaration is refused, before any reveal as after */
+    CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m3, 1, m1m2m4x, 3, second, &why) == PFT_SEND_REJECTED);
+    CHECK_MSG(why && strstr(why, "another declaration"), "a second declaration after signing: '%s'",
+              why ? why : "");
+    fprintf(stderr, "  a second declaration after signing: %s\n", why ? why : "");
+    restart_m1(t, s_kp, run, second, in);
+    replays(t, s_kp, m, run, s1);
     CHECK(pft_keypair_sign(m[1], st, sizeof st, s2) == 0 && pft_keypair_sign(m[2], st, sizeof st, s3) == 0 &&
           pft_keypair_sign(m[2], other, sizeof other, s3o) == 0 &&
           pft_keypair_sign(m[3], st, sizeof st, s4) == 0);
@@ -279,6 +426,8 @@ static void agree(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t *
         fprintf(stderr, "  signatures, %s: %s\n", lies[i].name, reason ? reason : "");
     }
     CHECK_MSG(in->n_msg == 1, "m1 sent %d message(s) after refused signatures", in->n_msg);
+    snprintf(path, sizeof path, "%s/m1/secagg/signatures", s_dir); /* nothing refused is kept */
+    CHECK_MSG(!pft_fsio_exists(path), "m1 recorded signatures it refused");
     const uint8_t *good[] = {s1, s2, s3};
     const char *reason = NULL;
     CHECK(send_signatures(t, s_kp, run, m1m2m3, good, 3, &reason) == PFT_SEND_ACKED);
@@ -294,8 +443,28 @@ static void honest(pft_transport_t *t, const pft_keypair_t *s_kp, pft_keypair_t 
                       *m1m2m4[] = {"m1", "m2", "m4"};
     const char *reason = NULL;
     const pft_keypair_t *m1_kp = m[0], *m4_kp = m[3];
-    CHECK(declare(t, s_kp, PFT_SECMSG_MISSING, run, m4, 1, m1m2m3, 3, good, &reason) == PFT_SEND_ACKED);
-    agree(t, s_kp, m, run, in);
+    static const uint8_t junk[64] = {5};
+    const uint8_t *early[] = {junk, junk, junk};
+    CHECK(send_signatures(t, s_kp, run, m1m2m3, early, 3, &reason) == PFT_SEND_REJECTED);
+    CHECK_MSG(reason && strstr(reason, "before any declaration"), "signatures before a declaration: '%s'",
+              reason ? reason : "");
+    fprintf(stderr, "  signatures before any declaration: %s\n", reason ? reason : "");
+    pft_secmsg_t both[2] = {
+        {.kind = PFT_SECMSG_MISSING, .n_ids = 1, .ids = m4, .n_survivors = 3, .survivors = m1m2m3},
+        {.kind = PFT_SECMSG_MISSING, .n_ids = 1, .ids = m3, .n_survivors = 3, .survivors = m1m2m4}};
+    const extra_t *bx[2] = {good, other};
+    for (int i = 0; i < 2; i++)
+        both[i].has_extra = 1, both[i].n_extra = (size_t)bx[i]->n_extra, both[i].extra_ids = bx[i]->ids,
+        both[i].extra = bx[i]->bins, both[i].extra_len = bx[i]->lens;
+    int bst[2];
+    const char *bwhy[2] = {NULL, NULL};
+    declare_both(t, s_kp, run, both, bst, bwhy);
+    CHECK_MSG(bst[0] == PFT_SEND_ACKED && bst[1] == PFT_SEND_REJECTED && bwhy[1] &&
+                  strstr(bwhy[1], "another declaration"),
+              "two declarations back to back: states %d, %d, the second's reason '%s'", bst[0], bst[1],
+              bwhy[1] ? bwhy[1] : "");
+    fprintf(stderr, "  two declarations back to back: the second %s\n", bwhy[1] ? bwhy[1] : "taken");
+    agree(t, s_kp, m, run, other, in);
     for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
          in->n_msg < 2 && pft_transport_now_ms() < end;)
         pft_transport_poll(t, 100);
@@ -353,6 +522,7 @@ static void test_lying_opener(void)
     int fd = -1, port = pft_e2e_hold_port(&fd);
     CHECK(port > 0);
     snprintf(dir, sizeof dir, "%s/liar", s_tmp);
+    snprintf(s_dir, sizeof s_dir, "%s", dir);
     snprintf(dot, sizeof dot, "%s/liar.dot", s_tmp);
     FILE *f = fopen(dot, "w");
     CHECK(f != NULL);
@@ -381,8 +551,8 @@ static void test_lying_opener(void)
     for (int i = 1; s_kp && m[0] && m[1] && m[2] && m[3] && i < N; i++)
         sealed_share(m[i], m[0], 0, "liar", ct[i], share);
     good.bins[0] = ct[1], good.bins[1] = ct[2], other.bins[0] = ct[1], other.bins[1] = ct[3];
-    pid_t pid = s_kp && m[0] && m[1] && m[2] && m[3] ? start_m1(dir) : -1;
-    pft_transport_t *t = pid > 0 ? play_s(dir, fd, port, s_kp, m1_kp, &in) : NULL;
+    s_pid = s_kp && m[0] && m[1] && m[2] && m[3] ? start_m1(dir) : -1;
+    pft_transport_t *t = s_pid > 0 ? play_s(dir, fd, port, s_kp, m1_kp, &in) : NULL;
     CHECK(t != NULL);
     for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
          t && in.bundles == 0 && pft_transport_now_ms() < end;)
@@ -394,11 +564,11 @@ static void test_lying_opener(void)
     }
     int status = 0;
     for (int64_t end = pft_transport_now_ms() + PFT_E2E_HANG_MS;
-         pid > 0 && waitpid(pid, &status, WNOHANG) == 0 && pft_transport_now_ms() < end;)
+         s_pid > 0 && waitpid(s_pid, &status, WNOHANG) == 0 && pft_transport_now_ms() < end;)
         t ? (void)pft_transport_poll(t, 100) : (void)usleep(100000);
-    if (pid > 0 && waitpid(pid, &status, WNOHANG) == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
+    if (s_pid > 0 && waitpid(s_pid, &status, WNOHANG) == 0) {
+        kill(s_pid, SIGKILL);
+        waitpid(s_pid, &status, 0);
         CHECK_MSG(0, "m1 did not stop after the done notice");
     }
     CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "m1 exited %d (log %s/m1.log)",

@@ -286,6 +286,126 @@ static void test_consistency(void)
     static const char *glued[] = {"c01c02", "c04"}; /* lengths prefixed: no two lists hash alike */
     fp[31] = 0;
     CHECK(pft_secmsg_statement("run", "agg:tied", fp, glued, 2, b) == 0 && memcmp(a, b, sizeof a) != 0);
+    /* another order of the same set, or the set with a duplicate: another statement (the canonical order is
+     * the caller's: the decoder's strictly ascending survivors, the opener's sorted ids) */
+    static const char *swapped[] = {"c02", "c01", "c04"}, *twice[] = {"c01", "c01", "c02", "c04"};
+    CHECK(pft_secmsg_statement("run", "agg:tied", fp, swapped, 3, b) == 0 && memcmp(a, b, sizeof a) != 0);
+    CHECK(pft_secmsg_statement("run", "agg:tied", fp, twice, 4, b) == 0 && memcmp(a, b, sizeof a) != 0);
+    /* a run and label glued differently: lengths prefixed */
+    CHECK(pft_secmsg_statement("runa", "gg:tied", fp, surv, 3, b) == 0 && memcmp(a, b, sizeof a) != 0);
+    /* a statement signed verifies only as itself */
+    pft_keypair_t *kp = key(3);
+    uint8_t s[PFT_KEY_SIG_LEN];
+    CHECK(kp && pft_keypair_sign(kp, a, sizeof a, s) == 0);
+    CHECK(pft_pubkey_verify(pft_keypair_public(kp), a, sizeof a, s, sizeof s) == 0);
+    CHECK(pft_pubkey_verify(pft_keypair_public(kp), b, sizeof b, s, sizeof s) != 0);
+    pft_keypair_destroy(&kp);
+}
+
+/* A consistency message packed by hand (nine elements, no checks): kind, survivors surv[0..ns) (a SIGN's),
+ * and n pairs [signers[i], bin of lens[i] bytes], each an array of pair_len elements (2 is the wire's). */
+static int hostile_sigs(uint64_t kind, const char *const *surv, size_t ns, const char *const *signers,
+                        const size_t *lens, size_t n, int pair_len, uint8_t **buf, size_t *len)
+{
+    static const uint8_t zeros[200], fp[32];
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 9);
+    msgpack_pack_str_with_body(&pk, "secagg", 6);
+    msgpack_pack_uint64(&pk, kind);
+    msgpack_pack_str_with_body(&pk, "r", 1);
+    msgpack_pack_str_with_body(&pk, "l", 1);
+    const char *sender = kind == PFT_SECMSG_SIGN ? signers[0] : "agg"; /* a SIGN's sender is its signer */
+    msgpack_pack_str_with_body(&pk, sender, strlen(sender));
+    msgpack_pack_array(&pk, 0);
+    msgpack_pack_array(&pk, ns);
+    for (size_t i = 0; i < ns; i++)
+        msgpack_pack_str_with_body(&pk, surv[i], strlen(surv[i]));
+    msgpack_pack_array(&pk, n);
+    for (size_t i = 0; i < n; i++) {
+        msgpack_pack_array(&pk, (size_t)pair_len);
+        msgpack_pack_str_with_body(&pk, signers[i], strlen(signers[i]));
+        msgpack_pack_bin_with_body(&pk, zeros, lens[i]);
+        for (int k = 2; k < pair_len; k++)
+            msgpack_pack_nil(&pk);
+    }
+    msgpack_pack_bin_with_body(&pk, fp, sizeof fp);
+    int rc = pft_envelope_pack((const uint8_t *)sb.data, sb.size, NULL, 0, buf, len);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+/* Forged SIGN and SIGNATURES payloads (an opener or member that does not use the encoder): duplicate or
+ * unordered signers, signatures of the wrong length, pairs of the wrong shape, a SIGN with two signatures,
+ * SIGNATURES with none, a signer that is no node id; every one refused by the decoder with its reason. */
+static void test_consistency_hostile(void)
+{
+    static const char *dup[] = {"c01", "c01", "c02"}, *desc[] = {"c02", "c01"}, *one[] = {"c01", "c02"},
+                      *ctl[] = {"c\x01"}, *surv[] = {"c01", "c02"}, *empty[] = {"c01"};
+    static const char *lng[] = {"c0123456789012345678901234567890123456789012345678901234567890123"};
+    size_t l64[] = {64, 64, 64}, l63[] = {63}, l65[] = {65}, l129[] = {129};
+    struct {
+        const char *name;
+        uint64_t kind;
+        const char *const *surv, *const *signers;
+        size_t ns, n;
+        const size_t *lens;
+        int pair_len;
+        const char *why;
+    } cases[] = {
+        {"duplicate signers", 5, NULL, dup, 0, 3, l64, 2, "not strictly ascending"},
+        {"signers descending", 5, NULL, desc, 0, 2, l64, 2, "not strictly ascending"},
+        {"a signature of 63 bytes", 5, NULL, one, 0, 1, l63, 2, "is 63 bytes, not 64"},
+        {"a signature of 65 bytes", 5, NULL, one, 0, 1, l65, 2, "is 65 bytes, not 64"},
+        {"a signature of 129 bytes", 5, NULL, one, 0, 1, l129, 2, "bin of 1..128"},
+        {"a pair of three", 5, NULL, one, 0, 1, l64, 3, "is not [id, bin"},
+        {"no signature", 5, NULL, empty, 0, 0, l64, 2, "signatures carry 1.."},
+        {"survivors in signatures", 5, surv, one, 2, 1, l64, 2, "signatures carry 1.."},
+        {"a sign with two", 4, surv, one, 2, 2, l64, 2, "with one signature"},
+        {"a sign without survivors", 4, NULL, one, 0, 1, l64, 2, "1.. survivors"},
+        {"a signer with a control byte", 5, NULL, ctl, 0, 1, l64, 2, "without control bytes"},
+        {"a signer of 65 bytes", 5, NULL, lng, 0, 1, l64, 2, "is not [id, bin"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        CHECK(hostile_sigs(cases[i].kind, cases[i].surv, cases[i].ns, cases[i].signers, cases[i].lens,
+                           cases[i].n, cases[i].pair_len, &buf, &len) == 0);
+        pft_secmsg_t *d = NULL;
+        CHECK_MSG(pft_secmsg_decode(buf, len, &d) == PFT_EFORMAT && !d, "%s: decoded", cases[i].name);
+        CHECK_MSG(strstr(pft_errmsg(), cases[i].why) != NULL, "%s: %s", cases[i].name, pft_errmsg());
+        pft_secmsg_destroy(&d);
+        pft_free(buf);
+    }
+}
+
+/* The decoder's bounds on SIGNATURES: 4096 signers (PFT_SECMSG_MAX_IDS) decode, 4097 are refused. */
+static void test_consistency_bounds(void)
+{
+    enum { MAXN = PFT_SECMSG_MAX_IDS + 1 };
+    char(*names)[8] = pft_alloc_array(MAXN, sizeof *names);
+    const char **ids = pft_alloc_array(MAXN, sizeof *ids);
+    size_t *lens = pft_alloc_array(MAXN, sizeof *lens);
+    CHECK(names && ids && lens);
+    for (size_t i = 0; names && ids && lens && i < MAXN; i++) {
+        snprintf(names[i], sizeof names[i], "s%05zu", i);
+        ids[i] = names[i], lens[i] = PFT_SECMSG_SIG_LEN;
+    }
+    for (size_t n = MAXN - 1; names && ids && lens && n <= MAXN; n++) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        pft_secmsg_t *d = NULL;
+        CHECK(hostile_sigs(5, NULL, 0, ids, lens, n, 2, &buf, &len) == 0);
+        int rc = pft_secmsg_decode(buf, len, &d);
+        CHECK_MSG(n < MAXN ? rc == 0 && d && d->n_extra == n : rc != 0 && !d, "%zu signers: %d", n, rc);
+        pft_secmsg_destroy(&d);
+        pft_free(buf);
+    }
+    pft_free(names);
+    pft_free(ids);
+    pft_free(lens);
 }
 
 /* An envelope around a payload packed by hand: n fields, with the given kind and tail. */
@@ -411,6 +531,8 @@ int main(void)
     RUN(test_api_refusals);
     RUN(test_hostile);
     RUN(test_consistency);
+    RUN(test_consistency_hostile);
+    RUN(test_consistency_bounds);
     RUN(test_truncations_and_flips);
     RUN(test_separation);
     return pft_test_done();

@@ -22,9 +22,7 @@
 #define NOTICE_WAIT_S 30.0  /* the opener's wait for acknowledgements of its done notices, at most */
 #define MEMBER_GRACE_S 60.0 /* a member waits this much beyond the opener's deadline and send_deadline */
 #define RESEND_EVERY_S 1.0  /* a member whose reveal was refused or timed out sends it again this often */
-#define REVEAL_LATE_S                                                                                        \
-    20.0 /* tests (PFT_TEST_REVEAL_LATE=<id>): how long that member holds its reveal back                    \
-          */
+#define REVEAL_LATE_S 20.0  /* tests (PFT_TEST_REVEAL_LATE=<id>): that member holds its reveal this long */
 
 /* Writes the reason of a refusal and returns its code. */
 static int refuse(char *reason, size_t rlen, int code, const char *fmt, ...)
@@ -268,12 +266,13 @@ static int member_takes(node_t *nd, pft_secmsg_t **mp, const uint8_t *buf, size_
     path = record_path(nd, "declaration");
     int rc = check_declaration(nd, m, reason, rlen);
     char before[8192], now[8192];
-    answered_before(nd, before, sizeof before);
+    nd->drop.asked ? joined_ids(nd->drop.asked, before, sizeof before) /* taken, maybe not yet signed */
+                   : answered_before(nd, before, sizeof before);
     joined_ids(m, now, sizeof now);
     if (rc == 0 && before[0] && strcmp(before, now) != 0)
         rc = refuse(reason, rlen, PFT_EREJECT,
-                    "this node revealed its keys for another declaration before (out/secagg/"
-                    "answered): it answers one declaration per run");
+                    "this node took another declaration before (out/secagg/answered, or one it is about "
+                    "to sign): it answers one declaration per run");
     if (rc == 0 && (!path || pft_fsio_write_atomic(path, buf, len) != 0)) /* a restart answers it too */
         rc = refuse(reason, rlen, PFT_EIO, "cannot record the declaration: %s", pft_errmsg());
     pft_free(path);
