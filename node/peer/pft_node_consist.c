@@ -116,6 +116,19 @@ int pft_node__consist_take(node_t *nd, size_t v, const pft_secmsg_t *m, const ch
     return PFT_EREJECT;
 }
 
+int pft_node__survivor_took(node_t *nd, size_t v)
+{
+    const char *why = NULL;
+    int st = nd->drop.notice[v] >= 0 ? pft_transport_send_state(nd->hand.tp, nd->drop.notice[v], NULL, &why)
+                                     : PFT_SEND_FAILED;
+    if (st != PFT_SEND_REJECTED && st != PFT_SEND_FAILED)
+        return 0;
+    return pft_err(PFT_EREJECT,
+                   "secure aggregation: survivor %s %s the declaration (%s): the sum stays masked",
+                   pft_topo_node(nd->topo, v)->id, st == PFT_SEND_REJECTED ? "refused" : "never took",
+                   why && why[0] ? why : "no reason");
+}
+
 int pft_node__consist_signed(node_t *nd, const size_t *surv, size_t ns, double until)
 {
     int all = 1;
@@ -124,16 +137,9 @@ int pft_node__consist_signed(node_t *nd, const size_t *surv, size_t ns, double u
         if (nd->cons.have[v] || nd->drop.have[v]) /* signed, or revealed already (an earlier run) */
             continue;
         all = 0;
-        const char *why = NULL;
-        int st = nd->drop.notice[v] >= 0
-                     ? pft_transport_send_state(nd->hand.tp, nd->drop.notice[v], NULL, &why)
-                     : PFT_SEND_FAILED;
-        if (st == PFT_SEND_REJECTED || st == PFT_SEND_FAILED)
-            return pft_err(PFT_EREJECT,
-                           "secure aggregation: survivor %s %s the declaration (%s): the sum stays "
-                           "masked",
-                           pft_topo_node(nd->topo, v)->id, st == PFT_SEND_REJECTED ? "refused" : "never took",
-                           why && why[0] ? why : "no reason");
+        int rc = pft_node__survivor_took(nd, v);
+        if (rc)
+            return rc;
         if (pft_fsio_now() > until)
             return pft_err(PFT_ETIMEOUT,
                            "secure aggregation: survivor %s took the declaration but sent no signature of "

@@ -560,16 +560,9 @@ static int reveals_in(node_t *nd, void *ctx)
         if (missing || nd->drop.have[v])
             continue;
         all = 0;
-        const char *why = NULL;
-        int st = nd->drop.notice[v] >= 0
-                     ? pft_transport_send_state(nd->hand.tp, nd->drop.notice[v], NULL, &why)
-                     : PFT_SEND_FAILED;
-        if (st == PFT_SEND_REJECTED || st == PFT_SEND_FAILED)
-            return pft_err(PFT_EREJECT,
-                           "secure aggregation: survivor %s %s the declaration (%s): the sum stays "
-                           "masked",
-                           pft_topo_node(nd->topo, v)->id, st == PFT_SEND_REJECTED ? "refused" : "never took",
-                           why && why[0] ? why : "no reason");
+        int rc = pft_node__survivor_took(nd, v);
+        if (rc)
+            return rc;
         if (pft_fsio_now() > *(const double *)ctx)
             return pft_err(PFT_ETIMEOUT,
                            "secure aggregation: survivor %s took the declaration but revealed "

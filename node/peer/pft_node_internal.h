@@ -669,6 +669,9 @@ void *pft_node__consist_sign(node_t *nd, const pft_secmsg_t *d, pft_secmsg_t *r)
  */
 int pft_node__consist_take(node_t *nd, size_t v, const pft_secmsg_t *m, const char *const *survivors,
                            size_t ns, char *reason, size_t rlen);
+/* The opener: 0 while survivor v's declaration is on its way or taken; PFT_EREJECT (reported: it refused it,
+ * or never took it) once the transport says so. */
+int pft_node__survivor_took(node_t *nd, size_t v);
 /* The opener's condition while it collects the signatures (ctx: the time they are due): 1 when every
  * survivor in surv[0..ns) whose reveal is not in signed; an error when one refused or never took its
  * declaration, or past that time. */
