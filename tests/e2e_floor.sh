@@ -41,6 +41,38 @@ launch tied5 "cov = tied; min_rows = 5;" "a -> b;"
 # a holds many rows: b's classes with fewer than 5 own rows merge with a's part, so they are released
 launch tiedmerge "cov = tied; min_rows = 5;" "a [samples = 300]; a -> b;"
 
+# b's 4 rows of classes 0-2 (file order: b first), a's and c's of the others: the floor withholds every class of
+# b, which then releases none of its rows: its bundle carries a's part without naming b, and the run completes
+# (before, b's encoder refused a part naming b with no provenance entry of b: exit 8); in a ring too, where b's
+# head takes its own rows in lap 2 (the complete bundle does not count them)
+for kind in chain ring; do
+    edges="a -> b -> c;"
+    [ $kind = ring ] && edges="a -> b -> c -> a; start = a;"
+    printf 'digraph all%s {\n  dataset = "%s"; partition = "labels:0-2|3-6|3-6"; deadline = 120;\n  cov = tied; min_rows = 5; b [samples = 4]; c [samples = 60];\n  %s\n}\n' \
+        $kind "$DATA" "$edges" >"$W/all$kind.dot"
+    PFTNODE=$PFT_BIN/pftnode "$PFTNET" launch "$W/all$kind.dot" --out "$W/all$kind" --no-baselines --quiet \
+        >"$W/all$kind.stdout" 2>"$W/all$kind.stderr" || fail "launch all$kind exited $? ($(cat "$W/all$kind.stderr"))"
+    "$PFTNET" inspect "$W/all$kind/b/bundle.pftb" --json >"$W/all$kind/b/inspect.json" ||
+        fail "all$kind: inspect b's bundle exited $?"
+    python3 - "$W/all$kind" $kind <<'PY' || fail "all$kind: b withholds every class"
+import json, sys
+d, kind = sys.argv[1], sys.argv[2]
+r = {n: json.load(open("%s/%s/result.json" % (d, n))) for n in "abc"}
+assert all(x["exit_code"] == 0 for x in r.values()), {n: x["exit_code"] for n, x in r.items()}
+own = r["b"]["withheld_classes"]
+assert own and sum(w["rows"] for w in own) == 4, own  # every row of b withheld
+i = json.load(open(d + "/b/inspect.json"))
+assert all(p["node"] != "b" for p in i["provenance"]), i["provenance"]
+assert all("b" not in part["contributors"] for part in i["parts"]), [p["contributors"] for p in i["parts"]]
+held = sum(e["n"] for part in i["parts"] for e in part["classes"])
+assert held == sum(e["n"] for p in i["provenance"] for e in p["counts"]) == r["a"]["n_real"], held
+if kind == "ring":  # b's head: everyone's rows once, its own from its data
+    rows = r["b"]["gaussian_head"]["rows"]
+    assert rows == sum(x["n_real"] for x in r.values()), (rows, [x["n_real"] for x in r.values()])
+print("all%s: b withheld" % kind, own, "and named in no part; every node exit 0")
+PY
+done
+
 # check DIR NODE MIN: the decoded bundle of NODE against its result.json
 check() {
     local dir=$W/$1/$2

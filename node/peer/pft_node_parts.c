@@ -595,6 +595,15 @@ static int add_masked_group(node_t *nd, parts_t *ps, pft_bundle_t *b, size_t g, 
     return rc;
 }
 
+/* 1 if this node's own part holds a row: some own class not withheld by the floor. */
+static int own_released(const node_t *nd)
+{
+    for (int c = 0; c < nd->n_classes; c++)
+        if (nd->own_counts[c] && !pft_node__floor_is_withheld(&nd->know.floor, c))
+            return 1;
+    return 0;
+}
+
 /* 1 if group g holds a masked part not opened here. */
 static int group_masked(const parts_t *ps, size_t g)
 {
@@ -638,6 +647,8 @@ int pft_node__parts_add_groups(node_t *nd, parts_t *ps, pft_bundle_t *b, int ste
             if (!p->merged)
                 rc = accumulate(nd, &st, p->exact_rows ? NULL : &p->st, pft_node__parts_stats(p), steal);
             noisy |= released_noisy(nd, p);
+            if (!p->b && !own_released(nd))
+                continue; /* the floor withheld every own class: no own row in the part, nor its id */
             for (int w = 0; w < p->n_who; w++)
                 ids[n_ids++] = pft_topo_node(nd->topo, p->who[w])->id;
             if (rc == 0)
