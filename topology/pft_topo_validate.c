@@ -54,13 +54,11 @@ int pft_topo__check_simulation(const pft_topo_t *t, pft_topo__model_t *m)
                                  run->partition, run->part_ranges, n_data);
     for (size_t v = 0; v < m->n; v++) {
         pft_topo_node_t *nd = &m->nodes[v];
-        int line_d = pft_dotscan_node_attr_line(t->scan, nd->id, "domain");
-        int line_c = pft_dotscan_node_attr_line(t->scan, nd->id, "classes");
-        if (nd->domain >= 0 && run->part_kind != PFT_TOPO_PART_DOMAIN)
-            return pft_topo__fail_at(t, line_d, PFT_ETOPO,
+        if (nd->domain >= 0 && run->part_kind != PFT_TOPO_PART_DOMAIN) /* lines looked up on failure only */
+            return pft_topo__fail_at(t, pft_dotscan_node_attr_line(t->scan, nd->id, "domain"), PFT_ETOPO,
                                      "node '%s': 'domain' needs graph attribute partition=domain", nd->id);
         if (nd->classes && run->part_kind != PFT_TOPO_PART_LABELS)
-            return pft_topo__fail_at(t, line_c, PFT_ETOPO,
+            return pft_topo__fail_at(t, pft_dotscan_node_attr_line(t->scan, nd->id, "classes"), PFT_ETOPO,
                                      "node '%s': 'classes' needs graph attribute partition=labels", nd->id);
         if (run->part_kind == PFT_TOPO_PART_DOMAIN && nd->domain < 0)
             return pft_topo__fail_at(t, nd->line, PFT_ETOPO, "node '%s' has no 'domain' (partition=domain)",
@@ -225,17 +223,23 @@ int pft_topo__check_keys(const pft_topo_t *t, pft_topo__model_t *m)
         const pft_topo_node_t *nd = &m->nodes[v];
         if (!nd->key)
             continue;
-        int line = pft_dotscan_node_attr_line(t->scan, nd->id, "key");
+        int line = 0; /* the key's line, looked up on failure only (a lookup scans every attribute) */
         for (size_t w = 0; w < v; w++)
-            if (m->nodes[w].key && strcmp(m->nodes[w].key, nd->key) == 0)
+            if (m->nodes[w].key && strcmp(m->nodes[w].key, nd->key) == 0) {
+                line = pft_dotscan_node_attr_line(t->scan, nd->id, "key");
                 return pft_topo__fail_at(
                     t, line ? line : nd->line, PFT_ETOPO,
                     "node '%s' has the same key as node '%s': every node needs its own keypair", nd->id,
                     m->nodes[w].id);
+            }
         if ((t->flags & PFT_TOPO_SKIP_DATA_CHECK) || strncmp(nd->key, "pftnet-ed25519-public ", 22) == 0)
             continue;
         struct stat st;
-        if (stat(nd->key, &st) != 0 || access(nd->key, R_OK) != 0)
+        int bad = stat(nd->key, &st) != 0 || access(nd->key, R_OK) != 0, err = errno;
+        if (bad || !S_ISREG(st.st_mode))
+            line = pft_dotscan_node_attr_line(t->scan, nd->id, "key");
+        errno = err;
+        if (bad)
             return pft_topo__fail_at(t, line ? line : nd->line, PFT_ETOPO, "node '%s': key file %s: %s",
                                      nd->id, nd->key, strerror(errno));
         if (!S_ISREG(st.st_mode))
