@@ -33,6 +33,7 @@ typedef struct {
     int keep_going;       /* a failed node does not stop the others */
     int exit_interrupted; /* pftnode's exit code when it stopped on SIGTERM (PFT_EXIT_INTERRUPTED) */
     int exit_degraded;  /* pftnode's exit code when it completed without a predecessor (PFT_EXIT_DEGRADED) */
+    int compute_slots;  /* local engine: at most this many nodes compute at once (0: no limit) */
     int allow_degraded; /* a degraded node does not make the launch exit 1 (nor does one whose missing
                            predecessors were all --absent) */
     /* Makes node id's keypair as the files sk (secret) and pk (public), or checks the one in sk when that

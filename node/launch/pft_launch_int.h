@@ -45,6 +45,7 @@ struct pft_launch_t {
     char *resolved;                    /* DIR/topology.dot */
     pft_dataset_t *eval;               /* union of the test shares (raw); NULL: none */
     char *eval_x, *eval_y;             /* DIR/eval_x.npy, DIR/eval_y.npy; NULL without eval */
+    char slots_dir[PATH_MAX + 8];      /* DIR/slots with --compute-slots (the nodes' --compute-slots); "" */
     double t0, wall;                   /* start time, seconds until the last node exited */
     int failed;                        /* started nodes that did not exit 0 */
     int n_stopped;                     /* of those, stopped by the launcher */

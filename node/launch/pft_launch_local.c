@@ -7,6 +7,7 @@
 #include "pft_error.h"
 #include "pft_fsio.h"
 #include "pft_port.h"
+#include "pft_slots.h"
 #include "pft_topo_attr.h"
 
 #include <errno.h>
@@ -128,6 +129,12 @@ static int blas_threads(const pft_launch_t *self)
 /* One process per node not absent, in the order asked, each told its BLAS threads; a line on stderr. */
 static int local_start(pft_launch_t *self)
 {
+    if (self->o.compute_slots > 0) { /* the lock files the nodes take turns on (pft_slots.h) */
+        snprintf(self->slots_dir, sizeof self->slots_dir, "%s/slots", self->out_abs);
+        int rc = pft_slots_create(self->slots_dir, self->o.compute_slots);
+        if (rc)
+            return rc;
+    }
     self->t0 = pft_fsio_now();
     int reverse = self->o.order && strcmp(self->o.order, "reverse") == 0;
     int threads = blas_threads(self);

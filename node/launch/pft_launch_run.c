@@ -39,6 +39,10 @@ void pft_launch__node_argv(const pft_launch_t *self, const pft_launch_child_t *c
     argv[a++] = c->node_file;
     if (self->o.insecure)
         argv[a++] = "--insecure";
+    if (self->slots_dir[0]) {
+        argv[a++] = "--compute-slots";
+        argv[a++] = self->slots_dir;
+    }
     if (c->listen_fd >= 0 && fcntl(c->listen_fd, F_SETFD, 0) == 0) { /* this one survives exec */
         snprintf(fd_text, fd_cap, "%d", c->listen_fd);
         argv[a++] = "--listen-fd";

@@ -237,6 +237,9 @@ static int check_tasks(const pft_launch_t *self, size_t m)
 static int slurm_new(pft_launch_t *self)
 {
     int rc;
+    if (self->o.compute_slots > 0) /* its lock files bound one machine: Slurm's own allocation does that */
+        return pft_err(PFT_EINVAL, "--compute-slots is for the local engine (one machine); under --engine "
+                                   "slurm each task has its own cores");
     const char *job = getenv("SLURM_JOB_ID");
     if (!job || !*job)
         return pft_err(

@@ -181,11 +181,43 @@ static int forward_stage(node_t *nd, size_t k, const pft_stage_t *st)
     return rc;
 }
 
+/* The loop's condition while a node waits for a compute slot (ctx unused). */
+static int slot_free(node_t *nd, void *ctx)
+{
+    (void)ctx;
+    return pft_slots_try(nd->slots);
+}
+
+/* With --compute-slots: waits in the loop (answering peers) until one of the machine's slots is this node's;
+ * it holds it through the stage's computation and the head (slot_give_back). */
+static int slot_take(node_t *nd, size_t k)
+{
+    if (!nd->slots || pft_slots_held(nd->slots) >= 0)
+        return 0;
+    double t0 = pft_fsio_now();
+    pft_node__set_status(nd, "queued", NULL);
+    int rc = pft_node__loop_until(nd, slot_free, NULL, 200);
+    if (rc == 0)
+        pft_info("stage %zu: compute slot %d of %d taken after %.2fs", k + 1, pft_slots_held(nd->slots),
+                 pft_slots_count(nd->slots), pft_fsio_now() - t0);
+    return rc;
+}
+
+static void slot_give_back(node_t *nd, size_t k)
+{
+    if (!nd->slots || pft_slots_held(nd->slots) < 0)
+        return;
+    pft_info("stage %zu: compute slot %d given back", k + 1, pft_slots_held(nd->slots));
+    pft_slots_give_back(nd->slots);
+}
+
 static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
 {
     int rc = pft_node__loop_until(nd, pft_node__inbox_ready, (void *)st, 200);
     if (rc == 0) /* an opener whose group lost members: the declaration and the survivors' reveals */
         rc = pft_node__loop_until(nd, pft_node__dropout_ready, (void *)st, 200);
+    if (rc == 0)
+        rc = slot_take(nd, k);
     if (rc)
         return rc;
     nd->tally.n_real = nd->tally.n_synthetic = 0; /* result.json reports the last stage's union */
@@ -254,6 +286,7 @@ static void node_free(node_t *nd)
     pft_keypair_destroy(&nd->hand.kp);
     pft_free(nd->hand.keys);
     pft_free(nd->hand.open);
+    pft_slots_destroy(&nd->slots);
     pft_dirlock_destroy(&nd->lock); /* releases the folder */
 }
 
@@ -305,6 +338,8 @@ static int start(node_t *nd)
         return fail(PFT_EXIT_IO);
     if (pft_node__refusal_load(nd) != 0)
         return fail(PFT_EXIT_IO);
+    if (args->slots_dir && (rc = pft_slots_open(args->slots_dir, &nd->slots)) != 0)
+        return fail(exit_for(rc));
     return PFT_EXIT_OK;
 }
 
@@ -378,6 +413,7 @@ static int run_stages(node_t *nd, json_t *res)
         int rc = run_stage(nd, k, st);
         if (rc == 0 && st->final)
             rc = pft_node__head_train(nd, res);
+        slot_give_back(nd, k);
         if (rc) {
             int sa = pft_node__secagg_exit(nd);
             int code = fail(sa ? sa : exit_for(rc));

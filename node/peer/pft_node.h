@@ -71,6 +71,8 @@ typedef struct {
     const char *labels; /* its entry in the topology; NULL: the entry's (a local simulation's) */
     const char *test;
     const char *test_labels;
+    const char *slots_dir; /* compute only while holding one of the slot files in this folder (pft_slots.h:
+                              pftnet launch --compute-slots); NULL: compute at once */
 } pft_node_args_t;
 
 /* Runs the node to completion; logs through pft_log; returns a pft_node_exit_t. */

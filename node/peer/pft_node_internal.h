@@ -60,6 +60,7 @@
 #include "pft_secmsg.h"
 #include "pft_dataset.h"
 #include "pft_dirlock.h"
+#include "pft_slots.h"
 #include "pft_dp.h"
 #include "pft_keys.h"
 #include "pft_topo.h"
@@ -220,6 +221,7 @@ struct node {
     int n_classes;
     int *own_counts; /* real training rows per class (n_classes) */
     double t_start;
+    pft_slots_t *slots;  /* --compute-slots: the machine's compute slots (NULL: none) */
     pft_dirlock_t *lock; /* out/ itself, flock'ed for the whole run; NULL until taken (pft_node_setup.c) */
     char status[512];    /* the status line last written to out/status (pft_node_base.c) */
     void (*chore)(struct node *nd); /* one more chore of every loop turn, set by a file above the loop (the

@@ -137,7 +137,7 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
 #endif
     const char *topology, *id, *out, *level, *eval_x, *eval_y, *key, *peers, *node_file;
-    const char *train, *labels, *test, *test_labels;
+    const char *train, *labels, *test, *test_labels, *slots;
     int linger, insecure, listen_fd, exit_codes = 0, markdown = 0;
     /* --topology and --id are checked after parsing (--exit-codes needs neither) */
     const pft_opt_t opts[] = {
@@ -172,6 +172,11 @@ int main(int argc, char **argv)
          "the folder holding every node's output folder as DIR/<id> (default: the parent of --out, as pftnet "
          "launch lays them out): a hand-off whose ACK was lost is known delivered when the successor's inbox "
          "there holds the bundle"},
+        {"compute-slots", PFT_OPT_STRING, &slots, NULL, 0, -1, 0, "DIR",
+         "compute (a stage's refit, the head) only while holding one of the machine's compute slots, the "
+         "lock "
+         "files DIR/slot.0 … (pftnet launch --compute-slots N makes them); waiting, the node answers its "
+         "peers"},
         {"exit-codes", PFT_OPT_FLAG, &exit_codes, NULL, 0, -1, 0, NULL, "print the exit codes and exit"},
         {"markdown", PFT_OPT_FLAG, &markdown, NULL, 0, -1, 0, NULL,
          "with --exit-codes: as a Markdown table (the one in docs/USAGE.md)"},
@@ -179,13 +184,13 @@ int main(int argc, char **argv)
     };
     const char *summary = help_summary();
     const pft_cli_t cli = {"pftnode", NULL, 0, 0, summary, opts};
-    topology = id = eval_x = eval_y = out = key = peers = node_file = NULL;
+    topology = id = eval_x = eval_y = out = key = peers = node_file = slots = NULL;
     train = labels = test = test_labels = NULL;
     int rc = pft_cli_parse(&cli, argc, argv, NULL, NULL);
     if (rc)
         return rc == 1 ? 0 : PFT_EXIT_USAGE;
-    pft_node_args_t a = {topology, id,        out,   eval_x, eval_y, linger, key,
-                         insecure, listen_fd, peers, train,  labels, test,   test_labels};
+    pft_node_args_t a = {topology,  id,    out,   eval_x, eval_y, linger,      key,  insecure,
+                         listen_fd, peers, train, labels, test,   test_labels, slots};
     pft_nodefile_t nf = {0};
     rc = run(&a, node_file, &nf, exit_codes, markdown, level);
     pft_nodefile_free(&nf);

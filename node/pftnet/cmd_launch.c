@@ -7,6 +7,7 @@
 #include "pft_keys.h"
 #include "pft_launch.h"
 #include "pft_node.h"
+#include "pft_slots.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -54,6 +55,10 @@ static int parse_args(int argc, char **argv, pft_launch_opts_t *a, int *prepare_
          "when a node fails, let the others run on to their deadlines (default: stop them all)"},
         {"absent", PFT_OPT_STRING, &a->absent, NULL, 0, -1, 0, "ID[,ID]",
          "do not start these nodes (a dead peer: tests deadlines and fallback edges)"},
+        {"compute-slots", PFT_OPT_INT, &a->compute_slots, "0", 0, PFT_SLOTS_MAX, 0, "N",
+         "local engine: at most N nodes compute (a refit, a head) at once, the others queue (their status "
+         "'queued') and answer their peers meanwhile: bounds the memory of many nodes on few cores (0: no "
+         "limit)"},
         {"allow-degraded", PFT_OPT_FLAG, &a->allow_degraded, NULL, 0, -1, 0, NULL,
          "exit 0 although a node went on without a predecessor (on_missing = proceed; by default exit 1 "
          "unless that predecessor was --absent)"},
