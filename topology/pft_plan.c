@@ -28,6 +28,7 @@ struct pft_plan_t {
     size_t *stage_off;
     size_t *idx; /* recv/send index lists the stages point into */
     size_t n_idx;
+    adj_t by_from, by_to; /* hand-off indices by sender / receiver, ascending (stage_list's index) */
 };
 
 static void adj_free(adj_t *a)
@@ -467,14 +468,40 @@ static pft_stage_t *add_stage(pft_plan_t *p, size_t *ns, int lap, pft_what_t act
     return s;
 }
 
+/* by_from and by_to from the complete hand-off list: each node's hand-offs in ascending order (a counting
+ * sort), so that listing a node's stages costs its own hand-offs, not all of them. 0 or PFT_ENOMEM. */
+static int hand_index(pft_plan_t *p)
+{
+    for (int send = 0; send < 2; send++) {
+        adj_t *a = send ? &p->by_from : &p->by_to;
+        a->off = pft_calloc(p->n + 1, sizeof *a->off);
+        a->nb = pft_calloc(p->n_hand + 1, sizeof *a->nb);
+        if (!a->off || !a->nb)
+            return PFT_ENOMEM;
+        for (size_t h = 0; h < p->n_hand; h++)
+            a->off[(send ? p->hand[h].from : p->hand[h].to) + 1]++;
+        for (size_t v = 0; v < p->n; v++)
+            a->off[v + 1] += a->off[v];
+        for (size_t h = 0; h < p->n_hand; h++) { /* ascending h: each list stays in hand-off order */
+            size_t v = send ? p->hand[h].from : p->hand[h].to;
+            a->nb[a->off[v]++] = h;
+        }
+        for (size_t v = p->n; v > 0; v--) /* off[v] ran to the end of v's list: shift back */
+            a->off[v] = a->off[v - 1];
+        a->off[0] = 0;
+    }
+    return 0;
+}
+
 /* Appends index list entries: recv (to == v) or send (from == v) hand-offs matching lap (0: any). */
 static void stage_list(pft_plan_t *p, pft_stage_t *s, size_t v, int lap, int send)
 {
     const size_t *first = p->idx + p->n_idx;
+    const adj_t *a = send ? &p->by_from : &p->by_to;
     size_t k = 0;
-    for (size_t h = 0; h < p->n_hand; h++) {
-        const pft_handoff_t *x = &p->hand[h];
-        if ((send ? x->from : x->to) == v && (!lap || x->lap == lap)) {
+    for (size_t j = a->off[v]; j < a->off[v + 1]; j++) {
+        size_t h = a->nb[j];
+        if (!lap || p->hand[h].lap == lap) {
             p->idx[p->n_idx++] = h;
             k++;
         }
@@ -498,6 +525,11 @@ static void plan_dag(pft_plan_t *p)
                      : deg(&p->succ, v) == 0 ? PFT_ROLE_SINK
                                              : PFT_ROLE_RELAY;
     }
+}
+
+/* Stages of a DAG plan: one per node, all its received and sent hand-offs. */
+static void dag_stages(pft_plan_t *p)
+{
     size_t ns = 0;
     for (size_t v = 0; v < p->n; v++) {
         p->stage_off[v] = ns;
@@ -548,7 +580,6 @@ static void plan_ring(pft_plan_t *p, size_t start)
         p->hand[p->n_hand++] = (pft_handoff_t){0, v[i], v[i + 1], 2, PFT_WHAT_FORWARD, 1};
     for (size_t i = 0; i < n; i++)
         p->role[v[i]] = i == 0 ? PFT_ROLE_START : i == n - 1 ? PFT_ROLE_PRODUCER : PFT_ROLE_MEMBER;
-    two_lap_stages(p);
 }
 
 /* Writes the nodes with a finite dist into out, by dist (descending if far_first, else ascending), ties by
@@ -608,7 +639,6 @@ static int plan_mesh(pft_plan_t *p, size_t root)
     }
     for (size_t v = 0; v < n; v++)
         p->role[v] = v == root ? PFT_ROLE_PRODUCER : PFT_ROLE_MEMBER;
-    two_lap_stages(p);
     pft_free(to);
     pft_free(from);
     pft_free(seq);
@@ -675,6 +705,13 @@ int pft_plan_build(size_t n, const char *const *names, size_t n_edges, const pft
             goto fail;
         plan_dag(p);
     }
+    rc = PFT_ENOMEM;
+    if (hand_index(p))
+        goto fail;
+    if (two_laps)
+        two_lap_stages(p);
+    else
+        dag_stages(p);
     for (size_t h = 0; h < p->n_hand; h++)
         p->hand[h].seq = h + 1;
     *out = p;
@@ -697,6 +734,8 @@ void pft_plan_destroy(pft_plan_t **self_p)
     pft_free(p->stages);
     pft_free(p->stage_off);
     pft_free(p->idx);
+    adj_free(&p->by_from);
+    adj_free(&p->by_to);
     pft_free(p);
     *self_p = NULL;
 }

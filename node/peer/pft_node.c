@@ -311,6 +311,7 @@ static int start(node_t *nd)
         return fail(rc == PFT_ETOPO || rc == PFT_EFORMAT || rc == PFT_EIO ? PFT_EXIT_TOPOLOGY : exit_for(rc));
     nd->run = pft_topo_run(nd->topo);
     nd->my_index = nd->me->index;
+    nd->turn_scale = pft_node__turn_scale(pft_topo_node_count(nd->topo));
     if ((rc = pft_node__setup_rules(nd)) != 0) /* the verdict of pftnet check and launch, in their words */
         return fail(exit_for(rc));
     nd->method = pft_node__table_method(nd->me);

@@ -221,6 +221,7 @@ struct node {
     int n_classes;
     int *own_counts; /* real training rows per class (n_classes) */
     double t_start;
+    int turn_scale; /* the loop's waits are this many times longer (pft_node_loop.c): 1 up to 64 nodes */
     pft_slots_t *slots;  /* --compute-slots: the machine's compute slots (NULL: none) */
     pft_dirlock_t *lock; /* out/ itself, flock'ed for the whole run; NULL until taken (pft_node_setup.c) */
     char status[512];    /* the status line last written to out/status (pft_node_base.c) */
@@ -542,6 +543,8 @@ typedef int (*pft_node__cond_fn)(node_t *nd, void *ctx);
  * timeout_ms) and the chores. 0 once it holds; the condition's error; PFT_EINTR once a stop was requested;
  * the fatal error of the inbox; or the transport's error. */
 int pft_node__loop_until(node_t *nd, pft_node__cond_fn cond, void *ctx, int timeout_ms);
+/* The factor of the loop's waits for a topology of n nodes (1 up to 64, at most 5): nd->turn_scale. */
+int pft_node__turn_scale(size_t n);
 /* One turn that does not wait (ctx is the node_t): the callback through which a long computation (EM, the
  * head's fit) yields to the loop, so that ACKs are read and retransmissions go out meanwhile. */
 void pft_node__loop_yield(void *ctx);
