@@ -5,15 +5,21 @@
 #   chain256  a 256-node chain, Fashion-MNIST iid, --rows rows per node (default 12), k = 1, cov = diag
 #   ring256   a 256-node ring, the same
 #   star50    configs/star50.dot (the paper's Table 5: 50 Dirichlet(0.1) PACS clients, one data-less server)
+#   ringN, chainN, meshN (any N from 3 to 4096, e.g. ring1000): the same per-node settings as ring256; meshN is
+#             a random strongly connected graph of average degree 3 (a random directed cycle through all nodes
+#             plus N/2 random chords, seed 0), root n0000; past 256 nodes deadline and send_deadline are 3600 s
+#             (a ring's last node waits for every hop of lap 1)
 # and prints per run: wall time, every node's exit, peak RSS per node (mean, max) and summed over the nodes,
 # the last node's (the server's) accuracy and the centralized baseline. The launcher's progress screen of each
 # run is kept in OUT/<name>.screen (captured through `script`, i.e. as on a terminal).
 #
 # usage: bash bench/scale.sh [--only chain64,chain256,ring256,star50] [--rows 12] [--seed 0] [--bin DIR]
-#                            [--out DIR] [--set NAME=VALUE]...
+#                            [--out DIR] [--set NAME=VALUE]... [--slots N]
+# --slots N: pftnet launch --compute-slots N (at most N nodes compute at once). --set cov=tied: exact statistics
+# (the default cov = diag is the paper's sampling protocol); --set secure_agg=true: masked exact statistics.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-only=chain64,chain256,ring256,star50 rows=12 seed=0 bin="$here/build/node" out=/tmp/pft-scale sets=()
+only=chain64,chain256,ring256,star50 rows=12 seed=0 bin="$here/build/node" out=/tmp/pft-scale sets=() slots=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --only) only="$2"; shift ;;
@@ -22,7 +28,8 @@ while [ $# -gt 0 ]; do
     --bin) bin="$2"; shift ;;
     --out) out="$2"; shift ;;
     --set) sets+=(--set "$2"); shift ;;
-    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+    --slots) slots=(--compute-slots "$2"); shift ;;
+    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "scale.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -31,15 +38,40 @@ done
 fmnist="$(cd "$here/../shared/data/fashionmnist-mobilenetv2" && pwd)"
 mkdir -p "$out"
 
-# chain|ring N ROWS > dot
+# chain|ring|mesh N ROWS > dot (node ids n000 … for up to 1000 nodes, n0000 … beyond)
 topo() {
-    local kind="$1" n="$2" r="$3"
+    local kind="$1" n="$2" r="$3" w=3
+    [ "$n" -gt 999 ] && w=4
     echo "digraph ${kind}$n {"
     echo "  dataset = \"$fmnist\"; partition = iid; samples = $r; k = 1; cov = diag; prep = l2;"
-    [ "$kind" = ring ] && echo "  start = n000;"
+    [ "$n" -gt 256 ] && echo "  deadline = 3600; send_deadline = 3600;"
+    [ "$kind" = ring ] && printf '  start = n%0*d;\n' "$w" 0
+    if [ "$kind" = mesh ]; then
+        python3 - "$n" "$w" <<'PY'
+import random, sys
+n, w = int(sys.argv[1]), int(sys.argv[2])
+rng = random.Random(0)
+names = ["n%0*d" % (w, i) for i in range(n)]
+perm = names[:]
+rng.shuffle(perm)
+edges = [(perm[i], perm[(i + 1) % n]) for i in range(n)]
+have = set(edges)
+while len(edges) < n + n // 2:
+    u, v = rng.sample(names, 2)
+    if (u, v) not in have and (v, u) not in have:
+        have.add((u, v))
+        edges.append((u, v))
+print("  root = %s;" % names[0])
+print("  %s;" % "; ".join(names))
+for u, v in edges:
+    print("  %s -> %s;" % (u, v))
+PY
+        echo "}"
+        return
+    fi
     printf '  '
-    for ((i = 0; i < n; i++)); do printf 'n%03d' "$i"; [ "$i" -lt $((n - 1)) ] && printf ' -> '; done
-    [ "$kind" = ring ] && printf ' -> n000'
+    for ((i = 0; i < n; i++)); do printf 'n%0*d' "$w" "$i"; [ "$i" -lt $((n - 1)) ] && printf ' -> '; done
+    [ "$kind" = ring ] && printf ' -> n%0*d' "$w" 0
     echo ";"
     echo "}"
 }
@@ -85,7 +117,7 @@ run() { # NAME TOPO
     sample_memory "$mem" &
     local sampler=$!
     # `script` gives the launcher a terminal, so the screen is the one a user sees (one line, updated in place)
-    script -qefc "$bin/pftnet launch $t --out $out/$name --force --seed $seed ${sets[*]}" "$out/$name.screen" \
+    script -qefc "$bin/pftnet launch $t --out $out/$name --force --seed $seed ${sets[*]} ${slots[*]}" "$out/$name.screen" \
         > /dev/null 2>&1 || echo "$name: launch failed (see $out/$name.screen)"
     touch "$mem.stop"
     wait "$sampler" || true
@@ -102,6 +134,11 @@ for w in "${which[@]}"; do
     chain256) topo chain 256 "$rows" > "$out/chain256.dot"; run chain256 "$out/chain256.dot" ;;
     ring256) topo ring 256 "$rows" > "$out/ring256.dot"; run ring256 "$out/ring256.dot" ;;
     star50) run star50 "$here/configs/star50.dot" ;;
+    ring[0-9]* | chain[0-9]* | mesh[0-9]*)
+        k="${w%%[0-9]*}" n="${w#"$k"}"
+        [ "$n" -ge 3 ] && [ "$n" -le 4096 ] || { echo "scale.sh: $w: N must be 3 to 4096" >&2; exit 2; }
+        topo "$k" "$n" "$rows" > "$out/$w.dot"
+        run "$w" "$out/$w.dot" ;;
     *) echo "scale.sh: unknown run '$w'" >&2; exit 2 ;;
     esac
 done

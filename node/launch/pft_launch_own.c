@@ -58,7 +58,8 @@ static int is_node_of(long pid, const char *folder)
     const char *base = strrchr(target, '/');
     if (strncmp(base ? base + 1 : target, "pftnode", 7) != 0)
         return 0;
-    snprintf(lockf, sizeof lockf, "%s/lock", folder);
+    if (snprintf(lockf, sizeof lockf, "%s/lock", folder) >= (int)sizeof lockf)
+        return 0; /* no path this long is a node's lock */
     snprintf(link, sizeof link, "/proc/%ld/fd", pid);
     DIR *d = opendir(link);
     int found = 0;
