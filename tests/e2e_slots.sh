@@ -5,7 +5,8 @@
 # not overlap), every node takes and gives back its slot once per stage, the run ends as without slots (every
 # node exit 0, the aggregator's accuracy the same as a run without --compute-slots: the slots change when a
 # node computes, never what), and some node waited for its slot. With two slots, at most two intervals
-# overlap at any time. Bad values are refused: --compute-slots -1 or 4097 (usage, exit 2), under --engine
+# overlap at any time. In a ring (secure aggregation on), a member passes lap 2's complete bundle on before it
+# queues for the slot of its head, and the one slot is never held twice. Bad values are refused: --compute-slots -1 or 4097 (usage, exit 2), under --engine
 # slurm, and pftnode --compute-slots on a folder without slot files.
 set -u
 
@@ -36,6 +37,37 @@ launch() {
 launch free
 launch one --compute-slots 1
 launch two --compute-slots 2
+# a ring with secure aggregation: lap 2 passes the complete bundle on before the node queues for the slot of
+# its head, and one slot is never held by two nodes at once
+cat >"$W/ring.dot" <<EOF
+digraph ring {
+  dataset = "$DATA"; partition = iid; samples = 40; cov = tied; prep = l2; min_rows = 1;
+  deadline = 600; send_deadline = 300; secure_agg = true; start = r0;
+  r0 -> r1 -> r2 -> r3 -> r0;
+}
+EOF
+PFTNODE=$PFT_BIN/pftnode "$PFTNET" launch "$W/ring.dot" --out "$W/ring" --no-baselines --quiet --seed 0 \
+    --compute-slots 1 >"$W/ring.stdout" 2>"$W/ring.stderr" || fail "launch ring exited $? ($(cat "$W/ring.stderr"))"
+python3 - "$W/ring" <<'PY' || fail "ring: lap 2 or the slot not as it should be"
+import datetime, glob, os, re, sys
+ev, fwd = [], 0
+for log in sorted(glob.glob(sys.argv[1] + "/*/node.log")):
+    text = open(log).read()
+    t = {}
+    for m in re.finditer(r"^(\S+) INFO  \[\S+\] stage (\d+): compute slot \d+ (?:of \d+ )?(taken|given back)", text, re.M):
+        ts = datetime.datetime.fromisoformat(m.group(1)).timestamp()
+        if m.group(3) == "taken":
+            t[m.group(2)] = ts
+        else:
+            ev.append((t.pop(m.group(2)), ts))
+    if "sending complete bundle" in text:  # a member that passes lap 2 on (not the producer, not the last)
+        assert text.index("sending complete bundle") < text.index("stage 2: compute slot"), log
+        fwd += 1
+assert fwd >= 2, ("members that passed lap 2 on", fwd)
+ev.sort()
+assert all(a[1] <= b[0] for a, b in zip(ev, ev[1:])), ("two nodes held the one slot", ev)
+print("ring:", fwd, "members passed lap 2 on before their slot;", len(ev), "slot intervals, never two at once")
+PY
 
 # check NAME SLOTS: the slot intervals of every node of W/NAME, at most SLOTS at once
 check() {

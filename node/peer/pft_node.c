@@ -149,38 +149,6 @@ static int refit_stage(node_t *nd, size_t k, const pft_stage_t *st)
     return rc;
 }
 
-/* FORWARD: the complete bundle (ring or mesh lap 2), stored as out/complete.pftb and passed on unchanged to
- * every successor of the stage; in the final stage the head's rows come from it. Without it, a final stage's
- * head uses own data only, and the node's knowledge (result.json's provenance) says so. */
-static int forward_stage(node_t *nd, size_t k, const pft_stage_t *st)
-{
-    inbound_t *s = pft_node__inbox_complete(nd, st);
-    if (!s) {
-        pft_warn("stage %zu: no complete bundle arrived; the head uses own data only", k + 1);
-        if (!st->final)
-            return 0;
-        pft_bundle_destroy(&nd->know.prov);
-        if (!(nd->know.prov = pft_node__own_provenance(nd)))
-            return pft_err(PFT_ENOMEM, "out of memory");
-        return nd->method->adopt(nd, &(inbound_t){.bundle = NULL});
-    }
-    char *path = pft_fsio_join(nd->args->out_dir, "complete.pftb");
-    int rc = path ? pft_fsio_write_atomic(path, s->bytes, s->len) : PFT_ENOMEM;
-    pft_free(path);
-    if (rc == 0 && st->n_send)
-        rc = pft_node__outbox_send(nd, st, s->bytes, s->len);
-    if (rc == 0 && st->n_send)
-        pft_node__loop_yield(nd);
-    if (rc == 0 && st->final)
-        rc = nd->method->adopt(nd, s);
-    if (rc == 0) {
-        pft_bundle_destroy(&nd->know.prov);
-        nd->know.prov = pft_bundle_new(nd->run->run, nd->me->id, PFT_DTYPE_F32, pft_dataset_d(nd->train));
-        rc = nd->know.prov ? pft_bundle_prov_merge(nd->know.prov, s->bundle) : PFT_ENOMEM;
-    }
-    return rc;
-}
-
 /* The loop's condition while a node waits for a compute slot (ctx unused). */
 static int slot_free(node_t *nd, void *ctx)
 {
@@ -211,12 +179,47 @@ static void slot_give_back(node_t *nd, size_t k)
     pft_slots_give_back(nd->slots);
 }
 
+/* FORWARD: the complete bundle (ring or mesh lap 2), stored as out/complete.pftb and passed on unchanged to
+ * every successor of the stage; in the final stage the head's rows come from it. Without it, a final stage's
+ * head uses own data only, and the node's knowledge (result.json's provenance) says so. */
+static int forward_stage(node_t *nd, size_t k, const pft_stage_t *st)
+{
+    inbound_t *s = pft_node__inbox_complete(nd, st);
+    if (!s) {
+        pft_warn("stage %zu: no complete bundle arrived; the head uses own data only", k + 1);
+        if (!st->final)
+            return 0;
+        pft_bundle_destroy(&nd->know.prov);
+        if (!(nd->know.prov = pft_node__own_provenance(nd)))
+            return pft_err(PFT_ENOMEM, "out of memory");
+        int rc = slot_take(nd, k);
+        return rc ? rc : nd->method->adopt(nd, &(inbound_t){.bundle = NULL});
+    }
+    char *path = pft_fsio_join(nd->args->out_dir, "complete.pftb");
+    int rc = path ? pft_fsio_write_atomic(path, s->bytes, s->len) : PFT_ENOMEM;
+    pft_free(path);
+    if (rc == 0 && st->n_send)
+        rc = pft_node__outbox_send(nd, st, s->bytes, s->len);
+    if (rc == 0 && st->n_send)
+        pft_node__loop_yield(nd);
+    if (rc == 0 && st->final) /* passed on first: the next node need not wait for this one's slot */
+        rc = slot_take(nd, k);
+    if (rc == 0 && st->final)
+        rc = nd->method->adopt(nd, s);
+    if (rc == 0) {
+        pft_bundle_destroy(&nd->know.prov);
+        nd->know.prov = pft_bundle_new(nd->run->run, nd->me->id, PFT_DTYPE_F32, pft_dataset_d(nd->train));
+        rc = nd->know.prov ? pft_bundle_prov_merge(nd->know.prov, s->bundle) : PFT_ENOMEM;
+    }
+    return rc;
+}
+
 static int run_stage(node_t *nd, size_t k, const pft_stage_t *st)
 {
     int rc = pft_node__loop_until(nd, pft_node__inbox_ready, (void *)st, 200);
     if (rc == 0) /* an opener whose group lost members: the declaration and the survivors' reveals */
         rc = pft_node__loop_until(nd, pft_node__dropout_ready, (void *)st, 200);
-    if (rc == 0)
+    if (rc == 0 && st->action == PFT_WHAT_REFIT) /* a forward takes its slot once the bundle is on its way */
         rc = slot_take(nd, k);
     if (rc)
         return rc;
