@@ -19,7 +19,7 @@
 # (the default cov = diag is the paper's sampling protocol); --set secure_agg=true: masked exact statistics.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-only=chain64,chain256,ring256,star50 rows=12 seed=0 bin="$here/build/node" out=/tmp/pft-scale sets=() slots=()
+every=1 only=chain64,chain256,ring256,star50 rows=12 seed=0 bin="$here/build/node" out=/tmp/pft-scale sets=() slots=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --only) only="$2"; shift ;;
@@ -95,7 +95,8 @@ print("%-9s %4d nodes  wall %6.1f s  exits %s  RSS/node mean %5.1f max %5.1f MB,
 PY
 }
 
-# Samples, every second until the file $1.stop appears, the memory of all pftnode processes at once: the sum
+# Samples, every $every seconds (1; 10 past 256 nodes: reading a thousand smaps_rollup files every second took a
+# sixth of this machine) until the file $1.stop appears, the memory of all pftnode processes at once: the sum
 # of their RSS (shared library pages counted once per process) and of their PSS (shared pages split between
 # the processes that map them: what the machine actually spends); keeps the largest of each in $1.
 sample_memory() {
@@ -106,7 +107,7 @@ sample_memory() {
         [ "$rss" -gt "$max_rss" ] && max_rss=$rss
         [ "$pss" -gt "$max_pss" ] && max_pss=$pss
         echo "$max_rss $max_pss" > "$f"
-        sleep 1
+        sleep "$every"
     done
 }
 
@@ -123,7 +124,7 @@ run() { # NAME TOPO
     wait "$sampler" || true
     report "$name"
     read -r r p < "$mem"
-    printf '%-9s all processes at once (every 1 s): RSS sum %.2f GB, PSS sum %.2f GB\n' "$name" \
+    printf '%-9s all processes at once (every %d s): RSS sum %.2f GB, PSS sum %.2f GB\n' "$name" "$every" \
         "$(echo "$r / 1048576" | bc -l)" "$(echo "$p / 1048576" | bc -l)"
 }
 
@@ -138,6 +139,8 @@ for w in "${which[@]}"; do
         k="${w%%[0-9]*}" n="${w#"$k"}"
         [ "$n" -ge 3 ] && [ "$n" -le 4096 ] || { echo "scale.sh: $w: N must be 3 to 4096" >&2; exit 2; }
         topo "$k" "$n" "$rows" > "$out/$w.dot"
+        every=1
+        [ "$n" -gt 256 ] && every=10
         run "$w" "$out/$w.dot" ;;
     *) echo "scale.sh: unknown run '$w'" >&2; exit 2 ;;
     esac
