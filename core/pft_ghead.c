@@ -800,6 +800,25 @@ static int lda_build(const eig_t *e, double alpha, int C, pft_ghead_t *h)
 /* ---- fit and use ----------------------------------------------------------------------------------------
  */
 
+/* tr B = Σ_c n_c ‖μ_c − μ̄‖² over st's classes (the eigenbasis keeps norms). */
+static double between_trace(const eig_t *e)
+{
+    double N = 0, t = 0;
+    for (int c = 0; c < e->S; c++)
+        N += e->n[c];
+    for (int i = 0; N > 0 && i < e->d; i++) {
+        double m = 0;
+        for (int c = 0; c < e->S; c++)
+            m += e->n[c] * e->Mt[(size_t)c * e->d + i];
+        m /= N;
+        for (int c = 0; c < e->S; c++) {
+            double v = e->Mt[(size_t)c * e->d + i] - m;
+            t += e->n[c] * v * v;
+        }
+    }
+    return t;
+}
+
 /* pft_ghead_fit with the statistics' scatter available to be taken (NULL: copy it). */
 static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *y, int n, int n_classes,
                const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info);
@@ -863,6 +882,15 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
     } else if (can_cv) {
         rc = lda_cv(&e, x, y, n, opts, &alpha, &inf, &fs);
         have_folds = rc == 0;
+        if (rc == PFT_ENUMERIC) {
+            /* no α of the grid valid in every fold (each fold's W is 0 or singular where the whole is not: a
+             * few rows per class): the closed-form rule, which needs no held-out rows */
+            pft_err_clear();
+            rc = 0;
+            can_cv = 0;
+            alpha = inf.oas_alpha;
+            inf.rule = "oas";
+        }
     } else {
         inf.rule = "oas";
     }
@@ -879,6 +907,15 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
             if (rc == 0)
                 rc = pft_ghead__qda_cv(st, x, &fs, alpha, opts, &lambda, &inf.cv_acc);
         }
+    }
+    if (rc == 0 && opts->kind == PFT_GHEAD_LDA && !(e.sumlam > 0)) {
+        /* no class holds two different rows (tr W = 0): nearest class mean, under an isotropic covariance of
+         * the class means' spread (tr B / (N d)), or of 1 where the means coincide too */
+        e.sumlam = between_trace(&e);
+        if (!(e.sumlam > 0))
+            e.sumlam = e.N * e.d;
+        alpha = 1.0;
+        inf.rule = "isotropic";
     }
     if (rc == 0)
         rc = opts->kind == PFT_GHEAD_LDA ? lda_build(&e, alpha, n_classes, h)

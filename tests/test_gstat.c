@@ -798,6 +798,63 @@ static void test_lowrank_shared(void)
     free(psi2);
 }
 
+/* Own rows so few per class that leaving any fold out leaves no within-class scatter (one class of two rows,
+ * the rest single rows): no α of the grid is valid in every fold, and the head falls back to the closed-form
+ * rule instead of failing (a 1000-node ring's nodes of 10-12 rows over 10 classes failed here). With no class
+ * of two different rows there is no covariance at all: refused, with a reason. */
+static void test_cv_no_valid_fold(void)
+{
+    enum { d = 40, C = 9, n = 10 }; /* d > n, as features of 1280 coordinates over a dozen rows */
+    float x[n * d];
+    int32_t y[n];
+    pft_rng_t *r = pft_rng_new(31);
+    for (int i = 0; i < n; i++) {
+        y[i] = i < 2 ? 0 : i - 1; /* class 0: rows 0 and 1; classes 1..8: one row each */
+        for (int j = 0; j < d; j++)
+            x[i * d + j] = (float)fmax(0.0, pft_rng_normal(r) + (j == y[i] ? 2.0 : 0.0)); /* ReLU-like */
+    }
+    pft_rng_destroy(&r);
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d);
+    CHECK(pft_gstat_add_rows(st, x, y, n) == 0);
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    CHECK(n >= o.min_cv_rows); /* cross-validation is tried */
+    pft_ghead_t *h = NULL;
+    pft_ghead_info_t info;
+    CHECK(pft_ghead_fit(st, x, y, n, C, &o, &h, &info) == 0 && h != NULL);
+    CHECK(h && strcmp(info.rule, "oas") == 0);
+    CHECK_NEAR(info.alpha, info.oas_alpha, 0);
+    if (h) {
+        int32_t p[n];
+        pft_ghead_predict(h, x, n, p);
+        int ok = 0;
+        for (int i = 0; i < n; i++)
+            ok += p[i] == y[i];
+        CHECK_MSG(ok >= n - 2, "%d of %d own rows", ok, n); /* a usable head, not a constant */
+    }
+    pft_ghead_destroy(&h);
+    pft_gstat_destroy(&st);
+    /* every class one row (tr W = 0): nearest class mean, each own row its own class; with cross-validation
+     * tried (10 rows) and without (9) */
+    for (int m = n - 1; m <= n; m++) {
+        int32_t yy[n];
+        for (int i = 0; i < m; i++)
+            yy[i] = i; /* row i its own class: classes 0..m-1 */
+        st = pft_gstat_new(PFT_GSTAT_TIED, d);
+        CHECK(pft_gstat_add_rows(st, x, yy, m) == 0);
+        CHECK(pft_ghead_fit(st, x, yy, m, m, &o, &h, &info) == 0 && h != NULL);
+        CHECK(h && strcmp(info.rule, "isotropic") == 0 && info.alpha == 1.0);
+        if (h) {
+            int32_t p[n];
+            pft_ghead_predict(h, x, m, p);
+            for (int i = 0; i < m; i++)
+                CHECK_MSG(p[i] == yy[i], "%d rows, row %d: %d", m, i, (int)p[i]);
+        }
+        pft_ghead_destroy(&h);
+        pft_gstat_destroy(&st);
+    }
+}
+
 int main(void)
 {
     RUN(test_chain_merge_exact);
@@ -809,6 +866,7 @@ int main(void)
     RUN(test_cv_matches_refit);
     RUN(test_evidence);
     RUN(test_cv_tie_break);
+    RUN(test_cv_no_valid_fold);
     RUN(test_qda_cv);
     RUN(test_alloc_failures);
     RUN(test_lowrank_shared);
