@@ -312,36 +312,6 @@ static int fold_build(fold_t *f, const eig_t *e, const folds_t *fs, const double
     return 0;
 }
 
-/* The noisy components' term per unit τ²: E‖e‖²_A less κ standard deviations of it (pft_ghead.h), from
- * tr A and tr A² (A = Σ_α⁻¹). */
-static double noise_bonus(double trinv, double trinv2)
-{
-    return trinv - PFT_GHEAD_NOISE_KAPPA * sqrt(2.0 * trinv2);
-}
-
-/* tr Σ'⁻¹ and tr Σ'⁻² of a fold's downdated covariance Σ' = D - β Uᵀ U (rows of U: the downdate), from those
- * of D (*trinv, *trinv2 on entry), K = I - β U D⁻¹ Uᵀ = L Lᵀ (Cholesky, lower) and UD = U D⁻¹ (overwritten by
- * Z = L⁻¹ U D⁻¹). Woodbury: Σ'⁻¹ = D⁻¹ + G, G = β D⁻¹ Uᵀ K⁻¹ U D⁻¹, so tr G = β ‖Z‖², tr D⁻¹G = β Σ Z²/D and
- * tr G² = β² ‖Z Zᵀ‖²_F. ZZ: m×m scratch. */
-static void noise_traces(const double *D, double *UD, const double *K, double *ZZ, int d, int m, double beta,
-                         double *trinv, double *trinv2)
-{
-    cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, m, d, 1.0, K, m, UD, d);
-    double zz = 0, zd = 0, f2 = 0;
-    for (int a = 0; a < m; a++)
-        for (int i = 0; i < d; i++) {
-            double z = UD[(size_t)a * d + i];
-            zz += z * z;
-            zd += z * z / D[i];
-        }
-    cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, m, d, 1.0, UD, d, 0.0, ZZ, m);
-    for (int a = 0; a < m; a++)
-        for (int b = 0; b <= a; b++)
-            f2 += (a == b ? 1.0 : 2.0) * ZZ[(size_t)a * m + b] * ZZ[(size_t)a * m + b];
-    *trinv += beta * zz;
-    *trinv2 += 2.0 * beta * zd + beta * beta * f2;
-}
-
 /* Component scores s (S+X) of one row into its class slots' scores ss (log-sum-exp; present per slot). */
 static void slot_scores(const eig_t *e, const fold_t *f, const double *s, double *ss, int *ps)
 {
@@ -458,17 +428,6 @@ static void row_quads(const fold_t *f, const work_t *w, int j, double *X)
     }
 }
 
-/* 0 if a squared pivot of K's Cholesky factor L is below GH_MIN_PIVOT2 (K = I without a downdate): a nearly
- * singular downdate, whose Woodbury correction amplifies rounding beyond what the two bases share. */
-#define GH_MIN_PIVOT2 1e-8
-static int pivots_ok(const double *L, int m)
-{
-    for (int a = 0; a < m; a++)
-        if (L[(size_t)a * m + a] * L[(size_t)a * m + a] < GH_MIN_PIVOT2)
-            return 0;
-    return 1;
-}
-
 /* Scores the fold's rows for one α into the tally (t->valid stays 0 when α is not a valid point). 0, or 1 in
  * the tridiagonal basis when only the eigenbasis can score α exactly (a floored diagonal, or Σ_α not
  * numerically positive definite). */
@@ -497,14 +456,14 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, work_t *w)
             K[(size_t)a * m + a] += 1.0;
         if (pft_la_chol_lower(K, m) != 0)
             return 0; /* the downdated covariance is not positive definite at this α */
-        if (e->trid && !pivots_ok(K, m))
+        if (e->trid && !pft_ghead__pivots_ok(K, m))
             return 1;
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, r, d, 1.0, UD, d, f->Yt, d, 0.0, w->P, r);
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, S, d, 1.0, UD, d, f->Mp, d, 0.0, w->Q, S);
         if (e->X > 0) /* the noisy components' term needs tr Σ'⁻¹ and tr Σ'⁻² of the downdated covariance */
-            noise_traces(D, UD, K, w->ZZ, d, m, beta, &trinv, &trinv2);
+            pft_ghead__noise_traces(D, UD, K, w->ZZ, d, m, beta, &trinv, &trinv2);
     }
-    double bonus = noise_bonus(trinv, trinv2), *s = w->s, *v = w->v;
+    double bonus = pft_ghead__noise_bonus(trinv, trinv2), *s = w->s, *v = w->v;
     for (int j = 0; j < r; j++) {
         row_quads(f, w, j, w->X);
         for (int c = 0; c < S; c++) {
@@ -763,7 +722,7 @@ static int lda_build(const eig_t *e, double alpha, int C, pft_ghead_t *h)
             trinv += 1.0 / D[i];
             trinv2 += 1.0 / (D[i] * D[i]);
         }
-        double bonus = noise_bonus(trinv, trinv2);
+        double bonus = pft_ghead__noise_bonus(trinv, trinv2);
         for (int c = 0; c < K; c++)
             cblas_daxpy(d, e->n[c] / Nall, e->Mt + (size_t)c * d, 1, mbar, 1);
         for (int l = 0; l < rows; l++)

@@ -9,6 +9,7 @@
 
 #include "pft_alloc.h"
 #include "pft_error.h"
+#include "pft_linalg.h"
 #include "pft_rng.h"
 
 const char *pft_ghead_kind_name(pft_ghead_kind_t kind)
@@ -183,4 +184,45 @@ double pft_ghead_evidence_alpha(const pft_ghead_evidence_t *const *ev, const dou
             best = a;
     }
     return best < 0 ? -1.0 : pft_ghead__alpha_grid[best];
+}
+
+/* The noisy components' term per unit τ²: E‖e‖²_A less κ standard deviations of it (pft_ghead.h), from
+ * tr A and tr A² (A = Σ_α⁻¹). */
+double pft_ghead__noise_bonus(double trinv, double trinv2)
+{
+    return trinv - PFT_GHEAD_NOISE_KAPPA * sqrt(2.0 * trinv2);
+}
+
+/* tr Σ'⁻¹ and tr Σ'⁻² of a fold's downdated covariance Σ' = D - β Uᵀ U (rows of U: the downdate), from those
+ * of D (*trinv, *trinv2 on entry), K = I - β U D⁻¹ Uᵀ = L Lᵀ (Cholesky, lower) and UD = U D⁻¹ (overwritten by
+ * Z = L⁻¹ U D⁻¹). Woodbury: Σ'⁻¹ = D⁻¹ + G, G = β D⁻¹ Uᵀ K⁻¹ U D⁻¹, so tr G = β ‖Z‖², tr D⁻¹G = β Σ Z²/D and
+ * tr G² = β² ‖Z Zᵀ‖²_F. ZZ: m×m scratch. */
+void pft_ghead__noise_traces(const double *D, double *UD, const double *K, double *ZZ, int d, int m,
+                             double beta, double *trinv, double *trinv2)
+{
+    cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, m, d, 1.0, K, m, UD, d);
+    double zz = 0, zd = 0, f2 = 0;
+    for (int a = 0; a < m; a++)
+        for (int i = 0; i < d; i++) {
+            double z = UD[(size_t)a * d + i];
+            zz += z * z;
+            zd += z * z / D[i];
+        }
+    cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, m, d, 1.0, UD, d, 0.0, ZZ, m);
+    for (int a = 0; a < m; a++)
+        for (int b = 0; b <= a; b++)
+            f2 += (a == b ? 1.0 : 2.0) * ZZ[(size_t)a * m + b] * ZZ[(size_t)a * m + b];
+    *trinv += beta * zz;
+    *trinv2 += 2.0 * beta * zd + beta * beta * f2;
+}
+
+/* 0 if a squared pivot of K's Cholesky factor L is below GH_MIN_PIVOT2 (K = I without a downdate): a nearly
+ * singular downdate, whose Woodbury correction amplifies rounding beyond what the two bases share. */
+#define GH_MIN_PIVOT2 1e-8
+int pft_ghead__pivots_ok(const double *L, int m)
+{
+    for (int a = 0; a < m; a++)
+        if (L[(size_t)a * m + a] * L[(size_t)a * m + a] < GH_MIN_PIVOT2)
+            return 0;
+    return 1;
 }

@@ -57,6 +57,13 @@ void pft_ghead__tally_row(tally_t *t, const double *s, const int *present, int S
 extern const double pft_ghead__alpha_grid[];
 /* Index of the best valid tally (accuracy, then cross-entropy, then the later grid point), or -1. */
 int pft_ghead__tally_best(const tally_t *t, int m);
+/* The noisy components' term per unit τ² from tr A and tr A² (A = Σ_α⁻¹). */
+double pft_ghead__noise_bonus(double trinv, double trinv2);
+/* tr Σ'⁻¹ and tr Σ'⁻² of a fold's downdated covariance Σ' = D - β Uᵀ U (Woodbury; UD overwritten, ZZ m×m). */
+void pft_ghead__noise_traces(const double *D, double *UD, const double *K, double *ZZ, int d, int m,
+                             double beta, double *trinv, double *trinv2);
+/* 0 if a squared pivot of the Cholesky factor L (m×m) is below 1e-8: a nearly singular downdate. */
+int pft_ghead__pivots_ok(const double *L, int m);
 
 /* pft_ghead_qda.c */
 /* λ by cross-validation over the folds at shrinkage α: *lambda_out, *acc_out. */
