@@ -107,12 +107,15 @@ static void test_each_contributor_once(void)
     pft_gstat_destroy(&view);
 }
 
-/* The event loop's waits: as given up to 64 nodes (every test's topology), then longer, at most 5 times. */
+/* The event loop's waits: as given up to 64 nodes (every test's topology), then longer, at most 25 times; a
+ * compute slot's polling at most 5 times. */
 static void test_turn_scale(void)
 {
     CHECK(pft_node__turn_scale(2) == 1 && pft_node__turn_scale(64) == 1);
     CHECK(pft_node__turn_scale(65) == 2 && pft_node__turn_scale(128) == 2 && pft_node__turn_scale(129) == 3);
-    CHECK(pft_node__turn_scale(256) == 4 && pft_node__turn_scale(1000) == 5 && pft_node__turn_scale(4096) == 5);
+    CHECK(pft_node__turn_scale(256) == 4 && pft_node__turn_scale(1000) == 16 &&
+          pft_node__turn_scale(4096) == 25);
+    CHECK(pft_node__slot_scale(64) == 1 && pft_node__slot_scale(256) == 4 && pft_node__slot_scale(1000) == 5);
 }
 
 int main(void)

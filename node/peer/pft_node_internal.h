@@ -221,7 +221,8 @@ struct node {
     int n_classes;
     int *own_counts; /* real training rows per class (n_classes) */
     double t_start;
-    int turn_scale; /* the loop's waits are this many times longer (pft_node_loop.c): 1 up to 64 nodes */
+    int turn_scale;      /* the loop's waits are this many times longer (pft_node_loop.c): 1 up to 64 nodes */
+    int slot_scale;      /* and a compute slot's polling wait this many times */
     pft_slots_t *slots;  /* --compute-slots: the machine's compute slots (NULL: none) */
     pft_dirlock_t *lock; /* out/ itself, flock'ed for the whole run; NULL until taken (pft_node_setup.c) */
     char status[512];    /* the status line last written to out/status (pft_node_base.c) */
@@ -543,8 +544,12 @@ typedef int (*pft_node__cond_fn)(node_t *nd, void *ctx);
  * timeout_ms) and the chores. 0 once it holds; the condition's error; PFT_EINTR once a stop was requested;
  * the fatal error of the inbox; or the transport's error. */
 int pft_node__loop_until(node_t *nd, pft_node__cond_fn cond, void *ctx, int timeout_ms);
-/* The factor of the loop's waits for a topology of n nodes (1 up to 64, at most 5): nd->turn_scale. */
+/* pft_node__loop_until with turns of timeout_ms as given (not scaled by the topology's size). */
+int pft_node__loop_every(node_t *nd, pft_node__cond_fn cond, void *ctx, int timeout_ms);
+/* The factor of the loop's waits for a topology of n nodes (1 up to 64, at most 25): nd->turn_scale. */
 int pft_node__turn_scale(size_t n);
+/* The factor of a compute slot's polling wait: the turn's, at most 5. */
+int pft_node__slot_scale(size_t n);
 /* One turn that does not wait (ctx is the node_t): the callback through which a long computation (EM, the
  * head's fit) yields to the loop, so that ACKs are read and retransmissions go out meanwhile. */
 void pft_node__loop_yield(void *ctx);

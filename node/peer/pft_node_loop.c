@@ -23,20 +23,32 @@ static void chores(node_t *nd)
 }
 
 /* How much longer a turn may wait for the transport in a topology of n nodes: 1 up to 64 nodes, then one more
- * for each further 64, at most 5. A turn that finds nothing to do still costs its wake-up, and a thousand
- * nodes of a simulation that each wake every 0.2 s keep two cores busy (1.5 ms of CPU per node and second,
- * measured on a 1000-node ring), starving the one node that computes. A message still ends the wait at once;
- * only deadlines, retries and followed endpoint files are noticed up to a second later. */
+ * for each further 64, at most 25 (a 200 ms wait becomes 5 s). A turn that finds nothing to do still costs
+ * its wake-up: about 0.3 ms of CPU on this project's VM (a dozen system calls: zmq_poll checks each socket),
+ * so a thousand nodes of a simulation that each wake every 0.2 s keep two cores busy (1.5 ms of CPU per node
+ * and second, measured on a 1000-node ring), starving the one node that computes. A message still ends the
+ * wait at once, and so does a retransmission's timer; only deadlines and followed endpoint files are noticed
+ * up to a few seconds later. A node queued for a compute slot polls the slots' locks, which no message
+ * announces: that wait is scaled at most 5 times (pft_node__slot_scale). */
 int pft_node__turn_scale(size_t n)
 {
     size_t s = n <= 64 ? 1 : (n + 63) / 64;
-    return s > 5 ? 5 : (int)s;
+    return s > 25 ? 25 : (int)s;
+}
+
+int pft_node__slot_scale(size_t n)
+{
+    int s = pft_node__turn_scale(n);
+    return s > 5 ? 5 : s;
 }
 
 int pft_node__loop_until(node_t *nd, pft_node__cond_fn cond, void *ctx, int timeout_ms)
 {
-    if (nd->turn_scale > 1)
-        timeout_ms *= nd->turn_scale;
+    return pft_node__loop_every(nd, cond, ctx, timeout_ms * (nd->turn_scale > 1 ? nd->turn_scale : 1));
+}
+
+int pft_node__loop_every(node_t *nd, pft_node__cond_fn cond, void *ctx, int timeout_ms)
+{
     for (;;) {
         if (nd->fatal)
             return pft_err(nd->fatal, "%s", nd->fatal_msg);
