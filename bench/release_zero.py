@@ -27,7 +27,7 @@ rows gets Gaussian noise of std S per coordinate on its sum, rescaled to the sum
 core/pft_meannoise.h) and runs the bound test (a member lies under its class sum everywhere; zero support is
 the case sum = 0) as an attacker who knows S: at margins of c = 0..4 noise std, and the best threshold.
 
-usage: bench/release_zero.py RUN --kind chain|star [--rules floor:5,...,zerofree:5,loo:5,noise:5:1000000:0.05]
+usage: bench/release_zero.py RUN --kind chain|star [--null] [--rules floor:5,...,zerofree:5,loo:5,noise:5:1000000:0.05]
        bench/release_zero.py RUN --kind chain|star --withhold zerofree:5   (RUN from --prepare-only; then run
                                                                             the pftnode commands it printed)
 """
@@ -172,10 +172,13 @@ def adaptive(xm, part_rows, xo, sum_rel, draws, s):
     return float(np.mean(so <= lim)), float(np.mean(sx <= lim)), best_accuracy(so, sx), 1 - zwp / 2, by_c
 
 
-def noise_tests(nodes, pool, kind, rule, seed=0):
+def noise_tests(nodes, pool, kind, rule, seed=0, null=False):
     """Per released class under "noise:M:R:S": (sender, label, rows, draws, exact-zero pass rate, bound test's
-    member and non-member pass rates, its accuracy, the best-threshold accuracy, non-members)."""
+    member and non-member pass rates, its accuracy, the best-threshold accuracy, non-members). null: the same
+    tests with as many rows of the class that are NOT in the release standing in for its members (drawn from
+    the non-members, which lose them): the level any release reaches by chance on classes of these sizes."""
     out = []
+    pick = np.random.default_rng([seed, 7])
     px, py, keys = pool
     s = float(rule.split(":")[3])
     for sender, contrib in parts(nodes, kind):
@@ -195,6 +198,9 @@ def noise_tests(nodes, pool, kind, rule, seed=0):
             if rule.startswith("noise:"):
                 srel = srel * np.sqrt(1 + draws * len(srel) * s * s / max(float(srel @ srel), 1e-30))
             xo = px[outside & (py == c)]
+            if null:
+                perm = pick.permutation(len(xo))
+                xm, xo = xo[perm[:len(xm)]], xo[perm[len(xm):]]
             z = srel == 0
             pz = float(np.mean(np.all(xo[:, z] == 0, axis=1)))
             pm, pn, best, zw, by_c = adaptive(xm, part_rows, xo, srel, draws, s)
@@ -202,8 +208,10 @@ def noise_tests(nodes, pool, kind, rule, seed=0):
     return out
 
 
-def report_noise(nodes, pool, kind, rule):
-    t = noise_tests(nodes, pool, kind, rule)
+def report_noise(nodes, pool, kind, rule, null=False):
+    t = noise_tests(nodes, pool, kind, rule, null=null)
+    if null:
+        print("   null: rows not in the release stand in for each class's members (chance level):")
     for i, name in ((7, "bound test"), (8, "best threshold")):
         acc = np.array([e[i] for e in t])
         w = max(t, key=lambda e: e[i])
@@ -259,12 +267,16 @@ def main():
     ap.add_argument("--pool", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
                                                    "pacs-mobilenetv2"), help="the dataset the run drew from")
     ap.add_argument("--withhold", metavar="RULE", help="rewrite RUN's training files without what RULE withholds")
+    ap.add_argument("--null", action="store_true", help="noise rules: also run each test with rows that are not in "
+                    "the release standing in for the members (what chance gives on classes of these sizes)")
     a = ap.parse_args()
     nodes, pool = load(a.run, a.pool)
     print(f"{a.run}: {len(nodes)} nodes with rows, {a.kind}")
     for rule in [a.withhold] if a.withhold else a.rules.split(","):
         if rule.startswith(("noise:", "pos:")):
             report_noise(nodes, pool, a.kind, rule)
+            if a.null:
+                report_noise(nodes, pool, a.kind, rule, null=True)
             continue
         t, wh = class_tests(nodes, pool, a.kind, rule)
         acc = np.array([e[5] for e in t])
