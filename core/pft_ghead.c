@@ -196,25 +196,6 @@ static double oas_alpha(const eig_t *e)
     return s > 1.0 ? 1.0 : s < 0 ? 0 : s;
 }
 
-/* Diagonal of the shrunk covariance (1-α) W/N + α (tr W / (N d)) I in the eigenbasis, floored at 1e-12 of
- * its largest entry. Returns 1 if no floor was needed. */
-static int shrunk_diag(const double *lam, int d, double N, double sumlam, double alpha, double *D)
-{
-    double t = sumlam / (N * d), mx = 0;
-    for (int i = 0; i < d; i++) {
-        D[i] = (1.0 - alpha) * lam[i] / N + alpha * t;
-        if (D[i] > mx)
-            mx = D[i];
-    }
-    int ok = mx > 0;
-    for (int i = 0; i < d; i++)
-        if (!(D[i] > 1e-12 * mx)) {
-            D[i] = mx > 0 ? 1e-12 * mx : 1e-300;
-            ok = 0;
-        }
-    return ok;
-}
-
 /* ---- LDA cross-validation with the Woodbury identity ----------------------------------------------------
  */
 
@@ -437,7 +418,7 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, work_t *w)
     int d = e->d, S = e->S + e->X, r = f->r, m = f->m;
     if (f->Np <= 0 || f->trWp <= 0)
         return 0;
-    int plain = shrunk_diag(e->lam, d, f->Np, f->trWp, alpha, w->D);
+    int plain = pft_ghead__shrunk_diag(e->lam, d, f->Np, f->trWp, alpha, w->D);
     if (!plain && alpha == 0)
         return 0; /* α = 0 with a singular W: not a valid point */
     if (e->trid && (!plain || trid_solves(f, alpha, w)))
@@ -717,7 +698,7 @@ static int lda_build(const eig_t *e, double alpha, int C, pft_ghead_t *h)
                  ? pft_err(PFT_ENOMEM, "gaussian head: out of memory")
                  : 0;
     if (rc == 0) {
-        shrunk_diag(e->lam, d, e->N, e->sumlam, alpha, D);
+        pft_ghead__shrunk_diag(e->lam, d, e->N, e->sumlam, alpha, D);
         for (int i = 0; i < d; i++) {
             trinv += 1.0 / D[i];
             trinv2 += 1.0 / (D[i] * D[i]);
@@ -778,6 +759,44 @@ static double between_trace(const eig_t *e)
     return t;
 }
 
+/* No class holds two different rows (tr W = 0): the nearest class mean, under an isotropic covariance of the
+ * class means' spread (tr B / (N d)), or of 1 where the means coincide too. */
+static void isotropic(eig_t *e, double *alpha, pft_ghead_info_t *inf)
+{
+    e->sumlam = between_trace(e);
+    if (!(e->sumlam > 0))
+        e->sumlam = e->N * e->d;
+    *alpha = 1.0;
+    inf->rule = "isotropic";
+}
+
+/* LDA's α: as given, by cross-validation over the own rows (*can_cv; the folds into *fs, which the caller
+ * frees when cross-validation ran), or OAS's (*alpha on entry): with too few rows, or where no α of the grid
+ * is valid in every fold (each fold's W is 0 or singular where the whole is not: a few rows per class;
+ * *can_cv is then cleared). 0 or lda_cv's errors. */
+static int choose_alpha_rule(const eig_t *e, const float *x, const int32_t *y, int n,
+                             const pft_ghead_opts_t *opts, int *can_cv, double *alpha, pft_ghead_info_t *inf,
+                             folds_t *fs)
+{
+    if (opts->alpha != PFT_GHEAD_AUTO) {
+        *alpha = opts->alpha;
+        inf->rule = "fixed";
+        return 0;
+    }
+    inf->rule = "oas";
+    if (!*can_cv)
+        return 0;
+    int rc = lda_cv(e, x, y, n, opts, alpha, inf, fs);
+    if (rc == PFT_ENUMERIC) { /* the closed-form rule, which needs no held-out rows */
+        pft_err_clear();
+        *can_cv = 0;
+        *alpha = inf->oas_alpha;
+        inf->rule = "oas";
+        return 0;
+    }
+    return rc;
+}
+
 /* pft_ghead_fit with the statistics' scatter available to be taken (NULL: copy it). */
 static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *y, int n, int n_classes,
                const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info);
@@ -835,24 +854,8 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
     folds_t fs = {0};
     int have_folds = 0;
     int can_cv = n >= opts->min_cv_rows && inf.n_classes >= 2;
-    if (opts->alpha != PFT_GHEAD_AUTO) {
-        alpha = opts->alpha;
-        inf.rule = "fixed";
-    } else if (can_cv) {
-        rc = lda_cv(&e, x, y, n, opts, &alpha, &inf, &fs);
-        have_folds = rc == 0;
-        if (rc == PFT_ENUMERIC) {
-            /* no α of the grid valid in every fold (each fold's W is 0 or singular where the whole is not: a
-             * few rows per class): the closed-form rule, which needs no held-out rows */
-            pft_err_clear();
-            rc = 0;
-            can_cv = 0;
-            alpha = inf.oas_alpha;
-            inf.rule = "oas";
-        }
-    } else {
-        inf.rule = "oas";
-    }
+    rc = choose_alpha_rule(&e, x, y, n, opts, &can_cv, &alpha, &inf, &fs);
+    have_folds = rc == 0 && can_cv && opts->alpha == PFT_GHEAD_AUTO;
     if (rc == 0 && opts->kind == PFT_GHEAD_QDA) {
         if (opts->lambda != PFT_GHEAD_AUTO)
             lambda = opts->lambda;
@@ -867,15 +870,8 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
                 rc = pft_ghead__qda_cv(st, x, &fs, alpha, opts, &lambda, &inf.cv_acc);
         }
     }
-    if (rc == 0 && opts->kind == PFT_GHEAD_LDA && !(e.sumlam > 0)) {
-        /* no class holds two different rows (tr W = 0): nearest class mean, under an isotropic covariance of
-         * the class means' spread (tr B / (N d)), or of 1 where the means coincide too */
-        e.sumlam = between_trace(&e);
-        if (!(e.sumlam > 0))
-            e.sumlam = e.N * e.d;
-        alpha = 1.0;
-        inf.rule = "isotropic";
-    }
+    if (rc == 0 && opts->kind == PFT_GHEAD_LDA && !(e.sumlam > 0))
+        isotropic(&e, &alpha, &inf);
     if (rc == 0)
         rc = opts->kind == PFT_GHEAD_LDA ? lda_build(&e, alpha, n_classes, h)
                                          : pft_ghead__qda_build(st, alpha, lambda, n_classes, opts, h);

@@ -226,3 +226,22 @@ int pft_ghead__pivots_ok(const double *L, int m)
             return 0;
     return 1;
 }
+
+/* Diagonal of the shrunk covariance (1-α) W/N + α (tr W / (N d)) I in the eigenbasis, floored at 1e-12 of
+ * its largest entry. Returns 1 if no floor was needed. */
+int pft_ghead__shrunk_diag(const double *lam, int d, double N, double sumlam, double alpha, double *D)
+{
+    double t = sumlam / (N * d), mx = 0;
+    for (int i = 0; i < d; i++) {
+        D[i] = (1.0 - alpha) * lam[i] / N + alpha * t;
+        if (D[i] > mx)
+            mx = D[i];
+    }
+    int ok = mx > 0;
+    for (int i = 0; i < d; i++)
+        if (!(D[i] > 1e-12 * mx)) {
+            D[i] = mx > 0 ? 1e-12 * mx : 1e-300;
+            ok = 0;
+        }
+    return ok;
+}

@@ -64,6 +64,9 @@ void pft_ghead__noise_traces(const double *D, double *UD, const double *K, doubl
                              double beta, double *trinv, double *trinv2);
 /* 0 if a squared pivot of the Cholesky factor L (m×m) is below 1e-8: a nearly singular downdate. */
 int pft_ghead__pivots_ok(const double *L, int m);
+/* Diagonal of the shrunk covariance (1-α) W/N + α (tr W / (N d)) I in W's eigenbasis (eigenvalues lam),
+ * floored at 1e-12 of its largest entry. 1 if no floor was needed. */
+int pft_ghead__shrunk_diag(const double *lam, int d, double N, double sumlam, double alpha, double *D);
 
 /* pft_ghead_qda.c */
 /* λ by cross-validation over the folds at shrinkage α: *lambda_out, *acc_out. */
