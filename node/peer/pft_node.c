@@ -164,7 +164,8 @@ static int slot_take(node_t *nd, size_t k)
         return 0;
     double t0 = pft_fsio_now();
     pft_node__set_status(nd, "queued", NULL);
-    int rc = pft_node__loop_every(nd, slot_free, NULL, 200 * nd->slot_scale);
+    int rc =
+        pft_node__loop_every(nd, slot_free, NULL, 200 * pft_node__slot_scale(pft_topo_node_count(nd->topo)));
     if (rc == 0)
         pft_info("stage %zu: compute slot %d of %d taken after %.2fs", k + 1, pft_slots_held(nd->slots),
                  pft_slots_count(nd->slots), pft_fsio_now() - t0);
@@ -315,7 +316,6 @@ static int start(node_t *nd)
     nd->run = pft_topo_run(nd->topo);
     nd->my_index = nd->me->index;
     nd->turn_scale = pft_node__turn_scale(pft_topo_node_count(nd->topo));
-    nd->slot_scale = pft_node__slot_scale(pft_topo_node_count(nd->topo));
     if ((rc = pft_node__setup_rules(nd)) != 0) /* the verdict of pftnet check and launch, in their words */
         return fail(exit_for(rc));
     nd->method = pft_node__table_method(nd->me);

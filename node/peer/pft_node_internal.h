@@ -222,7 +222,6 @@ struct node {
     int *own_counts; /* real training rows per class (n_classes) */
     double t_start;
     int turn_scale;      /* the loop's waits are this many times longer (pft_node_loop.c): 1 up to 64 nodes */
-    int slot_scale;      /* and a compute slot's polling wait this many times */
     pft_slots_t *slots;  /* --compute-slots: the machine's compute slots (NULL: none) */
     pft_dirlock_t *lock; /* out/ itself, flock'ed for the whole run; NULL until taken (pft_node_setup.c) */
     char status[512];    /* the status line last written to out/status (pft_node_base.c) */
