@@ -6,7 +6,8 @@
 # min_released_rows agrees with the decoded bundle. min_rows = 1 restores one-row components. An exact-statistics
 # pair (cov = tied): own classes below the floor are withheld from the released part and its provenance, and
 # the part's counts match the provenance; a class with fewer own rows than the floor that merges with a received
-# part standing for enough rows is released (tiedmerge). The audit only decodes here (--fail-on never: these bundles FAIL its
+# part standing for enough rows is released (tiedmerge). pftnet check's forecast of the floor (warning
+# floor-withholds) counts the rows the nodes then withhold. The audit only decodes here (--fail-on never: these bundles FAIL its
 # attacks). Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
 
@@ -201,6 +202,28 @@ assert one["withheld_classes"] == [] and min(one["min_released_rows"].values()) 
 t = json.load(open(f"{W}/tied5/a/result.json"))
 assert t["withheld_classes"], "tied: nothing withheld at samples = 30"
 PY
+# the forecast (pftnet check's and the launcher's warning floor-withholds, from the partition's rows per class)
+# says the rows the nodes then withheld: where it warns, its count is the sum over the nodes' withheld_classes
+# (and the launch printed it too); where it is silent, they withheld under a tenth of the rows
+for run in floor5 floor1 tied5 tiedmerge allchain allring; do
+    "$PFTNET" check "$W/$run.dot" --json >"$W/$run.check.json" 2>/dev/null || fail "check $run exited $?"
+    python3 - "$W" $run <<'PY' || fail "$run: the floor's forecast differs from what the nodes withheld"
+import glob, json, re, sys
+W, run = sys.argv[1], sys.argv[2]
+warn = [w["text"] for w in json.load(open(f"{W}/{run}.check.json"))["warnings"] if w["rule"] == "floor-withholds"]
+res = [json.load(open(f)) for f in glob.glob(f"{W}/{run}/*/result.json")]
+held = sum(w["rows"] for r in res for w in r["withheld_classes"])
+total = sum(r["n_real"] for r in res)
+launch = open(f"{W}/{run}.stderr").read()
+if warn:
+    m = re.search(r"keeps (\d+) of the (\d+) training rows", warn[0])
+    assert m and (int(m.group(1)), int(m.group(2))) == (held, total), (warn[0], held, total)
+    assert "warning floor-withholds: " in launch and m.group(0) in launch, "the launch did not warn"
+else:
+    assert held * 10 < total and "floor-withholds" not in launch, (held, total)
+print(run, "forecast", "warned" if warn else "silent", "withheld", held, "of", total)
+PY
+done
 grep -q "withheld from the bundle" "$W/floor5/a/node.log" "$W/floor5/b/node.log" "$W/floor5/c/node.log" ||
     fail "no log line names a withheld class"
 [ $FAILED = 0 ] && echo "e2e_floor: all checks passed"

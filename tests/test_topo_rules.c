@@ -1,8 +1,9 @@
 /* Tests of pft_topo_rules: the one validator of the rules between attributes. Valid topologies pass (with
  * the secure-aggregation plan handed back), each rule refuses with its name and words free of file and line,
  * the class-holder policy is decided from the topology's class sets or from the launcher's rows per class
- * (and only when every member is known), at the min_contributors boundary, and --set overrides; the one
- * warning (an exact ring without secure aggregation) where it applies and nowhere else. */
+ * (and only when every member is known), at the min_contributors boundary, and --set overrides; the
+ * warnings (an exact ring without secure aggregation; a floor that keeps the rows home) where they apply and
+ * nowhere else. */
 #include <stdint.h>
 
 #include "pft_test_topo.h"
@@ -186,7 +187,7 @@ static void test_warnings(void)
         pft_topo_t *t = NULL;
         pft_topo_verdict_t w[4];
         CHECK_MSG(load(cases[i].text, SKIP, &t) == 0, "load %zu: %s", i, pft_errmsg());
-        size_t n = t ? pft_topo_rules_warnings(t, w, 4) : 99;
+        size_t n = t ? pft_topo_rules_warnings(t, NULL, w, 4) : 99;
         CHECK_MSG(n == cases[i].n, "topology %zu: %zu warning(s), want %zu", i, n, cases[i].n);
         if (n == 1 && cases[i].n == 1) {
             CHECK(strcmp(w[0].rule, "exact-lap-differencing") == 0 && w[0].code == 0);
@@ -196,6 +197,52 @@ static void test_warnings(void)
         }
         pft_topo_destroy(&t);
     }
+}
+
+/* Warnings of topology text with facts (n_classes classes, rows per node in file order) into w; their number,
+ * 99 if the text does not load. */
+static size_t warnings_of(const char *text, size_t n_classes, const uint64_t *rows, pft_topo_verdict_t *w)
+{
+    pft_topo_t *t = NULL;
+    CHECK_MSG(load(text, SKIP, &t) == 0, "load: %s", pft_errmsg());
+    size_t n = t ? pft_topo_rules_warnings(t, &(pft_topo_facts_t){.n_classes = n_classes, .class_rows = rows},
+                                           w, 4)
+                 : 99;
+    pft_topo_destroy(&t);
+    return n;
+}
+
+/* The floor's forecast follows the node's floor (pft_node_step_floor.c) hop by hop, with known answers: chain
+ * a -> b -> c, classes {3, 10}, {1, 0}, {4, 2}: a withholds class 0 (3 < 5) and releases 10 rows of class
+ * 1; b withholds its one row; c withholds class 0 (4) and releases class 1 (its 2 rows with the 10 merged):
+ * 8 of 20 rows kept home, b releases none of its own, c withholds the most (4 of 6). The same under the
+ * sampling method; a node's own floor (min_rows = 2 at a: then b and c merge a's 3 rows of class 0 with
+ * theirs, and only b's row stays home: under a tenth, nothing); nothing under secure_agg; a ring's start merges nothing in lap 1. */
+static void test_floor_warning(void)
+{
+    static const uint64_t rows[] = {3, 10, 1, 0, 4, 2};
+    pft_topo_verdict_t w[4];
+    const char *exact = "digraph g { " SIM "cov = tied; a -> b -> c; }";
+    CHECK(warnings_of(exact, 2, rows, w) == 1);
+    CHECK(strcmp(w[0].rule, "floor-withholds") == 0 && strcmp(w[0].node, "c") == 0 && w[0].code == 0);
+    CHECK_MSG(strstr(w[0].text, "warning floor-withholds: ") == w[0].text &&
+                  strstr(w[0].text, "keeps 8 of the 20 training rows (40 %)") &&
+                  strstr(w[0].text, "(1 of 3 nodes with rows release none of their own; 'c' withholds 4 of "
+                                    "its 6 rows, its largest class 4 rows, min_rows = 5)") &&
+                  strstr(w[0].text, "secure_agg = true"),
+              "text: %s", w[0].text);
+    CHECK(warnings_of("digraph g { " SIM "k = 1; cov = diag; a -> b -> c; }", 2, rows, w) == 1 &&
+          strstr(w[0].text, "keeps 8 of the 20"));
+    /* a's floor of 2 releases its 3 rows of class 0; b's 1 and c's 4 merge with them: b's 1 row of 20 is all
+     * that stays home (c merging nothing would keep 5 of 20 home: a warning) */
+    CHECK(warnings_of("digraph g { " SIM "cov = tied; a [min_rows = 2]; a -> b -> c; }", 2, rows, w) == 0);
+    CHECK(warnings_of("digraph g { " SA "a -> b -> c; }", 2, rows, w) == 0);
+    CHECK(warnings_of(exact, 2, NULL, w) == 0);
+    static const uint64_t ring[] = {3, 2, 4}; /* one class: the start a merges nothing, so nothing goes on */
+    CHECK(warnings_of("digraph g { " SIM "cov = tied; start = a; a -> b -> c -> a; }", 1, ring, w) == 2);
+    CHECK(strcmp(w[0].rule, "exact-lap-differencing") == 0 && strcmp(w[1].rule, "floor-withholds") == 0);
+    CHECK_MSG(strstr(w[1].text, "keeps 9 of the 9 training rows (100 %)") &&
+                  strstr(w[1].text, "(3 of 3 nodes"), "text: %s", w[1].text);
 }
 
 int main(void)
@@ -208,6 +255,7 @@ int main(void)
     RUN(test_holders_labels);
     RUN(test_apply_sets);
     RUN(test_warnings);
+    RUN(test_floor_warning);
     pft_test_topo_cleanup();
     return pft_test_done();
 }

@@ -331,11 +331,11 @@ int pft_topo_rules_check(const pft_topo_t *t, const pft_topo_facts_t *facts, pft
     return rc;
 }
 
-size_t pft_topo_rules_warnings(const pft_topo_t *t, pft_topo_verdict_t *w, size_t max)
+/* Warning exact-lap-differencing into *w: 1 if written, else 0. */
+static size_t lap_warning(const pft_topo_t *t, pft_topo_verdict_t *w)
 {
-    size_t n = 0;
     pft_kind_t kind = pft_topo_kind(t);
-    if (max == 0 || pft_topo_run(t)->secure_agg || (kind != PFT_KIND_RING && kind != PFT_KIND_MESH))
+    if (pft_topo_run(t)->secure_agg || (kind != PFT_KIND_RING && kind != PFT_KIND_MESH))
         return 0;
     const char *clear = NULL; /* a node whose rows go round exact, without DP */
     for (size_t i = 0; i < pft_topo_node_count(t); i++) {
@@ -347,17 +347,114 @@ size_t pft_topo_rules_warnings(const pft_topo_t *t, pft_topo_verdict_t *w, size_
     }
     if (!clear)
         return 0;
-    w[n] = (pft_topo_verdict_t){.rule = "exact-lap-differencing"};
-    snprintf(w[n].node, sizeof w[n].node, "%s", clear);
+    *w = (pft_topo_verdict_t){.rule = "exact-lap-differencing"};
+    snprintf(w->node, sizeof w->node, "%s", clear);
     snprintf(
-        w[n].text, sizeof w[n].text,
+        w->text, sizeof w->text,
         "warning exact-lap-differencing: a %s of exact statistics without secure_agg: in lap 2 every node "
         "receives the exact total and holds the aggregate it sent in lap 1, so a node that subtracts it "
         "(and its own rows) holds the exact class sums and per-coordinate sums of squares of the nodes "
         "after it, alone for the node just before the one that completes lap 1 ('%s' releases without DP); "
         "set secure_agg = true (lap 1 travels masked to the producer, docs/SECAGG.md §4.2), or DP",
         pft_kind_name(kind), clear);
-    return ++n;
+    return 1;
+}
+
+/* The floor's forecast: what a node of lap 1's order releases of class c, given what its predecessors released
+ * (merged) and its own rows (own), and whether its own rows go with it (pft_node_step_floor.c: exact
+ * statistics keep a class whose own and merged rows reach min_rows, received rows going on regardless; the
+ * sampling method withholds the whole model of a class that stands for fewer). */
+static uint64_t floor_release(const pft_topo_node_t *nd, uint64_t merged, uint64_t own, int *kept)
+{
+    *kept = own == 0 || merged + own >= (uint64_t)nd->min_rows;
+    if (nd->exact)
+        return merged + (*kept ? own : 0);
+    return merged + own >= (uint64_t)nd->min_rows ? merged + own : 0;
+}
+
+/* What the forecast found: rows withheld of all, nodes that release none of their own rows, and the node
+ * that withholds the most (its rows, withheld rows and largest class). */
+typedef struct {
+    uint64_t total, withheld, ex_rows, ex_withheld, ex_largest;
+    size_t silent, holders, ex;
+} floor_cast_t;
+
+/* One node of the forecast: its releases into rel[v·nc ..], its tallies into fc. */
+static void floor_node(const pft_topo_t *t, const pft_topo_facts_t *f, size_t v, const unsigned char *done,
+                       uint64_t *rel, floor_cast_t *fc)
+{
+    size_t nc = f->n_classes;
+    const size_t *preds;
+    size_t np = pft_topo_preds(t, v, &preds);
+    const pft_topo_node_t *nd = pft_topo_node(t, v);
+    uint64_t rows = 0, withheld = 0, largest = 0;
+    for (size_t c = 0; c < nc; c++) {
+        uint64_t merged = 0, own = f->class_rows[v * nc + c];
+        for (size_t i = 0; i < np; i++) /* a predecessor later in lap 1's order (a ring's start) sends nothing */
+            merged += done[preds[i]] ? rel[preds[i] * nc + c] : 0;
+        int kept;
+        rel[v * nc + c] = floor_release(nd, merged, own, &kept);
+        rows += own;
+        withheld += kept ? 0 : own;
+        largest = own > largest ? own : largest;
+    }
+    fc->total += rows;
+    fc->withheld += withheld;
+    fc->holders += rows > 0;
+    fc->silent += rows > 0 && withheld == rows;
+    if (withheld > fc->ex_withheld)
+        fc->ex = v, fc->ex_rows = rows, fc->ex_withheld = withheld, fc->ex_largest = largest;
+}
+
+/* Warning floor-withholds into *w when the privacy floor would keep a tenth or more of the training rows home
+ * (the run would share little; the 1000-node ring of 12 rows per node shared none): 1 if written, else 0.
+ * Needs every node's rows per class (facts); not under secure_agg (a member has no floor: it applies where
+ * the group's sum opens). Lap 1's order, each node merging what its earlier predecessors released: exact for
+ * chains, stars, trees and rings; about for a DAG whose rows reach a node twice. */
+static size_t floor_warning(const pft_topo_t *t, const pft_topo_facts_t *f, pft_topo_verdict_t *w)
+{
+    if (!f || !f->class_rows || !f->n_classes || pft_topo_run(t)->secure_agg)
+        return 0;
+    size_t nn = pft_topo_node_count(t), nc = f->n_classes;
+    const size_t *order;
+    size_t no = pft_topo_order(t, &order);
+    uint64_t *rel = pft_calloc(nn * nc, sizeof *rel);
+    unsigned char *done = pft_calloc(nn, 1);
+    floor_cast_t fc = {0}; /* out of memory: no forecast, no warning */
+    for (size_t k = 0; rel && done && k < no; k++) {
+        floor_node(t, f, order[k], done, rel, &fc);
+        done[order[k]] = 1;
+    }
+    pft_free(rel);
+    pft_free(done);
+    if (fc.withheld == 0 || fc.withheld * 10 < fc.total)
+        return 0;
+    const pft_topo_node_t *ex = pft_topo_node(t, fc.ex);
+    *w = (pft_topo_verdict_t){.rule = "floor-withholds"};
+    snprintf(w->node, sizeof w->node, "%s", ex->id);
+    snprintf(w->text, sizeof w->text,
+             "warning floor-withholds: by the nodes' rows per class, the privacy floor keeps %llu of the %llu "
+             "training rows (%.0f %%) from leaving their nodes (%zu of %zu nodes with rows release none of "
+             "their own; '%s' withholds %llu of its %llu rows, its largest class %llu rows, min_rows = %d): a "
+             "class goes on only with min_rows rows, its own and those it merges with; give the nodes more rows "
+             "(samples), lower min_rows, or, for exact statistics, set secure_agg = true (the floor then applies "
+             "where a group's sum opens)",
+             (unsigned long long)fc.withheld, (unsigned long long)fc.total,
+             100.0 * (double)fc.withheld / (double)fc.total, fc.silent, fc.holders, ex->id,
+             (unsigned long long)fc.ex_withheld, (unsigned long long)fc.ex_rows,
+             (unsigned long long)fc.ex_largest, ex->min_rows);
+    return 1;
+}
+
+size_t pft_topo_rules_warnings(const pft_topo_t *t, const pft_topo_facts_t *facts, pft_topo_verdict_t *w,
+                               size_t max)
+{
+    size_t n = 0;
+    if (n < max)
+        n += lap_warning(t, w + n);
+    if (n < max)
+        n += floor_warning(t, facts, w + n);
+    return n;
 }
 
 int pft_topo_rules_apply_sets(pft_topo_t *t, const char *const *set, int n, const char *seed)

@@ -58,11 +58,14 @@ int pft_topo_rules_check(const pft_topo_t *t, const pft_topo_facts_t *facts, pft
                          pft_secplan_t **plan);
 
 /* What a valid topology leaves open, nothing refused: up to max warnings into w[0..) (code 0; rule, node and
- * text "warning NAME: what is exposed; what to change"). Returns their number. The warnings:
+ * text "warning NAME: what is exposed or lost; what to change"). facts may be NULL. Returns their number:
  *   exact-lap-differencing  a ring or mesh of exact statistics without secure_agg, some rows without DP: a
  *                     node that holds its lap-1 aggregate and the lap-2 total subtracts them, and holds the
- *                     exact sums of the nodes after it (one node alone before the producer) */
-size_t pft_topo_rules_warnings(const pft_topo_t *t, pft_topo_verdict_t *w, size_t max);
+ *                     exact sums of the nodes after it (one node alone before the producer)
+ *   floor-withholds   (facts->class_rows) the privacy floor would keep a tenth or more of the training rows
+ *                     on their nodes: too few rows per class and node for min_rows (not under secure_agg) */
+size_t pft_topo_rules_warnings(const pft_topo_t *t, const pft_topo_facts_t *facts, pft_topo_verdict_t *w,
+                               size_t max);
 
 /* Applies command-line overrides as graph attributes, validated together like the file's own (the topology
  * the rules are then checked on): set[0..n) each "NAME=VALUE" (--set), and seed (--seed; NULL: none).

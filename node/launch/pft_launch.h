@@ -8,6 +8,7 @@
 #include "pft_topo.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* What `pftnet launch` was asked to do (its options). Strings are borrowed for the life of the run. */
 typedef struct {
@@ -56,9 +57,11 @@ void pft_launch_destroy(pft_launch_t **self_p);
 
 /* What `pftnet check` asks of the data, without writing anything: the data a launch of topo would load (a
  * simulation's dataset, else every node's own files) is loaded and checked as the launch does (finite values,
- * integer labels, rows matching, one feature dimension for train and test and over all nodes). 0, or
+ * integer labels, rows matching, one feature dimension for train and test and over all nodes). With rows not
+ * NULL, *rows (new, node_count × *nc) gets every node's training rows per class as the launch would give them
+ * (pft_topo_facts_t's class_rows), or NULL with *nc 0 where a node's own files are not here. 0, or
  * PFT_EINVAL / PFT_EFORMAT / PFT_EIO naming the node and the file. */
-int pft_launch_check_data(const pft_topo_t *topo);
+int pft_launch_check_data(const pft_topo_t *topo, uint64_t **rows, size_t *nc);
 
 /* Step 1. Loads the topology and applies the overrides, makes the output folder (refusing an earlier run
  * without force), gives each node its folder, its data (partitioned in a simulation, its own files

@@ -272,24 +272,103 @@ static int load_own_data(pft_launch_t *self)
     return rc;
 }
 
-int pft_launch_check_data(const pft_topo_t *topo)
+/* Adds the rows of ds per class into row[0..nc) (labels are checked non-negative at load). */
+static void add_counts(const pft_dataset_t *ds, uint64_t *row, size_t nc)
+{
+    const int32_t *y = pft_dataset_y(ds);
+    for (int i = 0; i < pft_dataset_n(ds); i++)
+        if ((size_t)y[i] < nc)
+            row[y[i]]++;
+}
+
+/* Every node's training rows per class from train[i] (NULL: none here) into *rows (new, nn × *nc; *nc the
+ * most classes of any). A node with data whose rows are not here (another organisation's) leaves no
+ * forecast: *rows NULL, *nc 0. */
+static int count_datasets(const pft_topo_t *topo, pft_dataset_t *const *train, uint64_t **rows, size_t *nc)
+{
+    size_t nn = pft_topo_node_count(topo), m = 0;
+    *rows = NULL, *nc = 0;
+    for (size_t i = 0; i < nn; i++) {
+        if (!train[i] && pft_topo_node(topo, i)->has_data)
+            return 0;
+        if (train[i] && (size_t)pft_dataset_n_classes(train[i]) > m)
+            m = (size_t)pft_dataset_n_classes(train[i]);
+    }
+    if (m == 0)
+        return 0;
+    if (!(*rows = pft_calloc(nn * m, sizeof **rows)))
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nn; i++)
+        if (train[i])
+            add_counts(train[i], *rows + i * m, m);
+    *nc = m;
+    return 0;
+}
+
+int pft_launch__class_rows(const pft_launch_t *self, uint64_t **rows, size_t *nc)
+{
+    pft_dataset_t **train = pft_calloc(self->nn + 1, sizeof *train);
+    if (!train)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < self->nn; i++)
+        train[i] = self->ch[i].train;
+    int rc = count_datasets(self->topo, train, rows, nc);
+    pft_free(train);
+    return rc;
+}
+
+/* A simulation: the dataset split as a launch splits it, each node's training rows per class into *rows. */
+static int count_split(const pft_topo_t *topo, const source_t *src, uint64_t **rows, size_t *nc)
+{
+    size_t nn = pft_topo_node_count(topo), m = (size_t)pft_dataset_n_classes(src->train);
+    int *share = pft_calloc(nn + 1, sizeof *share);
+    pft_partition_t *part = NULL;
+    *rows = pft_calloc(nn * m + 1, sizeof **rows);
+    int rc = share && *rows ? source_split(topo, src, share, &part) : pft_err(PFT_ENOMEM, "out of memory");
+    const int32_t *y = pft_dataset_y(src->train);
+    for (size_t i = 0; rc == 0 && i < nn; i++) {
+        int n = 0;
+        const int32_t *idx = share[i] < 0 ? NULL : pft_partition_train(part, share[i], &n);
+        for (int j = 0; j < n; j++)
+            (*rows)[i * m + (size_t)y[idx[j]]]++;
+    }
+    pft_partition_destroy(&part);
+    pft_free(share);
+    if (rc) {
+        pft_free(*rows);
+        *rows = NULL;
+    }
+    *nc = rc ? 0 : m;
+    return rc;
+}
+
+int pft_launch_check_data(const pft_topo_t *topo, uint64_t **rows, size_t *nc)
 {
     const pft_topo_run_t *run = pft_topo_run(topo);
+    uint64_t *r = NULL;
+    size_t m = 0;
+    int rc;
     if (pft_topo_is_simulation(topo)) {
-        source_t src;
-        int rc = source_load(run->dataset, &src);
+        source_t src = {0};
+        rc = source_load(run->dataset, &src);
+        if (rc == 0 && rows)
+            rc = count_split(topo, &src, &r, &m);
         source_free(&src);
-        return rc;
+    } else {
+        size_t nn = pft_topo_node_count(topo);
+        pft_dataset_t **train = pft_calloc(nn + 1, sizeof *train), **test = pft_calloc(nn + 1, sizeof *test);
+        rc = train && test ? load_nodes(topo, train, test) : pft_err(PFT_ENOMEM, "out of memory");
+        if (rc == 0 && rows)
+            rc = count_datasets(topo, train, &r, &m);
+        for (size_t i = 0; train && test && i < nn; i++) {
+            pft_dataset_destroy(&train[i]);
+            pft_dataset_destroy(&test[i]);
+        }
+        pft_free(train);
+        pft_free(test);
     }
-    size_t nn = pft_topo_node_count(topo);
-    pft_dataset_t **train = pft_calloc(nn + 1, sizeof *train), **test = pft_calloc(nn + 1, sizeof *test);
-    int rc = train && test ? load_nodes(topo, train, test) : pft_err(PFT_ENOMEM, "out of memory");
-    for (size_t i = 0; train && test && i < nn; i++) {
-        pft_dataset_destroy(&train[i]);
-        pft_dataset_destroy(&test[i]);
-    }
-    pft_free(train);
-    pft_free(test);
+    if (rows)
+        *rows = r, *nc = m;
     return rc;
 }
 

@@ -73,6 +73,10 @@ void pft_launch__close_port(pft_launch_child_t *c);
  * each share), else each node's own files; fills ch[].train and ch[].test. */
 int pft_launch__load_data(pft_launch_t *self);
 
+/* Internal. Every node's training rows per class from ch[].train into *rows (new, nn × *nc), or NULL and 0
+ * where a node with data has none here (its own files elsewhere). */
+int pft_launch__class_rows(const pft_launch_t *self, uint64_t **rows, size_t *nc);
+
 /* Internal. The concatenation of every node's test share into *out (NULL if none). */
 int pft_launch__concat_tests(const pft_launch_t *self, pft_dataset_t **out);
 

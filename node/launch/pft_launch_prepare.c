@@ -233,47 +233,30 @@ static int check_rules(const pft_launch_t *self)
 #endif
     const pft_topo_facts_t facts = {.insecure = self->o.insecure};
     int rc = pft_topo_rules_check(self->topo, &facts, NULL, NULL);
-    pft_topo_verdict_t w[4]; /* what the run leaves open, as pftnet check says it (on stderr, even --quiet) */
-    for (size_t i = 0, n = rc ? 0 : pft_topo_rules_warnings(self->topo, w, 4); i < n; i++)
-        fprintf(stderr, "pftnet launch: %s\n", w[i].text);
     return rc ? pft_err_wrap(rc, "%s", self->o.topo_path) : 0;
 }
 
 /* The same rules again with what only the launcher knows: every node's training rows per class (its share of
  * a simulation's dataset, or its own files), so that a class held by too few members is refused here rather
- * than by the opener at opening. */
+ * than by the opener at opening; then what the run leaves open (pft_topo_rules_warnings: on stderr, even
+ * --quiet, as pftnet check says it). */
 static int check_rules_data(const pft_launch_t *self)
 {
-    const pft_topo_run_t *r = pft_topo_run(self->topo);
-    if (!r->secure_agg)
-        return 0;
 #ifdef PFT_TEST_HOOKS
     if (getenv("PFT_TEST_SKIP_RULES"))
         return 0;
 #endif
     size_t nc = 0;
-    for (size_t i = 0; i < self->nn; i++)
-        if (self->ch[i].train && (size_t)pft_dataset_n_classes(self->ch[i].train) > nc)
-            nc = (size_t)pft_dataset_n_classes(self->ch[i].train);
-    if (nc == 0)
-        return 0;
-    uint64_t *rows = pft_calloc(self->nn * nc, sizeof *rows);
-    int *cnt = pft_calloc(nc, sizeof *cnt);
-    int rc = rows && cnt ? 0 : pft_err(PFT_ENOMEM, "out of memory");
-    for (size_t i = 0; rc == 0 && i < self->nn; i++) {
-        const pft_dataset_t *tr = self->ch[i].train;
-        if (!tr)
-            continue;
-        memset(cnt, 0, nc * sizeof *cnt);
-        pft_dataset_class_counts(tr, cnt);
-        for (size_t c = 0; c < (size_t)pft_dataset_n_classes(tr); c++)
-            rows[i * nc + c] = cnt[c] > 0 ? (uint64_t)cnt[c] : 0;
-    }
+    uint64_t *rows = NULL;
+    int rc = pft_launch__class_rows(self, &rows, &nc);
     const pft_topo_facts_t facts = {.insecure = self->o.insecure, .n_classes = nc, .class_rows = rows};
-    if (rc == 0 && (rc = pft_topo_rules_check(self->topo, &facts, NULL, NULL)) != 0)
+    if (rc == 0 && pft_topo_run(self->topo)->secure_agg && nc &&
+        (rc = pft_topo_rules_check(self->topo, &facts, NULL, NULL)) != 0)
         pft_err_wrap(rc, "%s (with each node's rows per class)", self->o.topo_path);
+    pft_topo_verdict_t w[4];
+    for (size_t i = 0, n = rc ? 0 : pft_topo_rules_warnings(self->topo, &facts, w, 4); i < n; i++)
+        fprintf(stderr, "pftnet launch: %s\n", w[i].text);
     pft_free(rows);
-    pft_free(cnt);
     return rc;
 }
 

@@ -509,11 +509,13 @@ static int report_invalid(const char *file, int json, int code, const char *rule
 }
 
 /* Loads the topology at path with --set/--seed applied and checks its rules (pft_topo_rules: the verdict
- * pftnet launch and pftnode give); *t and *pl (the secure-aggregation plan, or NULL) are new on success.
- * Returns 0 or the exit status, the reason reported. */
+ * pftnet launch and pftnode give); *t and *pl (the secure-aggregation plan, or NULL) are new on success, and
+ * *rows (new, or NULL: no data check, or a node's files not here) every node's training rows per class, *nc
+ * classes each. Returns 0 or the exit status, the reason reported. */
 static int load_checked(const char *path, unsigned flags, const pft_opt_list_t *set, const char *seed,
-                        int json, pft_topo_t **t, pft_secplan_t **pl)
+                        int json, pft_topo_t **t, pft_secplan_t **pl, uint64_t **rows, size_t *nc)
 {
+    *rows = NULL, *nc = 0;
     int rc = pft_topo_load(path, flags, t);
     if (rc == 0)
         rc = pft_topo_rules_apply_sets(*t, set->v, set->n, seed);
@@ -529,7 +531,7 @@ static int load_checked(const char *path, unsigned flags, const pft_opt_list_t *
         return report_invalid(path, json, rc, v.rule);
     }
     if (!(flags & PFT_TOPO_SKIP_DATA_CHECK) &&
-        (rc = pft_launch_check_data(*t)) != 0) { /* as a launch loads */
+        (rc = pft_launch_check_data(*t, rows, nc)) != 0) { /* as a launch loads */
         pft_secplan_destroy(pl);
         pft_topo_destroy(t);
         return report_invalid(path, json, rc, NULL);
@@ -598,12 +600,16 @@ int pft_cmd_check(int argc, char **argv)
     unsigned flags = (no_data ? PFT_TOPO_SKIP_DATA_CHECK : 0) | (resolved ? PFT_TOPO_REQUIRE_RESOLVED : 0);
     pft_topo_t *t = NULL;
     pft_secplan_t *pl = NULL;
-    if ((rc = load_checked(pos[0], flags, &set, seed, json, &t, &pl)) != 0)
+    uint64_t *rows = NULL;
+    size_t nc = 0;
+    if ((rc = load_checked(pos[0], flags, &set, seed, json, &t, &pl, &rows, &nc)) != 0)
         return rc;
     char fp[512];
     int fp_rc = fingerprint_text(t, fp, sizeof fp);
     pft_topo_verdict_t warn[4];
-    size_t n_warn = pft_topo_rules_warnings(t, warn, 4);
+    const pft_topo_facts_t facts = {.n_classes = nc, .class_rows = rows};
+    size_t n_warn = pft_topo_rules_warnings(t, &facts, warn, 4);
+    pft_free(rows);
     for (size_t i = 0; i < n_warn; i++) /* on stderr, where a valid topology prints nothing else */
         fprintf(stderr, "pftnet check: %s\n", warn[i].text);
     if (json) {
