@@ -180,6 +180,13 @@ static void slot_give_back(node_t *nd, size_t k)
     pft_slots_give_back(nd->slots);
 }
 
+/* A final stage's head takes the node's knowledge (s: the complete bundle, or none) once a slot is its own. */
+static int adopt_in_slot(node_t *nd, size_t k, inbound_t *s)
+{
+    int rc = slot_take(nd, k);
+    return rc ? rc : nd->method->adopt(nd, s);
+}
+
 /* FORWARD: the complete bundle (ring or mesh lap 2), stored as out/complete.pftb and passed on unchanged to
  * every successor of the stage; in the final stage the head's rows come from it. Without it, a final stage's
  * head uses own data only, and the node's knowledge (result.json's provenance) says so. */
@@ -193,8 +200,7 @@ static int forward_stage(node_t *nd, size_t k, const pft_stage_t *st)
         pft_bundle_destroy(&nd->know.prov);
         if (!(nd->know.prov = pft_node__own_provenance(nd)))
             return pft_err(PFT_ENOMEM, "out of memory");
-        int rc = slot_take(nd, k);
-        return rc ? rc : nd->method->adopt(nd, &(inbound_t){.bundle = NULL});
+        return adopt_in_slot(nd, k, &(inbound_t){.bundle = NULL});
     }
     char *path = pft_fsio_join(nd->args->out_dir, "complete.pftb");
     int rc = path ? pft_fsio_write_atomic(path, s->bytes, s->len) : PFT_ENOMEM;
@@ -204,9 +210,7 @@ static int forward_stage(node_t *nd, size_t k, const pft_stage_t *st)
     if (rc == 0 && st->n_send)
         pft_node__loop_yield(nd);
     if (rc == 0 && st->final) /* passed on first: the next node need not wait for this one's slot */
-        rc = slot_take(nd, k);
-    if (rc == 0 && st->final)
-        rc = nd->method->adopt(nd, s);
+        rc = adopt_in_slot(nd, k, s);
     if (rc == 0) {
         pft_bundle_destroy(&nd->know.prov);
         nd->know.prov = pft_bundle_new(nd->run->run, nd->me->id, PFT_DTYPE_F32, pft_dataset_d(nd->train));
