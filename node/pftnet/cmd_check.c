@@ -569,7 +569,9 @@ int pft_cmd_check(int argc, char **argv)
             "each node's role, predecessors, successors and effective settings, the numbered order of\n"
             "hand-offs and the idle edges (a mesh's primary edges that carry none), what each node releases\n"
             "and, with secure_agg, the plan. The rules between attributes are those pftnet launch and\n"
-            "pftnode check, in the same words. Exit status 0 if valid, 2 with the reason on stderr if not,\n"
+            "pftnode check, in the same words; what a valid run leaves open or loses (an exact ring's lap-2\n"
+            "differencing, the rows the privacy floor would keep home, forecast from the data) is printed as\n"
+            "warnings on stderr. Exit status 0 if valid, 2 with the reason on stderr if not,\n"
             "14 for a policy refusal (a class held by fewer than min_contributors members). `pftnet check\n"
             "--attributes` lists every attribute a topology may set instead (add --markdown for the table\n"
             "in docs/USAGE.md).",
