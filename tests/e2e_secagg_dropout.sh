@@ -16,6 +16,9 @@
 #     same bytes again (no fresh noise draw, ledger charged once), and the run completes;
 #   - the aggregator killed right after it declared c3 missing and restarted: the run ends as without the kill;
 #   - a survivor that holds its reveal back past send_deadline: the aggregator exits 14, naming it.
+# The first run waits out the aggregator's deadline (DEADLINE s: long enough for the clients on a loaded
+# machine); the others set PFT_TEST_GONE=c3 (a test hook, pft_node_inbox.c): c3's hand-off is past its
+# deadline as soon as the four others have delivered, a condition instead of DEADLINE seconds each.
 # Env: PFT_BIN (folder with pftnet and pftnode, built with test hooks), PFT_SOURCE_DIR.
 set -u
 
@@ -130,6 +133,9 @@ crash_restart() {
 }
 same_head "$W/drop" || fail "star without c3: the aggregator differs from the star of four"
 
+# from here on, c3's hand-off is due once the four others are in (PFT_TEST_GONE), not after DEADLINE seconds
+export PFT_TEST_GONE=c3
+
 # 2. a late bundle, once the survivors are revealing, is refused
 topo late ""
 "$PFTNET" launch "$W/late.dot" --out "$W/late" --prepare-only --pftnode "$PFT_BIN/pftnode" >"$W/late.cmds" 2>&1 ||
@@ -211,7 +217,9 @@ same_head "$W/restart" || fail "restart: the aggregator differs from the star of
 #    restarted: it sends the stored bytes again, not a fresh noise draw (the aggregator keeps the first one and
 #    would refuse another for the hand-off), its ledger charged once; every node exits 0
 topo dprestart "$DP"
+unset PFT_TEST_GONE # c3 takes part here: it must not be due before it delivers
 crash_restart dprestart c1 on-ack s c1 c2 c3 c4 c5
+export PFT_TEST_GONE=c3
 grep -q 'goes again, not a fresh noise draw' "$W/dprestart.c1.out" || fail "dprestart: c1 drew its noise again"
 "$PY" - "$W/dprestart" <<'PY' || fail "dprestart: result"
 import json, sys

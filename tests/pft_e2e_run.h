@@ -16,11 +16,11 @@ static inline int pft_e2e_scratch(char *dir, size_t cap, const char *name)
     return mkdtemp(dir) ? 0 : -1;
 }
 
-/* Ends a test program: removes dir when no check failed (rc 0, or 77 when a test skipped), else keeps it and
- * says where; returns rc. */
+/* Ends a test program: removes dir when no check failed (rc 0, or 77 when a test skipped) and PFT_E2E_KEEP is
+ * not set, else keeps it and says where; returns rc. */
 static inline int pft_e2e_finish(const char *dir, int rc)
 {
-    if (rc == 0 || rc == 77) {
+    if ((rc == 0 || rc == 77) && !getenv("PFT_E2E_KEEP")) {
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
         if (system(cmd) != 0)

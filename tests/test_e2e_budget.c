@@ -94,7 +94,7 @@ static void check_nodes(const char *name, json_t *r, int bounded)
     json_t *nodes = json_object_get(r, "nodes");
     CHECK(json_array_size(nodes) == NODES);
     for (int i = 0; i < NODES; i++) {
-        char id[8];
+        char id[16];
         snprintf(id, sizeof id, "n%d", i);
         json_t *n = pft_e2e_find_id(nodes, id);
         CHECK_MSG(n != NULL, "no result for %s", id);

@@ -165,7 +165,7 @@ static void test_chain_dp(void)
     json_t *mstd = json_object_get(nz, "mean_std_per_entry");
     int classes = 0;
     for (int c = 0; c < 7; c++) {
-        char key[8];
+        char key[16];
         snprintf(key, sizeof key, "%d", c);
         json_t *v = json_object_get(mstd, key);
         long n_c = pft_e2e_prov_count(b, "a", c);

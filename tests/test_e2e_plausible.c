@@ -31,6 +31,7 @@
 
 #include <jansson.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -192,7 +193,35 @@ static int b_endpoint(const pft_topo_node_t *b, const char *out, char *ep, size_
     return pft_e2e_wait_endpoint(path, ep, cap);
 }
 
-/* A CURVE client with p's key connected to b (its folder out). */
+/* p's inbound callback: takes whatever b sends it (the opener's done notice under secure aggregation). */
+static int take_any(void *ctx, const uint8_t *buf, size_t len, char *reason, size_t cap)
+{
+    (void)ctx, (void)buf, (void)len, (void)reason, (void)cap;
+    return 0;
+}
+
+/* Publishes t's endpoint as p's, where b looks for it (p's folder beside out: b's default peers folder), so
+ * that b reaches p: an opener that cannot deliver its done notice waits 30 s for it (pft_node_dropout.c). */
+static int publish_p(const pft_transport_t *t, const char *out)
+{
+    char dir[600], tmp[640], path[640];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return -1;
+    snprintf(slash, sizeof dir - (size_t)(slash - dir), "/p");
+    snprintf(tmp, sizeof tmp, "%s/endpoint.tmp", dir);
+    snprintf(path, sizeof path, "%s/endpoint", dir);
+    (void)mkdir(dir, 0700);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    int ok = fprintf(f, "%s\n", pft_transport_endpoint(t)) > 0;
+    ok = fclose(f) == 0 && ok;
+    return ok && rename(tmp, path) == 0 ? 0 : -1;
+}
+
+/* A CURVE client with p's key connected to b (its folder out), its endpoint published as p's. */
 static pft_transport_t *client(const pft_keypair_t *kp, const pft_topo_t *topo, const char *out)
 {
     const pft_topo_node_t *b = pft_topo_find(topo, "b");
@@ -209,8 +238,9 @@ static pft_transport_t *client(const pft_keypair_t *kp, const pft_topo_t *topo, 
     pft_transport_opts_default(&o);
     o.curve_public_key = pub;
     o.curve_secret_key = sec;
-    pft_transport_t *t = pft_transport_new("tcp://127.0.0.1:*", &o, NULL, NULL);
-    if (t && pft_transport_add_peer(t, "b", ep, srv) != 0)
+    pft_transport_t *t = pft_transport_new("tcp://127.0.0.1:*", &o, take_any, NULL);
+    if (t && (pft_transport_add_peer(t, "b", ep, srv) != 0 || pft_transport_allow_key(t, srv, "b") != 0 ||
+              publish_p(t, out) != 0))
         pft_transport_destroy(&t);
     return t;
 }

@@ -30,6 +30,15 @@ int pft_node__test_hook(const node_t *nd, const char *var)
     const char *v = getenv(var);
     return v && nd->me && strcmp(v, nd->me->id) == 0;
 }
+
+int pft_node__test_listed(const char *var, const char *id)
+{
+    size_t n = strlen(id);
+    for (const char *p = getenv(var); p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, id, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
 #endif
 
 void pft_node__limits(const node_t *nd, pft_bundle_limits_t *lim)

@@ -825,6 +825,17 @@ int pft_node__dropout_ended(node_t *nd, void *until)
     return 1;
 }
 
+/* 1 when member v's hand-off to this opener passed its deadline without a bundle (declared missing or not:
+ * an opener that refused to open without it declared nothing). */
+static int never_delivered(const node_t *nd, size_t v)
+{
+    const char *id = pft_topo_node(nd->topo, v)->id;
+    for (size_t i = 0; i < nd->hand.n_in; i++)
+        if (nd->hand.in[i].missing && strcmp(nd->hand.in[i].from, id) == 0)
+            return 1;
+    return 0;
+}
+
 int pft_node__dropout_finish(node_t *nd, int failed, double *until)
 {
     if (!nd->sec.plan || !nd->sec.recover || !nd->hand.tp || !(am_opener(nd) || (am_member(nd) && !failed)))
@@ -836,7 +847,7 @@ int pft_node__dropout_finish(node_t *nd, int failed, double *until)
         pft_secmsg_t d = header(nd, PFT_SECMSG_DONE);
         for (size_t m = 0; m < nd->sec.n_members; m++) {
             size_t v = nd->sec.members[m];
-            int missing = 0;
+            int missing = never_delivered(nd, v); /* nobody waits there: a notice would wait out NOTICE_WAIT_S */
             for (size_t j = 0; j < nd->drop.n_missing; j++)
                 missing |= nd->drop.missing[j] == v;
             int h = missing ? -1 : send_msg(nd, &d, pft_topo_node(nd->topo, v)->id);
