@@ -6,8 +6,8 @@
 #     (every started node exits 0) and the aggregator's head equals, weight for weight, the head of a star of
 #     the four on the very same data files (and so does its accuracy); every bundle is checked from outside by
 #     tests/secagg_check.py;
-#   - a late bundle after the declaration is refused: c1 holds its reveal back 20 s (test hook), c3 starts once
-#     the declaration is out; the aggregator NACKs c3's bundle ("the survivors revealed their masks with it"),
+#   - a late bundle after the declaration is refused: c1 holds its reveal back (test hook) until c3's send has
+#     ended, c3 starts once the declaration is out; the aggregator NACKs c3's bundle ("the survivors revealed their masks with it"),
 #     c3 exits 7 (its send refused), and the aggregator's head is the same as without the late bundle;
 #   - DP (ε = 1, δ = 0.001) with dp_dropouts = 1: each share is σ²/4, the four survivors' sum opens with σ;
 #     with dp_dropouts = 0 the aggregator refuses to open without c3 (the four shares would carry σ²·4/5 < σ²)
@@ -143,7 +143,7 @@ topo late ""
 declare -A PID
 for id in s c1 c2 c4 c5; do
     cmd=$(grep -- "--id $id " "$W/late.cmds")
-    PFT_TEST_REVEAL_LATE=c1 $cmd --log-level info >"$W/late.$id.out" 2>&1 &
+    PFT_TEST_REVEAL_LATE=c1:until=$W/late.go $cmd --log-level info >"$W/late.$id.out" 2>&1 &
     PID[$id]=$!
 done
 for _ in $(seq 1 $((DEADLINE * 4 + 120))); do
@@ -153,6 +153,7 @@ done
 grep -q 'declared 1 member(s) missing' "$W/late.s.out" || fail "late: s never declared c3 missing"
 $(grep -- "--id c3 " "$W/late.cmds") >"$W/late.c3.out" 2>&1
 c3_rc=$?
+touch "$W/late.go" # c3's send ended (refused): c1 reveals now
 for id in s c1 c2 c4 c5; do # s went on without c3: degraded (exit 16)
     wait "${PID[$id]}"
     rc=$?
