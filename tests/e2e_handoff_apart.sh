@@ -15,14 +15,16 @@
 #     the hand-off again. No node may lose anything: all exit 0, b's hand-off acked, c holds a, b and c.
 #  3. restart = same result: a -> b, first without a fault (the reference), then a killed the moment it reads
 #     b's ACK, before it records it (PFT_CRASH_AT=on-ack: in its sent -> acked window) and restarted with the
-#     same command 8 s after b has written its result.json (b has finished and waits for a's confirmation). a
+#     same command once b is past resend_grace (5 s) after its ACK and says it waits for a's confirmation. a
 #     must exit 0 with the hand-off acked (b answers the restarted a's offer), and a's and b's accuracies, b's
 #     provenance and the bundle id b received must equal the reference's. (Before: b left resend_grace after
 #     its ACK; a restarted later found nobody and exited 7 at send_deadline.)
 # With --netns (ctest e2e_handoff_apart_netns; root and iproute2, else it skips) the same cases run with each node
 # on a host of its own: three network namespaces in a chain, nsA 10.77.1.1 =link1= 10.77.1.2 nsB 10.77.2.2
 # =link2= 10.77.2.3 nsC (a, b and c), joined by veth links and nothing else, as in e2e_netns.sh.
-# Env: PFT_BIN, PFT_SOURCE_DIR.
+# The three cases are independent (own folders, own ports: 7301..7303 with --netns), so they run at once: each is
+# mostly idle (b waiting out its 20 s for the stopped a, c down 20 s, a down past resend_grace); each counts its
+# failures, collected at the end. Env: PFT_BIN, PFT_SOURCE_DIR.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
 PY=/usr/bin/python3
@@ -33,9 +35,11 @@ NETNS=0
 [ "${1:-}" = --netns ] && NETNS=1
 W=$(mktemp -d /tmp/pft_apart_XXXXXX)
 pids=()
+bgs=()
 TAG=pfa$$
 declare -A NS=([a]=${TAG}a [b]=${TAG}b [c]=${TAG}c) ADDR=([a]=10.77.1.1 [b]=10.77.1.2 [c]=10.77.2.3)
 cleanup() {
+    kill -TERM "${bgs[@]}" 2>/dev/null
     kill -CONT "${pids[@]}" 2>/dev/null
     kill -KILL "${pids[@]}" 2>/dev/null
     wait 2>/dev/null
@@ -73,16 +77,16 @@ ss = [socket.socket() for _ in range(int(sys.argv[1]))]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
 }
-prepare() { # NAME SEND_DEADLINE EDGES IDS... -> W/NAME.prep (one pftnode command per line), fixed endpoints
-    local name=$1 sdl=$2 edges=$3 eps="" i=0
-    shift 3
-    local p=($(ports $#))
+PORTS=($(ports 9)) # 3 per case, all taken at once so that the cases running together get distinct ones
+prepare() { # NAME CASE SEND_DEADLINE EDGES IDS... -> W/NAME.prep (one pftnode command per line), fixed endpoints
+    local name=$1 slot=$2 sdl=$3 edges=$4 eps="" i=0
+    shift 4
     for id in "$@"; do
-        if [ "$NETNS" = 1 ]; then # a host of its own: its address, a fixed port
-            eps="$eps  $id [endpoint = \"tcp://${ADDR[$id]}:7300\"];
+        if [ "$NETNS" = 1 ]; then # a host of its own: its address, a fixed port (one per case)
+            eps="$eps  $id [endpoint = \"tcp://${ADDR[$id]}:$((7300 + slot))\"];
 "
         else
-            eps="$eps  $id [endpoint = \"tcp://127.0.0.1:${p[$i]}\"];
+            eps="$eps  $id [endpoint = \"tcp://127.0.0.1:${PORTS[$((3 * slot - 3 + i))]}\"];
 "
         fi
         i=$((i + 1))
@@ -119,6 +123,29 @@ wait_log() { # FILE TEXT SECONDS: 0 once FILE contains TEXT
     done
     return 1
 }
+bg() { # FUNCTION: runs a case in the background (its own nodes, killed if it is); joined by join
+    (
+        FAILED=0
+        SKIPPED=0
+        pids=()
+        trap 'kill -CONT "${pids[@]}" 2>/dev/null; kill -KILL "${pids[@]}" 2>/dev/null' EXIT
+        trap 'exit 1' TERM
+        "$@"
+        [ "$FAILED" = 0 ] || exit 1
+        [ "$SKIPPED" = 0 ] || exit 77
+        exit 0
+    ) &
+    bgs+=($!)
+}
+join() { # waits for every background case: 1 fails the test, 77 is a skipped part
+    local j rc
+    for j in "${bgs[@]}"; do
+        wait "$j"
+        rc=$?
+        [ "$rc" = 0 ] || { [ "$rc" = 77 ] && SKIPPED=1; } || FAILED=1
+    done
+    bgs=()
+}
 check() { # NAME RUN PYTHON-ASSERTIONS on r(id) = result.json of a node of that run
     "$PY" - "$W/$1.apart/$2" <<PY || fail "$1/$2: $(tail -n 3 "$W/$1.$2"-*.log | tr '\n' ' ')"
 import json, sys
@@ -128,43 +155,45 @@ PY
 }
 
 # 1. paused sender
-prepare pause 20 "a -> b;" a b
-start pause 1 b; pb=$started
-start pause 1 a; pa=$started
-wait_file "$(out pause 1 b)/inbox/h1-*.pftb" 300 || fail "pause: b never stored a's bundle"
-kill -STOP "$pa"
-wait "$pb"; rb=$?
-[ "$rb" -eq 0 ] || fail "pause: b exited $rb"
-kill -CONT "$pa"
-wait "$pa"; ra=$?
-[ "$ra" -eq 0 ] || fail "pause: a exited $ra after it was continued (b had left)"
-check pause 1 '
+case_pause() {
+    prepare pause 1 20 "a -> b;" a b
+    start pause 1 b; pb=$started
+    start pause 1 a; pa=$started
+    wait_file "$(out pause 1 b)/inbox/h1-*.pftb" 300 || fail "pause: b never stored a's bundle"
+    kill -STOP "$pa"
+    wait "$pb"; rb=$?
+    [ "$rb" -eq 0 ] || fail "pause: b exited $rb"
+    kill -CONT "$pa"
+    wait "$pa"; ra=$?
+    [ "$ra" -eq 0 ] || fail "pause: a exited $ra after it was continued (b had left)"
+    check pause 1 '
 a, b = r("a"), r("b")
 s = a["sent"][0]
 assert s["state"] == "acked", s
 assert s["bundle_id"] in [x["bundle_id"] for x in b["received"]], (s, b["received"])
 print("pause: a continued after b left: %s" % s["state"])
 '
-
+}
 # 2. double failure
-prepare dbl 120 "a -> b -> c;" a b c
-start dbl 1 a; pa=$started
-start dbl 1 b; pb=$started
-wait_file "$(out dbl 1 b)/sent/h2" 300 || fail "dbl: b never recorded its send"
-kill -KILL "$pb"
-wait "$pb" 2>/dev/null
-start dbl 1 b; pb=$started
-wait_log "$W/dbl.1-b.log" "was sent before a restart, unacknowledged: sent again" 300 ||
-    fail "dbl: the restarted b never said it sends hand-off 2 again"
-sleep 20 # the scenario, not a verdict: c stays down 20 s while b is restarted and sends again
-start dbl 1 c; pc=$started
-wait "$pb"; rb=$?
-wait "$pc"; rc=$?
-wait "$pa"; ra=$?
-[ "$ra" -eq 0 ] || fail "dbl: a exited $ra"
-[ "$rb" -eq 0 ] || fail "dbl: restarted b exited $rb"
-[ "$rc" -eq 0 ] || fail "dbl: c exited $rc"
-check dbl 1 '
+case_dbl() {
+    prepare dbl 2 120 "a -> b -> c;" a b c
+    start dbl 1 a; pa=$started
+    start dbl 1 b; pb=$started
+    wait_file "$(out dbl 1 b)/sent/h2" 300 || fail "dbl: b never recorded its send"
+    kill -KILL "$pb"
+    wait "$pb" 2>/dev/null
+    start dbl 1 b; pb=$started
+    wait_log "$W/dbl.1-b.log" "was sent before a restart, unacknowledged: sent again" 300 ||
+        fail "dbl: the restarted b never said it sends hand-off 2 again"
+    sleep 20 # the scenario, not a verdict: c stays down 20 s while b is restarted and sends again
+    start dbl 1 c; pc=$started
+    wait "$pb"; rb=$?
+    wait "$pc"; rc=$?
+    wait "$pa"; ra=$?
+    [ "$ra" -eq 0 ] || fail "dbl: a exited $ra"
+    [ "$rb" -eq 0 ] || fail "dbl: restarted b exited $rb"
+    [ "$rc" -eq 0 ] || fail "dbl: c exited $rc"
+    check dbl 1 '
 b, c = r("b"), r("c")
 sent = [s for s in b["sent"] if s["to"] == "c"]
 assert sent and sent[0]["state"] == "acked", sent
@@ -174,26 +203,33 @@ assert c["missing"] == [], c["missing"]
 assert sorted(p["node"] for p in c["provenance"]) == ["a", "b", "c"], c["provenance"]
 print("dbl: b killed after sending, restarted; c came up 20 s later; b -> c acked; c holds a, b, c")
 '
-
+}
 # 3. restart = same result
-prepare rst 60 "a -> b;" a b
-start rst ref b; pb=$started
-start rst ref a; pa=$started
-wait "$pa"; ra=$?
-wait "$pb"; rb=$?
-[ "$ra" -eq 0 ] && [ "$rb" -eq 0 ] || fail "rst: the reference run exited a $ra, b $rb"
-start rst 1 b; pb=$started
-PFT_CRASH_AT=on-ack start rst 1 a; pa=$started # a SIGKILLs itself as it reads b's ACK (a test-hooks build)
-wait "$pa"; ra=$?
-[ "$ra" -eq 137 ] || skip_part "rst: a was not killed at the ACK (exit $ra: a build without PFT_TEST_HOOKS?)"
-wait_file "$(out rst 1 b)/result.json" 300 || fail "rst: b never finished"
-sleep 8 # the scenario, not a verdict: a stays down past resend_grace (5 s) after b's ACK
-start rst 1 a; pa=$started
-wait "$pa"; ra=$?
-wait "$pb"; rb=$?
-[ "$ra" -eq 0 ] || fail "rst: the restarted a exited $ra"
-[ "$rb" -eq 0 ] || fail "rst: b exited $rb"
-"$PY" - "$W/rst.apart" <<'PY' || fail "rst: restart is not the same result"
+case_rst() {
+    prepare rst 3 60 "a -> b;" a b
+    start rst ref b; pb=$started
+    start rst ref a; pa=$started
+    wait "$pa"; ra=$?
+    wait "$pb"; rb=$?
+    [ "$ra" -eq 0 ] && [ "$rb" -eq 0 ] || fail "rst: the reference run exited a $ra, b $rb"
+    start rst 1 b; pb=$started
+    PFT_CRASH_AT=on-ack start rst 1 a; pa=$started # a SIGKILLs itself as it reads b's ACK (a test-hooks build)
+    wait "$pa"; ra=$?
+    [ "$ra" -eq 137 ] || skip_part "rst: a was not killed at the ACK (exit $ra: a build without PFT_TEST_HOOKS?)"
+    wait_file "$(out rst 1 b)/result.json" 300 || fail "rst: b never finished"
+    # the scenario, not a verdict: a stays down until b is past resend_grace (5 s) after its ACK, which b says as it
+    # starts waiting for a's confirmation (or until b leaves: then the restarted a finds nobody, and the case fails)
+    for _ in $(seq 1 30000); do
+        grep -qF "staying reachable until the predecessors confirm" "$W/rst.1-b.log" 2>/dev/null && break
+        kill -0 "$pb" 2>/dev/null || break
+        sleep 0.01
+    done
+    start rst 1 a; pa=$started
+    wait "$pa"; ra=$?
+    wait "$pb"; rb=$?
+    [ "$ra" -eq 0 ] || fail "rst: the restarted a exited $ra"
+    [ "$rb" -eq 0 ] || fail "rst: b exited $rb"
+    "$PY" - "$W/rst.apart" <<'PY' || fail "rst: restart is not the same result"
 import json, sys
 def r(run, i): return json.load(open("%s/%s/%s/%s/result.json" % (sys.argv[1], run, i, i)))
 s = r("1", "a")["sent"][0]
@@ -208,4 +244,9 @@ assert got["provenance"] == ref["provenance"], (got["provenance"], ref["provenan
 print("rst: a killed as it read the ACK, restarted after b finished: %s (%s); results equal the reference's"
       % (s["state"], s["reason"] or "-"))
 PY
+}
+bg case_pause
+bg case_dbl
+bg case_rst
+join
 finish

@@ -20,14 +20,17 @@
 #  5. a sender restarted with a changed bundle (other rows) sends it: its earlier bundle's acknowledgement
 #     (out/acked/h1) is not taken for the new one's.
 # Every wait is for a file or a log line; deadlines are generous bounds against a hang, so that a loaded
-# machine does not fail the test. Env: PFT_BIN, PFT_SOURCE_DIR.
+# machine does not fail the test. The cases are independent (a run folder each, the launcher's own ports), so the
+# mostly idle ones (1: c down 6 s; 2: b waiting out its 20 s for a's confirmation; 4's second run) run in the
+# background beside the others; each counts its failures, collected at the end. Env: PFT_BIN, PFT_SOURCE_DIR.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_e2e.sh" # FAILED, fail, skip, PFT_BIN, PFT_SOURCE_DIR
 PY=/usr/bin/python3
 DATA=$(cd "$PFT_SOURCE_DIR" && pwd)/examples/data/pacs-small
 W=$(mktemp -d /tmp/pft_hof_XXXXXX)
 pids=()
-trap 'kill -CONT "${pids[@]}" 2>/dev/null; kill -KILL "${pids[@]}" 2>/dev/null; rm -rf "$W"' EXIT
+bgs=()
+trap 'kill -TERM "${bgs[@]}" 2>/dev/null; kill -CONT "${pids[@]}" 2>/dev/null; kill -KILL "${pids[@]}" 2>/dev/null; wait; rm -rf "$W"' EXIT
 
 prepare() { # NAME EDGES [SEND_DEADLINE] -> W/NAME.cmds (one pftnode command per line)
     printf 'digraph %s {\n  dataset = "%s"; partition = iid; samples = 40; k = 1; cov = diag; max_iter = 20;\n  deadline = 600; send_deadline = %s;\n  %s\n}\n' \
@@ -57,6 +60,24 @@ wait_log() { # FILE TEXT SECONDS: 0 once FILE contains TEXT
     done
     return 1
 }
+bg() { # FUNCTION ARGS...: runs a case in the background (its own nodes, killed if it is); joined by join
+    (
+        FAILED=0
+        pids=()
+        trap 'kill -CONT "${pids[@]}" 2>/dev/null; kill -KILL "${pids[@]}" 2>/dev/null' EXIT
+        trap 'exit 1' TERM
+        "$@"
+        exit "$FAILED"
+    ) &
+    bgs+=($!)
+}
+join() { # waits for every background case; a failed one fails the test
+    local j
+    for j in "${bgs[@]}"; do
+        wait "$j" || FAILED=1
+    done
+    bgs=()
+}
 check() { # NAME PYTHON-ASSERTIONS on r(id) = result.json of a node
     "$PY" - "$W/$1" <<PY || fail "$1: $(tail -n 3 "$W"/$1-*.log | tr '\n' ' ')"
 import json, sys
@@ -66,24 +87,25 @@ PY
 }
 
 # 1. double failure
-prepare dbl "a -> b -> c;"
-start dbl a; pa=$started
-start dbl b; pb=$started
-wait_file "$W/dbl/b/sent/h2" 300 || fail "dbl: b never recorded its send"
-kill -KILL "$pb"
-wait "$pb" 2>/dev/null
-start dbl b; pb=$started
-wait_log "$W/dbl-b.log" "was sent before a restart, unacknowledged: sent again" 300 ||
-    fail "dbl: the restarted b never said it sends hand-off 2 again"
-sleep 6 # the scenario, not a verdict: c stays down past the 5 s after which the old b gave the hand-off up
-start dbl c; pc=$started
-wait "$pb"; rb=$?
-wait "$pc"; rc=$?
-wait "$pa"; ra=$?
-[ "$ra" -eq 0 ] || fail "dbl: a exited $ra"
-[ "$rb" -eq 0 ] || fail "dbl: restarted b exited $rb"
-[ "$rc" -eq 0 ] || fail "dbl: c exited $rc"
-check dbl '
+case_dbl() {
+    prepare dbl "a -> b -> c;"
+    start dbl a; pa=$started
+    start dbl b; pb=$started
+    wait_file "$W/dbl/b/sent/h2" 300 || fail "dbl: b never recorded its send"
+    kill -KILL "$pb"
+    wait "$pb" 2>/dev/null
+    start dbl b; pb=$started
+    wait_log "$W/dbl-b.log" "was sent before a restart, unacknowledged: sent again" 300 ||
+        fail "dbl: the restarted b never said it sends hand-off 2 again"
+    sleep 6 # the scenario, not a verdict: c stays down past the 5 s after which the old b gave the hand-off up
+    start dbl c; pc=$started
+    wait "$pb"; rb=$?
+    wait "$pc"; rc=$?
+    wait "$pa"; ra=$?
+    [ "$ra" -eq 0 ] || fail "dbl: a exited $ra"
+    [ "$rb" -eq 0 ] || fail "dbl: restarted b exited $rb"
+    [ "$rc" -eq 0 ] || fail "dbl: c exited $rc"
+    check dbl '
 b, c = r("b"), r("c")
 sent = [s for s in b["sent"] if s["to"] == "c"]
 assert sent and sent[0]["state"] in ("acked", "delivered"), sent
@@ -92,20 +114,21 @@ assert sent[0]["bundle_id"] in ids, ("c did not receive b'"'"'s bundle", sent[0]
 assert c["missing"] == [], c["missing"]
 assert sorted(p["node"] for p in c["provenance"]) == ["a", "b", "c"], c["provenance"]
 print("dbl: b restarted, c came up 6 s after b sent again; b -> c %s; c holds a, b, c" % sent[0]["state"])
-'
-
+    '
+}
 # 2. paused sender (b stays reachable for a's confirmation of its ACK at most send_deadline: 20 s here)
-prepare pause "a -> b;" 20
-start pause b; pb=$started
-start pause a; pa=$started
-wait_file "$W/pause/b/inbox/h1-*.pftb" 300 || fail "pause: b never stored a's bundle"
-kill -STOP "$pa"
-wait "$pb"; rb=$?
-[ "$rb" -eq 0 ] || fail "pause: b exited $rb"
-kill -CONT "$pa"
-wait "$pa"; ra=$?
-[ "$ra" -eq 0 ] || fail "pause: a exited $ra after it was continued"
-check pause '
+case_pause() {
+    prepare pause "a -> b;" 20
+    start pause b; pb=$started
+    start pause a; pa=$started
+    wait_file "$W/pause/b/inbox/h1-*.pftb" 300 || fail "pause: b never stored a's bundle"
+    kill -STOP "$pa"
+    wait "$pb"; rb=$?
+    [ "$rb" -eq 0 ] || fail "pause: b exited $rb"
+    kill -CONT "$pa"
+    wait "$pa"; ra=$?
+    [ "$ra" -eq 0 ] || fail "pause: a exited $ra after it was continued"
+    check pause '
 a, b = r("a"), r("b")
 s = a["sent"][0]
 assert s["state"] in ("delivered", "acked"), s
@@ -113,18 +136,22 @@ assert s["bundle_id"] in [x["bundle_id"] for x in b["received"]], (s, b["receive
 if s["state"] == "delivered":
     assert "b stored it" in s["reason"], s["reason"]
 print("pause: a continued after b left: %s (%s)" % (s["state"], s["reason"]))
-'
+    '
+}
+bg case_pause # mostly idle: b waits 20 s for the stopped a, then a continues
+bg case_dbl
 # 3. the launcher's reconciliation
 for case in ok absent; do
     # the absent b's hand-off is given up after send_deadline, so it is short there; the normal chain's nodes
-    # get generous deadlines, so that a slow start on a loaded machine is no lost hand-off
+    # get generous deadlines, so that a slow start on a loaded machine is no lost hand-off. c does not wait out
+    # its deadline for the absent b: PFT_TEST_GONE=b (test-hook builds) makes that hand-off due at once
     dl="deadline = 300; send_deadline = 120;"
     [ "$case" = absent ] && dl="deadline = 20; send_deadline = 4;"
     printf 'digraph rec%s {\n  dataset = "%s"; partition = iid; samples = 40; k = 1; cov = diag; max_iter = 20;\n  %s\n  a -> b -> c;\n}\n' \
         "$case" "$DATA" "$dl" >"$W/rec$case.dot"
-    extra=()
-    [ "$case" = absent ] && extra=(--absent b --keep-going)
-    "$PFT_BIN/pftnet" launch "$W/rec$case.dot" --out "$W/rec$case" --no-baselines --quiet "${extra[@]}" \
+    extra=() gone=
+    [ "$case" = absent ] && extra=(--absent b --keep-going) gone=b
+    PFT_TEST_GONE=$gone "$PFT_BIN/pftnet" launch "$W/rec$case.dot" --out "$W/rec$case" --no-baselines --quiet "${extra[@]}" \
         >"$W/rec$case.out" 2>"$W/rec$case.err"
     code=$?
     want=0
@@ -164,7 +191,8 @@ PY
 #    and b absent: "unverified" (no record to check against), exit 0, as a's hand-off did not fail.
 printf 'digraph rec2 {\n  dataset = "%s"; partition = iid; samples = 40; k = 1; cov = diag; max_iter = 20;\n  deadline = 300; send_deadline = 120;\n  a -> b;\n}\n' \
     "$DATA" >"$W/rec2.dot"
-for case in contradiction unverified; do
+case_rec2() { # contradiction | unverified
+    local case=$1
     out=$W/rec$case
     "$PFT_BIN/pftnet" launch "$W/rec2.dot" --out "$out" --no-baselines --quiet >"$out.out1" 2>"$out.err1" ||
         fail "rec$case: the first launch exited $?: $(tail -n 5 "$out.err1")"
@@ -192,7 +220,9 @@ print("%s: a acked, results.json says %s" % (sys.argv[2], h[0]["verdict"]))
 PY
     "$PY" "$PFT_SOURCE_DIR/tests/launch_check.py" --pftnet "$PFT_BIN/pftnet" "$out" >"$out.lc" 2>&1 ||
         fail "rec$case: $(cat "$out.lc")"
-done
+}
+bg case_rec2 unverified # beside the contradiction case: its own folder
+case_rec2 contradiction
 # 5. a node restarted with a changed bundle: chain a -> b runs to the end (a's out/acked/h1 names the bundle b
 #    stored); a's rows are then replaced (b's) and a restarted alone. Its bundle is another one, so the old
 #    acknowledgement is not its: it must send the new bundle (b is gone: it keeps trying; the test stops it once
@@ -221,5 +251,7 @@ wait "$pa" 2>/dev/null
 new=$(sed -n 's/.*sending [a-z]* bundle \([0-9a-f]*\) to b.*/\1/p' "$W/chg-a.log" | head -n 1)
 [ -n "$new" ] && [ "${old:0:12}" != "$new" ] || fail "chg: a did not send a new bundle (earlier ${old:0:12}, now '$new')"
 echo "chg: a restarted with other rows sends bundle $new (b acknowledged ${old:0:12} before)"
+join # the background cases
 [ "$FAILED" -eq 0 ] && echo "e2e_handoff_faults: ok"
 exit "$FAILED"
+
