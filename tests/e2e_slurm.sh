@@ -43,18 +43,19 @@ done
 
 W=$(mktemp -d /tmp/pft_slurm_XXXXXX)
 chmod 700 "$W"
-PIDS=()
+PIDS=()  # the daemons
+LOCAL=() # the local launches while they run in the background (a launcher stops its nodes on SIGTERM)
 cleanup() {
-    local p i
-    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    local p i all=("${LOCAL[@]}" "${PIDS[@]}")
+    for p in "${all[@]}"; do kill -TERM "$p" 2>/dev/null; done
     for i in $(seq 1 50); do
         local alive=0
-        for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+        for p in "${all[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
         [ $alive = 0 ] && break
         sleep 0.1
     done
-    for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    for p in "${all[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    for p in "${all[@]}"; do wait "$p" 2>/dev/null; done
     for i in 1 2 3; do ip netns del "${TAG}h$i" 2>/dev/null; done
     if [ "$FAILED" = 0 ] && [ "${PFT_SLURM_KEEP:-0}" != 1 ]; then
         rm -rf "$W"
@@ -80,6 +81,21 @@ net() {
     done
 }
 net 2>"$W/net.err" || { fail "cannot make the hosts' namespaces and bridge: $(cat "$W/net.err")"; exit 1; }
+
+# ---- topologies: small models so that each run takes seconds under the sanitizers ----
+GMM="k = 3; cov = diag; prep = l2; max_iter = 20; em_draws = 2; head_draws = 1; samples = 60; seed = 5;"
+GMM="$GMM deadline = 120; send_deadline = 60; dataset = \"$DATA\"; partition = iid;"
+printf 'digraph ring8 {\n  start = a; %s\n  a -> b -> c -> d -> e -> f -> g -> h -> a;\n}\n' "$GMM" >"$W/ring8.dot"
+printf 'digraph chain5 {\n  %s\n  a -> b -> c -> d -> e;\n}\n' "$GMM" >"$W/chain5.dot"
+LAUNCH=(launch --no-baselines --log-level warn --timeout 240)
+IFACE=(--iface pft0) # the hosts' names resolve nowhere: each task takes its host's address on pft0
+
+# ---- the local launches the Slurm runs are compared with need no cluster (they run on this namespace's
+# loopback, up since net): they run while the daemons start and the refusals below are checked ----
+"$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/ring-local" >"$W/ring-local.out" 2>&1 &
+LOCAL+=($!)
+"$PFTNET" "${LAUNCH[@]}" "$W/chain5.dot" --out "$W/chain-local" >"$W/chain-local.out" 2>&1 &
+LOCAL+=($!)
 
 # ---- the cluster: munged, slurmctld on the login node, a slurmd in each host, all in the foreground of this
 # script ----
@@ -120,6 +136,9 @@ SelectTypeParameters=CR_CPU
 SlurmdParameters=config_overrides
 ReturnToService=2
 KillWait=5
+# completed jobs are never purged: sbatch --wait then asks every 2 s whether its job ended (with MinJobAge's
+# default, 300, it asks 2, 10, 42 s... after submitting, so a 16 s job returned at 42 s)
+MinJobAge=0
 NodeName=pfth1 NodeAddr=10.77.0.11 NodeHostname=pfth1 CPUs=3 State=UNKNOWN
 NodeName=pfth2 NodeAddr=10.77.0.12 NodeHostname=pfth2 CPUs=3 State=UNKNOWN
 NodeName=pfth3 NodeAddr=10.77.0.13 NodeHostname=pfth3 CPUs=3 State=UNKNOWN
@@ -144,14 +163,6 @@ up || {
 }
 echo "cluster up: slurmctld on $H (10.77.0.1:$CTLD_PORT), slurmd on ${HOSTS[*]} (10.77.0.11-13), 3 CPUs each"
 
-# ---- topologies: small models so that each run takes seconds under the sanitizers ----
-GMM="k = 3; cov = diag; prep = l2; max_iter = 20; em_draws = 2; head_draws = 1; samples = 60; seed = 5;"
-GMM="$GMM deadline = 120; send_deadline = 60; dataset = \"$DATA\"; partition = iid;"
-printf 'digraph ring8 {\n  start = a; %s\n  a -> b -> c -> d -> e -> f -> g -> h -> a;\n}\n' "$GMM" >"$W/ring8.dot"
-printf 'digraph chain5 {\n  %s\n  a -> b -> c -> d -> e;\n}\n' "$GMM" >"$W/chain5.dot"
-LAUNCH=(launch --no-baselines --log-level warn --timeout 240)
-IFACE=(--iface pft0) # the hosts' names resolve nowhere: each task takes its host's address on pft0
-
 # same NAME LOCAL SLURM [FIELDS]: every node's results agree (accuracies, rows, bytes; or FIELDS), each Slurm
 # node says its host
 same() {
@@ -169,44 +180,6 @@ for i in na:
 print("  %d nodes identical, e.g. %s: %.4f / %.4f" % (len(na), i, nb[i]["accuracy_local"], nb[i]["accuracy_global"]))
 PY
 }
-
-# ---- the ring through salloc, the chain through sbatch, each against its local launch ----
-"$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/ring-local" >"$W/ring-local.out" 2>&1 ||
-    fail "local ring exited $? ($(tail -3 "$W/ring-local.out"))"
-t0=$(date +%s)
-timeout 300 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/ring-slurm" --engine slurm "${IFACE[@]}" \
-    >"$W/ring-slurm.out" 2>&1 || fail "slurm ring exited $? ($(tail -5 "$W/ring-slurm.out"))"
-echo "ring8 through salloc -n 8: $(($(date +%s) - t0)) s"
-grep -q "pftnode processes with one srun step in job" "$W/ring-slurm.out" || fail "slurm ring: no srun step announced"
-same ring8 "$W/ring-local" "$W/ring-slurm"
-# the ring spans the three hosts: each node on its host's address, at the port it bound and reported
-python3 - "$W/ring-slurm" <<'PY' || fail "ring8: not spread over the hosts as expected"
-import json, re, sys
-d = sys.argv[1]
-addr = {"pfth1": "10.77.0.11", "pfth2": "10.77.0.12", "pfth3": "10.77.0.13"}
-nodes = json.load(open(d + "/results.json"))["nodes"]
-hosts = {}
-for n in nodes:
-    ep = open("%s/%s/endpoint" % (d, n["id"])).read().strip()
-    r = json.load(open("%s/%s/result.json" % (d, n["id"])))
-    m = re.fullmatch(r"tcp://([0-9.]+):(\d+)", ep)
-    assert m and m.group(1) == addr[n["host"]] and int(m.group(2)) > 0, (n["id"], n["host"], ep)
-    assert r["endpoint"] == ep, (n["id"], r["endpoint"], ep)
-    hosts.setdefault(n["host"], []).append(n["id"])
-assert len(hosts) == 3, hosts
-print("  ring8 over %s" % ", ".join("%s (%s): %s" % (h, addr[h], " ".join(sorted(v))) for h, v in sorted(hosts.items())))
-PY
-grep -q 'endpoint *= *"tcp://10.77.0.1[123]:0"' "$W/ring-slurm/topology.dot" ||
-    fail "ring8: the launcher did not give open ports on the hosts' addresses: $(grep endpoint "$W/ring-slurm/topology.dot" | head -3)"
-
-"$PFTNET" "${LAUNCH[@]}" "$W/chain5.dot" --out "$W/chain-local" >"$W/chain-local.out" 2>&1 ||
-    fail "local chain exited $? ($(tail -3 "$W/chain-local.out"))"
-t0=$(date +%s)
-timeout 300 sbatch --wait -n 6 -o "$W/chain-slurm.out" \
-    --wrap "'$PFTNET' ${LAUNCH[*]} '$W/chain5.dot' --out '$W/chain-slurm' --engine slurm ${IFACE[*]}" >/dev/null ||
-    fail "slurm chain (sbatch) exited $? ($(tail -5 "$W/chain-slurm.out"))"
-echo "chain5 through sbatch --wait -n 6: $(($(date +%s) - t0)) s"
-same chain5 "$W/chain-local" "$W/chain-slurm"
 
 # ---- refused before any peer starts ----
 # expect NAME RC PATTERN OUTFILE CODE DIR: exit code RC is CODE, OUTFILE has the message, no node of DIR started
@@ -251,6 +224,44 @@ sed 's|^  a -> b|  a [endpoint = "tcp://127.0.0.1:5000"];\n  a -> b|' "$W/ring8.
 timeout 120 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/loop.dot" --out "$W/loop" --engine slurm "${IFACE[@]}" \
     >"$W/loop.out" 2>&1
 expect "loopback endpoint on 3 hosts" $? "can only be reached on its own host, and job [0-9]* spans 3 hosts" "$W/loop.out" 2 "$W/loop"
+
+# ---- the ring through salloc, the chain through sbatch, each against its local launch (ended first, so that
+# its nodes and the Slurm ones never share the cores) ----
+wait "${LOCAL[0]}" || fail "local ring exited $? ($(tail -3 "$W/ring-local.out"))"
+wait "${LOCAL[1]}" || fail "local chain exited $? ($(tail -3 "$W/chain-local.out"))"
+LOCAL=()
+t0=$(date +%s)
+timeout 300 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/ring-slurm" --engine slurm "${IFACE[@]}" \
+    >"$W/ring-slurm.out" 2>&1 || fail "slurm ring exited $? ($(tail -5 "$W/ring-slurm.out"))"
+echo "ring8 through salloc -n 8: $(($(date +%s) - t0)) s"
+grep -q "pftnode processes with one srun step in job" "$W/ring-slurm.out" || fail "slurm ring: no srun step announced"
+same ring8 "$W/ring-local" "$W/ring-slurm"
+# the ring spans the three hosts: each node on its host's address, at the port it bound and reported
+python3 - "$W/ring-slurm" <<'PY' || fail "ring8: not spread over the hosts as expected"
+import json, re, sys
+d = sys.argv[1]
+addr = {"pfth1": "10.77.0.11", "pfth2": "10.77.0.12", "pfth3": "10.77.0.13"}
+nodes = json.load(open(d + "/results.json"))["nodes"]
+hosts = {}
+for n in nodes:
+    ep = open("%s/%s/endpoint" % (d, n["id"])).read().strip()
+    r = json.load(open("%s/%s/result.json" % (d, n["id"])))
+    m = re.fullmatch(r"tcp://([0-9.]+):(\d+)", ep)
+    assert m and m.group(1) == addr[n["host"]] and int(m.group(2)) > 0, (n["id"], n["host"], ep)
+    assert r["endpoint"] == ep, (n["id"], r["endpoint"], ep)
+    hosts.setdefault(n["host"], []).append(n["id"])
+assert len(hosts) == 3, hosts
+print("  ring8 over %s" % ", ".join("%s (%s): %s" % (h, addr[h], " ".join(sorted(v))) for h, v in sorted(hosts.items())))
+PY
+grep -q 'endpoint *= *"tcp://10.77.0.1[123]:0"' "$W/ring-slurm/topology.dot" ||
+    fail "ring8: the launcher did not give open ports on the hosts' addresses: $(grep endpoint "$W/ring-slurm/topology.dot" | head -3)"
+
+t0=$(date +%s)
+timeout 300 sbatch --wait -n 6 -o "$W/chain-slurm.out" \
+    --wrap "'$PFTNET' ${LAUNCH[*]} '$W/chain5.dot' --out '$W/chain-slurm' --engine slurm ${IFACE[*]}" >/dev/null ||
+    fail "slurm chain (sbatch) exited $? ($(tail -5 "$W/chain-slurm.out"))"
+echo "chain5 through sbatch --wait -n 6: $(($(date +%s) - t0)) s"
+same chain5 "$W/chain-local" "$W/chain-slurm"
 
 # ---- a peer killed mid-run stops the run, named ----
 timeout 300 salloc -n 8 "$PFTNET" "${LAUNCH[@]}" "$W/ring8.dot" --out "$W/kill" --engine slurm "${IFACE[@]}" \
