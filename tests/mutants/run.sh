@@ -3,8 +3,12 @@
 # of the source tree, builds the sanitizer test configuration there, runs the mutant's ctests and reports whether
 # they killed it (a test failed) or it survived. Exit 0 when every selected mutant was killed, 1 when one
 # survived or did not apply (its original text not found exactly once) or did not build.
-# Usage: tests/mutants/run.sh [--src DIR] [--list FILE] [--fast] [--no-baseline] [NAME-REGEX]
+# Usage: tests/mutants/run.sh [--src DIR] [--list FILE] [--fast] [--no-baseline] [--build-type T] [--c-flags F]
+#                             [NAME-REGEX]
 #   --src DIR    the source tree to copy (default: the tree this script is in); CMake passes it for ctest
+#   --build-type T, --c-flags F  the scratch build's CMAKE_BUILD_TYPE and its CMAKE_C_FLAGS_<T> (default: Debug and
+#                "-g -O1", as tests/run builds build-test/); ctest passes its own build's, so that a mutant's test
+#                is compiled as in the suite
 #   --list FILE  the mutant list (default: DIR/tests/mutants/mutants.txt)
 #   --fast       only the mutants marked `fast: yes` (CI's default suite runs these: ctest mutants_fast)
 #   --no-baseline  do not first run the selected mutants' tests on the unmutated tree (they must pass there)
@@ -24,12 +28,16 @@ LIST=""
 ONLY=.
 FAST=no
 BASELINE=yes
+BUILD_TYPE=Debug
+C_FLAGS="-g -O1"
 while [ $# -gt 0 ]; do
     case $1 in
     --src) SRC=$(cd "$2" && pwd) && shift 2 || exit 1 ;;
     --list) LIST=$2 && shift 2 ;;
     --fast) FAST=yes && shift ;;
     --no-baseline) BASELINE=no && shift ;;
+    --build-type) BUILD_TYPE=$2 && shift 2 ;;
+    --c-flags) C_FLAGS=$2 && shift 2 ;;
     *) ONLY=$1 && shift ;;
     esac
 done
@@ -71,15 +79,51 @@ for n in names:
 print(f"scratch {dst}: {copied} of {len(names)} files copied")
 ' "$SRC" "$WORK" || { echo "cannot copy the tree"; exit 1; }
 t0=$(date +%s)
-cmake -S "$WORK" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Debug -DPFT_SANITIZE=ON -DPFT_TEST_HOOKS=ON -DPFT_WERROR=ON \
+# Ninja when there is one (.ci/install-deps installs it): Make's recursive dependency checks cost seconds of CPU
+# per `cmake --build --target` even when nothing changed, and a run builds once per mutant. A scratch build made
+# by the other generator is started again (CMake refuses to switch generators in place).
+GEN=()
+command -v ninja >/dev/null && GEN=(-G Ninja)
+want=$([ ${#GEN[@]} -gt 0 ] && echo Ninja || echo "Unix Makefiles")
+if [ -f "$WORK/build/CMakeCache.txt" ] && ! grep -qx "CMAKE_GENERATOR:INTERNAL=$want" "$WORK/build/CMakeCache.txt"; then
+    rm -rf "$WORK/build"
+fi
+cmake -S "$WORK" -B "$WORK/build" "${GEN[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
+    "-DCMAKE_C_FLAGS_${BUILD_TYPE^^}=$C_FLAGS" -DPFT_SANITIZE=ON -DPFT_TEST_HOOKS=ON -DPFT_WERROR=ON \
     -DPFT_MUTANTS=OFF >/dev/null || exit 1
-cmake --build "$WORK/build" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p' >"$TOP/targets"
-# The build targets that the ctests matching regex $1 run: their executables (a script's name is no target) and
-# the programs (the end-to-end tests start pftnet and pftnode).
-targets_for() {
-    (cd "$WORK/build" && ctest -N -R "$1" | sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p' | grep -Fxf "$TOP/targets" |
-        tr '\n' ' ')
-    echo pftnode pftnet
+cmake --build "$WORK/build" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p; s/^\([^ /:]*\): phony$/\1/p' >"$TOP/targets"
+# build_for REGEX: builds what the ctests matching REGEX run, into $TOP/build.log: their executables (a test named
+# as a target runs it; a script's name is no target) and, only when one of them may start a node, pftnode and
+# pftnet: a test whose command is not a program of this build (the e2e_*.sh scripts drive the programs) or an
+# executable whose text names a path to either (the C end-to-end tests build "%s/node/pftnode", the launch library
+# "%s/pftnode"). A unit test that names neither cannot start them, and linking both for each mutant was most of
+# a mutant's build.
+build_for() {
+    local targets commands programs=no kind path
+    targets=$(cd "$WORK/build" && ctest -N -R "$1" | sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p' |
+        grep -Fxf "$TOP/targets" | tr '\n' ' ')
+    if [ -n "$targets" ]; then
+        # shellcheck disable=SC2086 # target names have no spaces
+        $NICE cmake --build "$WORK/build" -j2 --target $targets >>"$TOP/build.log" 2>&1 || return 1
+    fi
+    # each test's command, now that its executable exists (ctest names no command for a missing one)
+    commands=$(cd "$WORK/build" && ctest --show-only=json-v1 -R "$1" | python3 -c '
+import json, os, sys
+build = sys.argv[1]
+for t in json.load(sys.stdin)["tests"]:
+    cmd = (t.get("command") or [""])[0]
+    print("exe" if cmd.startswith(build + "/") and os.path.isfile(cmd) else "other", cmd)
+' "$WORK/build") || return 1
+    while read -r kind path; do
+        [ "$kind" = exe ] && ! grep -aqE '/pftn(ode|et)' "$path" && continue
+        [ -n "$kind" ] && programs=yes
+    done <<<"$commands"
+    if [ $programs = yes ]; then
+        $NICE cmake --build "$WORK/build" -j2 --target pftnode pftnet >>"$TOP/build.log" 2>&1 || return 1
+    else
+        # none of these tests starts them: a copy left from another mutant must not stand in for the sources'
+        rm -f "$WORK/build/node/pftnode" "$WORK/build/node/pftnet"
+    fi
 }
 # the selected mutants as NAME<TAB>FILE<TAB>FROM<TAB>TO<TAB>TESTS lines
 python3 - "$LIST" "$ONLY" "$FAST" >"$TOP/list" <<'PY' || exit 1
@@ -105,8 +149,8 @@ PY
 # every selected mutant's tests, built and (unless --no-baseline) passing on the unmutated tree: a test that
 # fails there would "kill" every mutant
 all_tests=$(cut -f5 "$TOP/list" | paste -sd'|')
-$NICE cmake --build "$WORK/build" -j2 --target $(targets_for "$all_tests") >"$TOP/build.log" 2>&1 ||
-    { tail -20 "$TOP/build.log"; exit 1; }
+: >"$TOP/build.log"
+build_for "$all_tests" || { tail -20 "$TOP/build.log"; exit 1; }
 echo "scratch build: $(($(date +%s) - t0)) s"
 if [ $BASELINE = yes ]; then
     t0=$(date +%s)
@@ -136,7 +180,8 @@ PY
         continue
     fi
     # build only what the mutant's tests run
-    if ! $NICE cmake --build "$WORK/build" -j2 --target $(targets_for "$tests") >"$TOP/build.log" 2>&1; then
+    : >"$TOP/build.log"
+    if ! build_for "$tests"; then
         echo "BROKEN   $name: does not build ($(grep -m1 error "$TOP/build.log"))"
         broken=$((broken + 1))
     elif (cd "$WORK/build" && $NICE ctest -R "$tests" -E '^mutants' --no-tests=error --timeout 1800 >"$TOP/ctest.log" 2>&1); then
