@@ -2,6 +2,7 @@
  * with the same result as an undisturbed run (same accuracy, identical outbound bundle bytes), and no bundle
  * is lost or applied twice. Needs the PFT_TEST_HOOKS build (tests/run), whose pftnode honours PFT_CRASH_AT.
  */
+#include "pft_e2e_run.h"
 #include "pft_test.h"
 
 #include "pft_bundle.h"
@@ -500,13 +501,5 @@ int main(void)
     RUN(test_mid_em);
     RUN(test_retry_pending);
     RUN(test_after_forward);
-    int rc = pft_test_done();
-    if (rc == 0) {
-        snprintf(cmd, sizeof cmd, "rm -rf %s", s_tmp);
-        if (sh(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", s_tmp);
-    } else {
-        fprintf(stderr, "outputs kept in %s\n", s_tmp);
-    }
-    return rc;
+    return pft_e2e_finish(s_tmp, pft_test_done());
 }

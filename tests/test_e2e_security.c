@@ -224,8 +224,9 @@ static void write_pb(const char *path, int keyed, int pb, double deadline, int m
 }
 
 /* b finished in out with p's bundle stored in out/inbox/: flips one byte in the middle of that stored file
- * and restarts b (with a 4 s deadline, since p is gone): the corrupt bundle must be reported (log at error
- * level, refusals, rejected), renamed aside and not used: b trains on its own data, p is missing. */
+ * and restarts b (p is gone: with the test hooks its hand-off is due at once, PFT_TEST_GONE, else after a 4 s
+ * deadline): the corrupt bundle must be reported (log at error level, refusals, rejected), renamed aside and
+ * not used: b trains on its own data, p is missing. */
 static void corrupt_and_restart(const char *out, const char *from, int insecure)
 {
     char cmd[600];
@@ -256,7 +257,9 @@ static void corrupt_and_restart(const char *out, const char *from, int insecure)
     char topo[300];
     snprintf(topo, sizeof topo, "%s/short.dot", s_tmp);
     write_pb(topo, !insecure, b_port(), 4, 0);
+    setenv("PFT_TEST_GONE", from, 1);
     pid_t pid = start_b_opt(topo, out, insecure);
+    unsetenv("PFT_TEST_GONE");
     CHECK(wait_code(pid, HANG_S) == 16); /* it went on without p: degraded */
     json_t *r = load_result(out);
     CHECK(r != NULL);

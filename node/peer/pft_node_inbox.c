@@ -355,10 +355,11 @@ static int settle_missing(node_t *nd, const pft_stage_t *st, size_t missing)
     return 1;
 }
 
-/* Test hook: PFT_TEST_GONE=<id>[,<id>...]: the hand-off of a listed predecessor that has not delivered is past
- * its deadline as soon as no other hand-off of the stage is still waiting. A test of a predecessor that never
- * comes then waits for the others' bundles (a condition), not for the deadline's seconds, which must stay long
- * enough for the others on a loaded machine. 1 when the listed ones are due now. */
+/* Test hook: PFT_TEST_GONE=<id>[@<lap>][,...]: the hand-off of a listed predecessor (in every lap, or in lap
+ * <lap> only) that has not delivered is past its deadline as soon as no other hand-off of the stage is still
+ * waiting. A test of a predecessor that never comes then waits for the others' bundles (a condition), not for
+ * the deadline's seconds, which must stay long enough for the others on a loaded machine. 1 when the listed
+ * ones are due now. */
 static int gone_early(const node_t *nd, const pft_stage_t *st, double now)
 {
     int listed = 0;
@@ -367,7 +368,10 @@ static int gone_early(const node_t *nd, const pft_stage_t *st, double now)
             const inbound_t *s = &nd->hand.in[i];
             if (s->handoff != st->recv[j] || s->bundle || now > s->deadline || s->gone_on)
                 continue;
-            if (!pft_node__test_listed("PFT_TEST_GONE", s->from))
+            char in_lap[256]; /* an id too long for it never matches */
+            snprintf(in_lap, sizeof in_lap, "%s@%d", s->from, st->lap);
+            if (!pft_node__test_listed("PFT_TEST_GONE", s->from) &&
+                !pft_node__test_listed("PFT_TEST_GONE", in_lap))
                 return 0;
             listed = 1;
         }
