@@ -31,6 +31,15 @@ int pft_node__test_hook(const node_t *nd, const char *var)
     return v && nd->me && strcmp(v, nd->me->id) == 0;
 }
 
+const char *pft_node__test_arg(const node_t *nd, const char *var)
+{
+    const char *v = getenv(var);
+    size_t n = nd->me ? strlen(nd->me->id) : 0;
+    if (!v || !n || strncmp(v, nd->me->id, n) != 0 || (v[n] != '\0' && v[n] != ':'))
+        return NULL;
+    return v + n;
+}
+
 int pft_node__test_listed(const char *var, const char *id)
 {
     size_t n = strlen(id);

@@ -446,20 +446,18 @@ static int record_answer(const node_t *nd, const pft_secmsg_t *m)
     return rc;
 }
 
-
 /* Test hook: PFT_TEST_REVEAL_LATE=<id> holds member <id>'s reveal REVEAL_LATE_S after the declaration came;
  * PFT_TEST_REVEAL_LATE=<id>:until=<path> holds it until the file path exists (a test ends the hold on a
  * condition, e.g. once a late bundle was refused), at most 20 minutes. */
 static int reveal_held(const node_t *nd)
 {
 #ifdef PFT_TEST_HOOKS
-    const char *v = getenv("PFT_TEST_REVEAL_LATE");
-    size_t n = nd->me ? strlen(nd->me->id) : 0;
-    if (!v || !n || strncmp(v, nd->me->id, n) != 0 || (v[n] != '\0' && v[n] != ':'))
+    const char *a = pft_node__test_arg(nd, "PFT_TEST_REVEAL_LATE");
+    if (!a)
         return 0;
     double since = pft_fsio_now() - nd->drop.asked_at;
-    if (strncmp(v + n, ":until=", 7) == 0)
-        return since < 1200.0 && access(v + n + 7, F_OK) != 0;
+    if (strncmp(a, ":until=", 7) == 0)
+        return since < 1200.0 && access(a + 7, F_OK) != 0;
     return since < REVEAL_LATE_S;
 #else
     (void)nd;

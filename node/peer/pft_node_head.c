@@ -30,16 +30,15 @@ static int bodies_gone(const node_t *nd)
 
 static void busy_point(node_t *nd)
 {
-    const char *v = getenv("PFT_TEST_BUSY");
-    size_t n = strlen(nd->me->id);
-    if (!v || strncmp(v, nd->me->id, n) != 0 || v[n] != ':')
+    const char *a = pft_node__test_arg(nd, "PFT_TEST_BUSY");
+    if (!a || *a != ':')
         return;
-    int deaf = strstr(v + n + 1, ":deaf") != NULL;
-    const char *until = strstr(v + n + 1, ":until=");
+    int deaf = strstr(a + 1, ":deaf") != NULL;
+    const char *until = strstr(a + 1, ":until=");
     until = until ? until + strlen(":until=") : NULL;
-    pft_warn("test hook: busy for %g ms%s%s%s", atof(v + n + 1), deaf ? " without serving the transport" : "",
+    pft_warn("test hook: busy for %g ms%s%s%s", atof(a + 1), deaf ? " without serving the transport" : "",
              until ? " or until this file exists: " : "", until ? until : "");
-    double end = pft_fsio_now() + atof(v + n + 1) / 1000;
+    double end = pft_fsio_now() + atof(a + 1) / 1000;
     /* deaf once what it sends has left: the test is of an ACK it cannot read, not of a body it never sent */
     while (deaf && nd->hand.tp && !bodies_gone(nd) && pft_fsio_now() < end)
         pft_node__loop_yield(nd);

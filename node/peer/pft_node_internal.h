@@ -389,6 +389,8 @@ void pft_node__set_status(node_t *nd, const char *state, const char *detail); /*
 void pft_node__crash_point(const char *point);              /* SIGKILL here if PFT_CRASH_AT=<point> */
 int pft_node__test_hook(const node_t *nd, const char *var); /* 1 if the env var var names this node's id */
 int pft_node__test_listed(const char *var, const char *id);  /* 1 if env var var (a,b,...) lists id */
+/* What env var var says to this node: NULL unless it is "<id>" or "<id>:<args>"; else "" or ":<args>". */
+const char *pft_node__test_arg(const node_t *nd, const char *var);
 #else
 #define pft_node__crash_point(point) ((void)0)
 #define pft_node__test_hook(nd, var) 0
