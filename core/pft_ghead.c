@@ -37,6 +37,7 @@ typedef struct {
     /* trid (the evidence): W = Q T Qᵀ, E Q's reflectors, lam T's eigenvalues, Σ_α⁻¹ by tridiagonal solves */
     int trid;
     double *td, *te, *tau; /* trid: T's diagonal, off-diagonal, the reflectors' scales (d each) */
+    double *diag;          /* trid, not lent: W's diagonal, for the way back to W (eig_to_eigenbasis) */
     int lent;              /* E is the statistics' own scatter, lent (evidence_run): never freed here */
 } eig_t;
 
@@ -54,6 +55,7 @@ static void eig_free(eig_t *e)
     PFT_FREE(e->td);
     PFT_FREE(e->te);
     PFT_FREE(e->tau);
+    PFT_FREE(e->diag);
 }
 
 /* The noisy components' counts, noise and class slots (their means are projected with st's). */
@@ -101,8 +103,12 @@ static int eig_decompose(eig_t *e)
         e->td = pft_alloc_array((size_t)d, sizeof(double));
         e->te = pft_alloc_array((size_t)d, sizeof(double));
         e->tau = pft_alloc_array((size_t)d, sizeof(double));
-        rc = !e->td || !e->te || !e->tau ? pft_err(PFT_ENOMEM, "out of memory")
-                                         : pft_la_tridiag(e->E, d, e->td, e->te, e->tau);
+        if (!e->lent && (e->diag = pft_alloc_array((size_t)d, sizeof(double))) != NULL)
+            for (int i = 0; i < d; i++)
+                e->diag[i] = e->E[(size_t)i * d + i];
+        rc = !e->td || !e->te || !e->tau || (!e->lent && !e->diag)
+                 ? pft_err(PFT_ENOMEM, "out of memory")
+                 : pft_la_tridiag(e->E, d, e->td, e->te, e->tau);
         if (rc == 0)
             rc = pft_la_tridiag_eigvals(e->td, e->te, d, e->lam);
     }
@@ -683,57 +689,91 @@ int pft_ghead__evidence_basis(pft_gstat_t *st, const float *x, const int32_t *y,
 }
 
 /* The linear head of LDA at shrinkage α: one row per label (a label without statistics gets GH_NO_CLASS),
- * or with noisy components one row per component (h->comp_label). */
+ * or with noisy components one row per component (h->comp_label). In the eigenbasis Σ_α is the diagonal D;
+ * in the tridiagonal basis (e->trid) it is β T + t I, solved (dpttrs) and taken back by Q: the same head up
+ * to rounding, without W's eigenvectors. 1 (h untouched) when the tridiagonal basis cannot compute it exactly
+ * (a floored diagonal, or β T + t I not numerically positive definite): the eigenbasis can. */
 static int lda_build(const eig_t *e, double alpha, int C, pft_ghead_t *h)
 {
     int d = e->d, K = e->S + e->X, rows = e->X ? K : C;
     double Nall = e->N + e->Nx, trinv = 0, trinv2 = 0;
     float *wb = pft_calloc((size_t)rows * (d + 1), sizeof(float));
     double *D = pft_alloc_array((size_t)d, sizeof(double));
-    double *a = pft_alloc_array((size_t)d, sizeof(double));
+    double *A = pft_alloc_array((size_t)K * d + 1, sizeof(double));
     double *w = pft_alloc_array((size_t)d, sizeof(double));
     double *mbar = pft_calloc((size_t)d, sizeof(double));
-    h->comp_label = e->X ? pft_alloc_array((size_t)K, sizeof(int)) : NULL;
-    int rc = (!wb || !D || !a || !w || !mbar || (e->X && !h->comp_label))
+    double *pd = e->trid ? pft_alloc_array((size_t)d, sizeof(double)) : NULL;
+    double *pe = e->trid ? pft_alloc_array((size_t)d, sizeof(double)) : NULL;
+    int *comp = e->X ? pft_alloc_array((size_t)K, sizeof(int)) : NULL;
+    int rc = (!wb || !D || !A || !w || !mbar || (e->trid && (!pd || !pe)) || (e->X && !comp))
                  ? pft_err(PFT_ENOMEM, "gaussian head: out of memory")
                  : 0;
+    if (rc == 0 && !pft_ghead__shrunk_diag(e->lam, d, e->N, e->sumlam, alpha, D) && e->trid)
+        rc = 1;
+    if (rc == 0 && e->trid) { /* Σ_α = β T + t I in the tridiagonal basis, as trid_solves makes it */
+        double beta = (1.0 - alpha) / e->N, t = e->sumlam / (e->N * d);
+        for (int i = 0; i < d; i++) {
+            pd[i] = beta * e->td[i] + alpha * t;
+            pe[i] = beta * e->te[i];
+        }
+        if (pft_la_pt_factor(pd, pe, d))
+            rc = 1;
+    }
     if (rc == 0) {
-        pft_ghead__shrunk_diag(e->lam, d, e->N, e->sumlam, alpha, D);
         for (int i = 0; i < d; i++) {
             trinv += 1.0 / D[i];
             trinv2 += 1.0 / (D[i] * D[i]);
         }
-        double bonus = pft_ghead__noise_bonus(trinv, trinv2);
         for (int c = 0; c < K; c++)
             cblas_daxpy(d, e->n[c] / Nall, e->Mt + (size_t)c * d, 1, mbar, 1);
+        for (int c = 0; c < K; c++)
+            for (int i = 0; i < d; i++) {
+                double v = e->Mt[(size_t)c * d + i] - mbar[i];
+                A[(size_t)c * d + i] = e->trid ? v : v / D[i];
+            }
+        if (e->trid) /* a_c = Σ_α⁻¹ (m_c − m̄) */
+            pft_la_pt_solve_rows(pd, pe, d, A, K);
+    }
+    if (rc == 0) {
+        double bonus = pft_ghead__noise_bonus(trinv, trinv2);
         for (int l = 0; l < rows; l++)
             wb[(size_t)l * (d + 1) + d] = (float)GH_NO_CLASS;
-        for (int c = 0; c < K; c++) {
-            const double *mc = e->Mt + (size_t)c * d;
+        for (int c = 0; rc == 0 && c < K; c++) {
+            const double *mc = e->Mt + (size_t)c * d, *a = A + (size_t)c * d;
             double b = log(e->n[c] / Nall) + 0.5 * e->tau2[c] * bonus;
-            for (int i = 0; i < d; i++) {
-                a[i] = (mc[i] - mbar[i]) / D[i];
+            for (int i = 0; i < d; i++)
                 b -= 0.5 * a[i] * (mc[i] + mbar[i]);
+            if (e->trid) {
+                memcpy(w, a, (size_t)d * sizeof(double));
+                rc = pft_la_tridiag_q_rows(e->E, e->tau, d, w, 1);
+            } else {
+                cblas_dgemv(CblasRowMajor, CblasTrans, d, d, 1.0, e->E, d, a, 1, 0.0, w, 1);
             }
-            cblas_dgemv(CblasRowMajor, CblasTrans, d, d, 1.0, e->E, d, a, 1, 0.0, w, 1);
             int row_i = e->X ? c : e->slot_label[e->slot[c]];
             if (e->X)
-                h->comp_label[c] = e->slot_label[e->slot[c]];
+                comp[c] = e->slot_label[e->slot[c]];
             float *row = wb + (size_t)row_i * (d + 1);
             for (int i = 0; i < d; i++)
                 row[i] = (float)w[i];
             row[d] = (float)b;
         }
+    }
+    if (rc == 0) {
         h->K = rows;
+        h->comp_label = comp;
+        comp = NULL;
         rc = pft_head_from_weights(rows, d, wb, &h->lin);
         if (rc != 0)
             rc = pft_err_wrap(rc, "gaussian head: LDA weights at α = %g", alpha);
     }
+    pft_free(comp);
     pft_free(wb);
     pft_free(D);
-    pft_free(a);
+    pft_free(A);
     pft_free(w);
     pft_free(mbar);
+    pft_free(pd);
+    pft_free(pe);
     return rc;
 }
 
@@ -799,12 +839,18 @@ static int choose_alpha_rule(const eig_t *e, const float *x, const int32_t *y, i
 
 /* pft_ghead_fit with the statistics' scatter available to be taken (NULL: copy it). */
 static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *y, int n, int n_classes,
-               const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info);
+               const pft_ghead_opts_t *opts, int eigen, pft_ghead_t **out, pft_ghead_info_t *info);
 
 int pft_ghead_fit(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                   const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info)
 {
-    return fit(st, NULL, x, y, n, n_classes, opts, out, info);
+    return fit(st, NULL, x, y, n, n_classes, opts, 0, out, info);
+}
+
+int pft_ghead__fit_basis(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                         const pft_ghead_opts_t *opts, int eigen, pft_ghead_t **out, pft_ghead_info_t *info)
+{
+    return fit(st, NULL, x, y, n, n_classes, opts, eigen, out, info);
 }
 
 int pft_ghead_fit_take(pft_gstat_t **st_p, const float *x, const int32_t *y, int n, int n_classes,
@@ -815,14 +861,69 @@ int pft_ghead_fit_take(pft_gstat_t **st_p, const float *x, const int32_t *y, int
     int rc = pft_ghead__check_args(st, n, n_classes, opts);
     if (rc == 0) {
         double *w = opts->kind == PFT_GHEAD_LDA ? pft_gstat_take_tied_scatter(st) : NULL;
-        rc = fit(st, w, x, y, n, n_classes, opts, out, info);
+        rc = fit(st, w, x, y, n, n_classes, opts, 0, out, info);
     }
     pft_gstat_destroy(st_p);
     return rc;
 }
 
+/* A tridiagonal e (not lent) in W's eigenbasis instead: W given back by the reduction, decomposed again and
+ * the means projected again (eig_init). */
+static int eig_to_eigenbasis(eig_t *e, const pft_ghead_opts_t *o)
+{
+    pft_la_trid_t t = {.n = e->d, .a = e->E, .tau = e->tau, .td = e->td, .te = e->te, .diag = e->diag};
+    double *w = NULL;
+    int rc = pft_la_trid_unreduce(&t, &w);
+    if (rc != 0)
+        return rc; /* e unaltered: no diagonal kept */
+    e->E = e->tau = e->td = e->te = e->diag = NULL;
+    const pft_gstat_t *st = e->st;
+    eig_free(e);
+    return eig_init(e, st, w, o, 0, 0);
+}
+
+/* α by its rule, then the head into h (inf: its figures). 1 when e is tridiagonal and cannot score or build
+ * exactly (h untouched): the caller goes to the eigenbasis and comes again. */
+static int fit_in(eig_t *e, const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                  const pft_ghead_opts_t *opts, pft_ghead_t *h, pft_ghead_info_t *inf)
+{
+    inf->oas_alpha = oas_alpha(e);
+    double alpha = inf->oas_alpha, lambda = opts->kind == PFT_GHEAD_QDA ? 0.5 : 1.0;
+    folds_t fs = {0};
+    int have_folds = 0;
+    int can_cv = n >= opts->min_cv_rows && inf->n_classes >= 2;
+    int rc = choose_alpha_rule(e, x, y, n, opts, &can_cv, &alpha, inf, &fs);
+    have_folds = rc == 0 && can_cv && opts->alpha == PFT_GHEAD_AUTO;
+    if (rc == 0 && opts->kind == PFT_GHEAD_QDA) {
+        if (opts->lambda != PFT_GHEAD_AUTO)
+            lambda = opts->lambda;
+        else if (can_cv) {
+            if (!have_folds) {
+                rc = pft_ghead__folds_make(&fs, st, y, n, opts->folds, opts->seed);
+                have_folds = rc == 0;
+                inf->folds = fs.F;
+                inf->cv_rows = fs.n;
+            }
+            if (rc == 0)
+                rc = pft_ghead__qda_cv(st, x, &fs, alpha, opts, &lambda, &inf->cv_acc);
+        }
+    }
+    if (rc == 0 && opts->kind == PFT_GHEAD_LDA && !(e->sumlam > 0))
+        isotropic(e, &alpha, inf);
+    if (rc == 0)
+        rc = opts->kind == PFT_GHEAD_LDA ? lda_build(e, alpha, n_classes, h)
+                                         : pft_ghead__qda_build(st, alpha, lambda, n_classes, opts, h);
+    if (have_folds)
+        pft_ghead__folds_free(&fs);
+    inf->alpha = alpha;
+    inf->lambda = opts->kind == PFT_GHEAD_QDA ? lambda : 1.0;
+    return rc;
+}
+
+/* LDA works in W's tridiagonal basis (one d×d: W's own storage holds the reflectors; no eigenvectors), or in
+ * its eigenbasis where that cannot score or build exactly, and with noisy components (their traces). */
 static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *y, int n, int n_classes,
-               const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info)
+               const pft_ghead_opts_t *opts, int eigen, pft_ghead_t **out, pft_ghead_info_t *info)
 {
     *out = NULL;
     int rc = pft_ghead__check_args(st, n, n_classes, opts);
@@ -830,9 +931,9 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
         pft_free(w);
         return rc;
     }
-    pft_ghead_info_t inf = {.kind = opts->kind, .lambda = 1.0, .cv_acc = NAN};
-    inf.n_classes = pft_gstat_n_classes(st);
-    inf.n_rows = pft_gstat_total(st);
+    pft_ghead_info_t base = {.kind = opts->kind, .lambda = 1.0, .cv_acc = NAN};
+    base.n_classes = pft_gstat_n_classes(st);
+    base.n_rows = pft_gstat_total(st);
     pft_ghead_t *h = pft_calloc(1, sizeof *h);
     if (!h) {
         pft_free(w);
@@ -842,48 +943,26 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
     h->C = n_classes;
     h->d = pft_gstat_dim(st);
     eig_t e;
-    rc = eig_init(&e, st, w, opts, 0, 0);
+    rc = eig_init(&e, st, w, opts, !eigen && opts->kind == PFT_GHEAD_LDA && opts->n_extra == 0, 0);
     if (rc != 0) {
         pft_free(h);
         return rc;
     }
     if (opts->on_iter)
         opts->on_iter(opts->on_iter_ctx);
-    inf.oas_alpha = oas_alpha(&e);
-    double alpha = inf.oas_alpha, lambda = opts->kind == PFT_GHEAD_QDA ? 0.5 : 1.0;
-    folds_t fs = {0};
-    int have_folds = 0;
-    int can_cv = n >= opts->min_cv_rows && inf.n_classes >= 2;
-    rc = choose_alpha_rule(&e, x, y, n, opts, &can_cv, &alpha, &inf, &fs);
-    have_folds = rc == 0 && can_cv && opts->alpha == PFT_GHEAD_AUTO;
-    if (rc == 0 && opts->kind == PFT_GHEAD_QDA) {
-        if (opts->lambda != PFT_GHEAD_AUTO)
-            lambda = opts->lambda;
-        else if (can_cv) {
-            if (!have_folds) {
-                rc = pft_ghead__folds_make(&fs, st, y, n, opts->folds, opts->seed);
-                have_folds = rc == 0;
-                inf.folds = fs.F;
-                inf.cv_rows = fs.n;
-            }
-            if (rc == 0)
-                rc = pft_ghead__qda_cv(st, x, &fs, alpha, opts, &lambda, &inf.cv_acc);
-        }
+    pft_ghead_info_t inf = base;
+    rc = fit_in(&e, st, x, y, n, n_classes, opts, h, &inf);
+    if (rc == 1 && e.trid) {
+        inf = base;
+        rc = eig_to_eigenbasis(&e, opts);
+        if (rc == 0)
+            rc = fit_in(&e, st, x, y, n, n_classes, opts, h, &inf);
     }
-    if (rc == 0 && opts->kind == PFT_GHEAD_LDA && !(e.sumlam > 0))
-        isotropic(&e, &alpha, &inf);
-    if (rc == 0)
-        rc = opts->kind == PFT_GHEAD_LDA ? lda_build(&e, alpha, n_classes, h)
-                                         : pft_ghead__qda_build(st, alpha, lambda, n_classes, opts, h);
-    if (have_folds)
-        pft_ghead__folds_free(&fs);
     eig_free(&e);
     if (rc != 0) {
         pft_ghead_destroy(&h);
-        return rc;
+        return rc == 1 ? pft_err(PFT_ENUMERIC, "gaussian head: no basis computes the head") : rc;
     }
-    inf.alpha = alpha;
-    inf.lambda = opts->kind == PFT_GHEAD_QDA ? lambda : 1.0;
     if (info)
         *info = inf;
     *out = h;

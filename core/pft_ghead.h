@@ -150,7 +150,9 @@ int pft_ghead_fit(const pft_gstat_t *st, const float *x, const int32_t *y, int n
                   const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info);
 
 /* pft_ghead_fit that takes the statistics (*st_p is destroyed and set to NULL, on success and on error): an
- * LDA head then decomposes the statistics' own scatter instead of a copy of it (a d×d matrix less). */
+ * LDA head then reduces the statistics' own scatter instead of a copy of it (a d×d matrix less). An LDA head
+ * without noisy components is computed in W's tridiagonal basis (no eigenvectors: one d×d in all), the same
+ * head as W's eigenbasis gives up to rounding; in the eigenbasis where it cannot be computed exactly there. */
 int pft_ghead_fit_take(pft_gstat_t **st_p, const float *x, const int32_t *y, int n, int n_classes,
                        const pft_ghead_opts_t *opts, pft_ghead_t **out, pft_ghead_info_t *info);
 

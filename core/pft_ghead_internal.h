@@ -85,5 +85,10 @@ void pft_ghead__qda_quad(const double *L, const double *mu, double *x, int n, in
  * pft_ghead_evidence_keep does). */
 int pft_ghead__evidence_basis(pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                               const pft_ghead_opts_t *opts, int eigen, pft_ghead_evidence_t *ev);
+/* pft_ghead_fit in W's tridiagonal basis (eigen 0: what pft_ghead_fit does for LDA without noisy components;
+ * the eigenbasis where it cannot score or build exactly) or in W's eigenbasis (eigen 1, the reference: the same
+ * head up to rounding). */
+int pft_ghead__fit_basis(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
+                         const pft_ghead_opts_t *opts, int eigen, pft_ghead_t **out, pft_ghead_info_t *info);
 
 #endif

@@ -196,6 +196,11 @@ int pft_la_tridiag_qt_rows(const double *a, const double *tau, int n, double *y,
     return ormtr(a, tau, n, 'T', y, rows, "tridiagonal basis");
 }
 
+int pft_la_tridiag_q_rows(const double *a, const double *tau, int n, double *y, int rows)
+{
+    return ormtr(a, tau, n, 'N', y, rows, "tridiagonal basis, back");
+}
+
 int pft_la_tridiag_eigvals(const double *td, const double *te, int n, double *w)
 {
     double *e = pft_alloc_array((size_t)n, sizeof *e);

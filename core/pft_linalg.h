@@ -47,6 +47,8 @@ int pft_la_tridiag(double *a, int n, double *td, double *te, double *tau);
 /* Each of the `rows` rows y_j (n doubles) of y ← Qᵀ y_j, Q from pft_la_tridiag (a, tau). 0, or PFT_ENOMEM
  * / PFT_ENUMERIC (y then unspecified). */
 int pft_la_tridiag_qt_rows(const double *a, const double *tau, int n, double *y, int rows);
+/* The way back: each row y_j ← Q y_j. 0, or PFT_ENOMEM / PFT_ENUMERIC (y then unspecified). */
+int pft_la_tridiag_q_rows(const double *a, const double *tau, int n, double *y, int rows);
 /* The eigenvalues of the tridiagonal T (td, te of pft_la_tridiag), ascending, into w[n] (dsterf, O(n²)). 0,
  * or PFT_ENOMEM / PFT_ENUMERIC. */
 int pft_la_tridiag_eigvals(const double *td, const double *te, int n, double *w);

@@ -253,6 +253,49 @@ static void test_part_release(void)
         pft_free(mr);
 }
 
+/* A part's scatter handed over (pft_bundle_take_part_scatter, a relay whose evidence holds the same W): the
+ * W handed is the part's, bit for bit; the bundle is refused by the encoder until the part's release is set,
+ * then encodes to the bytes of the same bundle that kept its W; what may not be taken is refused (dense form,
+ * a cap of 0, FULL or no such part, twice). */
+static void test_take_part_scatter(void)
+{
+    const int d = 10, q = 3;
+    pft_bundle_t *b = two_part_bundle(23, PFT_GSTAT_TIED, PFT_DTYPE_F32, d),
+                 *ref = two_part_bundle(23, PFT_GSTAT_TIED, PFT_DTYPE_F32, d);
+    size_t dd = (size_t)d * d;
+    double *w = NULL, *c = pft_alloc_array(dd, sizeof *c), *u = pft_alloc_array((size_t)d * q, sizeof *u),
+           *psi = pft_alloc_array((size_t)d, sizeof *psi);
+    CHECK(pft_bundle_take_part_scatter(b, 0, &w) == PFT_EINVAL && !w); /* dense form: the encoder needs W */
+    CHECK(pft_bundle_set_shared_rank(b, q) == 0 && pft_bundle_set_shared_rank(ref, q) == 0);
+    CHECK(pft_bundle_set_part_rank_cap(b, 1, 0) == 0 && pft_bundle_set_part_rank_cap(ref, 1, 0) == 0);
+    CHECK(pft_bundle_take_part_scatter(b, 1, &w) == PFT_EINVAL && !w); /* cap 0: psi is made from W */
+    CHECK(pft_bundle_take_part_scatter(b, 2, &w) == PFT_EINVAL && !w);
+    CHECK(pft_bundle_take_part_scatter(b, 0, &w) == 0 && w);
+    const double *wr = pft_gstat_tied_scatter(pft_bundle_part_stats(ref, 0));
+    CHECK(w && memcmp(w, wr, dd * sizeof *w) == 0);
+    CHECK(pft_gstat_tied_scatter(pft_bundle_part_stats(b, 0)) == NULL);
+    double *w2 = NULL;
+    CHECK(pft_bundle_take_part_scatter(b, 0, &w2) == PFT_EINVAL && !w2);
+    uint8_t *m = NULL, *mr = NULL;
+    size_t l = 0, lr = 0;
+    CHECK(pft_bundle_encode(b, &m, &l) == PFT_EINVAL && !m);
+    CHECK(strstr(pft_errmsg(), "scatter was handed over and no release was set") != NULL);
+    double n = (double)pft_gstat_total(pft_bundle_part_stats(ref, 0));
+    for (size_t j = 0; j < dd; j++)
+        c[j] = wr[j] / n;
+    CHECK(pft_gstat_lowrank_shared(c, d, q, u, psi) == 0);
+    CHECK(pft_bundle_set_part_release(b, 0, u, psi, q) == 0);
+    CHECK(pft_bundle_encode(b, &m, &l) == 0 && pft_bundle_encode(ref, &mr, &lr) == 0);
+    CHECK(m && mr && l == lr && memcmp(m, mr, l) == 0);
+    pft_bundle_t *full = two_part_bundle(23, PFT_GSTAT_FULL, PFT_DTYPE_F32, d);
+    CHECK(pft_bundle_set_shared_rank(full, q) == 0);
+    CHECK(pft_bundle_take_part_scatter(full, 0, &w2) == PFT_EINVAL && !w2);
+    pft_bundle_destroy(&full);
+    pft_bundle_destroy(&b);
+    pft_bundle_destroy(&ref);
+    pft_free(w), pft_free(c), pft_free(u), pft_free(psi), pft_free(m), pft_free(mr);
+}
+
 /* Hand-built low-rank shared fields: W = N·(U Uᵀ + diag psi) exactly; each rule refused. */
 static void test_lowrank_hand_built(void)
 {
@@ -361,6 +404,7 @@ int main(void)
     RUN(test_lowrank);
     RUN(test_rank_caps);
     RUN(test_part_release);
+    RUN(test_take_part_scatter);
     RUN(test_lowrank_hand_built);
     RUN(test_lowrank_hostile);
     return pft_test_done();

@@ -1,7 +1,8 @@
-/* Tests of pft_ghead_evidence's tridiagonal basis: the shrinkage evidence (per-α tallies of the
- * exact-downdate cross-validation of own rows) computed from W's Householder reduction with tridiagonal
- * solves equals the one computed in W's eigenbasis (the reference), on the bundled PACS subset and on
- * generated rows, with W singular (fewer rows than dimensions: α = 0 invalid) and regular. */
+/* Tests of the tridiagonal basis: the shrinkage evidence (per-α tallies of the exact-downdate
+ * cross-validation of own rows) and the LDA head (pft_ghead_fit: α by its rule, then the weights) computed
+ * from W's Householder reduction with tridiagonal solves equal the ones computed in W's eigenbasis (the
+ * reference), on the bundled PACS subset and on generated rows, with W singular (fewer rows than dimensions:
+ * α = 0 invalid) and regular. */
 #include <math.h>
 #include <string.h>
 
@@ -52,6 +53,57 @@ static void compare(const float *x, const int32_t *y, int n, const float *xo, co
     pft_gstat_destroy(&st0);
 }
 
+/* The LDA head of the statistics of (x, y, n) with own rows (xo, yo, no), fit both ways (alpha: fixed, or
+ * PFT_GHEAD_AUTO): the same rule and α, every row's class scores within 1e-9 of their largest magnitude, the
+ * same predictions on x (the head's weights are float32: rounding of the order of 1e-13 rarely shows); *rule_out: the rule both took. */
+static void compare_fit(const float *x, const int32_t *y, int n, const float *xo, const int32_t *yo, int no,
+                        int d, int C, double alpha, const char *what, const char **rule_out)
+{
+    pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d), *st0 = NULL;
+    CHECK(st && pft_gstat_add_rows(st, x, y, (size_t)n) == 0 && (st0 = pft_gstat_dup(st)));
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.seed = 5;
+    o.alpha = alpha;
+    pft_ghead_t *he = NULL, *ht = NULL;
+    pft_ghead_info_t ie, it;
+    int r1 = pft_ghead__fit_basis(st, xo, yo, no, C, &o, 1, &he, &ie);
+    int r2 = pft_ghead__fit_basis(st, xo, yo, no, C, &o, 0, &ht, &it);
+    CHECK_MSG(r1 == 0 && r2 == 0, "%s: %d %d %s", what, r1, r2, pft_errmsg());
+    CHECK_MSG(pft_gstat_equal(st, st0), "%s: the statistics changed", what);
+    double *se = pft_alloc_array((size_t)n * C, sizeof *se), *sc = pft_alloc_array((size_t)n * C, sizeof *sc);
+    int32_t *pe = pft_alloc_array((size_t)n, sizeof *pe), *pt = pft_alloc_array((size_t)n, sizeof *pt);
+    if (r1 == 0 && r2 == 0 && se && sc && pe && pt) {
+        /* a grid α equal; OAS's from T's eigenvalues (dsterf), W's up to rounding */
+        double tol = strcmp(it.rule, "oas") ? 0 : 1e-12;
+        CHECK_MSG(!strcmp(ie.rule, it.rule) && fabs(ie.alpha - it.alpha) <= tol,
+                  "%s: %s α %.17g in the eigenbasis, %s α %.17g", what, ie.rule, ie.alpha, it.rule, it.alpha);
+        CHECK(pft_ghead_scores(he, x, n, se) == 0 && pft_ghead_scores(ht, x, n, sc) == 0);
+        CHECK(pft_ghead_predict(he, x, n, pe) == 0 && pft_ghead_predict(ht, x, n, pt) == 0);
+        double worst = 0;
+        int differ = 0;
+        for (int i = 0; i < n; i++) {
+            double mx = 0;
+            for (int c = 0; c < C; c++)
+                mx = fmax(mx, fabs(se[(size_t)i * C + c]));
+            for (int c = 0; c < C; c++)
+                if (isfinite(se[(size_t)i * C + c]) || isfinite(sc[(size_t)i * C + c]))
+                    worst = fmax(worst, fabs(se[(size_t)i * C + c] - sc[(size_t)i * C + c]) / fmax(mx, 1e-300));
+            differ += pe[i] != pt[i];
+        }
+        CHECK_MSG(worst <= 1e-9, "%s: class scores differ by %.3g relative", what, worst);
+        CHECK_MSG(differ == 0, "%s: %d of %d predictions differ", what, differ, n);
+        fprintf(stderr, "  %s: rule %s, α %g both ways, scores within %.2g relative\n", what, it.rule, it.alpha,
+                worst);
+        *rule_out = it.rule;
+    }
+    pft_free(se), pft_free(sc), pft_free(pe), pft_free(pt);
+    pft_ghead_destroy(&he);
+    pft_ghead_destroy(&ht);
+    pft_gstat_destroy(&st);
+    pft_gstat_destroy(&st0);
+}
+
 /* Every k-th of the n rows (d each) into xo, yo; how many. */
 static int every(const float *x, const int32_t *y, int n, int d, int k, float *xo, int32_t *yo)
 {
@@ -84,6 +136,17 @@ static void test_pacs_small(void)
     int ns = every(pft_dataset_x(tr), pft_dataset_y(tr), n, d, 3, xs, ys);
     no = every(xs, ys, ns, d, 12, xo, yo);
     compare(xs, ys, ns, xo, yo, no, d, 7, "pacs-small, 700 rows");
+    const char *rule = "";
+    compare_fit(xs, ys, ns, xo, yo, no, d, 7, PFT_GHEAD_AUTO, "fit, 700 rows, α by cross-validation", &rule);
+    CHECK(!strcmp(rule, "cv"));
+    compare_fit(xs, ys, ns, xo, yo, 6, d, 7, PFT_GHEAD_AUTO, "fit, 700 rows, 6 own rows: OAS", &rule);
+    CHECK(!strcmp(rule, "oas"));
+    compare_fit(pft_dataset_x(tr), pft_dataset_y(tr), n, xo, yo, 0, d, 7, 0.3, "fit, 2100 rows, α 0.3", &rule);
+    CHECK(!strcmp(rule, "fixed"));
+    /* α = 0 with W singular: the eigenbasis floors Σ's diagonal, which the tridiagonal basis cannot: it
+     * falls back, and the head is the eigenbasis' */
+    compare_fit(xs, ys, ns, xo, yo, 0, d, 7, 0.0, "fit, 700 rows, α 0 (W singular)", &rule);
+    CHECK(!strcmp(rule, "fixed"));
     pft_free(xs);
     pft_free(xo);
     pft_free(ys);
@@ -107,6 +170,18 @@ static void test_generated(void)
     }
     compare(x, y, 30, x, y, 30, d, C, "generated, 30 rows in d = 48");
     compare(x, y, N, x, y, 120, d, C, "generated, 400 rows in d = 48");
+    const char *rule = "";
+    compare_fit(x, y, N, x, y, 120, d, C, PFT_GHEAD_AUTO, "fit, generated, 400 rows", &rule);
+    CHECK(!strcmp(rule, "cv"));
+    compare_fit(x, y, 30, x, y, 30, d, C, PFT_GHEAD_AUTO, "fit, generated, 30 rows", &rule);
+    float *xi = pft_alloc_array((size_t)N * d, sizeof *xi); /* every row its class's: W = 0 */
+    for (int i = 0; xi && i < N; i++)
+        for (int j = 0; j < d; j++)
+            xi[(size_t)i * d + j] = (float)(y[i] == j % C) + 0.25f * (float)y[i];
+    if (xi)
+        compare_fit(xi, y, 40, xi, y, 0, d, C, PFT_GHEAD_AUTO, "fit, W = 0", &rule);
+    CHECK(!strcmp(rule, "isotropic"));
+    pft_free(xi);
     pft_free(x);
     pft_free(y);
     pft_rng_destroy(&r);

@@ -406,6 +406,21 @@ int pft_bundle_set_part_release(pft_bundle_t *self, int i, const double *U, cons
     return 0;
 }
 
+int pft_bundle_take_part_scatter(pft_bundle_t *self, int i, double **w)
+{
+    *w = NULL;
+    if (!self || i < 0 || i >= self->n_parts || !self->parts[i].st || self->shared_rank < 1 ||
+        self->parts[i].rank_cap == 0 || pft_gstat_kind(self->parts[i].st) != PFT_GSTAT_TIED ||
+        !pft_gstat_tied_scatter(self->parts[i].st))
+        return pft_err(PFT_EINVAL,
+                       "bundle: part %d's scatter cannot be taken (no such clear tied part with a scatter, "
+                       "or not sent in low-rank form with at least one eigenpair)",
+                       i);
+    *w = pft_gstat_take_tied_scatter(self->parts[i].st);
+    drop_cache(self);
+    return 0;
+}
+
 const double *pft_bundle_part_factor(const pft_bundle_t *self, int i, int *q)
 {
     *q = self->parts[i].factor ? self->parts[i].factor_q : 0;

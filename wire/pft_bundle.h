@@ -98,6 +98,12 @@ int pft_bundle_part_rank_cap(const pft_bundle_t *self, int i);
  * The caller answers for U and psi being the release of the part's statistics. 0, or PFT_EINVAL (no such
  * clear part, q outside 1..d-1, a non-finite or negative value), PFT_ENOMEM. */
 int pft_bundle_set_part_release(pft_bundle_t *self, int i, const double *U, const double *psi, int q);
+/* Low-rank form only (a shared rank q > 0), clear TIED part i whose rank cap is not 0: hands the part's
+ * within-class scatter W (d×d) to the caller (*w, freed with pft_free), for a caller that holds the same W
+ * elsewhere and sets the part's release (pft_bundle_set_part_release) at the rank the encoder sends. The part
+ * keeps its counts and means; until its release is set the bundle is not encoded (PFT_EINVAL), and its W is
+ * gone for good. 0, or PFT_EINVAL (no such part, another form or kind, a cap of 0, taken already). */
+int pft_bundle_take_part_scatter(pft_bundle_t *self, int i, double **w);
 /* Borrowed: the factor U (d×q, row-major) with which decoded part i's shared covariance travelled in
  * low-rank form (q into *q), exactly as sent (what an auditor attacks: its columns lie in the span of the
  * producer's rows); NULL and *q = 0 for a dense or FULL part, or a part not decoded. */

@@ -290,6 +290,21 @@ static int capped_factor(double *c, size_t d, size_t q, size_t qe, double *u, do
     return rc;
 }
 
+/* The rank of eigenpairs part pi sends (its cap, or the bundle's rank), and whether the caller set its release
+ * at that rank (pft_bundle_set_part_release). */
+static size_t sent_rank(const pft_bundle_t *self, int pi)
+{
+    int cap = self->parts[pi].rank_cap;
+    size_t q = (size_t)self->shared_rank;
+    return cap >= 0 && (size_t)cap < q ? (size_t)cap : q;
+}
+
+static int released(const pft_bundle_t *self, int pi)
+{
+    const pft_bundle__part_t *p = &self->parts[pi];
+    return self->shared_rank > 0 && p->rel_u && (size_t)p->rel_q == sent_rank(self, pi);
+}
+
 /* Writes the shared covariance w/n (w: d×d scatter) in low-rank form [q, psi, U]: the rank-q factor U (d×q,
  * row-major) and the diagonal psi of pft_gstat_lowrank_shared (or the caller's, set at that rank), in dtype;
  * a part with a rank cap below q sends only that many eigenpairs (the other columns zero, its psi the rest of
@@ -299,9 +314,8 @@ static int put_shared_lowrank(const pft_bundle_t *self, int pi, const double *ws
 {
     size_t d = (size_t)self->d, q = (size_t)self->shared_rank, es = pft_bundle__dtype_size(self->dtype);
     const pft_bundle__part_t *p = &self->parts[pi];
-    int cap = p->rank_cap;
-    size_t qe = cap >= 0 && (size_t)cap < q ? (size_t)cap : q;
-    int given = p->rel_u && (size_t)p->rel_q == qe; /* the caller's release (pft_bundle_set_part_release) */
+    size_t qe = sent_rank(self, pi);
+    int given = released(self, pi); /* the caller's release (pft_bundle_set_part_release) */
     double *c = given ? NULL : pft_alloc_array(d * d, sizeof *c), *u = pft_alloc_array(d * q, sizeof *u),
            *psi = pft_alloc_array(d, sizeof *psi);
     int rc = (c || given) && u && psi ? 0 : pft_err(PFT_ENOMEM, "bundle encode: out of memory");
@@ -434,6 +448,11 @@ static int encode_part(const pft_bundle_t *self, int pi, msgpack_packer *pk, wbu
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     if (kind == PFT_GSTAT_FULL)
         return msgpack_pack_nil(pk) ? pft_err(PFT_ENOMEM, "bundle encode: out of memory") : 0;
+    if (!pft_gstat_tied_scatter(st) && !released(self, pi)) { /* pft_bundle_take_part_scatter, no release */
+        char name[160];
+        pft_bundle__part_name(p, pi, name, sizeof name);
+        return pft_err(PFT_EINVAL, "bundle encode: %s: its scatter was handed over and no release was set", name);
+    }
     if (self->shared_rank > 0)
         return put_shared_lowrank(self, pi, pft_gstat_tied_scatter(st), (double)pft_gstat_total(st), pk, w);
     return put_cov(self, pi, -1, pft_gstat_tied_scatter(st), (double)pft_gstat_total(st), pk, w);
