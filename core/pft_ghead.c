@@ -688,6 +688,19 @@ int pft_ghead__evidence_basis(pft_gstat_t *st, const float *x, const int32_t *y,
     return evidence_run(st, st, x, y, n, n_classes, opts, eigen, ev, NULL);
 }
 
+/* Σ_α = β T + t I in the tridiagonal basis, as trid_solves makes it, factored into pd, pe (d each). 0, or 1
+ * when it is not numerically positive definite. */
+static int trid_sigma(const eig_t *e, double alpha, double *pd, double *pe)
+{
+    int d = e->d;
+    double beta = (1.0 - alpha) / e->N, t = e->sumlam / (e->N * d);
+    for (int i = 0; i < d; i++) {
+        pd[i] = beta * e->td[i] + alpha * t;
+        pe[i] = beta * e->te[i];
+    }
+    return pft_la_pt_factor(pd, pe, d) ? 1 : 0;
+}
+
 /* The linear head of LDA at shrinkage α: one row per label (a label without statistics gets GH_NO_CLASS),
  * or with noisy components one row per component (h->comp_label). In the eigenbasis Σ_α is the diagonal D;
  * in the tridiagonal basis (e->trid) it is β T + t I, solved (dpttrs) and taken back by Q: the same head up
@@ -710,15 +723,8 @@ static int lda_build(const eig_t *e, double alpha, int C, pft_ghead_t *h)
                  : 0;
     if (rc == 0 && !pft_ghead__shrunk_diag(e->lam, d, e->N, e->sumlam, alpha, D) && e->trid)
         rc = 1;
-    if (rc == 0 && e->trid) { /* Σ_α = β T + t I in the tridiagonal basis, as trid_solves makes it */
-        double beta = (1.0 - alpha) / e->N, t = e->sumlam / (e->N * d);
-        for (int i = 0; i < d; i++) {
-            pd[i] = beta * e->td[i] + alpha * t;
-            pe[i] = beta * e->te[i];
-        }
-        if (pft_la_pt_factor(pd, pe, d))
-            rc = 1;
-    }
+    if (rc == 0 && e->trid)
+        rc = trid_sigma(e, alpha, pd, pe);
     if (rc == 0) {
         for (int i = 0; i < d; i++) {
             trinv += 1.0 / D[i];
