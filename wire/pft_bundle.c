@@ -374,6 +374,12 @@ int pft_bundle_part_rank_cap(const pft_bundle_t *self, int i)
     return self->parts[i].rank_cap;
 }
 
+int pft_bundle_part_sent_rank(const pft_bundle_t *self, int i)
+{
+    int cap = self->parts[i].rank_cap, q = self->shared_rank;
+    return cap >= 0 && cap < q ? cap : q;
+}
+
 int pft_bundle_set_part_release(pft_bundle_t *self, int i, const double *U, const double *psi, int q)
 {
     if (!self || i < 0 || i >= self->n_parts || !self->parts[i].st || q < 1 || q > self->d - 1 || !U || !psi)

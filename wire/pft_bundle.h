@@ -91,6 +91,9 @@ int pft_bundle_shared_rank(const pft_bundle_t *self);
 int pft_bundle_set_part_rank_cap(pft_bundle_t *self, int i, int q);
 /* Part i's rank cap (-1: none). */
 int pft_bundle_part_rank_cap(const pft_bundle_t *self, int i);
+/* The number of eigenpairs part i sends: its rank cap where that is below the bundle's rank, else the bundle's
+ * rank (0: none, or the bundle is not in low-rank form). */
+int pft_bundle_part_sent_rank(const pft_bundle_t *self, int i);
 /* Low-rank form only: the release of clear part i's shared covariance, U (d×q, row-major) and psi (d, ≥ +0),
  * as pft_gstat_lowrank_shared would compute it from the part's statistics at rank q, computed by the caller
  * (who holds a cheaper route to the same eigenpairs; copied). The encoder sends it, instead of computing the

@@ -267,15 +267,15 @@ static int put_cov(const pft_bundle_t *self, int pi, int ci, const double *s, do
     return 0;
 }
 
-/* The rank-qe factor of c (d×d, clobbered) in the first qe of q columns of u (d×q, row-major; the others
- * zero). qe = 0 (a cap of 0): no factor and an isotropic psi, every entry tr(c)/d (which coordinates a
- * handful of rows never vary on is not sent). */
-static int capped_factor(double *c, size_t d, size_t q, size_t qe, double *u, double *psi)
+/* The rank-qe factor of c = wsc / n (wsc: the d×d scatter) in the first qe of q columns of u (d×q, row-major;
+ * the others zero). qe = 0 (a cap of 0): no factor and an isotropic psi, every entry tr(c)/d (which
+ * coordinates a handful of rows never vary on is not sent). */
+static int capped_factor(const double *wsc, double n, size_t d, size_t q, size_t qe, double *u, double *psi)
 {
     double *ue = qe < q ? pft_alloc_array(d * qe + 1, sizeof *ue) : u;
     if (!ue)
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
-    int rc = pft_gstat_lowrank_shared_inplace(c, (int)d, (int)qe, ue, psi);
+    int rc = pft_gstat_lowrank_shared_scatter(wsc, (int)d, n, (int)qe, ue, psi);
     double tr = 0;
     for (size_t r = 0; rc == 0 && qe == 0 && r < d; r++)
         tr += psi[r];
@@ -290,19 +290,11 @@ static int capped_factor(double *c, size_t d, size_t q, size_t qe, double *u, do
     return rc;
 }
 
-/* The rank of eigenpairs part pi sends (its cap, or the bundle's rank), and whether the caller set its release
- * at that rank (pft_bundle_set_part_release). */
-static size_t sent_rank(const pft_bundle_t *self, int pi)
-{
-    int cap = self->parts[pi].rank_cap;
-    size_t q = (size_t)self->shared_rank;
-    return cap >= 0 && (size_t)cap < q ? (size_t)cap : q;
-}
-
+/* Whether the caller set part pi's release at the rank it sends (pft_bundle_set_part_release). */
 static int released(const pft_bundle_t *self, int pi)
 {
     const pft_bundle__part_t *p = &self->parts[pi];
-    return self->shared_rank > 0 && p->rel_u && (size_t)p->rel_q == sent_rank(self, pi);
+    return self->shared_rank > 0 && p->rel_u && p->rel_q == pft_bundle_part_sent_rank(self, pi);
 }
 
 /* Writes the shared covariance w/n (w: d×d scatter) in low-rank form [q, psi, U]: the rank-q factor U (d×q,
@@ -314,19 +306,16 @@ static int put_shared_lowrank(const pft_bundle_t *self, int pi, const double *ws
 {
     size_t d = (size_t)self->d, q = (size_t)self->shared_rank, es = pft_bundle__dtype_size(self->dtype);
     const pft_bundle__part_t *p = &self->parts[pi];
-    size_t qe = sent_rank(self, pi);
+    size_t qe = (size_t)pft_bundle_part_sent_rank(self, pi);
     int given = released(self, pi); /* the caller's release (pft_bundle_set_part_release) */
-    double *c = given ? NULL : pft_alloc_array(d * d, sizeof *c), *u = pft_alloc_array(d * q, sizeof *u),
-           *psi = pft_alloc_array(d, sizeof *psi);
-    int rc = (c || given) && u && psi ? 0 : pft_err(PFT_ENOMEM, "bundle encode: out of memory");
+    double *u = pft_alloc_array(d * q, sizeof *u), *psi = pft_alloc_array(d, sizeof *psi);
+    int rc = u && psi ? 0 : pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     for (size_t r = 0; rc == 0 && given && r < d; r++)
         for (size_t j = 0; j < q; j++)
             u[r * q + j] = j < qe ? p->rel_u[r * qe + j] : 0.0;
     if (rc == 0 && given)
         memcpy(psi, p->rel_psi, d * sizeof *psi);
-    for (size_t i = 0; rc == 0 && !given && i < d * d; i++)
-        c[i] = wsc[i] / n;
-    if (rc == 0 && !given && (rc = capped_factor(c, d, q, qe, u, psi))) {
+    if (rc == 0 && !given && (rc = capped_factor(wsc, n, d, q, qe, u, psi))) {
         char name[160];
         pft_bundle__part_name(&self->parts[pi], pi, name, sizeof name);
         rc = pft_err_wrap(rc, "bundle encode: %s: shared covariance of rank %zu", name, qe);
@@ -353,7 +342,6 @@ static int put_shared_lowrank(const pft_bundle_t *self, int pi, const double *ws
         }
     if (rc == 0)
         w->len += d * q * es;
-    pft_free(c);
     pft_free(u);
     pft_free(psi);
     return rc;

@@ -153,13 +153,6 @@ static int same_parts(const pft_bundle_t *b, reduced_t *red)
     return 0;
 }
 
-/* The rank of eigenpairs part i of b sends (0: none, or b not in low-rank form). */
-static int sent_rank(const pft_bundle_t *b, int i)
-{
-    int q = pft_bundle_shared_rank(b), cap = pft_bundle_part_rank_cap(b, i);
-    return cap >= 0 && cap < q ? cap : q;
-}
-
 /* Each part of b equal to the evidence's statistics (red->same) that sends eigenpairs gives up its scatter W:
  * the evidence's statistics hold the same W bit for bit, and the part's release is computed from theirs
  * (release_from_evidence). A relay then holds one d×d scatter, not two, while its evidence runs. */
@@ -167,7 +160,7 @@ static int hand_over_same(pft_bundle_t *b, const reduced_t *red)
 {
     int rc = 0;
     for (int i = 0; rc == 0 && red->of && i < pft_bundle_n_parts(b); i++) {
-        if (!red->same[i] || sent_rank(b, i) < 1)
+        if (!red->same[i] || pft_bundle_part_sent_rank(b, i) < 1)
             continue;
         double *w = NULL;
         rc = pft_bundle_take_part_scatter(b, i, &w);
@@ -179,35 +172,28 @@ static int hand_over_same(pft_bundle_t *b, const reduced_t *red)
 /* The release of every part of b that equals the evidence's statistics (red->same): its leading eigenpairs
  * from the evidence's reduction (pft_gstat_lowrank_shared_trid), so that the encoder does not reduce the same
  * W again; where the evidence made no reduction (it used W's eigenbasis), from the statistics' W as the
- * encoder computes it (W / n into a copy, pft_gstat_lowrank_shared_inplace: the same numbers). */
+ * encoder computes it (pft_gstat_lowrank_shared_scatter: the same numbers). */
 static int release_from_evidence(pft_bundle_t *b, const reduced_t *red)
 {
     int d = pft_bundle_dim(b), rc = 0;
     for (int i = 0; rc == 0 && i < pft_bundle_n_parts(b); i++) {
         const pft_gstat_t *st = pft_bundle_part_stats(b, i);
-        int qe = sent_rank(b, i);
+        int qe = pft_bundle_part_sent_rank(b, i);
         if (!red->same[i] || qe < 1)
             continue;
-        double n = (double)pft_gstat_total(st), *c = NULL;
+        double n = (double)pft_gstat_total(st);
         double *u = pft_alloc_array((size_t)d * qe, sizeof *u),
                *psi = pft_alloc_array((size_t)d, sizeof *psi);
-        if (!red->t.a)
-            c = pft_alloc_array((size_t)d * d, sizeof *c);
-        rc = u && psi && (red->t.a || c) ? 0 : pft_err(PFT_ENOMEM, "out of memory for a release of rank %d", qe);
+        rc = u && psi ? 0 : pft_err(PFT_ENOMEM, "out of memory for a release of rank %d", qe);
         if (rc == 0 && red->t.a) /* red->t.diag: W's diagonal (the part's, which equals it) */
             rc = pft_gstat_lowrank_shared_trid(&red->t, red->t.diag, n, qe, u, psi);
-        if (rc == 0 && !red->t.a) {
-            const double *w = pft_gstat_tied_scatter(red->of);
-            for (size_t k = 0; k < (size_t)d * d; k++)
-                c[k] = w[k] / n;
-            rc = pft_gstat_lowrank_shared_inplace(c, d, qe, u, psi);
-        }
+        if (rc == 0 && !red->t.a) /* as the encoder would (the same numbers) */
+            rc = pft_gstat_lowrank_shared_scatter(pft_gstat_tied_scatter(red->of), d, n, qe, u, psi);
         if (rc == 0)
             rc = pft_bundle_set_part_release(b, i, u, psi, qe);
         if (rc == 0)
             pft_debug("release: part %d at rank %d from the evidence's %s", i, qe,
                       red->t.a ? "tridiagonal reduction" : "statistics");
-        pft_free(c);
         pft_free(u);
         pft_free(psi);
     }
