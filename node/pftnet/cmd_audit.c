@@ -256,22 +256,32 @@ static int parse_fail_on(const char *s, int *level)
 }
 
 /* Prints o as JSON or text; 0, or 1 out of memory. */
-static int report(const char *path, json_t *o, const char *prep, int json)
+static int report(const char *path, json_t *o, const char *prep, int json, const char *json_out)
 {
     json_object_set_new(o, "bundle", json_string(path));
     json_object_set_new(o, "prep", json_string(prep));
-    if (!json) {
-        print_text(path, o);
-        return 0;
-    }
-    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8));
-    if (!text) {
+    char *text = json || json_out ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(8))
+                                  : NULL;
+    if ((json || json_out) && !text) {
         fprintf(stderr, "pftnet audit: out of memory\n");
         return 1;
     }
-    printf("%s\n", text);
+    int code = 0;
+    if (json_out) {
+        size_t len = strlen(text);
+        text[len] = '\n'; /* json_dumps's NUL: the file ends with a newline, as stdout's copy does */
+        if (pft_fsio_write_atomic(json_out, text, len + 1)) {
+            fprintf(stderr, "pftnet audit: --json-out: %s\n", pft_errmsg());
+            code = 1;
+        }
+        text[len] = '\0';
+    }
+    if (code == 0 && json)
+        printf("%s\n", text);
+    else if (code == 0)
+        print_text(path, o);
     free(text);
-    return 0;
+    return code;
 }
 
 /* What the command was given: files, prep, attack options, output and exit policy. */
@@ -280,6 +290,7 @@ typedef struct {
     pft_prep_t prep;
     pft_audit_opts_t ao;
     int json, level;
+    const char *json_out;
 } audit_args_t;
 
 /* Reads the bundle and the rows, runs the attacks, prints; the exit status. */
@@ -310,7 +321,7 @@ static int audit_files(const audit_args_t *g)
         fprintf(stderr, "pftnet audit: %s\n", pft_errmsg());
         goto done;
     }
-    code = report(g->bundle, o, g->prep_name, g->json);
+    code = report(g->bundle, o, g->prep_name, g->json, g->json_out);
     if (code == 0 &&
         (g->level == FAIL_ON_EXACT ? json_is_true(json_object_get(o, "exact_leak")) : (int)v >= g->level))
         code = AUDIT_EXIT_VERDICT;
@@ -325,7 +336,8 @@ done:
 
 int pft_cmd_audit(int argc, char **argv)
 {
-    const char *fx = NULL, *fy = NULL, *hx = NULL, *hy = NULL, *prep_name = NULL, *fail_on = NULL;
+    const char *fx = NULL, *fy = NULL, *hx = NULL, *hy = NULL, *prep_name = NULL, *fail_on = NULL,
+               *json_out = NULL;
     int json = 0, level = PFT_VERDICT_FAIL;
     pft_audit_opts_t ao;
     pft_audit_opts_default(&ao);
@@ -349,6 +361,8 @@ int pft_cmd_audit(int argc, char **argv)
         {"fail-on", PFT_OPT_STRING, &fail_on, "fail", 0, -1, 0, "V",
          "exit 3 when the overall verdict reaches V (warn, fail), on an exact leak only (exact), or never"},
         {"json", PFT_OPT_FLAG, &json, NULL, 0, -1, 0, NULL, "print one JSON object on stdout"},
+        {"json-out", PFT_OPT_STRING, &json_out, NULL, 0, -1, 0, "FILE",
+         "also write that JSON object to FILE (replaced atomically), whatever stdout shows"},
         {0},
     };
     const pft_cli_t cli = {
@@ -379,7 +393,7 @@ int pft_cmd_audit(int argc, char **argv)
             "The overall verdict is the worst; an exact leak is a FAIL of the first three (a row recovered,\n"
             "membership decided by the span). Exit 0 when the verdict is below --fail-on, 3 when it reaches "
             "it;\n"
-            "1 if a file cannot be read or does not match the bundle; 2 on bad usage.",
+            "1 if a file cannot be read or written or does not match the bundle; 2 on bad usage.",
         .opts = opts,
     };
     const char *pos[1] = {NULL};
@@ -397,6 +411,6 @@ int pft_cmd_audit(int argc, char **argv)
         fprintf(stderr, "pftnet audit: --holdout-features and --holdout-labels go together\n");
         return 2;
     }
-    audit_args_t g = {pos[0], fx, fy, hx, hy, prep_name, prep, ao, json, level};
+    audit_args_t g = {pos[0], fx, fy, hx, hy, prep_name, prep, ao, json, level, json_out};
     return audit_files(&g);
 }
