@@ -88,7 +88,11 @@ want=$([ ${#GEN[@]} -gt 0 ] && echo Ninja || echo "Unix Makefiles")
 if [ -f "$WORK/build/CMakeCache.txt" ] && ! grep -qx "CMAKE_GENERATOR:INTERNAL=$want" "$WORK/build/CMakeCache.txt"; then
     rm -rf "$WORK/build"
 fi
-cmake -S "$WORK" -B "$WORK/build" "${GEN[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
+# ccache when the caller set one up (tests/run exports CCACHE_DIR and a CCACHE_BASEDIR above this scratch, so
+# that the objects of the suite's own build are hits here): only the files that differ are compiled
+LAUNCHER=()
+[ -n "${CCACHE_DIR:-}" ] && command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
+cmake -S "$WORK" -B "$WORK/build" "${GEN[@]}" "${LAUNCHER[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
     "-DCMAKE_C_FLAGS_${BUILD_TYPE^^}=$C_FLAGS" -DPFT_SANITIZE=ON -DPFT_TEST_HOOKS=ON -DPFT_WERROR=ON \
     -DPFT_MUTANTS=OFF >/dev/null || exit 1
 cmake --build "$WORK/build" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p; s/^\([^ /:]*\): phony$/\1/p' >"$TOP/targets"
