@@ -255,7 +255,8 @@ static int parse_fail_on(const char *s, int *level)
     return 0;
 }
 
-/* Prints o as JSON or text; 0, or 1 out of memory. */
+/* Prints o as JSON or text, and writes it as JSON to json_out when given; 0, or 1 (out of memory, json_out not
+ * written). */
 static int report(const char *path, json_t *o, const char *prep, int json, const char *json_out)
 {
     json_object_set_new(o, "bundle", json_string(path));
