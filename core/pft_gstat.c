@@ -263,6 +263,22 @@ int pft_gstat_add_tied_scatter(pft_gstat_t *self, const double *w)
     return 0;
 }
 
+int pft_gstat_set_tied_scatter(pft_gstat_t *self, double **w_p)
+{
+    size_t dd = (size_t)self->d * self->d;
+    double *w = *w_p;
+    if (self->kind != PFT_GSTAT_TIED || !w)
+        return pft_err(PFT_EINVAL, "gstat: a shared scatter set on full statistics, or none given");
+    if (!all_finite(w, dd))
+        return pft_err(PFT_EINVAL, "gstat: non-finite shared scatter");
+    for (size_t i = 0; i < dd; i++)
+        w[i] += 0.0; /* as 0 + w in pft_gstat_add_tied_scatter: −0 → +0 */
+    pft_free(self->w);
+    self->w = w;
+    *w_p = NULL;
+    return 0;
+}
+
 static void class_remove(pft_gstat_t *s, int at)
 {
     class_free(&s->cls[at]);
@@ -426,6 +442,80 @@ int pft_gstat_merge(pft_gstat_t *self, const pft_gstat_t *other)
         pft_la_sym_from_lower(self->w, self->d); /* W's lower triangle after the classes' updates */
     pft_free(labels);
     return rc;
+}
+
+/* Self's classes (labels, counts, means) in new statistics of its kind and d, no scatter; NULL if out of
+ * memory. */
+static pft_gstat_t *classes_only(const pft_gstat_t *self)
+{
+    pft_gstat_t *t = pft_calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->kind = self->kind;
+    t->d = self->d;
+    int *labels = pft_alloc_array((size_t)(self->n_classes > 0 ? self->n_classes : 1), sizeof *labels);
+    for (int i = 0; labels && i < self->n_classes; i++)
+        labels[i] = self->cls[i].label;
+    if (!labels || ensure_classes(t, labels, self->n_classes)) {
+        pft_free(labels);
+        pft_gstat_destroy(&t);
+        return NULL;
+    }
+    pft_free(labels);
+    for (int i = 0; i < self->n_classes; i++) {
+        gclass_t *c = &t->cls[pft_gstat_find(t, self->cls[i].label)];
+        memcpy(c->mean, self->cls[i].mean, (size_t)self->d * sizeof(double));
+        c->n = self->cls[i].n;
+    }
+    return t;
+}
+
+int pft_gstat_take_all(pft_gstat_t *self, pft_gstat_t **out)
+{
+    *out = NULL;
+    if (self->kind != PFT_GSTAT_TIED || !self->w)
+        return pft_err(PFT_EINVAL, "gstat: only tied statistics holding a scatter can hand it over");
+    pft_gstat_t *t = classes_only(self);
+    if (!t)
+        return pft_err(PFT_ENOMEM, "gstat: out of memory");
+    size_t dd = (size_t)self->d * self->d;
+    t->w = self->w;
+    self->w = NULL;
+    for (size_t i = 0; i < dd; i++)
+        t->w[i] += 0.0; /* as 0 + w in pft_gstat_merge: −0 → +0 */
+    pft_la_sym_from_lower(t->w, t->d);
+    *out = t;
+    return 0;
+}
+
+int pft_gstat_merge_take(pft_gstat_t **self_p, pft_gstat_t **other_p)
+{
+    if (*self_p) {
+        int rc = pft_gstat_merge(*self_p, *other_p);
+        if (rc == 0)
+            pft_gstat_destroy(other_p);
+        return rc;
+    }
+    pft_gstat_t *t = NULL;
+    int rc = pft_gstat_take_all(*other_p, &t);
+    if (rc != 0)
+        return rc;
+    pft_gstat_destroy(other_p);
+    *self_p = t;
+    return 0;
+}
+
+int pft_gstat_same_classes(const pft_gstat_t *a, const pft_gstat_t *b)
+{
+    size_t d = (size_t)a->d;
+    if (a->kind != b->kind || a->d != b->d || a->n_classes != b->n_classes)
+        return 0;
+    for (int i = 0; i < a->n_classes; i++) {
+        const gclass_t *x = &a->cls[i], *y = &b->cls[i];
+        if (x->label != y->label || x->n != y->n || memcmp(x->mean, y->mean, d * sizeof(double)) != 0)
+            return 0;
+    }
+    return 1;
 }
 
 int pft_gstat_equal(const pft_gstat_t *a, const pft_gstat_t *b)

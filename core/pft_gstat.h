@@ -69,6 +69,11 @@ int pft_gstat_add_class(pft_gstat_t *self, int label, uint64_t n, const double *
 /* TIED only: adds a d×d symmetric matrix to W (a decoded part's within-class scatter, after its classes
  * were added with a NULL scatter). PFT_EINVAL for FULL or non-finite values. */
 int pft_gstat_add_tied_scatter(pft_gstat_t *self, const double *w);
+/* pft_gstat_add_tied_scatter for statistics to which no scatter was added yet (made by pft_gstat_new, classes
+ * added with NULL scatters, W still zero): *w_p (d×d, allocated by pft_alloc) becomes W itself, the numbers
+ * pft_gstat_add_tied_scatter would leave bit for bit (0 + w: a −0 entry becomes +0), without a second d×d; *w_p
+ * is set to NULL. PFT_EINVAL (self and *w_p unaltered) for FULL statistics or a non-finite entry. */
+int pft_gstat_set_tied_scatter(pft_gstat_t *self, double **w_p);
 
 /* TIED only: hands the within-class scatter W (d×d, both triangles) to the caller, who frees it with
  * pft_free; the statistics keep their counts and means but no scatter any more, and may then only be read
@@ -82,11 +87,23 @@ int pft_gstat_give_tied_scatter(pft_gstat_t *self, double **w_p);
 
 /* 1 when a and b hold the same numbers bit for bit (kind, d, labels, counts, means, scatters), else 0. */
 int pft_gstat_equal(const pft_gstat_t *a, const pft_gstat_t *b);
+/* 1 when a and b hold the same classes bit for bit (kind, d, labels, counts, means), scatters aside. */
+int pft_gstat_same_classes(const pft_gstat_t *a, const pft_gstat_t *b);
 
 /* Merges all of `other` into self (disjoint rows assumed: the caller deduplicates by provenance).
  * FULL into FULL, TIED into TIED, FULL into TIED (pooled). 0, or PFT_EINVAL (TIED into FULL, another d),
  * PFT_ENOMEM; self unaltered on error. */
 int pft_gstat_merge(pft_gstat_t *self, const pft_gstat_t *other);
+/* pft_gstat_merge(*self_p, *other_p), then *other_p destroyed (set to NULL). With *self_p NULL (*other_p
+ * TIED, holding its scatter), *self_p becomes *other_p's numbers as a merge into new empty TIED statistics
+ * would give them bit for bit (W's lower triangle mirrored, 0 + w), without a d×d copy (pft_gstat_take_all).
+ * 0, or pft_gstat_merge's or pft_gstat_take_all's errors (both then unaltered). */
+int pft_gstat_merge_take(pft_gstat_t **self_p, pft_gstat_t **other_p);
+/* *out: new TIED statistics equal, bit for bit, to merging self into new empty statistics (pft_gstat_merge),
+ * made by taking self's scatter W instead of copying it: self keeps its counts and means but no scatter (as
+ * after pft_gstat_take_tied_scatter). 0, or PFT_EINVAL (FULL, or no scatter), PFT_ENOMEM; *out NULL and self
+ * unaltered on error. */
+int pft_gstat_take_all(pft_gstat_t *self, pft_gstat_t **out);
 
 /* The pooled within-class scatter W = Σ_c M_c (FULL) or the tied W, into w (d×d). */
 void pft_gstat_pooled(const pft_gstat_t *self, double *w);

@@ -427,6 +427,29 @@ int pft_bundle_take_part_scatter(pft_bundle_t *self, int i, double **w)
     return 0;
 }
 
+int pft_bundle_give_part_scatter(pft_bundle_t *self, int i, double **w)
+{
+    if (!self || i < 0 || i >= self->n_parts || !self->parts[i].st)
+        return pft_err(PFT_EINVAL, "bundle: no clear part %d to give a scatter to", i);
+    int rc = pft_gstat_give_tied_scatter(self->parts[i].st, w);
+    if (rc == 0)
+        drop_cache(self);
+    return rc;
+}
+
+int pft_bundle_take_part_stats(pft_bundle_t *self, int i, pft_gstat_t **st)
+{
+    *st = NULL;
+    if (!self || i < 0 || i >= self->n_parts || !self->parts[i].st)
+        return pft_err(PFT_EINVAL, "bundle: part %d's statistics cannot be taken (no such clear part, or taken)",
+                       i);
+    *st = self->parts[i].st;
+    self->parts[i].st = NULL;
+    self->parts[i].taken = 1;
+    drop_cache(self);
+    return 0;
+}
+
 const double *pft_bundle_part_factor(const pft_bundle_t *self, int i, int *q)
 {
     *q = self->parts[i].factor ? self->parts[i].factor_q : 0;

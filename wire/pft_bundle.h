@@ -107,6 +107,15 @@ int pft_bundle_set_part_release(pft_bundle_t *self, int i, const double *U, cons
  * keeps its counts and means; until its release is set the bundle is not encoded (PFT_EINVAL), and its W is
  * gone for good. 0, or PFT_EINVAL (no such part, another form or kind, a cap of 0, taken already). */
 int pft_bundle_take_part_scatter(pft_bundle_t *self, int i, double **w);
+/* Clear part i's statistics handed to the caller (*st, destroyed with pft_gstat_destroy), for a caller that
+ * decoded the bundle to take its parts and then destroys it: the part keeps its contributors, but the bundle
+ * is not encoded any more (PFT_EINVAL) and pft_bundle_part_stats gives NULL for it. 0, or PFT_EINVAL (no such
+ * part, a masked part, taken already). */
+int pft_bundle_take_part_stats(pft_bundle_t *self, int i, pft_gstat_t **st);
+/* The reverse of pft_bundle_take_part_scatter (or of a part built from statistics whose scatter was taken,
+ * pft_gstat_take_all): *w (d×d, both triangles, allocated by pft_alloc) becomes clear TIED part i's scatter
+ * again and *w is set to NULL. 0, or PFT_EINVAL (no such part, FULL, it holds a scatter). */
+int pft_bundle_give_part_scatter(pft_bundle_t *self, int i, double **w);
 /* Borrowed: the factor U (d×q, row-major) with which decoded part i's shared covariance travelled in
  * low-rank form (q into *q), exactly as sent (what an auditor attacks: its columns lie in the span of the
  * producer's rows); NULL and *q = 0 for a dense or FULL part, or a part not decoded. */

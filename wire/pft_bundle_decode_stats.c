@@ -166,11 +166,13 @@ static int read_shared_lowrank(const ctx_t *c, pft_bundle_t *b, int pi, const ms
 }
 
 /* The values of the classes (array o, shapes checked) and shared covariance of a part (named part) into st;
- * mean and s: room for d and d×d doubles. */
+ * mean and *s_p: room for d and d×d doubles (a TIED part's shared scatter is made in *s_p, which st then
+ * keeps as its W: *s_p NULL). */
 static int stat_values(ctx_t *c, pft_bundle_t *b, int pi, const char *part, pft_gstat_t *st,
                        const msgpack_object *o, const msgpack_object *shared, double total, double *mean,
-                       double *s)
+                       double **s_p)
 {
+    double *s = *s_p;
     size_t d = (size_t)b->d;
     pft_gstat_kind_t kind = pft_gstat_kind(st);
     for (uint32_t i = 0; i < o->via.array.size; i++) {
@@ -198,7 +200,7 @@ static int stat_values(ctx_t *c, pft_bundle_t *b, int pi, const char *part, pft_
     int rc = b->shared_rank > 0 ? read_shared_lowrank(c, b, pi, shared, total, s)
                                 : read_cov(c, (const uint8_t *)shared->via.bin.ptr, d, b->dtype,
                                            "shared covariance", total, s);
-    if (!rc && (rc = pft_gstat_add_tied_scatter(st, s)))
+    if (!rc && (rc = pft_gstat_set_tied_scatter(st, s_p))) /* no second d×d */
         rc = pft_err_wrap(rc, "bundle decode: %s", c->where);
     return rc;
 }
@@ -262,7 +264,7 @@ static int decode_part(pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi, 
     char part[160];
     pft_bundle__part_name(p, pi, part, sizeof part);
     if (!rc)
-        rc = stat_values(&c, b, pi, part, p->st, &f[2], &f[3], total, mean, s);
+        rc = stat_values(&c, b, pi, part, p->st, &f[2], &f[3], total, mean, &s);
     pft_free(mean);
     pft_free(s);
     return rc;

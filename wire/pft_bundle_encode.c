@@ -401,6 +401,8 @@ static int encode_part(const pft_bundle_t *self, int pi, msgpack_packer *pk, wbu
     const pft_bundle__part_t *p = &self->parts[pi];
     if (p->masked)
         return encode_masked_part(self, pi, pk, w);
+    if (p->taken)
+        return pft_err(PFT_EINVAL, "bundle encode: part %d's statistics were handed over", pi);
     const pft_gstat_t *st = p->st;
     pft_gstat_kind_t kind = pft_gstat_kind(st);
     size_t d = (size_t)self->d, es = pft_bundle__dtype_size(self->dtype);

@@ -27,7 +27,7 @@ static int take_received(node_t *nd, parts_t *ps, const inbound_t *s, int comple
             return pft_err_wrap(rc, "decoding the bundle from %s again", s->from);
     }
     /* provenance is read from the kept (light) bundle, which outlives this call */
-    int rc = pft_node__parts_take_bundle(nd, ps, full ? full : s->bundle, s->bundle);
+    int rc = pft_node__parts_take_bundle(nd, ps, full ? full : s->bundle, full, s->bundle);
     if (rc == 0)
         rc = pft_node__parts_fold(nd, ps, complete);
     pft_bundle_destroy(&full);
@@ -131,15 +131,16 @@ static void reduced_free(reduced_t *r)
 
 /* What this node's shrinkage evidence scores against: everything it holds (the head's statistics when final,
  * else their merge made for the purpose, before the outbound parts take the accumulators). */
-static int evidence_input(node_t *nd, const parts_t *ps, int final, reduced_t *red)
+static int evidence_input(node_t *nd, parts_t *ps, int final, reduced_t *red)
 {
-    int rc = final || !nd->head_ops->wants_stats ? 0 : pft_node__parts_total(nd, ps, &red->tmp);
+    int rc = final || !nd->head_ops->wants_stats ? 0 : pft_node__parts_total_take(nd, ps, &red->tmp);
     red->of = final ? nd->head.stats : red->tmp;
     return rc;
 }
 
 /* red->same: which clear tied parts of b are, bit for bit, the statistics the evidence scores against (a
- * chain's relay sends all it holds as one part). */
+ * chain's relay sends all it holds as one part); a part without W is one whose W those statistics took
+ * (pft_node__parts_total_take): its classes equal theirs. */
 static int same_parts(const pft_bundle_t *b, reduced_t *red)
 {
     int n = pft_bundle_n_parts(b);
@@ -148,7 +149,9 @@ static int same_parts(const pft_bundle_t *b, reduced_t *red)
         return pft_err(PFT_ENOMEM, "out of memory");
     for (int i = 0; red->of && i < n; i++) {
         const pft_gstat_t *st = pft_bundle_part_stats(b, i);
-        red->same[i] = st && pft_gstat_kind(st) == PFT_GSTAT_TIED && pft_gstat_equal(st, red->of);
+        red->same[i] = st && pft_gstat_kind(st) == PFT_GSTAT_TIED &&
+                       (pft_gstat_tied_scatter(st) ? pft_gstat_equal(st, red->of)
+                                                   : pft_gstat_same_classes(st, red->of));
     }
     return 0;
 }
@@ -160,7 +163,7 @@ static int hand_over_same(pft_bundle_t *b, const reduced_t *red)
 {
     int rc = 0;
     for (int i = 0; rc == 0 && red->of && i < pft_bundle_n_parts(b); i++) {
-        if (!red->same[i] || pft_bundle_part_sent_rank(b, i) < 1)
+        if (!red->same[i] || pft_bundle_part_sent_rank(b, i) < 1 || !pft_gstat_tied_scatter(pft_bundle_part_stats(b, i)))
             continue;
         double *w = NULL;
         rc = pft_bundle_take_part_scatter(b, i, &w);
@@ -200,6 +203,33 @@ static int release_from_evidence(pft_bundle_t *b, const reduced_t *red)
     return rc;
 }
 
+/* A part of b without W (its W taken by the evidence's statistics: pft_node__parts_total_take) that the
+ * evidence's release did not serve (a rank of 0 or a dense form: the encoder computes them from W) gets a
+ * copy of those statistics' W, which equals it. */
+static int scatter_back(pft_bundle_t *b, const reduced_t *red)
+{
+    int rc = 0;
+    size_t dd = (size_t)pft_bundle_dim(b) * pft_bundle_dim(b);
+    for (int i = 0; rc == 0 && i < pft_bundle_n_parts(b); i++) {
+        const pft_gstat_t *st = pft_bundle_part_stats(b, i);
+        if (!st || pft_gstat_kind(st) != PFT_GSTAT_TIED || pft_gstat_tied_scatter(st) ||
+            (red->same[i] && pft_bundle_part_sent_rank(b, i) >= 1))
+            continue;
+        const double *w = red->of ? pft_gstat_tied_scatter(red->of) : NULL;
+        double *c = w && red->same[i] ? pft_alloc_array(dd, sizeof *c) : NULL;
+        if (!w || !red->same[i])
+            rc = pft_err(PFT_EINVAL, "part %d of the outbound bundle lost its scatter", i);
+        else if (!c)
+            rc = pft_err(PFT_ENOMEM, "out of memory");
+        if (rc == 0) {
+            memcpy(c, w, dd * sizeof *c);
+            rc = pft_bundle_give_part_scatter(b, i, &c);
+        }
+        pft_free(c);
+    }
+    return rc;
+}
+
 /* Merge: every received part of the stage taken and folded into its group (b records the bundles as
  * parents); the opener of a masked group opens its sum, in the clear. */
 static int merge(node_t *nd, const pft_stage_t *st, parts_t *ps, pft_bundle_t *b)
@@ -229,10 +259,10 @@ static int own_part(node_t *nd, parts_t *ps)
 
 /* A final stage's head statistics (everything held, own rows exactly), checked against the plan's view, and
  * its noisy components; before the outbound parts take the accumulators (no copy of them). */
-static int head_input(node_t *nd, const parts_t *ps)
+static int head_input(node_t *nd, parts_t *ps)
 {
     pft_gstat_destroy(&nd->head.stats);
-    int rc = pft_node__parts_total(nd, ps, &nd->head.stats);
+    int rc = pft_node__parts_total_take(nd, ps, &nd->head.stats);
     nd->head.has_own = 1;
     if (rc == 0)
         rc = pft_node__secagg_check_view(nd, ps);
@@ -257,6 +287,8 @@ static int outbound(node_t *nd, parts_t *ps, pft_bundle_t *b, int complete, redu
         rc = release_from_evidence(b, red);
     if (rc == 0 && red->t.a)
         rc = pft_ghead_evidence_give_back(red->of, &red->t);
+    if (rc == 0)
+        rc = scatter_back(b, red);
     for (int i = 0; rc == 0 && i < pft_bundle_prov_n_nodes(b); i++)
         if (strcmp(pft_bundle_prov_node(b, i), nd->me->id) == 0)
             rc = pft_node__evidence_set(nd, b, nd->me->id);

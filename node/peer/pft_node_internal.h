@@ -604,7 +604,8 @@ int pft_node__parts_take(parts_t *ps, pft_gstat_t **st, const pft_gstat_t *view,
                          const pft_bundle_t *b, const char *from);
 /* The parts of a received bundle b (provenance read from prov): its statistics parts, or one FULL part of a
  * mixture bundle's moments. */
-int pft_node__parts_take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b, const pft_bundle_t *prov);
+int pft_node__parts_take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b, pft_bundle_t *mine,
+                                const pft_bundle_t *prov);
 /* Merges every received part not merged yet into its group's accumulator (any_group: a complete bundle's
  * parts, which need no group of this node's plan). */
 int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group);
@@ -616,6 +617,11 @@ int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group);
 int pft_node__parts_fold_own(const node_t *nd, parts_t *ps);
 /* Merge of every taken part into *out (own rows exactly where a release differs from them). */
 int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out);
+/* pft_node__parts_total, the same numbers bit for bit, made without a d×d copy where the total is one group's
+ * TIED accumulator alone: *out takes its scatter W, and the accumulator keeps its counts and means, so the
+ * outbound part made of it (pft_node__parts_add_groups) holds no W; its release is then the evidence's
+ * (same_parts in pft_node_exact.c). */
+int pft_node__parts_total_take(const node_t *nd, parts_t *ps, pft_gstat_t **out);
 /* One outbound part per group of the plan into b, with the contributors' provenance; with steal, the
  * accumulators (or the node's own part) become the outbound parts instead of copies. */
 int pft_node__parts_add_groups(node_t *nd, parts_t *ps, pft_bundle_t *b, int steal);

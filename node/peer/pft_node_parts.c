@@ -203,8 +203,11 @@ static int take_masked_part(node_t *nd, parts_t *ps, const pft_bundle_t *b, int 
     return rc;
 }
 
-/* The parts of a received bundle: its statistics parts, or one FULL part of a mixture bundle's moments. */
-int pft_node__parts_take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b, const pft_bundle_t *prov)
+/* The parts of a received bundle: its statistics parts, or one FULL part of a mixture bundle's moments. mine
+ * (NULL, or b itself: a bundle decoded for this call, destroyed after it) hands its parts' statistics over,
+ * so that the fold moves them instead of copying them. */
+int pft_node__parts_take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b, pft_bundle_t *mine,
+                                const pft_bundle_t *prov)
 {
     const char *from = pft_bundle_producer(b);
     int np = pft_bundle_prov_n_nodes(b), rc = 0;
@@ -239,10 +242,14 @@ int pft_node__parts_take_bundle(node_t *nd, parts_t *ps, const pft_bundle_t *b, 
         }
         if ((rc = indices_of(nd, names, nw, who, from)) != 0)
             break;
+        pft_gstat_t *st = NULL;
         if (pft_bundle_part_is_masked(b, i))
             rc = take_masked_part(nd, ps, b, i, who, nw, prov, from);
-        else
+        else if (mine == b && (rc = pft_bundle_take_part_stats(mine, i, &st)) == 0)
+            rc = pft_node__parts_take(ps, &st, NULL, who, nw, prov, from);
+        else if (mine != b)
             rc = pft_node__parts_take(ps, NULL, pft_bundle_part_stats(b, i), who, nw, prov, from);
+        pft_gstat_destroy(&st); /* a part wholly counted already */
         rc = rc == 1 ? 0 : rc;
     }
 done:
@@ -268,11 +275,17 @@ int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group)
         if (g < 0)
             return pft_err(PFT_EINVAL, "a received part counts rows of '%s', which cannot reach this node",
                            pft_topo_node(nd->topo, p->who[0])->id);
-        if (!ps->acc[g] && !(ps->acc[g] = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train))))
-            return pft_err(PFT_ENOMEM, "out of memory");
         if (pft_node__parts_noise(nd, p, ps->nvar + (size_t)g * nd->n_classes))
             ps->noisy[g] = 1; /* a DP release of sums: the group's scatter means nothing from here on */
-        rc = pft_gstat_merge(ps->acc[g], pft_node__parts_stats(p));
+        if (!ps->acc[g] && p->st && pft_gstat_kind(p->st) == PFT_GSTAT_TIED &&
+            pft_gstat_tied_scatter(p->st) && pft_node__parts_kind(nd) == PFT_GSTAT_TIED) {
+            rc = pft_gstat_merge_take(&ps->acc[g], &p->st); /* the first part: moved, the same numbers */
+        } else {
+            if (!ps->acc[g] &&
+                !(ps->acc[g] = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train))))
+                return pft_err(PFT_ENOMEM, "out of memory");
+            rc = pft_gstat_merge(ps->acc[g], pft_node__parts_stats(p));
+        }
         if (rc == 0) {
             pft_gstat_destroy(&p->st);
             p->view = NULL;
@@ -303,6 +316,24 @@ int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out
     }
     *out = t;
     return 0;
+}
+
+int pft_node__parts_total_take(const node_t *nd, parts_t *ps, pft_gstat_t **out)
+{
+    long only = -1;
+    for (size_t g = 0; g < ps->n_nodes; g++)
+        if (ps->acc[g]) {
+            if (only >= 0 || ps->noisy[g])
+                return pft_node__parts_total(nd, ps, out);
+            only = (long)g;
+        }
+    for (int i = 0; i < ps->n; i++)
+        if (!ps->p[i].merged && (!ps->p[i].masked || ps->p[i].exact_rows))
+            return pft_node__parts_total(nd, ps, out);
+    if (only < 0 || pft_gstat_kind(ps->acc[only]) != PFT_GSTAT_TIED || !pft_gstat_tied_scatter(ps->acc[only]))
+        return pft_node__parts_total(nd, ps, out);
+    int rc = pft_gstat_take_all(ps->acc[only], out);
+    return rc ? pft_err_wrap(rc, "merging the statistics") : 0;
 }
 
 static int cmp_str(const void *a, const void *b)
