@@ -507,12 +507,12 @@ int pft_gstat_merge_take(pft_gstat_t **self_p, pft_gstat_t **other_p)
 
 int pft_gstat_same_classes(const pft_gstat_t *a, const pft_gstat_t *b)
 {
-    size_t d = (size_t)a->d;
+    size_t bytes = (size_t)a->d * sizeof(double);
     if (a->kind != b->kind || a->d != b->d || a->n_classes != b->n_classes)
         return 0;
     for (int i = 0; i < a->n_classes; i++) {
         const gclass_t *x = &a->cls[i], *y = &b->cls[i];
-        if (x->label != y->label || x->n != y->n || memcmp(x->mean, y->mean, d * sizeof(double)) != 0)
+        if (x->n != y->n || x->label != y->label || memcmp(x->mean, y->mean, bytes))
             return 0;
     }
     return 1;

@@ -855,10 +855,67 @@ static void test_cv_no_valid_fold(void)
     }
 }
 
+/* Moves instead of copies (a relay's decode, fold and head statistics): each gives, bit for bit, the numbers
+ * of the copy it replaces — pft_gstat_take_all and pft_gstat_merge_take those of a merge into new empty
+ * statistics (W's lower triangle mirrored, −0 as +0), pft_gstat_set_tied_scatter those of
+ * pft_gstat_add_tied_scatter — and what they refuse; pft_gstat_same_classes sees means and counts, not W. */
+static void test_moves(void)
+{
+    const int d = 6, n = 40;
+    float x[40 * 6];
+    int32_t y[40];
+    make_rows(n, d, 3, 1.0, 5, x, y);
+    pft_gstat_t *a = pft_gstat_new(PFT_GSTAT_TIED, d), *ref = pft_gstat_new(PFT_GSTAT_TIED, d), *t = NULL;
+    CHECK(a && ref && pft_gstat_add_rows(a, x, y, n) == 0);
+    double *w = pft_gstat_take_tied_scatter(a); /* an asymmetric entry and a −0 the merge would change */
+    w[1] += 1e-3;
+    w[3 * d + 4] = w[4 * d + 3] = -0.0;
+    CHECK(pft_gstat_give_tied_scatter(a, &w) == 0);
+    CHECK(pft_gstat_merge(ref, a) == 0);
+    pft_gstat_t *a2 = pft_gstat_dup(a);
+    CHECK(pft_gstat_take_all(a, &t) == 0 && t && pft_gstat_equal(t, ref));
+    CHECK(t && !signbit(pft_gstat_tied_scatter(t)[3 * d + 4]) && pft_gstat_tied_scatter(t)[1] == pft_gstat_tied_scatter(t)[d]);
+    CHECK(pft_gstat_tied_scatter(a) == NULL && pft_gstat_total(a) == (uint64_t)n);
+    CHECK(pft_gstat_same_classes(a, ref) && !pft_gstat_equal(a, ref));
+    pft_gstat_t *t2 = NULL;
+    CHECK(pft_gstat_take_all(a, &t2) == PFT_EINVAL && !t2); /* no scatter left */
+    pft_gstat_t *m = NULL;
+    CHECK(pft_gstat_merge_take(&m, &a2) == 0 && !a2 && m && pft_gstat_equal(m, ref));
+    pft_gstat_t *b = pft_gstat_new(PFT_GSTAT_TIED, d), *b2 = NULL;
+    CHECK(pft_gstat_add_rows(b, x, y, 10) == 0 && (b2 = pft_gstat_dup(b)) != NULL);
+    pft_gstat_t *want = pft_gstat_dup(m);
+    CHECK(pft_gstat_merge(want, b2) == 0);
+    CHECK(pft_gstat_merge_take(&m, &b) == 0 && !b && pft_gstat_equal(m, want)); /* into existing: a merge */
+    double mean[6] = {0.5, 0, 0, 1, 0, 0};
+    pft_gstat_t *s1 = pft_gstat_new(PFT_GSTAT_TIED, d), *s2 = pft_gstat_new(PFT_GSTAT_TIED, d);
+    CHECK(pft_gstat_add_class(s1, 2, 4, mean, NULL) == 0 && pft_gstat_add_class(s2, 2, 4, mean, NULL) == 0);
+    double *sc = pft_alloc_array((size_t)d * d, sizeof *sc);
+    for (int i = 0; i < d * d; i++)
+        sc[i] = i % 7 == 0 ? 1.0 + i : (i % 5 == 0 ? -0.0 : 0.25);
+    CHECK(pft_gstat_add_tied_scatter(s1, sc) == 0);
+    sc[2] = NAN;
+    CHECK(pft_gstat_set_tied_scatter(s2, &sc) == PFT_EINVAL && sc); /* refused: kept by the caller */
+    sc[2] = 0.25;
+    CHECK(pft_gstat_set_tied_scatter(s2, &sc) == 0 && !sc && pft_gstat_equal(s1, s2));
+    mean[5] = 1e-7; /* the last coordinate */
+    pft_gstat_t *s3 = pft_gstat_new(PFT_GSTAT_TIED, d);
+    CHECK(pft_gstat_add_class(s3, 2, 4, mean, NULL) == 0 && !pft_gstat_same_classes(s3, s2));
+    pft_gstat_t *full = pft_gstat_new(PFT_GSTAT_FULL, d);
+    double *w2 = pft_alloc_array((size_t)d * d, sizeof *w2);
+    CHECK(pft_gstat_set_tied_scatter(full, &w2) == PFT_EINVAL && w2);
+    CHECK(pft_gstat_take_all(full, &t2) == PFT_EINVAL && !t2);
+    pft_free(w2);
+    pft_free(sc);
+    pft_gstat_t *all[] = {a, ref, t, m, want, b2, s1, s2, s3, full};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        pft_gstat_destroy(&all[i]);
+}
+
 int main(void)
 {
     RUN(test_chain_merge_exact);
     RUN(test_kinds);
+    RUN(test_moves);
     RUN(test_mixture_moments);
     RUN(test_check_psd);
     RUN(test_bayes_rule);
