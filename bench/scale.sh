@@ -14,12 +14,15 @@
 # run is kept in OUT/<name>.screen (captured through `script`, i.e. as on a terminal).
 #
 # usage: bash bench/scale.sh [--only chain64,chain256,ring256,star50] [--rows 12] [--seed 0] [--bin DIR]
-#                            [--out DIR] [--set NAME=VALUE]... [--slots N]
-# --slots N: pftnet launch --compute-slots N (at most N nodes compute at once). --set cov=tied: exact statistics
-# (the default cov = diag is the paper's sampling protocol); --set secure_agg=true: masked exact statistics.
+#                            [--out DIR] [--set NAME=VALUE]... [--slots N] [--no-baselines]
+# --slots N: pftnet launch --compute-slots N (at most N nodes compute at once). --no-baselines: pftnet launch
+# --no-baselines (at 1,000 nodes the launcher's baselines take about 17 minutes after the run). --set cov=tied:
+# exact statistics (the default cov = diag is the paper's sampling protocol); --set secure_agg=true: masked
+# exact statistics.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 every=1 only=chain64,chain256,ring256,star50 rows=12 seed=0 bin="$here/build/node" out=/tmp/pft-scale sets=() slots=()
+nobase=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --only) only="$2"; shift ;;
@@ -29,7 +32,8 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift ;;
     --set) sets+=(--set "$2"); shift ;;
     --slots) slots=(--compute-slots "$2"); shift ;;
-    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+    --no-baselines) nobase=(--no-baselines) ;;
+    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "scale.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -79,7 +83,7 @@ PY
 report() { # NAME
     /usr/bin/python3 - "$out/$1/results.json" "$1" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1])); ns = r["nodes"]; b = r["baselines"]
+r = json.load(open(sys.argv[1])); ns = r["nodes"]; b = r.get("baselines") or {}
 rss = [max(n.get("peak_rss_kb") or 0, n.get("max_rss_kb") or 0) / 1024 for n in ns]
 last = ns[-1] if r["kind"] != "ring" else ns[0]
 exits = {}
@@ -118,7 +122,7 @@ run() { # NAME TOPO
     sample_memory "$mem" &
     local sampler=$!
     # `script` gives the launcher a terminal, so the screen is the one a user sees (one line, updated in place)
-    script -qefc "$bin/pftnet launch $t --out $out/$name --force --seed $seed ${sets[*]} ${slots[*]}" "$out/$name.screen" \
+    script -qefc "$bin/pftnet launch $t --out $out/$name --force --seed $seed ${sets[*]} ${slots[*]} ${nobase[*]}" "$out/$name.screen" \
         > /dev/null 2>&1 || echo "$name: launch failed (see $out/$name.screen)"
     touch "$mem.stop"
     wait "$sampler" || true

@@ -86,11 +86,19 @@ int pft_gstat_lowrank_shared_scatter(const double *W, int d, double n, int q, do
     double *c = pft_alloc_array((size_t)d * (size_t)d, sizeof *c);
     if (!c)
         return pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for a %d×%d covariance", d, d);
-    for (size_t i = 0; i < (size_t)d * (size_t)d; i++)
-        c[i] = W[i] / n;
-    int rc = lowrank_shared(c, c, d, q, U, psi);
+    memcpy(c, W, (size_t)d * (size_t)d * sizeof *c);
+    int rc = pft_gstat_lowrank_shared_scatter_inplace(c, d, n, q, U, psi);
     pft_free(c);
     return rc;
+}
+
+int pft_gstat_lowrank_shared_scatter_inplace(double *W, int d, double n, int q, double *U, double *psi)
+{
+    if (d < 1 || q < 0 || q > d || !(n > 0))
+        return pft_err(PFT_EINVAL, "gstat lowrank: q = %d outside 0..d (d = %d) or n = %g not positive", q, d, n);
+    for (size_t i = 0; i < (size_t)d * (size_t)d; i++)
+        W[i] /= n;
+    return lowrank_shared(W, W, d, q, U, psi);
 }
 
 int pft_gstat_lowrank_shared_trid(const pft_la_trid_t *t, const double *wdiag, double n, int q, double *U,

@@ -25,6 +25,9 @@ int pft_gstat_lowrank_shared_inplace(double *C, int d, int q, double *U, double 
  * d×d buffer of its own, then pft_gstat_lowrank_shared_inplace (the same numbers as a caller dividing W by n
  * and calling it). 0, or PFT_EINVAL (also n ≤ 0), PFT_ENOMEM, PFT_ENUMERIC. */
 int pft_gstat_lowrank_shared_scatter(const double *W, int d, double n, int q, double *U, double *psi);
+/* The same release of W / n computed in W's own storage (W is clobbered: divided by n, then the eigensolver's
+ * workspace), for a caller done with W; the same numbers as pft_gstat_lowrank_shared_scatter bit for bit. */
+int pft_gstat_lowrank_shared_scatter_inplace(double *W, int d, double n, int q, double *U, double *psi);
 
 /* The same release of C = W / n from a tridiagonal reduction t of W (pft_la_trid_t, pft_linalg.h; e.g. the
  * one the shrinkage evidence made of the same W: pft_ghead_evidence_keep) and W's diagonal wdiag (d): the q

@@ -191,6 +191,20 @@ recompute tiedmerge b 5 >"$W/tiedmerge/b/recompute.out"
 cat "$W/tiedmerge/b/recompute.out"
 grep -q "thanks to merged rows" "$W/tiedmerge/b/recompute.out" ||
     fail "tiedmerge: no class of b was released on merged rows (the case does not bind)"
+# an exact sink's head (tied5, tiedmerge: a -> b): the rows a released and every own row of b, withheld classes
+# included (b's released rows go straight into the received part's sum; its head adds the withheld ones)
+for run in tied5 tiedmerge; do
+    python3 - "$W/$run" $run <<'PY' || fail "$run: b's head does not hold a's released rows and all of b's"
+import json, sys
+d, run = sys.argv[1], sys.argv[2]
+r = {n: json.load(open("%s/%s/result.json" % (d, n))) for n in "ab"}
+a_rel = r["a"]["n_real"] - sum(w["rows"] for w in r["a"]["withheld_classes"])
+held = r["b"]["gaussian_head"]["rows"]
+assert held == a_rel + r["b"]["n_real"], (held, a_rel, r["b"]["n_real"])
+assert run != "tied5" or r["b"]["withheld_classes"], "tied5: b withholds nothing (the case does not bind)"
+print(run, "b's head rows", held, "= a's released", a_rel, "+ b's own", r["b"]["n_real"])
+PY
+done
 # the floor binds here: something was withheld or merged, and at min_rows = 1 components stand for one row
 python3 - "$W" <<'PY' || fail "floor5 did not bind / floor1 has no one-row component"
 import json, sys

@@ -285,6 +285,12 @@ static void test_take_part_scatter(void)
     for (size_t j = 0; j < dd; j++)
         c[j] = wr[j] / n;
     CHECK(pft_gstat_lowrank_shared(c, d, q, u, psi) == 0);
+    /* the release computed in the handed-over W itself (the node's release_in_place): the same numbers */
+    double *u2 = pft_alloc_array((size_t)d * q, sizeof *u2), *psi2 = pft_alloc_array((size_t)d, sizeof *psi2);
+    CHECK(w && pft_gstat_lowrank_shared_scatter_inplace(w, d, n, q, u2, psi2) == 0);
+    CHECK(memcmp(u, u2, (size_t)d * q * sizeof *u) == 0 && memcmp(psi, psi2, (size_t)d * sizeof *psi) == 0);
+    CHECK(pft_gstat_lowrank_shared_scatter_inplace(w, d, 0.0, q, u2, psi2) == PFT_EINVAL); /* n must be > 0 */
+    pft_free(u2), pft_free(psi2);
     CHECK(pft_bundle_set_part_release(b, 0, u, psi, q) == 0);
     CHECK(pft_bundle_encode(b, &m, &l) == 0 && pft_bundle_encode(ref, &mr, &lr) == 0);
     CHECK(m && mr && l == lr && memcmp(m, mr, l) == 0);

@@ -308,6 +308,107 @@ static void test_plan_mesh(void)
     pft_plan_destroy(&p);
 }
 
+/* ---- part groups ---- */
+
+/* pft_topo_part_groups of every node against its definition, computed here naively (DESIGN.md §8): u's rows
+ * reach v along lap-1 hand-offs and fallback edges, and two such contributors share a part iff every rejoin w
+ * below v (w != v, reached by v's rows, two or more predecessors) receives both through the same predecessors;
+ * the part's id is its smallest member. */
+static size_t check_part_groups(const pft_topo_t *t, const char *what)
+{
+    size_t n = pft_topo_node_count(t), ne = 0;
+    const pft_handoff_t *h;
+    size_t nh = pft_topo_handoffs(t, &h), nedge = pft_topo_edge_count(t);
+    size_t *from = calloc(nh + nedge + 1, sizeof *from), *to = calloc(nh + nedge + 1, sizeof *to);
+    unsigned char *r = calloc(n * n, 1); /* r[u·n + a]: a's rows reach u */
+    long *got = calloc(n, sizeof *got);
+    size_t *indeg = calloc(n, sizeof *indeg);
+    for (size_t i = 0; i < nh; i++)
+        if (h[i].lap == 1)
+            from[ne] = h[i].from, to[ne++] = h[i].to;
+    for (size_t i = 0; i < nedge; i++)
+        if (pft_topo_edge(t, i)->fallback)
+            from[ne] = pft_topo_edge(t, i)->tail, to[ne++] = pft_topo_edge(t, i)->head;
+    for (size_t i = 0; i < ne; i++)
+        indeg[to[i]]++;
+    for (size_t u = 0; u < n; u++)
+        r[u * n + u] = 1;
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (size_t i = 0; i < ne; i++)
+            for (size_t a = 0; a < n; a++)
+                if (r[from[i] * n + a] && !r[to[i] * n + a])
+                    r[to[i] * n + a] = 1, changed = 1;
+    }
+    size_t wrong = 0, apart = 0; /* apart: nodes at which contributors travel in two parts or more */
+    for (size_t v = 0; v < n; v++) {
+        CHECK(pft_topo_part_groups(t, v, got) == 0);
+        size_t parts = 0;
+        for (size_t u = 0; u < n; u++) {
+            long want = -1;
+            for (size_t a = 0; want < 0 && a <= u && r[v * n + u]; a++) {
+                int same = r[v * n + a];
+                for (size_t i = 0; same && i < ne; i++) {
+                    size_t w = to[i];
+                    if (w != v && r[w * n + v] && indeg[w] >= 2)
+                        same = r[from[i] * n + a] == r[from[i] * n + u];
+                }
+                if (same)
+                    want = (long)a;
+            }
+            wrong += got[u] != want;
+            parts += want == (long)u;
+        }
+        apart += parts >= 2;
+    }
+    CHECK_MSG(wrong == 0, "%s: %zu of %zu part groups differ from their definition", what, wrong, n * n);
+    free(from), free(to), free(r), free(got), free(indeg);
+    return apart;
+}
+
+/* Random dags (a chain with forward chords: rejoins everywhere, fallback edges among them) and meshes (a
+ * random cycle with chords, root n0): the groups of every node as their definition says. */
+static void test_part_groups_random(void)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    size_t apart = 0;
+    for (int trial = 0; trial < 24; trial++) {
+        int n = 4 + trial % 13, mesh = trial % 3 == 2;
+        char *text = calloc(1, 16384);
+        size_t len = (size_t)snprintf(text, 16384, "digraph g%d { " SIM "%s\n", trial, mesh ? "root = n0;" : "");
+        int *perm = calloc((size_t)n, sizeof *perm);
+        for (int i = 0; i < n; i++)
+            perm[i] = i;
+        for (int i = n - 1; mesh && i > 1; i--) { /* n0 stays first: any cycle through all nodes */
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            int j = 1 + (int)((x >> 33) % (uint64_t)i), tmp = perm[i];
+            perm[i] = perm[j], perm[j] = tmp;
+        }
+        for (int i = 0; i + 1 < n || (mesh && i < n); i++)
+            len += (size_t)snprintf(text + len, 16384 - len, " n%d -> n%d\n", perm[i], perm[(i + 1) % n]);
+        for (int a = 0; a < n; a++)
+            for (int b = a + 2; b < n; b++) {
+                x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+                int pick = (int)((x >> 33) % 100);
+                if (pick < 30 && !(mesh && a == 0 && b == n - 1)) /* a mesh's n-1 -> 0 is the cycle's */
+                    len += (size_t)snprintf(text + len, 16384 - len, " n%d -> n%d%s\n", mesh ? perm[b] : a,
+                                            mesh ? perm[a] : b, !mesh && pick < 6 ? " [fallback=true]" : "");
+            }
+        snprintf(text + len, 16384 - len, "}\n");
+        pft_topo_t *t = NULL;
+        int rc = load(text, SKIP, &t);
+        CHECK_MSG(rc == 0, "trial %d: %s\n%s", trial, pft_errmsg(), text);
+        char what[32];
+        snprintf(what, sizeof what, "%s %d (%d nodes)", mesh ? "mesh" : "dag", trial, n);
+        if (t)
+            apart += check_part_groups(t, what);
+        pft_topo_destroy(&t);
+        free(perm);
+        free(text);
+    }
+    CHECK_MSG(apart >= 10, "only %zu nodes receive their contributors in two parts or more", apart);
+}
+
 static void test_errors_mesh(void)
 {
     /* a strongly connected graph that is not a ring needs root */
@@ -347,6 +448,7 @@ int main(void)
     RUN(test_plan_direct);
     RUN(test_plan_mesh);
     RUN(test_errors_mesh);
+    RUN(test_part_groups_random);
     pft_test_topo_cleanup();
     return pft_test_done();
 }

@@ -1,5 +1,6 @@
 /* pft_secplan: the visibility plan of secure aggregation per topology kind (rules in pft_secplan.h). */
 #include "pft_secplan.h"
+#include "pft_topo_internal.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -232,16 +233,17 @@ static int fill_msgs(pft_secplan_t *p, const pft_topo_t *t, const shape_t *s)
     const pft_handoff_t *h;
     size_t n = p->n;
     long *groups = pft_alloc_array(n, sizeof *groups);
+    pft_topo__kgraph_t *g = NULL;
     if (!groups)
         return pft_err(PFT_ENOMEM, "out of memory");
-    int rc = 0;
+    int rc = pft_topo__kgraph_new(t, &g);
     pft_topo_handoffs(t, &h);
     for (size_t i = 0; i < p->nh && !rc; i++) {
         pft_secplan_msg_t *msg = &p->msgs[i];
         size_t *c = p->contrib + i * n;
         long *part = p->parts + i * n;
         if (h[i].lap == 1)
-            rc = pft_topo_part_groups(t, h[i].from, groups);
+            rc = pft_topo__kgraph_part_groups(g, h[i].from, groups);
         for (size_t u = 0; !rc && u < n; u++) {
             if (!is_contrib(t, u) || (h[i].lap == 1 && groups[u] < 0))
                 continue;
@@ -260,6 +262,7 @@ static int fill_msgs(pft_secplan_t *p, const pft_topo_t *t, const shape_t *s)
                          msg->n_contrib, p->m);
     }
     pft_free(groups);
+    pft_topo__kgraph_destroy(&g);
     return rc;
 }
 

@@ -1,5 +1,6 @@
 /* pft_topo_family: which nodes carry exact statistics (cov, k, merge, head), checked at load, and how their
  * contributors' statistics must travel apart so that a rejoin counts each contributor once. */
+#define _GNU_SOURCE /* qsort_r */
 #include "pft_topo_internal.h"
 
 #include <stdlib.h>
@@ -49,11 +50,12 @@ int pft_topo__check_families(const pft_topo_t *t, pft_topo__model_t *m)
 /* ---- part groups ----------------------------------------------------------------------------------------
  */
 
-typedef struct {
+struct pft_topo__kgraph {
     size_t n;
     size_t *off, *adj;  /* predecessors in the knowledge graph: adj[off[w] .. off[w+1]) */
     unsigned char *anc; /* n×n: anc[u·n + a] = 1 if a's rows reach u (a == u included) */
-} kgraph_t;
+};
+typedef pft_topo__kgraph_t kgraph_t;
 
 static void kgraph_free(kgraph_t *g)
 {
@@ -121,41 +123,84 @@ static int kgraph_build(const pft_topo_t *t, kgraph_t *g)
     return 0;
 }
 
+int pft_topo__kgraph_new(const pft_topo_t *t, pft_topo__kgraph_t **out)
+{
+    *out = pft_calloc(1, sizeof **out);
+    if (!*out)
+        return pft_err(PFT_ENOMEM, "out of memory for the part groups");
+    int rc = kgraph_build(t, *out);
+    if (rc != 0)
+        PFT_FREE(*out);
+    return rc;
+}
+
+void pft_topo__kgraph_destroy(pft_topo__kgraph_t **g_p)
+{
+    if (!g_p || !*g_p)
+        return;
+    kgraph_free(*g_p);
+    PFT_FREE(*g_p);
+}
+
+/* qsort context: contributors ordered by their key, then by index (the first of equal keys is the smallest) */
+typedef struct {
+    const unsigned char *key;
+    size_t klen;
+} keyctx_t;
+
+static int by_key(const void *a, const void *b, void *ctx)
+{
+    const keyctx_t *k = ctx;
+    size_t u = *(const size_t *)a, w = *(const size_t *)b;
+    int c = k->klen ? memcmp(k->key + u * k->klen, k->key + w * k->klen, k->klen) : 0;
+    return c ? c : (u > w) - (u < w);
+}
+
+int pft_topo__kgraph_part_groups(const pft_topo__kgraph_t *g, size_t v, long *groups)
+{
+    size_t n = g->n;
+    /* key of contributor u: for every rejoin w below v (several predecessors), which of w's predecessors u's
+     * rows reach w through; stored as one byte per (w, predecessor) */
+    size_t klen = 0, n_rj = 0, n_in = 0;
+    size_t *rj = pft_alloc_array(n + 1, sizeof *rj), *in = pft_alloc_array(n + 1, sizeof *in);
+    for (size_t w = 0; rj && w < n; w++)
+        if (w != v && g->anc[w * n + v] && g->off[w + 1] - g->off[w] >= 2) {
+            rj[n_rj++] = w;
+            klen += g->off[w + 1] - g->off[w];
+        }
+    unsigned char *key = rj && in ? pft_calloc(n * (klen ? klen : 1), 1) : NULL;
+    if (!key) {
+        pft_free(rj);
+        pft_free(in);
+        return pft_err(PFT_ENOMEM, "out of memory for the part groups");
+    }
+    for (size_t u = 0; u < n; u++) {
+        groups[u] = g->anc[v * n + u] ? (long)u : -1;
+        if (groups[u] < 0)
+            continue;
+        in[n_in++] = u;
+        size_t at = 0;
+        for (size_t r = 0; r < n_rj; r++)
+            for (size_t k = g->off[rj[r]]; k < g->off[rj[r] + 1]; k++)
+                key[u * klen + at++] = g->anc[g->adj[k] * n + u];
+    }
+    keyctx_t ctx = {key, klen};
+    qsort_r(in, n_in, sizeof *in, by_key, &ctx);
+    for (size_t i = 1; i < n_in; i++) /* the group id is the smallest member */
+        if (klen == 0 || memcmp(key + in[i] * klen, key + in[i - 1] * klen, klen) == 0)
+            groups[in[i]] = groups[in[i - 1]];
+    pft_free(key);
+    pft_free(rj);
+    pft_free(in);
+    return 0;
+}
+
 int pft_topo_part_groups(const pft_topo_t *self, size_t v, long *groups)
 {
     kgraph_t g;
     int rc = kgraph_build(self, &g);
-    if (rc != 0)
-        return rc;
-    size_t n = g.n;
-    /* key of contributor u: for every rejoin w below v (several predecessors), which of w's predecessors u's
-     * rows reach w through; stored as one byte per (w, predecessor) */
-    size_t klen = 0;
-    for (size_t w = 0; w < n; w++)
-        if (w != v && g.anc[w * n + v] && g.off[w + 1] - g.off[w] >= 2)
-            klen += g.off[w + 1] - g.off[w];
-    unsigned char *key = pft_calloc(n * (klen ? klen : 1), 1);
-    if (!key) {
-        kgraph_free(&g);
-        return pft_err(PFT_ENOMEM, "out of memory for the part groups");
-    }
-    for (size_t u = 0; u < n; u++) {
-        groups[u] = g.anc[v * n + u] ? (long)u : -1;
-        if (groups[u] < 0)
-            continue;
-        size_t at = 0;
-        for (size_t w = 0; w < n; w++) {
-            if (w == v || !g.anc[w * n + v] || g.off[w + 1] - g.off[w] < 2)
-                continue;
-            for (size_t k = g.off[w]; k < g.off[w + 1]; k++)
-                key[u * klen + at++] = g.anc[g.adj[k] * n + u];
-        }
-    }
-    for (size_t u = 0; u < n; u++) /* the group id is the smallest member */
-        for (size_t a = 0; groups[u] == (long)u && a < u; a++)
-            if (groups[a] == (long)a && memcmp(key + u * klen, key + a * klen, klen) == 0)
-                groups[u] = (long)a;
-    pft_free(key);
+    if (rc == 0)
+        rc = pft_topo__kgraph_part_groups(&g, v, groups);
     kgraph_free(&g);
-    return 0;
+    return rc;
 }

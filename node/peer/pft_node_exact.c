@@ -230,6 +230,36 @@ static int scatter_back(pft_bundle_t *b, const reduced_t *red)
     return rc;
 }
 
+/* Every clear tied part of b that the evidence's release did not serve (not equal to the evidence's statistics:
+ * a floor kept the own part apart, parts travel apart) and that sends eigenpairs gives up its scatter W, and its
+ * release is computed in W's own storage (pft_gstat_lowrank_shared_scatter_inplace: the numbers the encoder
+ * would compute in a copy of W). One d×d fewer while the bundle is encoded; b's W is not read again. */
+static int release_in_place(pft_bundle_t *b, const reduced_t *red)
+{
+    int d = pft_bundle_dim(b), rc = 0;
+    for (int i = 0; rc == 0 && i < pft_bundle_n_parts(b); i++) {
+        const pft_gstat_t *st = pft_bundle_part_stats(b, i);
+        int qe = pft_bundle_part_sent_rank(b, i);
+        if (red->same[i] || qe < 1 || !st || pft_gstat_kind(st) != PFT_GSTAT_TIED || !pft_gstat_tied_scatter(st))
+            continue;
+        double n = (double)pft_gstat_total(st), *w = NULL;
+        double *u = pft_alloc_array((size_t)d * qe, sizeof *u), *psi = pft_alloc_array((size_t)d, sizeof *psi);
+        rc = u && psi ? 0 : pft_err(PFT_ENOMEM, "out of memory for a release of rank %d", qe);
+        if (rc == 0)
+            rc = pft_bundle_take_part_scatter(b, i, &w);
+        if (rc == 0)
+            rc = pft_gstat_lowrank_shared_scatter_inplace(w, d, n, qe, u, psi);
+        if (rc == 0)
+            rc = pft_bundle_set_part_release(b, i, u, psi, qe);
+        if (rc == 0)
+            pft_debug("release: part %d at rank %d in its own scatter", i, qe);
+        pft_free(w);
+        pft_free(u);
+        pft_free(psi);
+    }
+    return rc;
+}
+
 /* Merge: every received part of the stage taken and folded into its group (b records the bundles as
  * parents); the opener of a masked group opens its sum, in the clear. */
 static int merge(node_t *nd, const pft_stage_t *st, parts_t *ps, pft_bundle_t *b)
@@ -289,6 +319,8 @@ static int outbound(node_t *nd, parts_t *ps, pft_bundle_t *b, int complete, redu
         rc = pft_ghead_evidence_give_back(red->of, &red->t);
     if (rc == 0)
         rc = scatter_back(b, red);
+    if (rc == 0)
+        rc = release_in_place(b, red);
     for (int i = 0; rc == 0 && i < pft_bundle_prov_n_nodes(b); i++)
         if (strcmp(pft_bundle_prov_node(b, i), nd->me->id) == 0)
             rc = pft_node__evidence_set(nd, b, nd->me->id);

@@ -565,6 +565,8 @@ typedef struct {
         *view;      /* borrowed instead of st: a received bundle's part (the bundle outlives the refit) */
     int exact_rows; /* 1: this node's own part as sent differs from its rows (floor, DP): the head adds the
                        rows themselves, exactly, from the dataset */
+    int floor_rest; /* 1: this node's own rows less the classes the floor withheld, merged (pft_node__parts_
+                       take_own_rows): the head adds the withheld classes' rows, exactly, from the dataset */
     size_t *who;    /* contributor node indices */
     int n_who;
     const pft_bundle_t *b; /* where its provenance is read (NULL: this node's own rows) */
@@ -615,6 +617,15 @@ int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group);
  * noise, no withheld rows, no secure aggregation), and its group's accumulator the only one. Else nothing.
  * 0, or pft_gstat_merge's errors. */
 int pft_node__parts_fold_own(const node_t *nd, parts_t *ps);
+/* Memory: this node's released own rows (exactly: no step changed them; rows: all of them, or those the floor
+ * left, floor_rest), added straight into its group's accumulator as a part of its own (*taken = 1), where the
+ * group's accumulator is the only one and every other part is merged into it: no d×d scatter of the own rows
+ * alone is ever made. The sums are those of merging the own part made of the rows up to rounding (each class's
+ * scatter goes into the accumulator's instead of into a zero matrix first). With floor_rest the head's
+ * statistics add the withheld classes' rows (pft_node__parts_total). *taken = 0 and nothing done where it does
+ * not apply. 0, or pft_gstat_add_rows's errors. */
+int pft_node__parts_take_own_rows(const node_t *nd, parts_t *ps, const pft_dataset_t *rows, int floor_rest,
+                                  int *taken);
 /* Merge of every taken part into *out (own rows exactly where a release differs from them). */
 int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out);
 /* pft_node__parts_total, the same numbers bit for bit, made without a d×d copy where the total is one group's

@@ -109,6 +109,7 @@ int pft_node__parts_take(parts_t *ps, pft_gstat_t **st, const pft_gstat_t *view,
     p->view = st ? NULL : view;
     p->merged = 0;
     p->exact_rows = 0;
+    p->floor_rest = 0;
     p->masked = 0;
     p->group = -1;
     if (st)
@@ -297,6 +298,26 @@ int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group)
 }
 
 /* Merge of every taken part, in this node's kind (own rows exactly where a DP release went on instead). */
+/* Adds to t this node's rows of the classes the floor withheld (a merged floor_rest part holds the others). */
+static int add_withheld_rows(const node_t *nd, pft_gstat_t *t)
+{
+    int n = pft_dataset_n(nd->train), m = 0;
+    const int32_t *y = pft_dataset_y(nd->train);
+    int *idx = pft_alloc_array((size_t)n + 1, sizeof *idx);
+    if (!idx)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++)
+        if (pft_node__floor_is_withheld(&nd->know.floor, y[i]))
+            idx[m++] = i;
+    pft_dataset_t *w = NULL;
+    int rc = m > 0 ? pft_dataset_subset(nd->train, idx, m, &w) : 0;
+    if (rc == 0 && w)
+        rc = pft_gstat_add_rows(t, pft_dataset_x(w), pft_dataset_y(w), (size_t)m);
+    pft_dataset_destroy(&w);
+    pft_free(idx);
+    return rc;
+}
+
 int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out)
 {
     pft_gstat_t *t = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train));
@@ -310,6 +331,9 @@ int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out
                      ? pft_gstat_add_rows(t, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
                                           (size_t)pft_dataset_n(nd->train))
                      : pft_gstat_merge(t, pft_node__parts_stats(&ps->p[i]));
+    for (int i = 0; rc == 0 && i < ps->n; i++)
+        if (ps->p[i].floor_rest)
+            rc = add_withheld_rows(nd, t);
     if (rc != 0) {
         pft_gstat_destroy(&t);
         return pft_err_wrap(rc, "merging the statistics");
@@ -328,7 +352,7 @@ int pft_node__parts_total_take(const node_t *nd, parts_t *ps, pft_gstat_t **out)
             only = (long)g;
         }
     for (int i = 0; i < ps->n; i++)
-        if (!ps->p[i].merged && (!ps->p[i].masked || ps->p[i].exact_rows))
+        if ((!ps->p[i].merged && (!ps->p[i].masked || ps->p[i].exact_rows)) || ps->p[i].floor_rest)
             return pft_node__parts_total(nd, ps, out);
     if (only < 0 || pft_gstat_kind(ps->acc[only]) != PFT_GSTAT_TIED || !pft_gstat_tied_scatter(ps->acc[only]))
         return pft_node__parts_total(nd, ps, out);
@@ -520,15 +544,50 @@ static int released_noisy(const node_t *nd, const part_t *p)
     return pft_node__parts_noise(nd, p, NULL) || (!p->b && p->exact_rows && nd->pipe.noisy);
 }
 
-int pft_node__parts_fold_own(const node_t *nd, parts_t *ps)
+/* The group whose accumulator this node's own part may join at once: its own group g, when g's accumulator is
+ * the only one and in the clear (no noise, no secure aggregation); else -1 (the head's merge would add the own
+ * part in another order, or apart). */
+static long own_fold_group(const node_t *nd, const parts_t *ps)
 {
     long g = ps->grp[nd->my_index];
-    part_t *own = NULL;
     if (nd->sec.plan || g < 0 || !ps->acc[g] || ps->noisy[g])
-        return 0;
+        return -1;
     for (size_t k = 0; k < ps->n_nodes; k++)
         if (ps->acc[k] && (long)k != g)
-            return 0; /* the head's merge would add it in another order */
+            return -1;
+    return g;
+}
+
+int pft_node__parts_take_own_rows(const node_t *nd, parts_t *ps, const pft_dataset_t *rows, int floor_rest,
+                                  int *taken)
+{
+    *taken = 0;
+    long g = own_fold_group(nd, ps);
+    if (g < 0 || ps->covered[nd->my_index] || pft_gstat_kind(ps->acc[g]) != pft_node__parts_kind(nd))
+        return 0;
+    for (int i = 0; i < ps->n; i++)
+        if (!ps->p[i].merged)
+            return 0;
+    int rc = pft_node__parts_take(ps, NULL, NULL, &nd->my_index, 1, NULL, nd->me->id);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
+    part_t *own = &ps->p[ps->n - 1];
+    rc = pft_gstat_add_rows(ps->acc[g], pft_dataset_x(rows), pft_dataset_y(rows), (size_t)pft_dataset_n(rows));
+    if (rc != 0)
+        return pft_err_wrap(rc, "adding this node's rows to its group's statistics");
+    own->merged = 1;
+    own->group = g;
+    own->floor_rest = floor_rest;
+    *taken = 1;
+    return 0;
+}
+
+int pft_node__parts_fold_own(const node_t *nd, parts_t *ps)
+{
+    long g = own_fold_group(nd, ps);
+    part_t *own = NULL;
+    if (g < 0)
+        return 0;
     for (int i = 0; i < ps->n; i++) {
         part_t *p = &ps->p[i];
         if (p->merged)
@@ -676,7 +735,7 @@ int pft_node__parts_add_groups(node_t *nd, parts_t *ps, pft_bundle_t *b, int ste
             if (grp[p->who[0]] != (long)g)
                 continue;
             if (!p->merged)
-                rc = accumulate(nd, &st, p->exact_rows ? NULL : &p->st, pft_node__parts_stats(p), steal);
+                rc = accumulate(nd, &st, &p->st, pft_node__parts_stats(p), steal);
             noisy |= released_noisy(nd, p);
             if (!p->b && !own_released(nd))
                 continue; /* the floor withheld every own class: no own row in the part, nor its id */
