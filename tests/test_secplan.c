@@ -381,6 +381,47 @@ static void test_ring_mesh(void)
     pft_topo_destroy(&t);
 }
 
+/* A node keeps its own part of the plan (pft_secplan_keep_node): its mask peers and view as they were, every
+ * node's scalars, the group and divisors; the whole run's arrays gone, and what needs them refused. */
+static void test_keep_node(void)
+{
+    for (size_t v = 0; v < 6; v++) {
+        pft_topo_t *t = NULL;
+        pft_secplan_t *p = NULL, *whole = NULL;
+        CHECK(load(ring_text(6), SKIP, &t) == 0);
+        CHECK(t && pft_secplan_new(t, 2, NULL, &p) == 0 && pft_secplan_new(t, 2, NULL, &whole) == 0);
+        if (!p || !whole) {
+            pft_secplan_destroy(&p);
+            pft_secplan_destroy(&whole);
+            pft_topo_destroy(&t);
+            return;
+        }
+        CHECK(pft_secplan_keep_node(p, 6) == PFT_EINVAL); /* no such node */
+        CHECK(pft_secplan_keep_node(p, v) == 0);
+        CHECK(pft_secplan_keep_node(p, v) == PFT_EINVAL); /* kept already */
+        const pft_secplan_node_t *a = pft_secplan_node(p, v), *b = pft_secplan_node(whole, v);
+        CHECK(a->n_mask_peers == b->n_mask_peers && a->n_view == b->n_view && a->n_view == 6);
+        CHECK(memcmp(a->mask_peers, b->mask_peers, a->n_mask_peers * sizeof *a->mask_peers) == 0);
+        CHECK(memcmp(a->view, b->view, a->n_view * sizeof *a->view) == 0);
+        for (size_t u = 0; u < 6; u++) {
+            const pft_secplan_node_t *x = pft_secplan_node(p, u), *y = pft_secplan_node(whole, u);
+            CHECK(x->mask_group == y->mask_group && x->opens == y->opens && x->contributor == y->contributor);
+            CHECK(u == v || (x->n_view == 0 && x->n_mask_peers == 0 && !x->view && !x->mask_peers));
+        }
+        CHECK(pft_secplan_group(p, 0)->opener == pft_secplan_group(whole, 0)->opener);
+        CHECK(pft_secplan_noise_div(p) == pft_secplan_noise_div(whole));
+        const pft_secplan_msg_t *msg;
+        CHECK(pft_secplan_msgs(p, &msg) == 0 && pft_secplan_msgs(whole, &msg) == 10); /* 2n − 2 */
+        uint64_t cr[6] = {1, 1, 1, 1, 1, 1};
+        unsigned char w[6];
+        size_t nw = 0;
+        CHECK(pft_secplan_withhold(p, 1, cr, 0, w, &nw) == PFT_EINVAL);
+        pft_secplan_destroy(&p);
+        pft_secplan_destroy(&whole);
+        pft_topo_destroy(&t);
+    }
+}
+
 static void test_dag(void)
 {
     pft_topo_t *t;
@@ -566,6 +607,7 @@ int main(void)
     RUN(test_star);
     RUN(test_chain);
     RUN(test_ring_mesh);
+    RUN(test_keep_node);
     RUN(test_dag);
     RUN(test_rows);
     RUN(test_withhold);

@@ -26,6 +26,8 @@ struct pft_secplan_t {
     size_t noise_div;
     size_t
         threshold; /* survivors a declaration needs and shares of a self-mask seed (0: no double masking) */
+    size_t kept;   /* SIZE_MAX, or the one node whose arrays pft_secplan_keep_node kept (the rest freed) */
+    size_t *kept_peers, *kept_view;
 };
 
 /* What the kind-specific rule decides. */
@@ -273,6 +275,7 @@ static pft_secplan_t *plan_alloc(size_t n, size_t nh)
         return NULL;
     p->n = n;
     p->nh = nh;
+    p->kept = SIZE_MAX;
     p->members = pft_calloc(n, sizeof *p->members);
     p->nodes = pft_calloc(n, sizeof *p->nodes);
     p->peers = pft_calloc(n * n, sizeof *p->peers);
@@ -342,8 +345,47 @@ void pft_secplan_destroy(pft_secplan_t **self_p)
     pft_free(p->msgs);
     pft_free(p->contrib);
     pft_free(p->parts);
+    pft_free(p->kept_peers);
+    pft_free(p->kept_view);
     pft_free(p);
     *self_p = NULL;
+}
+
+/* A copy of a[0..k) (pft_alloc; one element when k = 0); NULL if out of memory. */
+static size_t *copy_of(const size_t *a, size_t k)
+{
+    size_t *c = pft_alloc_array(k ? k : 1, sizeof *c);
+    if (c && k)
+        memcpy(c, a, k * sizeof *c);
+    return c;
+}
+
+int pft_secplan_keep_node(pft_secplan_t *self, size_t v)
+{
+    if (!self || v >= self->n || self->kept != SIZE_MAX)
+        return pft_err(PFT_EINVAL, "secure aggregation: no node %zu to keep, or the plan kept one already", v);
+    pft_secplan_node_t *me = &self->nodes[v];
+    size_t *peers = copy_of(me->mask_peers, me->n_mask_peers), *view = copy_of(me->view, me->n_view);
+    if (!peers || !view) {
+        pft_free(peers);
+        pft_free(view);
+        return pft_err(PFT_ENOMEM, "out of memory");
+    }
+    for (size_t u = 0; u < self->n; u++) {
+        self->nodes[u].mask_peers = self->nodes[u].view = NULL;
+        if (u != v)
+            self->nodes[u].n_mask_peers = self->nodes[u].n_view = 0;
+    }
+    me->mask_peers = self->kept_peers = peers;
+    me->view = self->kept_view = view;
+    PFT_FREE(self->peers);
+    PFT_FREE(self->views);
+    PFT_FREE(self->msgs);
+    PFT_FREE(self->contrib);
+    PFT_FREE(self->parts);
+    self->nh = 0;
+    self->kept = v;
+    return 0;
 }
 
 int pft_secplan_min_contributors(const pft_secplan_t *self)
@@ -402,6 +444,8 @@ int pft_secplan_withhold(const pft_secplan_t *self, size_t n_classes, const uint
 {
     if (!n_classes || !class_rows || !withhold || !n_withheld)
         return pft_err(PFT_EINVAL, "secure aggregation: no classes to check");
+    if (self->kept != SIZE_MAX)
+        return pft_err(PFT_EINVAL, "secure aggregation: the plan kept node %zu's part only", self->kept);
     memset(withhold, 0, self->n * n_classes);
     *n_withheld = 0;
     for (int changed = !dp; changed;) {

@@ -96,8 +96,15 @@ size_t pft_secplan_group_count(const pft_secplan_t *self);
 const pft_secplan_group_t *pft_secplan_group(const pft_secplan_t *self, size_t i);
 /* Node i (i < node count), or NULL. */
 const pft_secplan_node_t *pft_secplan_node(const pft_secplan_t *self, size_t i);
-/* One entry per hand-off of pft_topo_handoffs; returns their number. */
+/* One entry per hand-off of pft_topo_handoffs; returns their number (0 after pft_secplan_keep_node). */
 size_t pft_secplan_msgs(const pft_secplan_t *self, const pft_secplan_msg_t **out);
+/* Memory: a node needs its own part of the plan, not the whole run's (every hand-off's contributors, every
+ * node's mask peers and view: O(n²) numbers, about 40 MB at 1,000 nodes). Keeps node v's mask peers and view,
+ * every node's scalars, the group and the divisors; frees the rest: pft_secplan_node of another node then
+ * has no mask peers and no view (n_mask_peers = n_view = 0), pft_secplan_msgs gives 0 hand-offs and
+ * pft_secplan_withhold refuses (PFT_EINVAL). 0, or PFT_EINVAL (no node v, kept already), PFT_ENOMEM (the
+ * plan unaltered). */
+int pft_secplan_keep_node(pft_secplan_t *self, size_t v);
 /* The divisor of the DP noise shares (above): ≥ min_contributors. */
 size_t pft_secplan_noise_div(const pft_secplan_t *self);
 

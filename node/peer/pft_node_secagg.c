@@ -79,7 +79,9 @@ int pft_node__secagg_setup(node_t *nd)
     if (!nd->sec.plan || !nd->hand.kp || !nd->hand.keys)
         return pft_err(PFT_ETOPO,
                        "secure_agg = on: no plan or no keys (the topology rules were not checked)");
-    int rc = find_group(nd);
+    int rc = pft_secplan_keep_node(nd->sec.plan, nd->my_index); /* the whole run's plan: O(n²) */
+    if (rc == 0)
+        rc = find_group(nd);
     if (rc == 0)
         rc = dp_setup(nd);
     if (rc != 0)
