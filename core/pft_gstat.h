@@ -71,8 +71,8 @@ int pft_gstat_add_class(pft_gstat_t *self, int label, uint64_t n, const double *
 int pft_gstat_add_tied_scatter(pft_gstat_t *self, const double *w);
 /* pft_gstat_add_tied_scatter for statistics to which no scatter was added yet (made by pft_gstat_new, classes
  * added with NULL scatters, W still zero): *w_p (d×d, allocated by pft_alloc) becomes W itself, the numbers
- * pft_gstat_add_tied_scatter would leave bit for bit (0 + w: a −0 entry becomes +0), without a second d×d; *w_p
- * is set to NULL. PFT_EINVAL (self and *w_p unaltered) for FULL statistics or a non-finite entry. */
+ * pft_gstat_add_tied_scatter would leave bit for bit (0 + w: a −0 entry becomes +0), without a second d×d;
+ * *w_p is set to NULL. PFT_EINVAL (self and *w_p unaltered) for FULL statistics or a non-finite entry. */
 int pft_gstat_set_tied_scatter(pft_gstat_t *self, double **w_p);
 
 /* TIED only: hands the within-class scatter W (d×d, both triangles) to the caller, who frees it with

@@ -95,7 +95,8 @@ int pft_gstat_lowrank_shared_scatter(const double *W, int d, double n, int q, do
 int pft_gstat_lowrank_shared_scatter_inplace(double *W, int d, double n, int q, double *U, double *psi)
 {
     if (d < 1 || q < 0 || q > d || !(n > 0))
-        return pft_err(PFT_EINVAL, "gstat lowrank: q = %d outside 0..d (d = %d) or n = %g not positive", q, d, n);
+        return pft_err(PFT_EINVAL, "gstat lowrank: q = %d outside 0..d (d = %d) or n = %g not positive", q, d,
+                       n);
     for (size_t i = 0; i < (size_t)d * (size_t)d; i++)
         W[i] /= n;
     return lowrank_shared(W, W, d, q, U, psi);

@@ -255,9 +255,9 @@ static void test_part_release(void)
 
 /* A part's scatter handed over (pft_bundle_take_part_scatter, a relay whose evidence holds the same W): the
  * W handed is the part's, bit for bit; the bundle is refused by the encoder until the part's release is set,
- * then encodes to the bytes of the same bundle that kept its W, and so it does with its W given back; what may
- * not be taken is refused (dense form, a cap of 0, FULL or no such part, twice); a part whose statistics were
- * taken (pft_bundle_take_part_stats) stops the encoder. */
+ * then encodes to the bytes of the same bundle that kept its W, and so it does with its W given back; what
+ * may not be taken is refused (dense form, a cap of 0, FULL or no such part, twice); a part whose statistics
+ * were taken (pft_bundle_take_part_stats) stops the encoder. */
 static void test_take_part_scatter(void)
 {
     const int d = 10, q = 3;
@@ -298,14 +298,16 @@ static void test_take_part_scatter(void)
     memcpy(wb, wr, dd * sizeof *wb);
     CHECK(pft_bundle_give_part_scatter(b, 0, &wb) == 0 && !wb);
     CHECK(pft_bundle_give_part_scatter(b, 0, &wb) == PFT_EINVAL); /* it holds one */
-    CHECK(pft_bundle_set_shared_rank(b, 2) == 0 && pft_bundle_set_shared_rank(ref, 2) == 0); /* release unused */
+    CHECK(pft_bundle_set_shared_rank(b, 2) == 0 &&
+          pft_bundle_set_shared_rank(ref, 2) == 0); /* release unused */
     pft_free(m), pft_free(mr), m = mr = NULL;
     CHECK(pft_bundle_encode(b, &m, &l) == 0 && pft_bundle_encode(ref, &mr, &lr) == 0);
     CHECK(m && mr && l == lr && memcmp(m, mr, l) == 0);
     pft_gstat_t *st = NULL; /* the statistics handed over: the bundle is not encoded any more */
     CHECK(pft_bundle_take_part_stats(b, 0, &st) == 0 && st && pft_gstat_total(st) > 0);
     pft_gstat_t *st2 = NULL;
-    CHECK(pft_bundle_part_stats(b, 0) == NULL && pft_bundle_take_part_stats(b, 0, &st2) == PFT_EINVAL && !st2);
+    CHECK(pft_bundle_part_stats(b, 0) == NULL && pft_bundle_take_part_stats(b, 0, &st2) == PFT_EINVAL &&
+          !st2);
     pft_free(m), m = NULL;
     CHECK(pft_bundle_encode(b, &m, &l) == PFT_EINVAL && !m);
     pft_gstat_destroy(&st);

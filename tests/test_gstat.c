@@ -874,7 +874,8 @@ static void test_moves(void)
     CHECK(pft_gstat_merge(ref, a) == 0);
     pft_gstat_t *a2 = pft_gstat_dup(a);
     CHECK(pft_gstat_take_all(a, &t) == 0 && t && pft_gstat_equal(t, ref));
-    CHECK(t && !signbit(pft_gstat_tied_scatter(t)[3 * d + 4]) && pft_gstat_tied_scatter(t)[1] == pft_gstat_tied_scatter(t)[d]);
+    CHECK(t && !signbit(pft_gstat_tied_scatter(t)[3 * d + 4]) &&
+          pft_gstat_tied_scatter(t)[1] == pft_gstat_tied_scatter(t)[d]);
     CHECK(pft_gstat_tied_scatter(a) == NULL && pft_gstat_total(a) == (uint64_t)n);
     CHECK(pft_gstat_same_classes(a, ref) && !pft_gstat_equal(a, ref));
     pft_gstat_t *t2 = NULL;

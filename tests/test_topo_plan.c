@@ -312,8 +312,8 @@ static void test_plan_mesh(void)
 
 /* pft_topo_part_groups of every node against its definition, computed here naively (DESIGN.md §8): u's rows
  * reach v along lap-1 hand-offs and fallback edges, and two such contributors share a part iff every rejoin w
- * below v (w != v, reached by v's rows, two or more predecessors) receives both through the same predecessors;
- * the part's id is its smallest member. */
+ * below v (w != v, reached by v's rows, two or more predecessors) receives both through the same
+ * predecessors; the part's id is its smallest member. */
 static size_t check_part_groups(const pft_topo_t *t, const char *what)
 {
     size_t n = pft_topo_node_count(t), ne = 0;
@@ -375,7 +375,8 @@ static void test_part_groups_random(void)
     for (int trial = 0; trial < 24; trial++) {
         int n = 4 + trial % 13, mesh = trial % 3 == 2;
         char *text = calloc(1, 16384);
-        size_t len = (size_t)snprintf(text, 16384, "digraph g%d { " SIM "%s\n", trial, mesh ? "root = n0;" : "");
+        size_t len =
+            (size_t)snprintf(text, 16384, "digraph g%d { " SIM "%s\n", trial, mesh ? "root = n0;" : "");
         int *perm = calloc((size_t)n, sizeof *perm);
         for (int i = 0; i < n; i++)
             perm[i] = i;

@@ -363,7 +363,8 @@ static size_t *copy_of(const size_t *a, size_t k)
 int pft_secplan_keep_node(pft_secplan_t *self, size_t v)
 {
     if (!self || v >= self->n || self->kept != SIZE_MAX)
-        return pft_err(PFT_EINVAL, "secure aggregation: no node %zu to keep, or the plan kept one already", v);
+        return pft_err(PFT_EINVAL, "secure aggregation: no node %zu to keep, or the plan kept one already",
+                       v);
     pft_secplan_node_t *me = &self->nodes[v];
     size_t *peers = copy_of(me->mask_peers, me->n_mask_peers), *view = copy_of(me->view, me->n_view);
     if (!peers || !view) {

@@ -142,7 +142,8 @@ void pft_topo__kgraph_destroy(pft_topo__kgraph_t **g_p)
     PFT_FREE(*g_p);
 }
 
-/* qsort context: contributors ordered by their key, then by index (the first of equal keys is the smallest) */
+/* qsort context: contributors ordered by their key, then by index (the first of equal keys is the smallest)
+ */
 typedef struct {
     const unsigned char *key;
     size_t klen;

@@ -109,9 +109,9 @@ int pft_topo__need_public(const pft_topo_t *t, const pft_topo__model_t *m);
 int pft_topo__check_keys(const pft_topo_t *t, pft_topo__model_t *m);
 /* pft_topo_family.c: resolves each node's `exact` and `head`, refuses combinations that are not built. */
 int pft_topo__check_families(const pft_topo_t *t, pft_topo__model_t *m);
-/* The knowledge graph along which rows travel (lap-1 hand-offs and fallback edges) and who reaches whom: built
- * once (O(n²) bytes) for pft_topo_part_groups of many nodes (the secure-aggregation plan asks it for every
- * hand-off's sender). */
+/* The knowledge graph along which rows travel (lap-1 hand-offs and fallback edges) and who reaches whom:
+ * built once (O(n²) bytes) for pft_topo_part_groups of many nodes (the secure-aggregation plan asks it for
+ * every hand-off's sender). */
 typedef struct pft_topo__kgraph pft_topo__kgraph_t;
 int pft_topo__kgraph_new(const pft_topo_t *t, pft_topo__kgraph_t **out);
 void pft_topo__kgraph_destroy(pft_topo__kgraph_t **g_p);

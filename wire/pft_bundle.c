@@ -441,8 +441,8 @@ int pft_bundle_take_part_stats(pft_bundle_t *self, int i, pft_gstat_t **st)
 {
     *st = NULL;
     if (!self || i < 0 || i >= self->n_parts || !self->parts[i].st)
-        return pft_err(PFT_EINVAL, "bundle: part %d's statistics cannot be taken (no such clear part, or taken)",
-                       i);
+        return pft_err(PFT_EINVAL,
+                       "bundle: part %d's statistics cannot be taken (no such clear part, or taken)", i);
     *st = self->parts[i].st;
     self->parts[i].st = NULL;
     self->parts[i].taken = 1;

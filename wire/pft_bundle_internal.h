@@ -66,7 +66,7 @@ typedef struct {
     double *rel_u, *rel_psi; /* outbound: the release of the shared covariance, computed by the caller (U
                                 d×rel_q, psi d; pft_bundle_set_part_release); else NULL */
     int rel_q;
-    int taken; /* its statistics were handed to the caller (pft_bundle_take_part_stats): st NULL, not masked */
+    int taken; /* its statistics handed to the caller (pft_bundle_take_part_stats): st NULL, not masked */
     /* masked part (st NULL): kind, layout, public counts, the words, the mask */
     int masked;
     pft_gstat_kind_t kind;

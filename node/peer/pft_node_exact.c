@@ -149,9 +149,9 @@ static int same_parts(const pft_bundle_t *b, reduced_t *red)
         return pft_err(PFT_ENOMEM, "out of memory");
     for (int i = 0; red->of && i < n; i++) {
         const pft_gstat_t *st = pft_bundle_part_stats(b, i);
-        red->same[i] = st && pft_gstat_kind(st) == PFT_GSTAT_TIED &&
-                       (pft_gstat_tied_scatter(st) ? pft_gstat_equal(st, red->of)
-                                                   : pft_gstat_same_classes(st, red->of));
+        red->same[i] =
+            st && pft_gstat_kind(st) == PFT_GSTAT_TIED &&
+            (pft_gstat_tied_scatter(st) ? pft_gstat_equal(st, red->of) : pft_gstat_same_classes(st, red->of));
     }
     return 0;
 }
@@ -163,7 +163,8 @@ static int hand_over_same(pft_bundle_t *b, const reduced_t *red)
 {
     int rc = 0;
     for (int i = 0; rc == 0 && red->of && i < pft_bundle_n_parts(b); i++) {
-        if (!red->same[i] || pft_bundle_part_sent_rank(b, i) < 1 || !pft_gstat_tied_scatter(pft_bundle_part_stats(b, i)))
+        if (!red->same[i] || pft_bundle_part_sent_rank(b, i) < 1 ||
+            !pft_gstat_tied_scatter(pft_bundle_part_stats(b, i)))
             continue;
         double *w = NULL;
         rc = pft_bundle_take_part_scatter(b, i, &w);
@@ -230,20 +231,23 @@ static int scatter_back(pft_bundle_t *b, const reduced_t *red)
     return rc;
 }
 
-/* Every clear tied part of b that the evidence's release did not serve (not equal to the evidence's statistics:
- * a floor kept the own part apart, parts travel apart) and that sends eigenpairs gives up its scatter W, and its
- * release is computed in W's own storage (pft_gstat_lowrank_shared_scatter_inplace: the numbers the encoder
- * would compute in a copy of W). One d×d fewer while the bundle is encoded; b's W is not read again. */
+/* Every clear tied part of b that the evidence's release did not serve (not equal to the evidence's
+ * statistics: a floor kept the own part apart, parts travel apart) and that sends eigenpairs gives up its
+ * scatter W, and its release is computed in W's own storage (pft_gstat_lowrank_shared_scatter_inplace: the
+ * numbers the encoder would compute in a copy of W). One d×d fewer while the bundle is encoded; b's W is not
+ * read again. */
 static int release_in_place(pft_bundle_t *b, const reduced_t *red)
 {
     int d = pft_bundle_dim(b), rc = 0;
     for (int i = 0; rc == 0 && i < pft_bundle_n_parts(b); i++) {
         const pft_gstat_t *st = pft_bundle_part_stats(b, i);
         int qe = pft_bundle_part_sent_rank(b, i);
-        if (red->same[i] || qe < 1 || !st || pft_gstat_kind(st) != PFT_GSTAT_TIED || !pft_gstat_tied_scatter(st))
+        if (red->same[i] || qe < 1 || !st || pft_gstat_kind(st) != PFT_GSTAT_TIED ||
+            !pft_gstat_tied_scatter(st))
             continue;
         double n = (double)pft_gstat_total(st), *w = NULL;
-        double *u = pft_alloc_array((size_t)d * qe, sizeof *u), *psi = pft_alloc_array((size_t)d, sizeof *psi);
+        double *u = pft_alloc_array((size_t)d * qe, sizeof *u),
+               *psi = pft_alloc_array((size_t)d, sizeof *psi);
         rc = u && psi ? 0 : pft_err(PFT_ENOMEM, "out of memory for a release of rank %d", qe);
         if (rc == 0)
             rc = pft_bundle_take_part_scatter(b, i, &w);

@@ -620,10 +620,10 @@ int pft_node__parts_fold_own(const node_t *nd, parts_t *ps);
 /* Memory: this node's released own rows (exactly: no step changed them; rows: all of them, or those the floor
  * left, floor_rest), added straight into its group's accumulator as a part of its own (*taken = 1), where the
  * group's accumulator is the only one and every other part is merged into it: no d×d scatter of the own rows
- * alone is ever made. The sums are those of merging the own part made of the rows up to rounding (each class's
- * scatter goes into the accumulator's instead of into a zero matrix first). With floor_rest the head's
- * statistics add the withheld classes' rows (pft_node__parts_total). *taken = 0 and nothing done where it does
- * not apply. 0, or pft_gstat_add_rows's errors. */
+ * alone is ever made. The sums are those of merging the own part made of the rows up to rounding (each
+ * class's scatter goes into the accumulator's instead of into a zero matrix first). With floor_rest the
+ * head's statistics add the withheld classes' rows (pft_node__parts_total). *taken = 0 and nothing done where
+ * it does not apply. 0, or pft_gstat_add_rows's errors. */
 int pft_node__parts_take_own_rows(const node_t *nd, parts_t *ps, const pft_dataset_t *rows, int floor_rest,
                                   int *taken);
 /* Merge of every taken part into *out (own rows exactly where a release differs from them). */

@@ -298,7 +298,8 @@ int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group)
 }
 
 /* Merge of every taken part, in this node's kind (own rows exactly where a DP release went on instead). */
-/* Adds to t this node's rows of the classes the floor withheld (a merged floor_rest part holds the others). */
+/* Adds to t this node's rows of the classes the floor withheld (a merged floor_rest part holds the others).
+ */
 static int add_withheld_rows(const node_t *nd, pft_gstat_t *t)
 {
     int n = pft_dataset_n(nd->train), m = 0;
@@ -545,8 +546,8 @@ static int released_noisy(const node_t *nd, const part_t *p)
 }
 
 /* The group whose accumulator this node's own part may join at once: its own group g, when g's accumulator is
- * the only one and in the clear (no noise, no secure aggregation); else -1 (the head's merge would add the own
- * part in another order, or apart). */
+ * the only one and in the clear (no noise, no secure aggregation); else -1 (the head's merge would add the
+ * own part in another order, or apart). */
 static long own_fold_group(const node_t *nd, const parts_t *ps)
 {
     long g = ps->grp[nd->my_index];
@@ -572,7 +573,8 @@ int pft_node__parts_take_own_rows(const node_t *nd, parts_t *ps, const pft_datas
     if (rc != 0)
         return rc == 1 ? 0 : rc;
     part_t *own = &ps->p[ps->n - 1];
-    rc = pft_gstat_add_rows(ps->acc[g], pft_dataset_x(rows), pft_dataset_y(rows), (size_t)pft_dataset_n(rows));
+    rc =
+        pft_gstat_add_rows(ps->acc[g], pft_dataset_x(rows), pft_dataset_y(rows), (size_t)pft_dataset_n(rows));
     if (rc != 0)
         return pft_err_wrap(rc, "adding this node's rows to its group's statistics");
     own->merged = 1;

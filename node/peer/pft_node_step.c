@@ -48,7 +48,7 @@ static int take(node_t *nd, pft_node__release_t *r)
     int rc = 0, folded = 0;
     if (!r->st && !nd->pipe.noisy &&
         (rc = pft_node__parts_take_own_rows(nd, r->ps, rows, r->rows != NULL, &folded)) == 0 && folded)
-        return 0; /* the released rows, exactly, straight into their group's statistics */
+        return 0;            /* the released rows, exactly, straight into their group's statistics */
     if (rc == 0 && !r->st) { /* what goes on: the released rows, exactly */
         r->st = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(rows));
         rc = r->st ? pft_gstat_add_rows(r->st, pft_dataset_x(rows), pft_dataset_y(rows),
