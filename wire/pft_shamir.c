@@ -145,17 +145,43 @@ int pft_shamir_split(const uint8_t coins[PFT_SHAMIR_COINS_LEN], size_t t, size_t
     return rc;
 }
 
-/* The Lagrange weights at x0 of the points xs[0..t): w_i = Π_{j≠i} (x0 - x_j) / (x_i - x_j). */
-static void lagrange(const uint64_t *xs, size_t t, uint64_t x0, uint64_t *w)
+/* The barycentric weights of the points xs[0..t) (distinct): lam_i = 1 / Π_{j≠i} (x_i - x_j), all t inverses
+ * by one field inversion (Montgomery's batch trick, with pre as scratch: t entries). O(t²) multiplications. */
+static void barycentric(const uint64_t *xs, size_t t, uint64_t *lam, uint64_t *pre)
 {
     for (size_t i = 0; i < t; i++) {
-        uint64_t num = 1, den = 1;
+        uint64_t den = 1;
         for (size_t j = 0; j < t; j++)
-            if (j != i) {
-                num = f_mul(num, f_sub(x0, xs[j]));
+            if (j != i)
                 den = f_mul(den, f_sub(xs[i], xs[j]));
-            }
-        w[i] = f_mul(num, f_inv(den));
+        lam[i] = den;
+    }
+    uint64_t acc = 1;
+    for (size_t i = 0; i < t; i++) {
+        pre[i] = acc; /* Π_{j<i} den_j */
+        acc = f_mul(acc, lam[i]);
+    }
+    uint64_t inv = f_inv(acc); /* 1 / Π_j den_j */
+    for (size_t i = t; i-- > 0;) {
+        uint64_t d = lam[i];
+        lam[i] = f_mul(inv, pre[i]); /* 1 / den_i */
+        inv = f_mul(inv, d);
+    }
+}
+
+/* The Lagrange weights at x0 of the points xs[0..t) from their barycentric weights lam: w_i = lam_i ·
+ * Π_{j≠i} (x0 - x_j), the products by prefix and suffix (O(t), no inversion; x0 may be one of the points). */
+static void lagrange(const uint64_t *xs, const uint64_t *lam, size_t t, uint64_t x0, uint64_t *w)
+{
+    uint64_t acc = 1;
+    for (size_t i = 0; i < t; i++) {
+        w[i] = acc; /* Π_{j<i} (x0 - x_j) */
+        acc = f_mul(acc, f_sub(x0, xs[i]));
+    }
+    acc = 1;
+    for (size_t i = t; i-- > 0;) {
+        w[i] = f_mul(f_mul(w[i], acc), lam[i]);
+        acc = f_mul(acc, f_sub(x0, xs[i]));
     }
 }
 
@@ -188,16 +214,18 @@ int pft_shamir_combine(const uint8_t (*shares)[PFT_SHAMIR_SHARE_LEN], size_t k, 
 {
     if (t < 1 || k < t || t > PFT_SHAMIR_MAX_N)
         return pft_err(PFT_EINVAL, "shamir: %zu share(s) for a threshold of %zu", k, t);
-    uint64_t *xs = pft_alloc_array(k, sizeof *xs), *w = pft_alloc_array(t, sizeof *w);
-    int rc = xs && w ? check_shares(shares, k, xs) : pft_err(PFT_ENOMEM, "out of memory");
+    uint64_t *xs = pft_alloc_array(k, sizeof *xs), *w = pft_alloc_array(t, sizeof *w),
+             *lam = pft_alloc_array(t, sizeof *lam);
+    int rc = xs && w && lam ? check_shares(shares, k, xs) : pft_err(PFT_ENOMEM, "out of memory");
     pft_shamir_secret_t s;
     if (rc == 0) {
-        lagrange(xs, t, 0, w);
+        barycentric(xs, t, lam, w);
+        lagrange(xs, lam, t, 0, w);
         for (int e = 0; e < PFT_SHAMIR_ELEMS; e++)
             s.e[e] = weighted(shares, w, t, e);
     }
     for (size_t i = t; rc == 0 && i < k; i++) { /* every further share on the same polynomials */
-        lagrange(xs, t, xs[i], w);
+        lagrange(xs, lam, t, xs[i], w);
         for (int e = 0; rc == 0 && e < PFT_SHAMIR_ELEMS; e++)
             if (weighted(shares, w, t, e) != get64(shares[i] + 8 + 8 * e))
                 rc = pft_err(PFT_EINVAL,
@@ -209,6 +237,7 @@ int pft_shamir_combine(const uint8_t (*shares)[PFT_SHAMIR_SHARE_LEN], size_t k, 
     sodium_memzero(&s, sizeof s);
     pft_free(xs);
     pft_free(w);
+    pft_free(lam);
     return rc;
 }
 
