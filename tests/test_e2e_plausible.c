@@ -327,6 +327,21 @@ static int prepare_pb(const char *name, const char *attrs, const char *nodes, ch
     return 0;
 }
 
+/* A refusal at the handshake: a connection from another process to b's port (another test's node still
+ * reconnecting to a port the OS has since given b), refused before any bundle; not one of p's forgeries. */
+static int is_stray(const char *r)
+{
+    return strncmp(r, "handshake: inbound connection", 29) == 0;
+}
+
+static size_t strays(const json_t *refusals)
+{
+    size_t i, n = 0;
+    json_t *v;
+    json_array_foreach(refusals, i, v) n += is_stray(json_string_value(v) ?: "");
+    return n;
+}
+
 static json_t *attack(const char *dir, const char *out, const pft_topo_t *topo, const pft_keypair_t *kp,
                       uint8_t *const *bufs, const size_t *lens, int clean)
 {
@@ -359,11 +374,15 @@ static void test_implausible_refused(void)
         /* each forgery once or more (a retransmission before the NACK came back is refused again) */
         json_t *refusals = json_object_get(ra, "refusals");
         int seen[N_KINDS] = {0}, distinct = 0;
-        size_t i;
+        size_t i, stray = 0;
         json_t *v;
         json_array_foreach(refusals, i, v)
         {
             const char *r = json_string_value(v) ?: "";
+            if (is_stray(r)) {
+                stray++;
+                continue;
+            }
             CHECK_MSG(strstr(r, "implausible"), "refusal '%s'", r);
             kind_t k = refusal_kind(r);
             distinct += k != HONEST && !seen[k]++;
@@ -371,7 +390,7 @@ static void test_implausible_refused(void)
         CHECK_MSG(distinct == N_KINDS - 1, "%d of %d forgeries in b's refusals", distinct, N_KINDS - 1);
         for (int k = 1; k < N_KINDS; k++)
             CHECK_MSG(seen[k], "no refusal of b names the forgery '%s'", s_kind[k]);
-        CHECK(pft_e2e_jint(ra, "rejected") == (long)json_array_size(refusals));
+        CHECK(pft_e2e_jint(ra, "rejected") == (long)(json_array_size(refusals) - stray));
         CHECK(pft_e2e_prov_nodes(ra) == 2);
         double a = json_real_value(json_object_get(ra, "accuracy_global")),
                c = json_real_value(json_object_get(rc, "accuracy_global"));
@@ -404,7 +423,8 @@ static void attack_pair(const char *dir, const char *tag, const pft_topo_t *topo
     if (ra && rc) {
         double a = json_real_value(json_object_get(ra, "accuracy_global")),
                c = json_real_value(json_object_get(rc, "accuracy_global"));
-        CHECK(pft_e2e_jint(ra, "rejected") == (long)json_array_size(json_object_get(ra, "refusals")));
+        CHECK(pft_e2e_jint(ra, "rejected") == (long)(json_array_size(json_object_get(ra, "refusals")) -
+                                                     strays(json_object_get(ra, "refusals"))));
         CHECK(pft_e2e_prov_nodes(ra) == 2);
         CHECK_MSG(a == c, "attacked b %.4f, clean b %.4f", a, c);
         fprintf(stderr, "  %s: b after %d refused forgeries: accuracy %.4f (clean run %.4f)\n", tag, n - 1, a,
