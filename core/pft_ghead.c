@@ -416,8 +416,12 @@ static void row_quads(const fold_t *f, const work_t *w, int j, double *X)
 }
 
 /* Scores the fold's rows for one α into the tally (t->valid stays 0 when α is not a valid point). 0, or 1 in
- * the tridiagonal basis when only the eigenbasis can score α exactly (a floored diagonal, or Σ_α not
- * numerically positive definite). */
+ * the tridiagonal basis when only the eigenbasis can score α > 0 exactly (a floored diagonal, Σ_α not
+ * numerically positive definite, or a nearly singular downdate). α = 0, no shrinkage at all, that the
+ * tridiagonal basis cannot score exactly is not a valid point there: a pooled W that the fold's downdate
+ * leaves numerically singular is one no classifier at α = 0 can be trusted on (the eigenbasis scores it
+ * through the same nearly singular Woodbury correction); the whole grid again in the eigenbasis for it would
+ * cost W's eigenvectors, a second d×d matrix and a full eigendecomposition. */
 static int fold_score(const fold_t *f, double alpha, tally_t *t, work_t *w)
 {
     const eig_t *e = f->e;
@@ -428,7 +432,7 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, work_t *w)
     if (!plain && alpha == 0)
         return 0; /* α = 0 with a singular W: not a valid point */
     if (e->trid && (!plain || trid_solves(f, alpha, w)))
-        return 1;
+        return alpha > 0;
     double beta = (1.0 - alpha) / f->Np, trinv = 0, trinv2 = 0, *D = w->D, *UD = w->UD, *K = w->K;
     for (int i = 0; i < d; i++) {
         trinv += 1.0 / D[i];
@@ -444,7 +448,7 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, work_t *w)
         if (pft_la_chol_lower(K, m) != 0)
             return 0; /* the downdated covariance is not positive definite at this α */
         if (e->trid && !pft_ghead__pivots_ok(K, m))
-            return 1;
+            return alpha > 0;
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, r, d, 1.0, UD, d, f->Yt, d, 0.0, w->P, r);
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, S, d, 1.0, UD, d, f->Mp, d, 0.0, w->Q, S);
         if (e->X > 0) /* the noisy components' term needs tr Σ'⁻¹ and tr Σ'⁻² of the downdated covariance */

@@ -116,7 +116,9 @@ double pft_ghead_alpha_grid(int i);
  * untouched) when the rows are too few for cross-validation (n < min_cv_rows, or one class); PFT_EINVAL (as
  * pft_ghead_fit; also for QDA), PFT_ENOMEM, PFT_ENUMERIC. Computed in W's tridiagonal basis (a Householder
  * reduction, no eigenvectors: about a third of the fit's eigendecomposition at d = 1280), the same tallies as
- * the fit's eigenbasis up to rounding; in the eigenbasis where the tridiagonal solves cannot match it. */
+ * the fit's eigenbasis up to rounding; in the eigenbasis where the tridiagonal solves cannot match it for an
+ * α > 0. Where they cannot for α = 0 (no shrinkage: a nearly singular downdate of a nearly singular W), α = 0
+ * is unusable in the tallies (total 0), not scored in the eigenbasis. */
 int pft_ghead_evidence(const pft_gstat_t *st, const float *x, const int32_t *y, int n, int n_classes,
                        const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev);
 /* pft_ghead_evidence, computed in st's own scatter W (no copy of it: a d×d matrix less), and where it was

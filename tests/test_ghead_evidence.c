@@ -12,6 +12,7 @@
 #include "pft_ghead.h"
 #include "pft_ghead_internal.h"
 #include "pft_gstat.h"
+#include "pft_linalg.h"
 #include "pft_npy.h"
 #include "pft_rng.h"
 #include "pft_test.h"
@@ -187,8 +188,85 @@ static void test_generated(void)
     pft_rng_destroy(&r);
 }
 
+/* W regular but nearly singular (30 rows in d = 48 and a ridge of eps·I): at α = 0 a fold's downdate leaves a
+ * numerically singular covariance, whose Woodbury correction the tridiagonal basis cannot score exactly. α =
+ * 0 is then unusable in its tallies (the eigenbasis scores it through the same nearly singular correction),
+ * every other α equals the eigenbasis', and the evidence keeps its reduction: no fallback to W's eigenvectors
+ * (a second d×d matrix). On a ridge large enough the two bases agree at α = 0 too. */
+static void test_ridge_alpha0(void)
+{
+    enum { d = 48, C = 4, N = 30 };
+    pft_rng_t *r = pft_rng_new(11);
+    float *x = pft_alloc_array((size_t)N * d, sizeof *x);
+    int32_t *y = pft_alloc_array(N, sizeof *y);
+    double *ridge = pft_calloc((size_t)d * d, sizeof *ridge);
+    CHECK(r && x && y && ridge);
+    for (int i = 0; x && y && r && i < N; i++) {
+        y[i] = i % C;
+        for (int j = 0; j < d; j++)
+            x[(size_t)i * d + j] =
+                (float)(0.1 * y[i] * (j % 3 - 1) + (0.2 + pow(0.85, j)) * pft_rng_normal(r));
+    }
+    const double eps[] = {1e-9, 1e-7, 1e-5, 1e-3, 1e-1};
+    int unusable = 0, agree = 0;
+    for (size_t k = 0; ridge && x && y && k < sizeof eps / sizeof *eps; k++) {
+        pft_gstat_t *st = pft_gstat_new(PFT_GSTAT_TIED, d), *st0 = NULL;
+        for (int i = 0; i < d; i++)
+            ridge[(size_t)i * d + i] = eps[k];
+        CHECK(st && pft_gstat_add_rows(st, x, y, N) == 0 && pft_gstat_add_tied_scatter(st, ridge) == 0 &&
+              (st0 = pft_gstat_dup(st)));
+        if (!st0) {
+            pft_gstat_destroy(&st);
+            break;
+        }
+        pft_ghead_opts_t o;
+        pft_ghead_opts_default(&o);
+        o.seed = 3;
+        pft_ghead_evidence_t ref[PFT_GHEAD_N_ALPHA], tri[PFT_GHEAD_N_ALPHA];
+        pft_la_trid_t t = {0};
+        int r1 = pft_ghead__evidence_basis(st, x, y, N, C, &o, 1, ref);
+        int r2 = pft_ghead_evidence_keep(st, x, y, N, C, &o, tri, &t);
+        CHECK_MSG(r1 == 0 && r2 == 0, "eps %g: %d %d %s", eps[k], r1, r2, pft_errmsg());
+        CHECK_MSG(t.a, "eps %g: the evidence fell back to the eigenbasis", eps[k]);
+        if (t.a)
+            CHECK(pft_ghead_evidence_give_back(st, &t) == 0);
+        CHECK_MSG(pft_gstat_equal(st, st0), "eps %g: W not given back as it was", eps[k]);
+        for (int a = 0; r1 == 0 && r2 == 0 && a < PFT_GHEAD_N_ALPHA; a++) {
+            if (a == 0 && tri[0].total == 0 && ref[0].total > 0) {
+                unusable++; /* the one difference allowed */
+                continue;
+            }
+            CHECK_MSG(ref[a].total == tri[a].total && ref[a].correct == tri[a].correct,
+                      "eps %g, α = %g: %llu/%llu right in the eigenbasis, %llu/%llu tridiagonal", eps[k],
+                      ref[a].alpha, (unsigned long long)ref[a].correct, (unsigned long long)ref[a].total,
+                      (unsigned long long)tri[a].correct, (unsigned long long)tri[a].total);
+            /* α = 0 scored both ways on a small ridge: losses of 1e9 nats through a correction the pivot
+             * guard (GH_MIN_PIVOT2) still admits agree to 2.5e-8 (eps 1e-7); every α > 0 to 1e-9 */
+            double tol = a == 0 ? 1e-6 : 1e-9;
+            if (tri[a].total > 0)
+                CHECK_MSG(fabs(ref[a].loss - tri[a].loss) <= tol * fabs(ref[a].loss),
+                          "eps %g, α = %g: loss %.17g, %.17g", eps[k], ref[a].alpha, ref[a].loss,
+                          tri[a].loss);
+            agree += a == 0 && tri[0].total > 0;
+        }
+        fprintf(stderr, "  ridge %g: α = 0 %s\n", eps[k],
+                tri[0].total   ? "scored both ways"
+                : ref[0].total ? "unusable tridiagonal, scored in the eigenbasis"
+                               : "unusable both ways");
+        pft_gstat_destroy(&st);
+        pft_gstat_destroy(&st0);
+    }
+    CHECK_MSG(unusable > 0, "no ridge made α = 0 unusable in the tridiagonal basis only");
+    CHECK_MSG(agree > 0, "no ridge let both bases score α = 0");
+    pft_free(ridge);
+    pft_free(x);
+    pft_free(y);
+    pft_rng_destroy(&r);
+}
+
 int main(void)
 {
+    RUN(test_ridge_alpha0);
     RUN(test_generated);
     RUN(test_pacs_small);
     return pft_test_done();
