@@ -470,22 +470,34 @@ static pft_gstat_t *classes_only(const pft_gstat_t *self)
     return t;
 }
 
-int pft_gstat_take_all(pft_gstat_t *self, pft_gstat_t **out)
+int pft_gstat_classes_with(const pft_gstat_t *self, double **w_p, pft_gstat_t **out)
 {
     *out = NULL;
-    if (self->kind != PFT_GSTAT_TIED || !self->w)
-        return pft_err(PFT_EINVAL, "gstat: only tied statistics holding a scatter can hand it over");
+    if (self->kind != PFT_GSTAT_TIED || !*w_p)
+        return pft_err(PFT_EINVAL, "gstat: a scatter goes only with tied statistics");
     pft_gstat_t *t = classes_only(self);
     if (!t)
         return pft_err(PFT_ENOMEM, "gstat: out of memory");
     size_t dd = (size_t)self->d * self->d;
-    t->w = self->w;
-    self->w = NULL;
+    t->w = *w_p;
+    *w_p = NULL;
     for (size_t i = 0; i < dd; i++)
         t->w[i] += 0.0; /* as 0 + w in pft_gstat_merge: −0 → +0 */
     pft_la_sym_from_lower(t->w, t->d);
     *out = t;
     return 0;
+}
+
+int pft_gstat_take_all(pft_gstat_t *self, pft_gstat_t **out)
+{
+    *out = NULL;
+    if (self->kind != PFT_GSTAT_TIED || !self->w)
+        return pft_err(PFT_EINVAL, "gstat: only tied statistics holding a scatter can hand it over");
+    double *w = self->w;
+    int rc = pft_gstat_classes_with(self, &w, out);
+    if (rc == 0)
+        self->w = NULL;
+    return rc;
 }
 
 int pft_gstat_merge_take(pft_gstat_t **self_p, pft_gstat_t **other_p)

@@ -104,6 +104,12 @@ int pft_gstat_merge_take(pft_gstat_t **self_p, pft_gstat_t **other_p);
  * after pft_gstat_take_tied_scatter). 0, or PFT_EINVAL (FULL, or no scatter), PFT_ENOMEM; *out NULL and self
  * unaltered on error. */
 int pft_gstat_take_all(pft_gstat_t *self, pft_gstat_t **out);
+/* *out: new TIED statistics with self's classes (labels, counts, means; self TIED, its scatter held or not)
+ * and *w_p (d×d, allocated by pft_alloc, e.g. self's W taken by pft_gstat_take_tied_scatter) as their W,
+ * moved
+ * (*w_p set to NULL): with self's own W, the numbers pft_gstat_take_all gives bit for bit. 0, or PFT_EINVAL
+ * (FULL, *w_p NULL), PFT_ENOMEM; *out NULL and *w_p kept on error. */
+int pft_gstat_classes_with(const pft_gstat_t *self, double **w_p, pft_gstat_t **out);
 
 /* The pooled within-class scatter W = Σ_c M_c (FULL) or the tied W, into w (d×d). */
 void pft_gstat_pooled(const pft_gstat_t *self, double *w);

@@ -102,6 +102,30 @@ int pft_gstat_lowrank_shared_scatter_inplace(double *W, int d, double n, int q, 
     return lowrank_shared(W, W, d, q, U, psi);
 }
 
+int pft_gstat_lowrank_shared_scatter_keep(double *W, int d, double n, int q, double *U, double *psi)
+{
+    if (d < 1 || q < 0 || q > d || !(n > 0))
+        return pft_err(PFT_EINVAL, "gstat lowrank: q = %d outside 0..d (d = %d) or n = %g not positive", q, d,
+                       n);
+    double *diag = pft_alloc_array((size_t)d, sizeof *diag);
+    if (!diag)
+        return pft_err(PFT_ENOMEM, "gstat lowrank: out of memory");
+    /* row-major lower triangle = the column-major upper one the eigensolver reads (pft_la_eigh_top) */
+    for (size_t r = 0; r < (size_t)d; r++) {
+        diag[r] = W[r * (size_t)d + r];
+        for (size_t c = 0; c <= r; c++)
+            W[r * (size_t)d + c] /= n;
+    }
+    int rc = lowrank_shared(W, W, d, q, U, psi);
+    for (size_t r = 0; r < (size_t)d; r++) {
+        for (size_t c = 0; c < r; c++)
+            W[r * (size_t)d + c] = W[c * (size_t)d + r];
+        W[r * (size_t)d + r] = diag[r];
+    }
+    pft_free(diag);
+    return rc;
+}
+
 int pft_gstat_lowrank_shared_trid(const pft_la_trid_t *t, const double *wdiag, double n, int q, double *U,
                                   double *psi)
 {

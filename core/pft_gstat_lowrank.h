@@ -28,6 +28,12 @@ int pft_gstat_lowrank_shared_scatter(const double *W, int d, double n, int q, do
 /* The same release of W / n computed in W's own storage (W is clobbered: divided by n, then the eigensolver's
  * workspace), for a caller done with W; the same numbers as pft_gstat_lowrank_shared_scatter bit for bit. */
 int pft_gstat_lowrank_shared_scatter_inplace(double *W, int d, double n, int q, double *U, double *psi);
+/* The same release of W / n computed in W's own storage and W given back as it was, bit for bit: the
+ * eigensolver reads one triangle of W (divided by n in place) and clobbers it; the other triangle and a copy
+ * of the diagonal (d numbers) restore it. For a caller that needs W after its release (no d×d copy). The same
+ * numbers as pft_gstat_lowrank_shared_scatter bit for bit; errors as it (W, symmetric as pft_gstat keeps it,
+ * as it was on every return). */
+int pft_gstat_lowrank_shared_scatter_keep(double *W, int d, double n, int q, double *U, double *psi);
 
 /* The same release of C = W / n from a tridiagonal reduction t of W (pft_la_trid_t, pft_linalg.h; e.g. the
  * one the shrinkage evidence made of the same W: pft_ghead_evidence_keep) and W's diagonal wdiag (d): the q

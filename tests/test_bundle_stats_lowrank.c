@@ -1,6 +1,8 @@
 /* Tests of the low-rank-plus-diagonal form of a tied part's shared covariance (stats_rank): round trips
  * within the tolerance of the rank-q reconstruction, the exact case, bytes = formula, hand-built and hostile
  * payloads. docs/WIRE.md §2.1. */
+#include <math.h>
+
 #include "pft_gstat_lowrank.h"
 #include "pft_test_stats.h"
 
@@ -287,6 +289,18 @@ static void test_take_part_scatter(void)
     CHECK(pft_gstat_lowrank_shared(c, d, q, u, psi) == 0);
     /* the release computed in the handed-over W itself (the node's release_in_place): the same numbers */
     double *u2 = pft_alloc_array((size_t)d * q, sizeof *u2), *psi2 = pft_alloc_array((size_t)d, sizeof *psi2);
+    /* ... and in W given back as it was (the node's release before its head reads the same W) */
+    CHECK(w && pft_gstat_lowrank_shared_scatter_keep(w, d, n, q, u2, psi2) == 0);
+    CHECK(memcmp(u, u2, (size_t)d * q * sizeof *u) == 0 && memcmp(psi, psi2, (size_t)d * sizeof *psi) == 0);
+    CHECK(w && memcmp(w, wr, dd * sizeof *w) == 0);
+    CHECK(w && pft_gstat_lowrank_shared_scatter_keep(w, d, -1.0, q, u2, psi2) == PFT_EINVAL);
+    if (w) { /* a non-finite entry (both triangles): refused, and W still as it was */
+        w[3] = w[3 * (size_t)d] = NAN;
+        CHECK(pft_gstat_lowrank_shared_scatter_keep(w, d, n, q, u2, psi2) == PFT_EINVAL);
+        CHECK(isnan(w[3]) && isnan(w[3 * (size_t)d]));
+        w[3] = wr[3], w[3 * (size_t)d] = wr[3 * (size_t)d];
+        CHECK(memcmp(w, wr, dd * sizeof *w) == 0);
+    }
     CHECK(w && pft_gstat_lowrank_shared_scatter_inplace(w, d, n, q, u2, psi2) == 0);
     CHECK(memcmp(u, u2, (size_t)d * q * sizeof *u) == 0 && memcmp(psi, psi2, (size_t)d * sizeof *psi) == 0);
     CHECK(pft_gstat_lowrank_shared_scatter_inplace(w, d, 0.0, q, u2, psi2) == PFT_EINVAL); /* n must be > 0 */

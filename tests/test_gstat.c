@@ -857,7 +857,8 @@ static void test_cv_no_valid_fold(void)
 
 /* Moves instead of copies (a relay's decode, fold and head statistics): each gives, bit for bit, the numbers
  * of the copy it replaces — pft_gstat_take_all and pft_gstat_merge_take those of a merge into new empty
- * statistics (W's lower triangle mirrored, −0 as +0), pft_gstat_set_tied_scatter those of
+ * statistics (W's lower triangle mirrored, −0 as +0), and so pft_gstat_classes_with with that W given back,
+ * pft_gstat_set_tied_scatter those of
  * pft_gstat_add_tied_scatter — and what they refuse; pft_gstat_same_classes sees means and counts, not W. */
 static void test_moves(void)
 {
@@ -880,6 +881,12 @@ static void test_moves(void)
     CHECK(pft_gstat_same_classes(a, ref) && !pft_gstat_equal(a, ref));
     pft_gstat_t *t2 = NULL;
     CHECK(pft_gstat_take_all(a, &t2) == PFT_EINVAL && !t2); /* no scatter left */
+    /* the classes of statistics whose W went elsewhere, with that W back (a release computed in it first) */
+    pft_gstat_t *a3 = pft_gstat_dup(a2), *t3 = NULL;
+    double *w3 = a3 ? pft_gstat_take_tied_scatter(a3) : NULL, *none = NULL;
+    CHECK(w3 && pft_gstat_classes_with(a3, &w3, &t3) == 0 && !w3 && t3 && pft_gstat_equal(t3, ref));
+    CHECK(pft_gstat_classes_with(a3, &none, &t2) == PFT_EINVAL && !t2); /* no W given */
+    pft_gstat_destroy(&a3), pft_gstat_destroy(&t3);
     pft_gstat_t *m = NULL;
     CHECK(pft_gstat_merge_take(&m, &a2) == 0 && !a2 && m && pft_gstat_equal(m, ref));
     pft_gstat_t *b = pft_gstat_new(PFT_GSTAT_TIED, d), *b2 = NULL;
@@ -905,6 +912,7 @@ static void test_moves(void)
     double *w2 = pft_alloc_array((size_t)d * d, sizeof *w2);
     CHECK(pft_gstat_set_tied_scatter(full, &w2) == PFT_EINVAL && w2);
     CHECK(pft_gstat_take_all(full, &t2) == PFT_EINVAL && !t2);
+    CHECK(pft_gstat_classes_with(full, &w2, &t2) == PFT_EINVAL && !t2 && w2); /* FULL: kept by the caller */
     pft_free(w2);
     pft_free(sc);
     pft_gstat_t *all[] = {a, ref, t, m, want, b2, s1, s2, s3, full};

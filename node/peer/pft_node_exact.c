@@ -117,6 +117,9 @@ typedef struct {
     pft_gstat_t *tmp;
     pft_la_trid_t t;
     char *same;
+    int late;       /* of made after the outbound part's release, from its W (late_statistics) */
+    int late_final; /* late: of becomes the head's statistics (a final stage), else tmp */
+    int released;   /* late: part 0's release is set, its W gone into of */
 } reduced_t;
 
 static void reduced_free(reduced_t *r)
@@ -133,9 +136,66 @@ static void reduced_free(reduced_t *r)
  * else their merge made for the purpose, before the outbound parts take the accumulators). */
 static int evidence_input(node_t *nd, parts_t *ps, int final, reduced_t *red)
 {
+    if (red->late)
+        return 0; /* made by late_statistics */
     int rc = final || !nd->head_ops->wants_stats ? 0 : pft_node__parts_total_take(nd, ps, &red->tmp);
     red->of = final ? nd->head.stats : red->tmp;
     return rc;
+}
+
+/* Where what the head holds is the outbound part plus own rows the floor withheld (pft_node__parts_rows_
+ * apart, red->late): the part's release first, computed in its own W and W given back as it was
+ * (pft_gstat_lowrank_shared_scatter_keep: the encoder's numbers), then that W with the part's classes plus
+ * the withheld rows are the statistics the evidence scores against (the head's, when final): one d×d scatter
+ * at a time instead of the part's and the head's copy of it. A part sent dense (or at rank 0) keeps its W:
+ * the statistics are then a merge of it plus the rows, as pft_node__parts_total makes them. */
+static int late_statistics(node_t *nd, pft_bundle_t *b, reduced_t *red)
+{
+    int n = pft_bundle_n_parts(b), d = pft_bundle_dim(b), rc = 0;
+    if (n > 1)
+        return pft_err(PFT_EINVAL, "the outbound bundle holds %d parts where the plan made one", n);
+    const pft_gstat_t *st = n == 1 ? pft_bundle_part_stats(b, 0) : NULL;
+    int q = st ? pft_bundle_part_sent_rank(b, 0) : 0;
+    pft_gstat_t *of = NULL;
+    double *w = NULL, *u = NULL, *psi = NULL;
+    if (st && q >= 1 && pft_gstat_kind(st) == PFT_GSTAT_TIED && pft_gstat_tied_scatter(st)) {
+        u = pft_alloc_array((size_t)d * q, sizeof *u);
+        psi = pft_alloc_array((size_t)d, sizeof *psi);
+        rc = u && psi ? pft_bundle_take_part_scatter(b, 0, &w)
+                      : pft_err(PFT_ENOMEM, "out of memory for a release of rank %d", q);
+        if (rc == 0)
+            rc = pft_gstat_lowrank_shared_scatter_keep(w, d, (double)pft_gstat_total(st), q, u, psi);
+        if (rc == 0)
+            rc = pft_bundle_set_part_release(b, 0, u, psi, q);
+        if (rc == 0)
+            rc = pft_gstat_classes_with(st, &w, &of);
+        red->released = rc == 0;
+        if (rc == 0)
+            pft_debug("release: part 0 at rank %d in its own scatter, which the head's statistics then take",
+                      q);
+        else if (w) /* the part's W back: the encoder would need it */
+            pft_bundle_give_part_scatter(b, 0, &w);
+    } else {
+        of = pft_gstat_new(pft_node__parts_kind(nd), pft_dataset_d(nd->train));
+        rc = !of ? pft_err(PFT_ENOMEM, "out of memory") : st ? pft_gstat_merge(of, st) : 0;
+    }
+    if (rc == 0)
+        rc = pft_node__parts_add_withheld(nd, of);
+    pft_free(w);
+    pft_free(u);
+    pft_free(psi);
+    if (rc) {
+        pft_gstat_destroy(&of);
+        return pft_err_wrap(rc, "the statistics of the head");
+    }
+    if (red->late_final) {
+        pft_gstat_destroy(&nd->head.stats);
+        nd->head.stats = of;
+    } else {
+        red->tmp = of;
+    }
+    red->of = of;
+    return 0;
 }
 
 /* red->same: which clear tied parts of b are, bit for bit, the statistics the evidence scores against (a
@@ -147,7 +207,7 @@ static int same_parts(const pft_bundle_t *b, reduced_t *red)
     red->same = pft_calloc((size_t)n + 1, 1);
     if (!red->same)
         return pft_err(PFT_ENOMEM, "out of memory");
-    for (int i = 0; red->of && i < n; i++) {
+    for (int i = 0; red->of && !red->late && i < n; i++) { /* late: of holds rows no part holds */
         const pft_gstat_t *st = pft_bundle_part_stats(b, i);
         red->same[i] =
             st && pft_gstat_kind(st) == PFT_GSTAT_TIED &&
@@ -214,7 +274,7 @@ static int scatter_back(pft_bundle_t *b, const reduced_t *red)
     for (int i = 0; rc == 0 && i < pft_bundle_n_parts(b); i++) {
         const pft_gstat_t *st = pft_bundle_part_stats(b, i);
         if (!st || pft_gstat_kind(st) != PFT_GSTAT_TIED || pft_gstat_tied_scatter(st) ||
-            (red->same[i] && pft_bundle_part_sent_rank(b, i) >= 1))
+            (red->same[i] && pft_bundle_part_sent_rank(b, i) >= 1) || (i == 0 && red->released))
             continue;
         const double *w = red->of ? pft_gstat_tied_scatter(red->of) : NULL;
         double *c = w && red->same[i] ? pft_alloc_array(dd, sizeof *c) : NULL;
@@ -292,11 +352,12 @@ static int own_part(node_t *nd, parts_t *ps)
 }
 
 /* A final stage's head statistics (everything held, own rows exactly), checked against the plan's view, and
- * its noisy components; before the outbound parts take the accumulators (no copy of them). */
-static int head_input(node_t *nd, parts_t *ps)
+ * its noisy components; before the outbound parts take the accumulators (no copy of them); late: made by
+ * late_statistics instead. */
+static int head_input(node_t *nd, parts_t *ps, int late)
 {
     pft_gstat_destroy(&nd->head.stats);
-    int rc = pft_node__parts_total_take(nd, ps, &nd->head.stats);
+    int rc = late ? 0 : pft_node__parts_total_take(nd, ps, &nd->head.stats);
     nd->head.has_own = 1;
     if (rc == 0)
         rc = pft_node__secagg_check_view(nd, ps);
@@ -311,6 +372,8 @@ static int outbound(node_t *nd, parts_t *ps, pft_bundle_t *b, int complete, redu
     int rc = pft_node__parts_add_groups(nd, ps, b, 1);
     if (rc == 0)
         rc = pft_node__step_bundle(nd, b);
+    if (rc == 0 && red->late)
+        rc = late_statistics(nd, b, red);
     if (rc == 0)
         rc = same_parts(b, red);
     if (rc == 0)
@@ -350,9 +413,13 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
         rc = own_part(nd, &ps);
     if (rc == 0)
         rc = pft_node__parts_fold_own(nd, &ps);
-    if (rc == 0 && st->final)
-        rc = head_input(nd, &ps);
     reduced_t red = {0};
+    if (rc == 0) { /* the head's statistics after the outbound part's release, from its W */
+        red.late = (st->final || nd->head_ops->wants_stats) && pft_node__parts_rows_apart(nd, &ps);
+        red.late_final = st->final;
+    }
+    if (rc == 0 && st->final)
+        rc = head_input(nd, &ps, red.late);
     if (rc == 0)
         rc = evidence_input(nd, &ps, st->final, &red);
     if (rc == 0)

@@ -565,6 +565,8 @@ typedef struct {
         *view;      /* borrowed instead of st: a received bundle's part (the bundle outlives the refit) */
     int exact_rows; /* 1: this node's own part as sent differs from its rows (floor, DP): the head adds the
                        rows themselves, exactly, from the dataset */
+    int floor_rows; /* 1 with exact_rows: st is this node's rows less the classes the floor withheld, exactly
+                       (no other step changed them) */
     int floor_rest; /* 1: this node's own rows less the classes the floor withheld, merged (pft_node__parts_
                        take_own_rows): the head adds the withheld classes' rows, exactly, from the dataset */
     size_t *who;    /* contributor node indices */
@@ -633,6 +635,15 @@ int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out
  * outbound part made of it (pft_node__parts_add_groups) holds no W; its release is then the evidence's
  * (same_parts in pft_node_exact.c). */
 int pft_node__parts_total_take(const node_t *nd, parts_t *ps, pft_gstat_t **out);
+/* Adds to t this node's rows of the classes the floor withheld (the rows a floor_rows or floor_rest part
+ * leaves out). 0, or pft_gstat_add_rows's errors. */
+int pft_node__parts_add_withheld(const node_t *nd, pft_gstat_t *t);
+/* 1 when the head's statistics are exactly the one clear part the outbound bundle will carry
+ * (pft_node__parts_add_groups) plus this node's rows the floor withheld: own rows sent less withheld classes
+ * (a floor_rows or floor_rest part), every part in one group, none masked or noisy, no secure aggregation,
+ * TIED statistics. Then those statistics can be made after the part's release, from its W (late_statistics
+ * in pft_node_exact.c): one d×d matrix at a time instead of the part's and the head's. Else 0. */
+int pft_node__parts_rows_apart(const node_t *nd, const parts_t *ps);
 /* One outbound part per group of the plan into b, with the contributors' provenance; with steal, the
  * accumulators (or the node's own part) become the outbound parts instead of copies. */
 int pft_node__parts_add_groups(node_t *nd, parts_t *ps, pft_bundle_t *b, int steal);

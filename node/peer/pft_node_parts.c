@@ -109,6 +109,7 @@ int pft_node__parts_take(parts_t *ps, pft_gstat_t **st, const pft_gstat_t *view,
     p->view = st ? NULL : view;
     p->merged = 0;
     p->exact_rows = 0;
+    p->floor_rows = 0;
     p->floor_rest = 0;
     p->masked = 0;
     p->group = -1;
@@ -297,10 +298,7 @@ int pft_node__parts_fold(const node_t *nd, parts_t *ps, int any_group)
     return rc;
 }
 
-/* Merge of every taken part, in this node's kind (own rows exactly where a DP release went on instead). */
-/* Adds to t this node's rows of the classes the floor withheld (a merged floor_rest part holds the others).
- */
-static int add_withheld_rows(const node_t *nd, pft_gstat_t *t)
+int pft_node__parts_add_withheld(const node_t *nd, pft_gstat_t *t)
 {
     int n = pft_dataset_n(nd->train), m = 0;
     const int32_t *y = pft_dataset_y(nd->train);
@@ -334,7 +332,7 @@ int pft_node__parts_total(const node_t *nd, const parts_t *ps, pft_gstat_t **out
                      : pft_gstat_merge(t, pft_node__parts_stats(&ps->p[i]));
     for (int i = 0; rc == 0 && i < ps->n; i++)
         if (ps->p[i].floor_rest)
-            rc = add_withheld_rows(nd, t);
+            rc = pft_node__parts_add_withheld(nd, t);
     if (rc != 0) {
         pft_gstat_destroy(&t);
         return pft_err_wrap(rc, "merging the statistics");
@@ -543,6 +541,26 @@ static int released_noisy(const node_t *nd, const part_t *p)
     if (pft_node__parts_kind(nd) != PFT_GSTAT_TIED)
         return 0;
     return pft_node__parts_noise(nd, p, NULL) || (!p->b && p->exact_rows && nd->pipe.noisy);
+}
+
+int pft_node__parts_rows_apart(const node_t *nd, const parts_t *ps)
+{
+    if (pft_node__parts_kind(nd) != PFT_GSTAT_TIED || nd->pipe.noisy || nd->sec.plan)
+        return 0;
+    long g0 = -1;
+    int apart = 0;
+    for (int i = 0; i < ps->n; i++) {
+        const part_t *p = &ps->p[i];
+        long g = ps->grp[p->who[0]];
+        if (p->masked || (p->exact_rows && !p->floor_rows) || released_noisy(nd, p) || (g0 >= 0 && g != g0))
+            return 0;
+        g0 = g;
+        apart |= p->floor_rows || p->floor_rest;
+    }
+    for (size_t g = 0; g < ps->n_nodes; g++)
+        if (ps->noisy[g] || (ps->acc[g] && (long)g != g0))
+            return 0;
+    return apart;
 }
 
 /* The group whose accumulator this node's own part may join at once: its own group g, when g's accumulator is

@@ -45,7 +45,7 @@ int pft_node__step_setup(node_t *nd)
 static int take(node_t *nd, pft_node__release_t *r)
 {
     const pft_dataset_t *rows = r->rows ? r->rows : nd->train;
-    int rc = 0, folded = 0;
+    int rc = 0, folded = 0, floor_rows = 0;
     if (!r->st && !nd->pipe.noisy &&
         (rc = pft_node__parts_take_own_rows(nd, r->ps, rows, r->rows != NULL, &folded)) == 0 && folded)
         return 0;            /* the released rows, exactly, straight into their group's statistics */
@@ -55,11 +55,14 @@ static int take(node_t *nd, pft_node__release_t *r)
                                         (size_t)pft_dataset_n(rows))
                    : pft_err(PFT_ENOMEM, "out of memory");
         r->exact_rows = r->rows != NULL; /* the floor withheld classes: the head reads every row again */
+        floor_rows = r->exact_rows;
     }
     if (rc == 0)
         rc = pft_node__parts_take(r->ps, &r->st, NULL, &nd->my_index, 1, NULL, nd->me->id);
-    if (rc == 0 && r->exact_rows)
+    if (rc == 0 && r->exact_rows) {
         r->ps->p[r->ps->n - 1].exact_rows = 1;
+        r->ps->p[r->ps->n - 1].floor_rows = floor_rows;
+    }
     return rc == 1 ? 0 : rc;
 }
 
