@@ -51,6 +51,46 @@ static inline long pft_e2e_jint(json_t *o, const char *k)
     return (long)json_integer_value(json_object_get(o, k));
 }
 
+/* Reasons a node keeps in result.json's refusals (PFT_NODE_MAX_REFUSALS; all are counted). */
+#define PFT_E2E_MAX_REFUSALS 100
+
+/* How a stray refusal begins (pft_e2e_is_stray). */
+#define PFT_E2E_STRAY "handshake: inbound connection"
+
+/* 1 if refusal is a node's refusal of an inbound connection at its handshake (wire/pft_transport_zap.c: a
+ * plain-text client of a CURVE node or the reverse, a wrong server key, a client that hung up mid-handshake):
+ * what a connection from another process makes, such as another test's node still reconnecting to a port the
+ * OS has since given this test's node. Counted in handshakes_denied, never in rejected; logged as "refused
+ * (handshake)". A ZAP denial ("handshake: CURVE key ... is not allowed") is not one: it needs the node's
+ * server key, which each test makes afresh. */
+static inline int pft_e2e_is_stray(const char *refusal)
+{
+    return refusal && strncmp(refusal, PFT_E2E_STRAY, strlen(PFT_E2E_STRAY)) == 0;
+}
+
+/* The stray refusals (pft_e2e_is_stray) in a node result's refusals. */
+static inline size_t pft_e2e_strays(json_t *refusals)
+{
+    size_t i, n = 0;
+    json_t *v;
+    json_array_foreach(refusals, i, v) n += pft_e2e_is_stray(json_string_value(v));
+    return n;
+}
+
+/* The first of a node result's refusals that is not a stray one (pft_e2e_is_stray), or NULL. */
+static inline const char *pft_e2e_first_refusal(json_t *refusals)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(refusals, i, v)
+    {
+        const char *r = json_string_value(v);
+        if (!pft_e2e_is_stray(r))
+            return r ? r : "(not a string)";
+    }
+    return NULL;
+}
+
 /* Number of nodes in a node result's provenance. */
 static inline int pft_e2e_prov_nodes(json_t *n)
 {

@@ -373,11 +373,11 @@ static void test_late_bundle_refused(void)
                   run);
         CHECK(json_integer_value(json_object_get(r, "n_synthetic")) == 0);
         CHECK(json_integer_value(json_object_get(r, "rejected")) >= 1);
-        json_t *why = json_array_get(json_object_get(r, "refusals"), 0);
-        char *text = why ? json_dumps(why, JSON_ENCODE_ANY) : NULL;
-        CHECK_MSG(text && strstr(text, "after the deadline"), "run %d: b's refusal: %s", run,
-                  text ? text : "none");
-        free(text);
+        /* b's first refusal, a connection from another process to b's port refused at its handshake apart
+         * (pft_e2e_is_stray: b may have refused some before a's bundle came) */
+        const char *why = pft_e2e_first_refusal(json_object_get(r, "refusals"));
+        CHECK_MSG(why && strstr(why, "after the deadline"), "run %d: b's refusal: %s", run,
+                  why ? why : "none");
         acc[run] = json_real_value(json_object_get(r, "accuracy_global"));
         json_decref(r);
         if (run == 0) { /* the same command again, a gone: the same result */

@@ -2,6 +2,7 @@
  * another run, a valid bundle and the same bundle again; the node rejects the bad ones, keeps going, uses the
  * valid bundle exactly once and finishes. */
 #include "pft_e2e.h"
+#include "pft_e2e_run.h"
 #include "pft_test.h"
 
 #include "pft_alloc.h"
@@ -205,10 +206,15 @@ static void test_refusal_flood_and_restart(void)
     }
     CHECK_MSG(refused == n, "%d of %d junk messages refused", refused, n);
     double secs = (double)(t1 - t0) / 1000.0;
-    int lines = count_lines(log, "refused ("), windows = (int)ceil(secs) + 2;
+    /* a connection from another process to b's port, refused at its handshake (pft_e2e_is_stray), is logged
+     * and rate-limited apart, as a handshake refusal: its lines are not the junk's */
+    int lines = count_lines(log, "refused (") - count_lines(log, "refused (handshake): " PFT_E2E_STRAY),
+        windows = (int)ceil(secs) + 2,
+        summaries = count_lines(log, " refusal(s) in the last second") -
+                    count_lines(log, " more handshake refusal(s) in the last second");
     CHECK_MSG(lines >= 5 && lines <= 5 * windows, "%d 'refused (...)' lines for %d refusals in %.2f s", lines,
               n, secs);
-    CHECK_MSG(count_lines(log, " refusal(s) in the last second") >= 1, "no summary line in %s", log);
+    CHECK_MSG(summaries >= 1, "no summary line in %s", log);
     /* the counters reach OUT/refusals.json while b still waits; then b dies before it finished */
     snprintf(path, sizeof path, "%s/b/refusals.json", tmp);
     long saved = -1;
@@ -240,8 +246,8 @@ static void test_refusal_flood_and_restart(void)
     CHECK_MSG(r && json_integer_value(json_object_get(r, "rejected")) == n,
               "restarted b: rejected %lld of %d",
               r ? (long long)json_integer_value(json_object_get(r, "rejected")) : -1LL, n);
-    CHECK_MSG(r && json_array_size(json_object_get(r, "refusals")) == 100, "%zu reasons kept",
-              r ? json_array_size(json_object_get(r, "refusals")) : 0);
+    CHECK_MSG(r && json_array_size(json_object_get(r, "refusals")) == PFT_E2E_MAX_REFUSALS,
+              "%zu reasons kept", r ? json_array_size(json_object_get(r, "refusals")) : 0);
     json_decref(r);
     pft_free(buf);
     pft_dataset_destroy(&ds);

@@ -327,21 +327,6 @@ static int prepare_pb(const char *name, const char *attrs, const char *nodes, ch
     return 0;
 }
 
-/* A refusal at the handshake: a connection from another process to b's port (another test's node still
- * reconnecting to a port the OS has since given b), refused before any bundle; not one of p's forgeries. */
-static int is_stray(const char *r)
-{
-    return strncmp(r, "handshake: inbound connection", 29) == 0;
-}
-
-static size_t strays(const json_t *refusals)
-{
-    size_t i, n = 0;
-    json_t *v;
-    json_array_foreach(refusals, i, v) n += is_stray(json_string_value(v) ?: "");
-    return n;
-}
-
 static json_t *attack(const char *dir, const char *out, const pft_topo_t *topo, const pft_keypair_t *kp,
                       uint8_t *const *bufs, const size_t *lens, int clean)
 {
@@ -379,7 +364,7 @@ static void test_implausible_refused(void)
         json_array_foreach(refusals, i, v)
         {
             const char *r = json_string_value(v) ?: "";
-            if (is_stray(r)) {
+            if (pft_e2e_is_stray(r)) {
                 stray++;
                 continue;
             }
@@ -424,7 +409,7 @@ static void attack_pair(const char *dir, const char *tag, const pft_topo_t *topo
         double a = json_real_value(json_object_get(ra, "accuracy_global")),
                c = json_real_value(json_object_get(rc, "accuracy_global"));
         CHECK(pft_e2e_jint(ra, "rejected") == (long)(json_array_size(json_object_get(ra, "refusals")) -
-                                                     strays(json_object_get(ra, "refusals"))));
+                                                     pft_e2e_strays(json_object_get(ra, "refusals"))));
         CHECK(pft_e2e_prov_nodes(ra) == 2);
         CHECK_MSG(a == c, "attacked b %.4f, clean b %.4f", a, c);
         fprintf(stderr, "  %s: b after %d refused forgeries: accuracy %.4f (clean run %.4f)\n", tag, n - 1, a,
