@@ -592,10 +592,11 @@ static void check_restart_keeps_counters(const char *topo, const char *out, json
             stray &= pft_e2e_is_stray(json_string_value(json_array_get(after, i)));
         CHECK_MSG(kept, "the refusals before the restart are not kept as they were");
         CHECK_MSG(stray, "the restarted node added a refusal that is not a stray one");
-        /* every refusal added is listed while the list has room */
+        /* each stray listed was counted (a handshake's reason is listed once per text, and among the first
+         * PFT_NODE_MAX_HANDSHAKE_REASONS: more may be counted than listed) */
         long hd = pft_e2e_jint(again, "handshakes_denied"), hd0 = pft_e2e_jint(ra, "handshakes_denied"),
              added = (long)(na - nb);
-        CHECK_MSG(hd - hd0 == added || (na == PFT_E2E_MAX_REFUSALS && hd - hd0 >= added),
+        CHECK_MSG(hd - hd0 >= added,
                   "handshakes_denied %ld after a restart, %ld before, %ld stray refusal(s) added", hd, hd0,
                   added);
         CHECK(json_real_value(json_object_get(again, "accuracy_local")) ==

@@ -286,6 +286,7 @@ struct node {
         int rejected;          /* inbound messages refused (survives restarts) */
         int handshakes_denied; /* inbound connections refused (ZAP, plain text vs CURVE; survives restarts) */
         json_t *reasons;       /* their reasons, the first PFT_NODE_MAX_REFUSALS */
+        int handshake_reasons; /* of them, handshakes' (at most PFT_NODE_MAX_HANDSHAKE_REASONS) */
         struct {
             double window;  /* start of the current one-second logging window */
             int logged;     /* lines logged in it */
@@ -372,6 +373,10 @@ struct node {
 };
 
 #define PFT_NODE_MAX_REFUSALS 100 /* reasons kept in result.json's refusals (all are counted) */
+/* of them, at most this many distinct reasons of refused handshakes (each text once): a flood of connections
+ * (a port scanner, another run's node still reconnecting to a port the OS reused) leaves room for the reasons
+ * of refused bundles */
+#define PFT_NODE_MAX_HANDSHAKE_REASONS 20
 
 /* ---- pft_node_base.c: the run's shared plumbing ---- */
 /* A bundle holding only b's provenance (with its DP guarantees): all that the node reports of a bundle once

@@ -34,14 +34,34 @@ static void flush_window(node_t *nd, int kind, double now)
     nd->refusal.log[kind].suppressed = 0;
 }
 
+/* 1 when reason is in the kept reasons already. */
+static int kept(const node_t *nd, const char *reason)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(nd->refusal.reasons, i, v) if (strcmp(json_string_value(v), reason) == 0) return 1;
+    return 0;
+}
+
+/* Keeps a refusal's reason while the list has room; a handshake's only once per text and among the first
+ * PFT_NODE_MAX_HANDSHAKE_REASONS: a flood of connections, or one client reconnecting, does not crowd out
+ * the reasons of refused bundles (every refusal is counted all the same). */
+static void keep_reason(node_t *nd, int handshake, const char *reason)
+{
+    if (json_array_size(nd->refusal.reasons) >= PFT_NODE_MAX_REFUSALS ||
+        (handshake && (nd->refusal.handshake_reasons >= PFT_NODE_MAX_HANDSHAKE_REASONS || kept(nd, reason))))
+        return;
+    json_array_append_new(nd->refusal.reasons, json_string(reason));
+    nd->refusal.handshake_reasons += handshake;
+}
+
 void pft_node__refusal(node_t *nd, pft_node__refusal_kind_t kind, const char *reason)
 {
     if (kind == PFT_NODE_REFUSED_HANDSHAKE)
         nd->refusal.handshakes_denied++;
     else
         nd->refusal.rejected++;
-    if (json_array_size(nd->refusal.reasons) < PFT_NODE_MAX_REFUSALS)
-        json_array_append_new(nd->refusal.reasons, json_string(reason));
+    keep_reason(nd, kind == PFT_NODE_REFUSED_HANDSHAKE, reason);
     nd->refusal.dirty = 1;
     flush_window(nd, kind, pft_fsio_now());
     if (nd->refusal.log[kind].logged >= LINES_PER_SECOND) {
@@ -114,9 +134,8 @@ int pft_node__refusal_load(node_t *nd)
         nd->refusal.handshakes_denied = (int)json_integer_value(h);
         size_t i;
         json_t *v;
-        json_array_foreach(list, i, v) if (json_is_string(v) &&
-                                           json_array_size(nd->refusal.reasons) < PFT_NODE_MAX_REFUSALS)
-            json_array_append(nd->refusal.reasons, v);
+        json_array_foreach(list, i, v) if (json_is_string(v)) /* a handshake's reason: "handshake: ..." */
+            keep_reason(nd, strncmp(json_string_value(v), "handshake:", 10) == 0, json_string_value(v));
         if (nd->refusal.rejected || nd->refusal.handshakes_denied)
             pft_info("refusals of an earlier run: %d rejected, %d handshakes denied", nd->refusal.rejected,
                      nd->refusal.handshakes_denied);
