@@ -13,13 +13,28 @@
 
 #include <string.h>
 
-/* Takes the parts of received bundle s: its statistics are decoded again from the stored bytes when the
- * inbox kept only its provenance (s->light), folded into the group accumulators, and freed. complete: s is a
- * complete bundle, used for the head only (its contributors need not reach this node along lap 1). */
-static int take_received(node_t *nd, parts_t *ps, const inbound_t *s, int complete)
+/* The statistics the inbox kept decoded for slot s (a bundle its stage uses alone: pft_node_inbox.c), taken
+ * out of it: the slot keeps the provenance (s->light), the caller owns what is returned. NULL: none kept (s
+ * light, not statistics, or no memory for the provenance: then s->bundle serves as it is). */
+static pft_bundle_t *kept_decoded(node_t *nd, inbound_t *s)
 {
-    pft_bundle_t *full = NULL;
-    if (s->light) {
+    if (s->light || !s->bundle || !pft_bundle_is_stats(s->bundle))
+        return NULL;
+    pft_bundle_t *light = pft_node__provenance_only(nd, s->bundle), *full = s->bundle;
+    if (!light)
+        return NULL;
+    s->bundle = light;
+    s->light = 1;
+    return full;
+}
+
+/* Takes the parts of received bundle s: its statistics from full (owned: kept_decoded's), else decoded again
+ * from the stored bytes when the inbox kept only its provenance (s->light), folded into the group
+ * accumulators, and freed. complete: s is a complete bundle, used for the head only (its contributors need
+ * not reach this node along lap 1). */
+static int take_received(node_t *nd, parts_t *ps, const inbound_t *s, pft_bundle_t *full, int complete)
+{
+    if (!full && s->light) {
         pft_bundle_limits_t lim;
         pft_node__limits(nd, &lim);
         int rc = pft_bundle_decode(s->bytes, s->len, &lim, &full);
@@ -332,7 +347,7 @@ static int merge(node_t *nd, const pft_stage_t *st, parts_t *ps, pft_bundle_t *b
     int rc = recv ? 0 : pft_err(PFT_ENOMEM, "out of memory");
     size_t nr = rc == 0 ? pft_node__inbox_stage_bundles(nd, st, recv) : 0;
     for (size_t r = 0; rc == 0 && r < nr; r++) {
-        rc = take_received(nd, ps, recv[r], 0);
+        rc = take_received(nd, ps, recv[r], kept_decoded(nd, recv[r]), 0);
         if (rc == 0)
             rc = pft_bundle_add_parent(b, recv[r]->id);
     }
@@ -450,7 +465,7 @@ static int adopt(node_t *nd, const inbound_t *s)
     parts_t ps;
     int rc = pft_node__parts_init(nd, &ps);
     if (rc == 0 && s->bundle)
-        rc = take_received(nd, &ps, s, 1);
+        rc = take_received(nd, &ps, s, NULL, 1);
     nd->head.has_own = ps.covered && ps.covered[nd->my_index];
     if (rc == 0 && !nd->head.has_own) /* no complete bundle, or one without this node: add own rows */
         rc = pft_node__step_exact(nd, &ps);

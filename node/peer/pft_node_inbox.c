@@ -96,6 +96,21 @@ static int store(node_t *nd, const inbound_t *s, const uint8_t id[PFT_BUNDLE_ID_
     return rc;
 }
 
+/* 1 when slot s's bundle is the only one its stage waits for: the stage runs as soon as it is in, so its
+ * statistics stay decoded for it (taken by pft_node_exact.c's take_received) instead of being decoded again
+ * from the bytes: a chain's relay decodes its bundle once. A stage that waits for several keeps them light
+ * (one decoded at a time when it runs), and so do bundles loaded from disk at a restart. */
+static int used_alone(const node_t *nd, const inbound_t *s)
+{
+    for (size_t k = 0; k < nd->me->n_stages; k++) {
+        const pft_stage_t *st = &nd->me->stages[k];
+        for (size_t j = 0; j < st->n_recv; j++)
+            if (st->recv[j] == s->handoff)
+                return st->n_recv == 1;
+    }
+    return 0;
+}
+
 /* Validates, stores durably and records one inbound message. store = 0 when it comes from our own disk. */
 static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store_it, char *reason, size_t rlen)
 {
@@ -163,7 +178,7 @@ static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store_
              s->complete ? "complete" : "received", pft_bundle_id_hex(s->id, hex), s->from,
              pft_bundle_producer(b), pft_bundle_n_classes(b), pft_bundle_prov_n_nodes(b), len,
              store_it ? "" : " [from disk]");
-    if (pft_bundle_is_stats(b)) { /* memory: the statistics are decoded again when used */
+    if (pft_bundle_is_stats(b) && !(store_it && used_alone(nd, s))) { /* memory: decoded again when used */
         pft_bundle_t *light = pft_node__provenance_only(nd, b);
         if (light) {
             pft_bundle_destroy(&s->bundle);
