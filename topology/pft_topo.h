@@ -117,7 +117,7 @@ typedef struct {
     pft_topo_prep_t prep; /* feature preprocessing, identical on every node */
     double deadline;      /* seconds a node waits for all its predecessors (edges may override) */
     double send_deadline; /* seconds a sender retries one hand-off (edges may override) */
-    double resend_grace;  /* seconds a restarted sender waits for an unacknowledged successor */
+    double resend_grace;  /* seconds a finished node stays after its last ACK, confirmed or not [0] */
     pft_topo_missing_t on_missing; /* policy when a predecessor never arrives */
     int max_iter;                  /* EM iterations at most */
     double tol;                    /* EM convergence tolerance */

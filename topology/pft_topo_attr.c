@@ -120,9 +120,9 @@ static const pft_topo_attr_t s_table[] = {
     {"send_deadline", G | E, PFT_ATTR_REAL, "300", 0.001, 1e7, NULL,
      "seconds a sender retries one hand-off until it is acknowledged", GO(send_deadline), NONE,
      EO(send_deadline)},
-    {"resend_grace", G, PFT_ATTR_REAL, "5", 0.001, 1e7, NULL,
-     "seconds a node stays reachable after its last ACK (for a sender that could not read it yet to "
-     "retransmit and be acknowledged again)",
+    {"resend_grace", G, PFT_ATTR_REAL, "0", 0, 1e7, NULL,
+     "seconds a node stays reachable after its last ACK even when every ACK it gave is confirmed read (0: it "
+     "leaves once its predecessors have confirmed, or at its bound; docs/RELIABILITY.md §5)",
      GO(resend_grace), NONE, NONE},
     {"on_missing", G, PFT_ATTR_ENUM, "proceed", 0, 0, s_missing,
      "a predecessor missing at the deadline: proceed with what arrived (recorded) or fail", GO(on_missing),

@@ -440,17 +440,18 @@ static int run_stages(node_t *nd, json_t *res)
     return rc == PFT_EINTR ? PFT_EXIT_INTERRUPTED : PFT_EXIT_OK;
 }
 
-/* Until when a node that succeeded keeps answering: linger_ms, and at least resend_grace after its last ACK.
- * A predecessor busy computing (its head) when the ACK arrived has not read it, and libzmq drops an unread
- * reply once the connection closes: the predecessor then retransmits when it polls again, and must find this
- * node up to be ACKed again (else it waits out send_deadline and fails; seen in a 256-node ring, 70 heads at
- * once). */
+/* Until when a node that succeeded stays at least: --linger-ms, and resend_grace after its last ACK (both 0
+ * by default). Beyond that it stays only while a predecessor has not confirmed reading its ACK (lingered()):
+ * a sender busy or stopped when the ACK came reads it later (its socket keeps it) and confirms then, and one
+ * killed before it recorded the ACK asks again when it restarts. Before the CONFIRM (9025095) a node stayed
+ * 5 s after its last ACK whatever happened (01e528f), for a predecessor too busy to read it; the CONFIRM
+ * covers that case and ends the stay a round trip after the ACK was read. */
 static double linger_until(const node_t *nd)
 {
     double end = pft_fsio_now() + nd->args->linger_ms / 1000.0;
     pft_transport_stats_t ts;
     pft_transport_stats(nd->hand.tp, &ts);
-    if (ts.last_ack_ms > 0 && nd->run) {
+    if (ts.last_ack_ms > 0 && nd->run && nd->run->resend_grace > 0) {
         double after_ack = pft_fsio_now() + (double)(ts.last_ack_ms - pft_transport_now_ms()) / 1000.0 +
                            nd->run->resend_grace;
         if (after_ack > end)

@@ -156,9 +156,10 @@ int main(int argc, char **argv)
         {"eval-features", PFT_OPT_STRING, &eval_x, NULL, 0, -1, 0, "X.npy",
          "features of the union of all nodes' test splits (accuracy_global)"},
         {"eval-labels", PFT_OPT_STRING, &eval_y, NULL, 0, -1, 0, "Y.npy", "labels for --eval-features"},
-        {"linger-ms", PFT_OPT_INT, &linger, "1500", 0, 600000, 0, "MS",
-         "after finishing, keep answering duplicate deliveries this long (and resend_grace after the last "
-         "ACK)"},
+        {"linger-ms", PFT_OPT_INT, &linger, "0", 0, 600000, 0, "MS",
+         "after finishing, stay reachable at least this long (a finished node always stays while a "
+         "predecessor has not confirmed reading its ACK, at most the longest send_deadline of its inbound "
+         "edges)"},
         {"key", PFT_OPT_STRING, &key, NULL, 0, -1, 0, "FILE",
          "this node's secret key (default: the .key beside the .pub its `key` attribute names)"},
         {"insecure", PFT_OPT_FLAG, &insecure, NULL, 0, -1, 0, NULL,
