@@ -8,7 +8,10 @@
 #include "pft_npy.h"
 #include "pft_partition.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 /* The whole dataset of a simulation. */
 typedef struct {
@@ -379,35 +382,45 @@ int pft_launch__load_data(pft_launch_t *self)
     return load_own_data(self);
 }
 
-/* A copy of d (all rows). */
-static int dataset_dup(const pft_dataset_t *d, pft_dataset_t **out)
-{
-    int n = pft_dataset_n(d);
-    int *idx = pft_alloc_array((size_t)n + 1, sizeof *idx);
-    if (!idx)
-        return pft_err(PFT_ENOMEM, "out of memory");
-    for (int r = 0; r < n; r++)
-        idx[r] = r;
-    int rc = pft_dataset_subset(d, idx, n, out);
-    pft_free(idx);
-    return rc;
-}
-
+/* The union of the nodes' test splits, in node order: one allocation and one copy of each split (a
+ * concatenation per node copied the growing union again each time: quadratic in the nodes, 0.17 s of the
+ * launcher's 1.35 s of CPU at 64 nodes). */
 int pft_launch__concat_tests(const pft_launch_t *self, pft_dataset_t **out)
 {
-    pft_dataset_t *acc = NULL;
     *out = NULL;
+    int64_t n = 0;
+    int d = 0, nc = 1;
     for (size_t i = 0; i < self->nn; i++) {
-        const pft_dataset_t *d = self->ch[i].test;
-        if (!d)
+        const pft_dataset_t *t = self->ch[i].test;
+        if (!t)
             continue;
-        pft_dataset_t *next = NULL;
-        int rc = acc ? pft_dataset_concat(acc, d, &next) : dataset_dup(d, &next);
-        pft_dataset_destroy(&acc);
-        if (rc)
-            return rc;
-        acc = next;
+        if (d && pft_dataset_d(t) != d)
+            return pft_err(PFT_EINVAL, "node %s's test rows have %d columns, the others' %d", self->ch[i].id,
+                           pft_dataset_d(t), d);
+        d = pft_dataset_d(t);
+        n += pft_dataset_n(t);
+        if (pft_dataset_n_classes(t) > nc)
+            nc = pft_dataset_n_classes(t);
     }
-    *out = acc;
+    if (d == 0)
+        return 0;
+    if (n > INT_MAX)
+        return pft_err(PFT_EINVAL, "the nodes' test splits hold %lld rows, more than %d", (long long)n,
+                       INT_MAX);
+    pft_dataset_t *all = pft_dataset_new((int)n, d, nc);
+    if (!all)
+        return pft_err(PFT_ENOMEM, "out of memory for %lld test rows", (long long)n);
+    float *x = pft_dataset_x_mut(all);
+    int32_t *y = pft_dataset_y_mut(all);
+    for (size_t i = 0, at = 0; i < self->nn; i++) {
+        const pft_dataset_t *t = self->ch[i].test;
+        if (!t)
+            continue;
+        size_t m = (size_t)pft_dataset_n(t);
+        memcpy(x + at * (size_t)d, pft_dataset_x(t), m * (size_t)d * sizeof *x);
+        memcpy(y + at, pft_dataset_y(t), m * sizeof *y);
+        at += m;
+    }
+    *out = all;
     return 0;
 }
