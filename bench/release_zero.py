@@ -26,6 +26,9 @@ plausibility checks of SECURITY.md 7.1, as unscaled noise did). Rule noise:M:R:S
 rows gets Gaussian noise of std S per coordinate on its sum, rescaled to the sum's norm, as
 core/pft_meannoise.h) and runs the bound test (a member lies under its class sum everywhere; zero support is
 the case sum = 0) as an attacker who knows S: at margins of c = 0..4 noise std, and the best threshold.
+Rule shape:M:R:S is that noise shaped per coordinate (std S * sqrt(v_j / mean v), v the part's pooled
+within-class variance: bench/meannoise_shape.patch's diag shape with lambda = 1), the attacker's margin scaled
+by the same shape (bench/README.md "Shaped mean noise").
 
 usage: bench/release_zero.py RUN --kind chain|star [--null] [--rules floor:5,...,zerofree:5,loo:5,noise:5:1000000:0.05]
        bench/release_zero.py RUN --kind chain|star --withhold zerofree:5   (RUN from --prepare-only; then run
@@ -116,18 +119,33 @@ BOUND_CS = (0, 1, 2, 3, 4)  # margins an attacker may choose a priori (reported:
 BOUND_C = 4.0  # the adaptive test's margin in noise standard deviations (a member fails it w.p. <= 1280 Phi(-4))
 
 
-def noise_of(rule, node, c, d, seed):
+def noise_of(rule, node, c, d, seed, shape=None):
     """The noise a node adds to its own class sum under "noise:M:R:S" (Gaussian, std S per coordinate, on a
-    class released standing for fewer than R rows): seeded by (seed, node, class), data-independent."""
+    class released standing for fewer than R rows): seeded by (seed, node, class), data-independent. Under
+    "shape:M:R:S" coordinate j's std is S * shape[j] (shape: the part's pooled within-class std per coordinate,
+    its mean square 1; what the release's diagonal shows)."""
     h = sum((i + 1) * ord(ch) for i, ch in enumerate(node))
-    return np.random.default_rng([seed, h, c]).normal(0.0, float(rule.split(":")[3]), d)
+    e = np.random.default_rng([seed, h, c]).normal(0.0, float(rule.split(":")[3]), d)
+    return e * shape if shape is not None else e
+
+
+def pooled_shape(nodes, contrib):
+    """The pooled within-class std per coordinate of the rows of contrib (all classes), scaled to mean square 1."""
+    x = np.concatenate([nodes[n][0] for n in contrib]).astype(np.float64)
+    y = np.concatenate([nodes[n][1] for n in contrib])
+    v = np.zeros(x.shape[1])
+    for c in np.unique(y):
+        r = x[y == c]
+        v += ((r - r.mean(0)) ** 2).sum(0)
+    v /= len(x)
+    return np.sqrt(v / max(v.mean(), 1e-300))
 
 
 def released_sum(nodes, contrib, c, rule, seed):
     """The class sum the part releases (rows plus each contributor's noise) and how many noise draws it holds."""
     _, m, r, _ = rule.split(":")
     total, draws, rows = None, 0, 0
-    for n in contrib:
+    for i, n in enumerate(contrib):
         own = nodes[n][0][nodes[n][1] == c]
         if not len(own) or rows + len(own) < int(m):
             continue
@@ -136,7 +154,8 @@ def released_sum(nodes, contrib, c, rule, seed):
             s = s + np.abs(noise_of(rule, n, c, own.shape[1], seed))  # only: no rescaling, SECURITY.md 7.1 refuses it)
             draws += 1
         elif rows + len(own) < int(r):  # pftnode's mean_noise: (s + e) rescaled to the norm of s
-            t = s + noise_of(rule, n, c, own.shape[1], seed)
+            shape = pooled_shape(nodes, contrib[: i + 1]) if rule.startswith("shape:") else None
+            t = s + noise_of(rule, n, c, own.shape[1], seed, shape)
             s = t * np.linalg.norm(s) / np.linalg.norm(t)
             draws += 1
         rows += len(own)
@@ -153,15 +172,17 @@ def best_accuracy(own_scores, other_scores):
     return float(np.max(0.5 * (tpr + tnr)))
 
 
-def adaptive(xm, part_rows, xo, sum_rel, draws, s):
+def adaptive(xm, part_rows, xo, sum_rel, draws, s, shape=None):
     """The attacker that knows the noise: a member is <= the class sum everywhere (rows >= 0), so score a row by
     max_j (x_j - released sum_j) (and +inf when it is not 0 where the part's shared scatter has a zero variance,
     i.e. every row of the part is 0: exact in a part of >= 20 rows). Returns the pass rates of members and
     non-members of the bound test at BOUND_C noise std and the best-threshold accuracy of the score."""
     zw = np.all(part_rows == 0, axis=0) if len(part_rows) >= 20 else np.zeros(xm.shape[1], bool)
 
+    sc = np.ones(xm.shape[1]) if shape is None else np.maximum(shape, 1e-9)
+
     def score(x):
-        v = np.max(x - sum_rel[None, :], axis=1)
+        v = np.max((x - sum_rel[None, :]) / sc[None, :], axis=1)
         return np.where(np.any(x[:, zw] > 0, axis=1), np.inf, v)
 
     so, sx = score(xm), score(xo)
@@ -195,7 +216,7 @@ def noise_tests(nodes, pool, kind, rule, seed=0, null=False):
             xm = np.concatenate(member[c])
             srel, draws = released_sum(nodes, contrib, c, rule, seed)
             # what the attacker reads: the released sum, the rescaling undone as its expectation gives it
-            if rule.startswith("noise:"):
+            if rule.startswith(("noise:", "shape:")):
                 srel = srel * np.sqrt(1 + draws * len(srel) * s * s / max(float(srel @ srel), 1e-30))
             xo = px[outside & (py == c)]
             if null:
@@ -203,7 +224,8 @@ def noise_tests(nodes, pool, kind, rule, seed=0, null=False):
                 xm, xo = xo[perm[:len(xm)]], xo[perm[len(xm):]]
             z = srel == 0
             pz = float(np.mean(np.all(xo[:, z] == 0, axis=1)))
-            pm, pn, best, zw, by_c = adaptive(xm, part_rows, xo, srel, draws, s)
+            shape = pooled_shape(nodes, contrib) if rule.startswith("shape:") else None
+            pm, pn, best, zw, by_c = adaptive(xm, part_rows, xo, srel, draws, s, shape)
             out.append((sender, c, len(xm), draws, pz, pm, pn, 0.5 * (pm + 1 - pn), best, len(xo), zw, by_c))
     return out
 
@@ -263,7 +285,8 @@ def main():
     ap.add_argument("--kind", choices=["chain", "star"], required=True)
     ap.add_argument("--rules", default="floor:5,floor:10,floor:15,floor:20,zerofree:5,loo:5",
                     help="comma-separated rules: floor:M (min_rows = M), zerofree:M (and no exact zero), "
-                    "loo:M (and a leave-one-out pass rate >= 0.8), noise:M:R:S (mean_noise = S below R rows)")
+                    "loo:M (and a leave-one-out pass rate >= 0.8), noise:M:R:S (mean_noise = S below R rows), "
+                    "shape:M:R:S (that noise shaped by the pooled within-class std)")
     ap.add_argument("--pool", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
                                                    "pacs-mobilenetv2"), help="the dataset the run drew from")
     ap.add_argument("--withhold", metavar="RULE", help="rewrite RUN's training files without what RULE withholds")
@@ -273,7 +296,7 @@ def main():
     nodes, pool = load(a.run, a.pool)
     print(f"{a.run}: {len(nodes)} nodes with rows, {a.kind}")
     for rule in [a.withhold] if a.withhold else a.rules.split(","):
-        if rule.startswith(("noise:", "pos:")):
+        if rule.startswith(("noise:", "pos:", "shape:")):
             report_noise(nodes, pool, a.kind, rule)
             if a.null:
                 report_noise(nodes, pool, a.kind, rule, null=True)
