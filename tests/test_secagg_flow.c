@@ -368,6 +368,21 @@ static void test_exact(void)
     run_flow("diamond", DIAMOND, 0);
     run_flow("mesh4", MESH4, 0);
     run_flow("in-tree", INTREE, 0);
+    /* sparse pairs (secagg_degree): the masks of the plan's fewer peers still cancel in the opened sum */
+    run_flow("ring12, degree 4",
+             "digraph r { " SIM
+             " start = n0 secagg_degree = 4\n n0 -> n1 -> n2 -> n3 -> n4 -> n5 -> n6 -> n7 -> "
+             "n8 -> n9 -> n10 -> n11 -> n0\n}",
+             0);
+    run_flow("in-tree, degree 2",
+             "digraph i { " SIM " secagg_degree = 2\n node [data = false] r1 r2 root\n node [data = true]\n"
+             " {x1 x2 x3} -> r1\n {y1 y2} -> r2\n {r1 r2} -> root\n}",
+             0);
+    run_flow("ring12 dp, degree 2",
+             "digraph r { " SIM
+             " start = n0 secagg_degree = 2\n n0 -> n1 -> n2 -> n3 -> n4 -> n5 -> n6 -> n7 -> "
+             "n8 -> n9 -> n10 -> n11 -> n0\n}",
+             3.0);
 }
 
 /* DP shares σ²/noise_div: every view's unknown noise has variance ≥ σ² (checked per view above). */

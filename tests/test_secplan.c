@@ -102,13 +102,32 @@ typedef struct {
     const pft_secplan_t *p;
     size_t n;
     unsigned char *member; /* group 0's members and opener */
+    unsigned char *pair;   /* n × n: 1 where the oracle expects a mask between the two */
     size_t opener;
 } model_t;
 
-/* Adds the rows of message i (one per part) to s as seen by viewer v (SIZE_MAX: a wire observer). Mask
- * columns: pair (a, b), a < b, at a·n + b, unknown unless v is a or b; contributor u at xoff + u, dropped for
- * v. */
-static void add_msg(const model_t *m, size_t i, size_t v, sys_t *s)
+/* The pairs the oracle expects: each member with every other member and the opener, or with secagg_degree k
+ * (k < members − 1) with the k members nearest to it in the members' cyclic order and the opener. */
+static void model_pairs(model_t *m, const pft_secplan_group_t *g, size_t k)
+{
+    size_t n = m->n, G = g->n_members;
+    m->pair = calloc(n * n, 1);
+    for (size_t i = 0; i < G; i++) {
+        size_t a = g->members[i];
+        m->pair[a * n + g->opener] = m->pair[g->opener * n + a] = 1;
+        for (size_t j = 0; j < G; j++) {
+            size_t dist = i > j ? i - j : j - i;
+            dist = dist < G - dist ? dist : G - dist;
+            if (j != i && (k == 0 || dist <= k / 2))
+                m->pair[a * n + g->members[j]] = 1;
+        }
+    }
+}
+
+/* Adds the rows of message i (one per part) to s as seen by the coalition `known` (NULL: a wire observer):
+ * mask columns: pair (a, b), a < b, at a·n + b, unknown unless a coalition node is a or b; contributor u at
+ * xoff + u, dropped for the coalition's own. */
+static void add_msg_known(const model_t *m, size_t i, const unsigned char *known, sys_t *s)
 {
     const pft_secplan_msg_t *msg;
     pft_secplan_msgs(m->p, &msg);
@@ -122,16 +141,27 @@ static void add_msg(const model_t *m, size_t i, size_t v, sys_t *s)
             if (msg->part[j] != msg->part[k])
                 continue;
             size_t h = msg->contrib[j];
-            if (h != v)
+            int kh = known && known[h];
+            if (!kh)
                 r[xoff + h] = md(r[xoff + h] + 1);
             for (size_t w = 0; msg->masked && w < n; w++) {
-                if (w == h || !m->member[w] || w == v || h == v)
+                if (w == h || !m->pair[h * n + w] || kh || (known && known[w]))
                     continue;
                 size_t a = h < w ? h : w, b = h < w ? w : h;
                 r[a * n + b] = md(r[a * n + b] + (h < w ? 1 : -1));
             }
         }
     }
+}
+
+/* add_msg_known for one viewer v (SIZE_MAX: a wire observer). */
+static void add_msg(const model_t *m, size_t i, size_t v, sys_t *s)
+{
+    unsigned char *known = v < m->n ? calloc(m->n, 1) : NULL;
+    if (known)
+        known[v] = 1;
+    add_msg_known(m, i, known, s);
+    free(known);
 }
 
 /* Every nonempty set T of contributors other than v with |T| < m: none may be learnable. Enumerates sets of
@@ -230,14 +260,16 @@ static pft_secplan_t *check_all(const char *name, const char *text, int mc, pft_
     for (size_t k = 0; k < g->n_members; k++)
         m.member[g->members[k]] = 1;
     m.member[g->opener] = 1;
+    model_pairs(&m, g, pft_secplan_degree(p));
     for (size_t v = 0; v < m.n; v++) {
-        /* the plan's mask peers are what the oracle assumes: the group's other members and the opener */
+        /* the plan's mask peers are what the oracle assumes: the group's other members (or the secagg_degree
+         * nearest) and the opener */
         const pft_secplan_node_t *nd = pft_secplan_node(p, v);
         size_t k = 0, ok = 1;
         int in = v != g->opener && m.member[v];
         CHECK_MSG((nd->mask_group == 0) == in, "%s: node %zu mask group", name, v);
         for (size_t u = 0; in && u < m.n; u++)
-            if (u != v && m.member[u])
+            if (m.pair[v * m.n + u])
                 ok &= k < nd->n_mask_peers && nd->mask_peers[k++] == u;
         CHECK_MSG(ok && k == nd->n_mask_peers, "%s: node %zu mask peers", name, v);
         check_viewer(&m, v, name);
@@ -246,6 +278,7 @@ static pft_secplan_t *check_all(const char *name, const char *text, int mc, pft_
     for (size_t i = 0; i < pft_topo_handoffs(t, &h); i++)
         check_wire(&m, i, name);
     free(m.member);
+    free(m.pair);
     return p;
 }
 
@@ -452,6 +485,114 @@ static void test_dag(void)
     pft_topo_destroy(&t);
 }
 
+/* 1 if the coalition coal (an opener and members that pool what they receive, their rows and their mask
+ * keys) can compute contributor `victim`'s statistics alone from every bundle any of them receives. */
+static int coalition_learns(const model_t *m, const unsigned char *coal, size_t victim)
+{
+    const pft_handoff_t *h;
+    size_t nh = pft_topo_handoffs(m->t, &h), n = m->n;
+    sys_t s = {.cols = n * n + n, .n = n};
+    for (size_t i = 0; i < nh; i++)
+        if (coal[h[i].to])
+            add_msg_known(m, i, coal, &s);
+    size_t *piv = calloc(s.rows + 1, sizeof *piv);
+    unsigned char *set = calloc(n, 1);
+    echelon(&s, piv);
+    set[victim] = 1;
+    int got = learnable(&s, piv, n * n, set);
+    free(set);
+    free(piv);
+    free(s.a);
+    return got;
+}
+
+static const char *ring_deg_text(int k, int degree)
+{
+    int w = snprintf(s_text, sizeof s_text, "digraph r { " SIM " start = n0 secagg_degree = %d\n n0", degree);
+    for (int i = 1; i < k; i++)
+        w += snprintf(s_text + w, sizeof s_text - (size_t)w, " -> n%d", i);
+    snprintf(s_text + w, sizeof s_text - (size_t)w, " -> n0\n}\n");
+    return s_text;
+}
+
+/* secagg_degree = k (sparse pairs): every viewer's guarantee as with every pair (check_all's oracle, its pair
+ * graph its own), and against an opener that colludes with members: no set of k − 1 members helps it isolate
+ * any other member, while the k members around one (its whole neighbourhood) do unmask it — the attack the
+ * degree allows, which every pair resists. */
+static void test_degree(void)
+{
+    pft_topo_t *t;
+    pft_secplan_t *p = check_all("ring9, degree 4", ring_deg_text(9, 4), 2, &t);
+    if (p) {
+        CHECK(pft_secplan_degree(p) == 4);
+        CHECK(pft_secplan_node(p, idx(t, "n0"))->n_mask_peers == 5); /* n1 n2 n6 n7 and the opener n8 */
+        const size_t want[] = {1, 2, 6, 7, 8};
+        CHECK(memcmp(pft_secplan_node(p, idx(t, "n0"))->mask_peers, want, sizeof want) == 0);
+    }
+    pft_secplan_destroy(&p);
+    pft_topo_destroy(&t);
+    p = check_all("ring9, degree 2", ring_deg_text(9, 2), 2, &t);
+    CHECK(p && pft_secplan_degree(p) == 2 && pft_secplan_node(p, 3)->n_mask_peers == 3);
+    pft_secplan_destroy(&p);
+    pft_topo_destroy(&t);
+    p = check_all("ring5, degree 4 = every member", ring_deg_text(5, 4), 2, &t);
+    CHECK(p && pft_secplan_degree(p) == 0 && pft_secplan_node(p, 0)->n_mask_peers == 4);
+    pft_secplan_destroy(&p);
+    pft_topo_destroy(&t);
+
+    /* the collusion bound: ring of 10 (members n0..n8, opener n9), degree 4 and every pair */
+    for (int degree = 0; degree <= 4; degree += 4) {
+        char name[48];
+        snprintf(name, sizeof name, "ring10, degree %d", degree);
+        p = check_all(name, ring_deg_text(10, degree), 2, &t);
+        if (!p) {
+            pft_topo_destroy(&t);
+            return;
+        }
+        model_t m = {.t = t, .p = p, .n = 10};
+        model_pairs(&m, pft_secplan_group(p, 0), pft_secplan_degree(p));
+        unsigned char coal[10];
+        size_t safe = 0, sets = 0;
+        for (unsigned mask = 0; mask < (1u << 9); mask++) { /* every 3 colluding members */
+            if (__builtin_popcount(mask) != 3)
+                continue;
+            memset(coal, 0, sizeof coal);
+            coal[9] = 1;
+            for (size_t u = 0; u < 9; u++)
+                coal[u] = (mask >> u) & 1;
+            int any = 0;
+            for (size_t v = 0; v < 9; v++)
+                any |= !coal[v] && coalition_learns(&m, coal, v);
+            sets++;
+            safe += !any;
+        }
+        CHECK_MSG(safe == sets, "%s: %zu of %zu sets of 3 colluding members unmask another", name,
+                  sets - safe, sets);
+        memset(coal, 0, sizeof coal); /* the attack: n4's four nearest members and the opener */
+        coal[2] = coal[3] = coal[5] = coal[6] = coal[9] = 1;
+        int unmasked = coalition_learns(&m, coal, 4);
+        CHECK_MSG(unmasked == (degree == 4), "%s: the opener with n2 n3 n5 n6 %s n4", name,
+                  unmasked ? "unmasks" : "does not unmask");
+        free(m.member);
+        free(m.pair);
+        pft_secplan_destroy(&p);
+        pft_topo_destroy(&t);
+    }
+
+    /* refused: an odd degree, and a star (double masking counts on every pair) */
+    CHECK(load(ring_deg_text(9, 3), SKIP, &t) == 0);
+    CHECK(t && pft_secplan_new(t, 2, NULL, &p) == PFT_ETOPO && strstr(pft_errmsg(), "even k"));
+    pft_topo_destroy(&t);
+    char star[2048];
+    snprintf(star, sizeof star, "%s", star_text(6));
+    char *brace = strchr(star, '{');
+    memmove(brace + 20, brace + 1, strlen(brace + 1) + 1);
+    memcpy(brace + 1, " secagg_degree = 2 ", 19);
+    CHECK(load(star, SKIP, &t) == 0);
+    CHECK(t && pft_secplan_new(t, 2, NULL, &p) == PFT_ETOPO && strstr(pft_errmsg(), "in a star"));
+    pft_topo_destroy(&t);
+}
+
 /* Rows: the group's and the views' row counts; unknown (0) anywhere gives 0. */
 static void test_rows(void)
 {
@@ -607,6 +748,7 @@ int main(void)
     RUN(test_star);
     RUN(test_chain);
     RUN(test_ring_mesh);
+    RUN(test_degree);
     RUN(test_keep_node);
     RUN(test_dag);
     RUN(test_rows);

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pft_alloc.h"
@@ -27,6 +28,7 @@ struct pft_secplan_t {
     size_t
         threshold; /* survivors a declaration needs and shares of a self-mask seed (0: no double masking) */
     size_t kept;   /* SIZE_MAX, or the one node whose arrays pft_secplan_keep_node kept (the rest freed) */
+    size_t degree; /* member pairs per member (secagg_degree); 0: every other member */
     size_t *kept_peers, *kept_view;
 };
 
@@ -301,6 +303,56 @@ static int shape_of(const pft_topo_t *t, int m, shape_t *s)
     }
 }
 
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* secagg_degree = k (docs/SECAGG.md §4.6): each member's mask peers become the k members nearest to it in the
+ * group's cyclic order of node indices (k/2 on each side) and the opener, instead of every member. That pair
+ * graph on the members is the Harary graph H(k, n): k-connected, so fewer than k colluding members leave the
+ * others connected and the opener still learns only their sum. Refused where dropouts are recovered (a
+ * star: double masking's bound on a lying opener counts on every pair) and for an odd k; a k of n − 1 or more
+ * is every member anyway. */
+static int apply_degree(pft_secplan_t *p, const pft_topo_t *t)
+{
+    int k = pft_topo_run(t)->secagg_degree;
+    size_t n = p->group.n_members;
+    if (k == 0 || p->n_groups == 0)
+        return 0;
+    if (k < 2 || k % 2)
+        return pft_err(PFT_ETOPO,
+                       "%s: secagg_degree = %d: each member pairs with k/2 members on each side of it; give "
+                       "an even k of at least 2 (0: every member)",
+                       topo_name(t), k);
+    if (pft_secplan_recoverable(p, t, 0))
+        return pft_err(PFT_ETOPO,
+                       "%s: secagg_degree = %d in a star: its dropout recovery and double masking count on "
+                       "every member pairing with every other (a lying opener's bound, docs/SECAGG.md §5.1); "
+                       "leave secagg_degree = 0 there",
+                       topo_name(t), k);
+    if ((size_t)k >= n - 1)
+        return 0; /* every other member already */
+    p->degree = (size_t)k;
+    size_t h = (size_t)k / 2, *near = pft_alloc_array((size_t)k + 1, sizeof *near);
+    if (!near)
+        return pft_err(PFT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        size_t v = p->group.members[i], c = 0;
+        for (size_t j = 1; j <= h; j++) { /* the h members after i and the h before, cyclically */
+            near[c++] = p->group.members[(i + j) % n];
+            near[c++] = p->group.members[(i + n - j) % n];
+        }
+        near[c++] = p->group.opener;
+        qsort(near, c, sizeof *near, cmp_size); /* ascending node indices, as for every pair */
+        memcpy(p->peers + v * p->n, near, c * sizeof *near);
+        p->nodes[v].n_mask_peers = c;
+    }
+    pft_free(near);
+    return 0;
+}
+
 int pft_secplan_new(const pft_topo_t *topo, int min_contributors, const uint64_t *rows, pft_secplan_t **out)
 {
     *out = NULL;
@@ -321,7 +373,7 @@ int pft_secplan_new(const pft_topo_t *topo, int min_contributors, const uint64_t
     }
     p->m = min_contributors;
     if ((rc = shape_of(topo, min_contributors, &s)) || (rc = fill_nodes(p, topo, &s, rows)) ||
-        (rc = fill_msgs(p, topo, &s)))
+        (rc = fill_msgs(p, topo, &s)) || (rc = apply_degree(p, topo)))
         goto done;
     *out = p;
     p = NULL;
@@ -554,4 +606,9 @@ int pft_secplan_set_threshold(pft_secplan_t *self, size_t t)
 size_t pft_secplan_threshold(const pft_secplan_t *self)
 {
     return self->threshold;
+}
+
+size_t pft_secplan_degree(const pft_secplan_t *self)
+{
+    return self->degree;
 }

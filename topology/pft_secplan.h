@@ -139,6 +139,17 @@ int pft_secplan_set_threshold(pft_secplan_t *self, size_t t);
 /* The threshold set, 0 when none (no double masking: the group is not recoverable). */
 size_t pft_secplan_threshold(const pft_secplan_t *self);
 
+/* Sparse pairs (graph attribute secagg_degree = k, applied by pft_secplan_new; docs/SECAGG.md §4.6): each
+ * member's mask peers are the k members nearest to it in the group's cyclic order of node indices (k/2 on
+ * each side) and the opener. The lemma above needs only a connected pair graph for the opener's half and the
+ * pairs with o for the rest; this graph (Harary's H(k, n)) stays connected without any k − 1 members, so an
+ * opener colluding with fewer than k members learns only sums of the others, as with every pair — but k
+ * colluders around one member (its whole neighbourhood) unmask it, where every pair needs all but one.
+ * Masking costs k + 1 keystreams per member instead of n. Refused (PFT_ETOPO) for an odd k and in a star
+ * (where dropouts are recovered); k ≥ n − 1 keeps every pair. Returns k, or 0 when every member pairs with
+ * every other. */
+size_t pft_secplan_degree(const pft_secplan_t *self);
+
 /* The rule per class. Counts are public, so an opened class sum held by one contributor is that contributor's
  * class mean: for every view (without its viewer) and every clear bundle, and every class, the contributors
  * releasing rows of the class must be none or at least min_contributors. class_rows holds n_classes entries

@@ -112,6 +112,7 @@ typedef struct {
     int min_contributors; /* secure_agg: fewest other contributors of a clear aggregate */
     int dp_dropouts; /* secure_agg with DP: members of a star that may drop (noise shares σ²/(D − t)) */
     int secagg_threshold; /* secure_agg in a star: survivors and self-mask shares needed (0: the default) */
+    int secagg_degree;    /* secure_agg: mask peers per member among the others (0: every member) */
     int merge;            /* pft_topo_merge_t default for nodes */
     int head;             /* pft_topo_head_t default for nodes */
     pft_topo_prep_t prep; /* feature preprocessing, identical on every node */

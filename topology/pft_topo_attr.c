@@ -107,6 +107,11 @@ static const pft_topo_attr_t s_table[] = {
      "secure_agg in a star (double masking): the t of the t-of-n sharing of each member's self-mask seed, "
      "and the fewest survivors a dropout may leave; 2t at least n + 2 (or t = n) so that a lying opener cannot "
      "unmask a member (0: the least such t; docs/SECAGG.md §5)", GO(secagg_threshold), NONE, NONE},
+    {"secagg_degree", G, PFT_ATTR_INT, "0", 0, 65535, NULL,
+     "secure_agg outside a star: each member masks with k other members (k/2 on each side in node order, k "
+     "even) instead of all of them, so masking costs O(k) per member, not O(members); the opener then needs "
+     "k colluding members, not all but one, to unmask one (0: every member; docs/SECAGG.md §4.5)",
+     GO(secagg_degree), NONE, NONE},
     {"prep", G, PFT_ATTR_ENUM, "l2", 0, 0, s_prep,
      "feature preprocessing, applied identically on every node before anything else", GO(prep), NONE, NONE},
     {"start", G, PFT_ATTR_NAME, NULL, 0, 0, NULL,

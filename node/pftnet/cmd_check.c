@@ -191,6 +191,16 @@ static void print_secagg(const pft_topo_t *t, const pft_secplan_t *pl)
         if (!star)
             printf("  dropouts: not recovered (a missing member stops %s; docs/SECAGG.md §5)\n",
                    pft_topo_node(t, gr->opener)->id);
+        if (pft_secplan_degree(pl))
+            printf(
+                "  sparse masking: secagg_degree = %zu (each member pairs with %zu of the other %zu members "
+                "and the opener; an opener with %zu colluding members around one member can unmask it, "
+                "with fewer it learns only sums; docs/SECAGG.md §4.6)\n",
+                pft_secplan_degree(pl), pft_secplan_degree(pl), gr->n_members - 1, pft_secplan_degree(pl));
+        else if (gr->n_members > 2)
+            printf("  masking: every member pairs with every other member and the opener (%zu keystreams "
+                   "each; secagg_degree = k makes it k + 1)\n",
+                   gr->n_members);
     }
     for (size_t v = 0; v < pft_topo_node_count(t); v++) {
         const pft_secplan_node_t *me = pft_secplan_node(pl, v);
