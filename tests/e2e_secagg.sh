@@ -6,7 +6,8 @@
 #     fewer than min_contributors = 2 contributors; masked words are uniform (inside their bound ≈ never, class
 #     sums |cos| ≈ 1/√d to the truth); c, d and e send the same clear statistics as the run without secure
 #     aggregation (same release), to fp32;
-#   - ring of five: lap 1 masked to the producer, lap 2 the opened total; the same checks;
+#   - ring of five: lap 1 masked to the producer, lap 2 the opened total; the same checks; and with
+#     secagg_degree = 2 (sparse pairs): fewer mask peers, the same accuracies;
 #   - star of five clients and an aggregator (no rows): the aggregator's head equals the run without secure
 #     aggregation, weight for weight, and so does its accuracy; one client (12 rows) is too small for one
 #     eigenpair, so its masked release is the isotropic one it would send in the clear;
@@ -15,7 +16,8 @@
 #   - pftnet inspect shows a masked part's opener; pftnet audit calls it uninformative and why;
 #   - star with DP (ε = 1, δ = 0.001): each client's share is σ/√5, the aggregator opens σ and reports it;
 #   - refusals, never silently in the clear: cov = diag, a chain of two (nobody may open), DP where the opener
-#     has rows, DP with δ = 0 or with unequal (ε, δ), --insecure (no keys to agree on masks), a class
+#     has rows, DP with δ = 0 or with unequal (ε, δ), --insecure (no keys to agree on masks), secagg_degree
+#     in a star, a class
 #     held by one member of a group (chain at 60 rows per node: the opener refuses to open).
 # Env: PFT_BIN (folder with pftnet and pftnode), PFT_SOURCE_DIR.
 set -u
@@ -66,6 +68,23 @@ PY
 
 must_launch ring_sa "$SA start = a;" "a -> b -> c -> d -> e -> a;"
 "$PY" "$CHECK" "$W/ring_sa" || fail "ring: secagg_check"
+
+# sparse pairs (secagg_degree = 2, docs/SECAGG.md §4.6): each of the four members masks with its two neighbours
+# in node order and the producer e instead of all four; the opened total, hence every head, is the same
+must_launch ring_deg "$SA start = a; secagg_degree = 2;" "a -> b -> c -> d -> e -> a;"
+"$PY" "$CHECK" "$W/ring_deg" || fail "ring, secagg_degree = 2: secagg_check"
+"$PY" - "$W/ring_deg" "$W/ring_sa" <<'PY' || fail "ring, secagg_degree = 2: pairs or heads differ"
+import json, sys
+deg, full = sys.argv[1], sys.argv[2]
+r = {n: json.load(open(f"{deg}/{n}/result.json")) for n in "abcde"}
+f = {n: json.load(open(f"{full}/{n}/result.json")) for n in "abcde"}
+assert r["a"]["secure_agg"]["mask_peers"] == ["b", "d", "e"], r["a"]["secure_agg"]
+assert r["c"]["secure_agg"]["mask_peers"] == ["b", "d", "e"], r["c"]["secure_agg"]
+assert f["a"]["secure_agg"]["mask_peers"] == ["b", "c", "d", "e"], f["a"]["secure_agg"]
+for n in "abcde":
+    assert r[n]["accuracy_global"] == f[n]["accuracy_global"], (n, r[n]["accuracy_global"], f[n]["accuracy_global"])
+print("ring, secagg_degree = 2: a masks with b, d and e (every pair: b, c, d, e); every node's accuracy as with every pair")
+PY
 
 # c1 holds 12 rows, too few for one eigenpair of the release rule (rank 0: its scatter isotropic), in both runs;
 # min_rows = 1, so that it releases every class in the clear too (in a group the floor is the group's)
@@ -168,6 +187,7 @@ refused dp_opener_rows "$SA dp_epsilon = 1; dp_delta = 0.001;" "a -> b -> c;" "h
 refused dp_delta_zero "$SA dp_epsilon = 1; dp_delta = 0;" "s [data = false, dp_epsilon = 0]; a -> s; b -> s;" "0 < dp_delta < 1"
 refused dp_unequal "$SA dp_epsilon = 1; dp_delta = 0.001;" "s [data = false, dp_epsilon = 0]; b [dp_epsilon = 2]; a -> s; b -> s;" "same (dp_epsilon, dp_delta)"
 refused insecure "$SA" "a -> b -> c;" "insecure" --insecure
+refused degree_star "$SA secagg_degree = 2;" "s [data = false]; a -> s; b -> s; c -> s; d -> s;" "secagg_degree = 2 in a star"
 # at 60 rows per node class 2 has one holder among a and b: c must not open (their sum would show a's class mean)
 SAMPLES=60 refused short_class "$SA" "$CHAIN" "fewer than min_contributors"
 finish

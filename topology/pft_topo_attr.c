@@ -110,7 +110,7 @@ static const pft_topo_attr_t s_table[] = {
     {"secagg_degree", G, PFT_ATTR_INT, "0", 0, 65535, NULL,
      "secure_agg outside a star: each member masks with k other members (k/2 on each side in node order, k "
      "even) instead of all of them, so masking costs O(k) per member, not O(members); the opener then needs "
-     "k colluding members, not all but one, to unmask one (0: every member; docs/SECAGG.md §4.5)",
+     "k colluding members, not all but one, to unmask one (0: every member; docs/SECAGG.md §4.6)",
      GO(secagg_degree), NONE, NONE},
     {"prep", G, PFT_ATTR_ENUM, "l2", 0, 0, s_prep,
      "feature preprocessing, applied identically on every node before anything else", GO(prep), NONE, NONE},
