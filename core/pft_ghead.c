@@ -39,6 +39,8 @@ typedef struct {
     double *td, *te, *tau; /* trid: T's diagonal, off-diagonal, the reflectors' scales (d each) */
     double *diag;          /* trid, not lent: W's diagonal, for the way back to W (eig_to_eigenbasis) */
     int lent;              /* E is the statistics' own scatter, lent (evidence_run): never freed here */
+    int ends; /* trid, the evidence's tallies: lam[0] and lam[1] are only W's smallest and largest eigenvalue
+                 (clamped at 0) and sumlam its trace: all the tallies read (ends_plain), without dsterf */
 } eig_t;
 
 static void eig_free(eig_t *e)
@@ -110,12 +112,21 @@ static int eig_decompose(eig_t *e)
                  ? pft_err(PFT_ENOMEM, "out of memory")
                  : pft_la_tridiag(e->E, d, e->td, e->te, e->tau);
         if (rc == 0)
-            rc = pft_la_tridiag_eigvals(e->td, e->te, d, e->lam);
+            rc = e->ends ? pft_la_tridiag_extremes(e->td, e->te, d, &e->lam[0], &e->lam[1])
+                         : pft_la_tridiag_eigvals(e->td, e->te, d, e->lam);
     }
     if (rc != 0)
         return pft_err_wrap(rc, "gaussian head: %s of the pooled scatter",
                             e->trid ? "tridiagonal reduction" : "eigendecomposition");
     e->sumlam = 0;
+    if (e->ends) { /* tr W = tr T; the clamp at 0 of the eigenvalues rounding leaves below 0 is not seen */
+        for (int i = 0; i < d; i++)
+            e->sumlam += e->td[i];
+        e->sumlam = e->sumlam > 0 ? e->sumlam : 0;
+        e->lam[0] = e->lam[0] > 0 ? e->lam[0] : 0;
+        e->lam[1] = e->lam[1] > 0 ? e->lam[1] : 0;
+        return 0;
+    }
     for (int i = 0; i < d; i++) {
         if (e->lam[i] < 0)
             e->lam[i] = 0; /* rounding of a PSD matrix */
@@ -141,11 +152,13 @@ static int eig_project(const eig_t *e, const double *in, double *out, int rows)
 /* The eigendecomposition (trid: the tridiagonal reduction) of st's pooled scatter; w, if not NULL, is that
  * scatter already (taken from st), and becomes e->E (eig_init owns it from here on, also on error, unless
  * lent: then the caller keeps it). */
-static int eig_init(eig_t *e, const pft_gstat_t *st, double *w, const pft_ghead_opts_t *o, int trid, int lent)
+static int eig_init(eig_t *e, const pft_gstat_t *st, double *w, const pft_ghead_opts_t *o, int trid, int lent,
+                    int ends)
 {
     memset(e, 0, sizeof *e);
     e->st = st;
     e->trid = trid;
+    e->ends = trid && ends;
     e->lent = w && lent;
     e->d = pft_gstat_dim(st);
     e->S = pft_gstat_n_classes(st);
@@ -415,6 +428,15 @@ static void row_quads(const fold_t *f, const work_t *w, int j, double *X)
     }
 }
 
+/* shrunk_diag's verdict from W's extreme eigenvalues alone (e->ends): Σ_α's diagonal (1 − α) λ / N' + α t is
+ * monotone in λ, so every entry passes its floor (1e-12 of the largest) iff the smallest does. */
+static int ends_plain(const eig_t *e, double Np, double trWp, double alpha)
+{
+    double t = trWp / (Np * e->d), lo = (1.0 - alpha) * e->lam[0] / Np + alpha * t,
+           hi = (1.0 - alpha) * e->lam[1] / Np + alpha * t;
+    return hi > 0 && lo > 1e-12 * hi;
+}
+
 /* Scores the fold's rows for one α into the tally (t->valid stays 0 when α is not a valid point). 0, or 1 in
  * the tridiagonal basis when only the eigenbasis can score α > 0 exactly (a floored diagonal, Σ_α not
  * numerically positive definite, or a nearly singular downdate). α = 0, no shrinkage at all, that the
@@ -428,13 +450,14 @@ static int fold_score(const fold_t *f, double alpha, tally_t *t, work_t *w)
     int d = e->d, S = e->S + e->X, r = f->r, m = f->m;
     if (f->Np <= 0 || f->trWp <= 0)
         return 0;
-    int plain = pft_ghead__shrunk_diag(e->lam, d, f->Np, f->trWp, alpha, w->D);
+    int plain = e->ends ? ends_plain(e, f->Np, f->trWp, alpha)
+                        : pft_ghead__shrunk_diag(e->lam, d, f->Np, f->trWp, alpha, w->D);
     if (!plain && alpha == 0)
         return 0; /* α = 0 with a singular W: not a valid point */
     if (e->trid && (!plain || trid_solves(f, alpha, w)))
         return alpha > 0;
     double beta = (1.0 - alpha) / f->Np, trinv = 0, trinv2 = 0, *D = w->D, *UD = w->UD, *K = w->K;
-    for (int i = 0; i < d; i++) {
+    for (int i = 0; !e->ends && i < d; i++) { /* the noisy components' traces: none where e->ends */
         trinv += 1.0 / D[i];
         trinv2 += 1.0 / (D[i] * D[i]);
     }
@@ -639,7 +662,7 @@ static int evidence_run(const pft_gstat_t *st, pft_gstat_t *lender, const float 
         lent_t l = {0};
         if (lender && pft_gstat_kind(lender) == PFT_GSTAT_TIED && (rc = lend(lender, &l)))
             return rc;
-        if ((rc = eig_init(&e, st, l.w, opts, trid, 1)) == 0) {
+        if ((rc = eig_init(&e, st, l.w, opts, trid, 1, 1)) == 0) {
             rc = lda_cv_tally(&e, x, y, n, opts, tl, &fs);
             if (rc == 0 && keep && e.trid) { /* the reduction moves to the caller */
                 *keep =
@@ -889,7 +912,7 @@ static int eig_to_eigenbasis(eig_t *e, const pft_ghead_opts_t *o)
     e->E = e->tau = e->td = e->te = e->diag = NULL;
     const pft_gstat_t *st = e->st;
     eig_free(e);
-    return eig_init(e, st, w, o, 0, 0);
+    return eig_init(e, st, w, o, 0, 0, 0);
 }
 
 /* α by its rule, then the head into h (inf: its figures). 1 when e is tridiagonal and cannot score or build
@@ -953,7 +976,7 @@ static int fit(const pft_gstat_t *st, double *w, const float *x, const int32_t *
     h->C = n_classes;
     h->d = pft_gstat_dim(st);
     eig_t e;
-    rc = eig_init(&e, st, w, opts, !eigen && opts->kind == PFT_GHEAD_LDA && opts->n_extra == 0, 0);
+    rc = eig_init(&e, st, w, opts, !eigen && opts->kind == PFT_GHEAD_LDA && opts->n_extra == 0, 0, 0);
     if (rc != 0) {
         pft_free(h);
         return rc;

@@ -215,6 +215,26 @@ int pft_la_tridiag_eigvals(const double *td, const double *te, int n, double *w)
                      : pft_err(PFT_ENUMERIC, "tridiagonal eigenvalues: LAPACK dsterf failed (%d)", (int)info);
 }
 
+int pft_la_tridiag_extremes(const double *td, const double *te, int n, double *lo, double *hi)
+{
+    double *w = pft_alloc_array((size_t)n, sizeof *w);
+    lapack_int *ib = pft_alloc_array((size_t)n, sizeof *ib), *is = pft_alloc_array((size_t)n, sizeof *is);
+    int rc = w && ib && is ? 0 : pft_err(PFT_ENOMEM, "tridiagonal extremes: out of memory");
+    for (int k = 0; rc == 0 && k < 2; k++) { /* bisection for the first, then the n-th eigenvalue */
+        lapack_int m = 0, nsplit = 0, at = k ? n : 1;
+        lapack_int info = LAPACKE_dstebz('I', 'E', n, 0, 0, at, at, 0, td, te, &m, &nsplit, w, ib, is);
+        if (info != 0 || m != 1)
+            rc = pft_err(PFT_ENUMERIC, "tridiagonal extremes: LAPACK dstebz failed (%d, %d found)", (int)info,
+                         (int)m);
+        else
+            *(k ? hi : lo) = w[0];
+    }
+    pft_free(w);
+    pft_free(ib);
+    pft_free(is);
+    return rc;
+}
+
 void pft_la_trid_free(pft_la_trid_t *t)
 {
     PFT_FREE(t->a);

@@ -52,6 +52,10 @@ int pft_la_tridiag_q_rows(const double *a, const double *tau, int n, double *y, 
 /* The eigenvalues of the tridiagonal T (td, te of pft_la_tridiag), ascending, into w[n] (dsterf, O(n²)). 0,
  * or PFT_ENOMEM / PFT_ENUMERIC. */
 int pft_la_tridiag_eigvals(const double *td, const double *te, int n, double *w);
+/* The smallest and the largest eigenvalue of the same tridiagonal matrix into *lo and *hi, by bisection
+ * (LAPACK dstebz, O(n) per eigenvalue, to about machine precision of the largest): what a condition check
+ * needs, without all n eigenvalues (dsterf's O(n²)). 0, or PFT_ENOMEM / PFT_ENUMERIC. */
+int pft_la_tridiag_extremes(const double *td, const double *te, int n, double *lo, double *hi);
 /* A kept tridiagonal reduction a = Q T Qᵀ of a symmetric n×n matrix (pft_la_tridiag's outputs, owned): the
  * reflectors a (n×n; dsytrd leaves the other triangle of the input as it was), tau, T's diagonal td and
  * off-diagonal te (n each). One O(n³) reduction serves two consumers of the same matrix (the shrinkage

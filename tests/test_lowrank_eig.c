@@ -609,6 +609,45 @@ static void test_trid_release(void)
     pft_lrop_destroy(&op);
 }
 
+/* pft_la_tridiag_extremes: the smallest and largest eigenvalue by bisection, against known answers (the
+ * second difference matrix: 2 − 2 cos(jπ/(n + 1))) and against dsterf's full spectrum on reductions of a PACS
+ * relay's W, a spectrum with zeros (q above rank) and a clustered one; what the evidence's condition check
+ * reads instead of all n eigenvalues. */
+static void test_trid_extremes(void)
+{
+    const int n = 300;
+    double *td = malloc(n * sizeof *td), *te = malloc(n * sizeof *te), lo = 0, hi = 0;
+    for (int i = 0; i < n; i++)
+        td[i] = 2.0, te[i] = i < n - 1 ? -1.0 : 0.0;
+    CHECK(pft_la_tridiag_extremes(td, te, n, &lo, &hi) == 0);
+    CHECK_NEAR(lo, 2.0 - 2.0 * cos(M_PI / (n + 1)), 1e-13);
+    CHECK_NEAR(hi, 2.0 - 2.0 * cos(n * M_PI / (n + 1)), 1e-13);
+    CHECK(pft_la_tridiag_extremes(td, te, 1, &lo, &hi) == 0 && lo == 2.0 && hi == 2.0);
+    free(td), free(te);
+    double N = 0, lam[40];
+    for (int j = 0; j < 40; j++)
+        lam[j] = 1.0 - 0.01 * (j / 4) + 1e-9 * (j % 4);
+    pft_lrop_t *ops[3] = {pacs_relay(600, 60, 32, &N), NULL, spectrum_op(400, 40, lam, 1e-3, 11)};
+    for (int j = 0; j < 10; j++)
+        lam[j] = 10.0 / (j + 1);
+    ops[1] = spectrum_op(200, 10, lam, 0.0, 13);
+    for (int k = 0; k < 3; k++) {
+        if (!ops[k])
+            continue;
+        int d = pft_lrop_dim(ops[k]);
+        double *a = malloc((size_t)d * d * sizeof *a), *w = malloc(d * sizeof *w),
+               *tau = malloc(d * sizeof *tau);
+        td = malloc(d * sizeof *td), te = malloc(d * sizeof *te);
+        pft_lrop_dense(ops[k], a);
+        CHECK(pft_la_tridiag(a, d, td, te, tau) == 0 && pft_la_tridiag_eigvals(td, te, d, w) == 0);
+        CHECK(pft_la_tridiag_extremes(td, te, d, &lo, &hi) == 0);
+        CHECK_MSG(fabs(lo - w[0]) <= 1e-14 * fabs(w[d - 1]) && fabs(hi - w[d - 1]) <= 1e-14 * fabs(w[d - 1]),
+                  "case %d: [%.17g, %.17g] against dsterf's [%.17g, %.17g]", k, lo, hi, w[0], w[d - 1]);
+        free(a), free(w), free(tau), free(td), free(te);
+        pft_lrop_destroy(&ops[k]);
+    }
+}
+
 /* The evidence hands over the reduction it computed its tallies in (pft_ghead_evidence_keep), made in the
  * statistics' own scatter: the same tallies as pft_ghead_evidence, the release from it equals
  * pft_gstat_lowrank_shared's of W / N (PACS rows), and W comes back bit for bit. */
@@ -705,6 +744,7 @@ int main(void)
     RUN(test_fallback_and_determinism);
     RUN(test_op_equals_gstat_merge);
     RUN(test_trid_release);
+    RUN(test_trid_extremes);
     RUN(test_evidence_keep);
     return pft_test_done();
 }
