@@ -8,6 +8,7 @@
 #   diag   e_j ~ N(0, S² (λ v_j / v̄ + 1 − λ))               v the part's pooled within-class variance per
 #                                                           coordinate (PFT_MN_SHAPE = λ)
 #   cov    e ~ N(0, S² (λ d W / tr W + (1 − λ) I))          W the part's within-class scatter (PFT_MN_COV = λ)
+# The scratch worktree stays in OUT/src for the next run (remove it with `git worktree remove OUT/src`).
 # Each has E‖e‖² = S² d: the same noise energy, placed differently. The privacy side is emulated by
 # bench/release_zero.py (rules noise:M:R:S and shape:M:R:S).
 #
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     --seeds) seeds="$2"; shift ;;
     --configs) configs="$2"; shift ;;
     --out) out="$2"; shift ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "meannoise_shape.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
     shift
