@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     --seeds) seeds="$2"; shift ;;
     --configs) configs="$2"; shift ;;
     --out) out="$2"; shift ;;
-    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "meannoise_shape.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
     shift
