@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static _Atomic long s_fail_after = -1;
 
@@ -41,6 +44,13 @@ static void *advise_huge(void *p, size_t size)
     (void)size;
 #endif
     return p;
+}
+
+void pft_alloc_trim(void)
+{
+#ifdef __GLIBC__
+    (void)malloc_trim(0);
+#endif
 }
 
 void *pft_alloc(size_t size)

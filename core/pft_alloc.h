@@ -15,6 +15,10 @@ void pft_free(void *ptr);
 /* Frees *p and sets it to NULL; safe on NULL and twice. */
 #define PFT_FREE(p) (pft_free(p), (p) = NULL)
 
+/* Gives the pages of free heap memory back to the system (glibc's malloc_trim; nothing elsewhere): for a
+ * process about to wait long after a large computation, whose freed small blocks would stay resident. */
+void pft_alloc_trim(void);
+
 /* strdup through pft_alloc; NULL on failure. */
 char *pft_strdup(const char *s);
 

@@ -163,9 +163,17 @@ static int slot_take(node_t *nd, size_t k)
     if (!nd->slots || pft_slots_held(nd->slots) >= 0)
         return 0;
     double t0 = pft_fsio_now();
-    pft_node__set_status(nd, "queued", NULL);
-    int rc =
-        pft_node__loop_every(nd, slot_free, NULL, 200 * pft_node__slot_scale(pft_topo_node_count(nd->topo)));
+    int rc = pft_slots_try(nd->slots);
+    if (rc < 0)
+        return rc;
+    if (rc == 0) {
+        pft_node__set_status(nd, "queued", NULL);
+        pft_alloc_trim(); /* a queue may be long: what the node freed need not stay resident meanwhile */
+        rc = pft_node__loop_every(nd, slot_free, NULL,
+                                  200 * pft_node__slot_scale(pft_topo_node_count(nd->topo)));
+    } else {
+        rc = 0;
+    }
     if (rc == 0)
         pft_info("stage %zu: compute slot %d of %d taken after %.2fs", k + 1, pft_slots_held(nd->slots),
                  pft_slots_count(nd->slots), pft_fsio_now() - t0);
@@ -423,6 +431,7 @@ static int run_stages(node_t *nd, json_t *res)
         if (rc == 0 && st->final)
             rc = pft_node__head_train(nd, res);
         slot_give_back(nd, k);
+        pft_alloc_trim(); /* the stage's working memory is freed: its pages go back before the next wait */
         if (rc) {
             int sa = pft_node__secagg_exit(nd);
             int code = fail(sa ? sa : exit_for(rc));

@@ -99,9 +99,14 @@ static int store(node_t *nd, const inbound_t *s, const uint8_t id[PFT_BUNDLE_ID_
 /* 1 when slot s's bundle is the only one its stage waits for: the stage runs as soon as it is in, so its
  * statistics stay decoded for it (taken by pft_node_exact.c's take_received) instead of being decoded again
  * from the bytes: a chain's relay decodes its bundle once. A stage that waits for several keeps them light
- * (one decoded at a time when it runs), and so do bundles loaded from disk at a restart. */
+ * (one decoded at a time when it runs), and so do bundles loaded from disk at a restart, and every bundle of
+ * a node that must first queue for a compute slot (--compute-slots): the queue may be long, and a decoded
+ * bundle of statistics holds a dense d×d matrix (13 MB at d = 1280) — a thousand-node graph's lap 2 queued
+ * 691 nodes holding the total, and ran out of memory. */
 static int used_alone(const node_t *nd, const inbound_t *s)
 {
+    if (nd->slots && pft_slots_held(nd->slots) < 0)
+        return 0;
     for (size_t k = 0; k < nd->me->n_stages; k++) {
         const pft_stage_t *st = &nd->me->stages[k];
         for (size_t j = 0; j < st->n_recv; j++)
@@ -184,6 +189,7 @@ static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store_
             pft_bundle_destroy(&s->bundle);
             s->bundle = light;
             s->light = 1;
+            pft_alloc_trim(); /* the decoding's blocks under the mmap threshold (U: d·q doubles) go back */
         }
     }
     return 0;
