@@ -40,8 +40,10 @@ def decode(path):
     if not (isinstance(env, list) and len(env) == 4 and env[0] == b"PFTB" and env[1] == 1):
         fail(f"{path}: not a version-1 envelope")
     p = msgpack.unpackb(env[2], raw=True, strict_map_key=False)
-    if len(p) not in (9, 10):  # 10: element 9 is the topology fingerprint (WIRE.md §2.4)
-        fail(f"{path}: payload of {len(p)} elements, a statistics bundle has 9 (10 with a topology fingerprint)")
+    if len(p) not in (9, 10, 11):  # 10: element 9 is the topology fingerprint (WIRE.md §2.4); 11: element 10
+        # is the α grid the provenance's evidence shares (WIRE.md §2)
+        fail(f"{path}: payload of {len(p)} elements, a statistics bundle has 9 (10 with a topology fingerprint, "
+             "11 with an evidence grid)")
     d, dtype = p[4], p[3]
     width, fmt = (2, "<e") if dtype == 0 else (4, "<f")
     out = {"producer": p[1].decode(), "d": d, "parts": [], "prov": {}, "evidence": set()}

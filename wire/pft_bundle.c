@@ -748,6 +748,29 @@ int pft_bundle__tallies_ok(const pft_bundle_tally_t *t, int m, char *why, size_t
     return 1;
 }
 
+/* The entry whose evidence's α every other evidence repeats (same count, same values bit for bit), or -1
+ * when no entry has evidence or two differ: then each carries its own α (docs/WIRE.md §2). */
+int pft_bundle__shared_grid(const pft_bundle_t *self)
+{
+    int first = -1;
+    for (int i = 0; i < self->n_prov; i++) {
+        const pft_bundle__prov_t *e = &self->prov[i];
+        if (!e->ev)
+            continue;
+        if (first < 0) {
+            first = i;
+            continue;
+        }
+        const pft_bundle__prov_t *f = &self->prov[first];
+        if (e->n_ev != f->n_ev)
+            return -1;
+        for (int k = 0; k < e->n_ev; k++)
+            if (memcmp(&e->ev[k].alpha, &f->ev[k].alpha, sizeof e->ev[k].alpha) != 0)
+                return -1;
+    }
+    return first;
+}
+
 int pft_bundle_prov_set_evidence(pft_bundle_t *self, const char *node, uint64_t against,
                                  const pft_bundle_tally_t *t, int m)
 {

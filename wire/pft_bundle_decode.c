@@ -428,14 +428,19 @@ static uint64_t le_u64(const uint8_t *p)
 }
 
 /* The evidence g of entry pe: bin(8 + 32·m), 1 ≤ m ≤ PFT_BUNDLE_MAX_TALLIES (pft_bundle__tallies_ok), scored
- * against 1..2^48 rows. */
-static int decode_evidence(const ctx_t *c, const msgpack_object *g, pft_bundle__prov_t *pe)
+ * against 1..2^48 rows; under the payload's shared α grid (grid, m_grid values) bin(8 + 24·m_grid), each
+ * tally without its α. */
+static int decode_evidence(const ctx_t *c, const msgpack_object *g, const double *grid, int m_grid,
+                           pft_bundle__prov_t *pe)
 {
-    if (g->type != MSGPACK_OBJECT_BIN || g->via.bin.size < 40 || (g->via.bin.size - 8) % 32 ||
-        g->via.bin.size > 8 + 32 * PFT_BUNDLE_MAX_TALLIES)
+    size_t w = grid ? 24 : 32, size = g->type == MSGPACK_OBJECT_BIN ? g->via.bin.size : 0;
+    if (grid && size != 8 + 24 * (size_t)m_grid)
+        return pft_bundle__bad(c, PFT_EFORMAT,
+                               "evidence: expected bin of 8 + 24 x %d bytes (the payload's α grid)", m_grid);
+    if (!grid && (size < 40 || (size - 8) % 32 || size > 8 + 32 * PFT_BUNDLE_MAX_TALLIES))
         return pft_bundle__bad(c, PFT_EFORMAT, "evidence: expected bin of 8 + 32 x 1..%d bytes",
                                PFT_BUNDLE_MAX_TALLIES);
-    int m = (int)((g->via.bin.size - 8) / 32);
+    int m = (int)((size - 8) / w);
     const uint8_t *p = (const uint8_t *)g->via.bin.ptr;
     pe->ev_against = le_u64(p);
     if (pe->ev_against < 1 || pe->ev_against > PFT_BUNDLE_MAX_COUNT)
@@ -446,11 +451,11 @@ static int decode_evidence(const ctx_t *c, const msgpack_object *g, pft_bundle__
     if (!pe->ev)
         return pft_bundle__bad(c, PFT_ENOMEM, "out of memory");
     for (int k = 0; k < m; k++) {
-        const uint8_t *t = p + 32 * k;
-        pe->ev[k] = (pft_bundle_tally_t){.alpha = pft_bundle__le_get_f64(t),
-                                         .correct = le_u64(t + 8),
-                                         .total = le_u64(t + 16),
-                                         .loss = pft_bundle__le_get_f64(t + 24)};
+        const uint8_t *t = p + w * (size_t)k, *r = t + (w - 24);
+        pe->ev[k] = (pft_bundle_tally_t){.alpha = grid ? grid[k] : pft_bundle__le_get_f64(t),
+                                         .correct = le_u64(r),
+                                         .total = le_u64(r + 8),
+                                         .loss = pft_bundle__le_get_f64(r + 16)};
     }
     pe->n_ev = m;
     char why[256];
@@ -459,15 +464,35 @@ static int decode_evidence(const ctx_t *c, const msgpack_object *g, pft_bundle__
     return 0;
 }
 
+/* The shared α grid, payload element 10: bin(8·m), 1 ≤ m ≤ PFT_BUNDLE_MAX_TALLIES, in [0, 1] strictly
+ * ascending, into grid (*m values). */
+static int decode_grid(const ctx_t *c, const msgpack_object *o, double grid[PFT_BUNDLE_MAX_TALLIES], int *m)
+{
+    if (o->type != MSGPACK_OBJECT_BIN || o->via.bin.size < 8 || o->via.bin.size % 8 ||
+        o->via.bin.size > 8 * PFT_BUNDLE_MAX_TALLIES)
+        return pft_bundle__bad(c, PFT_EFORMAT, "evidence grid: expected bin of 8 x 1..%d bytes",
+                               PFT_BUNDLE_MAX_TALLIES);
+    *m = (int)(o->via.bin.size / 8);
+    for (int k = 0; k < *m; k++) {
+        grid[k] = pft_bundle__le_get_f64((const uint8_t *)o->via.bin.ptr + 8 * k);
+        if (!(grid[k] >= 0 && grid[k] <= 1) || (k > 0 && !(grid[k] > grid[k - 1])))
+            return pft_bundle__bad(c, PFT_EFORMAT,
+                                   "evidence grid: alpha %d = %g (in 0..1, strictly ascending)", k, grid[k]);
+    }
+    return 0;
+}
+
 /* The provenance (array o) into b: entries [node, counts], [node, counts, dp] or [node, counts, dp or nil,
- * evidence], node ids strictly ascending. */
-static int decode_prov(pft_bundle_t *b, const pft_bundle_limits_t *lim, const msgpack_object *o)
+ * evidence], node ids strictly ascending; grid: the payload's shared α grid (m_grid values), or NULL. */
+static int decode_prov(pft_bundle_t *b, const pft_bundle_limits_t *lim, const msgpack_object *o,
+                       const double *grid, int m_grid)
 {
     ctx_t c = {"provenance"};
     int rc = pft_bundle__want_array(&c, o, "list", 0, lim->max_nodes, PFT_ERANGE);
     if (rc)
         return rc;
     uint32_t n = o->via.array.size;
+    int used_grid = 0;
     if (n) {
         b->prov = pft_calloc(n, sizeof *b->prov);
         if (!b->prov)
@@ -501,9 +526,12 @@ static int decode_prov(pft_bundle_t *b, const pft_bundle_limits_t *lim, const ms
         const msgpack_object *dp = e->via.array.size >= 3 ? &e->via.array.ptr[2] : NULL;
         if (dp && !(e->via.array.size == 4 && dp->type == MSGPACK_OBJECT_NIL) && (rc = decode_dp(&c, dp, pe)))
             return rc;
-        if (e->via.array.size == 4 && (rc = decode_evidence(&c, &e->via.array.ptr[3], pe)))
+        if (e->via.array.size == 4 && (rc = decode_evidence(&c, &e->via.array.ptr[3], grid, m_grid, pe)))
             return rc;
+        used_grid |= e->via.array.size == 4;
     }
+    if (grid && !used_grid) /* canonical: a grid only where evidence shares it */
+        return pft_bundle__bad(&c, PFT_EFORMAT, "an evidence grid (payload element 10) but no evidence");
     return 0;
 }
 
@@ -642,10 +670,14 @@ static int decode_payload(pft_bundle_t **bp, const uint8_t *payload, size_t plen
     if (rc)
         goto done;
     if ((rc = pft_bundle__want_array(&c, &u.data, "top level", PFT_BUNDLE__N_PAYLOAD_FIELDS,
-                                     PFT_BUNDLE__N_PAYLOAD_FIELDS_FP, PFT_EFORMAT)))
+                                     PFT_BUNDLE__N_PAYLOAD_FIELDS_GRID, PFT_EFORMAT)))
         goto done;
     const msgpack_object *f = u.data.via.array.ptr;
-    int with_fp = u.data.via.array.size == PFT_BUNDLE__N_PAYLOAD_FIELDS_FP;
+    int with_grid = u.data.via.array.size == PFT_BUNDLE__N_PAYLOAD_FIELDS_GRID, m_grid = 0;
+    int with_fp = with_grid || u.data.via.array.size == PFT_BUNDLE__N_PAYLOAD_FIELDS_FP;
+    double grid[PFT_BUNDLE_MAX_TALLIES];
+    if (with_grid && (rc = decode_grid(&c, &f[10], grid, &m_grid)))
+        goto done;
     int stats = u.data.via.array.size == PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS ||
                 (with_fp && f[8].type == MSGPACK_OBJECT_ARRAY && f[8].via.array.size > 0);
     if (stats && f[7].type == MSGPACK_OBJECT_ARRAY && f[7].via.array.size > 0) {
@@ -658,8 +690,14 @@ static int decode_payload(pft_bundle_t **bp, const uint8_t *payload, size_t plen
         goto done;
     }
     if ((rc = decode_header(&c, f, lim, &b)) || (rc = decode_parents(&c, b, lim, &f[5])) ||
-        (rc = decode_prov(b, lim, &f[6])))
+        (rc = decode_prov(b, lim, &f[6], with_grid ? grid : NULL, m_grid)))
         goto done;
+    if (with_fp && !with_grid && pft_bundle__shared_grid(b) >= 0) { /* canonical: the encoder's choice */
+        rc = pft_bundle__bad(&c, PFT_EFORMAT,
+                             "top level: 10 elements, but every evidence has the same alphas: "
+                             "expected them once, as element 10");
+        goto done;
+    }
     if (stats) /* statistics: no GMM class, then the parts */
         rc = pft_bundle__want_array(&c, &f[7], "classes (statistics payload)", 0, 0, PFT_EFORMAT);
     if (!rc)

@@ -111,19 +111,33 @@ static void le_put_f64(uint8_t *p, double v)
 }
 
 /* A provenance entry's evidence: bin(8 + 32·m), the rows scored against (uint64), then per tally alpha
- * (binary64), correct, total (uint64), loss (binary64), little-endian. */
-static int put_evidence(msgpack_packer *pk, const pft_bundle__prov_t *e)
+ * (binary64), correct, total (uint64), loss (binary64), little-endian; with the payload's shared α grid
+ * (grid: element 10), bin(8 + 24·m), the same without alpha. */
+static int put_evidence(msgpack_packer *pk, const pft_bundle__prov_t *e, int grid)
 {
     uint8_t g[8 + 32 * PFT_BUNDLE_MAX_TALLIES];
+    size_t w = grid ? 24 : 32;
     le_put_u64(g, e->ev_against);
     for (int k = 0; k < e->n_ev; k++) {
-        uint8_t *t = g + 8 + 32 * k;
-        le_put_f64(t, e->ev[k].alpha);
-        le_put_u64(t + 8, e->ev[k].correct);
-        le_put_u64(t + 16, e->ev[k].total);
-        le_put_f64(t + 24, e->ev[k].loss);
+        uint8_t *t = g + 8 + w * (size_t)k;
+        if (!grid)
+            le_put_f64(t, e->ev[k].alpha);
+        t += w - 24;
+        le_put_u64(t, e->ev[k].correct);
+        le_put_u64(t + 8, e->ev[k].total);
+        le_put_f64(t + 16, e->ev[k].loss);
     }
-    return msgpack_pack_bin_with_body(pk, g, 8 + 32 * (size_t)e->n_ev);
+    return msgpack_pack_bin_with_body(pk, g, 8 + w * (size_t)e->n_ev);
+}
+
+/* The shared α grid, payload element 10: bin(8·m), binary64 little-endian. */
+static int put_grid(const pft_bundle_t *self, int first, msgpack_packer *pk)
+{
+    uint8_t g[8 * PFT_BUNDLE_MAX_TALLIES];
+    const pft_bundle__prov_t *f = &self->prov[first];
+    for (int k = 0; k < f->n_ev; k++)
+        le_put_f64(g + 8 * k, f->ev[k].alpha);
+    return msgpack_pack_bin_with_body(pk, g, 8 * (size_t)f->n_ev);
 }
 
 /* ---------- the payload ---------- */
@@ -448,8 +462,9 @@ static int encode_part(const pft_bundle_t *self, int pi, msgpack_packer *pk, wbu
     return put_cov(self, pi, -1, pft_gstat_tied_scatter(st), (double)pft_gstat_total(st), pk, w);
 }
 
-/* The provenance, payload element 6: per node [node, counts] (+ dp, + evidence); nonzero if out of memory. */
-static int put_provenance(const pft_bundle_t *self, msgpack_packer *pk)
+/* The provenance, payload element 6: per node [node, counts] (+ dp, + evidence; without its α under a shared
+ * grid); nonzero if out of memory. */
+static int put_provenance(const pft_bundle_t *self, int grid, msgpack_packer *pk)
 {
     int fail = msgpack_pack_array(pk, (size_t)self->n_prov);
     for (int i = 0; !fail && i < self->n_prov; i++) {
@@ -471,7 +486,7 @@ static int put_provenance(const pft_bundle_t *self, msgpack_packer *pk)
             fail = msgpack_pack_nil(pk);
         }
         if (!fail && e->ev)
-            fail = put_evidence(pk, e);
+            fail = put_evidence(pk, e, grid);
     }
     return fail;
 }
@@ -512,7 +527,9 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     msgpack_packer pk;
     msgpack_packer_init(&pk, &w, wbuf_write);
-    int fail = msgpack_pack_array(&pk, self->has_fp    ? PFT_BUNDLE__N_PAYLOAD_FIELDS_FP
+    int grid = self->has_fp ? pft_bundle__shared_grid(self) : -1; /* the α once, not once per contributor */
+    int fail = msgpack_pack_array(&pk, grid >= 0       ? PFT_BUNDLE__N_PAYLOAD_FIELDS_GRID
+                                       : self->has_fp  ? PFT_BUNDLE__N_PAYLOAD_FIELDS_FP
                                        : self->n_parts ? PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS
                                                        : PFT_BUNDLE__N_PAYLOAD_FIELDS) ||
                msgpack_pack_str_with_body(&pk, self->run_id, strlen(self->run_id)) ||
@@ -522,7 +539,7 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
                msgpack_pack_array(&pk, (size_t)self->n_parents);
     for (int i = 0; !fail && i < self->n_parents; i++)
         fail = msgpack_pack_bin_with_body(&pk, self->parents[i], PFT_BUNDLE_ID_LEN);
-    fail = fail || put_provenance(self, &pk);
+    fail = fail || put_provenance(self, grid >= 0, &pk);
     fail = fail || msgpack_pack_array(&pk, (size_t)self->n_classes);
     if (fail) {
         pft_free(w.buf);
@@ -546,7 +563,7 @@ int pft_bundle_encode_payload(const pft_bundle_t *self, uint8_t **buf, size_t *l
             return rc;
         }
     }
-    if (self->has_fp && put_fingerprint(self, &pk)) {
+    if ((self->has_fp && put_fingerprint(self, &pk)) || (grid >= 0 && put_grid(self, grid, &pk))) {
         pft_free(w.buf);
         return pft_err(PFT_ENOMEM, "bundle encode: out of memory");
     }

@@ -22,6 +22,7 @@
 #define PFT_BUNDLE__N_PAYLOAD_FIELDS 8       /* GMM classes (or an empty bundle) */
 #define PFT_BUNDLE__N_PAYLOAD_FIELDS_STATS 9 /* the 8, classes empty, then the statistics parts */
 #define PFT_BUNDLE__N_PAYLOAD_FIELDS_FP 10   /* the 8, the parts (empty for GMMs), the topology fingerprint */
+#define PFT_BUNDLE__N_PAYLOAD_FIELDS_GRID 11 /* the 10, then the α grid every evidence shares */
 #define PFT_BUNDLE__N_PART_FIELDS 4          /* kind, contributors, classes, shared */
 #define PFT_BUNDLE__N_MASKED_PART_FIELDS 5   /* the 4, then the mask */
 #define PFT_BUNDLE__N_MASK_FIELDS 5          /* label, opener, f, bound, div (then shares, optional) */
@@ -135,6 +136,9 @@ int pft_bundle__part_find_label(const pft_bundle__part_t *p, int label);
 int pft_bundle__mask_ok(const pft_bundle_mask_t *mask, const pft_bundle__part_t *p);
 /* 1 if the m tallies t are valid evidence (pft_bundle_tally_t's ranges), else 0 with the reason in why. */
 int pft_bundle__tallies_ok(const pft_bundle_tally_t *t, int m, char *why, size_t cap);
+/* The provenance entry whose evidence's α every other evidence repeats (same count, same values bit for bit):
+ * the payload's shared α grid (docs/WIRE.md §2, element 10); -1 when no entry has evidence or two differ. */
+int pft_bundle__shared_grid(const pft_bundle_t *self);
 /* Index of node in part p's contributors, or -1. */
 int pft_bundle__part_find(const pft_bundle__part_t *p, const char *node);
 /* "part i (contributors a,b,...)" into out (contributors elided past ~100 bytes), for messages. */
