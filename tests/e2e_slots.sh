@@ -6,7 +6,8 @@
 # node exit 0, the aggregator's accuracy the same as a run without --compute-slots: the slots change when a
 # node computes, never what), and some node waited for its slot. With two slots, at most two intervals
 # overlap at any time. In a ring (secure aggregation on), a member passes lap 2's complete bundle on before it
-# queues for the slot of its head, and the one slot is never held twice. Bad values are refused: --compute-slots -1 or 4097 (usage, exit 2), under --engine
+# queues for the slot of its head, keeps it light while queued (decoded again in its slot), and the one slot is
+# never held twice. Bad values are refused: --compute-slots -1 or 4097 (usage, exit 2), under --engine
 # slurm, and pftnode --compute-slots on a folder without slot files.
 set -u
 
@@ -38,7 +39,8 @@ launch free
 launch one --compute-slots 1
 launch two --compute-slots 2
 # a ring with secure aggregation: lap 2 passes the complete bundle on before the node queues for the slot of
-# its head, and one slot is never held by two nodes at once
+# its head, keeps it light meanwhile (decoded again once the slot is its own), and one slot is never held by two
+# nodes at once
 cat >"$W/ring.dot" <<EOF
 digraph ring {
   dataset = "$DATA"; partition = iid; samples = 40; cov = tied; prep = l2; min_rows = 1;
@@ -62,6 +64,9 @@ for log in sorted(glob.glob(sys.argv[1] + "/*/node.log")):
             ev.append((t.pop(m.group(2)), ts))
     if "sending complete bundle" in text:  # a member that passes lap 2 on (not the producer, not the last)
         assert text.index("sending complete bundle") < text.index("stage 2: compute slot"), log
+        # it queued with the complete bundle light (no dense d×d held in the queue), decoded once in its slot
+        slot2 = text.index("stage 2: compute slot")
+        assert text.find("decoded again from its", slot2) > 0, (log, "complete bundle kept decoded while queued")
         fwd += 1
 assert fwd >= 2, ("members that passed lap 2 on", fwd)
 ev.sort()

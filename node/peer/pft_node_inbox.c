@@ -189,7 +189,6 @@ static int accept_message(node_t *nd, const uint8_t *buf, size_t len, int store_
             pft_bundle_destroy(&s->bundle);
             s->bundle = light;
             s->light = 1;
-            pft_alloc_trim(); /* the decoding's blocks under the mmap threshold (U: d·q doubles) go back */
         }
     }
     return 0;
