@@ -287,6 +287,12 @@ static void drop_evidence(msgpack_object *top, void *ctx) /* a grid, and no entr
         prov->via.array.ptr[i].via.array.size = 2;
 }
 
+static void drop_one_evidence(msgpack_object *top, void *ctx) /* a grid for one entry's evidence */
+{
+    (void)ctx;
+    top->via.array.ptr[6].via.array.ptr[0].via.array.size = 2;
+}
+
 static void add_grid(msgpack_object *top, void *ctx) /* full-form evidence that shares its α, and a grid */
 {
     static msgpack_object items[11];
@@ -319,19 +325,25 @@ static void test_grid_refused(void)
     expect_edit_refused(same, set_grid, g, "evidence grid: alpha 1");
     expect_edit_refused(same, grid_short, NULL, "expected bin of 8 + 24 x 2 bytes");
     expect_edit_refused(same, drop_grid, NULL, "expected bin of 8 + 32 x 1..64 bytes");
-    expect_edit_refused(same, drop_evidence, NULL, "an evidence grid (payload element 10) but no evidence");
+    expect_edit_refused(same, drop_evidence, NULL, "an evidence grid (payload element 10) for 0 evidence");
+    expect_edit_refused(same, drop_one_evidence, NULL, "an evidence grid (payload element 10) for 1 evidence");
     /* a grid beside tallies that carry their own α */
     g[1] = 0.1;
     expect_edit_refused(differ, add_grid, g, "expected bin of 8 + 24 x 3 bytes");
     /* non-canonical: every entry repeats the same α, where the encoder writes them once */
     uint8_t copy[8 + 32 * 3];
     expect_edit_refused(differ, same_alpha, copy, "every evidence has the same alphas");
-    /* one entry's evidence is shared by itself: written with the grid; without it, refused */
-    uint8_t fp[PFT_BUNDLE_FP_LEN] = {1};
+    /* one entry's evidence: the grid would cost 2 bytes, so each tally keeps its α (10 elements) */
+    uint8_t fp[PFT_BUNDLE_FP_LEN] = {1}, *buf = NULL;
+    size_t len = 0, grid_len = 0;
+    uint32_t n = 0;
     pft_bundle_fp_item_t item = {.name = "k", .digest = {7}};
     CHECK(pft_bundle_prov_set_evidence(plain, "b", 30, k_t, 3) == 0);
     CHECK(pft_bundle_set_fingerprint(plain, fp, &item, 1) == 0);
-    expect_edit_refused(plain, drop_grid, NULL, "expected bin of 8 + 32 x 1..64 bytes");
+    CHECK(pft_bundle_encode(plain, &buf, &len) == 0);
+    payload_shape(buf, len, &n, &grid_len);
+    CHECK_MSG(n == 10, "one evidence: %u elements", n);
+    pft_free(buf);
     pft_bundle_destroy(&same);
     pft_bundle_destroy(&differ);
     pft_bundle_destroy(&plain);

@@ -748,16 +748,16 @@ int pft_bundle__tallies_ok(const pft_bundle_tally_t *t, int m, char *why, size_t
     return 1;
 }
 
-/* The entry whose evidence's α every other evidence repeats (same count, same values bit for bit), or -1
- * when no entry has evidence or two differ: then each carries its own α (docs/WIRE.md §2). */
+/* The first entry with evidence when at least two have it and all repeat its α (same count, same values bit
+ * for bit), or -1: then each carries its own α (docs/WIRE.md §2.5; the grid's bin would cost one entry 2 bytes). */
 int pft_bundle__shared_grid(const pft_bundle_t *self)
 {
-    int first = -1;
+    int first = -1, n = 0;
     for (int i = 0; i < self->n_prov; i++) {
         const pft_bundle__prov_t *e = &self->prov[i];
         if (!e->ev)
             continue;
-        if (first < 0) {
+        if (n++ == 0) {
             first = i;
             continue;
         }
@@ -768,7 +768,7 @@ int pft_bundle__shared_grid(const pft_bundle_t *self)
             if (memcmp(&e->ev[k].alpha, &f->ev[k].alpha, sizeof e->ev[k].alpha) != 0)
                 return -1;
     }
-    return first;
+    return n >= 2 ? first : -1;
 }
 
 int pft_bundle_prov_set_evidence(pft_bundle_t *self, const char *node, uint64_t against,

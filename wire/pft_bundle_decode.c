@@ -528,10 +528,11 @@ static int decode_prov(pft_bundle_t *b, const pft_bundle_limits_t *lim, const ms
             return rc;
         if (e->via.array.size == 4 && (rc = decode_evidence(&c, &e->via.array.ptr[3], grid, m_grid, pe)))
             return rc;
-        used_grid |= e->via.array.size == 4;
+        used_grid += e->via.array.size == 4;
     }
-    if (grid && !used_grid) /* canonical: a grid only where evidence shares it */
-        return pft_bundle__bad(&c, PFT_EFORMAT, "an evidence grid (payload element 10) but no evidence");
+    if (grid && used_grid < 2) /* canonical: a grid only where two or more evidence share it */
+        return pft_bundle__bad(&c, PFT_EFORMAT, "an evidence grid (payload element 10) for %d evidence (2 or more)",
+                               used_grid);
     return 0;
 }
 
