@@ -326,7 +326,8 @@ static void test_grid_refused(void)
     expect_edit_refused(same, grid_short, NULL, "expected bin of 8 + 24 x 2 bytes");
     expect_edit_refused(same, drop_grid, NULL, "expected bin of 8 + 32 x 1..64 bytes");
     expect_edit_refused(same, drop_evidence, NULL, "an evidence grid (payload element 10) for 0 evidence");
-    expect_edit_refused(same, drop_one_evidence, NULL, "an evidence grid (payload element 10) for 1 evidence");
+    expect_edit_refused(same, drop_one_evidence, NULL,
+                        "an evidence grid (payload element 10) for 1 evidence");
     /* a grid beside tallies that carry their own α */
     g[1] = 0.1;
     expect_edit_refused(differ, add_grid, g, "expected bin of 8 + 24 x 3 bytes");

@@ -749,7 +749,8 @@ int pft_bundle__tallies_ok(const pft_bundle_tally_t *t, int m, char *why, size_t
 }
 
 /* The first entry with evidence when at least two have it and all repeat its α (same count, same values bit
- * for bit), or -1: then each carries its own α (docs/WIRE.md §2.5; the grid's bin would cost one entry 2 bytes). */
+ * for bit), or -1: then each carries its own α (docs/WIRE.md §2.5; the grid's bin would cost one entry 2
+ * bytes). */
 int pft_bundle__shared_grid(const pft_bundle_t *self)
 {
     int first = -1, n = 0;

@@ -531,8 +531,8 @@ static int decode_prov(pft_bundle_t *b, const pft_bundle_limits_t *lim, const ms
         used_grid += e->via.array.size == 4;
     }
     if (grid && used_grid < 2) /* canonical: a grid only where two or more evidence share it */
-        return pft_bundle__bad(&c, PFT_EFORMAT, "an evidence grid (payload element 10) for %d evidence (2 or more)",
-                               used_grid);
+        return pft_bundle__bad(
+            &c, PFT_EFORMAT, "an evidence grid (payload element 10) for %d evidence (2 or more)", used_grid);
     return 0;
 }
 

@@ -40,7 +40,8 @@ static int take_received(node_t *nd, parts_t *ps, const inbound_t *s, pft_bundle
         int rc = pft_bundle_decode(s->bytes, s->len, &lim, &full);
         if (rc != 0)
             return pft_err_wrap(rc, "decoding the bundle from %s again", s->from);
-        pft_info("the bundle from %s decoded again from its %zu bytes (kept light until used)", s->from, s->len);
+        pft_info("the bundle from %s decoded again from its %zu bytes (kept light until used)", s->from,
+                 s->len);
     }
     /* provenance is read from the kept (light) bundle, which outlives this call */
     int rc = pft_node__parts_take_bundle(nd, ps, full ? full : s->bundle, full, s->bundle);
