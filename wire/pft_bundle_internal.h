@@ -136,8 +136,8 @@ int pft_bundle__part_find_label(const pft_bundle__part_t *p, int label);
 int pft_bundle__mask_ok(const pft_bundle_mask_t *mask, const pft_bundle__part_t *p);
 /* 1 if the m tallies t are valid evidence (pft_bundle_tally_t's ranges), else 0 with the reason in why. */
 int pft_bundle__tallies_ok(const pft_bundle_tally_t *t, int m, char *why, size_t cap);
-/* The provenance entry whose evidence's α every other evidence repeats (same count, same values bit for bit):
- * the payload's shared α grid (docs/WIRE.md §2, element 10); -1 when no entry has evidence or two differ. */
+/* The first provenance entry with evidence when at least two have it and every other repeats its α (same
+ * count, same values bit for bit): the payload's shared α grid (docs/WIRE.md §2.5, element 10); else -1. */
 int pft_bundle__shared_grid(const pft_bundle_t *self);
 /* Index of node in part p's contributors, or -1. */
 int pft_bundle__part_find(const pft_bundle__part_t *p, const char *node);
