@@ -509,7 +509,8 @@ size_t pft_node__inbox_stage_bundles(node_t *nd, const pft_stage_t *st, inbound_
 /* A FORWARD stage's complete bundle, or NULL if it did not arrive. */
 inbound_t *pft_node__inbox_complete(node_t *nd, const pft_stage_t *st);
 /* After a stage: its received bundles are kept for their provenance only (the slot stays filled, so a
- * retransmission is still recognised by its id). */
+ * retransmission is still recognised by its id), and their bytes are freed (the stored file in out/inbox/
+ * stays; s->len is kept for the results). */
 void pft_node__inbox_release(node_t *nd, const pft_stage_t *st);
 /* result.json's received and missing. */
 void pft_node__inbox_json(const node_t *nd, json_t *recv, json_t *missing);
