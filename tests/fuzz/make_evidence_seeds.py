@@ -5,16 +5,10 @@ with python3-msgpack: a GMM bundle with a fingerprint whose two contributors' ev
 tests/fuzz/:
     /usr/bin/python3 make_evidence_seeds.py corpus/bundle
 Files are named by the SHA-1 of their bytes, as libFuzzer names its corpus."""
-import hashlib
-import os
 import struct
 import sys
 
-import msgpack
-
-
-def envelope(payload):
-    return msgpack.packb(["PFTB", 1, msgpack.packb(payload, use_bin_type=True), None], use_bin_type=True)
+from make_masked_seeds import write_seeds
 
 
 def evidence(against, tallies, with_alpha):
@@ -41,11 +35,7 @@ def payload(grids):
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "corpus/bundle"
     seeds = [payload([(0.0, 0.1, 0.5), (0.0, 0.1, 0.5)]), payload([(0.0, 0.2, 0.5), (0.0, 0.1, 0.5)])]
-    for p in seeds:
-        b = envelope(p)
-        with open(os.path.join(out, hashlib.sha1(b).hexdigest()), "wb") as f:
-            f.write(b)
-    print(f"{len(seeds)} evidence seeds into {out}")
+    write_seeds(out, seeds, "evidence")
 
 
 if __name__ == "__main__":

@@ -46,11 +46,16 @@ def main():
           [1, ["c"], [[1, 4, f32([0.25, 0.5])]], f32([0.1, 0.0, 0.2])]]],
         ["run", "a", 0, 0, d, [], [["a", [[7, 4]]]], [], [masked(0, ["a"], [(1, 0), (7, 4)], d, bound=8)]],
     ]
-    for p in seeds:
+    write_seeds(out, seeds, "masked")
+
+
+def write_seeds(out, payloads, what):
+    """Each payload in an envelope, into out, named by the SHA-1 of its bytes (make_evidence_seeds.py too)."""
+    for p in payloads:
         b = envelope(p)
         with open(os.path.join(out, hashlib.sha1(b).hexdigest()), "wb") as f:
             f.write(b)
-    print(f"{len(seeds)} masked seeds into {out}")
+    print(f"{len(payloads)} {what} seeds into {out}")
 
 
 if __name__ == "__main__":
