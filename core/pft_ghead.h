@@ -135,6 +135,26 @@ int pft_ghead_evidence_keep(pft_gstat_t *st, const float *x, const int32_t *y, i
 /* The scatter pft_ghead_evidence_keep lent, back in st as it was (pft_la_trid_unreduce); keep is freed. 0, or
  * PFT_EINVAL (keep holds no lent scatter, or st did not lend one; both then unaltered). */
 int pft_ghead_evidence_give_back(pft_gstat_t *st, struct pft_la_trid_t *keep);
+/* Statistics as a low-rank release describes them (pft_gstat_lowrank.h): S classes (labels ascending, counts
+ * ≥ 1, means S×d) whose within-class scatter is N·(U Uᵀ + diag ψ), N the sum of the counts, U d×q row-major
+ * (q ≥ 0), ψ ≥ 0. Borrowed arrays. */
+typedef struct {
+    int d, S, q;
+    const int32_t *label;
+    const uint64_t *count;
+    const double *mean;
+    const double *U;
+    const double *psi;
+} pft_ghead_lowrank_t;
+/* The evidence of rows that the statistics r do not hold (a relay's own rows x, y against the release it
+ * received), for every α of the grid into ev[PFT_GHEAD_N_ALPHA]: each row of a class of r (a seeded subset of
+ * at most 1000) scored once by the LDA of r at α, Σ_α = (1 − α)(U Uᵀ + diag ψ) + α·tr(U Uᵀ + diag ψ)/d·I,
+ * through Woodbury's identity in q dimensions (O(d·q²) per α, no d×d matrix, no fold: the rows are held out
+ * already). An α whose Σ_α is not numerically positive definite is unusable (total 0). 0; 1 (ev untouched)
+ * when the rows are too few (n < opts->min_cv_rows), r holds fewer than two classes, or no row is of a class
+ * of r; PFT_EINVAL (bad arguments, a label ≥ n_classes, a non-finite row), PFT_ENOMEM. */
+int pft_ghead_evidence_heldout(const pft_ghead_lowrank_t *r, const float *x, const int32_t *y, int n,
+                               int n_classes, const pft_ghead_opts_t *opts, pft_ghead_evidence_t *ev);
 /* The α of the weighted evidence of m contributors (ev[k]: PFT_GHEAD_N_ALPHA tallies each, weight w[k] in
  * [0, 1]; NULL: all 1): most rows right, then the lower cross-entropy, then the larger α; an α unusable for
  * one contributor is never chosen. -1 when none is usable or m = 0. */

@@ -3,6 +3,7 @@
  * Files, from the bottom up (a file calls only files above it in this list, never one below):
  *   pft_ghead_cv.c     options and their checks; the cross-validation folds over own rows, the tallies of
  *                      their scores, the α grid
+ *   pft_ghead_heldout.c the evidence of rows the statistics do not hold (a relay's against what it received)
  *   pft_ghead_qda.c    QDA: covariances regularised and shrunk, λ by exact-downdate cross-validation
  *   pft_ghead_score.c  a fitted head's accessors, destroy, class scores, predictions, accuracy
  *   pft_ghead.c        options, LDA and its α (in W's eigenbasis or tridiagonal basis), the fit

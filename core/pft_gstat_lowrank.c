@@ -1,6 +1,7 @@
 /* pft_gstat_lowrank: rank-q factor plus diagonal of a shared covariance (theory in pft_gstat_lowrank.h). */
 #include "pft_gstat_lowrank.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -8,6 +9,8 @@
 #include "pft_error.h"
 #include "pft_gstat.h"
 #include "pft_linalg.h"
+
+#include <lapacke.h>
 
 /* Column j of U (d×q, row-major) = v·√max(λ, 0), v's sign fixed so that its entry of largest magnitude (the
  * first on ties) is positive. */
@@ -169,6 +172,80 @@ int pft_gstat_lowrank_shared_op(const pft_lrop_t *W, double n, int q, const pft_
     }
     pft_free(lam);
     pft_free(z);
+    return rc;
+}
+
+/* Q (r×d, rows orthonormal) of a QR factorisation of Sᵀ: an orthonormal basis of a space holding the span of
+ * S's rows (all of it, whatever S's rank). 0, or PFT_ENUMERIC. */
+static int span_basis(double *Q, int r, int d, double *tau)
+{
+    lapack_int info = LAPACKE_dgeqrf(LAPACK_COL_MAJOR, d, r, Q, d, tau);
+    if (info == 0)
+        info = LAPACKE_dorgqr(LAPACK_COL_MAJOR, d, r, r, Q, d, tau);
+    return info ? pft_err(PFT_ENUMERIC, "gstat lowrank: QR of a %d×%d span failed (%d)", d, r, (int)info) : 0;
+}
+
+int pft_gstat_lowrank_shared_span(const double *W, const double *dg, int d, double n, const double *S, int r,
+                                  int q, double *U, double *psi)
+{
+    if (d < 1 || q < 1 || q > d || r < 0 || !(n > 0) || !isfinite(n))
+        return pft_err(PFT_EINVAL, "gstat lowrank: q = %d outside 1..%d, r = %d or n = %g", q, d, r, n);
+    if (r == 0 || r >= d)
+        return 1; /* nothing to project on, or no smaller problem */
+    size_t rd = (size_t)r * d;
+    int k = q < r ? q : r, rc = 0;
+    double *B = pft_alloc_array(rd, sizeof *B), *T = pft_alloc_array(rd, sizeof *T),
+           *P = pft_alloc_array((size_t)r * r, sizeof *P), *tau = pft_alloc_array((size_t)r, sizeof *tau),
+           *lam = pft_alloc_array((size_t)k, sizeof *lam), *z = pft_alloc_array((size_t)k * r, sizeof *z),
+           *v = pft_calloc((size_t)k * d, sizeof *v);
+    if (!B || !T || !P || !tau || !lam || !z || !v)
+        rc = pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for a span of %d", r);
+    if (rc == 0) {
+        memcpy(B, S, rd * sizeof *B);
+        rc = span_basis(B, r, d, tau);
+    }
+    double trl = 0, trp = 0;
+    if (rc == 0) { /* P = B (W − diag dg) Bᵀ, and the traces that say whether the span holds W − diag dg */
+        cblas_dsymm(CblasRowMajor, CblasRight, CblasUpper, r, d, 1.0, W, d, B, d, 0.0, T, d);
+        for (int i = 0; i < r; i++)
+            for (int j = 0; j < d; j++)
+                T[(size_t)i * d + j] -= B[(size_t)i * d + j] * dg[j];
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r, r, d, 1.0, T, d, B, d, 0.0, P, r);
+        for (int i = 0; i < r; i++)
+            for (int j = 0; j < i; j++)
+                P[(size_t)i * r + j] = P[(size_t)j * r + i] =
+                    0.5 * (P[(size_t)i * r + j] + P[(size_t)j * r + i]);
+        for (int j = 0; j < d; j++)
+            trl += W[(size_t)j * d + j] - dg[j];
+        for (int i = 0; i < r; i++)
+            trp += P[(size_t)i * r + i];
+        if (!isfinite(trl) || !isfinite(trp) || !(fabs(trl - trp) <= 1e-9 * fabs(trl) + DBL_MIN))
+            rc = 1; /* W − diag dg is not (numerically) PSD within the span: the caller reduces W */
+    }
+    if (rc == 0) /* descending; row j of z: the eigenvector in B's coordinates */
+        rc = pft_la_eigh_top(P, r, k, lam, z);
+    if (rc == 0) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, d, r, 1.0, z, r, B, d, 0.0, v, d);
+        for (int j = 0; j < q; j++) /* beyond the span's dimension: zero columns */
+            if (j < k)
+                lowrank_column(v + (size_t)j * d, lam[j] / n, d, q, j, U);
+            else
+                for (int i = 0; i < d; i++)
+                    U[(size_t)i * q + j] = 0.0;
+        for (int i = 0; i < d; i++) {
+            double p = W[(size_t)i * d + i] / n;
+            for (int j = 0; j < q; j++)
+                p -= U[(size_t)i * q + j] * U[(size_t)i * q + j];
+            psi[i] = p > 0 ? p : 0.0; /* never -0 */
+        }
+    }
+    pft_free(B);
+    pft_free(T);
+    pft_free(P);
+    pft_free(tau);
+    pft_free(lam);
+    pft_free(z);
+    pft_free(v);
     return rc;
 }
 

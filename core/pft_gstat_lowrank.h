@@ -56,6 +56,19 @@ int pft_gstat_lowrank_shared_trid(const struct pft_la_trid_t *t, const double *w
 int pft_gstat_lowrank_shared_op(const pft_lrop_t *W, double n, int q, const pft_lreig_opts_t *opts, double *U,
                                 double *psi, pft_lreig_info_t *info);
 
+/* The release of C = W / n for a scatter W = diag(dg) + L (d×d, both triangles; dg ≥ 0, d entries) whose
+ * part L is positive semi-definite with its range inside the span of the r rows of S (r×d, row-major; any
+ * rank): a relay's merged W, whose received release brings n_r·diag ψ_r (dg) and everything else (the
+ * factor, own rows, class means) lies in a span of a few hundred vectors. U holds the q leading eigenpairs of
+ * L / n (not of W / n: dg's diagonal travels in ψ exactly, as every diagonal does), found in the span (an
+ * orthonormal basis by QR, the r×r problem B L Bᵀ: O(d²r) with no d×d reduction), each column's sign fixed
+ * as pft_gstat_lowrank_shared fixes it, zero beyond the span's dimension; ψ = diag(W)/n − diag(U Uᵀ) ≥ +0,
+ * W's diagonal kept exactly. 0; 1 (U, psi undefined) when the span does not hold L (tr L and tr B L Bᵀ differ
+ * by more than 1e-9 of tr L: e.g. DP noise in W), or r is 0 or ≥ d: the caller then releases W as
+ * pft_gstat_lowrank_shared_scatter does; PFT_EINVAL (q outside 1..d, n ≤ 0), PFT_ENOMEM, PFT_ENUMERIC. */
+int pft_gstat_lowrank_shared_span(const double *W, const double *dg, int d, double n, const double *S, int r,
+                                  int q, double *U, double *psi);
+
 /* A relay's within-class scatter as an operator, without forming d×d (the pieces pft_gstat_merge adds):
  *  - pft_gstat_lowrank_op_add_rows: op += Σ_i (x_i − μ_{y_i})(x_i − μ_{y_i})ᵀ over n float rows x (n×d) with
  *    labels y (≥ 0), μ_c the mean of these rows of class c (one rank-one term per row);

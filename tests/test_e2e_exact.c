@@ -5,7 +5,8 @@
  * row (these runs use stats_release = full_scatter, the exact dense release). In the diamond, b and c send
  * their own statistics apart from a's, so that d can take a's once. The default release (stats_release =
  * lowrank) is checked against the sender's rows: class means and the shared scatter's diagonal exact, its
- * off-diagonal part the q = rows / 15 leading eigenpairs of the scatter (LAPACK's dsyev here). */
+ * off-diagonal part the q = rows / 15 leading eigenpairs of the scatter (LAPACK's dsyev here); a relay's (one
+ * low-rank part received) those of its merged scatter less the received diagonal, its evidence held out. */
 #include "pft_alloc.h"
 #include "pft_bundle.h"
 #include "pft_e2e_ref.h"
@@ -294,10 +295,118 @@ done:
     pft_free(y);
 }
 
+/* max over i ≠ k of |A_ik − Σ_{t ≥ d−q} lam_t ev_it ev_kt| (ev: dsyev's eigenvectors in columns, ascending).
+ */
+static double off_lead(const double *A, size_t D, const double *ev, const double *lam, int q, double s)
+{
+    double worst = 0;
+    for (size_t i = 0; i < D; i++)
+        for (size_t k = 0; k < D; k++) {
+            if (k == i)
+                continue;
+            double lead = 0;
+            for (size_t t = D - (size_t)q; t < D; t++)
+                lead += lam[t] * ev[i * D + t] * ev[k * D + t];
+            worst = fmax(worst, fabs(A[i * D + k] * s - lead));
+        }
+    return worst;
+}
+
+/* A relay's hop (DESIGN.md §8): in the chain a -> b -> c, b received one low-rank part, so it scores its own
+ * rows held out against that part (its evidence says it scored against a's 60 rows; its log says so) and
+ * releases the q = 120 / 15 leading eigenpairs of its merged W less the received diagonal 60·diag ψ_a. The
+ * oracle: a's bundle as decoded plus b's own rows (pft_gstat_merge), LAPACK's dsyev of (W − 60·diag ψ_a) / N;
+ * b's sent factor must match its leading part, and must not be the leading part of W / N itself (the rule
+ * this replaces, which spends eigenpairs on the received diagonal). */
+static void check_relay_release(void)
+{
+    char out[512], dir[600];
+    json_t *r = launch("relayhop", "  stats_release = lowrank;\n  a -> b -> c;\n", out, sizeof out);
+    json_decref(r);
+    snprintf(dir, sizeof dir, "%s/b/data", out);
+    float *x = NULL;
+    int32_t *y = NULL;
+    int64_t n = 0, d = 0;
+    CHECK(load_rows(dir, "train", &x, &y, &n, &d) == 0 && n == ROWS);
+    pft_bundle_t *ba = read_bundle(out, "a"), *bb = read_bundle(out, "b");
+    const pft_gstat_t *sa = ba && pft_bundle_n_parts(ba) == 1 ? pft_bundle_part_stats(ba, 0) : NULL,
+                      *sb = bb && pft_bundle_n_parts(bb) == 1 ? pft_bundle_part_stats(bb, 0) : NULL;
+    const double *psi = ba ? pft_bundle_part_factor_psi(ba, 0) : NULL;
+    int qb = -1;
+    const double *ub = sb ? pft_bundle_part_factor(bb, 0, &qb) : NULL;
+    pft_gstat_t *m = sa ? pft_gstat_dup(sa) : NULL, *own = pft_gstat_new(PFT_GSTAT_TIED, (int)d);
+    CHECK_MSG(sa && sb && psi && ub && qb == 2 * ROWS / 15 && m && own,
+              "relay hop: bundles of a and b (rank %d)", qb);
+    if (!(sa && sb && psi && ub && qb == 2 * ROWS / 15 && m && own))
+        goto done;
+    CHECK(pft_gstat_add_rows(own, x, y, (size_t)n) == 0 && pft_gstat_merge(m, own) == 0);
+    uint64_t against = 0;
+    int nt = 0;
+    for (int i = 0; i < pft_bundle_prov_n_nodes(bb); i++)
+        if (!strcmp(pft_bundle_prov_node(bb, i), "b"))
+            CHECK(pft_bundle_prov_evidence(bb, i, &nt, &against) != NULL);
+    CHECK_MSG(nt > 0 && against == ROWS, "b's evidence: %d tallies against %llu rows (a's: %d)", nt,
+              (unsigned long long)against, ROWS);
+    size_t D = (size_t)d;
+    double N = (double)pft_gstat_total(m), na = (double)pft_gstat_total(sa);
+    const double *w = pft_gstat_tied_scatter(m), *wd = pft_gstat_tied_scatter(sb);
+    double *L = pft_alloc_array(D * D, sizeof *L), *A = pft_alloc_array(D * D, sizeof *A),
+           *lam = pft_alloc_array(D, sizeof *lam), *lam2 = pft_alloc_array(D, sizeof *lam2),
+           *uu = pft_alloc_array(D * D, sizeof *uu);
+    CHECK(L && A && lam && lam2 && uu);
+    double dmax = 0, scale = 0;
+    for (size_t i = 0; L && A && uu && i < D; i++)
+        for (size_t k = 0; k < D; k++) {
+            L[i * D + k] = (w[i * D + k] - (i == k ? na * psi[i] : 0)) / N;
+            A[i * D + k] = w[i * D + k] / N;
+            double f = 0;
+            for (int t = 0; t < qb; t++)
+                f += ub[i * (size_t)qb + (size_t)t] * ub[k * (size_t)qb + (size_t)t];
+            uu[i * D + k] = f;
+        }
+    for (size_t i = 0; i < D; i++) { /* the diagonal: exact (fp32 on the wire) */
+        dmax = fmax(dmax, fabs(wd[i * D + i] - w[i * D + i]) / N);
+        scale = fmax(scale, w[i * D + i] / N);
+    }
+    int i1 = (int)LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)d, L, (lapack_int)d, lam),
+        i2 = (int)LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)d, A, (lapack_int)d, lam2);
+    CHECK(i1 == 0 && i2 == 0);
+    double off = off_lead(uu, D, L, lam, qb, 1.0), off_sent = off_lead(wd, D, L, lam, qb, 1.0 / N),
+           off_old = off_lead(uu, D, A, lam2, qb, 1.0);
+    CHECK_MSG(
+        dmax < 1e-6 * scale && off < 1e-5 * scale && off_sent < 1e-5 * scale && off_old > 1e-3 * scale,
+        "relay hop: diagonal off by %.3g, factor %.3g and decoded W %.3g from the leading part of W less the "
+        "received diagonal, %.3g from W's own (largest variance %.3g)",
+        dmax, off, off_sent, off_old, scale);
+    fprintf(
+        stderr,
+        "  relay hop: b's rank %d from W less 60·diag psi_a: factor %.2g, decoded %.2g off (W's own leading "
+        "part: %.2g); evidence against %llu rows\n",
+        qb, off, off_sent, off_old, (unsigned long long)against);
+    pft_free(L), pft_free(A), pft_free(lam), pft_free(lam2), pft_free(uu);
+    char log[600], line[1024];
+    snprintf(log, sizeof log, "%s/b/node.log", out);
+    FILE *f = fopen(log, "r");
+    int said = 0;
+    while (f && fgets(line, sizeof line, f))
+        said += strstr(line, "evidence: own rows held out against the received release (60 rows") != NULL;
+    if (f)
+        fclose(f);
+    CHECK_MSG(said == 1, "b's log says once that its rows were held out (%d)", said);
+done:
+    pft_bundle_destroy(&ba);
+    pft_bundle_destroy(&bb);
+    pft_gstat_destroy(&m);
+    pft_gstat_destroy(&own);
+    pft_free(x);
+    pft_free(y);
+}
+
 static void test_release_rule(void)
 {
     check_release("release", 1);
     check_release("releasefloor", 8);
+    check_relay_release();
 }
 
 /* Secure aggregation under stats_release = full_scatter (research): a and b mask their exact dense second

@@ -96,6 +96,7 @@ static void part_free(pft_bundle__part_t *p)
 {
     pft_gstat_destroy(&p->st);
     PFT_FREE(p->factor);
+    PFT_FREE(p->factor_psi);
     PFT_FREE(p->rel_u);
     PFT_FREE(p->rel_psi);
     PFT_FREE(p->labels);
@@ -454,6 +455,11 @@ const double *pft_bundle_part_factor(const pft_bundle_t *self, int i, int *q)
 {
     *q = self->parts[i].factor ? self->parts[i].factor_q : 0;
     return self->parts[i].factor;
+}
+
+const double *pft_bundle_part_factor_psi(const pft_bundle_t *self, int i)
+{
+    return self->parts[i].factor_psi;
 }
 
 int pft_bundle_is_stats(const pft_bundle_t *self)

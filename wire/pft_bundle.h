@@ -120,6 +120,9 @@ int pft_bundle_give_part_scatter(pft_bundle_t *self, int i, double **w);
  * low-rank form (q into *q), exactly as sent (what an auditor attacks: its columns lie in the span of the
  * producer's rows); NULL and *q = 0 for a dense or FULL part, or a part not decoded. */
 const double *pft_bundle_part_factor(const pft_bundle_t *self, int i, int *q);
+/* Borrowed: the diagonal psi (d) that travelled beside that factor (decoded part i's shared covariance is
+ * U Uᵀ + diag psi, its scatter n·(U Uᵀ + diag psi)); NULL where pft_bundle_part_factor gives NULL. */
+const double *pft_bundle_part_factor_psi(const pft_bundle_t *self, int i);
 /* 1 if the bundle carries statistics parts (then it has no GMM class). */
 int pft_bundle_is_stats(const pft_bundle_t *self);
 int pft_bundle_n_parts(const pft_bundle_t *self);

@@ -158,7 +158,8 @@ static int read_shared_lowrank(const ctx_t *c, pft_bundle_t *b, int pi, const ms
             s[i] *= n;
         b->parts[pi].factor = u; /* kept as it travelled: pft_bundle_part_factor */
         b->parts[pi].factor_q = (int)q;
-        u = NULL;
+        b->parts[pi].factor_psi = psi;
+        u = psi = NULL;
     }
     pft_free(psi);
     pft_free(u);
@@ -249,10 +250,12 @@ static int decode_part(pft_bundle_t *b, const pft_bundle_limits_t *lim, int pi, 
                                "shared covariance of rank %d, an earlier part's has %d (one form per bundle)",
                                (int)rank, b->shared_rank);
     /* Estimated memory: means, scatters (per class for full, one for tied), a low-rank factor as it travelled
-     * (kept), and the transient d×d matrix plus the PSD check's copy (low rank: psi, no PSD check). */
+     * (kept, with its psi), and the transient d×d matrix plus the PSD check's copy (low rank: psi, no PSD
+     * check). */
     uint64_t d = (uint64_t)b->d, ncl = f[2].via.array.size;
-    uint64_t steady = 8 * ncl * (d + 4) + 8 * d * d * (kind == PFT_GSTAT_FULL ? ncl : 1) + 8 * d * rank;
-    uint64_t transient = rank > 0 ? 8 * d * d + 8 * d * 2 : 16 * d * d + 8 * d;
+    uint64_t steady = 8 * ncl * (d + 4) + 8 * d * d * (kind == PFT_GSTAT_FULL ? ncl : 1) +
+                      (rank > 0 ? 8 * d * (rank + 1) : 0);
+    uint64_t transient = rank > 0 ? 8 * d * d + 8 * d : 16 * d * d + 8 * d;
     if (steady + transient > lim->max_model_bytes - *model_total)
         return pft_bundle__bad(&c, PFT_ERANGE, "decoded models would exceed the limit of %zu bytes",
                                lim->max_model_bytes);

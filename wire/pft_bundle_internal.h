@@ -64,6 +64,7 @@ typedef struct {
     double
         *factor; /* decoded low-rank form: the factor U (d×factor_q, row-major) as it travelled; else NULL */
     int factor_q;
+    double *factor_psi;      /* decoded low-rank form: its diagonal psi (d) as it travelled; else NULL */
     double *rel_u, *rel_psi; /* outbound: the release of the shared covariance, computed by the caller (U
                                 d×rel_q, psi d; pft_bundle_set_part_release); else NULL */
     int rel_q;

@@ -60,6 +60,28 @@ int pft_node__evidence_own_keep(node_t *nd, pft_gstat_t *total, pft_la_trid_t *k
     return own_tallies(nd, total, total, keep);
 }
 
+int pft_node__evidence_own_heldout(node_t *nd, const pft_ghead_lowrank_t *received, uint64_t against)
+{
+    nd->head.has_own_ev = 0;
+    if (!wanted(nd) || pft_dataset_n(nd->train) == 0)
+        return 0;
+    pft_ghead_opts_t o;
+    pft_ghead_opts_default(&o);
+    o.seed = nd->run->seed;
+    o.on_iter = pft_node__loop_yield;
+    o.on_iter_ctx = nd;
+    int rc = pft_ghead_evidence_heldout(received, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
+                                        pft_dataset_n(nd->train), nd->n_classes, &o, nd->head.own_ev);
+    if (rc < 0)
+        return pft_err_wrap(rc, "the shrinkage evidence of own rows against the received release");
+    nd->head.has_own_ev = rc == 0;
+    nd->head.own_against = against;
+    if (rc == 0)
+        pft_info("evidence: own rows held out against the received release (%llu rows, rank %d)",
+                 (unsigned long long)against, received->q);
+    return 0;
+}
+
 int pft_node__evidence_set(const node_t *nd, pft_bundle_t *b, const char *id)
 {
     /* a member of a masked group sends none: the tallies of its own rows would travel in the clear beside its

@@ -28,11 +28,91 @@ static pft_bundle_t *kept_decoded(node_t *nd, inbound_t *s)
     return full;
 }
 
+/* What a relay's hop keeps of the one part it received (DESIGN.md §8, "The relay's hop"): the part's classes
+ * and the release it travelled as (its scatter is n·(U Uᵀ + diag ψ)), copied before the part is merged, for
+ * the held-out evidence (pft_ghead_evidence_heldout) and the release of the merged W in the span
+ * (pft_gstat_lowrank_shared_span). ok: exactly one received part, clear, tied, in low-rank form, without this
+ * node among its contributors. */
+typedef struct {
+    int ok, parts;
+    uint64_t n;
+    pft_ghead_lowrank_t r;
+    int32_t *label;
+    uint64_t *count;
+    double *mean, *U, *psi;
+} hop_recv_t;
+
+static void hop_recv_free(hop_recv_t *h)
+{
+    PFT_FREE(h->label);
+    PFT_FREE(h->count);
+    PFT_FREE(h->mean);
+    PFT_FREE(h->U);
+    PFT_FREE(h->psi);
+    h->ok = 0;
+}
+
+/* Part i of received bundle b copied into h when it is of the form the hop uses (else h->ok stays 0). 0, or
+ * PFT_ENOMEM. */
+static int hop_recv_copy(const node_t *nd, const pft_bundle_t *b, int i, hop_recv_t *h)
+{
+    const pft_gstat_t *st = pft_bundle_part_stats(b, i);
+    int q = 0, d = pft_bundle_dim(b);
+    const double *U = st ? pft_bundle_part_factor(b, i, &q) : NULL, *psi = pft_bundle_part_factor_psi(b, i);
+    if (!U || !psi || pft_gstat_kind(st) != PFT_GSTAT_TIED)
+        return 0;
+    for (int j = 0; j < pft_bundle_part_n_contributors(b, i); j++)
+        if (strcmp(pft_bundle_part_contributor(b, i, j), nd->me->id) == 0)
+            return 0;
+    int S = pft_gstat_n_classes(st);
+    h->label = pft_alloc_array((size_t)S + 1, sizeof *h->label);
+    h->count = pft_alloc_array((size_t)S + 1, sizeof *h->count);
+    h->mean = pft_alloc_array((size_t)S * d + 1, sizeof *h->mean);
+    h->U = pft_alloc_array((size_t)d * q + 1, sizeof *h->U);
+    h->psi = pft_alloc_array((size_t)d, sizeof *h->psi);
+    if (!h->label || !h->count || !h->mean || !h->U || !h->psi) {
+        hop_recv_free(h);
+        return pft_err(PFT_ENOMEM, "out of memory");
+    }
+    for (int c = 0; c < S; c++) {
+        h->label[c] = pft_gstat_label(st, c);
+        h->count[c] = pft_gstat_count(st, c);
+        memcpy(h->mean + (size_t)c * d, pft_gstat_mean(st, c), (size_t)d * sizeof *h->mean);
+    }
+    memcpy(h->U, U, (size_t)d * q * sizeof *h->U);
+    memcpy(h->psi, psi, (size_t)d * sizeof *h->psi);
+    h->n = pft_gstat_total(st);
+    h->r = (pft_ghead_lowrank_t){.d = d,
+                                 .S = S,
+                                 .q = q,
+                                 .label = h->label,
+                                 .count = h->count,
+                                 .mean = h->mean,
+                                 .U = h->U,
+                                 .psi = h->psi};
+    h->ok = 1;
+    return 0;
+}
+
+/* The parts of b counted into h (NULL: none kept): the one part's copy, or none once there are two. */
+static int hop_recv_see(const node_t *nd, const pft_bundle_t *b, hop_recv_t *h)
+{
+    if (!h || !pft_bundle_is_stats(b))
+        return 0;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < pft_bundle_n_parts(b); i++) {
+        hop_recv_free(h);
+        rc = ++h->parts == 1 && !pft_bundle_part_is_masked(b, i) ? hop_recv_copy(nd, b, i, h) : 0;
+    }
+    return rc;
+}
+
 /* Takes the parts of received bundle s: its statistics from full (owned: kept_decoded's), else decoded again
  * from the stored bytes when the inbox kept only its provenance (s->light), folded into the group
  * accumulators, and freed. complete: s is a complete bundle, used for the head only (its contributors need
  * not reach this node along lap 1). */
-static int take_received(node_t *nd, parts_t *ps, const inbound_t *s, pft_bundle_t *full, int complete)
+static int take_received(node_t *nd, parts_t *ps, const inbound_t *s, pft_bundle_t *full, int complete,
+                         hop_recv_t *hop)
 {
     if (!full && s->light) {
         pft_bundle_limits_t lim;
@@ -44,7 +124,9 @@ static int take_received(node_t *nd, parts_t *ps, const inbound_t *s, pft_bundle
                  s->len);
     }
     /* provenance is read from the kept (light) bundle, which outlives this call */
-    int rc = pft_node__parts_take_bundle(nd, ps, full ? full : s->bundle, full, s->bundle);
+    int rc = hop_recv_see(nd, full ? full : s->bundle, hop);
+    if (rc == 0)
+        rc = pft_node__parts_take_bundle(nd, ps, full ? full : s->bundle, full, s->bundle);
     if (rc == 0)
         rc = pft_node__parts_fold(nd, ps, complete);
     pft_bundle_destroy(&full);
@@ -137,6 +219,8 @@ typedef struct {
     int late;       /* of made after the outbound part's release, from its W (late_statistics) */
     int late_final; /* late: of becomes the head's statistics (a final stage), else tmp */
     int released;   /* late: part 0's release is set, its W gone into of */
+    int heldout;    /* a relay's hop (hop_recv_t): held-out evidence, the release in the span, no reduction */
+    const hop_recv_t *hop;
 } reduced_t;
 
 static void reduced_free(reduced_t *r)
@@ -250,11 +334,62 @@ static int hand_over_same(pft_bundle_t *b, const reduced_t *red)
     return rc;
 }
 
+/* The rows spanning everything in the merged W but the received diagonal (n_r·ψ_r): the received factor's
+ * columns, the received and merged class means, the own rows (r×d into *S; NULL when r ≥ d). */
+static int span_rows(const node_t *nd, const reduced_t *red, double **S, int *r)
+{
+    const hop_recv_t *h = red->hop;
+    int d = h->r.d, q = h->r.q, C = pft_gstat_n_classes(red->of), n = pft_dataset_n(nd->train);
+    *S = NULL;
+    *r = q + h->r.S + C + n;
+    if (*r >= d)
+        return 0;
+    double *s = pft_alloc_array((size_t)*r * d, sizeof *s), *o = s;
+    if (!s)
+        return pft_err(PFT_ENOMEM, "out of memory for a span of %d vectors", *r);
+    for (int k = 0; k < q; k++, o += d)
+        for (int j = 0; j < d; j++)
+            o[j] = h->r.U[(size_t)j * q + k];
+    memcpy(o, h->r.mean, (size_t)h->r.S * d * sizeof *o);
+    o += (size_t)h->r.S * d;
+    for (int c = 0; c < C; c++, o += d)
+        memcpy(o, pft_gstat_mean(red->of, c), (size_t)d * sizeof *o);
+    const float *x = pft_dataset_x(nd->train);
+    for (size_t i = 0; i < (size_t)n * d; i++)
+        o[i] = x[i];
+    *S = s;
+    return 0;
+}
+
+/* A relay's release of W / n in the span of what it received and holds (pft_gstat_lowrank_shared_span), else
+ * (the span does not hold W less the received diagonal, or is not smaller than d) as the encoder would. */
+static int release_in_span(const node_t *nd, const reduced_t *red, const double *W, int d, double n, int qe,
+                           double *u, double *psi)
+{
+    double *S = NULL, *dg = pft_alloc_array((size_t)d, sizeof *dg);
+    int r = 0, rc = dg ? span_rows(nd, red, &S, &r) : pft_err(PFT_ENOMEM, "out of memory");
+    for (int j = 0; rc == 0 && j < d; j++)
+        dg[j] = (double)red->hop->n * red->hop->r.psi[j];
+    if (rc == 0 && S)
+        rc = pft_gstat_lowrank_shared_span(W, dg, d, n, S, r, qe, u, psi);
+    if (rc == 0 && S)
+        pft_debug("release: rank %d in the span of %d vectors (received factor, means, own rows)", qe, r);
+    if (rc == 1 || (rc == 0 && !S)) {
+        pft_info("release: the merged scatter is not the received release plus a span of %d vectors; "
+                 "reduced whole",
+                 r);
+        rc = pft_gstat_lowrank_shared_scatter(W, d, n, qe, u, psi);
+    }
+    pft_free(S);
+    pft_free(dg);
+    return rc;
+}
+
 /* The release of every part of b that equals the evidence's statistics (red->same): its leading eigenpairs
  * from the evidence's reduction (pft_gstat_lowrank_shared_trid), so that the encoder does not reduce the same
  * W again; where the evidence made no reduction (it used W's eigenbasis), from the statistics' W as the
  * encoder computes it (pft_gstat_lowrank_shared_scatter: the same numbers). */
-static int release_from_evidence(pft_bundle_t *b, const reduced_t *red)
+static int release_from_evidence(const node_t *nd, pft_bundle_t *b, const reduced_t *red)
 {
     int d = pft_bundle_dim(b), rc = 0;
     for (int i = 0; rc == 0 && i < pft_bundle_n_parts(b); i++) {
@@ -268,13 +403,17 @@ static int release_from_evidence(pft_bundle_t *b, const reduced_t *red)
         rc = u && psi ? 0 : pft_err(PFT_ENOMEM, "out of memory for a release of rank %d", qe);
         if (rc == 0 && red->t.a) /* red->t.diag: W's diagonal (the part's, which equals it) */
             rc = pft_gstat_lowrank_shared_trid(&red->t, red->t.diag, n, qe, u, psi);
-        if (rc == 0 && !red->t.a) /* as the encoder would (the same numbers) */
+        else if (rc == 0 && red->heldout)
+            rc = release_in_span(nd, red, pft_gstat_tied_scatter(red->of), d, n, qe, u, psi);
+        else if (rc == 0) /* as the encoder would (the same numbers) */
             rc = pft_gstat_lowrank_shared_scatter(pft_gstat_tied_scatter(red->of), d, n, qe, u, psi);
         if (rc == 0)
             rc = pft_bundle_set_part_release(b, i, u, psi, qe);
         if (rc == 0)
             pft_debug("release: part %d at rank %d from the evidence's %s", i, qe,
-                      red->t.a ? "tridiagonal reduction" : "statistics");
+                      red->t.a       ? "tridiagonal reduction"
+                      : red->heldout ? "span"
+                                     : "statistics");
         pft_free(u);
         pft_free(psi);
     }
@@ -343,13 +482,13 @@ static int release_in_place(pft_bundle_t *b, const reduced_t *red)
 
 /* Merge: every received part of the stage taken and folded into its group (b records the bundles as
  * parents); the opener of a masked group opens its sum, in the clear. */
-static int merge(node_t *nd, const pft_stage_t *st, parts_t *ps, pft_bundle_t *b)
+static int merge(node_t *nd, const pft_stage_t *st, parts_t *ps, pft_bundle_t *b, hop_recv_t *hop)
 {
     inbound_t **recv = pft_calloc(st->n_recv + 1, sizeof *recv);
     int rc = recv ? 0 : pft_err(PFT_ENOMEM, "out of memory");
     size_t nr = rc == 0 ? pft_node__inbox_stage_bundles(nd, st, recv) : 0;
     for (size_t r = 0; rc == 0 && r < nr; r++) {
-        rc = take_received(nd, ps, recv[r], kept_decoded(nd, recv[r]), 0);
+        rc = take_received(nd, ps, recv[r], kept_decoded(nd, recv[r]), 0, hop);
         if (rc == 0)
             rc = pft_bundle_add_parent(b, recv[r]->id);
     }
@@ -396,9 +535,10 @@ static int outbound(node_t *nd, parts_t *ps, pft_bundle_t *b, int complete, redu
     if (rc == 0)
         rc = hand_over_same(b, red);
     if (rc == 0 && red->of)
-        rc = pft_node__evidence_own_keep(nd, red->of, &red->t);
+        rc = red->heldout ? pft_node__evidence_own_heldout(nd, &red->hop->r, red->hop->n)
+                          : pft_node__evidence_own_keep(nd, red->of, &red->t);
     if (rc == 0)
-        rc = release_from_evidence(b, red);
+        rc = release_from_evidence(nd, b, red);
     if (rc == 0 && red->t.a)
         rc = pft_ghead_evidence_give_back(red->of, &red->t);
     if (rc == 0)
@@ -424,8 +564,9 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
     pft_bundle_t *b = pft_bundle_new(nd->run->run, nd->me->id, dt, pft_dataset_d(nd->train));
     if (rc == 0 && !b)
         rc = pft_err(PFT_ENOMEM, "out of memory");
+    hop_recv_t hop = {0};
     if (rc == 0)
-        rc = merge(nd, st, &ps, b);
+        rc = merge(nd, st, &ps, b, &hop);
     if (rc == 0)
         rc = own_part(nd, &ps);
     if (rc == 0)
@@ -434,6 +575,8 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
     if (rc == 0) { /* the head's statistics after the outbound part's release, from its W */
         red.late = (st->final || nd->head_ops->wants_stats) && pft_node__parts_rows_apart(nd, &ps);
         red.late_final = st->final;
+        red.heldout = hop.ok && st->n_send > 0 && !red.late;
+        red.hop = &hop;
     }
     if (rc == 0 && st->final)
         rc = head_input(nd, &ps, red.late);
@@ -442,6 +585,7 @@ static int refit(node_t *nd, const pft_stage_t *st, int complete, pft_bundle_t *
     if (rc == 0)
         rc = outbound(nd, &ps, b, complete, &red);
     reduced_free(&red);
+    hop_recv_free(&hop);
     if (rc == 0 && st->final)
         rc = pft_node__evidence_gather(nd, b);
     if (rc == 0 && st->final)
@@ -467,7 +611,7 @@ static int adopt(node_t *nd, const inbound_t *s)
     parts_t ps;
     int rc = pft_node__parts_init(nd, &ps);
     if (rc == 0 && s->bundle)
-        rc = take_received(nd, &ps, s, NULL, 1);
+        rc = take_received(nd, &ps, s, NULL, 1, NULL);
     nd->head.has_own = ps.covered && ps.covered[nd->my_index];
     if (rc == 0 && !nd->head.has_own) /* no complete bundle, or one without this node: add own rows */
         rc = pft_node__step_exact(nd, &ps);

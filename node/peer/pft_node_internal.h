@@ -816,6 +816,9 @@ int pft_node__evidence_own(node_t *nd, const pft_gstat_t *total);
  * to it: total holds no scatter until pft_ghead_evidence_give_back(total, keep). keep zeroed here. */
 struct pft_la_trid_t;
 int pft_node__evidence_own_keep(node_t *nd, pft_gstat_t *total, struct pft_la_trid_t *keep);
+/* A relay's hop (DESIGN.md §8): its own rows' evidence against the one release it received (held out: the
+ * rows are not in it; pft_ghead_evidence_heldout), which stood for `against` rows. Errors as above. */
+int pft_node__evidence_own_heldout(node_t *nd, const pft_ghead_lowrank_t *received, uint64_t against);
 /* Puts this node's own tallies (if any) in b's provenance entry of id (which must exist). */
 int pft_node__evidence_set(const node_t *nd, pft_bundle_t *b, const char *id);
 /* nd->head.ev := the evidence of every provenance entry of b, and this node's own if b lacks it. */
