@@ -249,6 +249,97 @@ int pft_gstat_lowrank_shared_span(const double *W, const double *dg, int d, doub
     return rc;
 }
 
+/* 1 when W z = dg∘z + Fᵀ diag(w) F z for the probe z (entries ±1, seeded) to 1e-9 of the larger side: W
+ * equals diag(dg) + Fᵀ diag(w) F, but for a difference a fixed random vector misses (probability 0 for any
+ * E ≠ 0 that does not depend on the seed). t: r doubles of scratch; y1, y2, z: d each. */
+static int factor_probe(const double *W, const double *dg, int d, const double *F, const double *w, int r,
+                        double *t, double *y1, double *y2, double *z)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (int j = 0; j < d; j++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        z[j] = x >> 63 ? 1.0 : -1.0;
+    }
+    cblas_dsymv(CblasRowMajor, CblasUpper, d, 1.0, W, d, z, 1, 0.0, y1, 1);
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, r, d, 1.0, F, d, z, 1, 0.0, t, 1);
+    for (int k = 0; k < r; k++)
+        t[k] *= w[k];
+    cblas_dgemv(CblasRowMajor, CblasTrans, r, d, 1.0, F, d, t, 1, 0.0, y2, 1);
+    double e = 0, a = 0, b = 0;
+    for (int j = 0; j < d; j++) {
+        y2[j] += dg[j] * z[j];
+        e += (y1[j] - y2[j]) * (y1[j] - y2[j]);
+        a += y1[j] * y1[j];
+        b += y2[j] * y2[j];
+    }
+    return isfinite(e) && sqrt(e) <= 1e-9 * sqrt(a > b ? a : b);
+}
+
+int pft_gstat_lowrank_shared_factor(const double *W, const double *dg, int d, double n, const double *F,
+                                    const double *w, int r, int q, double *U, double *psi)
+{
+    if (d < 1 || q < 1 || q > d || r < 0 || !(n > 0) || !isfinite(n))
+        return pft_err(PFT_EINVAL, "gstat lowrank: q = %d outside 1..%d, r = %d or n = %g", q, d, r, n);
+    for (int k = 0; k < r; k++)
+        if (!(w[k] >= 0) || !isfinite(w[k]))
+            return pft_err(PFT_EINVAL, "gstat lowrank: weight %d = %g", k, w[k]);
+    if (r == 0 || r >= d)
+        return 1;
+    int k = q < r ? q : r, rc = 0;
+    double *Fs = pft_alloc_array((size_t)r * d, sizeof *Fs), *G = pft_alloc_array((size_t)r * r, sizeof *G),
+           *lam = pft_alloc_array((size_t)k, sizeof *lam), *z = pft_alloc_array((size_t)k * r, sizeof *z),
+           *col = pft_alloc_array((size_t)k * d, sizeof *col), *t = pft_alloc_array((size_t)r, sizeof *t),
+           *pv = pft_alloc_array((size_t)3 * d, sizeof *pv);
+    if (!Fs || !G || !lam || !z || !col || !t || !pv)
+        rc = pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for %d factor rows", r);
+    /* W not the diagonal plus these terms: 1, the caller finds another way */
+    if (rc == 0 && !factor_probe(W, dg, d, F, w, r, t, pv, pv + d, pv + 2 * (size_t)d))
+        rc = 1;
+    if (rc == 0) { /* G = F̃ F̃ᵀ with F̃ = diag(√w) F: its eigenpairs are L's (F̃ᵀ v / √λ) */
+        for (int i = 0; i < r; i++) {
+            double sw = sqrt(w[i]);
+            for (int j = 0; j < d; j++)
+                Fs[(size_t)i * d + j] = F[(size_t)i * d + j] * sw;
+        }
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasNoTrans, r, d, 1.0, Fs, d, 0.0, G, r);
+        for (int i = 0; i < r; i++)
+            for (int j = 0; j < i; j++)
+                G[(size_t)i * r + j] = G[(size_t)j * r + i];
+        rc = pft_la_eigh_top(G, r, k, lam, z);
+    }
+    if (rc == 0) { /* column j = F̃ᵀ v_j / √n = u_j √(λ_j / n), its sign fixed as lowrank_column fixes it */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, d, r, 1.0 / sqrt(n), z, r, Fs, d, 0.0, col,
+                    d);
+        for (int j = 0; j < q; j++) {
+            const double *c = col + (size_t)(j < k ? j : 0) * d;
+            double big = 0, s = 1.0;
+            int at = 0;
+            for (int i = 0; i < d; i++)
+                if (fabs(c[i]) > big) {
+                    big = fabs(c[i]);
+                    at = i;
+                }
+            s = c[at] < 0 ? -1.0 : 1.0;
+            for (int i = 0; i < d; i++)
+                U[(size_t)i * q + j] = j < k && lam[j] > 0 ? c[i] * s + 0.0 : 0.0;
+        }
+        for (int i = 0; i < d; i++) {
+            double p = W[(size_t)i * d + i] / n;
+            for (int j = 0; j < q; j++)
+                p -= U[(size_t)i * q + j] * U[(size_t)i * q + j];
+            psi[i] = p > 0 ? p : 0.0; /* never -0 */
+        }
+    }
+    pft_free(Fs);
+    pft_free(G);
+    pft_free(lam);
+    pft_free(z);
+    pft_free(col);
+    pft_free(t);
+    pft_free(pv);
+    return rc;
+}
+
 int pft_gstat_lowrank_op_add_rows(pft_lrop_t *op, const float *x, const int32_t *y, int n)
 {
     int d = pft_lrop_dim(op), C = 0;

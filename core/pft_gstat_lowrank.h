@@ -69,6 +69,16 @@ int pft_gstat_lowrank_shared_op(const pft_lrop_t *W, double n, int q, const pft_
 int pft_gstat_lowrank_shared_span(const double *W, const double *dg, int d, double n, const double *S, int r,
                                   int q, double *U, double *psi);
 
+/* The same release where the terms of L are known: W = diag(dg) + Fᵀ diag(w) F (F: r×d row-major, weights
+ * w ≥ 0; a relay's received factor with weight n_r, its own rows about their class means with weight 1, the
+ * merge's between-part terms), so that the q leading eigenpairs of L / n come from the r×r Gram matrix of
+ * diag(√w) F (O(d·r²), no d×d product at all). W is still read: a random probe (W z against dg∘z + Fᵀ w F z,
+ * one O(d²) product) must agree to 1e-9, else 1 is returned and nothing is set (the terms are not W's: the
+ * caller uses pft_gstat_lowrank_shared_span or reduces W). The same numbers as pft_gstat_lowrank_shared_span
+ * up to rounding; errors as it (also PFT_EINVAL for a negative or non-finite weight). */
+int pft_gstat_lowrank_shared_factor(const double *W, const double *dg, int d, double n, const double *F,
+                                    const double *w, int r, int q, double *U, double *psi);
+
 /* A relay's within-class scatter as an operator, without forming d×d (the pieces pft_gstat_merge adds):
  *  - pft_gstat_lowrank_op_add_rows: op += Σ_i (x_i − μ_{y_i})(x_i − μ_{y_i})ᵀ over n float rows x (n×d) with
  *    labels y (≥ 0), μ_c the mean of these rows of class c (one rank-one term per row);

@@ -387,12 +387,17 @@ static void check_relay_release(void)
     char log[600], line[1024];
     snprintf(log, sizeof log, "%s/b/node.log", out);
     FILE *f = fopen(log, "r");
-    int said = 0;
-    while (f && fgets(line, sizeof line, f))
+    int said = 0, terms = 0;
+    while (f && fgets(line, sizeof line, f)) {
         said += strstr(line, "evidence: own rows held out against the received release (60 rows") != NULL;
+        terms += strstr(line, "release: rank 8 from the ") && strstr(line, " terms of the merge");
+    }
     if (f)
         fclose(f);
-    CHECK_MSG(said == 1, "b's log says once that its rows were held out (%d)", said);
+    CHECK_MSG(
+        said == 1 && terms == 1,
+        "b's log says once that its rows were held out (%d) and its release came from the merge's terms (%d)",
+        said, terms);
 done:
     pft_bundle_destroy(&ba);
     pft_bundle_destroy(&bb);

@@ -3,6 +3,8 @@
  *    same tallies from Σ_α formed densely and factored by Cholesky: rows right and scored equal, the loss to
  *    1e-9 relative; generated rows (every α of the grid, a ψ with a zero: α = 0 unusable) and the bundled
  *    PACS features (two α); the cases without evidence (too few rows, one class, no row of a held class);
+ *  - pft_gstat_lowrank_shared_factor (the same from the merge's terms, a Gram matrix of r×r, checked by a
+ *    probe of W: a term missing or counted twice refused) and
  *  - pft_gstat_lowrank_shared_span (the merged W's release in the span of the received factor, the class
  *    means and the own rows) against pft_gstat_lowrank_shared of the formed W − n_r·diag ψ_r: U Uᵀ + diag ψ
  *    entrywise within 1e-9 of its largest entry, W's diagonal kept exactly; the merge made by pft_gstat_merge
@@ -235,15 +237,34 @@ static void test_heldout_pacs(void)
     free(U), free(psi), free(mean), free(x), free(y);
 }
 
+static void compare_release(const double *W, const double *dg, int d, double N, const double *S,
+                            const double *fw, int r, int q);
+
 /* The release in the span against the release of the formed W − diag(dg): U Uᵀ + diag ψ entrywise within
  * 1e-9 of its largest entry; ψ from W's exact diagonal. */
 static void compare_span(const double *W, const double *dg, int d, double N, const double *S, int r, int q)
+{
+    compare_release(W, dg, d, N, S, NULL, r, q);
+}
+
+/* The same for the release from the terms F (r×d, weights fw) of W less dg. */
+static void compare_factor(const double *W, const double *dg, int d, double N, const double *F,
+                           const double *fw, int r, int q)
+{
+    compare_release(W, dg, d, N, F, fw, r, q);
+}
+
+static void compare_release(const double *W, const double *dg, int d, double N, const double *S,
+                            const double *fw, int r, int q)
 {
     double *U = malloc((size_t)d * q * sizeof *U), *psi = malloc((size_t)d * sizeof *psi),
            *Ur = malloc((size_t)d * q * sizeof *Ur), *pr = malloc((size_t)d * sizeof *pr),
            *L = malloc((size_t)d * d * sizeof *L), *A = malloc((size_t)d * d * sizeof *A),
            *B = malloc((size_t)d * d * sizeof *B);
-    CHECK(pft_gstat_lowrank_shared_span(W, dg, d, N, S, r, q, U, psi) == 0);
+    if (fw)
+        CHECK(pft_gstat_lowrank_shared_factor(W, dg, d, N, S, fw, r, q, U, psi) == 0);
+    else
+        CHECK(pft_gstat_lowrank_shared_span(W, dg, d, N, S, r, q, U, psi) == 0);
     for (int i = 0; i < d; i++)
         for (int j = 0; j < d; j++)
             L[i * d + j] = (W[i * d + j] - (i == j ? dg[i] : 0)) / N;
@@ -265,8 +286,8 @@ static void compare_span(const double *W, const double *dg, int d, double N, con
         dd = fmax(dd, fabs(A[i * d + i] - W[i * d + i] / N) / (W[i * d + i] / N + DBL_MIN));
     CHECK_MSG(diff <= 1e-9 * big, "U Uᵀ + diag ψ differs from the dense release by %.3g of %.3g", diff, big);
     CHECK_MSG(dd <= 1e-12, "W's diagonal not kept (%.3g relative)", dd);
-    fprintf(stderr, "  span of %d: U Uᵀ + diag ψ within %.2g of the dense release's largest entry\n", r,
-            diff / big);
+    fprintf(stderr, "  %s of %d: U Uᵀ + diag ψ within %.2g of the dense release's largest entry\n",
+            fw ? "terms" : "span", r, diff / big);
     free(U), free(psi), free(Ur), free(pr), free(L), free(A), free(B);
 }
 
@@ -303,6 +324,41 @@ static void test_span_pacs(void)
     double N = (double)pft_gstat_total(m);
     compare_span(W, dg, d, N, S, r, 64);
     compare_span(W, dg, d, N, S, r, 8);
+    /* the merge's terms: the factor (weight n_r), own rows about their means, per shared class the means'
+     * difference (weight n_r,c n_o,c / n_c) */
+    int rf = 0;
+    double *F = malloc((size_t)(q + no + Sr) * d * sizeof *F),
+           *fw = malloc((size_t)(q + no + Sr) * sizeof *fw);
+    for (int k = 0; k < q; k++, rf++) {
+        for (int j = 0; j < d; j++)
+            F[(size_t)rf * d + j] = U[j * q + k];
+        fw[rf] = nr;
+    }
+    for (int i = 0; i < no; i++, rf++) {
+        int c = pft_gstat_find(own, y[nr + i]);
+        for (int j = 0; j < d; j++)
+            F[(size_t)rf * d + j] = x[(size_t)(nr + i) * d + j] - pft_gstat_mean(own, c)[j];
+        fw[rf] = 1;
+    }
+    for (int c = 0; c < pft_gstat_n_classes(own); c++) {
+        int cr = pft_gstat_find(rec, pft_gstat_label(own, c));
+        if (cr < 0)
+            continue;
+        double a = (double)pft_gstat_count(rec, cr), b = (double)pft_gstat_count(own, c);
+        for (int j = 0; j < d; j++)
+            F[(size_t)rf * d + j] = pft_gstat_mean(own, c)[j] - pft_gstat_mean(rec, cr)[j];
+        fw[rf++] = a * b / (a + b);
+    }
+    compare_factor(W, dg, d, N, F, fw, rf, 64);
+    compare_factor(W, dg, d, N, F, fw, rf, 8);
+    double *U3 = malloc((size_t)d * 64 * sizeof *U3), *p3 = malloc((size_t)d * sizeof *p3);
+    CHECK(pft_gstat_lowrank_shared_factor(W, dg, d, N, F, fw, rf - 1, 64, U3, p3) == 1); /* a term missing */
+    fw[q] = 2; /* an own row counted twice */
+    CHECK(pft_gstat_lowrank_shared_factor(W, dg, d, N, F, fw, rf, 64, U3, p3) == 1);
+    fw[q] = -1;
+    CHECK(pft_gstat_lowrank_shared_factor(W, dg, d, N, F, fw, rf, 64, U3, p3) == PFT_EINVAL);
+    fw[q] = 1;
+    free(F), free(fw), free(U3), free(p3);
     /* the span holds less than W − diag dg (the own rows left out): refused, the caller reduces W */
     double *U2 = malloc((size_t)d * 64 * sizeof *U2), *p2 = malloc((size_t)d * sizeof *p2);
     CHECK(pft_gstat_lowrank_shared_span(W, dg, d, N, S, r - no, 64, U2, p2) == 1);

@@ -361,26 +361,86 @@ static int span_rows(const node_t *nd, const reduced_t *red, double **S, int *r)
     return 0;
 }
 
-/* A relay's release of W / n in the span of what it received and holds (pft_gstat_lowrank_shared_span), else
- * (the span does not hold W less the received diagonal, or is not smaller than d) as the encoder would. */
+/* The terms of the merged W beside the received diagonal, as the merge added them (pft_gstat_merge): the
+ * received factor's columns (weight n_r), the own rows about their class means (weight 1) and, per class
+ * both hold, the difference of the two means (weight n_r,c·n_o,c / n_c): r×d into *F, weights into *w. */
+static int factor_rows(const node_t *nd, const hop_recv_t *h, double **F, double **w, int *r)
+{
+    int d = h->r.d, q = h->r.q, n = pft_dataset_n(nd->train), C = nd->n_classes, rc = 0;
+    const float *x = pft_dataset_x(nd->train);
+    const int32_t *y = pft_dataset_y(nd->train);
+    double *mu = pft_calloc((size_t)C * d + 1, sizeof *mu), *cnt = pft_calloc((size_t)C + 1, sizeof *cnt);
+    *F = pft_alloc_array((size_t)(q + n + h->r.S) * d + 1, sizeof **F);
+    *w = pft_alloc_array((size_t)(q + n + h->r.S) + 1, sizeof **w);
+    if (!mu || !cnt || !*F || !*w)
+        rc = pft_err(PFT_ENOMEM, "out of memory for the release's terms");
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (y[i] < 0 || y[i] >= C)
+            rc = pft_err(PFT_EINVAL, "own row %d: label %d outside 0..%d", i, (int)y[i], C - 1);
+        for (int j = 0; rc == 0 && j < d; j++)
+            mu[(size_t)y[i] * d + j] += x[(size_t)i * d + j];
+        cnt[rc == 0 ? y[i] : 0] += rc == 0;
+    }
+    for (int c = 0; rc == 0 && c < C; c++)
+        for (int j = 0; cnt[c] > 0 && j < d; j++)
+            mu[(size_t)c * d + j] /= cnt[c];
+    int m = 0;
+    double *o = rc == 0 ? *F : NULL;
+    for (int k = 0; o && k < q; k++, o += d) {
+        for (int j = 0; j < d; j++)
+            o[j] = h->r.U[(size_t)j * q + k];
+        (*w)[m++] = (double)h->n;
+    }
+    for (int i = 0; o && i < n; i++, o += d) {
+        for (int j = 0; j < d; j++)
+            o[j] = x[(size_t)i * d + j] - mu[(size_t)y[i] * d + j];
+        (*w)[m++] = 1.0;
+    }
+    for (int c = 0; o && c < h->r.S; c++) {
+        int l = h->r.label[c];
+        double nr = (double)h->r.count[c], no = l < C ? cnt[l] : 0;
+        if (no == 0)
+            continue;
+        for (int j = 0; j < d; j++)
+            o[j] = mu[(size_t)l * d + j] - h->r.mean[(size_t)c * d + j];
+        (*w)[m++] = nr * no / (nr + no);
+        o += d;
+    }
+    *r = m;
+    pft_free(mu);
+    pft_free(cnt);
+    if (rc) {
+        PFT_FREE(*F);
+        PFT_FREE(*w);
+    }
+    return rc;
+}
+
+/* A relay's release of W / n from the terms the merge added (pft_gstat_lowrank_shared_factor), else in the
+ * span of what it received and holds (pft_gstat_lowrank_shared_span), else (neither holds W less the received
+ * diagonal, or the span is not smaller than d) as the encoder would. */
 static int release_in_span(const node_t *nd, const reduced_t *red, const double *W, int d, double n, int qe,
                            double *u, double *psi)
 {
-    double *S = NULL, *dg = pft_alloc_array((size_t)d, sizeof *dg);
-    int r = 0, rc = dg ? span_rows(nd, red, &S, &r) : pft_err(PFT_ENOMEM, "out of memory");
+    double *S = NULL, *F = NULL, *fw = NULL, *dg = pft_alloc_array((size_t)d, sizeof *dg);
+    int r = 0, rc = dg ? factor_rows(nd, red->hop, &F, &fw, &r) : pft_err(PFT_ENOMEM, "out of memory");
     for (int j = 0; rc == 0 && j < d; j++)
         dg[j] = (double)red->hop->n * red->hop->r.psi[j];
-    if (rc == 0 && S)
-        rc = pft_gstat_lowrank_shared_span(W, dg, d, n, S, r, qe, u, psi);
+    if (rc == 0 && (rc = pft_gstat_lowrank_shared_factor(W, dg, d, n, F, fw, r, qe, u, psi)) == 0)
+        pft_info("release: rank %d from the %d terms of the merge (received factor, own rows, means)", qe, r);
+    if (rc == 1 && (rc = span_rows(nd, red, &S, &r)) == 0)
+        rc = S ? pft_gstat_lowrank_shared_span(W, dg, d, n, S, r, qe, u, psi) : 1;
     if (rc == 0 && S)
         pft_debug("release: rank %d in the span of %d vectors (received factor, means, own rows)", qe, r);
-    if (rc == 1 || (rc == 0 && !S)) {
+    if (rc == 1) {
         pft_info("release: the merged scatter is not the received release plus a span of %d vectors; "
                  "reduced whole",
                  r);
         rc = pft_gstat_lowrank_shared_scatter(W, d, n, qe, u, psi);
     }
     pft_free(S);
+    pft_free(F);
+    pft_free(fw);
     pft_free(dg);
     return rc;
 }
