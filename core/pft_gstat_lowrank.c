@@ -29,6 +29,19 @@ static void lowrank_column(const double *v, double lam, int d, int q, int j, dou
         U[(size_t)r * q + j] = v[r] * s;
 }
 
+/* ψ = diag(W) / n − diag(U Uᵀ), clamped at +0 (never −0: one byte string per content on the wire); the
+ * diagonal read at w[i · stride] (stride 1: a vector of it, d + 1: W itself; psi may be w when stride is 1).
+ */
+static void release_psi(const double *w, size_t stride, int d, double n, const double *U, int q, double *psi)
+{
+    for (int r = 0; r < d; r++) {
+        double p = w[(size_t)r * stride] / n;
+        for (int j = 0; j < q; j++)
+            p -= U[(size_t)r * q + j] * U[(size_t)r * q + j];
+        psi[r] = p > 0 ? p : 0.0;
+    }
+}
+
 /* pft_gstat_lowrank_shared of C with a (d×d) as the eigensolver's workspace, clobbered: a copy of C, or C
  * itself (its diagonal and values are read before). */
 static int lowrank_shared(const double *C, double *a, int d, int q, double *U, double *psi)
@@ -140,12 +153,8 @@ int pft_gstat_lowrank_shared_trid(const pft_la_trid_t *t, const double *wdiag, d
                       : pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for %d eigenvectors", q);
     for (int j = 0; rc == 0 && j < q; j++)
         lowrank_column(z + (size_t)j * d, lam[j] / n, d, q, j, U);
-    for (int r = 0; rc == 0 && r < d; r++) {
-        double p = wdiag[r] / n;
-        for (int j = 0; j < q; j++)
-            p -= U[(size_t)r * q + j] * U[(size_t)r * q + j];
-        psi[r] = p > 0 ? p : 0.0; /* never -0 */
-    }
+    if (rc == 0)
+        release_psi(wdiag, 1, d, n, U, q, psi);
     pft_free(lam);
     pft_free(z);
     return rc;
@@ -162,13 +171,9 @@ int pft_gstat_lowrank_shared_op(const pft_lrop_t *W, double n, int q, const pft_
                       : pft_err(PFT_ENOMEM, "gstat lowrank: out of memory for %d eigenvectors", q);
     for (int j = 0; rc == 0 && j < q; j++)
         lowrank_column(z + (size_t)j * d, lam[j] / n, d, q, j, U);
-    if (rc == 0)
+    if (rc == 0) {
         pft_lrop_diagonal(W, psi);
-    for (int r = 0; rc == 0 && r < d; r++) {
-        double p = psi[r] / n;
-        for (int j = 0; j < q; j++)
-            p -= U[(size_t)r * q + j] * U[(size_t)r * q + j];
-        psi[r] = p > 0 ? p : 0.0;
+        release_psi(psi, 1, d, n, U, q, psi);
     }
     pft_free(lam);
     pft_free(z);
@@ -232,12 +237,7 @@ int pft_gstat_lowrank_shared_span(const double *W, const double *dg, int d, doub
             else
                 for (int i = 0; i < d; i++)
                     U[(size_t)i * q + j] = 0.0;
-        for (int i = 0; i < d; i++) {
-            double p = W[(size_t)i * d + i] / n;
-            for (int j = 0; j < q; j++)
-                p -= U[(size_t)i * q + j] * U[(size_t)i * q + j];
-            psi[i] = p > 0 ? p : 0.0; /* never -0 */
-        }
+        release_psi(W, (size_t)d + 1, d, n, U, q, psi);
     }
     pft_free(B);
     pft_free(T);
@@ -323,12 +323,7 @@ int pft_gstat_lowrank_shared_factor(const double *W, const double *dg, int d, do
             for (int i = 0; i < d; i++)
                 U[(size_t)i * q + j] = j < k && lam[j] > 0 ? c[i] * s + 0.0 : 0.0;
         }
-        for (int i = 0; i < d; i++) {
-            double p = W[(size_t)i * d + i] / n;
-            for (int j = 0; j < q; j++)
-                p -= U[(size_t)i * q + j] * U[(size_t)i * q + j];
-            psi[i] = p > 0 ? p : 0.0; /* never -0 */
-        }
+        release_psi(W, (size_t)d + 1, d, n, U, q, psi);
     }
     pft_free(Fs);
     pft_free(G);

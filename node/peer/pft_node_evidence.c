@@ -26,6 +26,16 @@ static int wanted(const node_t *nd)
            !nd->pipe.noisy;
 }
 
+/* The options of this node's evidence: the grid's defaults, the run's seed, the event loop served between
+ * folds. */
+static void evidence_opts(node_t *nd, pft_ghead_opts_t *o)
+{
+    pft_ghead_opts_default(o);
+    o->seed = nd->run->seed;
+    o->on_iter = pft_node__loop_yield;
+    o->on_iter_ctx = nd;
+}
+
 /* The tallies of own rows against total (keep: computed in total's own scatter, pft_ghead_evidence_keep). */
 static int own_tallies(node_t *nd, const pft_gstat_t *total, pft_gstat_t *lend, pft_la_trid_t *keep)
 {
@@ -33,10 +43,7 @@ static int own_tallies(node_t *nd, const pft_gstat_t *total, pft_gstat_t *lend, 
     if (!wanted(nd) || !total || pft_dataset_n(nd->train) == 0)
         return 0;
     pft_ghead_opts_t o;
-    pft_ghead_opts_default(&o);
-    o.seed = nd->run->seed;
-    o.on_iter = pft_node__loop_yield;
-    o.on_iter_ctx = nd;
+    evidence_opts(nd, &o);
     const float *x = pft_dataset_x(nd->train);
     const int32_t *y = pft_dataset_y(nd->train);
     int n = pft_dataset_n(nd->train),
@@ -66,10 +73,7 @@ int pft_node__evidence_own_heldout(node_t *nd, const pft_ghead_lowrank_t *receiv
     if (!wanted(nd) || pft_dataset_n(nd->train) == 0)
         return 0;
     pft_ghead_opts_t o;
-    pft_ghead_opts_default(&o);
-    o.seed = nd->run->seed;
-    o.on_iter = pft_node__loop_yield;
-    o.on_iter_ctx = nd;
+    evidence_opts(nd, &o);
     int rc = pft_ghead_evidence_heldout(received, pft_dataset_x(nd->train), pft_dataset_y(nd->train),
                                         pft_dataset_n(nd->train), nd->n_classes, &o, nd->head.own_ev);
     if (rc < 0)
