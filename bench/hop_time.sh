@@ -8,10 +8,11 @@
 #         `perf record -F 1999` on each of those relays (independent of other processes' load; perf's own
 #         overhead included).
 #
-# usage: bash bench/hop_time.sh [--nodes 24] [--rows 60] [--bin DIR] [--out DIR] [--perf]
+# usage: bash bench/hop_time.sh [--nodes 24] [--rows 60] [--bin DIR] [--out DIR] [--perf] [--set K=V ...]
+#   (--set: a graph attribute of the chain, e.g. mean_noise=0 for exact class sums)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-nodes=24 rows=60 bin="$here/build/node" out=/tmp/pft-hop-time perf=0
+nodes=24 rows=60 bin="$here/build/node" out=/tmp/pft-hop-time perf=0 extra=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --nodes) nodes="$2"; shift ;;
@@ -19,7 +20,8 @@ while [ $# -gt 0 ]; do
     --bin) bin="$2"; shift ;;
     --out) out="$2"; shift ;;
     --perf) perf=1 ;;
-    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+    --set) extra="$extra ${2%%=*} = ${2#*=};"; shift ;;
+    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "hop_time.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -30,7 +32,7 @@ mkdir -p "$out"
 first=$(( (64 * 15 + rows - 1) / rows - 1 )) # the first node whose part holds 64 · 15 rows
 {
     echo "digraph hop$nodes {"
-    echo "  dataset = \"$fmnist\"; partition = iid; samples = $rows; k = 1; cov = tied; head = gaussian; prep = l2;"
+    echo "  dataset = \"$fmnist\"; partition = iid; samples = $rows; k = 1; cov = tied; head = gaussian; prep = l2;$extra"
     printf '  '
     for ((i = 0; i < nodes; i++)); do printf 'n%03d' "$i"; [ "$i" -lt $((nodes - 1)) ] && printf ' -> '; done
     echo ";"

@@ -4,14 +4,16 @@
 For each topology (a 3-node chain on chain5's data, configs/chain5.dot, configs/star20.dot, configs/star50.dot)
 and each release (`stats_release = lowrank`, the default, and `full_scatter`, the research setting), runs
 `pftnet launch ... --set cov=tied`, then `pftnet audit --json` on every bundle a node with rows sent (or the
-first `--max-audits` of them), with held-out rows that are not the producer's: the chain's last node's rows,
-a star client's own test split. Prints one line per bundle (attack figures, with the zero-support test's worst
+first `--max-audits` of them), with held-out rows that are not the producer's. By default (`--holdout pooled`)
+those are every node's test split (rows no bundle holds) and, in a chain, the last node's training rows: a few
+hundred non-members per class, so that a verdict on a small class is not a verdict on its 2-3 own test rows;
+`--holdout own` gives the earlier choice (the chain's last node's rows, a star client's own test split). Prints one line per bundle (attack figures, with the zero-support test's worst
 class) and one per run (accuracy of the node(s) holding everyone's knowledge, bytes sent), and writes everything to OUT/summary.json.
 
 usage: bench/release_audit.py [--bin build/node] [--out /tmp/pft_release] [--lp 400] [--seed 0]
                               [--only chain3,star20,star50,chain5] [--releases lowrank,full_scatter]
-                              [--set mean_noise=0.05 ...]   (attributes for the launch; the audit is told the
-                                                             run's mean_noise, 0 unless set)
+                              [--holdout pooled|own] [--set mean_noise=0 ...]   (attributes for the launch; the audit is told the
+                                                             run's mean_noise where set, else assumes the default)
 """
 import argparse
 import json
@@ -35,14 +37,30 @@ def launch(a, name, dot, release, extra):
     return out
 
 
-def audit(a, run, node, held_node, held_split):
+def pooled_holdout(run, nodes, extra):
+    """Every node's test split, and the (node, split) pairs in extra, into run/holdout_pool_{x,y}.npy; their paths.
+    None of these rows is in any audited bundle (a test split never leaves its node; extra names a node whose
+    rows reach no audited bundle)."""
+    import numpy as np
+    xs, ys = [], []
+    for node, split in [(n, "test") for n in nodes] + list(extra):
+        px = os.path.join(run, node, "data", f"{split}_x.npy")
+        if os.path.exists(px):
+            xs.append(np.load(px))
+            ys.append(np.load(os.path.join(run, node, "data", f"{split}_y.npy")))
+    hx, hy = os.path.join(run, "holdout_pool_x.npy"), os.path.join(run, "holdout_pool_y.npy")
+    np.save(hx, np.concatenate(xs))
+    np.save(hy, np.concatenate(ys))
+    return hx, hy
+
+
+def audit(a, run, node, held):
     d = os.path.join(run, node)
-    hx = os.path.join(run, held_node, "data", f"{held_split}_x.npy")
-    hy = os.path.join(run, held_node, "data", f"{held_split}_y.npy")
+    hx, hy = held
     cmd = [os.path.join(a.bin, "pftnet"), "audit", os.path.join(d, "bundle.pftb"), "--features",
            os.path.join(d, "data", "train_x.npy"), "--labels", os.path.join(d, "data", "train_y.npy"),
-           "--holdout-features", hx, "--holdout-labels", hy, "--lp", str(a.lp), "--json", "--fail-on", "never",
-           "--mean-noise", str(a.mean_noise)]
+           "--holdout-features", hx, "--holdout-labels", hy, "--lp", str(a.lp), "--json", "--fail-on", "never"] + (
+               ["--mean-noise", a.mean_noise] if a.mean_noise is not None else [])
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if r.returncode != 0:
         raise SystemExit(f"audit of {d} failed ({r.returncode}): {r.stderr}")
@@ -93,9 +111,12 @@ def main():
     p.add_argument("--max-audits", type=int, default=60)
     p.add_argument("--only", default="chain3,star20,star50")
     p.add_argument("--releases", default="lowrank,full_scatter")
+    p.add_argument("--holdout", choices=("pooled", "own"), default="pooled",
+                   help="non-members: every node's test split (+ a chain's last node's rows), or as before")
     p.add_argument("--set", action="append", default=[], metavar="K=V", help="an attribute for every launch")
     a = p.parse_args()
-    a.mean_noise = next((float(kv.split("=")[1]) for kv in a.set if kv.startswith("mean_noise=")), 0.0)
+    # the audit is told the run's mean_noise where --set gives it; else it assumes the default, as the run did
+    a.mean_noise = next((kv.split("=")[1] for kv in a.set if kv.startswith("mean_noise=")), None)
     a.bin = os.path.abspath(a.bin)
     os.makedirs(a.out, exist_ok=True)
     chain3 = os.path.join(a.out, "chain3.dot")
@@ -118,9 +139,14 @@ def main():
             nodes = res["nodes"] if isinstance(res["nodes"], list) else list(res["nodes"].values())
             ids = senders or sorted(n["id"] for n in nodes if n.get("bytes_sent", 0) > 0 and n.get("n_real", 0))
             rows = []
+            pool = None
+            if a.holdout == "pooled":
+                last = [held(None)] if senders else []
+                pool = pooled_holdout(run, sorted(n["id"] for n in nodes), last)
             for node in ids[: a.max_audits]:
-                h = held(node)
-                r = audit(a, run, node, *h)
+                h = pool or tuple(os.path.join(run, held(node)[0], "data", f"{held(node)[1]}_{k}.npy")
+                                  for k in ("x", "y"))
+                r = audit(a, run, node, h)
                 rows.append(r)
                 print(f"{name:7} {release:12} {node:7} rows {r['own_rows']:5} rank {fmt(r['rank'], '%d'):>3} "
                       f"{r['bytes'] / 1e3:8.1f} kB  spectrum {'GAP' if r['spectrum_proper'] else 'none':4} "

@@ -21,7 +21,7 @@ trap 'rm -rf "$W"' EXIT
 
 cat >"$W/star.dot" <<EOF
 digraph star {
-  dataset = "$DATA"; partition = iid; samples = 40; cov = tied; prep = l2; min_rows = 1;
+  dataset = "$DATA"; partition = iid; samples = 40; cov = tied; prep = l2; min_rows = 1; mean_noise = 0;
   deadline = 600; send_deadline = 300;
   s [data = false];
   c1 -> s; c2 -> s; c3 -> s; c4 -> s; c5 -> s; c6 -> s;
@@ -43,7 +43,7 @@ launch two --compute-slots 2
 # nodes at once
 cat >"$W/ring.dot" <<EOF
 digraph ring {
-  dataset = "$DATA"; partition = iid; samples = 40; cov = tied; prep = l2; min_rows = 1;
+  dataset = "$DATA"; partition = iid; samples = 40; cov = tied; prep = l2; min_rows = 1; mean_noise = 0;
   deadline = 600; send_deadline = 300; secure_agg = true; start = r0;
   r0 -> r1 -> r2 -> r3 -> r0;
 }

@@ -37,9 +37,10 @@ static void write_topo(const char *name, const char *body, char *path, size_t le
             "digraph %s {\n  dataset = \"%s\"; partition = iid; samples = %d; cov = tied; prep = l2;\n"
             /* min_rows = 1: every own class travels, so the merge is exactly the centralized statistics (the
              * floor withholds own classes below it: tests/e2e_floor.sh) */
-            "  deadline = 120; send_deadline = 60; min_rows = 1;%s\n%s}\n",
+            /* mean_noise = 0: exact class sums, so that merges equal the centralized statistics */
+            "  deadline = 120; send_deadline = 60; min_rows = 1;%s%s\n%s}\n",
             name, EXAMPLE_DATA, ROWS, strstr(body, "stats_release") ? "" : " stats_release = full_scatter;",
-            body);
+            strstr(body, "mean_noise") ? "" : " mean_noise = 0;", body);
     fclose(f);
 }
 
@@ -312,6 +313,20 @@ static double off_lead(const double *A, size_t D, const double *ev, const double
     return worst;
 }
 
+/* Lines of OUT/NODE/node.log holding a (and b, when given). */
+static int log_lines(const char *out, const char *node, const char *a, const char *b)
+{
+    char log[600], line[1024];
+    snprintf(log, sizeof log, "%s/%s/node.log", out, node);
+    FILE *f = fopen(log, "r");
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, a) && (!b || strstr(line, b));
+    if (f)
+        fclose(f);
+    return n;
+}
+
 /* A relay's hop (DESIGN.md §8): in the chain a -> b -> c, b received one low-rank part, so it scores its own
  * rows held out against that part (its evidence says it scored against a's 60 rows; its log says so) and
  * releases the q = 120 / 15 leading eigenpairs of its merged W less the received diagonal 60·diag ψ_a. The
@@ -384,16 +399,8 @@ static void check_relay_release(void)
         "part: %.2g); evidence against %llu rows\n",
         qb, off, off_sent, off_old, (unsigned long long)against);
     pft_free(L), pft_free(A), pft_free(lam), pft_free(lam2), pft_free(uu);
-    char log[600], line[1024];
-    snprintf(log, sizeof log, "%s/b/node.log", out);
-    FILE *f = fopen(log, "r");
-    int said = 0, terms = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        said += strstr(line, "evidence: own rows held out against the received release (60 rows") != NULL;
-        terms += strstr(line, "release: rank 8 from the ") && strstr(line, " terms of the merge");
-    }
-    if (f)
-        fclose(f);
+    int said = log_lines(out, "b", "evidence: own rows held out against the received release (60 rows", NULL),
+        terms = log_lines(out, "b", "release: rank 8 from the ", " terms of the merge");
     CHECK_MSG(
         said == 1 && terms == 1,
         "b's log says once that its rows were held out (%d) and its release came from the merge's terms (%d)",
@@ -407,11 +414,27 @@ done:
     pft_free(y);
 }
 
+/* The relay's hop under the default mean_noise (0.05): a's and b's own class sums go out noised, b's scatter
+ * stays its rows' about their own means; b's release still comes from the merge's terms (whose probe of W
+ * refuses terms the merge did not add, e.g. the own rows' exact means where the merge took the noised ones). */
+static void check_relay_noised(void)
+{
+    char out[512];
+    json_t *r = launch("relaynoise", "  stats_release = lowrank; mean_noise = 0.05;\n  a -> b -> c;\n", out,
+                       sizeof out);
+    json_decref(r);
+    int noised = log_lines(out, "b", "release: own class sums", "mean_noise"),
+        terms = log_lines(out, "b", "release: rank 8 from the ", " terms of the merge");
+    CHECK_MSG(noised == 1 && terms == 1, "b's log: own sums noised %d, release from the merge's terms %d", noised,
+              terms);
+}
+
 static void test_release_rule(void)
 {
     check_release("release", 1);
     check_release("releasefloor", 8);
     check_relay_release();
+    check_relay_noised();
 }
 
 /* Secure aggregation under stats_release = full_scatter (research): a and b mask their exact dense second

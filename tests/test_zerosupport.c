@@ -4,7 +4,8 @@
  * whose components vanish on different sets: each member passes its own component; an fp16 bundle whose mean
  * rounds a member's tiny value to 0: the member still passes (the rounding bound); the bound test of
  * statistics (a member lies under its class sum): rows with no zero at all, non-members above the members'
- * sum on one coordinate, decided exactly (the zero-support test alone would say 0.5); through pft_audit_run
+ * sum on one coordinate, decided exactly (the zero-support test alone would say 0.5), also by an attacker
+ * assuming a large mean_noise (the sums read as exact beside the noise's readings); through pft_audit_run
  * the attack is among the attacks with its verdict. */
 #include "pft_alloc.h"
 #include "pft_audit.h"
@@ -182,6 +183,13 @@ static void test_bound(void)
     CHECK(jnum(o, "worst", "zeros") == 0 && jnum(o, "worst", "own_pass") == M);
     CHECK(jnum(o, "worst", "holdout_pass") == 0);
     CHECK_NEAR(jnum(o, NULL, "accuracy"), 1.0, 1e-12);
+    CHECK(json_is_false(json_object_get(json_object_get(o, "worst"), "exact_reading")));
+    json_decref(o);
+    /* an attacker assuming mean_noise 100: read with the noise's rescaling (×30 here), the sum bounds nothing
+     * and everyone passes; read as exact, as the producer sent it, it still decides */
+    CHECK(pft_zerosupport_attack(b, &own, &held, 100, &o, &v) == 0 && v == PFT_VERDICT_FAIL);
+    CHECK_NEAR(jnum(o, NULL, "accuracy"), 1.0, 1e-12);
+    CHECK(json_is_true(json_object_get(json_object_get(o, "worst"), "exact_reading")));
     json_decref(o);
     pft_bundle_destroy(&b);
     pft_rng_destroy(&r);

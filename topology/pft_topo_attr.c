@@ -169,10 +169,11 @@ static const pft_topo_attr_t s_table[] = {
      "lowers K until it holds) and every released statistic for at least this many rows of a class; a class "
      "with fewer is withheld (reported in result.json); 1: no floor, the paper's protocol",
      GO(min_rows), NO(min_rows), NONE},
-    {"mean_noise", G | N, PFT_ATTR_REAL, "0", 0, 1e3, NULL,
+    {"mean_noise", G | N, PFT_ATTR_REAL, "0.05", 0, 1e3, NULL,
      "exact statistics: standard deviation of the Gaussian noise added to every coordinate of each class sum "
      "a node releases of its own rows in the clear (not DP; hides the exact zeros and upper bounds that give "
-     "membership of small classes away, SECURITY.md 9); 0: exact sums",
+     "membership of small classes away, SECURITY.md 9); 0: exact sums, so that merges equal the centralized "
+     "statistics",
      GO(mean_noise), NO(mean_noise), NONE},
     {"max_bundle_mb", G, PFT_ATTR_INT, "512", 1, 65536, NULL,
      "largest bundle a node accepts, MiB", GO(max_bundle_mb), NONE, NONE},

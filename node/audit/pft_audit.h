@@ -30,7 +30,7 @@ typedef struct {
 #define PFT_AUDIT_RIDGE_DEFAULT 1e-3
 
 /* The default of the topology attribute mean_noise (topology/pft_topo_attr.c), which the audit assumes. */
-#define PFT_AUDIT_MEAN_NOISE_DEFAULT 0.0
+#define PFT_AUDIT_MEAN_NOISE_DEFAULT 0.05
 
 /* Defaults: PFT_VERTEX_LP_DEFAULT programs, seed 1, ridge PFT_AUDIT_RIDGE_DEFAULT, mean_noise
  * PFT_AUDIT_MEAN_NOISE_DEFAULT. */

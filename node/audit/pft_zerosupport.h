@@ -18,7 +18,8 @@
  * each contributor's class sum released as (s + e)·‖s‖/‖s + e‖, e ~ N(0, σ² I)) the attacker adapts: it
  * reads ŝ = n·μ·sqrt(1 + dσ_p²/‖n·μ‖²), σ_p = σ·sqrt(contributors of the part), and tests x_j ≤ ŝ_j + c·σ_p
  * at margins c = 0, 1, 2, 3, 4 (c = 0 alone without noise), keeping per class the margin that decides best
- * (one of five a priori choices, each scored without fitting: the best is an upper bound). A GMM component
+ * (one of five a priori choices, each scored without fitting: the best is an upper bound), and reads the sums
+ * as exact too (c = 0, no rescaling: a producer may not have added the noise assumed). A GMM component
  * mean bounds nothing (responsibilities are soft): GMM classes get the zero-support test only.
  *
  * What else could reveal zero support, and why it adds nothing here: a zero variance (a diagonal entry of a
@@ -43,6 +44,7 @@ typedef struct {
     int own, own_pass;
     int held, held_pass;
     int margin;      /* statistics: the bound test's margin c (noise std) that decided best */
+    int exact;       /* statistics under an assumed noise: 1 when the sums read as exact decided best */
     double accuracy; /* ½ (own_pass / own + (held − held_pass) / held); NaN when own or held is 0 */
 } pft_zerosupport_class_t;
 

@@ -334,12 +334,12 @@ static int hand_over_same(pft_bundle_t *b, const reduced_t *red)
     return rc;
 }
 
-/* The rows spanning everything in the merged W but the received diagonal (n_r·ψ_r): the received factor's
- * columns, the received and merged class means, the own rows (r×d into *S; NULL when r ≥ d). */
-static int span_rows(const node_t *nd, const reduced_t *red, double **S, int *r)
+/* The rows spanning everything in the merged W of `of` but the received diagonal (n_r·ψ_r): the received
+ * factor's columns, the received and merged class means, the own rows (r×d into *S; NULL when r ≥ d). */
+static int span_rows(const node_t *nd, const reduced_t *red, const pft_gstat_t *of, double **S, int *r)
 {
     const hop_recv_t *h = red->hop;
-    int d = h->r.d, q = h->r.q, C = pft_gstat_n_classes(red->of), n = pft_dataset_n(nd->train);
+    int d = h->r.d, q = h->r.q, C = pft_gstat_n_classes(of), n = pft_dataset_n(nd->train);
     *S = NULL;
     *r = q + h->r.S + C + n;
     if (*r >= d)
@@ -353,7 +353,7 @@ static int span_rows(const node_t *nd, const reduced_t *red, double **S, int *r)
     memcpy(o, h->r.mean, (size_t)h->r.S * d * sizeof *o);
     o += (size_t)h->r.S * d;
     for (int c = 0; c < C; c++, o += d)
-        memcpy(o, pft_gstat_mean(red->of, c), (size_t)d * sizeof *o);
+        memcpy(o, pft_gstat_mean(of, c), (size_t)d * sizeof *o);
     const float *x = pft_dataset_x(nd->train);
     for (size_t i = 0; i < (size_t)n * d; i++)
         o[i] = x[i];
@@ -363,8 +363,12 @@ static int span_rows(const node_t *nd, const reduced_t *red, double **S, int *r)
 
 /* The terms of the merged W beside the received diagonal, as the merge added them (pft_gstat_merge): the
  * received factor's columns (weight n_r), the own rows about their class means (weight 1) and, per class
- * both hold, the difference of the two means (weight n_r,c·n_o,c / n_c): r×d into *F, weights into *w. */
-static int factor_rows(const node_t *nd, const hop_recv_t *h, double **F, double **w, int *r)
+ * both hold, the difference of the two parts' means (weight n_r,c·n_o,c / n_c): r×d into *F, weights into *w.
+ * The own part's mean is the one it was merged with, read from the merged statistics `of` (μ̃_o − μ_r =
+ * n_c (μ_c − μ_r) / n_o,c): under mean_noise it is the noised mean, while its scatter, and so the own rows'
+ * term, is about the rows' own mean. */
+static int factor_rows(const node_t *nd, const hop_recv_t *h, const pft_gstat_t *of, double **F, double **w,
+                       int *r)
 {
     int d = h->r.d, q = h->r.q, n = pft_dataset_n(nd->train), C = nd->n_classes, rc = 0;
     const float *x = pft_dataset_x(nd->train);
@@ -397,12 +401,14 @@ static int factor_rows(const node_t *nd, const hop_recv_t *h, double **F, double
         (*w)[m++] = 1.0;
     }
     for (int c = 0; o && c < h->r.S; c++) {
-        int l = h->r.label[c];
+        int l = h->r.label[c], i = pft_gstat_find(of, l);
         double nr = (double)h->r.count[c], no = l < C ? cnt[l] : 0;
-        if (no == 0)
+        if (no == 0 || i < 0)
             continue;
+        const double *mc = pft_gstat_mean(of, i), *mr = h->r.mean + (size_t)c * d;
+        double k = (double)pft_gstat_count(of, i) / no;
         for (int j = 0; j < d; j++)
-            o[j] = mu[(size_t)l * d + j] - h->r.mean[(size_t)c * d + j];
+            o[j] = k * (mc[j] - mr[j]);
         (*w)[m++] = nr * no / (nr + no);
         o += d;
     }
@@ -416,19 +422,21 @@ static int factor_rows(const node_t *nd, const hop_recv_t *h, double **F, double
     return rc;
 }
 
-/* A relay's release of W / n from the terms the merge added (pft_gstat_lowrank_shared_factor), else in the
- * span of what it received and holds (pft_gstat_lowrank_shared_span), else (neither holds W less the received
- * diagonal, or the span is not smaller than d) as the encoder would. */
-static int release_in_span(const node_t *nd, const reduced_t *red, const double *W, int d, double n, int qe,
-                           double *u, double *psi)
+/* A relay's release of W / n, W the merged scatter of `of` (the evidence's statistics, or the outbound part
+ * where mean_noise made its means differ from them), from the terms the merge added
+ * (pft_gstat_lowrank_shared_factor), else in the span of what it received and holds
+ * (pft_gstat_lowrank_shared_span), else (neither holds W less the received diagonal, or the span is not smaller
+ * than d) as the encoder would. */
+static int release_in_span(const node_t *nd, const reduced_t *red, const pft_gstat_t *of, const double *W, int d,
+                           double n, int qe, double *u, double *psi)
 {
     double *S = NULL, *F = NULL, *fw = NULL, *dg = pft_alloc_array((size_t)d, sizeof *dg);
-    int r = 0, rc = dg ? factor_rows(nd, red->hop, &F, &fw, &r) : pft_err(PFT_ENOMEM, "out of memory");
+    int r = 0, rc = dg ? factor_rows(nd, red->hop, of, &F, &fw, &r) : pft_err(PFT_ENOMEM, "out of memory");
     for (int j = 0; rc == 0 && j < d; j++)
         dg[j] = (double)red->hop->n * red->hop->r.psi[j];
     if (rc == 0 && (rc = pft_gstat_lowrank_shared_factor(W, dg, d, n, F, fw, r, qe, u, psi)) == 0)
         pft_info("release: rank %d from the %d terms of the merge (received factor, own rows, means)", qe, r);
-    if (rc == 1 && (rc = span_rows(nd, red, &S, &r)) == 0)
+    if (rc == 1 && (rc = span_rows(nd, red, of, &S, &r)) == 0)
         rc = S ? pft_gstat_lowrank_shared_span(W, dg, d, n, S, r, qe, u, psi) : 1;
     if (rc == 0 && S)
         pft_debug("release: rank %d in the span of %d vectors (received factor, means, own rows)", qe, r);
@@ -464,7 +472,7 @@ static int release_from_evidence(const node_t *nd, pft_bundle_t *b, const reduce
         if (rc == 0 && red->t.a) /* red->t.diag: W's diagonal (the part's, which equals it) */
             rc = pft_gstat_lowrank_shared_trid(&red->t, red->t.diag, n, qe, u, psi);
         else if (rc == 0 && red->heldout)
-            rc = release_in_span(nd, red, pft_gstat_tied_scatter(red->of), d, n, qe, u, psi);
+            rc = release_in_span(nd, red, red->of, pft_gstat_tied_scatter(red->of), d, n, qe, u, psi);
         else if (rc == 0) /* as the encoder would (the same numbers) */
             rc = pft_gstat_lowrank_shared_scatter(pft_gstat_tied_scatter(red->of), d, n, qe, u, psi);
         if (rc == 0)
@@ -508,11 +516,12 @@ static int scatter_back(pft_bundle_t *b, const reduced_t *red)
 }
 
 /* Every clear tied part of b that the evidence's release did not serve (not equal to the evidence's
- * statistics: a floor kept the own part apart, parts travel apart) and that sends eigenpairs gives up its
- * scatter W, and its release is computed in W's own storage (pft_gstat_lowrank_shared_scatter_inplace: the
- * numbers the encoder would compute in a copy of W). One d×d fewer while the bundle is encoded; b's W is not
- * read again. */
-static int release_in_place(pft_bundle_t *b, const reduced_t *red)
+ * statistics: a floor kept the own part apart, parts travel apart, mean_noise moved the own means) and that
+ * sends eigenpairs gives up its scatter W, and its release is computed in W's own storage
+ * (pft_gstat_lowrank_shared_scatter_inplace: the numbers the encoder would compute in a copy of W); a relay's
+ * hop (red->heldout: the one part is the received release merged with the own rows) from the merge's terms
+ * instead (release_in_span). One d×d fewer while the bundle is encoded; b's W is not read again. */
+static int release_in_place(const node_t *nd, pft_bundle_t *b, const reduced_t *red)
 {
     int d = pft_bundle_dim(b), rc = 0;
     for (int i = 0; rc == 0 && i < pft_bundle_n_parts(b); i++) {
@@ -527,7 +536,9 @@ static int release_in_place(pft_bundle_t *b, const reduced_t *red)
         rc = u && psi ? 0 : pft_err(PFT_ENOMEM, "out of memory for a release of rank %d", qe);
         if (rc == 0)
             rc = pft_bundle_take_part_scatter(b, i, &w);
-        if (rc == 0)
+        if (rc == 0 && red->heldout && pft_bundle_n_parts(b) == 1)
+            rc = release_in_span(nd, red, st, w, d, n, qe, u, psi);
+        else if (rc == 0)
             rc = pft_gstat_lowrank_shared_scatter_inplace(w, d, n, qe, u, psi);
         if (rc == 0)
             rc = pft_bundle_set_part_release(b, i, u, psi, qe);
@@ -604,7 +615,7 @@ static int outbound(node_t *nd, parts_t *ps, pft_bundle_t *b, int complete, redu
     if (rc == 0)
         rc = scatter_back(b, red);
     if (rc == 0)
-        rc = release_in_place(b, red);
+        rc = release_in_place(nd, b, red);
     for (int i = 0; rc == 0 && i < pft_bundle_prov_n_nodes(b); i++)
         if (strcmp(pft_bundle_prov_node(b, i), nd->me->id) == 0)
             rc = pft_node__evidence_set(nd, b, nd->me->id);

@@ -187,7 +187,9 @@ static void print_zero_support(const json_t *z)
            (int)jnum(w, "label"), jnum(w, "rows"), (int)jnum(w, "zeros"), (int)jnum(w, "own_pass"),
            (int)jnum(w, "own_rows"), (int)jnum(w, "holdout_pass"), (int)jnum(w, "holdout_rows"),
            jnum(w, "accuracy"), jnum(all, "accuracy"));
-    if (jnum(z, "mean_noise") > 0) /* the bound test allowed for the producer's mean_noise */
+    if (json_is_true(json_object_get(w, "exact_reading"))) /* the sums taken as exact decided best */
+        printf("; bound of the sums read as exact");
+    else if (jnum(z, "mean_noise") > 0) /* the bound test allowed for the producer's mean_noise */
         printf("; bound at margin %d x %g", (int)jnum(w, "margin"), jnum(z, "mean_noise"));
     printf("\n");
 }
@@ -356,9 +358,9 @@ int pft_cmd_audit(int argc, char **argv)
         {"seed", PFT_OPT_U64, &ao.seed, "1", 0, -1, 0, "S", "seed of that order"},
         {"ridge", PFT_OPT_DOUBLE, &ao.ridge, "0.001", 0, 1e6, 0, "R",
          "likelihood of statistics: R x tr(C)/d added to the diagonal of each class covariance C"},
-        {"mean-noise", PFT_OPT_DOUBLE, &ao.mean_noise, "0", 0, 1e3, 0, "S",
-         "statistics: the noise std the producer added to each own class sum (its mean_noise; 0: exact), "
-         "which the bound test allows for"},
+        {"mean-noise", PFT_OPT_DOUBLE, &ao.mean_noise, "0.05", 0, 1e3, 0, "S",
+         "statistics: the noise std the producer added to each own class sum (its mean_noise, default 0.05; "
+         "0: exact), which the bound test allows for; it also reads the sums as exact"},
         {"fail-on", PFT_OPT_STRING, &fail_on, "fail", 0, -1, 0, "V",
          "exit 3 when the overall verdict reaches V (warn, fail), on an exact leak only (exact), or never"},
         {"json", PFT_OPT_FLAG, &json, NULL, 0, -1, 0, NULL, "print one JSON object on stdout"},
