@@ -41,7 +41,8 @@ static int add_noised(pft_gstat_t *out, const pft_gstat_t *st, int i, double *e,
                                pft_gstat_scatter(st, i));
 }
 
-int pft_meannoise_apply(const pft_gstat_t *st, double sigma, uint64_t seed, pft_gstat_t **out)
+/* *out := st's classes with noised sums (pft_meannoise_apply), a TIED W not yet added. */
+static int noised_classes(const pft_gstat_t *st, double sigma, uint64_t seed, pft_gstat_t **out)
 {
     int d = pft_gstat_dim(st);
     *out = NULL;
@@ -55,11 +56,40 @@ int pft_meannoise_apply(const pft_gstat_t *st, double sigma, uint64_t seed, pft_
         if (rc == 0)
             rc = add_noised(o, st, i, e, d);
     }
-    if (rc == 0 && pft_gstat_kind(st) == PFT_GSTAT_TIED)
-        rc = pft_gstat_add_tied_scatter(o, pft_gstat_tied_scatter(st));
     pft_free(e);
     if (rc != 0)
         pft_gstat_destroy(&o);
     *out = o;
     return rc;
+}
+
+int pft_meannoise_apply(const pft_gstat_t *st, double sigma, uint64_t seed, pft_gstat_t **out)
+{
+    int rc = noised_classes(st, sigma, seed, out);
+    if (rc == 0 && pft_gstat_kind(st) == PFT_GSTAT_TIED &&
+        (rc = pft_gstat_add_tied_scatter(*out, pft_gstat_tied_scatter(st))))
+        pft_gstat_destroy(out);
+    return rc;
+}
+
+int pft_meannoise_apply_take(pft_gstat_t **st_p, double sigma, uint64_t seed)
+{
+    pft_gstat_t *o = NULL;
+    int rc = noised_classes(*st_p, sigma, seed, &o);
+    if (rc || pft_gstat_kind(*st_p) != PFT_GSTAT_TIED) {
+        if (rc == 0) { /* FULL: each class's scatter went with it */
+            pft_gstat_destroy(st_p);
+            *st_p = o;
+        }
+        return rc;
+    }
+    double *w = pft_gstat_take_tied_scatter(*st_p);
+    if ((rc = pft_gstat_set_tied_scatter(o, &w)) != 0) { /* W back where it was */
+        pft_gstat_give_tied_scatter(*st_p, &w);
+        pft_gstat_destroy(&o);
+        return rc;
+    }
+    pft_gstat_destroy(st_p);
+    *st_p = o;
+    return 0;
 }

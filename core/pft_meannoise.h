@@ -35,4 +35,9 @@ int pft_meannoise_draw(uint64_t seed, int label, double sigma, int d, double *e)
  * (sigma negative or not finite), PFT_ENOMEM; *out is NULL on error. */
 int pft_meannoise_apply(const pft_gstat_t *st, double sigma, uint64_t seed, pft_gstat_t **out);
 
+/* pft_meannoise_apply in place of *st_p: the same numbers bit for bit, a TIED W moved into the noised
+ * statistics rather than copied (one d×d fewer on a relay's hop). 0 (*st_p replaced), or the errors of
+ * pft_meannoise_apply with *st_p unaltered. */
+int pft_meannoise_apply_take(pft_gstat_t **st_p, double sigma, uint64_t seed);
+
 #endif

@@ -93,6 +93,12 @@ static void check_release(pft_gstat_kind_t kind)
     for (int i = 0; o && i < 3; i++)
         CHECK(memcmp(pft_gstat_mean(o, i), pft_gstat_mean(st, i), sizeof(double) * D) == 0);
     pft_gstat_destroy(&o);
+    /* in place: the same numbers bit for bit, st replaced */
+    pft_gstat_t *t = pft_gstat_dup(st);
+    CHECK(t && pft_meannoise_apply(st, 0.05, 77, &o) == 0 && pft_meannoise_apply_take(&t, 0.05, 77) == 0);
+    CHECK(t && o && t != st && pft_gstat_equal(t, o));
+    pft_gstat_destroy(&t);
+    pft_gstat_destroy(&o);
     pft_gstat_destroy(&st);
 }
 
@@ -114,6 +120,9 @@ static void test_bad_arguments(void)
     o = (pft_gstat_t *)&e;
     CHECK(pft_meannoise_apply(st, NAN, 1, &o) == PFT_EINVAL && o == NULL);
     CHECK(pft_meannoise_apply(st, INFINITY, 1, &o) == PFT_EINVAL && o == NULL);
+    pft_gstat_t *before = pft_gstat_dup(st), *kept = st;
+    CHECK(pft_meannoise_apply_take(&st, -1, 1) == PFT_EINVAL && st == kept && pft_gstat_equal(st, before));
+    pft_gstat_destroy(&before);
     CHECK(pft_meannoise_draw(1, 0, -0.1, D, e) == PFT_EINVAL);
     CHECK(pft_meannoise_draw(1, 0, 0.1, 0, e) == PFT_EINVAL);
     pft_gstat_destroy(&st);

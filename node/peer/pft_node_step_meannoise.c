@@ -63,12 +63,9 @@ static int meannoise_own(node_t *nd, pft_node__release_t *r)
                                         (size_t)pft_dataset_n(rows))
                    : pft_err(PFT_ENOMEM, "out of memory");
     }
-    pft_gstat_t *noised = NULL;
     if (rc == 0)
-        rc = pft_meannoise_apply(r->st, nd->me->mean_noise, nd->pipe.noise_seed, &noised);
+        rc = pft_meannoise_apply_take(&r->st, nd->me->mean_noise, nd->pipe.noise_seed);
     if (rc == 0) {
-        pft_gstat_destroy(&r->st);
-        r->st = noised;
         r->exact_rows = 1; /* what goes on differs from the rows: the head reads them again, exactly */
         pft_info("release: own class sums (%d classes) with noise of std %g per coordinate (mean_noise)",
                  pft_gstat_n_classes(r->st), nd->me->mean_noise);
