@@ -416,7 +416,8 @@ done:
 
 /* The relay's hop under the default mean_noise (0.05): a's and b's own class sums go out noised, b's scatter
  * stays its rows' about their own means; b's release still comes from the merge's terms (whose probe of W
- * refuses terms the merge did not add, e.g. the own rows' exact means where the merge took the noised ones). */
+ * refuses terms the merge did not add, e.g. the own rows' exact means where the merge took the noised ones).
+ */
 static void check_relay_noised(void)
 {
     char out[512];
@@ -425,8 +426,8 @@ static void check_relay_noised(void)
     json_decref(r);
     int noised = log_lines(out, "b", "release: own class sums", "mean_noise"),
         terms = log_lines(out, "b", "release: rank 8 from the ", " terms of the merge");
-    CHECK_MSG(noised == 1 && terms == 1, "b's log: own sums noised %d, release from the merge's terms %d", noised,
-              terms);
+    CHECK_MSG(noised == 1 && terms == 1, "b's log: own sums noised %d, release from the merge's terms %d",
+              noised, terms);
 }
 
 static void test_release_rule(void)

@@ -181,7 +181,8 @@ static void test_class(int c, const released_t *m, int k, int d, double u, doubl
 /* e := the test of label c with its k means m read as exact sums (margin 0, no rescaling), where that decides
  * better than e (the reading at the assumed noise). */
 static void better_exact(int c, const released_t *m, int k, int d, double u, double rel,
-                         const pft_audit_rows_t *own, const pft_audit_rows_t *held, pft_zerosupport_class_t *e)
+                         const pft_audit_rows_t *own, const pft_audit_rows_t *held,
+                         pft_zerosupport_class_t *e)
 {
     pft_zerosupport_class_t x;
     test_class(c, m, k, d, u, rel, own, held, &x);
@@ -199,8 +200,8 @@ static json_t *class_json(const pft_zerosupport_class_t *e)
 {
     return json_pack("{s:i,s:f,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:o}", "label", e->label, "rows", e->rows,
                      "means", e->means, "zeros", e->zeros, "own_rows", e->own, "own_pass", e->own_pass,
-                     "holdout_rows", e->held, "holdout_pass", e->held_pass, "margin", e->margin, "exact_reading",
-                     e->exact, "accuracy", num(e->accuracy));
+                     "holdout_rows", e->held, "holdout_pass", e->held_pass, "margin", e->margin,
+                     "exact_reading", e->exact, "accuracy", num(e->accuracy));
 }
 
 /* The verdict, the worst class and the pooled figures of the n classes e into o; the verdict. */

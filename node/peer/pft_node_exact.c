@@ -425,10 +425,10 @@ static int factor_rows(const node_t *nd, const hop_recv_t *h, const pft_gstat_t 
 /* A relay's release of W / n, W the merged scatter of `of` (the evidence's statistics, or the outbound part
  * where mean_noise made its means differ from them), from the terms the merge added
  * (pft_gstat_lowrank_shared_factor), else in the span of what it received and holds
- * (pft_gstat_lowrank_shared_span), else (neither holds W less the received diagonal, or the span is not smaller
- * than d) as the encoder would. */
-static int release_in_span(const node_t *nd, const reduced_t *red, const pft_gstat_t *of, const double *W, int d,
-                           double n, int qe, double *u, double *psi)
+ * (pft_gstat_lowrank_shared_span), else (neither holds W less the received diagonal, or the span is not
+ * smaller than d) as the encoder would. */
+static int release_in_span(const node_t *nd, const reduced_t *red, const pft_gstat_t *of, const double *W,
+                           int d, double n, int qe, double *u, double *psi)
 {
     double *S = NULL, *F = NULL, *fw = NULL, *dg = pft_alloc_array((size_t)d, sizeof *dg);
     int r = 0, rc = dg ? factor_rows(nd, red->hop, of, &F, &fw, &r) : pft_err(PFT_ENOMEM, "out of memory");
