@@ -10,6 +10,12 @@
 /* Tag of the noise's sub-stream, so that it shares no stream with another use of the same seed. */
 #define MEANNOISE_STREAM 0x6d65616e6e6f6973ULL
 
+double pft_meannoise_sigma(double sigma, uint64_t n)
+{
+    return n > 0 && n < PFT_MEANNOISE_FULL_ROWS ? sigma * sqrt((double)PFT_MEANNOISE_FULL_ROWS / (double)n)
+                                                : sigma;
+}
+
 int pft_meannoise_draw(uint64_t seed, int label, double sigma, int d, double *e)
 {
     if (!(sigma >= 0) || !isfinite(sigma) || d < 1)
@@ -52,7 +58,8 @@ static int noised_classes(const pft_gstat_t *st, double sigma, uint64_t seed, pf
     double *e = pft_alloc_array((size_t)d, sizeof *e);
     int rc = o && e ? 0 : pft_err(PFT_ENOMEM, "out of memory");
     for (int i = 0; rc == 0 && i < pft_gstat_n_classes(st); i++) {
-        rc = pft_meannoise_draw(seed, pft_gstat_label(st, i), sigma, d, e);
+        rc = pft_meannoise_draw(seed, pft_gstat_label(st, i),
+                                pft_meannoise_sigma(sigma, pft_gstat_count(st, i)), d, e);
         if (rc == 0)
             rc = add_noised(o, st, i, e, d);
     }

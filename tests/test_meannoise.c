@@ -69,7 +69,8 @@ static void check_release(pft_gstat_kind_t kind)
         double n = (double)pft_gstat_count(st, i), e[D], ns = 0, nt = 0, err = 0;
         const double *mu = pft_gstat_mean(st, i), *mt = pft_gstat_mean(o, i);
         CHECK(pft_gstat_count(o, i) == pft_gstat_count(st, i) && pft_gstat_label(o, i) == i);
-        CHECK(pft_meannoise_draw(77, i, 0.05, D, e) == 0);
+        /* 7 rows a class: more noise than 0.05, as a class under 10 rows gets */
+        CHECK(pft_meannoise_draw(77, i, pft_meannoise_sigma(0.05, (uint64_t)n), D, e) == 0);
         for (int j = 0; j < D; j++) {
             ns += n * mu[j] * n * mu[j];
             nt += (n * mu[j] + e[j]) * (n * mu[j] + e[j]);
@@ -102,6 +103,14 @@ static void check_release(pft_gstat_kind_t kind)
     pft_gstat_destroy(&st);
 }
 
+static void test_sigma(void)
+{
+    CHECK(pft_meannoise_sigma(0.05, 10) == 0.05 && pft_meannoise_sigma(0.05, 1000) == 0.05);
+    CHECK_NEAR(pft_meannoise_sigma(0.05, 5), 0.05 * sqrt(2.0), 1e-15);
+    CHECK_NEAR(pft_meannoise_sigma(0.05, 1), 0.05 * sqrt(10.0), 1e-15);
+    CHECK(pft_meannoise_sigma(0, 3) == 0); /* off stays off */
+}
+
 static void test_release(void)
 {
     check_release(PFT_GSTAT_TIED);
@@ -131,6 +140,7 @@ static void test_bad_arguments(void)
 int main(void)
 {
     RUN(test_draw);
+    RUN(test_sigma);
     RUN(test_release);
     RUN(test_bad_arguments);
     return pft_test_done();

@@ -3,6 +3,7 @@
 
 #include "pft_alloc.h"
 #include "pft_error.h"
+#include "pft_meannoise.h"
 #include "pft_membership.h"
 
 #include <math.h>
@@ -14,7 +15,8 @@ typedef struct {
     const double *mu;
     double rows;
     double *sum; /* statistics: rows·μ·sqrt(1 + dσ²/‖rows·μ‖²) (d doubles, owned by the caller); GMM: NULL */
-    double sigma; /* statistics: mean_noise·sqrt(contributors of the part); 0: exact */
+    double sigma; /* statistics: mean_noise·sqrt(contributors of the part), a single contributor's at its
+                   * class's count (pft_meannoise_sigma); 0: exact */
 } released_t;
 
 /* Margins of the bound test in noise standard deviations: one the attacker may choose, the best reported. */
@@ -98,6 +100,15 @@ static void read_sum(released_t *m, int d)
         m->sum[j] = m->rows * m->mu[j] * k;
 }
 
+/* The noise std on a class sum of n rows in part p of b at mean_noise sigma per contributor: one
+ * contributor's as pftnode draws it (pft_meannoise_sigma); several contributors' classes are of counts the
+ * bundle does not give apart, so sigma·sqrt(contributors), the least it can be. */
+static double part_sigma(const pft_bundle_t *b, int p, double sigma, uint64_t n)
+{
+    int k = pft_bundle_part_n_contributors(b, p);
+    return k == 1 ? pft_meannoise_sigma(sigma, n) : sigma * sqrt((double)k);
+}
+
 /* The released means of label c (a GMM class's components; statistics: the class in each clear part, its
  * sum read into m[k].sum, at noise std sigma per contributor) into m, which has room for them all; their
  * number. */
@@ -119,7 +130,7 @@ static int released(const pft_bundle_t *b, int c, double sigma, released_t *m)
             continue;
         double *buf = m[k].sum;
         m[k] = (released_t){pft_gstat_mean(st, i), (double)pft_gstat_count(st, i), buf,
-                            sigma * sqrt((double)pft_bundle_part_n_contributors(b, p))};
+                            part_sigma(b, p, sigma, pft_gstat_count(st, i))};
         read_sum(&m[k++], d);
     }
     return k;
