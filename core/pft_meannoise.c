@@ -12,8 +12,7 @@
 
 double pft_meannoise_sigma(double sigma, uint64_t n)
 {
-    return n > 0 && n < PFT_MEANNOISE_FULL_ROWS ? sigma * sqrt((double)PFT_MEANNOISE_FULL_ROWS / (double)n)
-                                                : sigma;
+    return n > 0 ? sigma * sqrt((double)PFT_MEANNOISE_REF_ROWS / (double)n) : sigma;
 }
 
 int pft_meannoise_draw(uint64_t seed, int label, double sigma, int d, double *e)

@@ -25,13 +25,15 @@
 
 #include "pft_gstat.h"
 
-/* Rows below which a class's sum gets more noise than σ (pft_meannoise_sigma). */
-#define PFT_MEANNOISE_FULL_ROWS 10
+/* The class size whose sum gets noise of std exactly mean_noise (pft_meannoise_sigma). */
+#define PFT_MEANNOISE_REF_ROWS 10
 
-/* The noise std on the sum of a class of n rows at the run's mean_noise sigma: sigma·sqrt(max(1, 10 / n)).
- * A class of few rows is the one whose sum bounds its rows tightly (the bound test of pftnet audit decided
- * star50's 6-row classes at up to 0.91 under a flat 0.05), and the one whose mean the head weighs least; the
- * count is public (it travels with the sum), so the rule reveals nothing of the rows. */
+/* The noise std on the sum of a class of n ≥ 1 rows at the run's mean_noise sigma: sigma·sqrt(10 / n). A
+ * class of few rows is the one whose sum bounds its rows tightly (the bound test of pftnet audit decided one
+ * of star50's 6-row classes at 0.91 under a flat 0.05) and the one whose mean the head weighs least; the sum of
+ * many rows bounds little (its coordinates grow with n) and its mean carries the head, so its noise shrinks
+ * (measured, bench/README.md "The default noise": chain5 −0.38 point against −0.44 flat). The count is public
+ * (it travels with the sum): the rule reveals nothing of the rows. */
 double pft_meannoise_sigma(double sigma, uint64_t n);
 
 /* The noise vector of class `label` (d doubles, each N(0, sigma²)) into e, a pure function of (seed,

@@ -170,10 +170,10 @@ static const pft_topo_attr_t s_table[] = {
      "with fewer is withheld (reported in result.json); 1: no floor, the paper's protocol",
      GO(min_rows), NO(min_rows), NONE},
     {"mean_noise", G | N, PFT_ATTR_REAL, "0.05", 0, 1e3, NULL,
-     "exact statistics: standard deviation of the Gaussian noise added to every coordinate of each class sum "
-     "a node releases of its own rows in the clear, times sqrt(10/n) for a class of n < 10 rows (not DP; "
-     "hides the exact zeros and upper bounds that give membership of small classes away, SECURITY.md 9); 0: "
-     "exact sums, so that merges equal the centralized statistics",
+     "exact statistics: noise scale S on the class sums a node releases of its own rows in the clear: "
+     "Gaussian noise of std S x sqrt(10/n) on every coordinate of the sum of a class of n rows (not DP; hides "
+     "the exact zeros and upper bounds that give membership of small classes away, SECURITY.md 9); 0: exact "
+     "sums, so that merges equal the centralized statistics",
      GO(mean_noise), NO(mean_noise), NONE},
     {"max_bundle_mb", G, PFT_ATTR_INT, "512", 1, 65536, NULL,
      "largest bundle a node accepts, MiB", GO(max_bundle_mb), NONE, NONE},

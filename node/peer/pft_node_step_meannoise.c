@@ -1,6 +1,6 @@
 /* pft_node_step_meannoise: the release step `mean_noise` (SECURITY.md §9, "Small classes"): with mean_noise
  * = σ > 0 (default 0.05), every class sum of this node's own rows released in the clear carries Gaussian
- * noise of std σ per coordinate, σ·sqrt(10 / n) for a class of n < 10 rows (core/pft_meannoise.h), so that no
+ * noise of std σ·sqrt(10 / n) per coordinate for a class of n rows (core/pft_meannoise.h), so that no
  * released mean of non-negative rows is exactly 0 where its rows are, nor an exact bound on them; the noise
  * of a class is the same in every release of this process (seeded by the node's key, never by the public run
  * seed, so a recipient cannot subtract it, and a restart draws it again the same: nothing to average). The
@@ -68,10 +68,9 @@ static int meannoise_own(node_t *nd, pft_node__release_t *r)
         rc = pft_meannoise_apply_take(&r->st, nd->me->mean_noise, nd->pipe.noise_seed);
     if (rc == 0) {
         r->exact_rows = 1; /* what goes on differs from the rows: the head reads them again, exactly */
-        pft_info("release: own class sums (%d classes) with noise of std %g per coordinate (mean_noise; "
-                 "x sqrt(%d / n) for a class of n < %d rows)",
-                 pft_gstat_n_classes(r->st), nd->me->mean_noise, PFT_MEANNOISE_FULL_ROWS,
-                 PFT_MEANNOISE_FULL_ROWS);
+        pft_info("release: own class sums (%d classes) with noise of std %g x sqrt(%d / rows) per coordinate "
+                 "(mean_noise)",
+                 pft_gstat_n_classes(r->st), nd->me->mean_noise, PFT_MEANNOISE_REF_ROWS);
     }
     return rc;
 }
